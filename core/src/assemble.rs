@@ -1,0 +1,468 @@
+//! Reading: turns the framed bytes of a [`ReadPlan`]'s fetches back into exactly the requested
+//! object bytes, in order, as they arrive.
+//!
+//! Each fetched stream is verified chunk by chunk; output leaves as soon as the bytes it needs are
+//! verified (the first byte needs one chunk of one shard, not a block). Missing data pieces are
+//! rebuilt from the survivors' column window, a step at a time. Memory is bounded by [`wants`]:
+//! a stream is asked for more only while it is less than two blocks ahead of the output.
+//!
+//! [`wants`]: Assembler::wants
+
+use crate::erasure::{Codec, ErasureError, COLUMN};
+use crate::frame::{verify_chunk, CHECKSUM_BYTES};
+use crate::plan::{BlockNeed, Fetch, ReadPlan};
+use std::fmt;
+use std::ops::Range;
+
+/// Columns rebuilt per reconstruction call (unless the segment ends sooner): the decoder has a
+/// fixed cost per call, so tiny steps would be slow, and huge ones would delay the first byte.
+const RECONSTRUCT_STEP: u64 = 64 << 10;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AssembleError {
+    /// A chunk failed its checksum: the shard file is rotten there. Re-plan without it.
+    ChecksumMismatch { shard: usize, chunk: u64 },
+    /// Bytes pushed for a shard the plan does not read.
+    UnexpectedShard(usize),
+    /// More bytes pushed than the shard's fetch covers.
+    TooMuchData { shard: usize },
+    Erasure(ErasureError),
+}
+
+impl fmt::Display for AssembleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ChecksumMismatch { shard, chunk } => {
+                write!(f, "checksum mismatch in shard {shard}, chunk {chunk}")
+            }
+            Self::UnexpectedShard(s) => write!(f, "shard {s} is not part of this read plan"),
+            Self::TooMuchData { shard } => {
+                write!(f, "shard {shard} sent more bytes than were requested")
+            }
+            Self::Erasure(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for AssembleError {}
+
+impl From<ErasureError> for AssembleError {
+    fn from(e: ErasureError) -> Self {
+        Self::Erasure(e)
+    }
+}
+
+/// One fetched shard stream: its framed bytes verified into logical bytes.
+struct Stream {
+    shard: usize,
+    next_chunk: u64,
+    last_chunk: u64,
+    /// A partly received chunk (data + checksum).
+    pending: Vec<u8>,
+    /// Verified logical bytes, starting at logical offset `base`.
+    data: Vec<u8>,
+    base: u64,
+}
+
+impl Stream {
+    fn new(fetch: &Fetch, chunk_bytes: u64) -> Self {
+        Self {
+            shard: fetch.shard,
+            next_chunk: fetch.logical.start / chunk_bytes,
+            last_chunk: fetch.logical.end.div_ceil(chunk_bytes),
+            pending: Vec::new(),
+            data: Vec::new(),
+            base: fetch.logical.start,
+        }
+    }
+
+    fn verified_end(&self) -> u64 {
+        self.base + self.data.len() as u64
+    }
+
+    fn complete(&self) -> bool {
+        self.next_chunk == self.last_chunk
+    }
+
+    /// Verified bytes at logical `range`, if all of it has arrived.
+    fn bytes(&self, range: Range<u64>) -> Option<&[u8]> {
+        let start = range.start.checked_sub(self.base)? as usize;
+        let end = range.end.checked_sub(self.base)? as usize;
+        self.data.get(start..end)
+    }
+
+    /// Forgets verified bytes before logical offset `offset`.
+    fn discard_before(&mut self, offset: u64) {
+        let n = offset.saturating_sub(self.base).min(self.data.len() as u64);
+        if n > 0 {
+            self.data.drain(..n as usize);
+            self.base += n;
+        }
+    }
+}
+
+/// A rebuilt column window of one missing piece, kept until the output has moved past it.
+struct Rebuilt {
+    block: u64,
+    shard: usize,
+    columns: Range<u64>,
+    bytes: Vec<u8>,
+}
+
+/// Incremental assembly of one [`ReadPlan`].
+pub struct Assembler {
+    plan: ReadPlan,
+    streams: Vec<Option<Stream>>,
+    codec: Codec,
+    survivors: Vec<usize>,
+    pos: u64,
+    need: Option<BlockNeed>,
+    rebuilt: Option<Rebuilt>,
+}
+
+impl Assembler {
+    pub fn new(plan: ReadPlan) -> Result<Self, AssembleError> {
+        let g = plan.geometry;
+        let mut streams: Vec<Option<Stream>> = (0..g.total_shards()).map(|_| None).collect();
+        for f in &plan.fetches {
+            streams[f.shard] = Some(Stream::new(f, g.chunk_bytes()));
+        }
+        Ok(Self {
+            codec: Codec::new(g.data_shards(), g.parity_shards())?,
+            survivors: plan.survivors(),
+            pos: plan.range.start,
+            streams,
+            plan,
+            need: None,
+            rebuilt: None,
+        })
+    }
+
+    pub fn plan(&self) -> &ReadPlan {
+        &self.plan
+    }
+
+    /// Object offset of the next byte to emit: where a re-plan resumes after a failure.
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.pos == self.plan.range.end
+    }
+
+    /// Whether shard `shard`'s stream should be read further now (bounded look-ahead).
+    pub fn wants(&self, shard: usize) -> bool {
+        let Some(Some(s)) = self.streams.get(shard) else {
+            return false;
+        };
+        let g = &self.plan.geometry;
+        let block = self.pos / g.block_bytes();
+        !s.complete() && s.verified_end() < g.piece_offset(block + 2)
+    }
+
+    /// Feeds framed bytes of shard `shard`, in order from its fetch's start, in pieces of any size.
+    pub fn push(&mut self, shard: usize, mut input: &[u8]) -> Result<(), AssembleError> {
+        let g = self.plan.geometry;
+        let s = self
+            .streams
+            .get_mut(shard)
+            .and_then(Option::as_mut)
+            .ok_or(AssembleError::UnexpectedShard(shard))?;
+        while !input.is_empty() {
+            if s.complete() {
+                return Err(AssembleError::TooMuchData { shard });
+            }
+            let chunk = s.next_chunk;
+            let framed = g.chunk_len(chunk) as usize + CHECKSUM_BYTES;
+            if s.pending.is_empty() && input.len() >= framed {
+                // Fast path: a whole chunk in the input, verified in place.
+                let (whole, rest) = input.split_at(framed);
+                accept_chunk(s, chunk, whole)?;
+                input = rest;
+                continue;
+            }
+            let take = (framed - s.pending.len()).min(input.len());
+            s.pending.extend_from_slice(&input[..take]);
+            input = &input[take..];
+            if s.pending.len() == framed {
+                let whole = std::mem::take(&mut s.pending);
+                accept_chunk(s, chunk, &whole)?;
+                s.pending = whole;
+                s.pending.clear();
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends to `out` as many requested bytes as can be produced now, at most `max`.
+    /// Returns how many were appended; 0 means more input is needed (or the read is done).
+    pub fn pull(&mut self, out: &mut Vec<u8>, max: usize) -> Result<usize, AssembleError> {
+        let start_len = out.len();
+        while self.pos < self.plan.range.end && out.len() - start_len < max {
+            let room = (max - (out.len() - start_len)) as u64;
+            let n = self.emit_some(out, room)?;
+            if n == 0 {
+                break;
+            }
+            self.pos += n;
+        }
+        Ok(out.len() - start_len)
+    }
+
+    /// Emits up to `room` bytes of the segment at `pos`; returns how many.
+    fn emit_some(&mut self, out: &mut Vec<u8>, room: u64) -> Result<u64, AssembleError> {
+        let g = self.plan.geometry;
+        let block = self.pos / g.block_bytes();
+        self.enter_block(block);
+        let p = g.piece_bytes(block);
+        let rel = self.pos - g.block_start(block);
+        let j = (rel / p) as usize;
+        let local = rel - j as u64 * p;
+        let seg_end = self
+            .need
+            .as_ref()
+            .and_then(|n| n.segments.iter().find(|(s, _)| *s == j))
+            .map_or(local, |(_, r)| r.end);
+        let want = (seg_end - local).min(room);
+        let base = g.piece_offset(block);
+        if !self.plan.unavailable[j] {
+            let Some(s) = self.streams[j].as_ref() else {
+                return Ok(0);
+            };
+            let avail = s.verified_end().saturating_sub(base + local).min(want);
+            if let Some(bytes) = s.bytes(base + local..base + local + avail) {
+                out.extend_from_slice(bytes);
+                return Ok(avail);
+            }
+            return Ok(0);
+        }
+        if !self.rebuilt_covers(block, j, local) && !self.rebuild(block, j, local, seg_end)? {
+            return Ok(0);
+        }
+        let r = self.rebuilt.as_ref().expect("rebuilt window covers pos");
+        let n = (r.columns.end - local).min(want);
+        let at = (local - r.columns.start) as usize;
+        out.extend_from_slice(&r.bytes[at..at + n as usize]);
+        Ok(n)
+    }
+
+    /// On reaching a new block: compute its needs and drop what earlier blocks held.
+    fn enter_block(&mut self, block: u64) {
+        if self.need.as_ref().is_some_and(|n| n.block == block) {
+            return;
+        }
+        let offset = self.plan.geometry.piece_offset(block);
+        for s in self.streams.iter_mut().flatten() {
+            s.discard_before(offset);
+        }
+        self.need = Some(self.plan.block_need(block));
+    }
+
+    fn rebuilt_covers(&self, block: u64, shard: usize, local: u64) -> bool {
+        self.rebuilt.as_ref().is_some_and(|r| {
+            r.block == block && r.shard == shard && r.columns.contains(&local)
+        })
+    }
+
+    /// Rebuilds the next step of missing piece `shard` from `local`, if the survivors have it.
+    fn rebuild(
+        &mut self,
+        block: u64,
+        shard: usize,
+        local: u64,
+        seg_end: u64,
+    ) -> Result<bool, AssembleError> {
+        let g = self.plan.geometry;
+        let col = COLUMN as u64;
+        let window = self
+            .need
+            .as_ref()
+            .and_then(|n| n.window.clone())
+            .unwrap_or(0..g.piece_bytes(block));
+        let base = g.piece_offset(block);
+        let lo = local / col * col;
+        let target = seg_end.next_multiple_of(col).min(window.end);
+        let arrived = self
+            .survivors
+            .iter()
+            .filter_map(|&s| self.streams[s].as_ref())
+            .map(|s| s.verified_end().saturating_sub(base))
+            .min()
+            .unwrap_or(0);
+        let hi = if arrived >= target {
+            target
+        } else {
+            arrived / col * col
+        };
+        if hi <= local || (hi < target && hi - lo < RECONSTRUCT_STEP) {
+            return Ok(false);
+        }
+        let total = g.total_shards();
+        let mut present: Vec<Option<&[u8]>> = vec![None; total];
+        for &s in &self.survivors {
+            present[s] = self.streams[s]
+                .as_ref()
+                .and_then(|st| st.bytes(base + lo..base + hi));
+        }
+        let mut bytes = self.rebuilt.take().map(|r| r.bytes).unwrap_or_default();
+        bytes.clear();
+        bytes.resize((hi - lo) as usize, 0);
+        let mut out: Vec<Option<&mut [u8]>> = (0..total).map(|_| None).collect();
+        out[shard] = Some(&mut bytes);
+        self.codec.reconstruct(&present, &mut out)?;
+        self.rebuilt = Some(Rebuilt {
+            block,
+            shard,
+            columns: lo..hi,
+            bytes,
+        });
+        Ok(true)
+    }
+}
+
+/// Verifies one framed chunk and appends its data to the stream.
+fn accept_chunk(s: &mut Stream, chunk: u64, framed: &[u8]) -> Result<(), AssembleError> {
+    let (data, sum) = framed.split_at(framed.len() - CHECKSUM_BYTES);
+    if !verify_chunk(s.shard, chunk, data, sum) {
+        return Err(AssembleError::ChecksumMismatch {
+            shard: s.shard,
+            chunk,
+        });
+    }
+    s.data.extend_from_slice(data);
+    s.next_chunk += 1;
+    Ok(())
+}
+
+/// Serves a plan from whole shard files in memory, feeding each fetch in `step`-byte pieces
+/// round-robin. For tests and benchmarks; the gateway feeds network streams instead.
+pub fn read_from_files(
+    plan: ReadPlan,
+    files: &[Vec<u8>],
+    step: usize,
+) -> Result<Vec<u8>, AssembleError> {
+    let fetches = plan.fetches.clone();
+    let mut asm = Assembler::new(plan)?;
+    let mut offsets: Vec<u64> = fetches.iter().map(|f| f.physical.start).collect();
+    let mut out = Vec::new();
+    while !asm.is_done() {
+        let mut progressed = asm.pull(&mut out, usize::MAX)? > 0;
+        for (f, at) in fetches.iter().zip(offsets.iter_mut()) {
+            if *at < f.physical.end && asm.wants(f.shard) {
+                let end = (*at + step as u64).min(f.physical.end);
+                asm.push(f.shard, &files[f.shard][*at as usize..end as usize])?;
+                *at = end;
+                progressed = true;
+            }
+        }
+        if !progressed {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encode::encode_part;
+    use crate::geometry::Geometry;
+    use proptest::prelude::*;
+
+    fn object(size: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed | 1;
+        (0..size)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 24) as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn healthy_read_of_everything() {
+        let g = Geometry::new(300_000, 65_536, 4, 2, 4096).unwrap();
+        let data = object(300_000, 1);
+        let files = encode_part(g, &data).unwrap();
+        let plan = ReadPlan::new(g, 0..300_000, &[]).unwrap();
+        assert_eq!(read_from_files(plan, &files, 5000).unwrap(), data);
+    }
+
+    #[test]
+    fn first_bytes_leave_after_one_chunk() {
+        let g = Geometry::new(1 << 20, 1 << 20, 4, 2, 16 << 10).unwrap();
+        let files = encode_part(g, &object(1 << 20, 2)).unwrap();
+        let plan = ReadPlan::new(g, 0..1 << 20, &[]).unwrap();
+        let mut asm = Assembler::new(plan).unwrap();
+        asm.push(0, &files[0][..(16 << 10) + 8]).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(asm.pull(&mut out, usize::MAX).unwrap(), 16 << 10);
+    }
+
+    #[test]
+    fn a_rotten_chunk_is_never_served() {
+        let g = Geometry::new(100_000, 65_536, 4, 2, 1024).unwrap();
+        let mut files = encode_part(g, &object(100_000, 3)).unwrap();
+        files[1][2000] ^= 0x40;
+        let plan = ReadPlan::new(g, 0..100_000, &[]).unwrap();
+        let err = read_from_files(plan, &files, 700).unwrap_err();
+        assert_eq!(err, AssembleError::ChecksumMismatch { shard: 1, chunk: 1 });
+    }
+
+    #[test]
+    fn extra_bytes_and_unknown_shards_are_refused() {
+        let g = Geometry::new(1000, 1000, 2, 1, 64).unwrap();
+        let files = encode_part(g, &object(1000, 4)).unwrap();
+        let mut asm = Assembler::new(ReadPlan::new(g, 0..10, &[]).unwrap()).unwrap();
+        assert_eq!(asm.push(2, &[0]), Err(AssembleError::UnexpectedShard(2)));
+        assert_eq!(
+            asm.push(0, &files[0][..73]),
+            Err(AssembleError::TooMuchData { shard: 0 })
+        );
+    }
+
+    fn case() -> impl Strategy<Value = (usize, usize, u64, u64, usize, Vec<usize>, u64, u64, usize)> {
+        (1usize..=6, 1usize..=3, 1u64..=8, 1u64..=6, 1usize..60_000).prop_flat_map(
+            |(k, m, block_cols, chunk_cols, size)| {
+                let lost = proptest::sample::subsequence((0..k + m).collect::<Vec<_>>(), 0..=m);
+                (
+                    Just(k),
+                    Just(m),
+                    Just(block_cols * 1000 + 7),
+                    Just(chunk_cols * 64),
+                    Just(size),
+                    lost,
+                    0..size as u64,
+                    1..=size as u64,
+                    1usize..5000,
+                )
+            },
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(160))]
+
+        #[test]
+        fn any_range_any_loss_returns_exactly_those_bytes(
+            (k, m, block, chunk, size, lost, a, len, step) in case(), seed in any::<u64>(),
+        ) {
+            let g = Geometry::new(size as u64, block, k, m, chunk).unwrap();
+            let data = object(size, seed);
+            let mut files = encode_part(g, &data).unwrap();
+            for &s in &lost {
+                files[s] = vec![0xEE; files[s].len()]; // gone: must never be read
+            }
+            let end = (a + len).min(size as u64);
+            let plan = ReadPlan::new(g, a..end, &lost).unwrap();
+            for f in &plan.fetches {
+                prop_assert!(!lost.contains(&f.shard));
+            }
+            let got = read_from_files(plan, &files, step).unwrap();
+            prop_assert_eq!(got.as_slice(), &data[a as usize..end as usize]);
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! shardgate-core: the byte work of the gateway, pure and deterministic (no I/O, no clocks).
+//!
+//! - [`erasure`]: Reed-Solomon encode / reconstruct of a block's pieces (whole or a 64-byte column window).
+//! - [`geometry`]: how an object part maps to blocks, pieces and chunked shard files.
+//! - [`encode`]: a part's bytes, block by block, into framed shard files.
+//! - [`frame`]: per-chunk xxh3 checksum framing of shard files (bitrot detection), writing and verifying.
+//! - [`plan`]: which shard-file byte ranges a byte range needs, healthy or degraded.
+//! - [`assemble`]: turning fetched shard bytes back into exactly the requested bytes, incrementally.
+//! - [`http_range`]: the `Range` header with S3 semantics.
+//! - [`checksum`]: streaming CRC32 / CRC32C / CRC64NVME for S3 `x-amz-checksum-*`.
+//! - [`manifest`]: the versioned binary object manifest.
+//! - `wasm`: the wasm-bindgen API (wasm32 only).
+
+pub mod assemble;
+pub mod checksum;
+pub mod encode;
+pub mod erasure;
+pub mod frame;
+pub mod geometry;
+pub mod http_range;
+pub mod manifest;
+pub mod plan;
+#[cfg(target_arch = "wasm32")]
+pub mod wasm;
+
+/// The core's version, reported by the worker's health endpoint.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
