@@ -21,11 +21,16 @@ const RECONSTRUCT_STEP: u64 = 64 << 10;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AssembleError {
     /// A chunk failed its checksum: the shard file is rotten there. Re-plan without it.
-    ChecksumMismatch { shard: usize, chunk: u64 },
+    ChecksumMismatch {
+        shard: usize,
+        chunk: u64,
+    },
     /// Bytes pushed for a shard the plan does not read.
     UnexpectedShard(usize),
     /// More bytes pushed than the shard's fetch covers.
-    TooMuchData { shard: usize },
+    TooMuchData {
+        shard: usize,
+    },
     Erasure(ErasureError),
 }
 
@@ -260,9 +265,9 @@ impl Assembler {
     }
 
     fn rebuilt_covers(&self, block: u64, shard: usize, local: u64) -> bool {
-        self.rebuilt.as_ref().is_some_and(|r| {
-            r.block == block && r.shard == shard && r.columns.contains(&local)
-        })
+        self.rebuilt
+            .as_ref()
+            .is_some_and(|r| r.block == block && r.shard == shard && r.columns.contains(&local))
     }
 
     /// Rebuilds the next step of missing piece `shard` from `local`, if the survivors have it.
@@ -424,7 +429,8 @@ mod tests {
         );
     }
 
-    fn case() -> impl Strategy<Value = (usize, usize, u64, u64, usize, Vec<usize>, u64, u64, usize)> {
+    fn case() -> impl Strategy<Value = (usize, usize, u64, u64, usize, Vec<usize>, u64, u64, usize)>
+    {
         (1usize..=6, 1usize..=3, 1u64..=8, 1u64..=6, 1usize..60_000).prop_flat_map(
             |(k, m, block_cols, chunk_cols, size)| {
                 let lost = proptest::sample::subsequence((0..k + m).collect::<Vec<_>>(), 0..=m);

@@ -9,9 +9,16 @@ use std::fmt;
 pub enum EncodeError {
     Erasure(ErasureError),
     /// A block of the wrong length, or more blocks than the part has.
-    UnexpectedBlock { block: u64, expected: u64, got: u64 },
+    UnexpectedBlock {
+        block: u64,
+        expected: u64,
+        got: u64,
+    },
     /// `finish` before every block was encoded.
-    Incomplete { encoded: u64, blocks: u64 },
+    Incomplete {
+        encoded: u64,
+        blocks: u64,
+    },
 }
 
 impl fmt::Display for EncodeError {

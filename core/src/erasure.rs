@@ -107,10 +107,16 @@ impl Codec {
     pub fn encode(&mut self, data: &[&[u8]], parity: &mut [&mut [u8]]) -> Result<(), ErasureError> {
         check_count(self.k, data.len())?;
         check_count(self.m, parity.len())?;
-        let bytes = same_len(data.iter().map(|d| d.len()).chain(parity.iter().map(|p| p.len())))?;
+        let bytes = same_len(
+            data.iter()
+                .map(|d| d.len())
+                .chain(parity.iter().map(|p| p.len())),
+        )?;
         let encoder = self.encoder_for(bytes)?;
         for piece in data {
-            encoder.add_original_shard(piece).map_err(|_| invalid(bytes))?;
+            encoder
+                .add_original_shard(piece)
+                .map_err(|_| invalid(bytes))?;
         }
         let result = encoder.encode().map_err(|_| invalid(bytes))?;
         for (out, rec) in parity.iter_mut().zip(result.recovery_iter()) {
@@ -324,7 +330,13 @@ mod tests {
         assert_eq!(err, ErasureError::InvalidPieceSize { bytes: 63 });
         let b = [0u8; 64];
         let err = c.encode(&[&b], &mut [&mut [0u8; 64]]).unwrap_err();
-        assert_eq!(err, ErasureError::WrongPieceCount { expected: 2, got: 1 });
+        assert_eq!(
+            err,
+            ErasureError::WrongPieceCount {
+                expected: 2,
+                got: 1
+            }
+        );
     }
 
     #[test]

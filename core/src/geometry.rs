@@ -71,9 +71,8 @@ impl Geometry {
         if block_bytes == 0 || block_bytes > MAX_BLOCK_BYTES {
             return Err(GeometryError::InvalidBlockBytes(block_bytes));
         }
-        let chunk_ok = chunk_bytes > 0
-            && chunk_bytes <= MAX_CHUNK_BYTES
-            && chunk_bytes % COLUMN as u64 == 0;
+        let chunk_ok =
+            chunk_bytes > 0 && chunk_bytes <= MAX_CHUNK_BYTES && chunk_bytes % COLUMN as u64 == 0;
         if !chunk_ok {
             return Err(GeometryError::InvalidChunkBytes(chunk_bytes));
         }
@@ -123,8 +122,7 @@ impl Geometry {
 
     /// Bytes of each piece of a block holding `len` object bytes.
     pub fn piece_bytes_for(&self, len: u64) -> u64 {
-        len.div_ceil(self.k as u64)
-            .next_multiple_of(COLUMN as u64)
+        len.div_ceil(self.k as u64).next_multiple_of(COLUMN as u64)
     }
 
     /// Bytes of each of block `b`'s pieces.
@@ -176,7 +174,10 @@ impl Geometry {
     /// Widens a logical range to whole chunks and returns (logical, physical) ranges to fetch.
     pub fn chunk_aligned(&self, logical: Range<u64>) -> (Range<u64>, Range<u64>) {
         let first = logical.start / self.chunk_bytes;
-        let last = logical.end.div_ceil(self.chunk_bytes).min(self.chunk_count());
+        let last = logical
+            .end
+            .div_ceil(self.chunk_bytes)
+            .min(self.chunk_count());
         let start = first * self.chunk_bytes;
         let end = (last * self.chunk_bytes).min(self.shard_data_bytes());
         let phys_end = if last == 0 {

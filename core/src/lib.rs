@@ -22,6 +22,8 @@ pub mod manifest;
 pub mod plan;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
+#[doc(hidden)]
+pub mod workload;
 
 /// The core's version, reported by the worker's health endpoint.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -25,7 +25,10 @@ impl fmt::Display for PlanError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::InvalidRange { start, end, size } => {
-                write!(f, "range {start}..{end} is empty or outside a part of {size} bytes")
+                write!(
+                    f,
+                    "range {start}..{end} is empty or outside a part of {size} bytes"
+                )
             }
             Self::InvalidShard(s) => write!(f, "shard index {s} out of range"),
             Self::TooManyUnavailable { unavailable, m } => write!(

@@ -1,0 +1,372 @@
+//! The wasm-bindgen API used by the worker and the browser (wrapped in `worker/src/core.ts`).
+//!
+//! Kept narrow and copy-free where it matters: byte buffers live in WASM memory and are reused
+//! across calls; JS writes input into `inputPtr(len)` and reads output from `outputPtr`/`outputLen`
+//! through views of `memory.buffer` (valid until the next call into this object). Sizes are JS
+//! numbers (exact up to 2^53 bytes), so no BigInt at the boundary.
+
+use crate::assemble::{AssembleError, Assembler as CoreAssembler};
+use crate::checksum::{S3Checksum, StreamingChecksum};
+use crate::encode::PartEncoder as CorePartEncoder;
+use crate::geometry::Geometry as CoreGeometry;
+use crate::http_range;
+use crate::plan::ReadPlan as CoreReadPlan;
+use wasm_bindgen::prelude::*;
+
+/// The core's crate version.
+#[wasm_bindgen]
+pub fn version() -> String {
+    crate::VERSION.to_string()
+}
+
+fn err(e: impl std::fmt::Display) -> JsError {
+    JsError::new(&e.to_string())
+}
+
+/// A JS number that must be a whole, non-negative byte count or index.
+fn whole(n: f64, what: &str) -> Result<u64, JsError> {
+    if n.is_finite() && n >= 0.0 && n.fract() == 0.0 && n <= 9_007_199_254_740_992.0 {
+        Ok(n as u64)
+    } else {
+        Err(JsError::new(&format!(
+            "{what} must be a whole number of bytes, got {n}"
+        )))
+    }
+}
+
+/// A byte buffer in WASM memory that JS fills through a view.
+#[derive(Default)]
+struct Buffer(Vec<u8>);
+
+impl Buffer {
+    fn ptr(&mut self, len: usize) -> *mut u8 {
+        self.0.resize(len, 0);
+        self.0.as_mut_ptr()
+    }
+    fn filled(&self, len: usize) -> Result<&[u8], JsError> {
+        self.0
+            .get(..len)
+            .ok_or_else(|| JsError::new("input length exceeds the input buffer"))
+    }
+}
+
+/// Layout of one erasure-coded object part.
+#[wasm_bindgen]
+pub struct Geometry(CoreGeometry);
+
+#[wasm_bindgen]
+impl Geometry {
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        size: f64,
+        block_bytes: f64,
+        data_shards: usize,
+        parity_shards: usize,
+        chunk_bytes: f64,
+    ) -> Result<Geometry, JsError> {
+        let g = CoreGeometry::new(
+            whole(size, "size")?,
+            whole(block_bytes, "blockBytes")?,
+            data_shards,
+            parity_shards,
+            whole(chunk_bytes, "chunkBytes")?,
+        )
+        .map_err(err)?;
+        Ok(Self(g))
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn size(&self) -> f64 {
+        self.0.size() as f64
+    }
+    #[wasm_bindgen(getter, js_name = blockBytes)]
+    pub fn block_bytes(&self) -> f64 {
+        self.0.block_bytes() as f64
+    }
+    #[wasm_bindgen(getter, js_name = dataShards)]
+    pub fn data_shards(&self) -> usize {
+        self.0.data_shards()
+    }
+    #[wasm_bindgen(getter, js_name = parityShards)]
+    pub fn parity_shards(&self) -> usize {
+        self.0.parity_shards()
+    }
+    #[wasm_bindgen(getter, js_name = chunkBytes)]
+    pub fn chunk_bytes(&self) -> f64 {
+        self.0.chunk_bytes() as f64
+    }
+    #[wasm_bindgen(getter, js_name = blockCount)]
+    pub fn block_count(&self) -> f64 {
+        self.0.block_count() as f64
+    }
+    /// Bytes of each framed shard file: the exact length a PUT streams to each node.
+    #[wasm_bindgen(getter, js_name = shardFileBytes)]
+    pub fn shard_file_bytes(&self) -> f64 {
+        self.0.shard_file_bytes() as f64
+    }
+    #[wasm_bindgen(js_name = blockLen)]
+    pub fn block_len(&self, block: f64) -> Result<f64, JsError> {
+        Ok(self.0.block_len(whole(block, "block")?) as f64)
+    }
+}
+
+/// Which shard-file byte ranges a byte range of a part needs.
+#[wasm_bindgen]
+pub struct ReadPlan(CoreReadPlan);
+
+#[wasm_bindgen]
+impl ReadPlan {
+    /// Plans reading object bytes `[start, end)` with the given shard indices unavailable.
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        geometry: &Geometry,
+        start: f64,
+        end: f64,
+        unavailable: &[u32],
+    ) -> Result<ReadPlan, JsError> {
+        let lost: Vec<usize> = unavailable.iter().map(|&s| s as usize).collect();
+        let range = whole(start, "start")?..whole(end, "end")?;
+        Ok(Self(
+            CoreReadPlan::new(geometry.0, range, &lost).map_err(err)?,
+        ))
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn degraded(&self) -> bool {
+        self.0.is_degraded()
+    }
+
+    /// The requests to make, flattened: `[shard, physicalStart, physicalEnd, …]` (end exclusive).
+    pub fn fetches(&self) -> Vec<f64> {
+        self.0
+            .fetches
+            .iter()
+            .flat_map(|f| {
+                [
+                    f.shard as f64,
+                    f.physical.start as f64,
+                    f.physical.end as f64,
+                ]
+            })
+            .collect()
+    }
+}
+
+/// Turns fetched shard bytes back into the requested bytes, incrementally.
+#[wasm_bindgen]
+pub struct Assembler {
+    inner: CoreAssembler,
+    input: Buffer,
+    output: Vec<u8>,
+    failed_chunk: f64,
+}
+
+#[wasm_bindgen]
+impl Assembler {
+    #[wasm_bindgen(constructor)]
+    pub fn new(plan: &ReadPlan) -> Result<Assembler, JsError> {
+        Ok(Self {
+            inner: CoreAssembler::new(plan.0.clone()).map_err(err)?,
+            input: Buffer::default(),
+            output: Vec::new(),
+            failed_chunk: -1.0,
+        })
+    }
+
+    /// Pointer to a reusable input buffer of `len` bytes; write into it, then call `push`.
+    #[wasm_bindgen(js_name = inputPtr)]
+    pub fn input_ptr(&mut self, len: usize) -> *mut u8 {
+        self.input.ptr(len)
+    }
+
+    /// Feeds the first `len` bytes of the input buffer as the next bytes of shard `shard`.
+    /// Returns false when a chunk failed its checksum (`failedChunk` says which); the shard must
+    /// then be treated as unavailable and the rest re-planned from `position`.
+    pub fn push(&mut self, shard: usize, len: usize) -> Result<bool, JsError> {
+        let bytes = self.input.filled(len)?;
+        match self.inner.push(shard, bytes) {
+            Ok(()) => Ok(true),
+            Err(AssembleError::ChecksumMismatch { chunk, .. }) => {
+                self.failed_chunk = chunk as f64;
+                Ok(false)
+            }
+            Err(e) => Err(err(e)),
+        }
+    }
+
+    /// Index of the chunk that failed its checksum in the last `push`, or -1.
+    #[wasm_bindgen(getter, js_name = failedChunk)]
+    pub fn failed_chunk(&self) -> f64 {
+        self.failed_chunk
+    }
+
+    /// Produces up to `max` output bytes into the output buffer; returns how many (0: need input).
+    pub fn pull(&mut self, max: usize) -> Result<usize, JsError> {
+        self.output.clear();
+        self.inner.pull(&mut self.output, max).map_err(err)
+    }
+
+    #[wasm_bindgen(js_name = outputPtr)]
+    pub fn output_ptr(&self) -> *const u8 {
+        self.output.as_ptr()
+    }
+
+    /// Whether shard `shard` should be read further now (bounded look-ahead).
+    pub fn wants(&self, shard: usize) -> bool {
+        self.inner.wants(shard)
+    }
+
+    /// Object offset of the next byte to emit.
+    #[wasm_bindgen(getter)]
+    pub fn position(&self) -> f64 {
+        self.inner.position() as f64
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn done(&self) -> bool {
+        self.inner.is_done()
+    }
+}
+
+/// Encodes a part block by block into framed shard-file bytes.
+#[wasm_bindgen]
+pub struct PartEncoder {
+    inner: CorePartEncoder,
+    input: Buffer,
+}
+
+#[wasm_bindgen]
+impl PartEncoder {
+    #[wasm_bindgen(constructor)]
+    pub fn new(geometry: &Geometry) -> Result<PartEncoder, JsError> {
+        Ok(Self {
+            inner: CorePartEncoder::new(geometry.0).map_err(err)?,
+            input: Buffer::default(),
+        })
+    }
+
+    /// Length of the next block to encode, or 0 when every block is done.
+    #[wasm_bindgen(getter, js_name = nextBlockLen)]
+    pub fn next_block_len(&self) -> f64 {
+        self.inner.next_block().map_or(0.0, |(_, len)| len as f64)
+    }
+
+    #[wasm_bindgen(js_name = inputPtr)]
+    pub fn input_ptr(&mut self, len: usize) -> *mut u8 {
+        self.input.ptr(len)
+    }
+
+    /// Encodes the first `len` bytes of the input buffer as the next block.
+    pub fn encode(&mut self, len: usize) -> Result<(), JsError> {
+        let block = self.input.filled(len)?;
+        self.inner.encode_block(block).map_err(err)
+    }
+
+    /// Number of shard files (k + m): the shards `outputPtr`/`outputLen` answer for.
+    #[wasm_bindgen(getter, js_name = shardCount)]
+    pub fn shard_count(&self) -> usize {
+        self.inner.geometry().total_shards()
+    }
+
+    /// Framed bytes the last `encode` produced for shard file `shard` (empty if out of range).
+    #[wasm_bindgen(js_name = outputPtr)]
+    pub fn output_ptr(&self, shard: usize) -> *const u8 {
+        self.output(shard).as_ptr()
+    }
+
+    #[wasm_bindgen(js_name = outputLen)]
+    pub fn output_len(&self, shard: usize) -> usize {
+        self.output(shard).len()
+    }
+}
+
+impl PartEncoder {
+    fn output(&self, shard: usize) -> &[u8] {
+        if shard < self.inner.geometry().total_shards() {
+            self.inner.output(shard)
+        } else {
+            &[]
+        }
+    }
+}
+
+/// Streaming CRC32 / CRC32C / CRC64NVME for `x-amz-checksum-*`.
+#[wasm_bindgen]
+pub struct Checksum {
+    inner: Option<StreamingChecksum>,
+    input: Buffer,
+}
+
+#[wasm_bindgen]
+impl Checksum {
+    /// `algorithm` is S3's name: "CRC32", "CRC32C" or "CRC64NVME".
+    #[wasm_bindgen(constructor)]
+    pub fn new(algorithm: &str) -> Result<Checksum, JsError> {
+        let kind = S3Checksum::from_name(algorithm)
+            .ok_or_else(|| JsError::new(&format!("unsupported checksum algorithm {algorithm}")))?;
+        Ok(Self {
+            inner: Some(StreamingChecksum::new(kind)),
+            input: Buffer::default(),
+        })
+    }
+
+    #[wasm_bindgen(js_name = inputPtr)]
+    pub fn input_ptr(&mut self, len: usize) -> *mut u8 {
+        self.input.ptr(len)
+    }
+
+    pub fn update(&mut self, len: usize) -> Result<(), JsError> {
+        let bytes = self.input.filled(len)?;
+        let inner = self
+            .inner
+            .as_mut()
+            .ok_or_else(|| JsError::new("checksum already finished"))?;
+        inner.update(bytes);
+        Ok(())
+    }
+
+    /// The big-endian digest (what S3 base64-encodes). The checksum cannot be updated afterwards.
+    pub fn digest(&mut self) -> Result<Vec<u8>, JsError> {
+        let inner = self
+            .inner
+            .take()
+            .ok_or_else(|| JsError::new("checksum already finished"))?;
+        Ok(inner.finalize())
+    }
+}
+
+/// Resolves a `Range` header against an object size with S3's rules.
+/// Returns `[start, end]` (end exclusive), `[]` when the header is to be ignored (serve all),
+/// and throws `InvalidRange` when it cannot be satisfied (416).
+#[wasm_bindgen(js_name = resolveRange)]
+pub fn resolve_range(header: &str, size: f64) -> Result<Vec<f64>, JsError> {
+    let Some(range) = http_range::parse_range(header) else {
+        return Ok(Vec::new());
+    };
+    let r = http_range::resolve(range, whole(size, "size")?)
+        .map_err(|_| JsError::new("InvalidRange"))?;
+    Ok(vec![r.start as f64, r.end as f64])
+}
+
+/// A benchmark workload (see `workload.rs`); JS times `run`.
+#[wasm_bindgen]
+pub struct BenchWorkload(crate::workload::Workload);
+
+#[wasm_bindgen]
+impl BenchWorkload {
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        data_shards: usize,
+        parity_shards: usize,
+        block_bytes: usize,
+        decode: bool,
+    ) -> Result<BenchWorkload, JsError> {
+        crate::workload::Workload::new(data_shards, parity_shards, block_bytes, decode)
+            .map(Self)
+            .map_err(err)
+    }
+
+    pub fn run(&mut self, iterations: u32) -> Result<u32, JsError> {
+        self.0.run(iterations).map_err(err)
+    }
+}
