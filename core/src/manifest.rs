@@ -6,7 +6,13 @@
 //! little-endian xxh3-64 of everything before it so a corrupted row is caught, not misread.
 //! The decoder takes untrusted bytes: every count is capped by the input left, varints must be
 //! minimal, and nothing it rejects can panic.
+//!
+//! The types also have a JSON form (serde), the exchange format with JS at the WASM boundary:
+//! camelCase fields, bytes as standard base64, name/value pairs as `[name, value]` arrays, the
+//! layout tagged by `"type": "inline" | "sharded"`, checksum kinds as S3's `x-amz-checksum-type`
+//! values. Unknown fields are rejected: the binary row would silently drop them.
 
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -21,7 +27,8 @@ const KIND_COMPOSITE: u8 = 1;
 const CHUNK_ALIGN: u32 = 64;
 
 /// Everything needed to answer a GET or HEAD for one object version.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Manifest {
     /// Whole object size in bytes.
     pub size: u64,
@@ -43,18 +50,21 @@ pub struct Manifest {
 }
 
 /// One S3 checksum value.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ObjectChecksum {
     /// "CRC32", "CRC32C", "CRC64NVME", "SHA1" or "SHA256".
     pub algorithm: String,
     /// Whether it covers the bytes directly or is a checksum of part checksums.
     pub kind: ChecksumKind,
     /// Raw digest bytes.
+    #[serde(with = "base64")]
     pub value: Vec<u8>,
 }
 
 /// S3's `x-amz-checksum-type`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ChecksumKind {
     /// A checksum of the object's bytes.
     FullObject,
@@ -63,7 +73,8 @@ pub enum ChecksumKind {
 }
 
 /// One part of an object.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Part {
     /// Bytes in this part.
     pub size: u64,
@@ -74,16 +85,23 @@ pub struct Part {
 }
 
 /// Where a part's bytes live.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Layout {
-    /// Small parts live in the manifest itself.
-    Inline(Vec<u8>),
+    /// Small parts live in the manifest itself. A struct variant, not a newtype: an internally
+    /// tagged enum needs the tag and the bytes side by side in one JSON object.
+    Inline {
+        /// The part's bytes.
+        #[serde(with = "base64")]
+        data: Vec<u8>,
+    },
     /// Erasure-coded across shard files on nodes.
     Sharded(ShardedLayout),
 }
 
 /// How a part was erasure-coded and where its shard files are.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ShardedLayout {
     /// Bytes of the part per erasure-coded block.
     pub block_bytes: u32,
@@ -318,10 +336,10 @@ impl ObjectChecksum {
 impl Part {
     fn validate(&self, part: usize) -> Result<(), ManifestError> {
         match &self.layout {
-            Layout::Inline(data) if data.len() as u64 != self.size => {
+            Layout::Inline { data } if data.len() as u64 != self.size => {
                 Err(ManifestError::InlineSizeMismatch { part })
             }
-            Layout::Inline(_) => Ok(()),
+            Layout::Inline { .. } => Ok(()),
             Layout::Sharded(s) => s.problem().map_or(Ok(()), |reason| {
                 Err(ManifestError::BadLayout { part, reason })
             }),
@@ -332,7 +350,7 @@ impl Part {
         w.varint(p.size);
         w.string(&p.etag);
         match &p.layout {
-            Layout::Inline(data) => {
+            Layout::Inline { data } => {
                 w.raw(&[LAYOUT_INLINE]);
                 w.bytes(data);
             }
@@ -347,7 +365,9 @@ impl Part {
         let size = r.varint()?;
         let etag = r.string()?;
         let layout = match r.byte()? {
-            LAYOUT_INLINE => Layout::Inline(r.bytes()?.to_vec()),
+            LAYOUT_INLINE => Layout::Inline {
+                data: r.bytes()?.to_vec(),
+            },
             LAYOUT_SHARDED => Layout::Sharded(ShardedLayout::read(r)?),
             other => return Err(ManifestError::UnknownLayout(other)),
         };
@@ -392,6 +412,22 @@ impl ShardedLayout {
             placement: r.list(Reader::string)?,
             part_checksums: r.list(ObjectChecksum::read)?,
         })
+    }
+}
+
+/// Bytes as a standard base64 string in the JSON form (`#[serde(with = "base64")]`).
+mod base64 {
+    use crate::checksum::{base64_decode, base64_encode};
+    use serde::de::{Deserializer, Error};
+    use serde::{Deserialize, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&base64_encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text = String::deserialize(d)?;
+        base64_decode(&text).ok_or_else(|| D::Error::custom(format!("invalid base64 {text:?}")))
     }
 }
 
@@ -564,7 +600,9 @@ mod tests {
                 Part {
                     size: 5,
                     etag: "5d41402abc4b2a76b9719d911017c592".into(),
-                    layout: Layout::Inline(b"hello".to_vec()),
+                    layout: Layout::Inline {
+                        data: b"hello".to_vec(),
+                    },
                 },
                 Part {
                     size: 10_000_000,
@@ -587,7 +625,7 @@ mod tests {
             parts: vec![Part {
                 size: 0,
                 etag: "d41d8cd98f00b204e9800998ecf8427e".into(),
-                layout: Layout::Inline(vec![]),
+                layout: Layout::Inline { data: vec![] },
             }],
         }
     }
@@ -647,7 +685,9 @@ mod tests {
             ),
             (
                 |m| {
-                    m.parts[0].layout = Layout::Inline(b"hell".to_vec());
+                    m.parts[0].layout = Layout::Inline {
+                        data: b"hell".to_vec(),
+                    };
                 },
                 ManifestError::InlineSizeMismatch { part: 0 },
             ),
@@ -838,6 +878,147 @@ mod tests {
         );
     }
 
+    /// `sample()` plus a COMPOSITE checksum, so every field and variant has a JSON form to check.
+    fn full_sample() -> Manifest {
+        let mut m = sample();
+        m.checksums.push(ObjectChecksum {
+            algorithm: "CRC32C".into(),
+            kind: ChecksumKind::Composite,
+            value: vec![9; 4],
+        });
+        m
+    }
+
+    /// `full_sample()` as the JS side writes it.
+    const FULL_SAMPLE_JSON: &str = r#"{
+        "size": 10000005,
+        "etag": "9b2cf535f27731c974343645a3985328-2",
+        "lastModifiedMs": 1700000000123,
+        "headers": [["content-type", "text/plain; charset=utf-8"], ["cache-control", "no-cache"]],
+        "userMetadata": [["author", "Zo\u00eb"]],
+        "checksums": [
+            {"algorithm": "CRC64NVME", "kind": "FULL_OBJECT", "value": "rosUhgp5mIg="},
+            {"algorithm": "CRC32C", "kind": "COMPOSITE", "value": "CQkJCQ=="}
+        ],
+        "tags": [["team", "storage"]],
+        "parts": [
+            {
+                "size": 5,
+                "etag": "5d41402abc4b2a76b9719d911017c592",
+                "layout": {"type": "inline", "data": "aGVsbG8="}
+            },
+            {
+                "size": 10000000,
+                "etag": "7d793037a0760186574b0282f2f435e7",
+                "layout": {
+                    "type": "sharded",
+                    "blockBytes": 1048576,
+                    "dataShards": 4,
+                    "parityShards": 2,
+                    "chunkBytes": 65536,
+                    "storageId": "01J9ZX8Q",
+                    "placement": ["node-0", "node-1", "node-2", "node-3", "node-4", "node-5"],
+                    "partChecksums": [{"algorithm": "CRC32C", "kind": "FULL_OBJECT", "value": "AQIDBA=="}]
+                }
+            }
+        ]
+    }"#;
+
+    #[test]
+    fn json_form_is_stable() {
+        let parsed: Manifest = serde_json::from_str(FULL_SAMPLE_JSON).unwrap();
+        assert_eq!(parsed, full_sample());
+        let want: serde_json::Value = serde_json::from_str(FULL_SAMPLE_JSON).unwrap();
+        assert_eq!(serde_json::to_value(full_sample()).unwrap(), want);
+        // The tag comes first, then the variant's fields, flat.
+        let text = serde_json::to_string(&full_sample()).unwrap();
+        assert!(text.starts_with(r#"{"size":10000005,"etag":"#), "{text}");
+        assert!(text.contains(r#""layout":{"type":"inline","data":"aGVsbG8="}"#));
+        assert!(text.contains(r#""layout":{"type":"sharded","blockBytes":1048576,"#));
+    }
+
+    #[test]
+    fn json_round_trips_samples() {
+        for m in [full_sample(), empty()] {
+            let json = serde_json::to_string(&m).unwrap();
+            let back: Manifest = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, m);
+            assert_eq!(serde_json::to_string(&back).unwrap(), json);
+        }
+    }
+
+    #[test]
+    fn json_rejects_malformed_manifests() {
+        let cases: Vec<(&str, serde_json::Value, &str)> = vec![
+            ("", serde_json::json!(1), "invalid type: integer `1`"),
+            ("/extra", serde_json::json!(1), "unknown field `extra`"),
+            (
+                "/parts/0/layout/extra",
+                serde_json::json!(1),
+                "unknown field `extra`",
+            ),
+            (
+                "/parts/1/layout/k",
+                serde_json::json!(4),
+                "unknown field `k`",
+            ),
+            (
+                "/parts/0/layout/type",
+                serde_json::json!("remote"),
+                "unknown variant `remote`",
+            ),
+            (
+                "/parts/0/layout/data",
+                serde_json::json!("aGVsbG8"),
+                "invalid base64",
+            ),
+            (
+                "/checksums/0/value",
+                serde_json::json!([1, 2]),
+                "invalid type: sequence",
+            ),
+            (
+                "/checksums/0/kind",
+                serde_json::json!("FullObject"),
+                "unknown variant `FullObject`",
+            ),
+            (
+                "/parts/1/layout/dataShards",
+                serde_json::json!(256),
+                "invalid value: integer `256`",
+            ),
+            (
+                "/size",
+                serde_json::json!(-1),
+                "invalid value: integer `-1`",
+            ),
+            (
+                "/size",
+                serde_json::json!(1.5),
+                "invalid type: floating point `1.5`",
+            ),
+            ("/headers/0", serde_json::json!(["a", "b", "c"]), "trailing"),
+            ("/tags/0", serde_json::json!(["a"]), "invalid length 1"),
+        ];
+        for (at, value, want) in cases {
+            let mut v: serde_json::Value = serde_json::from_str(FULL_SAMPLE_JSON).unwrap();
+            if at.is_empty() {
+                v = value;
+            } else if let Some(slot) = v.pointer_mut(at) {
+                *slot = value;
+            } else {
+                let (parent, key) = at.rsplit_once('/').unwrap();
+                v.pointer_mut(parent).unwrap()[key] = value;
+            }
+            let e = serde_json::from_str::<Manifest>(&v.to_string()).unwrap_err();
+            assert!(e.to_string().contains(want), "{at}: {e}");
+        }
+        let mut v: serde_json::Value = serde_json::from_str(FULL_SAMPLE_JSON).unwrap();
+        v.as_object_mut().unwrap().remove("etag");
+        let e = serde_json::from_str::<Manifest>(&v.to_string()).unwrap_err();
+        assert!(e.to_string().contains("missing field `etag`"), "{e}");
+    }
+
     fn text() -> impl Strategy<Value = String> {
         "\\PC{0,12}"
     }
@@ -890,11 +1071,11 @@ mod tests {
     }
 
     fn part() -> impl Strategy<Value = Part> {
-        let inline = vec(any::<u8>(), 0..64).prop_map(Layout::Inline);
+        let inline = vec(any::<u8>(), 0..64).prop_map(|data| Layout::Inline { data });
         let layout = prop_oneof![inline, sharded_layout().prop_map(Layout::Sharded)];
         (layout, 0u64..(1 << 40), text()).prop_map(|(layout, sharded_size, etag)| {
             let size = match &layout {
-                Layout::Inline(data) => data.len() as u64,
+                Layout::Inline { data } => data.len() as u64,
                 Layout::Sharded(_) => sharded_size,
             };
             Part { size, etag, layout }
@@ -932,6 +1113,14 @@ mod tests {
         fn round_trips(m in manifest()) {
             let bytes = m.encode().unwrap();
             prop_assert_eq!(Manifest::decode(&bytes), Ok(m));
+        }
+
+        #[test]
+        fn json_round_trips(m in manifest()) {
+            let json = serde_json::to_string(&m).unwrap();
+            let back: Manifest = serde_json::from_str(&json).unwrap();
+            prop_assert_eq!(serde_json::to_string(&back).unwrap(), json);
+            prop_assert_eq!(back, m);
         }
 
         #[test]

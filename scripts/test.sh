@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# `npm test`: set up (scripts/setup.sh), then run every suite and fail if any failed:
+#   1. cargo test --workspace   (native Rust tests of the core)
+#   2. typecheck                (tsc --noEmit over worker/ and tests/)
+#   3. vitest run               (projects "workers" in workerd and "node"; extra args go to vitest)
+# All suites run even when an earlier one fails, so one run shows every failure.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+bash "$here/setup.sh"
+. "$here/env.sh"
+cd "$SHARDGATE_ROOT"
+
+failed=()
+step() {
+  local name="$1"
+  shift
+  printf '\n== %s\n' "$name"
+  if ! "$@"; then
+    failed+=("$name")
+  fi
+}
+
+step "cargo test --workspace" cargo test --workspace
+step "typecheck" npm run --silent typecheck
+step "vitest run" vitest run "$@"
+
+echo
+if [ "${#failed[@]}" -gt 0 ]; then
+  printf 'npm test: FAILED: %s\n' "$(IFS=,; echo "${failed[*]}" | sed 's/,/, /g')"
+  exit 1
+fi
+echo "npm test: all suites passed"

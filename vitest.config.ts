@@ -1,0 +1,46 @@
+// Vitest projects (run them all with `npm test`, or one with `npx vitest run --project node`):
+//   - "workers": tests/worker/**/*.test.ts run inside workerd (the Worker from wrangler.toml,
+//     via @cloudflare/vitest-pool-workers' `cloudflareTest` plugin).
+//   - "node":    tests/node/**/*.test.ts run in Node (core/pkg loaded from disk with initSync).
+// Both get `inject("coreCrateVersion")`: the version in core/Cargo.toml, read here independently
+// of the wasm so tests can compare it with what the core reports.
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
+import { defineConfig } from "vitest/config";
+
+const root = fileURLToPath(new URL(".", import.meta.url));
+
+function crateVersion(cargoToml: string): string {
+  const pkg = readFileSync(new URL(cargoToml, import.meta.url), "utf8").split(/^\[/m).find((s) => s.startsWith("package]"));
+  const m = pkg?.match(/^version\s*=\s*"([^"]+)"/m);
+  if (!m?.[1]) throw new Error(`no [package] version in ${cargoToml}`);
+  return m[1];
+}
+
+const provide = { coreCrateVersion: crateVersion("./core/Cargo.toml") };
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        plugins: [cloudflareTest({ wrangler: { configPath: `${root}wrangler.toml` } })],
+        test: {
+          name: "workers",
+          root,
+          include: ["tests/worker/**/*.test.ts"],
+          provide,
+        },
+      },
+      {
+        test: {
+          name: "node",
+          root,
+          environment: "node",
+          include: ["tests/node/**/*.test.ts"],
+          provide,
+        },
+      },
+    ],
+  },
+});

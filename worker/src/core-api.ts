@@ -1,0 +1,297 @@
+// Idiomatic TypeScript over the core's wasm-bindgen API (core/src/wasm.rs).
+//
+// Independent of how the module was instantiated (workerd imports the .wasm as a module, Node reads
+// the file, the browser fetches it): callers pass the bindings and the instance's memory. Bytes
+// cross the boundary through views of WASM memory: input is written straight into the core's
+// reusable buffers, output is read from its buffers and copied once into a fresh Uint8Array.
+// Views are made right after the call that sizes them, since a memory.grow detaches old views.
+import type * as Bindings from "../../core/pkg/shardgate_core.js";
+
+export type CoreBindings = typeof Bindings;
+
+/** The instance's linear memory (structural: workers-types does not declare WebAssembly.Memory). */
+export interface CoreMemory {
+  readonly buffer: ArrayBuffer;
+}
+
+/** Layout parameters of one erasure-coded object part (see shared/design.md). */
+export interface GeometrySpec {
+  size: number;
+  blockBytes: number;
+  dataShards: number;
+  parityShards: number;
+  chunkBytes: number;
+}
+
+/** One ranged request to make: bytes [start, end) of shard file `shard`. */
+export interface ShardFetch {
+  shard: number;
+  start: number;
+  end: number;
+}
+
+// A manifest in the JSON form the core exchanges (core/src/manifest.rs): bytes are standard base64
+// strings, name/value pairs are [name, value] arrays, sizes are numbers. The core rejects unknown
+// fields, since the binary row would silently drop them.
+
+/** S3's x-amz-checksum-type: over the object's bytes, or over the parts' checksums. */
+export type ChecksumKind = "FULL_OBJECT" | "COMPOSITE";
+
+/** One S3 checksum. */
+export interface ObjectChecksum {
+  /** "CRC32", "CRC32C", "CRC64NVME", "SHA1" or "SHA256". */
+  algorithm: string;
+  kind: ChecksumKind;
+  /** The raw digest, base64 (as in the x-amz-checksum-* header). */
+  value: string;
+}
+
+/** How a part was erasure-coded and where its shard files are. */
+export interface ShardedLayout {
+  blockBytes: number;
+  dataShards: number;
+  parityShards: number;
+  /** A positive multiple of 64. */
+  chunkBytes: number;
+  /** Shard file i is node object "<storageId>/<i>". */
+  storageId: string;
+  /** Node id holding shard file i: exactly dataShards + parityShards entries. */
+  placement: string[];
+  /** Per-part checksums (for COMPOSITE multipart checksums). */
+  partChecksums: ObjectChecksum[];
+}
+
+/** Where a part's bytes are: in the manifest (base64 `data`, length = part size) or sharded. */
+export type PartLayout = { type: "inline"; data: string } | ({ type: "sharded" } & ShardedLayout);
+
+export interface ManifestPart {
+  size: number;
+  /** md5 hex, without quotes. */
+  etag: string;
+  layout: PartLayout;
+}
+
+/** Everything needed to answer a GET or HEAD for one object version. */
+export interface Manifest {
+  /** Must equal the sum of the parts' sizes. */
+  size: number;
+  /** Without quotes. */
+  etag: string;
+  lastModifiedMs: number;
+  /** Stored content headers, lowercase names, in order. */
+  headers: [string, string][];
+  /** x-amz-meta-*: lowercase name without the prefix, and value. */
+  userMetadata: [string, string][];
+  checksums: ObjectChecksum[];
+  tags: [string, string][];
+  /** One for a single PUT, N for multipart, in order. */
+  parts: ManifestPart[];
+}
+
+/** A chunk of a shard file failed its checksum: treat the shard as unavailable and re-plan. */
+export class ChecksumMismatchError extends Error {
+  constructor(
+    readonly shard: number,
+    readonly chunk: number,
+  ) {
+    super(`checksum mismatch in shard ${shard}, chunk ${chunk}`);
+    this.name = "ChecksumMismatchError";
+  }
+}
+
+/** Largest slice copied into WASM memory per call: bounds the input buffer's size. */
+const INPUT_SLICE = 256 * 1024;
+
+export class Core {
+  constructor(
+    private readonly wasm: CoreBindings,
+    private readonly memory: CoreMemory,
+  ) {}
+
+  version(): string {
+    return this.wasm.version();
+  }
+
+  /** Validates the spec (throws an Error saying what is wrong) and returns the layout. */
+  geometry(spec: GeometrySpec): Bindings.Geometry {
+    return new this.wasm.Geometry(spec.size, spec.blockBytes, spec.dataShards, spec.parityShards, spec.chunkBytes);
+  }
+
+  /** Plans reading object bytes [start, end) of a part with some shard files unavailable. */
+  planRead(geometry: Bindings.Geometry, start: number, end: number, unavailable: readonly number[] = []): ReadPlan {
+    const plan = new this.wasm.ReadPlan(geometry, start, end, Uint32Array.from(unavailable));
+    return new ReadPlan(this.wasm, this.memory, plan);
+  }
+
+  /** Starts encoding a part; feed it `nextBlockLength` bytes at a time. */
+  encoder(geometry: Bindings.Geometry): PartEncoder {
+    return new PartEncoder(this.memory, new this.wasm.PartEncoder(geometry));
+  }
+
+  /** Streaming S3 checksum: "CRC32", "CRC32C" or "CRC64NVME". */
+  checksum(algorithm: string): StreamingChecksum {
+    return new StreamingChecksum(this.memory, new this.wasm.Checksum(algorithm));
+  }
+
+  /** The manifest's binary row. Throws an Error naming the problem if it is malformed or inconsistent. */
+  encodeManifest(manifest: Manifest): Uint8Array {
+    return this.wasm.encodeManifest(JSON.stringify(manifest));
+  }
+
+  /** Parses a binary manifest row. Throws on a corrupted or unknown row. */
+  decodeManifest(bytes: Uint8Array): Manifest {
+    // The core wrote this JSON from its typed manifest, so it has exactly the Manifest shape.
+    const manifest: Manifest = JSON.parse(this.wasm.decodeManifest(bytes));
+    return manifest;
+  }
+
+  /**
+   * Resolves a Range header with S3's rules: the [start, end) to serve, `null` when the header is
+   * to be ignored (serve the whole object), or "unsatisfiable" (416 InvalidRange).
+   */
+  resolveRange(header: string, size: number): { start: number; end: number } | null | "unsatisfiable" {
+    try {
+      const r = this.wasm.resolveRange(header, size);
+      return r.length === 2 ? { start: r[0], end: r[1] } : null;
+    } catch (e) {
+      if (e instanceof Error && e.message === "InvalidRange") return "unsatisfiable";
+      throw e;
+    }
+  }
+}
+
+/** Copies `bytes` into WASM memory at the pointer `reserve(len)` returns, slice by slice. */
+function copyIn(memory: CoreMemory, bytes: Uint8Array, reserve: (len: number) => number, use: (len: number) => void): void {
+  for (let at = 0; at < bytes.length; at += INPUT_SLICE) {
+    const slice = bytes.subarray(at, at + INPUT_SLICE);
+    const ptr = reserve(slice.length);
+    new Uint8Array(memory.buffer, ptr, slice.length).set(slice);
+    use(slice.length);
+  }
+}
+
+export class ReadPlan {
+  readonly fetches: readonly ShardFetch[];
+
+  constructor(
+    private readonly wasm: CoreBindings,
+    private readonly memory: CoreMemory,
+    readonly inner: Bindings.ReadPlan,
+  ) {
+    const flat = inner.fetches();
+    const fetches: ShardFetch[] = [];
+    for (let i = 0; i < flat.length; i += 3) fetches.push({ shard: flat[i], start: flat[i + 1], end: flat[i + 2] });
+    this.fetches = fetches;
+  }
+
+  /** True when some block is rebuilt from parity. */
+  get degraded(): boolean {
+    return this.inner.degraded;
+  }
+
+  assembler(): RangeAssembler {
+    return new RangeAssembler(this.memory, new this.wasm.Assembler(this.inner));
+  }
+
+  free(): void {
+    this.inner.free();
+  }
+}
+
+/** Feeds fetched shard bytes in, gets the requested object bytes out, in order, incrementally. */
+export class RangeAssembler {
+  constructor(
+    private readonly memory: CoreMemory,
+    private readonly inner: Bindings.Assembler,
+  ) {}
+
+  /** The next bytes of `shard`'s fetch, in order. Throws ChecksumMismatchError on bitrot. */
+  push(shard: number, bytes: Uint8Array): void {
+    copyIn(
+      this.memory,
+      bytes,
+      (len) => this.inner.inputPtr(len),
+      (len) => {
+        if (!this.inner.push(shard, len)) throw new ChecksumMismatchError(shard, this.inner.failedChunk);
+      },
+    );
+  }
+
+  /** Up to `max` verified output bytes (a copy), or null when more input is needed first. */
+  pull(max = 1 << 20): Uint8Array | null {
+    const n = this.inner.pull(max);
+    if (n === 0) return null;
+    return new Uint8Array(this.memory.buffer, this.inner.outputPtr(), n).slice();
+  }
+
+  /** Whether to read more of `shard` now: false once it is far enough ahead of the output. */
+  wants(shard: number): boolean {
+    return this.inner.wants(shard);
+  }
+
+  /** Object offset of the next byte to come out: where a re-plan resumes. */
+  get position(): number {
+    return this.inner.position;
+  }
+
+  get done(): boolean {
+    return this.inner.done;
+  }
+
+  free(): void {
+    this.inner.free();
+  }
+}
+
+export class PartEncoder {
+  constructor(
+    private readonly memory: CoreMemory,
+    private readonly inner: Bindings.PartEncoder,
+  ) {}
+
+  /** Bytes the next `encode` call must be given; 0 once every block is encoded. */
+  get nextBlockLength(): number {
+    return this.inner.nextBlockLen;
+  }
+
+  /**
+   * Encodes the next block and calls `emit(shard, bytes)` with the framed bytes to append to each
+   * shard file. `bytes` is a view into WASM memory, valid only during the callback.
+   */
+  encode(block: Uint8Array, emit: (shard: number, bytes: Uint8Array) => void): void {
+    const ptr = this.inner.inputPtr(block.length);
+    new Uint8Array(this.memory.buffer, ptr, block.length).set(block);
+    this.inner.encode(block.length);
+    const shards = this.inner.shardCount;
+    for (let shard = 0; shard < shards; shard++) {
+      emit(shard, new Uint8Array(this.memory.buffer, this.inner.outputPtr(shard), this.inner.outputLen(shard)));
+    }
+  }
+
+  free(): void {
+    this.inner.free();
+  }
+}
+
+export class StreamingChecksum {
+  constructor(
+    private readonly memory: CoreMemory,
+    private readonly inner: Bindings.Checksum,
+  ) {}
+
+  update(bytes: Uint8Array): void {
+    copyIn(
+      this.memory,
+      bytes,
+      (len) => this.inner.inputPtr(len),
+      (len) => this.inner.update(len),
+    );
+  }
+
+  /** The big-endian digest (base64 it for the x-amz-checksum-* header). Ends the checksum. */
+  digest(): Uint8Array {
+    const d = this.inner.digest();
+    this.inner.free();
+    return d;
+  }
+}
