@@ -376,15 +376,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn object(size: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed | 1;
-        (0..size)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x >> 24) as u8
-            })
-            .collect()
+        crate::workload::pseudo_random_bytes(size, seed)
     }
 
     #[test]

@@ -273,18 +273,8 @@ mod tests {
     use proptest::prelude::*;
 
     fn random_pieces(k: usize, bytes: usize, seed: u64) -> Vec<Vec<u8>> {
-        let mut x = seed | 1;
-        (0..k)
-            .map(|_| {
-                (0..bytes)
-                    .map(|_| {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        x as u8
-                    })
-                    .collect()
-            })
+        (0..k as u64)
+            .map(|i| crate::workload::pseudo_random_bytes(bytes, seed.wrapping_add(i)))
             .collect()
     }
 

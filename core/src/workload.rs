@@ -3,6 +3,19 @@
 
 use crate::erasure::{Codec, ErasureError};
 
+/// Deterministic pseudo-random bytes (xorshift64), for workloads and tests.
+pub fn pseudo_random_bytes(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed ^ 0x9E37_79B9_7F4A_7C15;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
 /// One erasure operation over one block, repeatable: encode k pieces, or rebuild m lost data
 /// pieces from the k survivors (the worst degraded read).
 pub struct Workload {
@@ -17,18 +30,8 @@ impl Workload {
         let piece = block_bytes
             .div_ceil(k)
             .next_multiple_of(crate::erasure::COLUMN);
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         let mut pieces: Vec<Vec<u8>> = (0..k + m)
-            .map(|_| {
-                (0..piece)
-                    .map(|_| {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        x as u8
-                    })
-                    .collect()
-            })
+            .map(|i| pseudo_random_bytes(piece, i as u64))
             .collect();
         let mut codec = Codec::new(k, m)?;
         {
