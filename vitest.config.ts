@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
+import { CREDENTIALS } from "./tests/shared/credentials";
 
 const root = fileURLToPath(new URL(".", import.meta.url));
 
@@ -24,7 +25,15 @@ export default defineConfig({
   test: {
     projects: [
       {
-        plugins: [cloudflareTest({ wrangler: { configPath: `${root}wrangler.toml` } })],
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: `${root}wrangler.toml` },
+            // Secrets in production, passed by scripts/serve.mjs locally: here, test bindings.
+            miniflare: {
+              bindings: { SHARDGATE_ACCESS_KEY_ID: CREDENTIALS.accessKeyId, SHARDGATE_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey },
+            },
+          }),
+        ],
         test: {
           name: "workers",
           root,
@@ -37,6 +46,9 @@ export default defineConfig({
           name: "node",
           root,
           environment: "node",
+          // End-to-end tests drive a real gateway over HTTP with real clients: seconds, not ms.
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
           include: ["tests/node/**/*.test.ts"],
           provide,
         },

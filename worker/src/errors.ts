@@ -1,7 +1,5 @@
 // S3-style error responses: an XML <Error> body as AWS S3 sends it.
-import type { Context } from "hono";
-
-export type S3ErrorStatus = 400 | 403 | 404 | 405 | 409 | 411 | 412 | 416 | 500 | 501 | 503;
+import { S3Error } from "./s3-error";
 
 export function xmlEscape(s: string): string {
   return s.replace(/[<>&"']/g, (ch) =>
@@ -16,16 +14,21 @@ export function newRequestId(): string {
 
 /**
  * `<Error><Code>…</Code><Message>…</Message><Resource>path</Resource><RequestId>…</RequestId></Error>`
- * with content-type application/xml and the same id in `x-amz-request-id`.
+ * with content-type application/xml. HEAD responses carry no body, as in S3.
  */
-export function s3Error(c: Context, status: S3ErrorStatus, code: string, message: string): Response {
-  const requestId = newRequestId();
+export function errorResponse(error: S3Error, resource: string, requestId: string, head = false): Response {
   const body =
     '<?xml version="1.0" encoding="UTF-8"?>\n' +
-    `<Error><Code>${xmlEscape(code)}</Code><Message>${xmlEscape(message)}</Message>` +
-    `<Resource>${xmlEscape(c.req.path)}</Resource><RequestId>${requestId}</RequestId></Error>`;
-  return c.body(body, status, {
-    "Content-Type": "application/xml",
-    "x-amz-request-id": requestId,
+    `<Error><Code>${xmlEscape(error.code)}</Code><Message>${xmlEscape(error.message)}</Message>` +
+    `<Resource>${xmlEscape(resource)}</Resource><RequestId>${requestId}</RequestId></Error>`;
+  return new Response(head ? null : body, {
+    status: error.status,
+    headers: { "Content-Type": "application/xml", "x-amz-request-id": requestId },
   });
+}
+
+/** Anything thrown while serving a request, as the S3 error to answer with. */
+export function toS3Error(e: unknown): S3Error {
+  if (e instanceof S3Error) return e;
+  return new S3Error(500, "InternalError", "We encountered an internal error. Please try again.");
 }

@@ -1,0 +1,3 @@
+// The credentials every test gateway runs with: the same local defaults `npm start` uses when
+// SHARDGATE_ACCESS_KEY_ID / SHARDGATE_SECRET_ACCESS_KEY are unset (see scripts/serve.mjs).
+export const CREDENTIALS = { accessKeyId: "shardgate", secretAccessKey: "shardgate-secret" } as const;

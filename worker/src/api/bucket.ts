@@ -1,0 +1,53 @@
+// Bucket operations: CreateBucket, HeadBucket, DeleteBucket, GetBucketLocation.
+import { S3Error } from "../s3-error";
+import { checkBucketName } from "./bucket-name";
+import { bucketIndex, bucketRegistry, type RequestContext } from "./context";
+import { S3_XMLNS, xmlResponse } from "./xml";
+
+export async function createBucket(ctx: RequestContext, bucket: string): Promise<Response> {
+  checkBucketName(bucket);
+  await checkLocationConstraint(ctx);
+  const created = Date.now();
+  // The registry decides who created it; the bucket's own index then starts accepting objects.
+  const added = await bucketRegistry(ctx).add(bucket, created);
+  if (added === "exists") {
+    throw new S3Error(409, "BucketAlreadyOwnedByYou", "Your previous request to create the named bucket succeeded and you already own it.");
+  }
+  await bucketIndex(ctx, bucket).init(bucket, created);
+  return new Response(null, { status: 200, headers: { Location: `/${bucket}` } });
+}
+
+/** An optional CreateBucketConfiguration may only name this gateway's region. */
+async function checkLocationConstraint(ctx: RequestContext): Promise<void> {
+  const body = ctx.auth.body ? await new Response(ctx.auth.body).text() : "";
+  const location = /<LocationConstraint>([^<]*)<\/LocationConstraint>/.exec(body)?.[1] ?? "";
+  if (location !== "" && location !== ctx.config.region) {
+    throw new S3Error(400, "InvalidLocationConstraint", `The specified location-constraint is not valid: this gateway serves ${ctx.config.region}.`);
+  }
+}
+
+export async function headBucket(ctx: RequestContext, bucket: string): Promise<Response> {
+  const info = await bucketIndex(ctx, bucket).info();
+  if (!info) throw noSuchBucket(bucket);
+  return new Response(null, { status: 200, headers: { "x-amz-bucket-region": ctx.config.region } });
+}
+
+export async function deleteBucket(ctx: RequestContext, bucket: string): Promise<Response> {
+  const result = await bucketIndex(ctx, bucket).drop();
+  if (result === "not-empty") throw new S3Error(409, "BucketNotEmpty", "The bucket you tried to delete is not empty.");
+  if (result === "missing") throw noSuchBucket(bucket);
+  await bucketRegistry(ctx).remove(bucket);
+  return new Response(null, { status: 204 });
+}
+
+export async function getBucketLocation(ctx: RequestContext, bucket: string): Promise<Response> {
+  const info = await bucketIndex(ctx, bucket).info();
+  if (!info) throw noSuchBucket(bucket);
+  // S3 answers an empty constraint for us-east-1.
+  const region = ctx.config.region === "us-east-1" ? "" : ctx.config.region;
+  return xmlResponse(`<LocationConstraint xmlns="${S3_XMLNS}">${region}</LocationConstraint>`);
+}
+
+export function noSuchBucket(bucket: string): S3Error {
+  return new S3Error(404, "NoSuchBucket", `The specified bucket does not exist: ${bucket}.`);
+}

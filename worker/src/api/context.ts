@@ -1,0 +1,25 @@
+// What every S3 handler gets: the request, who signed it, configuration, the core, and the
+// metadata Durable Objects.
+import type { Authenticated } from "../auth/sigv4";
+import type { Env, GatewayConfig } from "../config";
+import type { Core } from "../core-api";
+
+export interface RequestContext {
+  request: Request;
+  url: URL;
+  env: Env;
+  config: GatewayConfig;
+  core: Core;
+  auth: Authenticated;
+  requestId: string;
+  /** Work that may finish after the response (cleanup of superseded shard files). */
+  waitUntil(promise: Promise<unknown>): void;
+}
+
+export function bucketIndex(ctx: RequestContext, bucket: string) {
+  return ctx.env.BUCKET_INDEX.get(ctx.env.BUCKET_INDEX.idFromName(bucket));
+}
+
+export function bucketRegistry(ctx: RequestContext) {
+  return ctx.env.BUCKET_REGISTRY.get(ctx.env.BUCKET_REGISTRY.idFromName("registry"));
+}

@@ -1,0 +1,84 @@
+// One S3 request, start to finish: authenticate, route to an Endpoint, dispatch exhaustively,
+// render any failure as an S3 XML error, stamp x-amz-request-id, and log one JSON line.
+import { authenticate } from "../auth/sigv4";
+import { loadConfig, type Env } from "../config";
+import { core } from "../core";
+import { errorResponse, newRequestId, toS3Error } from "../errors";
+import { S3Error } from "../s3-error";
+import { createBucket, deleteBucket, getBucketLocation, headBucket } from "./bucket";
+import type { RequestContext } from "./context";
+import { deleteObject } from "./delete";
+import { getObject, RangeNotSatisfiable } from "./get";
+import { listBuckets, listObjects } from "./list";
+import { putObject } from "./put";
+import { resolveTarget, route, type Endpoint } from "./router";
+
+export async function handleS3(request: Request, env: Env, exec: { waitUntil(promise: Promise<unknown>): void }): Promise<Response> {
+  const requestId = newRequestId();
+  const started = Date.now();
+  const url = new URL(request.url);
+  let op = "unknown";
+  let response: Response;
+  try {
+    const config = loadConfig(env);
+    const endpoint = route(request.method, resolveTarget(url, config.virtualHostSuffix), url.searchParams, request.headers);
+    op = endpoint.op === "NotImplemented" ? endpoint.name : endpoint.op;
+    // Nothing but the health check answers without valid credentials, not even NotImplemented.
+    if (!config.credentials) throw new S3Error(403, "AccessDenied", "The gateway has no credentials configured (SHARDGATE_ACCESS_KEY_ID, SHARDGATE_SECRET_ACCESS_KEY).");
+    const auth = await authenticate(request, config.credentials, { region: config.region, now: Date.now() });
+    const ctx: RequestContext = { request, url, env, config, core, auth, requestId, waitUntil: (p) => exec.waitUntil(p) };
+    response = await dispatch(ctx, endpoint);
+  } catch (e) {
+    response = failure(e, request, url, requestId);
+  }
+  response.headers.set("x-amz-request-id", requestId);
+  log({ requestId, op, method: request.method, path: url.pathname, status: response.status, ms: Date.now() - started });
+  return response;
+}
+
+function dispatch(ctx: RequestContext, e: Endpoint): Promise<Response> {
+  switch (e.op) {
+    case "ListBuckets":
+      return listBuckets(ctx);
+    case "CreateBucket":
+      return createBucket(ctx, e.bucket);
+    case "HeadBucket":
+      return headBucket(ctx, e.bucket);
+    case "DeleteBucket":
+      return deleteBucket(ctx, e.bucket);
+    case "GetBucketLocation":
+      return getBucketLocation(ctx, e.bucket);
+    case "ListObjectsV2":
+    case "ListObjects":
+      return listObjects(ctx, e.bucket);
+    case "GetObject":
+      return getObject(ctx, e.bucket, e.key, false);
+    case "HeadObject":
+      return getObject(ctx, e.bucket, e.key, true);
+    case "PutObject":
+      return putObject(ctx, e.bucket, e.key);
+    case "DeleteObject":
+      return deleteObject(ctx, e.bucket, e.key);
+    case "NotImplemented":
+      throw new S3Error(501, "NotImplemented", `${e.name} is not implemented.`);
+    default:
+      return unreachable(e);
+  }
+}
+
+function unreachable(e: never): never {
+  throw new Error(`unrouted endpoint ${JSON.stringify(e)}`);
+}
+
+function failure(e: unknown, request: Request, url: URL, requestId: string): Response {
+  const error = toS3Error(e);
+  if (error.status === 500) console.error(JSON.stringify({ requestId, error: String(e), stack: e instanceof Error ? e.stack : undefined }));
+  const response = errorResponse(error, url.pathname, requestId, request.method === "HEAD");
+  if (e instanceof RangeNotSatisfiable) response.headers.set("Content-Range", `bytes */${e.size}`);
+  return response;
+}
+
+/** Structured logs: one JSON line per request. */
+function log(fields: Record<string, string | number>): void {
+  console.log(JSON.stringify(fields));
+}

@@ -1,0 +1,31 @@
+// ListObjects (v1 and v2) and ListBuckets: an indexed range query in the metadata Durable Object,
+// rendered as S3's XML.
+import { noSuchBucket } from "./bucket";
+import { bucketIndex, bucketRegistry, type RequestContext } from "./context";
+import { renderListBuckets } from "./list-buckets";
+import { parseListObjectsParams, renderListObjects, type Owner } from "./list-objects";
+import { xmlResponse } from "./xml";
+
+/** The gateway has one set of credentials: its access key owns every bucket. */
+function owner(ctx: RequestContext): Owner {
+  return { id: ctx.auth.accessKeyId, displayName: ctx.auth.accessKeyId };
+}
+
+export async function listObjects(ctx: RequestContext, bucket: string): Promise<Response> {
+  const req = parseListObjectsParams(ctx.url.searchParams);
+  const index = bucketIndex(ctx, bucket);
+  // Both in parallel: one round trip of latency.
+  const [info, page] = await Promise.all([index.info(), index.list(req.query)]);
+  if (info === null) throw noSuchBucket(bucket);
+  return xmlResponse(stripDeclaration(renderListObjects(bucket, req, page, owner(ctx))));
+}
+
+export async function listBuckets(ctx: RequestContext): Promise<Response> {
+  const buckets = await bucketRegistry(ctx).list();
+  return xmlResponse(stripDeclaration(renderListBuckets(buckets, owner(ctx))));
+}
+
+/** The renderers write a full document; xmlResponse adds the declaration itself. */
+function stripDeclaration(xml: string): string {
+  return xml.replace(/^<\?xml[^>]*\?>\s*/, "");
+}

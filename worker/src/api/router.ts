@@ -1,0 +1,147 @@
+// Turns every S3 request into one Endpoint value that names its operation and parameters, so
+// dispatch is exhaustive and an operation we do not implement is refused by name (Garage's design).
+
+export type Endpoint =
+  | { op: "ListBuckets" }
+  | { op: "CreateBucket"; bucket: string }
+  | { op: "HeadBucket"; bucket: string }
+  | { op: "DeleteBucket"; bucket: string }
+  | { op: "GetBucketLocation"; bucket: string }
+  | { op: "ListObjectsV2"; bucket: string }
+  | { op: "ListObjects"; bucket: string }
+  | { op: "GetObject"; bucket: string; key: string }
+  | { op: "HeadObject"; bucket: string; key: string }
+  | { op: "PutObject"; bucket: string; key: string }
+  | { op: "DeleteObject"; bucket: string; key: string }
+  | { op: "NotImplemented"; name: string };
+
+export interface Target {
+  bucket: string | null;
+  key: string | null;
+}
+
+/**
+ * Splits host and path into bucket and key: virtual-hosted style (`bucket.<suffix>`) or path
+ * style (`/bucket/key`). Keys keep every character, including leading, doubled and trailing
+ * slashes.
+ */
+export function resolveTarget(url: URL, virtualHostSuffix: string): Target {
+  const path = decodePath(url.pathname);
+  const host = url.hostname.toLowerCase();
+  const suffix = `.${virtualHostSuffix.toLowerCase()}`;
+  if (host.endsWith(suffix) && host.length > suffix.length) {
+    const key = path.slice(1);
+    return { bucket: host.slice(0, -suffix.length), key: key === "" ? null : key };
+  }
+  const rest = path.slice(1);
+  if (rest === "") return { bucket: null, key: null };
+  const slash = rest.indexOf("/");
+  if (slash < 0) return { bucket: rest, key: null };
+  const key = rest.slice(slash + 1);
+  return { bucket: rest.slice(0, slash), key: key === "" ? null : key };
+}
+
+function decodePath(pathname: string): string {
+  try {
+    return decodeURIComponent(pathname);
+  } catch {
+    return pathname;
+  }
+}
+
+/** Sub-resources that name an operation we do not implement (yet), by method. */
+const BUCKET_SUBRESOURCES: Record<string, string> = {
+  acl: "BucketAcl",
+  analytics: "BucketAnalyticsConfiguration",
+  cors: "BucketCors",
+  encryption: "BucketEncryption",
+  intelligentTiering: "BucketIntelligentTieringConfiguration",
+  inventory: "BucketInventoryConfiguration",
+  lifecycle: "BucketLifecycleConfiguration",
+  logging: "BucketLogging",
+  metrics: "BucketMetricsConfiguration",
+  notification: "BucketNotificationConfiguration",
+  "object-lock": "ObjectLockConfiguration",
+  ownershipControls: "BucketOwnershipControls",
+  policy: "BucketPolicy",
+  policyStatus: "BucketPolicyStatus",
+  publicAccessBlock: "PublicAccessBlock",
+  replication: "BucketReplication",
+  requestPayment: "BucketRequestPayment",
+  tagging: "BucketTagging",
+  versioning: "BucketVersioning",
+  versions: "ObjectVersions",
+  website: "BucketWebsite",
+  accelerate: "BucketAccelerateConfiguration",
+};
+
+const OBJECT_SUBRESOURCES: Record<string, string> = {
+  acl: "ObjectAcl",
+  attributes: "ObjectAttributes",
+  legalHold: "ObjectLegalHold",
+  retention: "ObjectRetention",
+  tagging: "ObjectTagging",
+  torrent: "ObjectTorrent",
+  restore: "RestoreObject",
+  "select-object-content": "SelectObjectContent",
+};
+
+const VERB: Record<string, string> = { GET: "Get", HEAD: "Get", PUT: "Put", DELETE: "Delete", POST: "Post" };
+
+export function route(method: string, target: Target, query: URLSearchParams, headers: Headers): Endpoint {
+  const { bucket, key } = target;
+  if (bucket === null) {
+    return method === "GET" ? { op: "ListBuckets" } : notImplemented(`${method} on the service`);
+  }
+  if (key === null) return routeBucket(method, bucket, query);
+  if (method === "PUT" && headers.has("x-amz-copy-source")) return notImplemented("CopyObject");
+  return routeObject(method, bucket, key, query);
+}
+
+function routeBucket(method: string, bucket: string, query: URLSearchParams): Endpoint {
+  for (const [name, op] of Object.entries(BUCKET_SUBRESOURCES)) {
+    if (query.has(name)) return notImplemented(`${VERB[method] ?? method}${op}`);
+  }
+  if (query.has("uploads")) return notImplemented("ListMultipartUploads");
+  if (query.has("delete")) return notImplemented("DeleteObjects");
+  switch (method) {
+    case "GET":
+      if (query.has("location")) return { op: "GetBucketLocation", bucket };
+      return query.get("list-type") === "2" ? { op: "ListObjectsV2", bucket } : { op: "ListObjects", bucket };
+    case "HEAD":
+      return { op: "HeadBucket", bucket };
+    case "PUT":
+      return { op: "CreateBucket", bucket };
+    case "DELETE":
+      return { op: "DeleteBucket", bucket };
+    default:
+      return notImplemented(`${method} on a bucket`);
+  }
+}
+
+function routeObject(method: string, bucket: string, key: string, query: URLSearchParams): Endpoint {
+  for (const [name, op] of Object.entries(OBJECT_SUBRESOURCES)) {
+    if (query.has(name)) return notImplemented(`${VERB[method] ?? method}${op}`);
+  }
+  if (query.has("uploads")) return notImplemented("CreateMultipartUpload");
+  if (query.has("uploadId")) {
+    const name = { GET: "ListParts", PUT: "UploadPart", POST: "CompleteMultipartUpload", DELETE: "AbortMultipartUpload" }[method];
+    return notImplemented(name ?? `${method} on an upload`);
+  }
+  switch (method) {
+    case "GET":
+      return { op: "GetObject", bucket, key };
+    case "HEAD":
+      return { op: "HeadObject", bucket, key };
+    case "PUT":
+      return { op: "PutObject", bucket, key };
+    case "DELETE":
+      return { op: "DeleteObject", bucket, key };
+    default:
+      return notImplemented(`${method} on an object`);
+  }
+}
+
+function notImplemented(name: string): Endpoint {
+  return { op: "NotImplemented", name };
+}

@@ -1,0 +1,584 @@
+// AWS Signature Version 4 for the S3 API: the Authorization header and presigned (query) URLs,
+// with every payload mode of x-amz-content-sha256. Signatures are compared in constant time.
+//
+// The canonical request follows AWS's rules as S3 applies them:
+//   METHOD \n CanonicalURI \n CanonicalQuery \n CanonicalHeaders \n SignedHeaders \n PayloadHash
+// - CanonicalURI: the path percent-decoded, then re-encoded byte by byte: A-Z a-z 0-9 - _ . ~
+//   and '/' kept, every other byte %XX (upper-case). S3 neither normalises nor double-encodes.
+//   Decoding first makes us agree with every client however it escaped the raw path.
+// - CanonicalQuery: each name and value decoded ('+' is a space, as URLSearchParams reads it)
+//   and re-encoded the same way ('/' too), sorted by name then value, `name=` for empty values;
+//   X-Amz-Signature is left out for presigned URLs.
+// - CanonicalHeaders: `name:value\n` per signed header, the value trimmed with inner runs of
+//   whitespace collapsed to one space; `host` falls back to the URL's host.
+// - PayloadHash: the x-amz-content-sha256 value; UNSIGNED-PAYLOAD for presigned URLs without it.
+
+import { S3Error } from "../s3-error";
+import { decodeAwsChunked, type ChunkSigning } from "./aws-chunked";
+import { EMPTY_SHA256, Sha256Stream, constantTimeEqual, hmac, hmacHex, importHmacKey, sha256Hex } from "./crypto";
+
+export interface Credentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+
+export interface AuthOptions {
+  region: string;
+  /** ms since epoch */
+  now: number;
+}
+
+export interface Authenticated {
+  accessKeyId: string;
+  /** The payload to store, already decoded from aws-chunked; verified as it streams: a signed
+   *  SHA-256 payload or a chunk signature that does not match makes the stream error with an
+   *  S3Error (XAmzContentSHA256Mismatch / SignatureDoesNotMatch) at the point it is detected, so
+   *  the consumer never commits such a body. null when the request has no body. */
+  body: ReadableStream<Uint8Array> | null;
+  /** Length of the decoded payload when known (x-amz-decoded-content-length for aws-chunked, else content-length), or null. */
+  contentLength: number | null;
+  /** aws-chunked trailing headers (lower-case names, e.g. x-amz-checksum-crc32), resolved once the body has been read to its end; empty Headers for other modes. */
+  trailers: Promise<Headers>;
+}
+
+const ALGORITHM = "AWS4-HMAC-SHA256";
+const SERVICE = "s3";
+const TERMINAL = "aws4_request";
+const MAX_SKEW_MS = 15 * 60 * 1000;
+const MAX_PRESIGNED_EXPIRES = 604800;
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+const accessDenied = (message: string) => new S3Error(403, "AccessDenied", message);
+const headerMalformed = (detail: string) =>
+  new S3Error(400, "AuthorizationHeaderMalformed", `The authorization header is malformed; ${detail}`);
+const queryError = (message: string) => new S3Error(400, "AuthorizationQueryParametersError", message);
+const signatureMismatch = () =>
+  new S3Error(
+    403,
+    "SignatureDoesNotMatch",
+    "The request signature we calculated does not match the signature you provided. Check your key and signing method.",
+  );
+const unsupportedMechanism = () =>
+  new S3Error(400, "InvalidRequest", "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256.");
+
+// ---------------------------------------------------------------------------------------------
+// Encoding
+
+const encoder = new TextEncoder();
+const HEX_UPPER = "0123456789ABCDEF";
+
+function isUnreserved(b: number): boolean {
+  return (
+    (b >= 0x41 && b <= 0x5a) || // A-Z
+    (b >= 0x61 && b <= 0x7a) || // a-z
+    (b >= 0x30 && b <= 0x39) || // 0-9
+    b === 0x2d || // -
+    b === 0x5f || // _
+    b === 0x2e || // .
+    b === 0x7e // ~
+  );
+}
+
+function hexValue(b: number): number {
+  if (b >= 0x30 && b <= 0x39) return b - 0x30;
+  if (b >= 0x41 && b <= 0x46) return b - 0x37;
+  if (b >= 0x61 && b <= 0x66) return b - 0x57;
+  return -1;
+}
+
+/** Percent-decodes to bytes (UTF-8 for non-ASCII text); a '%' not followed by two hex digits stays. */
+function percentDecode(s: string, plusIsSpace: boolean): Uint8Array {
+  const src = encoder.encode(s);
+  const out = new Uint8Array(src.length);
+  let n = 0;
+  for (let i = 0; i < src.length; i++) {
+    const b = src[i]!;
+    if (b === 0x25 && i + 2 < src.length) {
+      const hi = hexValue(src[i + 1]!);
+      const lo = hexValue(src[i + 2]!);
+      if (hi >= 0 && lo >= 0) {
+        out[n++] = (hi << 4) | lo;
+        i += 2;
+        continue;
+      }
+    }
+    out[n++] = plusIsSpace && b === 0x2b ? 0x20 : b;
+  }
+  return out.subarray(0, n);
+}
+
+/** AWS's URI encoding of bytes: unreserved characters kept (and '/' if keepSlash), others %XX. */
+function awsEncode(bytes: Uint8Array, keepSlash: boolean): string {
+  let out = "";
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!;
+    if (isUnreserved(b) || (keepSlash && b === 0x2f)) out += String.fromCharCode(b);
+    else out += "%" + HEX_UPPER[b >>> 4]! + HEX_UPPER[b & 15]!;
+  }
+  return out;
+}
+
+function decodeText(bytes: Uint8Array): string {
+  return new TextDecoder().decode(bytes);
+}
+
+/** The canonical URI of a URL path (as `new URL().pathname` gives it). */
+export function canonicalUri(pathname: string): string {
+  const encoded = awsEncode(percentDecode(pathname, false), true);
+  return encoded === "" ? "/" : encoded;
+}
+
+interface QueryParam {
+  /** decoded name (for lookups) */
+  name: string;
+  value: string;
+  /** canonical (re-encoded) name and value */
+  cName: string;
+  cValue: string;
+}
+
+function parseQuery(search: string): QueryParam[] {
+  const raw = search.startsWith("?") ? search.slice(1) : search;
+  const params: QueryParam[] = [];
+  if (raw === "") return params;
+  for (const part of raw.split("&")) {
+    if (part === "") continue;
+    const eq = part.indexOf("=");
+    const k = percentDecode(eq < 0 ? part : part.slice(0, eq), true);
+    const v = percentDecode(eq < 0 ? "" : part.slice(eq + 1), true);
+    if (k.length === 0) continue;
+    params.push({ name: decodeText(k), value: decodeText(v), cName: awsEncode(k, false), cValue: awsEncode(v, false) });
+  }
+  return params;
+}
+
+/** The canonical query string, leaving out parameters named in `exclude`. */
+function canonicalQuery(params: QueryParam[], exclude?: string): string {
+  return params
+    .filter((p) => p.name !== exclude)
+    .map((p) => [p.cName, p.cValue] as const)
+    .sort(([n1, v1], [n2, v2]) => (n1 < n2 ? -1 : n1 > n2 ? 1 : v1 < v2 ? -1 : v1 > v2 ? 1 : 0))
+    .map(([n, v]) => `${n}=${v}`)
+    .join("&");
+}
+
+function canonicalHeaderValue(value: string): string {
+  return value.trim().replace(/\s+/g, " ");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Signing key (cached per secret, date and region: saves four HMACs per request)
+
+const SIGNING_KEY_CACHE_SIZE = 64;
+const signingKeyCache = new Map<string, Promise<CryptoKey>>();
+
+async function deriveSigningKey(secret: string, date: string, region: string): Promise<CryptoKey> {
+  const kDate = await hmac(await importHmacKey("AWS4" + secret), date);
+  const kRegion = await hmac(await importHmacKey(kDate), region);
+  const kService = await hmac(await importHmacKey(kRegion), SERVICE);
+  const kSigning = await hmac(await importHmacKey(kService), TERMINAL);
+  return importHmacKey(kSigning);
+}
+
+function signingKey(secret: string, date: string, region: string): Promise<CryptoKey> {
+  const id = `${date}\n${region}\n${secret}`;
+  let key = signingKeyCache.get(id);
+  if (key) {
+    // Most recently used last, so the oldest is evicted first.
+    signingKeyCache.delete(id);
+    signingKeyCache.set(id, key);
+    return key;
+  }
+  key = deriveSigningKey(secret, date, region);
+  key.catch(() => signingKeyCache.delete(id));
+  signingKeyCache.set(id, key);
+  while (signingKeyCache.size > SIGNING_KEY_CACHE_SIZE) {
+    signingKeyCache.delete(signingKeyCache.keys().next().value!);
+  }
+  return key;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dates
+
+const AMZ_DATE = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/;
+
+/** ms since epoch of an ISO 8601 basic timestamp (YYYYMMDDTHHMMSSZ), or null. */
+function parseAmzDate(s: string): number | null {
+  const m = AMZ_DATE.exec(s);
+  if (!m) return null;
+  const [y, mo, d, h, mi, se] = m.slice(1).map(Number) as [number, number, number, number, number, number];
+  const t = Date.UTC(y, mo - 1, d, h, mi, se);
+  const back = new Date(t);
+  if (
+    back.getUTCFullYear() !== y ||
+    back.getUTCMonth() !== mo - 1 ||
+    back.getUTCDate() !== d ||
+    back.getUTCHours() !== h ||
+    back.getUTCMinutes() !== mi ||
+    back.getUTCSeconds() !== se
+  ) {
+    return null;
+  }
+  return t;
+}
+
+function formatAmzDate(t: number): string {
+  return new Date(t).toISOString().replace(/[-:]/g, "").replace(/\.\d{3}/, "");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Payload modes
+
+type PayloadMode =
+  | { kind: "unsigned" }
+  | { kind: "sha256"; hash: string }
+  | { kind: "chunked"; signed: boolean; trailer: boolean };
+
+function payloadMode(value: string): PayloadMode {
+  switch (value) {
+    case "UNSIGNED-PAYLOAD":
+      return { kind: "unsigned" };
+    case "STREAMING-AWS4-HMAC-SHA256-PAYLOAD":
+      return { kind: "chunked", signed: true, trailer: false };
+    case "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER":
+      return { kind: "chunked", signed: true, trailer: true };
+    case "STREAMING-UNSIGNED-PAYLOAD-TRAILER":
+      return { kind: "chunked", signed: false, trailer: true };
+    case "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD":
+    case "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD-TRAILER":
+      throw new S3Error(501, "NotImplemented", `x-amz-content-sha256 ${value} (SigV4a) is not implemented.`);
+  }
+  if (/^[0-9a-fA-F]{64}$/.test(value)) return { kind: "sha256", hash: value.toLowerCase() };
+  throw new S3Error(
+    400,
+    "InvalidArgument",
+    "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-UNSIGNED-PAYLOAD-TRAILER, " +
+      "STREAMING-AWS4-HMAC-SHA256-PAYLOAD, STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER, " +
+      "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD, STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD-TRAILER " +
+      "or a valid sha256 value.",
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing the two mechanisms
+
+interface SignedRequest {
+  accessKeyId: string;
+  scopeDate: string;
+  region: string;
+  service: string;
+  terminal: string;
+  signedHeaders: string[];
+  signature: string;
+  /** ISO 8601 basic timestamp used in the string to sign */
+  amzDate: string;
+  time: number;
+  /** the header that gave the timestamp, which must be signed (header auth) */
+  dateHeader: string | null;
+  payloadHash: string;
+  presigned: boolean;
+}
+
+function parseCredential(value: string, fail: (detail: string) => S3Error) {
+  const parts = value.split("/");
+  if (parts.length < 5) {
+    throw fail('the Credential is mal-formed; expecting "<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request".');
+  }
+  const [scopeDate, region, service, terminal] = parts.slice(-4) as [string, string, string, string];
+  const accessKeyId = parts.slice(0, -4).join("/");
+  if (accessKeyId === "" || !/^\d{8}$/.test(scopeDate)) {
+    throw fail('the Credential is mal-formed; expecting "<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request".');
+  }
+  return { accessKeyId, scopeDate, region, service, terminal };
+}
+
+function parseSignedHeaders(value: string, fail: (detail: string) => S3Error): string[] {
+  const names = value.split(";").map((h) => h.trim().toLowerCase());
+  if (value === "" || names.some((h) => h === "")) throw fail("the SignedHeaders component is empty or malformed.");
+  if (!names.includes("host")) throw fail("the SignedHeaders component must include host.");
+  return names;
+}
+
+function parseAuthorizationHeader(authorization: string, headers: Headers): SignedRequest {
+  const trimmed = authorization.trim();
+  const space = trimmed.indexOf(" ");
+  const scheme = space < 0 ? trimmed : trimmed.slice(0, space);
+  if (scheme !== ALGORITHM) {
+    if (scheme === "AWS" || scheme === "AWS4-ECDSA-P256-SHA256") throw unsupportedMechanism();
+    throw new S3Error(400, "InvalidArgument", "Unsupported Authorization Type");
+  }
+  const fields = new Map<string, string>();
+  for (const component of trimmed.slice(space + 1).split(",")) {
+    const c = component.trim();
+    if (c === "") continue;
+    const eq = c.indexOf("=");
+    if (eq <= 0) throw headerMalformed(`the authorization component "${c}" is malformed.`);
+    fields.set(c.slice(0, eq).trim(), c.slice(eq + 1).trim());
+  }
+  const credential = fields.get("Credential");
+  const signedHeaders = fields.get("SignedHeaders");
+  const signature = fields.get("Signature");
+  if (credential === undefined || signedHeaders === undefined || signature === undefined) {
+    throw headerMalformed("the authorization header requires the components Credential, SignedHeaders and Signature.");
+  }
+  const cred = parseCredential(credential, headerMalformed);
+
+  // The timestamp: x-amz-date, else Date.
+  let amzDate: string;
+  let time: number | null;
+  let dateHeader: string;
+  const xAmzDate = headers.get("x-amz-date");
+  if (xAmzDate !== null) {
+    time = parseAmzDate(xAmzDate.trim());
+    amzDate = xAmzDate.trim();
+    dateHeader = "x-amz-date";
+  } else {
+    const date = headers.get("date");
+    const parsed = date === null ? NaN : Date.parse(date);
+    time = Number.isFinite(parsed) ? parsed : null;
+    amzDate = time === null ? "" : formatAmzDate(time);
+    dateHeader = "date";
+  }
+  if (time === null) throw accessDenied("AWS authentication requires a valid Date or x-amz-date header");
+
+  const payloadHash = headers.get("x-amz-content-sha256");
+  if (payloadHash === null) {
+    throw new S3Error(400, "InvalidRequest", "Missing required header for this request: x-amz-content-sha256");
+  }
+  return {
+    ...cred,
+    signedHeaders: parseSignedHeaders(signedHeaders, headerMalformed),
+    signature: signature.toLowerCase(),
+    amzDate,
+    time,
+    dateHeader,
+    payloadHash: payloadHash.trim(),
+    presigned: false,
+  };
+}
+
+function parsePresigned(query: Map<string, string>, headers: Headers, now: number): SignedRequest {
+  const algorithm = query.get("X-Amz-Algorithm");
+  const credential = query.get("X-Amz-Credential");
+  const date = query.get("X-Amz-Date");
+  const expires = query.get("X-Amz-Expires");
+  const signedHeaders = query.get("X-Amz-SignedHeaders");
+  const signature = query.get("X-Amz-Signature");
+  if (
+    algorithm === undefined ||
+    credential === undefined ||
+    date === undefined ||
+    expires === undefined ||
+    signedHeaders === undefined ||
+    signature === undefined
+  ) {
+    throw queryError(
+      "Query-string authentication version 4 requires the X-Amz-Algorithm, X-Amz-Credential, X-Amz-Signature, " +
+        "X-Amz-Date, X-Amz-SignedHeaders, and X-Amz-Expires parameters.",
+    );
+  }
+  if (algorithm !== ALGORITHM) throw queryError('X-Amz-Algorithm only supports "AWS4-HMAC-SHA256"');
+  const fail = (detail: string) => queryError(`Error parsing the X-Amz-Credential parameter; ${detail}`);
+  const cred = parseCredential(credential, fail);
+  const time = parseAmzDate(date);
+  if (time === null) throw queryError(`X-Amz-Date must be in the ISO8601 Long Format "yyyyMMdd'T'HHmmss'Z'"`);
+  if (!/^\d{1,7}$/.test(expires)) throw queryError("X-Amz-Expires should be a number");
+  const seconds = Number(expires);
+  if (seconds < 1) throw queryError("X-Amz-Expires must be non-negative");
+  if (seconds > MAX_PRESIGNED_EXPIRES) {
+    throw queryError("X-Amz-Expires must be less than a week (in seconds) that is 604800");
+  }
+  const sh = parseSignedHeaders(signedHeaders, (d) => queryError(`Error parsing the X-Amz-SignedHeaders parameter; ${d}`));
+  // Validity window. (A presigned URL is not subject to the clock skew check.)
+  if (time - now > MAX_SKEW_MS) throw accessDenied("Request is not valid yet");
+  if (now > time + seconds * 1000) throw accessDenied("Request has expired");
+  return {
+    ...cred,
+    signedHeaders: sh,
+    signature: signature.toLowerCase(),
+    amzDate: date,
+    time,
+    dateHeader: null,
+    payloadHash: headers.get("x-amz-content-sha256")?.trim() ?? "UNSIGNED-PAYLOAD",
+    presigned: true,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Body wrappers
+
+/** Passes `source` through while hashing it; errors with XAmzContentSHA256Mismatch at the end if the hash differs. */
+function verifySha256(source: ReadableStream<Uint8Array>, expected: string): ReadableStream<Uint8Array> {
+  const reader = source.getReader();
+  const hash = new Sha256Stream();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) {
+            const actual = await hash.hex();
+            if (!constantTimeEqual(expected, actual)) throw contentShaMismatch();
+            controller.close();
+            return;
+          }
+          if (value.byteLength === 0) continue;
+          await hash.update(value);
+          controller.enqueue(value);
+          return;
+        }
+      } catch (err) {
+        hash.abort();
+        reader.cancel(err).catch(() => {});
+        throw err;
+      }
+    },
+    cancel(reason) {
+      hash.abort();
+      return reader.cancel(reason);
+    },
+  });
+}
+
+const contentShaMismatch = () =>
+  new S3Error(400, "XAmzContentSHA256Mismatch", "The provided 'x-amz-content-sha256' header does not match what was computed.");
+
+function parseLength(value: string | null, header: string): number | null {
+  if (value === null) return null;
+  const v = value.trim();
+  if (!/^\d{1,15}$/.test(v)) throw new S3Error(400, "InvalidArgument", `${header} must be a non-negative integer.`);
+  return Number(v);
+}
+
+const NO_TRAILERS: () => Promise<Headers> = () => Promise.resolve(new Headers());
+
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Authenticates an S3 request signed with AWS Signature Version 4 (Authorization header or
+ * presigned URL) against `creds`, and returns the payload to store, verified as it streams.
+ * Throws an S3Error: 403 AccessDenied (no credentials, unsigned x-amz-* headers, expired or
+ * not-yet-valid presigned URL, no valid date), 403 InvalidAccessKeyId, 403 SignatureDoesNotMatch,
+ * 403 RequestTimeTooSkewed, 400 AuthorizationHeaderMalformed / AuthorizationQueryParametersError,
+ * 400 InvalidArgument / InvalidRequest (unsupported mechanism or payload mode, missing
+ * x-amz-content-sha256), 400 XAmzContentSHA256Mismatch (empty body), 501 NotImplemented (SigV4a).
+ */
+export async function authenticate(request: Request, creds: Credentials, opts: AuthOptions): Promise<Authenticated> {
+  const url = new URL(request.url);
+  const headers = request.headers;
+  const params = parseQuery(url.search);
+  const query = new Map<string, string>();
+  for (const p of params) if (!query.has(p.name)) query.set(p.name, p.value);
+
+  const authorization = headers.get("authorization");
+  const presigned = query.has("X-Amz-Algorithm") || query.has("X-Amz-Credential") || query.has("X-Amz-Signature");
+  if (presigned && authorization !== null) {
+    throw new S3Error(
+      400,
+      "InvalidArgument",
+      "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature query string parameter or the Authorization header should be specified",
+    );
+  }
+  if (!presigned && authorization === null) {
+    // Signature Version 2 query authentication is not supported.
+    if (query.has("AWSAccessKeyId") && query.has("Signature")) throw unsupportedMechanism();
+    throw accessDenied("Access Denied");
+  }
+
+  const req = presigned ? parsePresigned(query, headers, opts.now) : parseAuthorizationHeader(authorization!, headers);
+  const fail = presigned
+    ? (detail: string) => queryError(`Error parsing the X-Amz-Credential parameter; ${detail}`)
+    : headerMalformed;
+
+  // Scope.
+  if (req.region !== opts.region) throw fail(`the region '${req.region}' is wrong; expecting '${opts.region}'`);
+  if (req.service !== SERVICE) throw fail(`incorrect service '${req.service}'. This endpoint belongs to '${SERVICE}'.`);
+  if (req.terminal !== TERMINAL) throw fail(`incorrect terminal '${req.terminal}'. This endpoint uses '${TERMINAL}'.`);
+  if (req.scopeDate !== req.amzDate.slice(0, 8)) {
+    throw fail(`Invalid credential date "${req.scopeDate}". This date is not the same as X-Amz-Date: "${req.amzDate.slice(0, 8)}".`);
+  }
+
+  if (req.accessKeyId !== creds.accessKeyId) {
+    throw new S3Error(403, "InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
+  }
+
+  if (!presigned && Math.abs(opts.now - req.time) > MAX_SKEW_MS) {
+    throw new S3Error(
+      403,
+      "RequestTimeTooSkewed",
+      "The difference between the request time and the current time is too large.",
+    );
+  }
+
+  // Every x-amz-* header (but x-amz-content-sha256, as S3 allows) and the Date the timestamp
+  // came from must be signed: otherwise anyone holding the request could add or change them.
+  const signed = new Set(req.signedHeaders);
+  const unsigned: string[] = [];
+  for (const [name] of headers) {
+    if (name.startsWith("x-amz-") && name !== "x-amz-content-sha256" && !signed.has(name)) unsigned.push(name);
+  }
+  if (req.dateHeader === "date" && !signed.has("date")) unsigned.push("date");
+  if (unsigned.length > 0) {
+    throw accessDenied(`There were headers present in the request which were not signed (HeadersNotSigned: ${unsigned.join(", ")})`);
+  }
+
+  const mode = payloadMode(req.payloadHash);
+
+  // The canonical request, the string to sign, the signature.
+  const canonicalHeaders = req.signedHeaders
+    .map((name) => {
+      const value = name === "host" ? (headers.get("host") ?? url.host) : (headers.get(name) ?? "");
+      return `${name}:${canonicalHeaderValue(value)}\n`;
+    })
+    .join("");
+  const canonicalRequest = [
+    request.method.toUpperCase(),
+    canonicalUri(url.pathname),
+    canonicalQuery(params, presigned ? "X-Amz-Signature" : undefined),
+    canonicalHeaders,
+    req.signedHeaders.join(";"),
+    req.payloadHash,
+  ].join("\n");
+  const scope = `${req.scopeDate}/${req.region}/${SERVICE}/${TERMINAL}`;
+  const stringToSign = [ALGORITHM, req.amzDate, scope, await sha256Hex(canonicalRequest)].join("\n");
+  const key = await signingKey(creds.secretAccessKey, req.scopeDate, req.region);
+  const expected = await hmacHex(key, stringToSign);
+  if (!constantTimeEqual(expected, req.signature)) throw signatureMismatch();
+
+  // The payload.
+  const source = request.body;
+  const contentLength = parseLength(headers.get("content-length"), "Content-Length");
+  const noBody = source === null || contentLength === 0;
+  switch (mode.kind) {
+    case "unsigned":
+      return { accessKeyId: req.accessKeyId, body: noBody ? null : source, contentLength, trailers: NO_TRAILERS() };
+    case "sha256":
+      if (noBody) {
+        if (!constantTimeEqual(mode.hash, EMPTY_SHA256)) throw contentShaMismatch();
+        return { accessKeyId: req.accessKeyId, body: null, contentLength, trailers: NO_TRAILERS() };
+      }
+      return { accessKeyId: req.accessKeyId, body: verifySha256(source!, mode.hash), contentLength, trailers: NO_TRAILERS() };
+    case "chunked": {
+      if (noBody) {
+        throw new S3Error(400, "IncompleteBody", "The request body terminated unexpectedly before the end of the aws-chunked payload.");
+      }
+      const decodedLength = parseLength(headers.get("x-amz-decoded-content-length"), "x-amz-decoded-content-length");
+      const announced = headers.get("x-amz-trailer");
+      const declaredTrailers =
+        announced === null
+          ? null
+          : announced
+              .split(",")
+              .map((t) => t.trim().toLowerCase())
+              .filter((t) => t !== "");
+      const signing: ChunkSigning | null = mode.signed
+        ? { signingKey: key, amzDate: req.amzDate, scope, seedSignature: expected }
+        : null;
+      const decoded = decodeAwsChunked(source!, { signing, trailer: mode.trailer, declaredTrailers, decodedLength });
+      return { accessKeyId: req.accessKeyId, body: decoded.body, contentLength: decodedLength, trailers: decoded.trailers };
+    }
+  }
+}

@@ -1,0 +1,96 @@
+// The gateway's configuration, read once per isolate from the Worker's vars and secrets
+// (wrangler.toml [vars]; secrets in production). Invalid configuration fails loudly at the first
+// request rather than storing data with a geometry nobody meant.
+import type { BucketIndex } from "./meta/bucket-index";
+import type { BucketRegistry } from "./meta/registry";
+import { R2Node, type StorageNode } from "./storage/nodes";
+
+export interface Env {
+  BUCKET_INDEX: DurableObjectNamespace<BucketIndex>;
+  BUCKET_REGISTRY: DurableObjectNamespace<BucketRegistry>;
+  SHARDGATE_NODES: string;
+  SHARDGATE_DATA_SHARDS: string;
+  SHARDGATE_PARITY_SHARDS: string;
+  SHARDGATE_BLOCK_BYTES: string;
+  SHARDGATE_CHUNK_BYTES: string;
+  SHARDGATE_INLINE_BYTES: string;
+  SHARDGATE_REGION: string;
+  SHARDGATE_WRITE_QUORUM?: string;
+  SHARDGATE_ACCESS_KEY_ID?: string;
+  SHARDGATE_SECRET_ACCESS_KEY?: string;
+  /** Host suffix under which `bucket.<suffix>` is virtual-hosted style (default "localhost"). */
+  SHARDGATE_VIRTUAL_HOST_SUFFIX?: string;
+}
+
+export interface GatewayConfig {
+  nodes: StorageNode[];
+  dataShards: number;
+  parityShards: number;
+  blockBytes: number;
+  chunkBytes: number;
+  inlineBytes: number;
+  /** Shard files that must be written for a PUT to succeed (default k + 1). */
+  writeQuorum: number;
+  region: string;
+  /** Absent when no credentials are configured: every S3 request is then refused. */
+  credentials: { accessKeyId: string; secretAccessKey: string } | undefined;
+  virtualHostSuffix: string;
+}
+
+const cache = new WeakMap<Env, GatewayConfig>();
+
+export function loadConfig(env: Env): GatewayConfig {
+  let config = cache.get(env);
+  if (!config) {
+    config = parseConfig(env);
+    cache.set(env, config);
+  }
+  return config;
+}
+
+function int(env: Env, name: keyof Env, fallback?: number): number {
+  const raw = env[name];
+  if (raw === undefined && fallback !== undefined) return fallback;
+  const n = Number(raw);
+  if (typeof raw !== "string" || !Number.isSafeInteger(n) || n <= 0) {
+    throw new Error(`configuration: ${String(name)} must be a positive integer, got ${String(raw)}`);
+  }
+  return n;
+}
+
+function parseConfig(env: Env): GatewayConfig {
+  const ids = (env.SHARDGATE_NODES ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  const nodes = ids.map((id) => {
+    const binding = (env as unknown as Record<string, unknown>)[id];
+    if (!isR2Bucket(binding)) throw new Error(`configuration: node ${id} is not an R2 bucket binding`);
+    return new R2Node(id, binding);
+  });
+  const dataShards = int(env, "SHARDGATE_DATA_SHARDS");
+  const parityShards = int(env, "SHARDGATE_PARITY_SHARDS");
+  if (nodes.length < dataShards + parityShards) {
+    throw new Error(`configuration: ${dataShards}+${parityShards} needs at least ${dataShards + parityShards} nodes, have ${nodes.length}`);
+  }
+  const writeQuorum = int(env, "SHARDGATE_WRITE_QUORUM", Math.min(dataShards + 1, dataShards + parityShards));
+  if (writeQuorum < dataShards || writeQuorum > dataShards + parityShards) {
+    throw new Error(`configuration: SHARDGATE_WRITE_QUORUM must be between k and k + m`);
+  }
+  return {
+    nodes,
+    dataShards,
+    parityShards,
+    blockBytes: int(env, "SHARDGATE_BLOCK_BYTES"),
+    chunkBytes: int(env, "SHARDGATE_CHUNK_BYTES"),
+    inlineBytes: int(env, "SHARDGATE_INLINE_BYTES", 4096),
+    writeQuorum,
+    region: env.SHARDGATE_REGION || "us-east-1",
+    credentials:
+      env.SHARDGATE_ACCESS_KEY_ID && env.SHARDGATE_SECRET_ACCESS_KEY
+        ? { accessKeyId: env.SHARDGATE_ACCESS_KEY_ID, secretAccessKey: env.SHARDGATE_SECRET_ACCESS_KEY }
+        : undefined, // local defaults are passed in by scripts/serve.mjs, never built in
+    virtualHostSuffix: env.SHARDGATE_VIRTUAL_HOST_SUFFIX || "localhost",
+  };
+}
+
+function isR2Bucket(v: unknown): v is R2Bucket {
+  return typeof v === "object" && v !== null && "put" in v && "get" in v && "head" in v;
+}

@@ -1,0 +1,56 @@
+// Origin storage nodes: where shard files live. A node stores whole shard files under unique keys
+// (never overwritten in place) and serves byte ranges of them.
+
+export interface StorageNode {
+  readonly id: string;
+  /** Stores `body` (exactly `length` bytes) under `key`. */
+  put(key: string, body: ReadableStream<Uint8Array>, length: number): Promise<void>;
+  /** Bytes [start, end) of `key`, or null when the node does not have it. */
+  get(key: string, start: number, end: number): Promise<ReadableStream<Uint8Array> | null>;
+  delete(keys: string[]): Promise<void>;
+}
+
+/** A node backed by an R2 bucket binding (miniflare simulates and persists it locally). */
+export class R2Node implements StorageNode {
+  constructor(
+    readonly id: string,
+    private readonly bucket: R2Bucket,
+  ) {}
+
+  async put(key: string, body: ReadableStream<Uint8Array>, length: number): Promise<void> {
+    // R2 needs to know a stream's length up front; FixedLengthStream carries it.
+    const fixed = new FixedLengthStream(length);
+    const [stored] = await Promise.all([this.bucket.put(key, fixed.readable), body.pipeTo(fixed.writable)]);
+    if (!stored) throw new Error(`node ${this.id} refused ${key}`);
+  }
+
+  async get(key: string, start: number, end: number): Promise<ReadableStream<Uint8Array> | null> {
+    const object = await this.bucket.get(key, { range: { offset: start, length: end - start } });
+    return object ? object.body : null;
+  }
+
+  async delete(keys: string[]): Promise<void> {
+    for (let i = 0; i < keys.length; i += 1000) await this.bucket.delete(keys.slice(i, i + 1000));
+  }
+}
+
+/**
+ * Rendezvous (highest-random-weight) placement: the `count` nodes with the highest hash of
+ * (object identity, node id), in that order. Stable when nodes come and go: only the shards on a
+ * removed node move. The manifest records the result, so later changes never lose data.
+ */
+export async function placeShards(nodes: readonly StorageNode[], identity: string, count: number): Promise<StorageNode[]> {
+  const scored = await Promise.all(
+    nodes.map(async (node) => {
+      const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`${identity}\u0000${node.id}`));
+      return { node, score: new DataView(digest).getBigUint64(0) };
+    }),
+  );
+  scored.sort((a, b) => (a.score > b.score ? -1 : a.score < b.score ? 1 : 0));
+  return scored.slice(0, count).map((s) => s.node);
+}
+
+/** The node object key of shard file `shard` of a part stored under `storageId`. */
+export function shardKey(storageId: string, shard: number): string {
+  return `${storageId}/${shard}`;
+}

@@ -1,0 +1,172 @@
+// Writing one object part: the body streams through block by block, the WASM core encodes and
+// frames each block, and every shard file streams to its node with a known length. Memory is a
+// block buffer plus at most one block per shard in flight, whatever the part's size.
+import type { GatewayConfig } from "../config";
+import type { Core, PartLayout } from "../core-api";
+import { S3Error } from "../s3-error";
+import { placeShards, shardKey, type StorageNode } from "./nodes";
+import { ExactReader } from "./exact-reader";
+
+export interface WrittenPart {
+  size: number;
+  /** MD5 of the part's bytes (the ETag of a single PUT). */
+  md5: Uint8Array;
+  layout: PartLayout;
+  /** Shard files that could not be written (the part is under-replicated; heal them). */
+  missedShards: number[];
+}
+
+/** Sees every byte of the part once, in order (S3 checksums are computed here). */
+export type ByteObserver = (bytes: Uint8Array) => void;
+
+export async function writePart(
+  config: GatewayConfig,
+  core: Core,
+  body: ReadableStream<Uint8Array> | null,
+  size: number,
+  observe: ByteObserver,
+): Promise<WrittenPart> {
+  const reader = new ExactReader(body);
+  if (size <= config.inlineBytes) return writeInline(reader, size, observe);
+  return writeSharded(config, core, reader, size, observe);
+}
+
+async function writeInline(reader: ExactReader, size: number, observe: ByteObserver): Promise<WrittenPart> {
+  const bytes = new Uint8Array(size);
+  await reader.fill(bytes);
+  await reader.expectEnd();
+  observe(bytes);
+  const md5 = new Uint8Array(await crypto.subtle.digest("MD5", bytes));
+  return { size, md5, layout: { type: "inline", data: toBase64(bytes) }, missedShards: [] };
+}
+
+/** One shard file's upload: a stream into the node's PUT, written block by block. */
+class ShardSink {
+  private readonly writer: WritableStreamDefaultWriter<Uint8Array>;
+  readonly done: Promise<boolean>;
+  failed = false;
+
+  constructor(node: StorageNode, key: string, length: number) {
+    // One block may wait in the stream while the node consumes the previous one.
+    const pipe = new TransformStream<Uint8Array, Uint8Array>(undefined, undefined, { highWaterMark: 1 });
+    this.writer = pipe.writable.getWriter();
+    this.done = node.put(key, pipe.readable, length).then(
+      () => !this.failed,
+      () => {
+        this.failed = true;
+        return false;
+      },
+    );
+  }
+
+  async write(bytes: Uint8Array): Promise<void> {
+    if (this.failed) return;
+    try {
+      await this.writer.ready;
+      await this.writer.write(bytes);
+    } catch {
+      this.failed = true;
+    }
+  }
+
+  async close(): Promise<boolean> {
+    if (!this.failed) await this.writer.close().catch(() => (this.failed = true));
+    return this.done;
+  }
+
+  abort(reason: unknown): void {
+    this.failed = true;
+    this.writer.abort(reason).catch(() => {});
+  }
+}
+
+async function writeSharded(
+  config: GatewayConfig,
+  core: Core,
+  reader: ExactReader,
+  size: number,
+  observe: ByteObserver,
+): Promise<WrittenPart> {
+  const { dataShards: k, parityShards: m } = config;
+  const geometry = core.geometry({ size, blockBytes: config.blockBytes, dataShards: k, parityShards: m, chunkBytes: config.chunkBytes });
+  const storageId = newStorageId();
+  const placement = await placeShards(config.nodes, storageId, k + m);
+  const sinks = placement.map((node, i) => new ShardSink(node, shardKey(storageId, i), geometry.shardFileBytes));
+  const md5 = new crypto.DigestStream("MD5");
+  const md5Writer = md5.getWriter();
+  const encoder = core.encoder(geometry);
+  try {
+    const block = new Uint8Array(Math.min(config.blockBytes, size));
+    for (let len = encoder.nextBlockLength; len > 0; len = encoder.nextBlockLength) {
+      const bytes = block.subarray(0, len);
+      await reader.fill(bytes);
+      observe(bytes);
+      await md5Writer.write(bytes);
+      const writes: Promise<void>[] = [];
+      // The encoder's output views are only valid during the callback: copy each out.
+      encoder.encode(bytes, (shard, framed) => writes.push(sinks[shard].write(framed.slice())));
+      await Promise.all(writes);
+      if (sinks.filter((s) => !s.failed).length < config.writeQuorum) throw quorumLost(sinks, config);
+    }
+    await reader.expectEnd();
+  } catch (e) {
+    sinks.forEach((s) => s.abort(e));
+    await cleanup(placement, storageId, sinks);
+    throw e;
+  } finally {
+    encoder.free();
+    geometry.free();
+  }
+  const written = await Promise.all(sinks.map((s) => s.close()));
+  const missedShards = written.flatMap((ok, i) => (ok ? [] : [i]));
+  if (written.length - missedShards.length < config.writeQuorum) {
+    await cleanup(placement, storageId, sinks);
+    throw quorumLost(sinks, config);
+  }
+  await md5Writer.close();
+  return {
+    size,
+    md5: new Uint8Array(await md5.digest),
+    layout: {
+      type: "sharded",
+      blockBytes: config.blockBytes,
+      dataShards: k,
+      parityShards: m,
+      chunkBytes: config.chunkBytes,
+      storageId,
+      placement: placement.map((n) => n.id),
+      partChecksums: [],
+    },
+    missedShards,
+  };
+}
+
+function quorumLost(sinks: ShardSink[], config: GatewayConfig): S3Error {
+  const ok = sinks.filter((s) => !s.failed).length;
+  return new S3Error(503, "ServiceUnavailable", `Only ${ok} of ${sinks.length} storage nodes accepted the data; ${config.writeQuorum} are needed.`);
+}
+
+/** Removes whatever a failed write left on its nodes (best effort: nothing references it). */
+async function cleanup(placement: StorageNode[], storageId: string, sinks: ShardSink[]): Promise<void> {
+  await Promise.allSettled(sinks.map((s) => s.done));
+  await Promise.allSettled(placement.map((node, i) => node.delete([shardKey(storageId, i)])));
+}
+
+/** Unique per written part: node keys are never overwritten in place. Time-prefixed for ops. */
+function newStorageId(): string {
+  const now = new Date().toISOString().slice(0, 10).replace(/-/g, "");
+  return `${now}/${crypto.randomUUID()}`;
+}
+
+export function toBase64(bytes: Uint8Array): string {
+  let s = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(s);
+}
+
+export function fromBase64(b64: string): Uint8Array {
+  const s = atob(b64);
+  const out = new Uint8Array(s.length);
+  for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
+  return out;
+}
