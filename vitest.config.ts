@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
-import { CREDENTIALS } from "./tests/shared/credentials";
+import { CREDENTIALS, METRICS_TOKEN } from "./tests/shared/credentials";
 
 const root = fileURLToPath(new URL(".", import.meta.url));
 
@@ -30,7 +30,11 @@ export default defineConfig({
             wrangler: { configPath: `${root}wrangler.toml` },
             // Secrets in production, passed by scripts/serve.mjs locally: here, test bindings.
             miniflare: {
-              bindings: { SHARDGATE_ACCESS_KEY_ID: CREDENTIALS.accessKeyId, SHARDGATE_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey },
+              bindings: {
+                SHARDGATE_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
+                SHARDGATE_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey,
+                SHARDGATE_METRICS_TOKEN: METRICS_TOKEN,
+              },
             },
           }),
         ],

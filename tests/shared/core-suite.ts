@@ -17,7 +17,7 @@ export function randomBytes(n: number, seed: number): Uint8Array {
 }
 
 /** Byte-for-byte equality; vitest's deep toEqual is very slow on large typed arrays. */
-function expectSameBytes(actual: Uint8Array, expected: Uint8Array): void {
+export function expectSameBytes(actual: Uint8Array, expected: Uint8Array): void {
   expect(actual.length).toBe(expected.length);
   const at = actual.findIndex((b, i) => b !== expected[i]);
   expect(at, `first differing byte at ${at}`).toBe(-1);

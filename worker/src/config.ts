@@ -3,11 +3,14 @@
 // request rather than storing data with a geometry nobody meant.
 import type { BucketIndex } from "./meta/bucket-index";
 import type { BucketRegistry } from "./meta/registry";
-import { R2Node, type StorageNode } from "./storage/nodes";
+import { metrics } from "./observability/metrics";
+import type { MetricsStore } from "./observability/metrics-store";
+import { CountedNode, R2Node, type StorageNode } from "./storage/nodes";
 
 export interface Env {
   BUCKET_INDEX: DurableObjectNamespace<BucketIndex>;
   BUCKET_REGISTRY: DurableObjectNamespace<BucketRegistry>;
+  METRICS_STORE: DurableObjectNamespace<MetricsStore>;
   SHARDGATE_NODES: string;
   SHARDGATE_DATA_SHARDS: string;
   SHARDGATE_PARITY_SHARDS: string;
@@ -18,6 +21,8 @@ export interface Env {
   SHARDGATE_WRITE_QUORUM?: string;
   SHARDGATE_ACCESS_KEY_ID?: string;
   SHARDGATE_SECRET_ACCESS_KEY?: string;
+  /** When set, GET /_shardgate/metrics also accepts `Authorization: Bearer <token>`. */
+  SHARDGATE_METRICS_TOKEN?: string;
   /** Host suffix under which `bucket.<suffix>` is virtual-hosted style (default "localhost"). */
   SHARDGATE_VIRTUAL_HOST_SUFFIX?: string;
 }
@@ -63,7 +68,7 @@ function parseConfig(env: Env): GatewayConfig {
   const nodes = ids.map((id) => {
     const binding = (env as unknown as Record<string, unknown>)[id];
     if (!isR2Bucket(binding)) throw new Error(`configuration: node ${id} is not an R2 bucket binding`);
-    return new R2Node(id, binding);
+    return new CountedNode(new R2Node(id, binding), metrics);
   });
   const dataShards = int(env, "SHARDGATE_DATA_SHARDS");
   const parityShards = int(env, "SHARDGATE_PARITY_SHARDS");

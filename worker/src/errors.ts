@@ -21,10 +21,15 @@ export function errorResponse(error: S3Error, resource: string, requestId: strin
     '<?xml version="1.0" encoding="UTF-8"?>\n' +
     `<Error><Code>${xmlEscape(error.code)}</Code><Message>${xmlEscape(error.message)}</Message>` +
     `<Resource>${xmlEscape(resource)}</Resource><RequestId>${requestId}</RequestId></Error>`;
-  return new Response(head ? null : body, {
-    status: error.status,
-    headers: { "Content-Type": "application/xml", "x-amz-request-id": requestId },
-  });
+  return textResponse(head ? null : body, { status: error.status, headers: { "Content-Type": "application/xml", "x-amz-request-id": requestId } });
+}
+
+/** A response with a text body and its Content-Length declared (what the metrics count as sent). */
+export function textResponse(text: string | null, init: ResponseInit): Response {
+  const bytes = text === null ? null : new TextEncoder().encode(text);
+  const response = new Response(bytes, init);
+  if (bytes) response.headers.set("Content-Length", String(bytes.length));
+  return response;
 }
 
 /** Anything thrown while serving a request, as the S3 error to answer with. */

@@ -18,3 +18,4 @@ app.all("*", (c) => handleS3(c.req.raw, c.env, c.executionCtx));
 export default app;
 export { BucketIndex } from "./meta/bucket-index";
 export { BucketRegistry } from "./meta/registry";
+export { MetricsStore } from "./observability/metrics-store";

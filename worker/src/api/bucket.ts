@@ -2,7 +2,7 @@
 import { S3Error } from "../s3-error";
 import { checkBucketName } from "./bucket-name";
 import { bucketIndex, bucketRegistry, type RequestContext } from "./context";
-import { S3_XMLNS, xmlResponse } from "./xml";
+import { S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
 
 export async function createBucket(ctx: RequestContext, bucket: string): Promise<Response> {
   checkBucketName(bucket);
@@ -45,7 +45,7 @@ export async function getBucketLocation(ctx: RequestContext, bucket: string): Pr
   if (!info) throw noSuchBucket(bucket);
   // S3 answers an empty constraint for us-east-1.
   const region = ctx.config.region === "us-east-1" ? "" : ctx.config.region;
-  return xmlResponse(`<LocationConstraint xmlns="${S3_XMLNS}">${region}</LocationConstraint>`);
+  return xmlResponse(`${XML_DECLARATION}<LocationConstraint xmlns="${S3_XMLNS}">${region}</LocationConstraint>`);
 }
 
 export function noSuchBucket(bucket: string): S3Error {

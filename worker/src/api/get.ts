@@ -3,7 +3,8 @@
 import type { Manifest, ManifestPart } from "../core-api";
 import type { ObjectRecord } from "../meta/types";
 import { S3Error } from "../s3-error";
-import { openPartRange } from "../storage/read-part";
+import { metrics } from "../observability/metrics";
+import { openPartRange, type ReadEvents } from "../storage/read-part";
 import { noSuchBucket } from "./bucket";
 import { checksumHeaders } from "./checksums";
 import { bucketIndex, type RequestContext } from "./context";
@@ -157,7 +158,8 @@ async function openSelection(ctx: RequestContext, sel: Selection): Promise<Reada
     start: Math.max(sel.start, offset) - offset,
     end: Math.min(sel.end, offset + part.size) - offset,
   }));
-  const first = await openPartRange(ctx.config, ctx.core, ranges[0].part, ranges[0].start, ranges[0].end);
+  const events = readEvents();
+  const first = await openPartRange(ctx.config, ctx.core, ranges[0].part, ranges[0].start, ranges[0].end, events);
   if (ranges.length === 1) return first;
   let index = 0;
   let current: ReadableStreamDefaultReader<Uint8Array> = first.getReader();
@@ -169,9 +171,21 @@ async function openSelection(ctx: RequestContext, sel: Selection): Promise<Reada
         index += 1;
         if (index === ranges.length) return controller.close();
         const r = ranges[index];
-        current = (await openPartRange(ctx.config, ctx.core, r.part, r.start, r.end)).getReader();
+        current = (await openPartRange(ctx.config, ctx.core, r.part, r.start, r.end, events)).getReader();
       }
     },
     cancel: (reason) => current.cancel(reason),
   });
+}
+
+/** Counts one degraded read per request, and every checksum failure. */
+function readEvents(): ReadEvents {
+  let degraded = false;
+  return {
+    shardLost(_storageId, _shard, why) {
+      if (!degraded) metrics.add("shardgate_degraded_reads_total");
+      degraded = true;
+      if (why === "checksum") metrics.add("shardgate_checksum_failures_total");
+    },
+  };
 }

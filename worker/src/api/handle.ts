@@ -11,29 +11,40 @@ import { deleteObject } from "./delete";
 import { getObject, RangeNotSatisfiable } from "./get";
 import { listBuckets, listObjects } from "./list";
 import { putObject } from "./put";
-import { resolveTarget, route, type Endpoint } from "./router";
+import { metrics } from "../observability/metrics";
+import { bearerAuthorized, getMetrics, metricsStore } from "./metrics";
+import { routeRequest, type Endpoint } from "./router";
 
 export async function handleS3(request: Request, env: Env, exec: { waitUntil(promise: Promise<unknown>): void }): Promise<Response> {
   const requestId = newRequestId();
   const started = Date.now();
   const url = new URL(request.url);
   let op = "unknown";
-  let response: Response;
   try {
     const config = loadConfig(env);
-    const endpoint = route(request.method, resolveTarget(url, config.virtualHostSuffix), url.searchParams, request.headers);
+    const endpoint = routeRequest(request.method, url, config.virtualHostSuffix, request.headers);
     op = endpoint.op === "NotImplemented" ? endpoint.name : endpoint.op;
+    if (endpoint.op === "GetMetrics" && bearerAuthorized(request, env)) return finish(await getMetrics(env));
     // Nothing but the health check answers without valid credentials, not even NotImplemented.
     if (!config.credentials) throw new S3Error(403, "AccessDenied", "The gateway has no credentials configured (SHARDGATE_ACCESS_KEY_ID, SHARDGATE_SECRET_ACCESS_KEY).");
     const auth = await authenticate(request, config.credentials, { region: config.region, now: Date.now() });
     const ctx: RequestContext = { request, url, env, config, core, auth, requestId, waitUntil: (p) => exec.waitUntil(p) };
-    response = await dispatch(ctx, endpoint);
+    return finish(await dispatch(ctx, endpoint));
   } catch (e) {
-    response = failure(e, request, url, requestId);
+    return finish(failure(e, request, url, requestId));
   }
-  response.headers.set("x-amz-request-id", requestId);
-  log({ requestId, op, method: request.method, path: url.pathname, status: response.status, ms: Date.now() - started });
-  return response;
+
+  function finish(response: Response): Response {
+    response.headers.set("x-amz-request-id", requestId);
+    const received = Number(request.headers.get("content-length") ?? 0) || 0;
+    const sent = request.method === "HEAD" ? 0 : Number(response.headers.get("content-length") ?? 0) || 0;
+    metrics.add("shardgate_requests_total", 1, { op, status: response.status });
+    metrics.add("shardgate_client_bytes_received_total", received);
+    metrics.add("shardgate_client_bytes_sent_total", sent);
+    exec.waitUntil(metrics.flushSoon(() => metricsStore(env)).catch((e: unknown) => console.error(JSON.stringify({ metricsFlush: String(e) }))));
+    log({ requestId, op, method: request.method, path: url.pathname, status: response.status, ms: Date.now() - started, received, sent });
+    return response;
+  }
 }
 
 function dispatch(ctx: RequestContext, e: Endpoint): Promise<Response> {
@@ -59,6 +70,8 @@ function dispatch(ctx: RequestContext, e: Endpoint): Promise<Response> {
       return putObject(ctx, e.bucket, e.key);
     case "DeleteObject":
       return deleteObject(ctx, e.bucket, e.key);
+    case "GetMetrics":
+      return getMetrics(ctx.env);
     case "NotImplemented":
       throw new S3Error(501, "NotImplemented", `${e.name} is not implemented.`);
     default:

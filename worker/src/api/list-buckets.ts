@@ -1,6 +1,7 @@
 // ListBuckets (`GET /`): S3's ListAllMyBucketsResult XML. Pure, no I/O.
 import type { BucketInfo } from "../meta/types";
-import { element, ownerXml, s3Date, S3_XMLNS, XML_DECLARATION, type Owner } from "./list-objects";
+import { ownerXml, type Owner } from "./list-objects";
+import { element, s3Date, S3_XMLNS, XML_DECLARATION } from "./xml";
 
 /** The buckets in the order given (the registry lists them sorted by name). */
 export function renderListBuckets(buckets: readonly BucketInfo[], owner: Owner): string {

@@ -1,12 +1,9 @@
 // ListObjectsV2 (`GET /bucket?list-type=2`) and ListObjects v1 (`GET /bucket`): the query
 // parameters in, a ListQuery for the BucketIndex, and its page out as S3's ListBucketResult XML.
 // Pure functions, no I/O.
-import { xmlEscape } from "../errors";
 import type { ListPage, ListQuery, ObjectSummary } from "../meta/types";
 import { S3Error } from "../s3-error";
-
-export const S3_XMLNS = "http://s3.amazonaws.com/doc/2006-03-01/";
-export const XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n';
+import { element, s3Date, S3_XMLNS, XML_DECLARATION } from "./xml";
 
 /** The bucket owner as S3 shows it; DisplayName is left out when not given. */
 export interface Owner {
@@ -119,16 +116,6 @@ export function s3UrlEncode(value: string): string {
     else out += "%" + byte.toString(16).toUpperCase().padStart(2, "0");
   }
   return out;
-}
-
-/** `<name>value</name>` with the value XML-escaped. */
-export function element(name: string, value: string | number | boolean): string {
-  return `<${name}>${xmlEscape(String(value))}</${name}>`;
-}
-
-/** ISO-8601 with milliseconds in UTC, as S3 writes dates: 2009-10-12T17:50:30.000Z. */
-export function s3Date(ms: number): string {
-  return new Date(ms).toISOString();
 }
 
 export function ownerXml(owner: Owner): string {

@@ -17,15 +17,11 @@ export async function listObjects(ctx: RequestContext, bucket: string): Promise<
   // Both in parallel: one round trip of latency.
   const [info, page] = await Promise.all([index.info(), index.list(req.query)]);
   if (info === null) throw noSuchBucket(bucket);
-  return xmlResponse(stripDeclaration(renderListObjects(bucket, req, page, owner(ctx))));
+  return xmlResponse(renderListObjects(bucket, req, page, owner(ctx)));
 }
 
 export async function listBuckets(ctx: RequestContext): Promise<Response> {
   const buckets = await bucketRegistry(ctx).list();
-  return xmlResponse(stripDeclaration(renderListBuckets(buckets, owner(ctx))));
+  return xmlResponse(renderListBuckets(buckets, owner(ctx)));
 }
 
-/** The renderers write a full document; xmlResponse adds the declaration itself. */
-function stripDeclaration(xml: string): string {
-  return xml.replace(/^<\?xml[^>]*\?>\s*/, "");
-}

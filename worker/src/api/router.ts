@@ -13,6 +13,7 @@ export type Endpoint =
   | { op: "HeadObject"; bucket: string; key: string }
   | { op: "PutObject"; bucket: string; key: string }
   | { op: "DeleteObject"; bucket: string; key: string }
+  | { op: "GetMetrics" }
   | { op: "NotImplemented"; name: string };
 
 export interface Target {
@@ -87,6 +88,15 @@ const OBJECT_SUBRESOURCES: Record<string, string> = {
 };
 
 const VERB: Record<string, string> = { GET: "Get", HEAD: "Get", PUT: "Put", DELETE: "Delete", POST: "Post" };
+
+/** The gateway's own signed endpoint (no bucket may start with "_", so it cannot shadow one). */
+export const METRICS_PATH = "/_shardgate/metrics";
+
+/** The Endpoint for a request: the gateway's own endpoints first, then S3's. */
+export function routeRequest(method: string, url: URL, virtualHostSuffix: string, headers: Headers): Endpoint {
+  if (url.pathname === METRICS_PATH) return method === "GET" ? { op: "GetMetrics" } : notImplemented(`${method} on the metrics endpoint`);
+  return route(method, resolveTarget(url, virtualHostSuffix), url.searchParams, headers);
+}
 
 export function route(method: string, target: Target, query: URLSearchParams, headers: Headers): Endpoint {
   const { bucket, key } = target;

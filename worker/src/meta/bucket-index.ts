@@ -3,6 +3,7 @@
 // synchronous SQL calls cannot interleave with another request, so every read-check-write below
 // is done without an `await` in between and is atomic.
 import { DurableObject } from "cloudflare:workers";
+import { migrate } from "./schema";
 import type {
   BucketInfo,
   ListPage,
@@ -38,24 +39,6 @@ const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
   ],
 ];
 
-/**
- * Brings the schema up to date. The version lives in a `schema_meta` table (workerd's SQLite
- * API does not offer `PRAGMA user_version`), so reopening an existing object is a no-op.
- */
-export function migrate(storage: DurableObjectStorage, migrations: readonly (readonly string[])[]): void {
-  const sql = storage.sql;
-  sql.exec("CREATE TABLE IF NOT EXISTS schema_meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL)");
-  const row = sql.exec<{ value: number }>("SELECT value FROM schema_meta WHERE name = 'version'").toArray()[0];
-  for (let version = row?.value ?? 0; version < migrations.length; version++) {
-    storage.transactionSync(() => {
-      for (const statement of migrations[version] ?? []) sql.exec(statement);
-      sql.exec(
-        "INSERT INTO schema_meta (name, value) VALUES ('version', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-        version + 1,
-      );
-    });
-  }
-}
 
 /**
  * Compares keys the way S3 orders them: by their UTF-8 bytes, which is code point order. JS's `<`

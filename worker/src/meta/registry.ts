@@ -2,7 +2,7 @@
 // for ListBuckets. Each bucket's own BucketIndex stays the authority on whether it exists; this
 // is the list of names to show.
 import { DurableObject } from "cloudflare:workers";
-import { migrate } from "./bucket-index";
+import { migrate } from "./schema";
 import type { BucketInfo } from "./types";
 
 const REGISTRY_SCHEMA: readonly (readonly string[])[] = [

@@ -1,5 +1,6 @@
 // Origin storage nodes: where shard files live. A node stores whole shard files under unique keys
 // (never overwritten in place) and serves byte ranges of them.
+import type { Metrics } from "../observability/metrics";
 
 export interface StorageNode {
   readonly id: string;
@@ -53,4 +54,43 @@ export async function placeShards(nodes: readonly StorageNode[], identity: strin
 /** The node object key of shard file `shard` of a part stored under `storageId`. */
 export function shardKey(storageId: string, shard: number): string {
   return `${storageId}/${shard}`;
+}
+
+/** Counts every request to `inner` and the bytes it moves (shardgate_node_* metrics). */
+export class CountedNode implements StorageNode {
+  constructor(
+    private readonly inner: StorageNode,
+    private readonly metrics: Metrics,
+  ) {}
+
+  get id(): string {
+    return this.inner.id;
+  }
+
+  async put(key: string, body: ReadableStream<Uint8Array>, length: number): Promise<void> {
+    await this.count("PUT", 200, () => this.inner.put(key, body, length));
+    this.metrics.add("shardgate_node_bytes_written_total", length, { node: this.id });
+  }
+
+  async get(key: string, start: number, end: number): Promise<ReadableStream<Uint8Array> | null> {
+    const body = await this.count("GET", (b) => (b ? 206 : 404), () => this.inner.get(key, start, end));
+    // What the node was asked to serve: an upper bound on what it sent when a read stops early.
+    if (body) this.metrics.add("shardgate_node_bytes_read_total", end - start, { node: this.id });
+    return body;
+  }
+
+  delete(keys: string[]): Promise<void> {
+    return this.count("DELETE", 204, () => this.inner.delete(keys));
+  }
+
+  private async count<T>(method: string, status: number | ((result: T) => number), op: () => Promise<T>): Promise<T> {
+    try {
+      const result = await op();
+      this.metrics.add("shardgate_node_requests_total", 1, { node: this.id, method, status: typeof status === "number" ? status : status(result) });
+      return result;
+    } catch (e) {
+      this.metrics.add("shardgate_node_requests_total", 1, { node: this.id, method, status: 500 });
+      throw e;
+    }
+  }
 }

@@ -15,8 +15,6 @@ import { fromBase64 } from "./write-part";
 export interface ReadEvents {
   /** A shard file was unusable (missing, failed, rotten) and parity served instead. */
   shardLost?(storageId: string, shard: number, why: "missing" | "error" | "checksum"): void;
-  /** Bytes fetched from a node. */
-  nodeBytes?(nodeId: string, bytes: number): void;
 }
 
 /** Largest piece of output handed to the client stream at once. */
@@ -164,7 +162,6 @@ class ShardedRangeReader {
     if (ev.error !== undefined || (ev.done && s.received < s.expected)) return this.failover(s.shard, "error");
     if (!ev.value) return;
     s.received += ev.value.length;
-    this.events.nodeBytes?.(s.node.id, ev.value.length);
     try {
       asm.push(s.shard, ev.value);
     } catch (e) {

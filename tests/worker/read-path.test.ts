@@ -1,0 +1,212 @@
+// The storage path in workerd with real R2 nodes: where an object's shard files land, reads that
+// lose shard files (deleted or rotten on their node) still return exactly the right bytes from
+// parity, small ranges read only small pieces of the nodes, and the metrics say so.
+import { env, exports } from "cloudflare:workers";
+import { METRICS_TOKEN } from "../shared/credentials";
+import { beforeAll, describe, expect, it } from "vitest";
+import { expectSameBytes, randomBytes } from "../shared/core-suite";
+import { s3, s3ok } from "./signed";
+
+const NODES = ["NODE_0", "NODE_1", "NODE_2", "NODE_3", "NODE_4", "NODE_5"];
+const node = (id: string) => (env as unknown as Record<string, R2Bucket>)[id] as R2Bucket;
+const MIB = 1 << 20;
+const K = 4; // wrangler.toml: 4 data + 2 parity shards, 1 MiB blocks, 16 KiB chunks
+
+/** Every shard file on every node: key → node id. */
+async function shardFiles(): Promise<Map<string, string>> {
+  const files = new Map<string, string>();
+  for (const id of NODES) {
+    let cursor: string | undefined;
+    do {
+      const page = await node(id).list({ cursor });
+      for (const o of page.objects) files.set(o.key, id);
+      cursor = page.truncated ? page.cursor : undefined;
+    } while (cursor);
+  }
+  return files;
+}
+
+interface Stored {
+  data: Uint8Array;
+  /** shard index → [node id, key] */
+  shards: Map<number, [string, string]>;
+}
+
+/** PUTs `data` and finds the shard files it created. */
+async function putObject(bucket: string, key: string, data: Uint8Array): Promise<Stored> {
+  const before = await shardFiles();
+  await s3ok(`/${bucket}/${key}`, { method: "PUT", body: data });
+  const shards = new Map<number, [string, string]>();
+  for (const [file, id] of await shardFiles()) {
+    if (!before.has(file)) shards.set(Number(file.slice(file.lastIndexOf("/") + 1)), [id, file]);
+  }
+  return { data, shards };
+}
+
+async function getBytes(path: string, range?: string): Promise<{ status: number; bytes: Uint8Array }> {
+  const res = await s3(path, { headers: range ? { range } : {} });
+  return { status: res.status, bytes: new Uint8Array(await res.arrayBuffer()) };
+}
+
+/** The gateway's counters, parsed from GET /_shardgate/metrics: series → value (and, under "",
+ *  the size of the scrape's own body, which the next scrape counts as sent). */
+async function scrape(): Promise<Map<string, number>> {
+  const res = await s3ok("/_shardgate/metrics");
+  expect(res.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
+  const text = await res.text();
+  const series = new Map<string, number>([["", new TextEncoder().encode(text).length]]);
+  for (const line of text.split("\n")) {
+    if (line === "" || line.startsWith("#")) continue;
+    const at = line.lastIndexOf(" ");
+    series.set(line.slice(0, at), Number(line.slice(at + 1)));
+  }
+  return series;
+}
+
+/** Sum of every series of `name` whose labels include all of `labels`. */
+function total(m: Map<string, number>, name: string, labels: Record<string, string> = {}): number {
+  let sum = 0;
+  for (const [series, value] of m) {
+    if (series !== name && !series.startsWith(`${name}{`)) continue;
+    if (Object.entries(labels).every(([k, v]) => series.includes(`${k}="${v}"`))) sum += value;
+  }
+  return sum;
+}
+
+const bucket = "read-path";
+beforeAll(async () => {
+  await s3ok(`/${bucket}`, { method: "PUT" });
+});
+
+describe("placement", () => {
+  it("stores k + m shard files of a sharded object on k + m different nodes, and none for an inline one", async () => {
+    const stored = await putObject(bucket, "placed.bin", randomBytes(2 * MIB + 5, 1));
+    expect([...stored.shards.keys()].sort()).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(new Set([...stored.shards.values()].map(([id]) => id)).size).toBe(6);
+    const small = await putObject(bucket, "inline.txt", randomBytes(4096, 2));
+    expect(small.shards.size).toBe(0);
+  });
+});
+
+describe("reads that lose shard files", () => {
+  const size = 3 * MIB + 12_345;
+  const ranges = ["bytes=0-99", `bytes=${MIB - 10}-${MIB + 10}`, `bytes=${2 * MIB + 777}-`, "bytes=-5000", `bytes=100000-${size - 1}`];
+
+  async function expectReadsCorrect(path: string, data: Uint8Array): Promise<void> {
+    const full = await getBytes(path);
+    expect(full.status).toBe(200);
+    expectSameBytes(full.bytes, data);
+    for (const range of ranges) {
+      const [, a, b] = /^bytes=(\d*)-(\d*)$/.exec(range) as RegExpExecArray;
+      const start = a === "" ? data.length - Number(b) : Number(a);
+      const end = a === "" || b === "" ? data.length : Number(b) + 1;
+      const got = await getBytes(path, range);
+      expect(got.status, range).toBe(206);
+      expectSameBytes(got.bytes, data.subarray(start, end));
+    }
+  }
+
+  it("serves a missing data shard file from parity and counts a degraded read", async () => {
+    const { data, shards } = await putObject(bucket, "missing.bin", randomBytes(size, 3));
+    const [id, key] = shards.get(1) as [string, string];
+    await node(id).delete(key);
+    const before = await scrape();
+    await expectReadsCorrect(`/${bucket}/missing.bin`, data);
+    const after = await scrape();
+    // The full read and every range touching shard 1's pieces needed parity.
+    expect(total(after, "shardgate_degraded_reads_total") - total(before, "shardgate_degraded_reads_total")).toBeGreaterThanOrEqual(2);
+    expect(total(after, "shardgate_node_requests_total", { node: id, method: "GET", status: "404" })).toBeGreaterThan(
+      total(before, "shardgate_node_requests_total", { node: id, method: "GET", status: "404" }),
+    );
+  });
+
+  it("reads around a rotten shard file (same length, flipped bytes) and counts the checksum failure", async () => {
+    const { data, shards } = await putObject(bucket, "rotten.bin", randomBytes(size, 4));
+    const [id, key] = shards.get(0) as [string, string];
+    const file = new Uint8Array(await ((await node(id).get(key)) as R2ObjectBody).arrayBuffer());
+    for (let i = 0; i < file.length; i += 4099) file[i] ^= 0x5a;
+    await node(id).put(key, file);
+    const before = await scrape();
+    await expectReadsCorrect(`/${bucket}/rotten.bin`, data);
+    const after = await scrape();
+    expect(total(after, "shardgate_checksum_failures_total")).toBeGreaterThan(total(before, "shardgate_checksum_failures_total"));
+  });
+
+  it("survives losing m = 2 shard files (one data, one parity; then two data), and answers 503 when k are left no more", async () => {
+    const { data, shards } = await putObject(bucket, "two-lost.bin", randomBytes(size, 5));
+    const drop = async (shard: number) => {
+      const [id, key] = shards.get(shard) as [string, string];
+      await node(id).delete(key);
+    };
+    await drop(2);
+    await drop(5);
+    await expectReadsCorrect(`/${bucket}/two-lost.bin`, data);
+
+    const second = await putObject(bucket, "two-data-lost.bin", randomBytes(size, 6));
+    for (const shard of [0, 3]) {
+      const [id, key] = second.shards.get(shard) as [string, string];
+      await node(id).delete(key);
+    }
+    await expectReadsCorrect(`/${bucket}/two-data-lost.bin`, second.data);
+
+    await drop(0);
+    const res = await s3(`/${bucket}/two-lost.bin`);
+    expect(res.status).toBe(503);
+    expect(await res.text()).toContain("<Code>ServiceUnavailable</Code>");
+  });
+});
+
+describe("read amplification", () => {
+  it("reads random 4 KiB ranges of a 16 MiB object with at most 64 KiB per node request on average", async () => {
+    const size = 16 * MIB;
+    const { data } = await putObject(bucket, "sixteen.bin", randomBytes(size, 7));
+    const before = await scrape();
+    let x = 12345;
+    let clientBytes = 0;
+    for (let i = 0; i < 64; i++) {
+      x = (x * 1103515245 + 12345) % 2 ** 31;
+      const start = x % (size - 4096);
+      const got = await getBytes(`/${bucket}/sixteen.bin`, `bytes=${start}-${start + 4095}`);
+      expect(got.status).toBe(206);
+      expectSameBytes(got.bytes, data.subarray(start, start + 4096));
+      clientBytes += got.bytes.length;
+    }
+    const after = await scrape();
+    const delta = (name: string, labels?: Record<string, string>) => total(after, name, labels) - total(before, name, labels);
+    const nodeBytes = delta("shardgate_node_bytes_read_total");
+    const nodeGets = delta("shardgate_node_requests_total", { method: "GET" });
+    expect(delta("shardgate_requests_total", { op: "GetObject", status: "206" })).toBe(64);
+    expect(delta("shardgate_client_bytes_sent_total")).toBe(clientBytes + (before.get("") as number));
+    // A 4 KiB range within one data shard's 16 KiB chunk: one node request of one or two chunks.
+    expect(nodeGets).toBeGreaterThanOrEqual(64);
+    expect(nodeGets).toBeLessThanOrEqual(64 * 2);
+    expect(nodeBytes / nodeGets).toBeLessThanOrEqual(64 * 1024);
+    expect(nodeBytes / clientBytes).toBeLessThanOrEqual(8);
+  });
+});
+
+describe("GET /_shardgate/metrics", () => {
+  it("lists every counter with HELP and TYPE; takes SigV4 or the bearer token, nothing else", async () => {
+    await s3ok("/");
+    const text = await (await s3ok("/_shardgate/metrics")).text();
+    for (const name of [
+      "shardgate_requests_total",
+      "shardgate_client_bytes_sent_total",
+      "shardgate_client_bytes_received_total",
+      "shardgate_node_bytes_read_total",
+      "shardgate_node_bytes_written_total",
+      "shardgate_node_requests_total",
+      "shardgate_degraded_reads_total",
+      "shardgate_checksum_failures_total",
+    ]) {
+      expect(text).toContain(`# TYPE ${name} counter\n`);
+    }
+    expect(text).toMatch(/^shardgate_requests_total\{op="ListBuckets",status="200"\} [1-9]\d*$/m);
+    const scrape = (headers: Record<string, string>) => exports.default.fetch("http://gateway.test/_shardgate/metrics", { headers });
+    expect((await scrape({})).status).toBe(403);
+    expect((await scrape({ authorization: "Bearer not-the-token" })).status).toBe(403);
+    const bearer = await scrape({ authorization: `Bearer ${METRICS_TOKEN}` });
+    expect(bearer.status).toBe(200);
+    expect(await bearer.text()).toContain("# TYPE shardgate_requests_total counter");
+  });
+});

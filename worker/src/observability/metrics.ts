@@ -1,0 +1,113 @@
+// Prometheus counters for the whole gateway. Each isolate counts into its own pending deltas
+// (no I/O on the request path) and adds them to the MetricsStore Durable Object, which holds the
+// totals, at most once per FLUSH_DELAY_MS, after the response. GET /_shardgate/metrics flushes
+// its own isolate first, so a single isolate (`npm start`) always reads exact figures.
+
+/** Every counter the gateway exports: name → help text. */
+export const COUNTERS = {
+  shardgate_requests_total: "S3 requests answered, by operation and HTTP status.",
+  shardgate_client_bytes_sent_total: "Response body bytes sent to clients (as declared by Content-Length).",
+  shardgate_client_bytes_received_total: "Request body bytes received from clients (Content-Length, as sent on the wire).",
+  shardgate_node_bytes_read_total: "Bytes requested from storage nodes by ranged shard reads.",
+  shardgate_node_bytes_written_total: "Bytes of shard files written to storage nodes.",
+  shardgate_node_requests_total: "Requests to storage nodes, by node, method and outcome status.",
+  shardgate_degraded_reads_total: "Object reads (GET requests) that had to read parity because a shard file was missing, failing or corrupt.",
+  shardgate_checksum_failures_total: "Shard chunks whose checksum did not match (the shard file was then read around).",
+} as const;
+
+export type CounterName = keyof typeof COUNTERS;
+type Labels = Record<string, string | number>;
+
+/** Where flushed totals go: the MetricsStore Durable Object. */
+export interface MetricsSink {
+  /** Adds to each series' total (series key → delta). */
+  add(deltas: Record<string, number>): Promise<void>;
+  /** Every series' total (series key → value). */
+  snapshot(): Promise<Record<string, number>>;
+}
+
+const FLUSH_DELAY_MS = 1000;
+
+/** One series' identity: `name{label="value",...}` with labels sorted, values escaped. */
+export function seriesKey(name: CounterName, labels: Labels = {}): string {
+  const parts = Object.keys(labels)
+    .sort()
+    .map((k) => `${k}="${String(labels[k]).replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"')}"`);
+  return parts.length ? `${name}{${parts.join(",")}}` : name;
+}
+
+export class Metrics {
+  private pending = new Map<string, number>();
+  private scheduled: Promise<void> | null = null;
+  private inflight: Promise<void> = Promise.resolve();
+
+  add(name: CounterName, value = 1, labels?: Labels): void {
+    if (value === 0) return;
+    const key = seriesKey(name, labels);
+    this.pending.set(key, (this.pending.get(key) ?? 0) + value);
+  }
+
+  /** Schedules a flush of what is pending (once per FLUSH_DELAY_MS); hand the promise to waitUntil. */
+  flushSoon(sink: () => MetricsSink): Promise<void> {
+    this.scheduled ??= new Promise<void>((r) => setTimeout(r, FLUSH_DELAY_MS)).then(() => {
+      this.scheduled = null;
+      return this.flush(sink());
+    });
+    return this.scheduled;
+  }
+
+  /** Adds everything pending to the sink now, after any flush still in flight (so a reader who
+   *  flushes first sees every count made before). On failure the deltas go back to pending. */
+  flush(sink: MetricsSink): Promise<void> {
+    const run = this.inflight.then(() => this.flushPending(sink));
+    this.inflight = run.catch(() => {});
+    return run;
+  }
+
+  private async flushPending(sink: MetricsSink): Promise<void> {
+    if (this.pending.size === 0) return;
+    const deltas = this.pending;
+    this.pending = new Map();
+    try {
+      await sink.add(Object.fromEntries(deltas));
+    } catch (e) {
+      for (const [k, v] of deltas) this.pending.set(k, (this.pending.get(k) ?? 0) + v);
+      throw e;
+    }
+  }
+}
+
+/** This isolate's counters. */
+export const metrics = new Metrics();
+
+/** Prometheus text exposition (format 0.0.4) of the totals: HELP and TYPE for every counter,
+ *  unlabelled counters at 0 when nothing was counted yet. */
+export function renderPrometheus(totals: Record<string, number>): string {
+  const byName = new Map<string, string[]>();
+  for (const [series, value] of Object.entries(totals).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    const name = series.replace(/\{.*$/, "");
+    const lines = byName.get(name) ?? [];
+    lines.push(`${series} ${value}`);
+    byName.set(name, lines);
+  }
+  let out = "";
+  for (const [name, help] of Object.entries(COUNTERS)) {
+    out += `# HELP ${name} ${help}\n# TYPE ${name} counter\n`;
+    const lines = byName.get(name);
+    if (lines) out += `${lines.join("\n")}\n`;
+    else if (!COUNTER_LABELS[name as CounterName]) out += `${name} 0\n`;
+  }
+  return out;
+}
+
+/** Counters that carry labels (and so have no series until something is counted). */
+const COUNTER_LABELS: Record<CounterName, boolean> = {
+  shardgate_requests_total: true,
+  shardgate_client_bytes_sent_total: false,
+  shardgate_client_bytes_received_total: false,
+  shardgate_node_bytes_read_total: true,
+  shardgate_node_bytes_written_total: true,
+  shardgate_node_requests_total: true,
+  shardgate_degraded_reads_total: false,
+  shardgate_checksum_failures_total: false,
+};
