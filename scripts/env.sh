@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # Source this file (". scripts/env.sh") to get shardgate's toolchain first on PATH:
-#   node_modules/.bin (wrangler, vitest, tsc), the project-local Node 22 from .tools/ (when setup
-#   installed one because the system node is older than 22.12), and the cargo bin dir
-#   (cargo, rustup, wasm-bindgen). Safe to source more than once. Sets no shell options.
+#   node_modules/.bin (wrangler, vitest, tsc), the Python venv .tools/python/bin (aws, and the
+#   python with boto3), the project-local Node 22 from .tools/ (when setup installed one because
+#   the system node is older than 22.12), and the cargo bin dir (cargo, rustup, wasm-bindgen).
+#   Safe to source more than once. Sets no shell options.
 
 SHARDGATE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export SHARDGATE_ROOT
@@ -19,6 +20,9 @@ _shardgate_path_prepend() { # move or add $1 to the front of PATH
 _shardgate_path_prepend "${CARGO_HOME:-$HOME/.cargo}/bin"
 if [ -x "$SHARDGATE_NODE_DIR/node" ]; then
   _shardgate_path_prepend "$SHARDGATE_NODE_DIR"
+fi
+if [ -d "$SHARDGATE_ROOT/.tools/python/bin" ]; then
+  _shardgate_path_prepend "$SHARDGATE_ROOT/.tools/python/bin"
 fi
 _shardgate_path_prepend "$SHARDGATE_ROOT/node_modules/.bin"
 export PATH

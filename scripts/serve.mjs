@@ -118,6 +118,7 @@ shardgate is serving
   access key    ${credentials.accessKeyId}
   secret key    ${credentials.secretAccessKey}${defaults ? "   (local defaults: set SHARDGATE_ACCESS_KEY_ID / SHARDGATE_SECRET_ACCESS_KEY to change)" : ""}
   health        ${base}/_shardgate/health
+  (wrangler dev listens privately on 127.0.0.1:${workerPort}; use the endpoint above)
   metrics       ${base}/_shardgate/metrics  (SigV4-signed, like any S3 request)
 
 Try it with the AWS CLI:

@@ -10,8 +10,11 @@
 #   4. wasm-bindgen-cli at exactly the version of the wasm-bindgen crate in Cargo.lock
 #      (cargo install into ~/.cargo/bin, a few minutes, once per machine).
 #   5. The core: cargo build for wasm32 + wasm-bindgen into core/pkg (scripts/build-core.sh).
+#   6. The AWS CLI (v1) and boto3 for the end-to-end tests: a Python venv in .tools/python with
+#      the exact pins of tests/python/requirements.txt (pip from PyPI; redone when that file changes).
 #
-# Needs: bash, a system node + npm (any version npm 9+ runs on), rustup/cargo, sha256sum.
+# Needs: bash, a system node + npm (any version npm 9+ runs on), rustup/cargo, sha256sum,
+# python3 >= 3.10 with its venv module (Debian: python3-venv).
 # All output goes to stderr, so `npm run -s bench:core -- --json > out.json` gets only JSON.
 set -euo pipefail
 
@@ -108,4 +111,35 @@ fi
 
 # --- 5. the core ------------------------------------------------------------------------------
 bash "$here/build-core.sh" >&2
-say "ready (node $node_version, wasm-bindgen $bindgen_version, core/pkg)"
+
+# --- 6. AWS CLI + boto3 in .tools/python -----------------------------------------------------
+venv=.tools/python
+requirements=tests/python/requirements.txt
+py_stamp="$venv/.shardgate-requirements.sha256"
+req_hash="$(sha256sum "$requirements" | cut -d' ' -f1)"
+py_pins="$(sed -n 's/^\(awscli\|boto3\)==\(.*\)$/\1 \2/p' "$requirements" | paste -sd, - | sed 's/,/, /g')"
+venv_ok() { "$venv/bin/python" -c '' 2>/dev/null; }
+if [ "$(cat "$py_stamp" 2>/dev/null)" != "$req_hash" ] || [ ! -x "$venv/bin/aws" ] || ! venv_ok; then
+  if ! venv_ok; then
+    # No venv yet, or a broken one (its base python is gone): make it from the system python3,
+    # not from the venv's own bin/, which env.sh may have put first on PATH.
+    venv_bin="$SHARDGATE_ROOT/$venv/bin"
+    sys_path=":$PATH:"
+    sys_path="${sys_path//:$venv_bin:/:}"
+    sys_python="$(PATH="$sys_path" command -v python3 || true)"
+    [ -n "$sys_python" ] || die "python3 not found (needed for the AWS CLI and boto3 in $venv)"
+    "$sys_python" -c 'import sys; sys.exit(sys.version_info < (3, 10))' ||
+      die "$sys_python is $("$sys_python" --version 2>&1), need Python >= 3.10 (for awscli and boto3)"
+    say "creating a Python venv in $venv ($("$sys_python" --version 2>&1))"
+    "$sys_python" -m venv --clear "$venv" >&2 ||
+      die "'$sys_python -m venv' failed (on Debian/Ubuntu: apt-get install python3-venv)"
+  fi
+  say "pip install -r $requirements into $venv ($py_pins)"
+  "$venv/bin/python" -m pip install --require-virtualenv --disable-pip-version-check --no-input \
+    --quiet -r "$requirements" >&2
+  [ -x "$venv/bin/aws" ] || die "pip installed no $venv/bin/aws"
+  printf '%s\n' "$req_hash" > "$py_stamp"
+  . "$here/env.sh"
+fi
+
+say "ready (node $node_version, wasm-bindgen $bindgen_version, core/pkg, $py_pins)"

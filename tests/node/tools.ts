@@ -1,0 +1,66 @@
+// The Python tools that scripts/setup.sh installs into .tools/python (the AWS CLI v1 and boto3,
+// pinned in tests/python/requirements.txt), and a small runner for them. The binaries are
+// resolved from the repository, not from PATH, so the tests work however vitest was started.
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+export const PYTHON_BIN = join(ROOT, ".tools/python/bin");
+
+/** The absolute path of a program in .tools/python/bin (`aws`, `python`). */
+export function pythonTool(name: string): string {
+  const path = join(PYTHON_BIN, name);
+  if (!existsSync(path)) throw new Error(`${path} is missing: run \`bash scripts/setup.sh\` (it installs tests/python/requirements.txt)`);
+  return path;
+}
+
+/**
+ * The environment for a spawned AWS client: the test process's environment without any AWS_*
+ * variable of the machine's (profiles, endpoints, session tokens), .tools/python/bin first on PATH,
+ * and `extra` on top.
+ */
+export function clientEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(process.env)) if (!name.startsWith("AWS_")) env[name] = value;
+  env.PATH = `${PYTHON_BIN}:${process.env.PATH ?? ""}`;
+  env.PYTHONDONTWRITEBYTECODE = "1";
+  env.AWS_EC2_METADATA_DISABLED = "true"; // never probe the instance metadata service
+  return { ...env, ...extra };
+}
+
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a program to its end (killing it after timeoutMs) and collects its output. */
+export function run(cmd: string, args: string[], opts: { env: NodeJS.ProcessEnv; input?: string; cwd?: string; timeoutMs?: number }): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { env: opts.env, cwd: opts.cwd ?? ROOT, stdio: ["pipe", "pipe", "pipe"] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on("data", (d: Buffer) => out.push(d));
+    child.stderr.on("data", (d: Buffer) => err.push(d));
+    const timer = setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs ?? 55_000);
+    child.once("error", (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    child.once("close", (code, signal) => {
+      clearTimeout(timer);
+      const stderr = Buffer.concat(err).toString() + (signal ? `\n[killed by ${signal}]` : "");
+      resolve({ code, stdout: Buffer.concat(out).toString(), stderr });
+    });
+    child.stdin.end(opts.input ?? "");
+  });
+}
+
+/** `run`, and fail with the program's output unless it exited 0. */
+export async function runOk(cmd: string, args: string[], opts: Parameters<typeof run>[2]): Promise<RunResult> {
+  const res = await run(cmd, args, opts);
+  if (res.code !== 0) throw new Error(`${cmd} ${args.join(" ")} exited with ${res.code}\n--- stdout\n${res.stdout}\n--- stderr\n${res.stderr}`);
+  return res;
+}

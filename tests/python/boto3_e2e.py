@@ -1,0 +1,262 @@
+"""boto3 against a running shardgate, one operation per invocation, for tests/node/boto3.test.ts.
+
+    SHARDGATE_ENDPOINT=http://127.0.0.1:8787 AWS_ACCESS_KEY_ID=… AWS_SECRET_ACCESS_KEY=… \\
+        python boto3_e2e.py COMMAND < args.json > result.json
+
+COMMAND is one of the functions in COMMANDS below. Each reads its arguments as one JSON object on
+stdin and prints one JSON object on stdout, which the TypeScript test asserts on; this side only
+measures and reports (digests, lengths, headers, error codes), so every expectation is visible in
+the test. Any unexpected exception is a traceback on stderr and exit status 1.
+
+The client has boto3's default settings (botocore computes a CRC32 of every PutObject body and
+sends it as x-amz-checksum-crc32, and asks GetObject for the stored checksum, which it then
+validates), except that it never retries, so that no transient error is hidden, and it keeps
+more connections for the parallel puts.
+"""
+
+import base64
+import hashlib
+import io
+import json
+import os
+import random
+import sys
+import time
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+
+def client(pool=10):
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=os.environ["SHARDGATE_ENDPOINT"],
+        region_name="us-east-1",
+        config=Config(retries={"total_max_attempts": 1}, max_pool_connections=pool),
+    )
+    return s3
+
+
+def record_request_headers(s3, operation):
+    """The headers of every `operation` request sent, as a list of {lowercased name: value}."""
+    sent = []
+
+    def hook(request, **_):
+        sent.append({k.lower(): (v.decode() if isinstance(v, bytes) else v) for k, v in request.headers.items()})
+
+    s3.meta.events.register(f"before-send.s3.{operation}", hook)
+    return sent
+
+
+def sha256(b):
+    return hashlib.sha256(b).hexdigest()
+
+
+def crc32_b64(b):
+    return base64.b64encode(zlib.crc32(b).to_bytes(4, "big")).decode()
+
+
+def error_of(call):
+    """Runs call(); returns None, or the S3 error code and HTTP status it failed with."""
+    try:
+        call()
+    except ClientError as e:
+        return {"code": e.response["Error"].get("Code"), "status": e.response["ResponseMetadata"]["HTTPStatusCode"]}
+    return None
+
+
+def status(res):
+    return res["ResponseMetadata"]["HTTPStatusCode"]
+
+
+def random_ranges(size, rng, count):
+    """Range headers over an object of `size` bytes: closed, open-ended, suffix, and across the
+    1 MiB block and 16 KiB chunk edges when the object has them."""
+    out = []
+    for i in range(count):
+        kind = i % 4
+        if kind == 0:
+            a = rng.randrange(size)
+            b = rng.randrange(a, min(size, a + rng.choice([1, 100, 20000, 3 << 20])))
+            out.append(f"bytes={a}-{b}")
+        elif kind == 1:
+            out.append(f"bytes={rng.randrange(size)}-")
+        elif kind == 2:
+            out.append(f"bytes=-{rng.randrange(1, size + 2)}")  # may exceed the size: whole object
+        else:
+            edge = rng.choice([e for e in (4096, 16384, 1 << 20, 2 << 20, 5 << 20) if e < size] or [size // 2])
+            a = max(0, edge - rng.randrange(1, 70000))
+            out.append(f"bytes={a}-{min(size - 1, edge + rng.randrange(0, 70000))}")
+    return out
+
+
+def cmd_create_bucket(args):
+    s3 = client()
+    res = s3.create_bucket(Bucket=args["bucket"])
+    return {"status": status(res)}
+
+
+def cmd_roundtrip(args):
+    """PutObject then GetObject of `size` seeded random bytes, then `ranges` random ranged GETs
+    and one unsatisfiable one; above 8 MiB also s3transfer's download_fileobj (ranged GETs)."""
+    s3 = client()
+    sent_headers = record_request_headers(s3, "PutObject")
+    bucket, key, size = args["bucket"], args["key"], args["size"]
+    rng = random.Random(args.get("seed", size))
+    data = rng.randbytes(size)
+
+    put = s3.put_object(Bucket=bucket, Key=key, Body=data)
+    get = s3.get_object(Bucket=bucket, Key=key)
+    body = get["Body"].read()
+    result = {
+        "size": size,
+        "md5": hashlib.md5(data).hexdigest(),
+        "sha256_sent": sha256(data),
+        "sha256_got": sha256(body),
+        "length_got": len(body),
+        "equal": body == data,
+        "crc32": crc32_b64(data),
+        "put_status": status(put),
+        "put_etag": put["ETag"],
+        "put_crc32": put.get("ChecksumCRC32"),
+        "put_request_checksum_headers": sorted(k for k in sent_headers[-1] if "checksum" in k),
+        "put_request_crc32": sent_headers[-1].get("x-amz-checksum-crc32"),
+        "get_status": status(get),
+        "get_etag": get["ETag"],
+        "get_content_length": get["ContentLength"],
+        "get_crc32": get.get("ChecksumCRC32"),
+        "ranges": [],
+    }
+    if size > 0:
+        for header in random_ranges(size, rng, args.get("ranges", 8)):
+            res = s3.get_object(Bucket=bucket, Key=key, Range=header)
+            got = res["Body"].read()
+            spec = header[len("bytes="):]
+            a, _, b = spec.partition("-")
+            if a == "":
+                want = data[max(0, size - int(b)):]
+            else:
+                want = data[int(a): (size if b == "" else int(b) + 1)]
+            result["ranges"].append({
+                "range": header,
+                "status": status(res),
+                "content_range": res.get("ContentRange"),
+                "content_length": res["ContentLength"],
+                "length_got": len(got),
+                "equal": got == want,
+            })
+    result["unsatisfiable"] = error_of(lambda: s3.get_object(Bucket=bucket, Key=key, Range=f"bytes={size}-{size + 10}"))
+    if size > 8 << 20:
+        buf = io.BytesIO()
+        s3.download_fileobj(bucket, key, buf)  # s3transfer: HeadObject, then parallel 8 MiB ranged GETs
+        result["sha256_download_fileobj"] = sha256(buf.getvalue())
+    return result
+
+
+def cmd_put_many(args):
+    """Puts every key in parallel (a thread pool), each with the key's UTF-8 bytes as its body."""
+    workers = args.get("workers", 32)
+    s3 = client(pool=workers)
+    bucket = args["bucket"]
+    started = time.monotonic()
+
+    def put(key):
+        return s3.put_object(Bucket=bucket, Key=key, Body=key.encode())["ETag"]
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        etags = list(pool.map(put, args["keys"]))
+    return {"count": len(etags), "seconds": round(time.monotonic() - started, 2)}
+
+
+def cmd_list(args):
+    """Every page of a list_objects_v2 (or, with "v1": true, list_objects) paginator."""
+    s3 = client()
+    params = {"Bucket": args["bucket"], "Prefix": args.get("prefix", "")}
+    if "delimiter" in args:
+        params["Delimiter"] = args["delimiter"]
+    if "start_after" in args:
+        params["StartAfter"] = args["start_after"]
+    pages_config = {"PageSize": args["page_size"]} if "page_size" in args else {}
+    paginator = s3.get_paginator("list_objects" if args.get("v1") else "list_objects_v2")
+    contents, prefixes, pages, key_counts = [], [], [], 0
+    for page in paginator.paginate(**params, PaginationConfig=pages_config):
+        page_contents = page.get("Contents", [])
+        page_prefixes = page.get("CommonPrefixes", [])
+        contents += [[o["Key"], o["Size"], o["ETag"]] for o in page_contents]
+        prefixes += [p["Prefix"] for p in page_prefixes]
+        pages.append({
+            "entries": len(page_contents) + len(page_prefixes),
+            "truncated": page["IsTruncated"],
+            "key_count": page.get("KeyCount"),
+        })
+    return {"contents": contents, "prefixes": prefixes, "pages": pages}
+
+
+def cmd_overwrite_delete(args):
+    """Put, overwrite with other bytes of another size, read back; delete twice; delete a key
+    that never existed."""
+    s3 = client()
+    bucket, key = args["bucket"], args["key"]
+    rng = random.Random(7)
+    first, second = rng.randbytes(args["first_size"]), rng.randbytes(args["second_size"])
+    s3.put_object(Bucket=bucket, Key=key, Body=first)
+    put2 = s3.put_object(Bucket=bucket, Key=key, Body=second)
+    get = s3.get_object(Bucket=bucket, Key=key)
+    body = get["Body"].read()
+    head = s3.head_object(Bucket=bucket, Key=key)
+    return {
+        "after_overwrite": {
+            "equal_second": body == second,
+            "length": len(body),
+            "get_etag": get["ETag"],
+            "put_etag": put2["ETag"],
+            "md5_second": hashlib.md5(second).hexdigest(),
+            "head_length": head["ContentLength"],
+        },
+        "delete_status": status(s3.delete_object(Bucket=bucket, Key=key)),
+        "get_after_delete": error_of(lambda: s3.get_object(Bucket=bucket, Key=key)),
+        "head_after_delete": error_of(lambda: s3.head_object(Bucket=bucket, Key=key)),
+        "delete_again_status": status(s3.delete_object(Bucket=bucket, Key=key)),
+        "delete_never_existed_status": status(s3.delete_object(Bucket=bucket, Key=args["missing_key"])),
+        "listed_after_delete": [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix=key).get("Contents", [])],
+    }
+
+
+def cmd_head(args):
+    """PutObject with content headers and user metadata, then HeadObject."""
+    s3 = client()
+    bucket, key = args["bucket"], args["key"]
+    data = random.Random(11).randbytes(args["size"])
+    put = s3.put_object(Bucket=bucket, Key=key, Body=data, **args["put"])
+    head = s3.head_object(Bucket=bucket, Key=key)
+    keep = ["ContentLength", "ContentType", "ContentDisposition", "ContentEncoding", "ContentLanguage",
+            "CacheControl", "ETag", "Metadata", "AcceptRanges"]
+    out = {k: head[k] for k in keep if k in head}
+    out["LastModified"] = head["LastModified"].isoformat()
+    return {"md5": hashlib.md5(data).hexdigest(), "put_etag": put["ETag"], "head": out,
+            "head_missing": error_of(lambda: s3.head_object(Bucket=bucket, Key=key + ".missing"))}
+
+
+COMMANDS = {
+    "create-bucket": cmd_create_bucket,
+    "roundtrip": cmd_roundtrip,
+    "put-many": cmd_put_many,
+    "list": cmd_list,
+    "overwrite-delete": cmd_overwrite_delete,
+    "head": cmd_head,
+}
+
+
+def main():
+    if len(sys.argv) != 2 or sys.argv[1] not in COMMANDS:
+        sys.exit(f"usage: {sys.argv[0]} {{{'|'.join(COMMANDS)}}} < args.json")
+    args = json.load(sys.stdin)
+    json.dump(COMMANDS[sys.argv[1]](args), sys.stdout)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()
