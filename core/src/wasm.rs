@@ -335,6 +335,21 @@ impl Checksum {
     }
 }
 
+/// The CRC of A||B from the CRCs of A and B and B's length (`checksum::combine`): a multipart
+/// upload's `FULL_OBJECT` checksum from its parts' checksums, without rereading data.
+#[wasm_bindgen(js_name = combineChecksums)]
+pub fn combine_checksums(
+    algorithm: &str,
+    crc_a: &[u8],
+    crc_b: &[u8],
+    len_b: f64,
+) -> Result<Vec<u8>, JsError> {
+    let kind = S3Checksum::from_name(algorithm)
+        .ok_or_else(|| JsError::new(&format!("unsupported checksum algorithm {algorithm}")))?;
+    crate::checksum::combine(kind, crc_a, crc_b, whole(len_b, "length")?)
+        .ok_or_else(|| JsError::new(&format!("{algorithm} digests have the wrong length")))
+}
+
 /// Resolves a `Range` header against an object size with S3's rules.
 /// Returns `[start, end]` (end exclusive), `[]` when the header is to be ignored (serve all),
 /// and throws `InvalidRange` when it cannot be satisfied (416).

@@ -37,9 +37,10 @@ describe("everything else", () => {
 
   it("names an unsupported operation in a 501 NotImplemented", async () => {
     for (const [method, path, name] of [
-      ["POST", "/some-bucket/key?uploads", "CreateMultipartUpload"],
-      ["GET", "/some-bucket?cors", "GetBucketCors"],
-      ["PUT", "/some-bucket/key?tagging", "PutObjectTagging"],
+      ["PUT", "/some-bucket?versioning", "PutBucketVersioning"],
+      ["GET", "/some-bucket?lifecycle", "GetBucketLifecycleConfiguration"],
+      ["PUT", "/some-bucket/key?acl", "PutObjectAcl"],
+      ["POST", "/some-bucket/key?select&select-type=2", "PostSelectObjectContent"],
     ] as const) {
       const res = await s3(path, { method, body: method === "GET" ? undefined : "" });
       expect(res.status, path).toBe(501);

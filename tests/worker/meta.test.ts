@@ -13,7 +13,8 @@ import {
   type ListObjectsRequest,
 } from "../../worker/src/api/list-objects";
 import { renderListBuckets } from "../../worker/src/api/list-buckets";
-import { BucketIndex, commonPrefixOf, compareKeys, prefixEnd } from "../../worker/src/meta/bucket-index";
+import { BucketIndex } from "../../worker/src/meta/bucket-index";
+import { commonPrefixOf, compareKeys, prefixEnd } from "../../worker/src/meta/keys";
 import type { BucketRegistry } from "../../worker/src/meta/registry";
 import type { ListPage, ListQuery, ObjectRecord } from "../../worker/src/meta/types";
 import { S3Error } from "../../worker/src/s3-error";

@@ -133,6 +133,11 @@ export class Core {
     return new StreamingChecksum(this.memory, new this.wasm.Checksum(algorithm));
   }
 
+  /** The CRC ("CRC32", "CRC32C", "CRC64NVME") of A||B from the CRCs of A and B and B's length. */
+  combineChecksums(algorithm: string, crcA: Uint8Array, crcB: Uint8Array, lengthB: number): Uint8Array {
+    return this.wasm.combineChecksums(algorithm, crcA, crcB, lengthB);
+  }
+
   /** The manifest's binary row. Throws an Error naming the problem if it is malformed or inconsistent. */
   encodeManifest(manifest: Manifest): Uint8Array {
     return this.wasm.encodeManifest(JSON.stringify(manifest));

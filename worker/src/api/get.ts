@@ -14,8 +14,6 @@ interface Selection {
   status: 200 | 206;
   start: number;
   end: number;
-  /** The parts the selection covers, with each part's first byte in the object. */
-  parts: { part: ManifestPart; offset: number }[];
   partsCount: number | null;
 }
 
@@ -23,7 +21,7 @@ export async function getObject(ctx: RequestContext, bucket: string, key: string
   const { bucket: exists, object } = await bucketIndex(ctx, bucket).head(key);
   if (!exists) throw noSuchBucket(bucket);
   if (!object) throw new S3Error(404, "NoSuchKey", "The specified key does not exist.");
-  const notModified = checkConditions(ctx.request.headers, object);
+  const notModified = checkConditions(requestConditions(ctx.request.headers), object);
   const manifest = ctx.core.decodeManifest(object.manifest);
   const headers = objectHeaders(ctx, manifest);
   if (notModified) return new Response(null, { status: 304, headers: notModifiedHeaders(headers) });
@@ -32,7 +30,7 @@ export async function getObject(ctx: RequestContext, bucket: string, key: string
   if (sel.status === 206) headers.set("Content-Range", `bytes ${sel.start}-${sel.end - 1}/${manifest.size}`);
   if (sel.partsCount !== null) headers.set("x-amz-mp-parts-count", String(sel.partsCount));
   if (head || sel.end === sel.start) return new Response(null, { status: sel.status, headers });
-  const body = await openSelection(ctx, sel);
+  const body = await openRange(ctx, manifest, sel.start, sel.end);
   // A fixed-length body makes a read that fails midway abort the connection instead of ending
   // early with a truncated 200.
   const fixed = new FixedLengthStream(sel.end - sel.start);
@@ -40,20 +38,38 @@ export async function getObject(ctx: RequestContext, bucket: string, key: string
   return new Response(fixed.readable, { status: sel.status, headers });
 }
 
-/** S3's precedence: If-Match / If-Unmodified-Since → 412; If-None-Match / If-Modified-Since → 304. */
-function checkConditions(headers: Headers, object: ObjectRecord): boolean {
+/** The four conditional headers of a GET/HEAD (or, for a copy, of its x-amz-copy-source-if-*). */
+export interface Conditions {
+  ifMatch: string | null;
+  ifNoneMatch: string | null;
+  ifModifiedSince: string | null;
+  ifUnmodifiedSince: string | null;
+}
+
+export function requestConditions(headers: Headers, prefix = "if-"): Conditions {
+  return {
+    ifMatch: headers.get(`${prefix}match`),
+    ifNoneMatch: headers.get(`${prefix}none-match`),
+    ifModifiedSince: headers.get(`${prefix}modified-since`),
+    ifUnmodifiedSince: headers.get(`${prefix}unmodified-since`),
+  };
+}
+
+/**
+ * S3's precedence: If-Match / If-Unmodified-Since failing → 412 (thrown); If-None-Match /
+ * If-Modified-Since failing → true ("not modified": 304 on GET, 412 on a copy).
+ */
+export function checkConditions(c: Conditions, object: Pick<ObjectRecord, "etag" | "lastModified">): boolean {
   const etag = `"${object.etag}"`;
   const modified = Math.floor(object.lastModified / 1000) * 1000;
-  const ifMatch = headers.get("if-match");
-  const ifNoneMatch = headers.get("if-none-match");
-  const ifModifiedSince = httpDate(headers.get("if-modified-since"));
-  const ifUnmodifiedSince = httpDate(headers.get("if-unmodified-since"));
-  if (ifMatch !== null) {
-    if (!etagMatches(ifMatch, etag)) throw preconditionFailed();
+  const ifModifiedSince = httpDate(c.ifModifiedSince);
+  const ifUnmodifiedSince = httpDate(c.ifUnmodifiedSince);
+  if (c.ifMatch !== null) {
+    if (!etagMatches(c.ifMatch, etag)) throw preconditionFailed();
   } else if (ifUnmodifiedSince !== null && modified > ifUnmodifiedSince) {
     throw preconditionFailed();
   }
-  if (ifNoneMatch !== null) return etagMatches(ifNoneMatch, etag);
+  if (c.ifNoneMatch !== null) return etagMatches(c.ifNoneMatch, etag);
   return ifModifiedSince !== null && modified <= ifModifiedSince;
 }
 
@@ -70,7 +86,7 @@ function httpDate(value: string | null): number | null {
   return Number.isNaN(t) ? null : t;
 }
 
-function preconditionFailed(): S3Error {
+export function preconditionFailed(): S3Error {
   return new S3Error(412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold.");
 }
 
@@ -86,11 +102,22 @@ function objectHeaders(ctx: RequestContext, manifest: Manifest): Headers {
     const value = ctx.url.searchParams.get(param);
     if (value !== null) headers.set(header, value);
   }
+  if (manifest.tags.length > 0) headers.set("x-amz-tagging-count", String(manifest.tags.length));
   const wantsChecksums = ctx.request.headers.get("x-amz-checksum-mode")?.toUpperCase() === "ENABLED";
   if (wantsChecksums && !ctx.request.headers.has("range")) {
-    for (const [name, value] of Object.entries(checksumHeaders(manifest.checksums))) headers.set(name, value);
+    for (const [name, value] of Object.entries(selectedChecksums(ctx, manifest))) headers.set(name, value);
   }
   return headers;
+}
+
+/** The object's checksums, or with ?partNumber on a multipart object that part's own. */
+function selectedChecksums(ctx: RequestContext, manifest: Manifest): Record<string, string> {
+  const n = Number(ctx.url.searchParams.get("partNumber") ?? 0);
+  if (manifest.parts.length > 1 && Number.isInteger(n) && n >= 1 && n <= manifest.parts.length) {
+    const layout = manifest.parts[n - 1].layout;
+    return layout.type === "sharded" ? checksumHeaders(layout.partChecksums) : {};
+  }
+  return checksumHeaders(manifest.checksums, manifest.parts.length);
 }
 
 /** A 304 carries the validators and caching headers, never content headers. */
@@ -105,13 +132,7 @@ function notModifiedHeaders(headers: Headers): Headers {
 
 /** Which bytes to send: a Range, a partNumber, or everything. */
 function select(ctx: RequestContext, manifest: Manifest): Selection {
-  const offsets: number[] = [];
-  let at = 0;
-  for (const p of manifest.parts) {
-    offsets.push(at);
-    at += p.size;
-  }
-  const all = manifest.parts.map((part, i) => ({ part, offset: offsets[i] }));
+  const all = partOffsets(manifest);
   const multipart = manifest.parts.length > 1 || /-\d+$/.test(manifest.etag);
   const partNumber = ctx.url.searchParams.get("partNumber");
   const range = ctx.request.headers.get("range");
@@ -126,17 +147,16 @@ function select(ctx: RequestContext, manifest: Manifest): Selection {
       status: whole ? 200 : 206,
       start: offset,
       end: offset + part.size,
-      parts: [{ part, offset }],
       partsCount: multipart ? manifest.parts.length : null,
     };
   }
   if (range !== null) {
     const r = ctx.core.resolveRange(range, manifest.size);
     if (r === "unsatisfiable") throw new RangeNotSatisfiable(manifest.size);
-    if (r !== null && r.end > r.start) return { status: 206, start: r.start, end: r.end, parts: covering(all, r.start, r.end), partsCount: null };
-    if (r !== null) return { status: 200, start: 0, end: 0, parts: [], partsCount: null };
+    if (r !== null && r.end > r.start) return { status: 206, start: r.start, end: r.end, partsCount: null };
+    if (r !== null) return { status: 200, start: 0, end: 0, partsCount: null };
   }
-  return { status: 200, start: 0, end: manifest.size, parts: all, partsCount: null };
+  return { status: 200, start: 0, end: manifest.size, partsCount: null };
 }
 
 function covering(all: { part: ManifestPart; offset: number }[], start: number, end: number) {
@@ -150,14 +170,17 @@ export class RangeNotSatisfiable extends S3Error {
   }
 }
 
-/** The selection as one stream: the first part opens now (errors become statuses), later parts
- *  open when the stream reaches them. */
-async function openSelection(ctx: RequestContext, sel: Selection): Promise<ReadableStream<Uint8Array>> {
-  const ranges = sel.parts.map(({ part, offset }) => ({
+/**
+ * Object bytes [start, end) as one stream (a GET, a copy's source): the first part covered opens
+ * now (so errors become statuses), later parts open when the stream reaches them.
+ */
+export async function openRange(ctx: Pick<RequestContext, "config" | "core">, manifest: Manifest, start: number, end: number): Promise<ReadableStream<Uint8Array>> {
+  const ranges = covering(partOffsets(manifest), start, end).map(({ part, offset }) => ({
     part,
-    start: Math.max(sel.start, offset) - offset,
-    end: Math.min(sel.end, offset + part.size) - offset,
+    start: Math.max(start, offset) - offset,
+    end: Math.min(end, offset + part.size) - offset,
   }));
+  if (ranges.length === 0) return new ReadableStream({ start: (c) => c.close() });
   const events = readEvents();
   const first = await openPartRange(ctx.config, ctx.core, ranges[0].part, ranges[0].start, ranges[0].end, events);
   if (ranges.length === 1) return first;
@@ -175,6 +198,16 @@ async function openSelection(ctx: RequestContext, sel: Selection): Promise<Reada
       }
     },
     cancel: (reason) => current.cancel(reason),
+  });
+}
+
+/** Each part with the object offset of its first byte. */
+function partOffsets(manifest: Manifest): { part: ManifestPart; offset: number }[] {
+  let at = 0;
+  return manifest.parts.map((part) => {
+    const offset = at;
+    at += part.size;
+    return { part, offset };
   });
 }
 

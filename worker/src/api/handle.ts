@@ -7,7 +7,20 @@ import { errorResponse, newRequestId, toS3Error } from "../errors";
 import { S3Error } from "../s3-error";
 import { createBucket, deleteBucket, getBucketLocation, headBucket } from "./bucket";
 import type { RequestContext } from "./context";
-import { deleteObject } from "./delete";
+import { getObjectAttributes } from "./attributes";
+import { copyObject } from "./copy";
+import { applyCors, corsRules, deleteBucketCors, getBucketCors, preflight, putBucketCors, type CorsRule } from "./cors";
+import { deleteObject, deleteObjects } from "./delete";
+import {
+  abortMultipartUpload,
+  completeMultipartUpload,
+  createMultipartUpload,
+  listMultipartUploads,
+  listParts,
+  uploadPart,
+  uploadPartCopy,
+} from "./multipart";
+import { deleteObjectTagging, getObjectTagging, putObjectTagging } from "./tagging";
 import { getObject, RangeNotSatisfiable } from "./get";
 import { listBuckets, listObjects } from "./list";
 import { putObject } from "./put";
@@ -20,18 +33,32 @@ export async function handleS3(request: Request, env: Env, exec: { waitUntil(pro
   const started = Date.now();
   const url = new URL(request.url);
   let op = "unknown";
+  let cors: Promise<CorsRule[]> | null = null;
   try {
     const config = loadConfig(env);
     const endpoint = routeRequest(request.method, url, config.virtualHostSuffix, request.headers);
     op = endpoint.op === "NotImplemented" ? endpoint.name : endpoint.op;
     if (endpoint.op === "GetMetrics" && bearerAuthorized(request, env)) return finish(await getMetrics(env));
+    // Browsers on other origins: preflights answer from the bucket's rules without credentials;
+    // actual requests get the Access-Control-* headers of the rule that allows them, even on errors.
+    const bucket = "bucket" in endpoint ? endpoint.bucket : null;
+    if (bucket !== null && request.headers.has("origin")) cors = corsRules({ env }, bucket).catch(() => []);
+    if (endpoint.op === "PreflightCors") {
+      const answer = preflight(cors ? await cors : [], request);
+      return finish(answer instanceof Response ? answer : failure(answer, request, url, requestId));
+    }
     // Nothing but the health check answers without valid credentials, not even NotImplemented.
     if (!config.credentials) throw new S3Error(403, "AccessDenied", "The gateway has no credentials configured (SHARDGATE_ACCESS_KEY_ID, SHARDGATE_SECRET_ACCESS_KEY).");
     const auth = await authenticate(request, config.credentials, { region: config.region, now: Date.now() });
     const ctx: RequestContext = { request, url, env, config, core, auth, requestId, waitUntil: (p) => exec.waitUntil(p) };
-    return finish(await dispatch(ctx, endpoint));
+    return await finishWithCors(await dispatch(ctx, endpoint));
   } catch (e) {
-    return finish(failure(e, request, url, requestId));
+    return finishWithCors(failure(e, request, url, requestId));
+  }
+
+  async function finishWithCors(response: Response): Promise<Response> {
+    if (cors) applyCors(await cors, request, response);
+    return finish(response);
   }
 
   function finish(response: Response): Response {
@@ -70,6 +97,40 @@ function dispatch(ctx: RequestContext, e: Endpoint): Promise<Response> {
       return putObject(ctx, e.bucket, e.key);
     case "DeleteObject":
       return deleteObject(ctx, e.bucket, e.key);
+    case "DeleteObjects":
+      return deleteObjects(ctx, e.bucket);
+    case "CopyObject":
+      return copyObject(ctx, e.bucket, e.key);
+    case "GetObjectAttributes":
+      return getObjectAttributes(ctx, e.bucket, e.key);
+    case "CreateMultipartUpload":
+      return createMultipartUpload(ctx, e.bucket, e.key);
+    case "UploadPart":
+      return uploadPart(ctx, e.bucket, e.key, e.uploadId, e.partNumber);
+    case "UploadPartCopy":
+      return uploadPartCopy(ctx, e.bucket, e.key, e.uploadId, e.partNumber);
+    case "CompleteMultipartUpload":
+      return completeMultipartUpload(ctx, e.bucket, e.key, e.uploadId);
+    case "AbortMultipartUpload":
+      return abortMultipartUpload(ctx, e.bucket, e.key, e.uploadId);
+    case "ListParts":
+      return listParts(ctx, e.bucket, e.key, e.uploadId);
+    case "ListMultipartUploads":
+      return listMultipartUploads(ctx, e.bucket);
+    case "GetObjectTagging":
+      return getObjectTagging(ctx, e.bucket, e.key);
+    case "PutObjectTagging":
+      return putObjectTagging(ctx, e.bucket, e.key);
+    case "DeleteObjectTagging":
+      return deleteObjectTagging(ctx, e.bucket, e.key);
+    case "GetBucketCors":
+      return getBucketCors(ctx, e.bucket);
+    case "PutBucketCors":
+      return putBucketCors(ctx, e.bucket);
+    case "DeleteBucketCors":
+      return deleteBucketCors(ctx, e.bucket);
+    case "PreflightCors":
+      throw new Error("preflights are answered before authentication");
     case "GetMetrics":
       return getMetrics(ctx.env);
     case "NotImplemented":

@@ -1,95 +1,110 @@
 // PutObject: one parallel wave of shard uploads, then one metadata commit. Nothing is visible
 // until the commit; a failed or refused write removes its shard files; an overwrite removes the
-// superseded object's shard files after the new manifest is committed.
+// superseded object's shard files after the new manifest is committed. The commit half is shared
+// with CopyObject and CompleteMultipartUpload.
 import type { Manifest, ManifestPart, ObjectChecksum } from "../core-api";
-import type { ObjectRecord, WriteCondition } from "../meta/types";
+import type { WriteCondition } from "../meta/types";
 import { S3Error } from "../s3-error";
-import { removePartData } from "../storage/remove";
+import { removeParts, storageIds } from "../storage/remove";
 import { writePart, type WrittenPart } from "../storage/write-part";
 import { noSuchBucket } from "./bucket";
-import { RequestChecksums } from "./checksums";
+import { checksumHeaders, RequestChecksums } from "./checksums";
 import { bucketIndex, type RequestContext } from "./context";
 import { storedHeaders, userMetadata } from "./object-headers";
+import { parseTaggingHeader } from "./tagging";
 
-/** S3's limit for a single PUT. */
-const MAX_PUT_BYTES = 5 * 1024 ** 3;
+/** S3's limit for a single PUT (and a single part, and a CopyObject). */
+export const MAX_PUT_BYTES = 5 * 1024 ** 3;
 
 export async function putObject(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
   const headers = ctx.request.headers;
   checkKey(key);
-  const size = ctx.auth.contentLength;
-  if (size === null) throw new S3Error(411, "MissingContentLength", "You must provide the Content-Length HTTP header.");
-  if (size > MAX_PUT_BYTES) throw new S3Error(400, "EntityTooLarge", "Your proposed upload exceeds the maximum allowed size.");
+  const size = requestSize(ctx);
   const contentMd5 = parseContentMd5(headers.get("content-md5"));
   const condition = writeCondition(headers);
   const checksums = RequestChecksums.fromRequest(ctx.core, headers);
-  const manifestHeaders = storedHeaders(headers);
-  const metadata = userMetadata(headers);
+  const fields = { headers: storedHeaders(headers), userMetadata: userMetadata(headers), tags: parseTaggingHeader(headers.get("x-amz-tagging")) };
 
   const written = await writePart(ctx.config, ctx.core, ctx.auth.body, size, (b) => checksums.update(b));
-  let committed: { etag: string; verified: ObjectChecksum[]; previous: ObjectRecord | null };
+  const etag = hex(written.md5);
+  const verified = await verifyWritten(ctx, written, contentMd5, checksums);
+  await commitObject(ctx, bucket, { key, size, etag, ...fields, checksums: verified, parts: [partOf(written, etag, [])] }, condition, [written]);
+  return new Response(null, { status: 200, headers: { ETag: `"${etag}"`, ...checksumHeaders(verified) } });
+}
+
+/** The decoded body's length, required and at most MAX_PUT_BYTES. */
+export function requestSize(ctx: RequestContext): number {
+  const size = ctx.auth.contentLength;
+  if (size === null) throw new S3Error(411, "MissingContentLength", "You must provide the Content-Length HTTP header.");
+  if (size > MAX_PUT_BYTES) throw new S3Error(400, "EntityTooLarge", "Your proposed upload exceeds the maximum allowed size.");
+  return size;
+}
+
+/**
+ * Checks Content-MD5 and the x-amz-checksum-* of bytes just written; on a mismatch the written
+ * shard files are removed (nothing references them) and the error is thrown.
+ */
+export async function verifyWritten(ctx: RequestContext, written: WrittenPart, contentMd5: Uint8Array | null, checksums: RequestChecksums): Promise<ObjectChecksum[]> {
   try {
-    committed = await commit(ctx, bucket, key, written, condition, {
-      checksums: await checksums.verify(ctx.auth.trailers),
-      contentMd5,
-      headers: manifestHeaders,
-      metadata,
-    });
+    if (contentMd5 && !equalBytes(contentMd5, written.md5)) {
+      throw new S3Error(400, "BadDigest", "The Content-MD5 you specified did not match what we received.");
+    }
+    return await checksums.verify(ctx.auth.trailers);
   } catch (e) {
-    // Nothing references the new shard files: remove them.
-    ctx.waitUntil(removePartData(ctx, { parts: [partOf(written, "")] }));
+    ctx.waitUntil(removeParts(ctx.config.nodes, [partOf(written, "", [])]));
     throw e;
   }
-  const { etag, verified, previous } = committed;
-  if (previous) ctx.waitUntil(removePartData(ctx, ctx.core.decodeManifest(previous.manifest)));
-  const response = new Headers({ ETag: `"${etag}"` });
-  for (const c of verified) response.set(`x-amz-checksum-${c.algorithm.toLowerCase()}`, c.value);
-  return new Response(null, { status: 200, headers: response });
 }
 
-interface CommitInput {
-  checksums: ObjectChecksum[];
-  contentMd5: Uint8Array | null;
-  headers: [string, string][];
-  metadata: [string, string][];
-}
+/** What a new object version is made of (the manifest less its timestamp). */
+export type NewObject = Omit<Manifest, "lastModifiedMs"> & { key: string };
 
-/** Checks the digests, then commits the manifest atomically (with the write's conditions). */
-async function commit(ctx: RequestContext, bucket: string, key: string, written: WrittenPart, condition: WriteCondition | undefined, input: CommitInput) {
-  if (input.contentMd5 && !equalBytes(input.contentMd5, written.md5)) {
-    throw new S3Error(400, "BadDigest", "The Content-MD5 you specified did not match what we received.");
+/**
+ * Commits a manifest atomically, with the write's conditions. On failure the data this request
+ * wrote (`written`) is removed; on success the superseded version's shard files are, except any
+ * the new manifest still references (a copy onto itself that replaced only metadata).
+ */
+export async function commitObject(
+  ctx: RequestContext,
+  bucket: string,
+  object: NewObject,
+  condition: WriteCondition | undefined,
+  written: readonly WrittenPart[],
+): Promise<{ lastModified: number }> {
+  const { key, ...rest } = object;
+  const manifest: Manifest = { ...rest, lastModifiedMs: Date.now() };
+  let result;
+  try {
+    const record = { key, size: manifest.size, etag: manifest.etag, lastModified: manifest.lastModifiedMs, manifest: ctx.core.encodeManifest(manifest) };
+    result = await bucketIndex(ctx, bucket).put(record, condition);
+    if (!result.ok) throw result.reason === "NoSuchBucket" ? noSuchBucket(bucket) : preconditionFailedOnWrite();
+  } catch (e) {
+    ctx.waitUntil(removeParts(ctx.config.nodes, written.map((w) => partOf(w, "", []))));
+    throw e;
   }
-  const etag = hex(written.md5);
-  const manifest: Manifest = {
-    size: written.size,
-    etag,
-    lastModifiedMs: Date.now(),
-    headers: input.headers,
-    userMetadata: input.metadata,
-    checksums: input.checksums,
-    tags: [],
-    parts: [partOf(written, etag)],
-  };
-  const record = { key, size: written.size, etag, lastModified: manifest.lastModifiedMs, manifest: ctx.core.encodeManifest(manifest) };
-  const result = await bucketIndex(ctx, bucket).put(record, condition);
-  if (!result.ok) {
-    if (result.reason === "NoSuchBucket") throw noSuchBucket(bucket);
-    throw new S3Error(412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold.");
+  if (result.previous) {
+    const previous = ctx.core.decodeManifest(result.previous.manifest);
+    ctx.waitUntil(removeParts(ctx.config.nodes, previous.parts, storageIds(manifest.parts)));
   }
-  return { etag, verified: input.checksums, previous: result.previous };
+  return { lastModified: manifest.lastModifiedMs };
 }
 
-function partOf(written: WrittenPart, etag: string): ManifestPart {
-  return { size: written.size, etag, layout: written.layout };
+export function preconditionFailedOnWrite(): S3Error {
+  return new S3Error(412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold.");
 }
 
-function checkKey(key: string): void {
+export function partOf(written: WrittenPart, etag: string, checksums: ObjectChecksum[]): ManifestPart {
+  const layout = written.layout.type === "sharded" ? { ...written.layout, partChecksums: checksums } : written.layout;
+  return { size: written.size, etag, layout };
+}
+
+export function checkKey(key: string): void {
   if (new TextEncoder().encode(key).length > 1024) {
     throw new S3Error(400, "KeyTooLongError", "Your key is too long (the limit is 1024 bytes of UTF-8).");
   }
 }
 
-function parseContentMd5(value: string | null): Uint8Array | null {
+export function parseContentMd5(value: string | null): Uint8Array | null {
   if (value === null) return null;
   try {
     const bytes = Uint8Array.from(atob(value), (c) => c.charCodeAt(0));
@@ -101,7 +116,7 @@ function parseContentMd5(value: string | null): Uint8Array | null {
 }
 
 /** Conditional writes: If-None-Match: * (create only) and If-Match: <etag>. */
-function writeCondition(headers: Headers): WriteCondition | undefined {
+export function writeCondition(headers: Headers): WriteCondition | undefined {
   const ifNoneMatch = headers.get("if-none-match");
   const ifMatch = headers.get("if-match");
   if (ifNoneMatch !== null && ifNoneMatch.trim() !== "*") {
@@ -111,7 +126,7 @@ function writeCondition(headers: Headers): WriteCondition | undefined {
   return { ifNoneMatch: ifNoneMatch !== null, ifMatch: ifMatch === null ? undefined : ifMatch.trim().replace(/^"|"$/g, "") };
 }
 
-function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+export function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 

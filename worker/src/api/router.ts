@@ -13,6 +13,23 @@ export type Endpoint =
   | { op: "HeadObject"; bucket: string; key: string }
   | { op: "PutObject"; bucket: string; key: string }
   | { op: "DeleteObject"; bucket: string; key: string }
+  | { op: "DeleteObjects"; bucket: string }
+  | { op: "CopyObject"; bucket: string; key: string }
+  | { op: "GetObjectAttributes"; bucket: string; key: string }
+  | { op: "CreateMultipartUpload"; bucket: string; key: string }
+  | { op: "UploadPart"; bucket: string; key: string; uploadId: string; partNumber: string | null }
+  | { op: "UploadPartCopy"; bucket: string; key: string; uploadId: string; partNumber: string | null }
+  | { op: "CompleteMultipartUpload"; bucket: string; key: string; uploadId: string }
+  | { op: "AbortMultipartUpload"; bucket: string; key: string; uploadId: string }
+  | { op: "ListParts"; bucket: string; key: string; uploadId: string }
+  | { op: "ListMultipartUploads"; bucket: string }
+  | { op: "GetObjectTagging"; bucket: string; key: string }
+  | { op: "PutObjectTagging"; bucket: string; key: string }
+  | { op: "DeleteObjectTagging"; bucket: string; key: string }
+  | { op: "GetBucketCors"; bucket: string }
+  | { op: "PutBucketCors"; bucket: string }
+  | { op: "DeleteBucketCors"; bucket: string }
+  | { op: "PreflightCors"; bucket: string }
   | { op: "GetMetrics" }
   | { op: "NotImplemented"; name: string };
 
@@ -84,7 +101,7 @@ const OBJECT_SUBRESOURCES: Record<string, string> = {
   tagging: "ObjectTagging",
   torrent: "ObjectTorrent",
   restore: "RestoreObject",
-  "select-object-content": "SelectObjectContent",
+  select: "SelectObjectContent",
 };
 
 const VERB: Record<string, string> = { GET: "Get", HEAD: "Get", PUT: "Put", DELETE: "Delete", POST: "Post" };
@@ -103,17 +120,23 @@ export function route(method: string, target: Target, query: URLSearchParams, he
   if (bucket === null) {
     return method === "GET" ? { op: "ListBuckets" } : notImplemented(`${method} on the service`);
   }
+  // Preflights are answered by the bucket's CORS rules, without credentials.
+  if (method === "OPTIONS") return { op: "PreflightCors", bucket };
   if (key === null) return routeBucket(method, bucket, query);
-  if (method === "PUT" && headers.has("x-amz-copy-source")) return notImplemented("CopyObject");
-  return routeObject(method, bucket, key, query);
+  return routeObject(method, bucket, key, query, headers);
 }
 
 function routeBucket(method: string, bucket: string, query: URLSearchParams): Endpoint {
+  if (query.has("cors")) {
+    if (method === "GET") return { op: "GetBucketCors", bucket };
+    if (method === "PUT") return { op: "PutBucketCors", bucket };
+    if (method === "DELETE") return { op: "DeleteBucketCors", bucket };
+  }
   for (const [name, op] of Object.entries(BUCKET_SUBRESOURCES)) {
     if (query.has(name)) return notImplemented(`${VERB[method] ?? method}${op}`);
   }
-  if (query.has("uploads")) return notImplemented("ListMultipartUploads");
-  if (query.has("delete")) return notImplemented("DeleteObjects");
+  if (query.has("uploads")) return method === "GET" ? { op: "ListMultipartUploads", bucket } : notImplemented(`${method} on uploads`);
+  if (query.has("delete")) return method === "POST" ? { op: "DeleteObjects", bucket } : notImplemented(`${method} on delete`);
   switch (method) {
     case "GET":
       if (query.has("location")) return { op: "GetBucketLocation", bucket };
@@ -129,14 +152,33 @@ function routeBucket(method: string, bucket: string, query: URLSearchParams): En
   }
 }
 
-function routeObject(method: string, bucket: string, key: string, query: URLSearchParams): Endpoint {
+function routeObject(method: string, bucket: string, key: string, query: URLSearchParams, headers: Headers): Endpoint {
+  if (query.has("tagging")) {
+    if (method === "GET") return { op: "GetObjectTagging", bucket, key };
+    if (method === "PUT") return { op: "PutObjectTagging", bucket, key };
+    if (method === "DELETE") return { op: "DeleteObjectTagging", bucket, key };
+  }
+  if (query.has("attributes") && method === "GET") return { op: "GetObjectAttributes", bucket, key };
   for (const [name, op] of Object.entries(OBJECT_SUBRESOURCES)) {
     if (query.has(name)) return notImplemented(`${VERB[method] ?? method}${op}`);
   }
-  if (query.has("uploads")) return notImplemented("CreateMultipartUpload");
-  if (query.has("uploadId")) {
-    const name = { GET: "ListParts", PUT: "UploadPart", POST: "CompleteMultipartUpload", DELETE: "AbortMultipartUpload" }[method];
-    return notImplemented(name ?? `${method} on an upload`);
+  const copy = headers.has("x-amz-copy-source");
+  if (query.has("uploads")) return method === "POST" ? { op: "CreateMultipartUpload", bucket, key } : notImplemented(`${method} on uploads`);
+  const uploadId = query.get("uploadId");
+  if (uploadId !== null) {
+    const partNumber = query.get("partNumber");
+    switch (method) {
+      case "GET":
+        return { op: "ListParts", bucket, key, uploadId };
+      case "PUT":
+        return { op: copy ? "UploadPartCopy" : "UploadPart", bucket, key, uploadId, partNumber };
+      case "POST":
+        return { op: "CompleteMultipartUpload", bucket, key, uploadId };
+      case "DELETE":
+        return { op: "AbortMultipartUpload", bucket, key, uploadId };
+      default:
+        return notImplemented(`${method} on an upload`);
+    }
   }
   switch (method) {
     case "GET":
@@ -144,7 +186,7 @@ function routeObject(method: string, bucket: string, key: string, query: URLSear
     case "HEAD":
       return { op: "HeadObject", bucket, key };
     case "PUT":
-      return { op: "PutObject", bucket, key };
+      return copy ? { op: "CopyObject", bucket, key } : { op: "PutObject", bucket, key };
     case "DELETE":
       return { op: "DeleteObject", bucket, key };
     default:

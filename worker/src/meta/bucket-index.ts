@@ -3,16 +3,26 @@
 // synchronous SQL calls cannot interleave with another request, so every read-check-write below
 // is done without an `await` in between and is atomic.
 import { DurableObject } from "cloudflare:workers";
+import { commonPrefixOf, compareKeys, prefixEnd } from "./keys";
 import { migrate } from "./schema";
 import type {
   BucketInfo,
+  CompleteResult,
   ListPage,
   ListQuery,
+  ListUploadsPage,
+  ListUploadsQuery,
   ObjectRecord,
   ObjectSummary,
+  PartRecord,
   PutResult,
+  UploadInfo,
   WriteCondition,
 } from "./types";
+import * as uploads from "./uploads";
+import { UPLOADS_SCHEMA } from "./uploads";
+import { loadConfig, type Env } from "../config";
+import { removeParts } from "../storage/remove";
 
 /** The most keys plus common prefixes one listing page returns, whatever is asked (as S3). */
 export const MAX_LIST_KEYS = 1000;
@@ -37,57 +47,14 @@ const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
        manifest BLOB NOT NULL
      ) WITHOUT ROWID`,
   ],
+  // Multipart uploads and their parts; the bucket's CORS configuration (JSON, or NULL).
+  [...UPLOADS_SCHEMA, "ALTER TABLE bucket ADD COLUMN cors TEXT"],
 ];
 
-
-/**
- * Compares keys the way S3 orders them: by their UTF-8 bytes, which is code point order. JS's `<`
- * compares UTF-16 code units and disagrees only where a surrogate (a code point above U+FFFF)
- * meets U+E000..U+FFFF, so only that case is remapped.
- */
-export function compareKeys(a: string, b: string): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const x = a.charCodeAt(i);
-    const y = b.charCodeAt(i);
-    if (x !== y) return codeUnitRank(x) - codeUnitRank(y);
-  }
-  return a.length - b.length;
-}
-
-function codeUnitRank(u: number): number {
-  if (u < 0xd800) return u;
-  return u < 0xe000 ? u + 0x2000 : u - 0x800; // surrogates above the rest of the BMP
-}
-
-/**
- * The smallest string greater than every string that starts with `prefix` (the exclusive upper
- * bound of `key >= prefix AND key < end`), or null when there is none (the prefix is all
- * U+10FFFF). Working on code points rather than on the last UTF-8 byte keeps the bound valid
- * UTF-8; in byte order it is the same bound, since no valid key sorts between the two.
- */
-export function prefixEnd(prefix: string): string | null {
-  const points = Array.from(prefix, (ch) => ch.codePointAt(0) ?? 0);
-  while (points.length > 0) {
-    const last = points.pop() ?? 0;
-    if (last < 0x10ffff) {
-      // Skip the surrogate range, which holds no code points of its own.
-      points.push(last === 0xd7ff ? 0xe000 : last + 1);
-      return String.fromCodePoint(...points);
-    }
-  }
-  return null;
-}
-
-/**
- * The common prefix `key` rolls up into: the prefix plus the rest of the key up to and including
- * the first delimiter, or null when the rest holds no delimiter (the key is listed itself).
- */
-export function commonPrefixOf(key: string, prefix: string, delimiter: string | null): string | null {
-  if (delimiter === null || delimiter === "") return null;
-  const at = key.indexOf(delimiter, prefix.length);
-  return at < 0 ? null : key.slice(0, at + delimiter.length);
-}
+/** Multipart uploads not completed within this long are aborted and their parts removed. */
+export const STALE_UPLOAD_MS = 7 * 24 * 3600 * 1000;
+/** Stale uploads removed per alarm run: keeps one run's work bounded. */
+const STALE_UPLOADS_PER_ALARM = 100;
 
 type Row = {
   key: string;
@@ -132,10 +99,16 @@ export class BucketIndex extends DurableObject {
 
   /** Removes the bucket if it exists and holds no objects. */
   async drop(): Promise<"dropped" | "not-empty" | "missing"> {
-    if (!this.exists()) return "missing";
-    if (!this.empty()) return "not-empty";
-    this.sql.exec("UPDATE bucket SET present = 0 WHERE id = 1");
-    return "dropped";
+    const result = this.ctx.storage.transactionSync((): { outcome: "dropped" | "not-empty" | "missing"; parts: PartRecord[] } => {
+      if (!this.exists()) return { outcome: "missing", parts: [] };
+      if (!this.empty()) return { outcome: "not-empty", parts: [] };
+      // Uploads in progress go with the bucket (they are not objects, so they do not block it).
+      const parts = uploads.allUploadIds(this.sql).flatMap((id) => uploads.deleteUpload(this.sql, id));
+      this.sql.exec("UPDATE bucket SET present = 0, cors = NULL WHERE id = 1");
+      return { outcome: "dropped", parts };
+    });
+    this.removeInBackground(result.parts);
+    return result.outcome;
   }
 
   /** Whether the bucket exists and, if so, the object under `key`: a GET's one metadata call. */
@@ -153,18 +126,22 @@ export class BucketIndex extends DurableObject {
       if (!this.exists()) return { ok: false, reason: "NoSuchBucket" };
       const previous = this.record(record.key);
       if (!conditionHolds(previous, condition)) return { ok: false, reason: "PreconditionFailed" };
-      this.sql.exec(
-        `INSERT INTO objects (key, size, etag, last_modified, manifest) VALUES (?, ?, ?, ?, ?)
-         ON CONFLICT (key) DO UPDATE SET size = excluded.size, etag = excluded.etag,
-           last_modified = excluded.last_modified, manifest = excluded.manifest`,
-        record.key,
-        record.size,
-        record.etag,
-        record.lastModified,
-        toArrayBuffer(record.manifest),
-      );
+      this.writeRecord(record);
       return { ok: true, previous };
     });
+  }
+
+  private writeRecord(record: ObjectRecord): void {
+    this.sql.exec(
+      `INSERT INTO objects (key, size, etag, last_modified, manifest) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (key) DO UPDATE SET size = excluded.size, etag = excluded.etag,
+         last_modified = excluded.last_modified, manifest = excluded.manifest`,
+      record.key,
+      record.size,
+      record.etag,
+      record.lastModified,
+      toArrayBuffer(record.manifest),
+    );
   }
 
   /** Removes the object under `key` (a no-op when there is none) and returns what was there. */
@@ -175,6 +152,158 @@ export class BucketIndex extends DurableObject {
       if (previous) this.sql.exec("DELETE FROM objects WHERE key = ?", key);
       return { bucket: true, previous };
     });
+  }
+
+  /**
+   * Deletes many keys at once (DeleteObjects): one transaction, one round trip. Returns the
+   * records removed, whose shard files the caller deletes.
+   */
+  async deleteMany(keys: string[]): Promise<{ bucket: boolean; previous: ObjectRecord[] }> {
+    return this.ctx.storage.transactionSync(() => {
+      if (!this.exists()) return { bucket: false, previous: [] };
+      const previous: ObjectRecord[] = [];
+      for (const key of keys) {
+        const record = this.record(key);
+        if (!record) continue;
+        this.sql.exec("DELETE FROM objects WHERE key = ?", key);
+        previous.push(record);
+      }
+      return { bucket: true, previous };
+    });
+  }
+
+  /**
+   * Replaces an object's record only if its manifest is still exactly `expected` (a change of
+   * tags or metadata that must not undo a concurrent overwrite).
+   */
+  async replace(expected: Uint8Array, record: ObjectRecord): Promise<"replaced" | "changed" | "missing"> {
+    return this.ctx.storage.transactionSync(() => {
+      const current = this.exists() ? this.record(record.key) : null;
+      if (!current) return "missing";
+      if (!equalBytes(current.manifest, expected)) return "changed";
+      this.sql.exec(
+        "UPDATE objects SET size = ?, etag = ?, last_modified = ?, manifest = ? WHERE key = ?",
+        record.size,
+        record.etag,
+        record.lastModified,
+        toArrayBuffer(record.manifest),
+        record.key,
+      );
+      return "replaced";
+    });
+  }
+
+  // --- multipart uploads ----------------------------------------------------------------------
+
+  async createUpload(upload: UploadInfo): Promise<boolean> {
+    if (!this.exists()) return false;
+    uploads.insertUpload(this.sql, upload);
+    await this.scheduleStaleUploadCheck();
+    return true;
+  }
+
+  /** The upload (null when there is no such upload for `key`), and whether the bucket exists. */
+  async upload(uploadId: string, key: string): Promise<{ bucket: boolean; upload: UploadInfo | null }> {
+    if (!this.exists()) return { bucket: false, upload: null };
+    const upload = uploads.getUpload(this.sql, uploadId);
+    return { bucket: true, upload: upload && upload.key === key ? upload : null };
+  }
+
+  /** Records an uploaded part; the part it replaced (to delete), or "NoSuchUpload". */
+  async putPart(uploadId: string, key: string, part: PartRecord): Promise<{ ok: true; previous: PartRecord | null } | { ok: false }> {
+    return this.ctx.storage.transactionSync(() => {
+      const upload = this.exists() ? uploads.getUpload(this.sql, uploadId) : null;
+      if (!upload || upload.key !== key) return { ok: false as const };
+      return { ok: true as const, previous: uploads.upsertPart(this.sql, uploadId, part) };
+    });
+  }
+
+  /** Parts numbered above `after`, at most `limit` (+1 to tell whether more follow). */
+  async listParts(uploadId: string, key: string, after: number, limit: number): Promise<{ bucket: boolean; upload: UploadInfo | null; parts: PartRecord[] }> {
+    const { bucket, upload } = await this.upload(uploadId, key);
+    return { bucket, upload, parts: upload ? uploads.listPartRecords(this.sql, uploadId, after, limit) : [] };
+  }
+
+  async listUploads(q: ListUploadsQuery): Promise<ListUploadsPage | null> {
+    if (!this.exists()) return null;
+    return uploads.listUploads(this.sql, q, MAX_LIST_KEYS);
+  }
+
+  /**
+   * Completes an upload atomically: the listed parts must still be the versions the caller built
+   * `record` from, and `condition` must hold. The upload's other parts come back as `unused`.
+   */
+  async completeUpload(
+    uploadId: string,
+    record: ObjectRecord,
+    used: { partNumber: number; version: string }[],
+    condition: WriteCondition = {},
+  ): Promise<CompleteResult> {
+    return this.ctx.storage.transactionSync((): CompleteResult => {
+      if (!this.exists()) return { ok: false, reason: "NoSuchBucket" };
+      const upload = uploads.getUpload(this.sql, uploadId);
+      if (!upload || upload.key !== record.key) return { ok: false, reason: "NoSuchUpload" };
+      const parts = new Map(uploads.listPartRecords(this.sql, uploadId, 0, Number.MAX_SAFE_INTEGER).map((p) => [p.partNumber, p]));
+      if (used.some((u) => parts.get(u.partNumber)?.version !== u.version)) return { ok: false, reason: "InvalidPart" };
+      const previous = this.record(record.key);
+      if (!conditionHolds(previous, condition)) return { ok: false, reason: "PreconditionFailed" };
+      this.writeRecord(record);
+      uploads.deleteUpload(this.sql, uploadId);
+      for (const u of used) parts.delete(u.partNumber);
+      return { ok: true, previous, unused: [...parts.values()] };
+    });
+  }
+
+  /** Removes an upload; its parts (to delete), or null when there is no such upload. */
+  async abortUpload(uploadId: string, key: string): Promise<{ bucket: boolean; parts: PartRecord[] | null }> {
+    return this.ctx.storage.transactionSync(() => {
+      if (!this.exists()) return { bucket: false, parts: null };
+      const upload = uploads.getUpload(this.sql, uploadId);
+      if (!upload || upload.key !== key) return { bucket: true, parts: null };
+      return { bucket: true, parts: uploads.deleteUpload(this.sql, uploadId) };
+    });
+  }
+
+  /** The alarm: aborts uploads older than STALE_UPLOAD_MS, a bounded batch per run. */
+  override async alarm(): Promise<void> {
+    const cutoff = Date.now() - STALE_UPLOAD_MS;
+    const parts = this.ctx.storage.transactionSync(() =>
+      uploads.staleUploadIds(this.sql, cutoff, STALE_UPLOADS_PER_ALARM).flatMap((id) => uploads.deleteUpload(this.sql, id)),
+    );
+    await this.removeParts(parts);
+    await this.scheduleStaleUploadCheck();
+  }
+
+  private async scheduleStaleUploadCheck(): Promise<void> {
+    const oldest = uploads.oldestUpload(this.sql);
+    if (oldest === null) return;
+    const due = Math.max(oldest + STALE_UPLOAD_MS, Date.now() + 1000);
+    const current = await this.ctx.storage.getAlarm();
+    if (current === null || current > due) await this.ctx.storage.setAlarm(due);
+  }
+
+  // --- CORS -------------------------------------------------------------------------------------
+
+  /** The bucket's CORS configuration as stored (JSON), null when none; undefined: no bucket. */
+  async cors(): Promise<string | null | undefined> {
+    if (!this.exists()) return undefined;
+    return this.sql.exec<{ cors: string | null }>("SELECT cors FROM bucket WHERE id = 1").toArray()[0]?.cors ?? null;
+  }
+
+  /** Sets (or with null removes) the CORS configuration; false when the bucket does not exist. */
+  async setCors(cors: string | null): Promise<boolean> {
+    if (!this.exists()) return false;
+    this.sql.exec("UPDATE bucket SET cors = ? WHERE id = 1", cors);
+    return true;
+  }
+
+  private removeInBackground(parts: PartRecord[]): void {
+    if (parts.length > 0) this.ctx.waitUntil(this.removeParts(parts));
+  }
+
+  private async removeParts(parts: PartRecord[]): Promise<void> {
+    if (parts.length === 0) return;
+    await removeParts(loadConfig(this.env as Env).nodes, parts.map((p) => p.part));
   }
 
   async isEmpty(): Promise<boolean> {
@@ -287,6 +416,10 @@ function entryName(entry: Entry): string {
 
 function toSummary(row: SummaryRow): ObjectSummary {
   return { key: row.key, size: row.size, etag: row.etag, lastModified: row.last_modified };
+}
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
 /** SQLite binds BLOBs from ArrayBuffers only; copy out exactly the view's bytes. */

@@ -1,6 +1,7 @@
 // What the metadata Durable Objects store and answer. The manifest itself is the core's binary
 // encoding (core/src/manifest.rs): the index keeps it in one piece, next to the few fields listing
 // needs, so a GET is one metadata call.
+import type { ChecksumKind, ManifestPart, ObjectChecksum } from "../core-api";
 
 /** One object version as the index holds it. */
 export interface ObjectRecord {
@@ -52,3 +53,56 @@ export interface BucketInfo {
   /** Milliseconds since the epoch. */
   created: number;
 }
+
+/** A multipart upload in progress, with what CreateMultipartUpload fixed for the object. */
+export interface UploadInfo {
+  uploadId: string;
+  key: string;
+  /** Milliseconds since the epoch. */
+  initiated: number;
+  /** Content headers to store with the object (lowercase names). */
+  headers: [string, string][];
+  /** x-amz-meta-*: lowercase name without the prefix, and value. */
+  metadata: [string, string][];
+  tags: [string, string][];
+  /** x-amz-checksum-algorithm of the upload ("CRC32" …), or null. */
+  checksumAlgorithm: string | null;
+  /** x-amz-checksum-type, or null when the upload has no checksum algorithm. */
+  checksumType: ChecksumKind | null;
+}
+
+/** One uploaded part of a multipart upload. */
+export interface PartRecord {
+  partNumber: number;
+  size: number;
+  /** MD5 hex of the part's bytes, without quotes. */
+  etag: string;
+  lastModified: number;
+  /** Unique per upload of this part number: tells a re-uploaded part from the one a client listed. */
+  version: string;
+  /** The part as the object's manifest will hold it. */
+  part: ManifestPart;
+  /** The part's checksum in the upload's algorithm, when it has one. */
+  checksum: ObjectChecksum | null;
+}
+
+export interface ListUploadsQuery {
+  prefix: string;
+  delimiter: string | null;
+  /** Uploads of keys after this one (or of this key after `uploadIdMarker`); null: from the start. */
+  keyMarker: string | null;
+  uploadIdMarker: string | null;
+  maxUploads: number;
+}
+
+export interface ListUploadsPage {
+  uploads: Omit<UploadInfo, "headers" | "metadata" | "tags">[];
+  commonPrefixes: string[];
+  isTruncated: boolean;
+  nextKeyMarker: string | null;
+  nextUploadIdMarker: string | null;
+}
+
+export type CompleteResult =
+  | { ok: true; previous: ObjectRecord | null; unused: PartRecord[] }
+  | { ok: false; reason: "NoSuchBucket" | "NoSuchUpload" | "InvalidPart" | "PreconditionFailed" };

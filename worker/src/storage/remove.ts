@@ -1,15 +1,24 @@
-// Deleting a manifest's shard files: after an overwrite or delete committed, or after a failed
-// write. Best effort: a file left behind wastes space but is never referenced again.
-import type { RequestContext } from "../api/context";
-import type { Manifest } from "../core-api";
-import { shardKey } from "./nodes";
+// Deleting parts' shard files: after an overwrite or delete committed, after a failed write, or
+// when a multipart upload is completed (unused parts), aborted or expires. Best effort: a file
+// left behind wastes space but is never referenced again.
+import type { ManifestPart } from "../core-api";
+import { shardKey, type StorageNode } from "./nodes";
 
-export async function removePartData(ctx: Pick<RequestContext, "config">, manifest: Pick<Manifest, "parts">): Promise<void> {
-  const nodes = new Map(ctx.config.nodes.map((n) => [n.id, n]));
-  const deletions = manifest.parts.flatMap((part) => {
-    if (part.layout.type !== "sharded") return [];
+/**
+ * Deletes the shard files of `parts`, except those of storage ids in `keep` (parts that a new
+ * manifest still references, e.g. after a copy onto itself that only replaced metadata).
+ */
+export async function removeParts(nodes: readonly StorageNode[], parts: readonly ManifestPart[], keep: ReadonlySet<string> = new Set()): Promise<void> {
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  const deletions = parts.flatMap((part) => {
+    if (part.layout.type !== "sharded" || keep.has(part.layout.storageId)) return [];
     const { storageId, placement } = part.layout;
-    return placement.map((nodeId, shard) => nodes.get(nodeId)?.delete([shardKey(storageId, shard)]));
+    return placement.map((nodeId, shard) => byId.get(nodeId)?.delete([shardKey(storageId, shard)]));
   });
   await Promise.allSettled(deletions);
+}
+
+/** The storage ids a set of parts keeps its shard files under. */
+export function storageIds(parts: readonly ManifestPart[]): Set<string> {
+  return new Set(parts.flatMap((p) => (p.layout.type === "sharded" ? [p.layout.storageId] : [])));
 }

@@ -1,0 +1,126 @@
+// CopyObject, and the copy source that UploadPartCopy shares: the source streams out of its
+// shard files and into new ones (never buffered whole); a copy onto itself that only replaces
+// metadata moves no bytes at all.
+import type { Manifest } from "../core-api";
+import type { ObjectRecord } from "../meta/types";
+import { S3Error } from "../s3-error";
+import { writePart } from "../storage/write-part";
+import { noSuchBucket } from "./bucket";
+import { checksumElements, parseAlgorithm, RequestChecksums, type Algorithm } from "./checksums";
+import { bucketIndex, type RequestContext } from "./context";
+import { checkConditions, openRange, preconditionFailed, requestConditions } from "./get";
+import { storedHeaders, userMetadata } from "./object-headers";
+import { checkKey, commitObject, hex, MAX_PUT_BYTES, partOf, preconditionFailedOnWrite, writeCondition, type NewObject } from "./put";
+import { parseTaggingHeader } from "./tagging";
+import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
+
+export interface CopySource {
+  bucket: string;
+  key: string;
+}
+
+/** `x-amz-copy-source`: `[/]bucket/key[?versionId=…]`, the key URL-encoded. */
+export function parseCopySource(header: string): CopySource {
+  const [path, query] = header.split("?", 2);
+  const trimmed = path.startsWith("/") ? path.slice(1) : path;
+  const slash = trimmed.indexOf("/");
+  let key: string;
+  try {
+    key = decodeURIComponent(trimmed.slice(slash + 1));
+  } catch {
+    key = "";
+  }
+  if (slash <= 0 || key === "") throw new S3Error(400, "InvalidArgument", "Copy Source must mention the source bucket and key: sourcebucket/sourcekey.");
+  const version = new URLSearchParams(query ?? "").get("versionId");
+  // Buckets are unversioned: only the "null" version exists.
+  if (version !== null && version !== "null") throw new S3Error(404, "NoSuchVersion", "The specified version does not exist.");
+  return { bucket: decodeURIComponent(trimmed.slice(0, slash)), key };
+}
+
+/** The source object, after its x-amz-copy-source-if-* conditions (any failure is a 412). */
+export async function readCopySource(ctx: RequestContext, source: CopySource): Promise<{ record: ObjectRecord; manifest: Manifest }> {
+  const { bucket: exists, object } = await bucketIndex(ctx, source.bucket).head(source.key);
+  if (!exists) throw noSuchBucket(source.bucket);
+  if (!object) throw new S3Error(404, "NoSuchKey", "The specified key does not exist.");
+  if (checkConditions(requestConditions(ctx.request.headers, "x-amz-copy-source-if-"), object)) throw preconditionFailed();
+  return { record: object, manifest: ctx.core.decodeManifest(object.manifest) };
+}
+
+function directive(headers: Headers, name: string): "COPY" | "REPLACE" {
+  const value = (headers.get(name) ?? "COPY").toUpperCase();
+  if (value !== "COPY" && value !== "REPLACE") throw new S3Error(400, "InvalidArgument", `Unknown ${name}: ${headers.get(name)}`);
+  return value;
+}
+
+export async function copyObject(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
+  const headers = ctx.request.headers;
+  checkKey(key);
+  const source = parseCopySource(headers.get("x-amz-copy-source") ?? "");
+  const metadataDirective = directive(headers, "x-amz-metadata-directive");
+  const taggingDirective = directive(headers, "x-amz-tagging-directive");
+  const algorithm = parseAlgorithm(headers.get("x-amz-checksum-algorithm"));
+  const condition = writeCondition(headers);
+  const inPlace = source.bucket === bucket && source.key === key;
+  if (inPlace && metadataDirective === "COPY" && taggingDirective === "COPY" && algorithm === null) {
+    throw new S3Error(
+      400,
+      "InvalidRequest",
+      "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
+    );
+  }
+  const { record, manifest } = await readCopySource(ctx, source);
+  if (manifest.size > MAX_PUT_BYTES) {
+    throw new S3Error(400, "InvalidRequest", `The specified copy source is larger than the maximum allowable size for a copy source: ${MAX_PUT_BYTES}`);
+  }
+  const fields = {
+    headers: metadataDirective === "REPLACE" ? storedHeaders(headers) : manifest.headers,
+    userMetadata: metadataDirective === "REPLACE" ? userMetadata(headers) : manifest.userMetadata,
+    tags: taggingDirective === "REPLACE" ? parseTaggingHeader(headers.get("x-amz-tagging")) : manifest.tags,
+  };
+
+  let result: { object: NewObject; lastModified: number };
+  if (inPlace && (algorithm === null || manifest.checksums.some((c) => c.algorithm === algorithm))) {
+    result = await replaceInPlace(ctx, bucket, record, manifest, fields, condition);
+  } else {
+    const keep = algorithm ?? (manifest.checksums[0]?.algorithm as Algorithm | undefined) ?? null;
+    result = await copyBytes(ctx, bucket, key, manifest, fields, keep, condition);
+  }
+  const { object, lastModified } = result;
+  const body = `<ETag>"${object.etag}"</ETag>${element("LastModified", s3Date(lastModified))}${checksumElements(object.checksums, object.parts.length)}`;
+  return xmlResponse(`${XML_DECLARATION}<CopyObjectResult xmlns="${S3_XMLNS}">${body}</CopyObjectResult>`);
+}
+
+type Fields = Pick<NewObject, "headers" | "userMetadata" | "tags">;
+
+/** Streams the source's bytes into a new object, computing `algorithm` on the way. */
+async function copyBytes(ctx: RequestContext, bucket: string, key: string, source: Manifest, fields: Fields, algorithm: Algorithm | null, condition: ReturnType<typeof writeCondition>) {
+  const checksums = RequestChecksums.computing(ctx.core, algorithm);
+  const body = await openRange(ctx, source, 0, source.size);
+  const written = await writePart(ctx.config, ctx.core, body, source.size, (b) => checksums.update(b));
+  const etag = hex(written.md5);
+  const verified = await checksums.verify(Promise.resolve(new Headers()));
+  const object: NewObject = { key, size: source.size, etag, ...fields, checksums: verified, parts: [partOf(written, etag, [])] };
+  const { lastModified } = await commitObject(ctx, bucket, object, condition, [written]);
+  return { object, lastModified };
+}
+
+/**
+ * The same data under new metadata: only the manifest changes, and only if the object is still
+ * the one read (otherwise a concurrent overwrite could lose the data this manifest points to).
+ */
+async function replaceInPlace(ctx: RequestContext, bucket: string, record: ObjectRecord, manifest: Manifest, fields: Fields, condition: ReturnType<typeof writeCondition>) {
+  if (condition?.ifNoneMatch || (condition?.ifMatch !== undefined && condition.ifMatch !== record.etag)) throw preconditionFailedOnWrite();
+  const object: NewObject = { key: record.key, size: manifest.size, etag: manifest.etag, checksums: manifest.checksums, parts: manifest.parts, ...fields };
+  const lastModified = Date.now();
+  const next: Manifest = { ...manifest, ...fields, lastModifiedMs: lastModified };
+  const result = await bucketIndex(ctx, bucket).replace(record.manifest, {
+    key: record.key,
+    size: record.size,
+    etag: record.etag,
+    lastModified,
+    manifest: ctx.core.encodeManifest(next),
+  });
+  if (result === "missing") throw new S3Error(404, "NoSuchKey", "The specified key does not exist.");
+  if (result === "changed") throw new S3Error(409, "OperationAborted", "A conflicting operation is currently in progress against this resource. Please try again.");
+  return { object, lastModified };
+}

@@ -1,0 +1,154 @@
+// CORS: PutBucketCors / GetBucketCors / DeleteBucketCors, preflight (OPTIONS, answered without
+// credentials, as S3 does) and the Access-Control-* headers on actual responses, so browser apps
+// on other origins can use a bucket. The rules are stored as JSON in the bucket's index.
+import { S3Error } from "../s3-error";
+import { noSuchBucket } from "./bucket";
+import { bucketIndex, type RequestContext } from "./context";
+import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
+import { childrenNamed, childText, malformedXml, readXml, type XmlElement } from "./xml-parse";
+
+export interface CorsRule {
+  id?: string;
+  allowedMethods: string[];
+  allowedOrigins: string[];
+  allowedHeaders: string[];
+  exposeHeaders: string[];
+  maxAgeSeconds?: number;
+}
+
+const METHODS = ["GET", "PUT", "POST", "DELETE", "HEAD"];
+const MAX_RULES = 100;
+
+export async function putBucketCors(ctx: RequestContext, bucket: string): Promise<Response> {
+  const rules = parseCorsXml(await readXml(ctx.auth.body));
+  if (!(await bucketIndex(ctx, bucket).setCors(JSON.stringify(rules)))) throw noSuchBucket(bucket);
+  return new Response(null, { status: 200 });
+}
+
+export async function getBucketCors(ctx: RequestContext, bucket: string): Promise<Response> {
+  const stored = await bucketIndex(ctx, bucket).cors();
+  if (stored === undefined) throw noSuchBucket(bucket);
+  if (stored === null) throw new S3Error(404, "NoSuchCORSConfiguration", "The CORS configuration does not exist");
+  return xmlResponse(renderCors(JSON.parse(stored) as CorsRule[]));
+}
+
+export async function deleteBucketCors(ctx: RequestContext, bucket: string): Promise<Response> {
+  if (!(await bucketIndex(ctx, bucket).setCors(null))) throw noSuchBucket(bucket);
+  return new Response(null, { status: 204 });
+}
+
+function parseCorsXml(doc: XmlElement): CorsRule[] {
+  if (doc.name !== "CORSConfiguration") throw malformedXml();
+  const rules = childrenNamed(doc, "CORSRule").map((r): CorsRule => {
+    const texts = (name: string) => childrenNamed(r, name).map((c) => c.text.trim());
+    const allowedMethods = texts("AllowedMethod");
+    const allowedOrigins = texts("AllowedOrigin");
+    if (allowedMethods.length === 0 || allowedOrigins.length === 0) throw malformedXml();
+    for (const m of allowedMethods) {
+      if (!METHODS.includes(m)) throw new S3Error(400, "InvalidRequest", `Found unsupported HTTP method in CORS config. Unsupported method is ${m}`);
+    }
+    for (const o of allowedOrigins) {
+      if (o.split("*").length > 2) throw new S3Error(400, "InvalidRequest", `AllowedOrigin "${o}" can not have more than one wildcard.`);
+    }
+    const maxAge = childText(r, "MaxAgeSeconds")?.trim();
+    if (maxAge !== undefined && !/^\d+$/.test(maxAge)) throw malformedXml();
+    const id = childText(r, "ID");
+    return {
+      ...(id !== undefined ? { id } : {}),
+      allowedMethods,
+      allowedOrigins,
+      allowedHeaders: texts("AllowedHeader"),
+      exposeHeaders: texts("ExposeHeader"),
+      ...(maxAge !== undefined ? { maxAgeSeconds: Number(maxAge) } : {}),
+    };
+  });
+  if (rules.length === 0 || rules.length > MAX_RULES) throw malformedXml();
+  return rules;
+}
+
+function renderCors(rules: CorsRule[]): string {
+  const body = rules
+    .map((r) => {
+      const list = (name: string, values: string[]) => values.map((v) => element(name, v)).join("");
+      return (
+        "<CORSRule>" +
+        (r.id !== undefined ? element("ID", r.id) : "") +
+        list("AllowedHeader", r.allowedHeaders) +
+        list("AllowedMethod", r.allowedMethods) +
+        list("AllowedOrigin", r.allowedOrigins) +
+        list("ExposeHeader", r.exposeHeaders) +
+        (r.maxAgeSeconds !== undefined ? element("MaxAgeSeconds", r.maxAgeSeconds) : "") +
+        "</CORSRule>"
+      );
+    })
+    .join("");
+  return `${XML_DECLARATION}<CORSConfiguration xmlns="${S3_XMLNS}">${body}</CORSConfiguration>`;
+}
+
+/** A pattern with at most one "*" (any run of characters), compared case-insensitively for headers. */
+function wildcardMatch(pattern: string, value: string, ignoreCase = false): boolean {
+  const [p, v] = ignoreCase ? [pattern.toLowerCase(), value.toLowerCase()] : [pattern, value];
+  const star = p.indexOf("*");
+  if (star < 0) return p === v;
+  const head = p.slice(0, star);
+  const tail = p.slice(star + 1);
+  return v.length >= head.length + tail.length && v.startsWith(head) && v.endsWith(tail);
+}
+
+/** The first rule allowing `origin` to use `method` with `headers` (lower-case names), as S3 picks. */
+export function matchRule(rules: readonly CorsRule[], origin: string, method: string, headers: readonly string[] = []): CorsRule | null {
+  return (
+    rules.find(
+      (r) =>
+        r.allowedOrigins.some((o) => wildcardMatch(o, origin)) &&
+        r.allowedMethods.includes(method) &&
+        headers.every((h) => r.allowedHeaders.some((a) => wildcardMatch(a, h, true))),
+    ) ?? null
+  );
+}
+
+/** Reads a bucket's rules for a request that came with an Origin; none when it has none. */
+export async function corsRules(ctx: Pick<RequestContext, "env">, bucket: string): Promise<CorsRule[]> {
+  const stored = await ctx.env.BUCKET_INDEX.get(ctx.env.BUCKET_INDEX.idFromName(bucket)).cors();
+  return stored ? (JSON.parse(stored) as CorsRule[]) : [];
+}
+
+/** The answer to an OPTIONS preflight: 200 with the allowing rule's headers, or 403. */
+export function preflight(rules: readonly CorsRule[], request: Request): Response | S3Error {
+  const origin = request.headers.get("origin");
+  const method = request.headers.get("access-control-request-method");
+  if (origin === null || method === null) {
+    return new S3Error(400, "BadRequest", "Insufficient information. Origin request header needed.");
+  }
+  const asked = (request.headers.get("access-control-request-headers") ?? "")
+    .split(",")
+    .map((h) => h.trim().toLowerCase())
+    .filter(Boolean);
+  const rule = matchRule(rules, origin, method, asked);
+  if (!rule) return new S3Error(403, "AccessForbidden", "CORSResponse: This CORS request is not allowed. This is usually because the evalution of Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers are not whitelisted by the resource's CORS spec.");
+  const headers = allowHeaders(rule, origin);
+  headers.set("Access-Control-Allow-Methods", rule.allowedMethods.join(", "));
+  if (asked.length > 0) headers.set("Access-Control-Allow-Headers", asked.join(", "));
+  if (rule.maxAgeSeconds !== undefined) headers.set("Access-Control-Max-Age", String(rule.maxAgeSeconds));
+  headers.set("Vary", "Origin, Access-Control-Request-Headers, Access-Control-Request-Method");
+  return new Response(null, { status: 200, headers });
+}
+
+/** Adds the Access-Control-* headers to an actual response when a rule allows the request. */
+export function applyCors(rules: readonly CorsRule[], request: Request, response: Response): void {
+  const origin = request.headers.get("origin");
+  if (origin === null || rules.length === 0) return;
+  const rule = matchRule(rules, origin, request.method);
+  if (!rule) return;
+  allowHeaders(rule, origin).forEach((value, name) => response.headers.set(name, value));
+  response.headers.append("Vary", "Origin");
+}
+
+function allowHeaders(rule: CorsRule, origin: string): Headers {
+  const headers = new Headers();
+  const any = rule.allowedOrigins.includes("*");
+  headers.set("Access-Control-Allow-Origin", any ? "*" : origin);
+  if (!any) headers.set("Access-Control-Allow-Credentials", "true");
+  if (rule.exposeHeaders.length > 0) headers.set("Access-Control-Expose-Headers", rule.exposeHeaders.join(", "));
+  return headers;
+}

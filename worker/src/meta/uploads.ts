@@ -1,0 +1,176 @@
+// The multipart half of a bucket's index: uploads in progress and their parts, in the bucket's
+// own SQLite (BucketIndex calls these inside its transactions). An upload's parts are rows of
+// their own, so uploading part 7 of 10,000 rewrites one small row, not a growing list.
+import { commonPrefixOf, compareKeys, prefixEnd } from "./keys";
+import type { ListUploadsPage, ListUploadsQuery, PartRecord, UploadInfo } from "./types";
+
+/** Schema version 2 of the bucket index (see BUCKET_INDEX_SCHEMA). */
+export const UPLOADS_SCHEMA: readonly string[] = [
+  // `info` holds the rest of UploadInfo as JSON. Upload ids sort by creation time, so
+  // (key, upload_id) is S3's order for ListMultipartUploads.
+  `CREATE TABLE uploads (
+     upload_id TEXT PRIMARY KEY,
+     key TEXT NOT NULL,
+     initiated INTEGER NOT NULL,
+     info TEXT NOT NULL
+   ) WITHOUT ROWID`,
+  "CREATE INDEX uploads_by_key ON uploads (key, upload_id)",
+  "CREATE INDEX uploads_by_age ON uploads (initiated)",
+  // `record` is the PartRecord as JSON.
+  `CREATE TABLE parts (
+     upload_id TEXT NOT NULL,
+     part_number INTEGER NOT NULL,
+     record TEXT NOT NULL,
+     PRIMARY KEY (upload_id, part_number)
+   ) WITHOUT ROWID`,
+];
+
+/** Where a scan of uploads starts: after (key, afterId), or at / after `key` when afterId is null. */
+type Cursor = { key: string; afterId: string | null; inclusive: boolean };
+type UploadRow = { upload_id: string; key: string; initiated: number; info: string };
+type StoredInfo = Omit<UploadInfo, "uploadId" | "key" | "initiated">;
+
+/** A new upload id: a time prefix (so ids sort by creation) and 96 random bits. */
+export function newUploadId(now: number): string {
+  const random = crypto.getRandomValues(new Uint8Array(12));
+  return now.toString(36).padStart(10, "0") + Array.from(random, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+export function insertUpload(sql: SqlStorage, upload: UploadInfo): void {
+  const { uploadId, key, initiated, ...rest } = upload;
+  const info: StoredInfo = rest;
+  sql.exec("INSERT INTO uploads (upload_id, key, initiated, info) VALUES (?, ?, ?, ?)", uploadId, key, initiated, JSON.stringify(info));
+}
+
+export function getUpload(sql: SqlStorage, uploadId: string): UploadInfo | null {
+  const row = sql.exec<UploadRow>("SELECT upload_id, key, initiated, info FROM uploads WHERE upload_id = ?", uploadId).toArray()[0];
+  return row ? toUpload(row) : null;
+}
+
+/** Removes an upload and returns all its parts (whose data the caller then deletes). */
+export function deleteUpload(sql: SqlStorage, uploadId: string): PartRecord[] {
+  const parts = listPartRecords(sql, uploadId, 0, Number.MAX_SAFE_INTEGER);
+  sql.exec("DELETE FROM parts WHERE upload_id = ?", uploadId);
+  sql.exec("DELETE FROM uploads WHERE upload_id = ?", uploadId);
+  return parts;
+}
+
+/** Stores a part, replacing one with the same number; returns the replaced one. */
+export function upsertPart(sql: SqlStorage, uploadId: string, part: PartRecord): PartRecord | null {
+  const previous = getPart(sql, uploadId, part.partNumber);
+  sql.exec(
+    `INSERT INTO parts (upload_id, part_number, record) VALUES (?, ?, ?)
+     ON CONFLICT (upload_id, part_number) DO UPDATE SET record = excluded.record`,
+    uploadId,
+    part.partNumber,
+    JSON.stringify(part),
+  );
+  return previous;
+}
+
+function getPart(sql: SqlStorage, uploadId: string, partNumber: number): PartRecord | null {
+  const row = sql.exec<{ record: string }>("SELECT record FROM parts WHERE upload_id = ? AND part_number = ?", uploadId, partNumber).toArray()[0];
+  return row ? (JSON.parse(row.record) as PartRecord) : null;
+}
+
+/** Parts numbered above `after`, in order, at most `limit`. */
+export function listPartRecords(sql: SqlStorage, uploadId: string, after: number, limit: number): PartRecord[] {
+  return sql
+    .exec<{ record: string }>(
+      "SELECT record FROM parts WHERE upload_id = ? AND part_number > ? ORDER BY part_number LIMIT ?",
+      uploadId,
+      after,
+      limit,
+    )
+    .toArray()
+    .map((r) => JSON.parse(r.record) as PartRecord);
+}
+
+/** Uploads begun before `cutoff` (ms since the epoch), oldest first. */
+export function staleUploadIds(sql: SqlStorage, cutoff: number, limit: number): string[] {
+  return sql
+    .exec<{ upload_id: string }>("SELECT upload_id FROM uploads WHERE initiated < ? ORDER BY initiated LIMIT ?", cutoff, limit)
+    .toArray()
+    .map((r) => r.upload_id);
+}
+
+export function oldestUpload(sql: SqlStorage): number | null {
+  return sql.exec<{ initiated: number }>("SELECT initiated FROM uploads ORDER BY initiated LIMIT 1").toArray()[0]?.initiated ?? null;
+}
+
+/** Every upload id (for dropping the bucket). */
+export function allUploadIds(sql: SqlStorage): string[] {
+  return sql.exec<{ upload_id: string }>("SELECT upload_id FROM uploads").toArray().map((r) => r.upload_id);
+}
+
+/** One page of ListMultipartUploads: uploads in (key, upload id) order, keys rolled up by delimiter. */
+export function listUploads(sql: SqlStorage, q: ListUploadsQuery, maxPage: number): ListUploadsPage {
+  const limit = Math.min(Math.max(Math.trunc(q.maxUploads) || 0, 0), maxPage);
+  const empty: ListUploadsPage = { uploads: [], commonPrefixes: [], isTruncated: false, nextKeyMarker: null, nextUploadIdMarker: null };
+  if (limit === 0) return empty;
+  const end = q.prefix === "" ? null : prefixEnd(q.prefix);
+  type Entry = { kind: "upload"; upload: UploadInfo } | { kind: "prefix"; prefix: string };
+  const entries: Entry[] = [];
+  // Read lazily from just after the markers; a key that rolls up into a common prefix ends that
+  // read, and the next one seeks past every key under that prefix.
+  let lower: Cursor | null =
+    q.keyMarker !== null && compareKeys(q.keyMarker, q.prefix) >= 0
+      ? { key: q.keyMarker, afterId: q.uploadIdMarker, inclusive: false }
+      : { key: q.prefix, afterId: null, inclusive: true };
+  while (lower !== null && entries.length <= limit) {
+    const want = limit + 1 - entries.length;
+    const rows = scanUploads(sql, lower, end, want);
+    let next: Cursor | null = null;
+    for (const row of rows) {
+      const common = commonPrefixOf(row.key, q.prefix, q.delimiter);
+      if (common === null) {
+        entries.push({ kind: "upload", upload: toUpload(row) });
+        next = rows.length === want ? { key: row.key, afterId: row.upload_id, inclusive: false } : null;
+        continue;
+      }
+      if (q.keyMarker === null || compareKeys(common, q.keyMarker) > 0) entries.push({ kind: "prefix", prefix: common });
+      const past = prefixEnd(common);
+      next = past === null ? null : { key: past, afterId: null, inclusive: true };
+      break;
+    }
+    lower = next;
+  }
+  const page = entries.slice(0, limit);
+  const isTruncated = entries.length > limit;
+  const lastEntry = page[page.length - 1];
+  return {
+    uploads: page.flatMap((e) => (e.kind === "upload" ? [summary(e.upload)] : [])),
+    commonPrefixes: page.flatMap((e) => (e.kind === "prefix" ? [e.prefix] : [])),
+    isTruncated,
+    nextKeyMarker: isTruncated && lastEntry ? (lastEntry.kind === "upload" ? lastEntry.upload.key : lastEntry.prefix) : null,
+    nextUploadIdMarker: isTruncated && lastEntry?.kind === "upload" ? lastEntry.upload.uploadId : null,
+  };
+}
+
+/** Uploads from `lower` on, in (key, upload id) order, below `end`. */
+function scanUploads(sql: SqlStorage, lower: Cursor, end: string | null, limit: number): UploadRow[] {
+  const bindings: (string | number)[] = [];
+  let where: string;
+  if (lower.afterId !== null) {
+    where = "(key > ? OR (key = ? AND upload_id > ?))";
+    bindings.push(lower.key, lower.key, lower.afterId);
+  } else {
+    where = lower.inclusive ? "key >= ?" : "key > ?";
+    bindings.push(lower.key);
+  }
+  if (end !== null) {
+    where += " AND key < ?";
+    bindings.push(end);
+  }
+  bindings.push(limit);
+  return sql.exec<UploadRow>(`SELECT upload_id, key, initiated, info FROM uploads WHERE ${where} ORDER BY key, upload_id LIMIT ?`, ...bindings).toArray();
+}
+
+function toUpload(row: UploadRow): UploadInfo {
+  const info = JSON.parse(row.info) as StoredInfo;
+  return { uploadId: row.upload_id, key: row.key, initiated: row.initiated, ...info };
+}
+
+function summary(u: UploadInfo): ListUploadsPage["uploads"][number] {
+  return { uploadId: u.uploadId, key: u.key, initiated: u.initiated, checksumAlgorithm: u.checksumAlgorithm, checksumType: u.checksumType };
+}
