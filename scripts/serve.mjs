@@ -88,8 +88,11 @@ const front = http.createServer((req, res) => {
     else res.destroy();
   };
   upstream.on("error", fail);
-  req.on("aborted", () => upstream.destroy());
-  res.on("close", () => upstream.destroy());
+  // Only a client that went away early cuts the upstream request: "close" also follows a normal
+  // end, and destroying then would cut a keep-alive connection workerd may still be using.
+  res.on("close", () => {
+    if (!res.writableFinished) upstream.destroy();
+  });
   req.pipe(upstream);
 });
 front.keepAliveTimeout = 30_000;
