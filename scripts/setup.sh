@@ -10,11 +10,13 @@
 #   4. wasm-bindgen-cli at exactly the version of the wasm-bindgen crate in Cargo.lock
 #      (cargo install into ~/.cargo/bin, a few minutes, once per machine).
 #   5. The core: cargo build for wasm32 + wasm-bindgen into core/pkg (scripts/build-core.sh).
-#   6. The AWS CLI (v1) and boto3 for the end-to-end tests: a Python venv in .tools/python with
-#      the exact pins of tests/python/requirements.txt (pip from PyPI; redone when that file changes).
+#   6. The AWS CLI (v1), boto3 and s3cmd for the end-to-end tests: a Python venv in .tools/python
+#      with the exact pins of tests/python/requirements.txt (pip from PyPI; redone when it changes).
+#   7. rclone and the MinIO client mc for the end-to-end tests: `go install` at the versions pinned
+#      below, from the Go module proxy, into .tools/go/bin (a few minutes, once per machine and pin).
 #
 # Needs: bash, a system node + npm (any version npm 9+ runs on), rustup/cargo, sha256sum,
-# python3 >= 3.10 with its venv module (Debian: python3-venv).
+# python3 >= 3.10 with its venv module (Debian: python3-venv), go >= 1.24.
 # All output goes to stderr, so `npm run -s bench:core -- --json > out.json` gets only JSON.
 set -euo pipefail
 
@@ -142,4 +144,22 @@ if [ "$(cat "$py_stamp" 2>/dev/null)" != "$req_hash" ] || [ ! -x "$venv/bin/aws"
   . "$here/env.sh"
 fi
 
-say "ready (node $node_version, wasm-bindgen $bindgen_version, core/pkg, $py_pins)"
+# --- 7. rclone and mc in .tools/go/bin ------------------------------------------------------
+# mc publishes no semver tags, so its pin is the module proxy's pseudo-version of a release commit.
+go_tools=(
+  "rclone github.com/rclone/rclone@v1.76.0"
+  "mc github.com/minio/mc@v0.0.0-20250313080218-cf909e1063a9"
+)
+go_bin="$SHARDGATE_ROOT/.tools/go/bin"
+for entry in "${go_tools[@]}"; do
+  read -r name module <<<"$entry"
+  stamp="$go_bin/.$name.version"
+  if [ -x "$go_bin/$name" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$module" ]; then continue; fi
+  command -v go >/dev/null 2>&1 || die "go is needed to build $name for the end-to-end tests (Debian: apt-get install golang, or the Go toolchain on PATH)"
+  say "go install $module into .tools/go/bin (a few minutes, once)"
+  mkdir -p "$go_bin"
+  GOBIN="$go_bin" GOFLAGS=-buildvcs=false go install "$module" >&2
+  printf '%s\n' "$module" > "$stamp"
+done
+
+say "ready (node $node_version, wasm-bindgen $bindgen_version, core/pkg, $py_pins, rclone, mc)"

@@ -46,22 +46,6 @@ async function awsOk(args: string[], opts: { config?: string; timeoutMs?: number
   return res.stdout;
 }
 
-/** The Worker's request log lines (one JSON object per request) printed since `from`. */
-function requestLog(from: number): { op: string; status: number; path: string }[] {
-  return gateway.log
-    .slice(from)
-    .split("\n")
-    .flatMap((line) => {
-      const at = line.indexOf('{"requestId"');
-      if (at < 0) return [];
-      try {
-        return [JSON.parse(line.slice(at)) as { op: string; status: number; path: string }];
-      } catch {
-        return [];
-      }
-    });
-}
-
 /** Every file under `root`: relative path → sha256. */
 function readTree(root: string): Record<string, string> {
   const out: Record<string, string> = {};
@@ -159,7 +143,7 @@ describe("the AWS CLI (v1) against the gateway", () => {
     writeFileSync(join(dir, "hundred.bin"), hundred);
     const logFrom = gateway.log.length;
     await awsOk(["s3", "cp", "hundred.bin", "s3://demo/big/hundred.bin"]);
-    const ops = requestLog(logFrom);
+    const ops = gateway.requests(logFrom);
     const parts = ops.filter((l) => l.op === "UploadPart");
     expect(ops.filter((l) => l.op === "CreateMultipartUpload")).toHaveLength(1);
     expect(parts).toHaveLength(Math.ceil(hundred.length / (8 * MIB)));
@@ -168,7 +152,7 @@ describe("the AWS CLI (v1) against the gateway", () => {
 
     await awsOk(["s3", "cp", "s3://demo/big/hundred.bin", "hundred.down"]);
     expect(sameBytes(readFileSync(join(dir, "hundred.down")), hundred)).toBe(true);
-    expect(requestLog(logFrom).filter((l) => l.op === "GetObject" && l.status === 206).length).toBeGreaterThanOrEqual(3);
+    expect(gateway.requests(logFrom).filter((l) => l.op === "GetObject" && l.status === 206).length).toBeGreaterThanOrEqual(3);
 
     const head = JSON.parse(await awsOk(["s3api", "head-object", "--bucket", "demo", "--key", "big/hundred.bin", "--checksum-mode", "ENABLED"])) as Record<string, unknown>;
     expect(head).toMatchObject({ ContentLength: hundred.length, ETag: expect.stringMatching(new RegExp(`^"[0-9a-f]{32}-${parts.length}"$`)) });

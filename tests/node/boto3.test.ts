@@ -138,6 +138,43 @@ describe("boto3 against the gateway", () => {
     expect(r.listed_after_delete).toEqual([]);
   });
 
+  it("upload_file and download_file: a 30 MiB file as a multipart upload (8 MiB parts, CRC32) and back", async () => {
+    const r = await boto3("transfer", { bucket: "boto3", key: "transfer/thirty.bin", size: 30 * MIB + 5, dir }, 110_000);
+    expect(r.sha256_got).toBe(r.sha256_sent);
+    expect(r.content_length).toBe(30 * MIB + 5);
+    const md5s = Buffer.concat(r.part_md5s.map((h: string) => Buffer.from(h, "hex")));
+    expect(r.etag).toBe(`"${createHash("md5").update(md5s).digest("hex")}-${r.part_md5s.length}"`);
+    // s3transfer creates the upload with ChecksumAlgorithm=CRC32 and sends each part's CRC32.
+    expect(r.checksum_crc32).toMatch(/^[A-Za-z0-9+/]{6}==(-4)?$/);
+    expect(r.checksum_type).toMatch(/^(COMPOSITE|FULL_OBJECT)$/);
+  }, 120_000);
+
+  it("put_object with each ChecksumAlgorithm; get_object with ChecksumMode validates it; a wrong one stores nothing", async () => {
+    const r = await boto3("checksums", { bucket: "boto3", size: 300_000 });
+    for (const algorithm of ["CRC32", "CRC32C", "CRC64NVME", "SHA1", "SHA256"]) {
+      expect(r[algorithm].equal, algorithm).toBe(true);
+      expect(r[algorithm].put, algorithm).toEqual(expect.any(String));
+      expect(r[algorithm].get, algorithm).toBe(r[algorithm].put);
+    }
+    expect(r.SHA256.put).toBe(r.sha256);
+    expect(r.SHA1.put).toBe(r.sha1);
+    expect(r.CRC32.put).toBe(r.crc32);
+    expect(r.wrong).toEqual({ code: "BadDigest", status: 400 });
+    expect(r.wrong_stored).toEqual({ code: "404", status: 404 });
+  });
+
+  it("copy_object (COPY and REPLACE metadata) and delete_objects", async () => {
+    const r = await boto3("copy-delete", { bucket: "boto3", size: 2 * MIB + 3 });
+    expect(r.copy_etag).toBe(`"${r.md5}"`);
+    expect(r.replaced_etag).toBe(`"${r.md5}"`);
+    expect(r.copy_equal).toBe(true);
+    expect(r.copy_head).toEqual({ metadata: { kept: "yes" }, content_type: "text/x-source" });
+    expect(r.replaced_head).toEqual({ metadata: { new: "1" }, content_type: "text/x-new" });
+    expect(r.deleted).toEqual(["cd/copy.bin", "cd/never.bin", "cd/replaced.bin", "cd/source.bin"]);
+    expect(r.errors).toEqual([]);
+    expect(r.left).toEqual([]);
+  });
+
   describe("listing 2,500 keys", () => {
     const keys: string[] = [];
     for (let d = 0; d < 24; d++) for (let f = 0; f < 100; f++) keys.push(`list/d${String(d).padStart(2, "0")}/f-${String(f).padStart(4, "0")}.bin`);

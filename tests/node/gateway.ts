@@ -24,6 +24,17 @@ function freePort(): Promise<number> {
   });
 }
 
+/** One line of the Worker's request log (worker/src/api/handle.ts). */
+export interface RequestLogLine {
+  requestId: string;
+  op: string;
+  method: string;
+  path: string;
+  status: number;
+  received: number;
+  sent: number;
+}
+
 export class Gateway {
   private child: ChildProcess | undefined;
   private output = "";
@@ -61,6 +72,22 @@ export class Gateway {
   /** What wrangler and the Worker printed (its JSON request logs among them). */
   get log(): string {
     return this.output;
+  }
+
+  /** The Worker's request log (one JSON line per request) from output offset `from` on. */
+  requests(from = 0): RequestLogLine[] {
+    return this.output
+      .slice(from)
+      .split("\n")
+      .flatMap((line) => {
+        const at = line.indexOf('{"requestId"');
+        if (at < 0) return [];
+        try {
+          return [JSON.parse(line.slice(at)) as RequestLogLine];
+        } catch {
+          return [];
+        }
+      });
   }
 
   async stop(): Promise<void> {

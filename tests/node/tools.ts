@@ -1,5 +1,6 @@
-// The Python tools that scripts/setup.sh installs into .tools/python (the AWS CLI v1 and boto3,
-// pinned in tests/python/requirements.txt), and a small runner for them. The binaries are
+// The clients that scripts/setup.sh installs: into .tools/python the AWS CLI v1, boto3 and s3cmd
+// (pinned in tests/python/requirements.txt), into .tools/go/bin rclone and mc (pinned in
+// setup.sh), and a small runner for them. The binaries are
 // resolved from the repository, not from PATH, so the tests work however vitest was started.
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -8,11 +9,19 @@ import { fileURLToPath } from "node:url";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const PYTHON_BIN = join(ROOT, ".tools/python/bin");
+export const GO_BIN = join(ROOT, ".tools/go/bin");
 
 /** The absolute path of a program in .tools/python/bin (`aws`, `python`). */
 export function pythonTool(name: string): string {
   const path = join(PYTHON_BIN, name);
   if (!existsSync(path)) throw new Error(`${path} is missing: run \`bash scripts/setup.sh\` (it installs tests/python/requirements.txt)`);
+  return path;
+}
+
+/** The absolute path of a Go-built client in .tools/go/bin (`rclone`, `mc`), installed by setup. */
+export function goTool(name: string): string {
+  const path = join(GO_BIN, name);
+  if (!existsSync(path)) throw new Error(`${path} is missing: run \`bash scripts/setup.sh\` (it go-installs the pinned rclone and mc)`);
   return path;
 }
 
@@ -33,6 +42,8 @@ export function clientEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 export interface RunResult {
   code: number | null;
   stdout: string;
+  /** stdout as the program wrote it (for binary output). */
+  stdoutBytes: Buffer;
   stderr: string;
 }
 
@@ -52,7 +63,8 @@ export function run(cmd: string, args: string[], opts: { env: NodeJS.ProcessEnv;
     child.once("close", (code, signal) => {
       clearTimeout(timer);
       const stderr = Buffer.concat(err).toString() + (signal ? `\n[killed by ${signal}]` : "");
-      resolve({ code, stdout: Buffer.concat(out).toString(), stderr });
+      const stdoutBytes = Buffer.concat(out);
+      resolve({ code, stdout: stdoutBytes.toString(), stdoutBytes, stderr });
     });
     child.stdin.end(opts.input ?? "");
   });

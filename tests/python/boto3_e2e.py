@@ -240,7 +240,89 @@ def cmd_head(args):
             "head_missing": error_of(lambda: s3.head_object(Bucket=bucket, Key=key + ".missing"))}
 
 
+def cmd_transfer(args):
+    """upload_file / download_file with boto3's default TransferConfig (multipart above 8 MiB,
+    8 MiB parts, 10 threads); reports digests, the ETag and the upload's checksum."""
+    s3 = client(pool=20)
+    bucket, key, size = args["bucket"], args["key"], args["size"]
+    data = random.Random(size).randbytes(size)
+    src, dst = os.path.join(args["dir"], "up.bin"), os.path.join(args["dir"], "down.bin")
+    with open(src, "wb") as f:
+        f.write(data)
+    s3.upload_file(src, bucket, key)
+    s3.download_file(bucket, key, dst)
+    with open(dst, "rb") as f:
+        got = f.read()
+    head = s3.head_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
+    return {
+        "sha256_sent": sha256(data),
+        "sha256_got": sha256(got),
+        "etag": head["ETag"],
+        "content_length": head["ContentLength"],
+        "checksum_crc32": head.get("ChecksumCRC32"),
+        "checksum_type": head.get("ChecksumType"),
+        "part_md5s": [hashlib.md5(data[i:i + (8 << 20)]).hexdigest() for i in range(0, size, 8 << 20)],
+    }
+
+
+def cmd_checksums(args):
+    """put_object with ChecksumAlgorithm set (botocore computes it, awscrt for CRC32C and
+    CRC64NVME), then get_object with ChecksumMode=ENABLED (botocore validates the body against
+    it); and a put_object whose checksum header is wrong."""
+    s3 = client()
+    bucket = args["bucket"]
+    data = random.Random(5).randbytes(args["size"])
+    out = {}
+    for algorithm in ["CRC32", "CRC32C", "CRC64NVME", "SHA1", "SHA256"]:
+        key = f"checksums/{algorithm}.bin"
+        put = s3.put_object(Bucket=bucket, Key=key, Body=data, ChecksumAlgorithm=algorithm)
+        get = s3.get_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
+        body = get["Body"].read()
+        out[algorithm] = {
+            "put": put.get(f"Checksum{algorithm}"),
+            "get": get.get(f"Checksum{algorithm}"),
+            "equal": body == data,
+        }
+    wrong = {"ChecksumSHA256": base64.b64encode(hashlib.sha256(b"other bytes").digest()).decode()}
+    out["wrong"] = error_of(lambda: s3.put_object(Bucket=bucket, Key="checksums/wrong.bin", Body=data, **wrong))
+    out["wrong_stored"] = error_of(lambda: s3.head_object(Bucket=bucket, Key="checksums/wrong.bin"))
+    out["sha256"] = base64.b64encode(hashlib.sha256(data).digest()).decode()
+    out["sha1"] = base64.b64encode(hashlib.sha1(data).digest()).decode()
+    out["crc32"] = crc32_b64(data)
+    return out
+
+
+def cmd_copy_delete(args):
+    """copy_object (keeping and replacing metadata), then delete_objects of a batch that
+    includes a key that never existed."""
+    s3 = client()
+    bucket = args["bucket"]
+    data = random.Random(9).randbytes(args["size"])
+    s3.put_object(Bucket=bucket, Key="cd/source.bin", Body=data, Metadata={"kept": "yes"}, ContentType="text/x-source")
+    copy = s3.copy_object(Bucket=bucket, Key="cd/copy.bin", CopySource={"Bucket": bucket, "Key": "cd/source.bin"})
+    replaced = s3.copy_object(Bucket=bucket, Key="cd/replaced.bin", CopySource=f"{bucket}/cd/source.bin",
+                              MetadataDirective="REPLACE", Metadata={"new": "1"}, ContentType="text/x-new")
+    heads = {k: s3.head_object(Bucket=bucket, Key=f"cd/{k}.bin") for k in ["copy", "replaced"]}
+    copied = s3.get_object(Bucket=bucket, Key="cd/copy.bin")["Body"].read()
+    keys = [f"cd/{k}.bin" for k in ["source", "copy", "replaced", "never"]]
+    deleted = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys]})
+    return {
+        "md5": hashlib.md5(data).hexdigest(),
+        "copy_etag": copy["CopyObjectResult"]["ETag"],
+        "replaced_etag": replaced["CopyObjectResult"]["ETag"],
+        "copy_equal": copied == data,
+        "copy_head": {"metadata": heads["copy"]["Metadata"], "content_type": heads["copy"]["ContentType"]},
+        "replaced_head": {"metadata": heads["replaced"]["Metadata"], "content_type": heads["replaced"]["ContentType"]},
+        "deleted": sorted(d["Key"] for d in deleted.get("Deleted", [])),
+        "errors": deleted.get("Errors", []),
+        "left": [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="cd/").get("Contents", [])],
+    }
+
+
 COMMANDS = {
+    "transfer": cmd_transfer,
+    "checksums": cmd_checksums,
+    "copy-delete": cmd_copy_delete,
     "create-bucket": cmd_create_bucket,
     "roundtrip": cmd_roundtrip,
     "put-many": cmd_put_many,

@@ -309,6 +309,17 @@ describe("authenticate: Authorization header", () => {
     await authenticate(alter(req, { headers: { "x-amz-meta-note": "  a b c " } }), CREDS, OPTS);
   });
 
+  it("verifies a signed Accept-Encoding against the client's value, which the runtime keeps in cf", async () => {
+    // Go SDK clients (rclone, mc) sign accept-encoding: identity; workerd and Cloudflare's edge
+    // hand the Worker "br, gzip" instead and the original in request.cf.clientAcceptEncoding.
+    const req = await signed(`${HOST}/bucket/k`, { headers: { "accept-encoding": "identity" } });
+    const asSeen = alter(req, { headers: { "accept-encoding": "br, gzip" } });
+    const withCf = new Request(asSeen, { cf: { clientAcceptEncoding: "identity" } });
+    await authenticate(withCf, CREDS, OPTS);
+    const lied = new Request(asSeen, { cf: { clientAcceptEncoding: "gzip" } });
+    await expect(authenticate(lied, CREDS, OPTS)).rejects.toMatchObject({ code: "SignatureDoesNotMatch" });
+  });
+
   it("rejects a wrong secret and an unknown access key", async () => {
     const wrongSecret = await signed(`${HOST}/bucket/k`, { creds: { ...CREDS, secretAccessKey: "not-the-secret" } });
     await expectError(authenticate(wrongSecret, CREDS, OPTS), 403, "SignatureDoesNotMatch");

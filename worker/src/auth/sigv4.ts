@@ -455,6 +455,20 @@ function parseLength(value: string | null, header: string): number | null {
 
 const NO_TRAILERS: () => Promise<Headers> = () => Promise.resolve(new Headers());
 
+/**
+ * A signed header's value as the client sent it. The runtime replaces Accept-Encoding with its
+ * own ("br, gzip", on Cloudflare's edge as under workerd) and keeps the client's value in
+ * `request.cf.clientAcceptEncoding`; clients built on the Go SDK (rclone, mc) sign it.
+ */
+function signedHeaderValue(request: Request, url: URL, name: string): string {
+  if (name === "host") return request.headers.get("host") ?? url.host;
+  if (name === "accept-encoding") {
+    const original = (request.cf as { clientAcceptEncoding?: unknown } | undefined)?.clientAcceptEncoding;
+    if (typeof original === "string") return original;
+  }
+  return request.headers.get(name) ?? "";
+}
+
 // ---------------------------------------------------------------------------------------------
 
 /**
@@ -529,10 +543,7 @@ export async function authenticate(request: Request, creds: Credentials, opts: A
 
   // The canonical request, the string to sign, the signature.
   const canonicalHeaders = req.signedHeaders
-    .map((name) => {
-      const value = name === "host" ? (headers.get("host") ?? url.host) : (headers.get(name) ?? "");
-      return `${name}:${canonicalHeaderValue(value)}\n`;
-    })
+    .map((name) => `${name}:${canonicalHeaderValue(signedHeaderValue(request, url, name))}\n`)
     .join("");
   const canonicalRequest = [
     request.method.toUpperCase(),
