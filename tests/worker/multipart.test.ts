@@ -2,10 +2,12 @@
 // (part numbers, sizes, order, ETags), the "<md5 of md5s>-N" ETag, reads by range and by part,
 // checksums (COMPOSITE and FULL_OBJECT), UploadPartCopy, listing, abort and what each leaves on
 // the nodes.
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { expectSameBytes, randomBytes } from "../shared/core-suite";
 import { core } from "../../worker/src/core";
+import { STALE_UPLOAD_MS, type BucketIndex } from "../../worker/src/meta/bucket-index";
 import { s3, s3ok } from "./signed";
 
 const MIB = 1 << 20;
@@ -165,6 +167,24 @@ describe("a multipart upload", () => {
     await expect.poll(shardFileCount, { timeout: 5000 }).toBe(before);
     expect(errorCode(await (await s3(`/${bucket}/${key}?uploadId=${uploadId}`, { method: "DELETE" })).text())).toBe("NoSuchUpload");
     expect(errorCode(await (await uploadPart(key, uploadId, 2, randomBytes(10, 5))).text())).toBe("NoSuchUpload");
+  });
+
+  it("expires uploads left unfinished: the bucket's alarm aborts them and removes their parts", async () => {
+    const before = await shardFileCount();
+    const stale = await create("stale.bin");
+    const fresh = await create("fresh.bin");
+    expect((await uploadPart("stale.bin", stale, 1, randomBytes(MIB, 6))).status).toBe(200);
+    const index = (env as unknown as { BUCKET_INDEX: DurableObjectNamespace<BucketIndex> }).BUCKET_INDEX;
+    const stub = index.get(index.idFromName(bucket));
+    // Age the first upload past the limit, then run the alarm that creating it scheduled.
+    await runInDurableObject(stub, async (_instance: unknown, state: DurableObjectState) => {
+      state.storage.sql.exec("UPDATE uploads SET initiated = ? WHERE upload_id = ?", Date.now() - STALE_UPLOAD_MS - 1000, stale);
+    });
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(errorCode(await (await s3(`/${bucket}/stale.bin?uploadId=${stale}`)).text())).toBe("NoSuchUpload");
+    expect((await s3(`/${bucket}/fresh.bin?uploadId=${fresh}`)).status).toBe(200);
+    await expect.poll(shardFileCount, { timeout: 5000 }).toBe(before);
+    await s3ok(`/${bucket}/fresh.bin?uploadId=${fresh}`, { method: "DELETE" }, 204);
   });
 
   it("lists uploads in progress with prefix, delimiter and pagination", async () => {
