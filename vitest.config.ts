@@ -51,6 +51,9 @@ export default defineConfig({
           root,
           environment: "node",
           // End-to-end tests drive a real gateway over HTTP with real clients: seconds, not ms.
+          // One file at a time: each starts its own gateway, and two cores shared by several
+          // gateways and clients saturate the single isolate each runs in.
+          fileParallelism: false,
           testTimeout: 60_000,
           hookTimeout: 120_000,
           include: ["tests/node/**/*.test.ts"],

@@ -48,27 +48,48 @@ function freePort() {
 }
 
 const [workerPort, inspectorPort] = [await freePort(), await freePort()];
-const wrangler = spawn(
-  process.execPath,
-  [
-    `${root}node_modules/wrangler/bin/wrangler.js`,
-    "dev",
-    ...["--ip", "127.0.0.1", "--port", String(workerPort), "--inspector-port", String(inspectorPort)],
-    "--show-interactive-dev-session=false",
-    ...["--var", `SHARDGATE_ACCESS_KEY_ID:${credentials.accessKeyId}`, "--var", `SHARDGATE_SECRET_ACCESS_KEY:${credentials.secretAccessKey}`],
-    ...(opts["persist-to"] ? ["--persist-to", opts["persist-to"]] : []),
-    ...wranglerArgs,
-  ],
-  { cwd: root, stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" } },
-);
+let wrangler;
+let stopping = false;
+let restarts = 0;
+let ready = false; // once the Worker has answered: a wrangler that never starts is not restarted
+
+function startWrangler() {
+  wrangler = spawn(
+    process.execPath,
+    [
+      `${root}node_modules/wrangler/bin/wrangler.js`,
+      "dev",
+      ...["--ip", "127.0.0.1", "--port", String(workerPort), "--inspector-port", String(inspectorPort)],
+      "--show-interactive-dev-session=false",
+      ...["--var", `SHARDGATE_ACCESS_KEY_ID:${credentials.accessKeyId}`, "--var", `SHARDGATE_SECRET_ACCESS_KEY:${credentials.secretAccessKey}`],
+      ...(opts["persist-to"] ? ["--persist-to", opts["persist-to"]] : []),
+      ...wranglerArgs,
+    ],
+    { cwd: root, stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" } },
+  );
+  wrangler.on("exit", onWranglerExit);
+}
+
+// wrangler dev treats a connection its internal proxy loses to the Worker's runtime as fatal and
+// exits; that happens here when one isolate is saturated by many parallel uploads. The data is on
+// disk, so start it again on the same port: requests in flight fail, and clients retry (the front
+// answers 503 SlowDown meanwhile). A wrangler that will not start at all still ends this process.
+function onWranglerExit(code) {
+  if (stopping) return process.exit(0);
+  if (restarts >= 20 || !ready) process.exit(code ?? 1);
+  restarts += 1;
+  console.error(`shardgate: wrangler dev exited (${code}); restarting it (restart ${restarts})`);
+  startWrangler();
+}
 
 const shutdown = () => {
+  stopping = true;
   wrangler.kill("SIGTERM");
   setTimeout(() => process.exit(0), 3000).unref();
 };
 process.on("SIGINT", shutdown);
 process.on("SIGTERM", shutdown);
-wrangler.on("exit", (code) => process.exit(code ?? 1));
+startWrangler();
 
 // Hop-by-hop headers stay on their own hop; `expect` is answered here.
 const HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "expect", "te", "trailer"]);
@@ -83,9 +104,11 @@ const front = http.createServer((req, res) => {
     res.writeHead(up.statusCode ?? 502, up.statusMessage, out);
     up.pipe(res);
   });
+  // The Worker is not reachable (starting, or restarting): an S3 error clients retry.
   const fail = () => {
-    if (!res.headersSent) res.writeHead(502, { "content-type": "text/plain" }).end("shardgate: the worker is not reachable (still starting?)\n");
-    else res.destroy();
+    if (res.headersSent) return res.destroy();
+    const body = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code><Message>The gateway is starting; please retry.</Message></Error>';
+    res.writeHead(503, { "content-type": "application/xml", "retry-after": "1" }).end(body);
   };
   upstream.on("error", fail);
   // Only a client that went away early cuts the upstream request: "close" also follows a normal
@@ -112,6 +135,7 @@ for (let tries = 0; ; tries++) {
   }
   await new Promise((r) => setTimeout(r, 250));
 }
+ready = true;
 if (!opts.quiet) {
   const defaults = credentials.accessKeyId === LOCAL_DEFAULTS.accessKeyId && credentials.secretAccessKey === LOCAL_DEFAULTS.secretAccessKey;
   console.log(`
