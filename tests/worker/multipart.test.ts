@@ -157,6 +157,19 @@ describe("a multipart upload", () => {
     expectSameBytes(new Uint8Array(await (await s3ok(`/${bucket}/${key}`)).arrayBuffer()), small);
   });
 
+  it("takes If-None-Match / If-Match on completion: a refused one leaves the upload open", async () => {
+    const key = "conditional.bin";
+    await s3ok(`/${bucket}/${key}`, { method: "PUT", body: "already here" });
+    const uploadId = await create(key);
+    const etag = (await uploadPart(key, uploadId, 1, randomBytes(1000, 7))).headers.get("etag") as string;
+    const refused = await complete(key, uploadId, [[1, etag]], { "if-none-match": "*" });
+    expect(refused.status).toBe(412);
+    expect(errorCode(await refused.text())).toBe("PreconditionFailed");
+    expect(await (await s3ok(`/${bucket}/${key}`)).text()).toBe("already here");
+    const current = (await s3ok(`/${bucket}/${key}`, { method: "HEAD" })).headers.get("etag") as string;
+    expect((await complete(key, uploadId, [[1, etag]], { "if-match": current })).status).toBe(200);
+  });
+
   it("aborts: the parts' shard files are removed and the upload is gone", async () => {
     const before = await shardFileCount();
     const key = "aborted.bin";
