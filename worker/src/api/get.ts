@@ -8,6 +8,7 @@ import { openPartRange, type ReadEvents } from "../storage/read-part";
 import { noSuchBucket } from "./bucket";
 import { checksumHeaders } from "./checksums";
 import { bucketIndex, type RequestContext } from "./context";
+import { healAfterRead, type LostShards } from "./heal";
 import { RESPONSE_OVERRIDES } from "./object-headers";
 
 interface Selection {
@@ -30,11 +31,14 @@ export async function getObject(ctx: RequestContext, bucket: string, key: string
   if (sel.status === 206) headers.set("Content-Range", `bytes ${sel.start}-${sel.end - 1}/${manifest.size}`);
   if (sel.partsCount !== null) headers.set("x-amz-mp-parts-count", String(sel.partsCount));
   if (head || sel.end === sel.start) return new Response(null, { status: sel.status, headers });
-  const body = await openRange(ctx, manifest, sel.start, sel.end);
+  const lost: LostShards = new Map();
+  const body = await openRange(ctx, manifest, sel.start, sel.end, lost);
   // A fixed-length body makes a read that fails midway abort the connection instead of ending
   // early with a truncated 200.
   const fixed = new FixedLengthStream(sel.end - sel.start);
-  body.pipeTo(fixed.writable).catch(() => {});
+  const sent = body.pipeTo(fixed.writable).catch(() => {});
+  // Heal on read: once the response is out, put back what the read had to go around.
+  ctx.waitUntil(sent.then(() => healAfterRead(ctx, bucket, key, object.manifest, manifest, lost)));
   return new Response(fixed.readable, { status: sel.status, headers });
 }
 
@@ -174,14 +178,20 @@ export class RangeNotSatisfiable extends S3Error {
  * Object bytes [start, end) as one stream (a GET, a copy's source): the first part covered opens
  * now (so errors become statuses), later parts open when the stream reaches them.
  */
-export async function openRange(ctx: Pick<RequestContext, "config" | "core">, manifest: Manifest, start: number, end: number): Promise<ReadableStream<Uint8Array>> {
+export async function openRange(
+  ctx: Pick<RequestContext, "config" | "core">,
+  manifest: Manifest,
+  start: number,
+  end: number,
+  lost: LostShards = new Map(),
+): Promise<ReadableStream<Uint8Array>> {
   const ranges = covering(partOffsets(manifest), start, end).map(({ part, offset }) => ({
     part,
     start: Math.max(start, offset) - offset,
     end: Math.min(end, offset + part.size) - offset,
   }));
   if (ranges.length === 0) return new ReadableStream({ start: (c) => c.close() });
-  const events = readEvents();
+  const events = readEvents(lost);
   const first = await openPartRange(ctx.config, ctx.core, ranges[0].part, ranges[0].start, ranges[0].end, events);
   if (ranges.length === 1) return first;
   let index = 0;
@@ -211,14 +221,17 @@ function partOffsets(manifest: Manifest): { part: ManifestPart; offset: number }
   });
 }
 
-/** Counts one degraded read per request, and every checksum failure. */
-function readEvents(): ReadEvents {
+/** Counts one degraded read per request and every checksum failure; notes the shards lost. */
+function readEvents(lost: LostShards): ReadEvents {
   let degraded = false;
   return {
-    shardLost(_storageId, _shard, why) {
+    shardLost(storageId, shard, why) {
       if (!degraded) metrics.add("shardgate_degraded_reads_total");
       degraded = true;
       if (why === "checksum") metrics.add("shardgate_checksum_failures_total");
+      const shards = lost.get(storageId) ?? new Set<number>();
+      shards.add(shard);
+      lost.set(storageId, shards);
     },
   };
 }

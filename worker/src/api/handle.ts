@@ -11,6 +11,7 @@ import { getObjectAttributes } from "./attributes";
 import { copyObject } from "./copy";
 import { applyCors, corsRules, deleteBucketCors, getBucketCors, preflight, putBucketCors, type CorsRule } from "./cors";
 import { deleteObject, deleteObjects } from "./delete";
+import { adminHeal } from "./heal";
 import {
   abortMultipartUpload,
   completeMultipartUpload,
@@ -133,6 +134,8 @@ function dispatch(ctx: RequestContext, e: Endpoint): Promise<Response> {
       throw new Error("preflights are answered before authentication");
     case "GetMetrics":
       return getMetrics(ctx.env);
+    case "AdminHeal":
+      return adminHeal(ctx);
     case "NotImplemented":
       throw new S3Error(501, "NotImplemented", `${e.name} is not implemented.`);
     default:

@@ -31,6 +31,7 @@ export type Endpoint =
   | { op: "DeleteBucketCors"; bucket: string }
   | { op: "PreflightCors"; bucket: string }
   | { op: "GetMetrics" }
+  | { op: "AdminHeal" }
   | { op: "NotImplemented"; name: string };
 
 export interface Target {
@@ -108,10 +109,12 @@ const VERB: Record<string, string> = { GET: "Get", HEAD: "Get", PUT: "Put", DELE
 
 /** The gateway's own signed endpoint (no bucket may start with "_", so it cannot shadow one). */
 export const METRICS_PATH = "/_shardgate/metrics";
+export const ADMIN_HEAL_PATH = "/_shardgate/admin/heal";
 
 /** The Endpoint for a request: the gateway's own endpoints first, then S3's. */
 export function routeRequest(method: string, url: URL, virtualHostSuffix: string, headers: Headers): Endpoint {
   if (url.pathname === METRICS_PATH) return method === "GET" ? { op: "GetMetrics" } : notImplemented(`${method} on the metrics endpoint`);
+  if (url.pathname === ADMIN_HEAL_PATH) return method === "POST" ? { op: "AdminHeal" } : notImplemented(`${method} on the heal endpoint`);
   return route(method, resolveTarget(url, virtualHostSuffix), url.searchParams, headers);
 }
 

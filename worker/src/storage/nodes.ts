@@ -9,6 +9,8 @@ export interface StorageNode {
   /** Bytes [start, end) of `key`, or null when the node does not have it. */
   get(key: string, start: number, end: number): Promise<ReadableStream<Uint8Array> | null>;
   delete(keys: string[]): Promise<void>;
+  /** The size of `key`, or null when the node does not have it. */
+  head(key: string): Promise<number | null>;
 }
 
 /** A node backed by an R2 bucket binding (miniflare simulates and persists it locally). */
@@ -32,6 +34,10 @@ export class R2Node implements StorageNode {
 
   async delete(keys: string[]): Promise<void> {
     for (let i = 0; i < keys.length; i += 1000) await this.bucket.delete(keys.slice(i, i + 1000));
+  }
+
+  async head(key: string): Promise<number | null> {
+    return (await this.bucket.head(key))?.size ?? null;
   }
 }
 
@@ -81,6 +87,10 @@ export class CountedNode implements StorageNode {
 
   delete(keys: string[]): Promise<void> {
     return this.count("DELETE", 204, () => this.inner.delete(keys));
+  }
+
+  head(key: string): Promise<number | null> {
+    return this.count("HEAD", (size) => (size === null ? 404 : 200), () => this.inner.head(key));
   }
 
   private async count<T>(method: string, status: number | ((result: T) => number), op: () => Promise<T>): Promise<T> {

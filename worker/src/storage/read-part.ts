@@ -20,7 +20,10 @@ export interface ReadEvents {
 /** Largest piece of output handed to the client stream at once. */
 const OUTPUT_PIECE = 256 * 1024;
 
-/** Opens bytes [start, end) of a part; resolves once the shard requests have answered. */
+/**
+ * Opens bytes [start, end) of a part; resolves once the shard requests have answered. Shards in
+ * `avoid` are read around from the start (a heal rebuilding them).
+ */
 export async function openPartRange(
   config: GatewayConfig,
   core: Core,
@@ -28,6 +31,7 @@ export async function openPartRange(
   start: number,
   end: number,
   events: ReadEvents = {},
+  avoid: readonly number[] = [],
 ): Promise<ReadableStream<Uint8Array>> {
   if (part.layout.type === "inline") {
     const bytes = fromBase64(part.layout.data).subarray(start, end);
@@ -38,7 +42,7 @@ export async function openPartRange(
       },
     });
   }
-  const reader = new ShardedRangeReader(config, core, part.layout, part.size, end, events);
+  const reader = new ShardedRangeReader(config, core, part.layout, part.size, end, events, avoid);
   await reader.open(start);
   return new ReadableStream<Uint8Array>(
     {
@@ -73,8 +77,10 @@ class ShardedRangeReader {
     private readonly size: number,
     private readonly end: number,
     private readonly events: ReadEvents,
+    avoid: readonly number[],
   ) {
     this.nodes = new Map(config.nodes.map((n) => [n.id, n]));
+    for (const shard of avoid) this.unavailable.add(shard);
   }
 
   /** Plans [start, end) around the unavailable shards and opens every shard request, re-planning

@@ -6,6 +6,7 @@ import type { Core, PartLayout } from "../core-api";
 import { S3Error } from "../s3-error";
 import { placeShards, shardKey, type StorageNode } from "./nodes";
 import { ExactReader } from "./exact-reader";
+import { ShardSink } from "./shard-sink";
 
 export interface WrittenPart {
   size: number;
@@ -38,46 +39,6 @@ async function writeInline(reader: ExactReader, size: number, observe: ByteObser
   observe(bytes);
   const md5 = new Uint8Array(await crypto.subtle.digest("MD5", bytes));
   return { size, md5, layout: { type: "inline", data: toBase64(bytes) }, missedShards: [] };
-}
-
-/** One shard file's upload: a stream into the node's PUT, written block by block. */
-class ShardSink {
-  private readonly writer: WritableStreamDefaultWriter<Uint8Array>;
-  readonly done: Promise<boolean>;
-  failed = false;
-
-  constructor(node: StorageNode, key: string, length: number) {
-    // One block may wait in the stream while the node consumes the previous one.
-    const pipe = new TransformStream<Uint8Array, Uint8Array>(undefined, undefined, { highWaterMark: 1 });
-    this.writer = pipe.writable.getWriter();
-    this.done = node.put(key, pipe.readable, length).then(
-      () => !this.failed,
-      () => {
-        this.failed = true;
-        return false;
-      },
-    );
-  }
-
-  async write(bytes: Uint8Array): Promise<void> {
-    if (this.failed) return;
-    try {
-      await this.writer.ready;
-      await this.writer.write(bytes);
-    } catch {
-      this.failed = true;
-    }
-  }
-
-  async close(): Promise<boolean> {
-    if (!this.failed) await this.writer.close().catch(() => (this.failed = true));
-    return this.done;
-  }
-
-  abort(reason: unknown): void {
-    this.failed = true;
-    this.writer.abort(reason).catch(() => {});
-  }
 }
 
 async function writeSharded(
