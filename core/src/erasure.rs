@@ -3,8 +3,24 @@
 //! The code is systematic: data pieces are the block's bytes verbatim, parity pieces are computed.
 //! It works on 64-byte columns independently, so any 64-byte-aligned window of k surviving pieces
 //! reconstructs the same window of the missing ones; a small degraded read needs only that window.
+//!
+//! The arithmetic runs on an [`EngineKind`]:
+//!
+//! - in WASM ([`EngineKind::Simd128`]), codes with k + m up to 32 encode with the crate encoder's
+//!   butterfly network run tile by tile (`small_encoder.rs`), larger ones with the crate's own
+//!   encoder on our simd128 engine (`engine_simd128.rs`);
+//! - natively ([`EngineKind::Native`]), the crate's encoder on its AVX2/SSSE3/Neon engine.
+//!
+//! Either way, reconstruction of codes with k + m up to 32 uses the small-matrix decoder
+//! (`small_decoder.rs`), larger ones the crate's decoder. Every path produces exactly the bytes
+//! the crate's own encoder and decoder produce (the property tests compare them).
 
-use reed_solomon_simd::{ReedSolomonDecoder, ReedSolomonEncoder};
+use crate::engine_simd128::Simd128;
+use crate::small_decoder::{self, Kernel, SmallDecoder};
+use crate::small_encoder::SmallEncoder;
+use reed_solomon_simd::engine::{DefaultEngine, Engine, GfElement, NoSimd, ShardsRefMut, GF_ORDER};
+use reed_solomon_simd::rate::{DefaultRateDecoder, DefaultRateEncoder, RateDecoder, RateEncoder};
+use reed_solomon_simd::ReedSolomonEncoder;
 use std::fmt;
 
 /// Column width of the code: piece sizes and reconstruction windows are multiples of it.
@@ -75,23 +91,132 @@ fn same_len(mut lens: impl Iterator<Item = usize>) -> Result<usize, ErasureError
     }
 }
 
+/// Which implementation does a codec's arithmetic. All produce the same bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineKind {
+    /// Our simd128 engine (`engine_simd128.rs`), the small-code encoder and the small-matrix
+    /// decoder: the default on wasm32. On other targets the same code runs on an emulation of
+    /// the instructions (for the tests; it is slow).
+    Simd128,
+    /// The crate's `DefaultEngine` (AVX2, SSSE3 or Neon, chosen at run time) and the
+    /// small-matrix decoder: the default natively.
+    Native,
+    /// The crate's scalar engine, encoder and decoder: the crate as it is without SIMD, what
+    /// WASM ran before the simd128 engine. Kept as the benchmark's baseline.
+    Scalar,
+}
+
+impl EngineKind {
+    /// The engine [`Codec::new`] uses on this target: simd128 in WASM (built with it, as
+    /// `.cargo/config.toml` does), the crate's own elsewhere.
+    pub const PLATFORM: EngineKind =
+        if cfg!(all(target_arch = "wasm32", target_feature = "simd128")) {
+            EngineKind::Simd128
+        } else {
+            EngineKind::Native
+        };
+
+    /// The name the benchmark and the WASM API use.
+    pub fn from_name(name: &str) -> Option<EngineKind> {
+        match name {
+            "simd128" => Some(EngineKind::Simd128),
+            "native" => Some(EngineKind::Native),
+            "scalar" => Some(EngineKind::Scalar),
+            _ => None,
+        }
+    }
+
+    fn engine(self) -> CodecEngine {
+        match self {
+            EngineKind::Simd128 => CodecEngine::Simd128(Simd128::new()),
+            EngineKind::Native => CodecEngine::Native(DefaultEngine::new()),
+            EngineKind::Scalar => CodecEngine::Scalar(NoSimd::new()),
+        }
+    }
+}
+
+/// The engine the crate's rate encoder and decoder run on, as chosen by [`EngineKind`].
+enum CodecEngine {
+    Simd128(Simd128),
+    Native(DefaultEngine),
+    Scalar(NoSimd),
+}
+
+impl Engine for CodecEngine {
+    fn fft(
+        &self,
+        data: &mut ShardsRefMut,
+        pos: usize,
+        size: usize,
+        truncated_size: usize,
+        skew_delta: usize,
+    ) {
+        match self {
+            Self::Simd128(e) => e.fft(data, pos, size, truncated_size, skew_delta),
+            Self::Native(e) => e.fft(data, pos, size, truncated_size, skew_delta),
+            Self::Scalar(e) => e.fft(data, pos, size, truncated_size, skew_delta),
+        }
+    }
+
+    fn ifft(
+        &self,
+        data: &mut ShardsRefMut,
+        pos: usize,
+        size: usize,
+        truncated_size: usize,
+        skew_delta: usize,
+    ) {
+        match self {
+            Self::Simd128(e) => e.ifft(data, pos, size, truncated_size, skew_delta),
+            Self::Native(e) => e.ifft(data, pos, size, truncated_size, skew_delta),
+            Self::Scalar(e) => e.ifft(data, pos, size, truncated_size, skew_delta),
+        }
+    }
+
+    fn mul(&self, x: &mut [[u8; 64]], log_m: GfElement) {
+        match self {
+            Self::Simd128(e) => e.mul(x, log_m),
+            Self::Native(e) => e.mul(x, log_m),
+            Self::Scalar(e) => e.mul(x, log_m),
+        }
+    }
+
+    fn eval_poly(erasures: &mut [GfElement; GF_ORDER], truncated_size: usize) {
+        // The same arithmetic everywhere; the default engine's copy is compiled with SIMD.
+        DefaultEngine::eval_poly(erasures, truncated_size);
+    }
+}
+
 /// An encoder/decoder for one k + m geometry. Keeps the codec's work buffers between calls,
 /// so encoding block after block allocates nothing new.
 pub struct Codec {
     k: usize,
     m: usize,
-    encoder: Option<ReedSolomonEncoder>,
-    decoder: Option<ReedSolomonDecoder>,
+    kind: EngineKind,
+    encoder: Option<DefaultRateEncoder<CodecEngine>>,
+    decoder: Option<DefaultRateDecoder<CodecEngine>>,
+    /// Built on the first reconstruction, for codes it supports (not for [`EngineKind::Scalar`]).
+    small: Option<SmallDecoder>,
+    /// Built on the first encode, for [`EngineKind::Simd128`] and codes it supports.
+    small_encoder: Option<(SmallEncoder, Simd128)>,
 }
 
 impl Codec {
+    /// A codec on this target's fastest engine ([`EngineKind::PLATFORM`]).
     pub fn new(k: usize, m: usize) -> Result<Self, ErasureError> {
+        Self::with_engine(k, m, EngineKind::PLATFORM)
+    }
+
+    pub fn with_engine(k: usize, m: usize, kind: EngineKind) -> Result<Self, ErasureError> {
         validate_counts(k, m)?;
         Ok(Self {
             k,
             m,
+            kind,
             encoder: None,
             decoder: None,
+            small: None,
+            small_encoder: None,
         })
     }
 
@@ -103,6 +228,10 @@ impl Codec {
         self.m
     }
 
+    pub fn engine(&self) -> EngineKind {
+        self.kind
+    }
+
     /// Computes the m parity pieces of k data pieces (or of the same column window of each).
     pub fn encode(&mut self, data: &[&[u8]], parity: &mut [&mut [u8]]) -> Result<(), ErasureError> {
         check_count(self.k, data.len())?;
@@ -112,6 +241,24 @@ impl Codec {
                 .map(|d| d.len())
                 .chain(parity.iter().map(|p| p.len())),
         )?;
+        if self.kind == EngineKind::Simd128 && SmallEncoder::supports(self.k, self.m) {
+            let (k, m) = (self.k, self.m);
+            let (encoder, engine) = self
+                .small_encoder
+                .get_or_insert_with(|| (SmallEncoder::new(k, m), Simd128::new()));
+            encoder.encode(engine, data, parity);
+            return Ok(());
+        }
+        self.crate_encode(data, parity, bytes)
+    }
+
+    /// Encodes with the crate's own rate encoder on this codec's engine.
+    fn crate_encode(
+        &mut self,
+        data: &[&[u8]],
+        parity: &mut [&mut [u8]],
+        bytes: usize,
+    ) -> Result<(), ErasureError> {
         let encoder = self.encoder_for(bytes)?;
         for piece in data {
             encoder
@@ -130,7 +277,8 @@ impl Codec {
     /// `present[i]` is piece i (0..k data, k..k+m parity) or its window, when available.
     /// For every i with `present[i] == None` and `out[i] == Some(buf)`, `buf` receives the piece.
     /// All slices are the same length, a multiple of [`COLUMN`]; passing a column window of every
-    /// piece rebuilds exactly that window.
+    /// piece rebuilds exactly that window. When more than k pieces are present, the first k
+    /// (in index order) are used.
     pub fn reconstruct(
         &mut self,
         present: &[Option<&[u8]>],
@@ -150,6 +298,11 @@ impl Codec {
                 .map(|p| p.len())
                 .chain(out.iter().flatten().map(|o| o.len())),
         )?;
+        if let Some(small) = self.small_decoder()? {
+            if small.reconstruct(present, out) {
+                return Ok(());
+            }
+        }
         let data_missing = (0..k).any(|i| present[i].is_none());
         if data_missing {
             self.decode_data(present, out, bytes)?;
@@ -159,6 +312,30 @@ impl Codec {
             self.rebuild_parity(present, out, bytes)?;
         }
         Ok(())
+    }
+
+    /// The small-matrix decoder, built on first use, when it applies to this codec.
+    fn small_decoder(&mut self) -> Result<Option<&mut SmallDecoder>, ErasureError> {
+        let (k, m) = (self.k, self.m);
+        if self.kind == EngineKind::Scalar || !SmallDecoder::supports(k, m) {
+            return Ok(None);
+        }
+        if self.small.is_none() {
+            // Read the generator matrix off the crate's encoder (see small_decoder.rs).
+            let units = small_decoder::unit_pieces(k);
+            let bytes = small_decoder::unit_piece_bytes(k);
+            let mut parity = vec![vec![0u8; bytes]; m];
+            let data: Vec<&[u8]> = units.iter().map(Vec::as_slice).collect();
+            let mut refs: Vec<&mut [u8]> = parity.iter_mut().map(Vec::as_mut_slice).collect();
+            self.crate_encode(&data, &mut refs, bytes)?;
+            let parity: Vec<&[u8]> = parity.iter().map(Vec::as_slice).collect();
+            let kernel = match self.kind {
+                EngineKind::Simd128 => Kernel::Simd128(Simd128::new()),
+                _ => Kernel::Engine(DefaultEngine::new()),
+            };
+            self.small = Some(SmallDecoder::new(k, m, &parity, kernel));
+        }
+        Ok(self.small.as_mut())
     }
 
     /// Restores missing data pieces via the decoder, writing those asked for into `out`.
@@ -232,23 +409,37 @@ impl Codec {
         Ok(())
     }
 
-    fn encoder_for(&mut self, bytes: usize) -> Result<&mut ReedSolomonEncoder, ErasureError> {
+    fn encoder_for(
+        &mut self,
+        bytes: usize,
+    ) -> Result<&mut DefaultRateEncoder<CodecEngine>, ErasureError> {
         let (k, m) = (self.k, self.m);
         match &mut self.encoder {
             Some(e) => e.reset(k, m, bytes).map_err(|_| invalid(bytes))?,
             slot @ None => {
-                *slot = Some(ReedSolomonEncoder::new(k, m, bytes).map_err(|_| invalid(bytes))?)
+                let engine = self.kind.engine();
+                *slot = Some(
+                    DefaultRateEncoder::new(k, m, bytes, engine, None)
+                        .map_err(|_| invalid(bytes))?,
+                )
             }
         }
         self.encoder.as_mut().ok_or(invalid(bytes))
     }
 
-    fn decoder_for(&mut self, bytes: usize) -> Result<&mut ReedSolomonDecoder, ErasureError> {
+    fn decoder_for(
+        &mut self,
+        bytes: usize,
+    ) -> Result<&mut DefaultRateDecoder<CodecEngine>, ErasureError> {
         let (k, m) = (self.k, self.m);
         match &mut self.decoder {
             Some(d) => d.reset(k, m, bytes).map_err(|_| invalid(bytes))?,
             slot @ None => {
-                *slot = Some(ReedSolomonDecoder::new(k, m, bytes).map_err(|_| invalid(bytes))?)
+                let engine = self.kind.engine();
+                *slot = Some(
+                    DefaultRateDecoder::new(k, m, bytes, engine, None)
+                        .map_err(|_| invalid(bytes))?,
+                )
             }
         }
         self.decoder.as_mut().ok_or(invalid(bytes))
@@ -271,6 +462,7 @@ fn invalid(bytes: usize) -> ErasureError {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::ops::Range;
 
     fn random_pieces(k: usize, bytes: usize, seed: u64) -> Vec<Vec<u8>> {
         (0..k as u64)
@@ -343,6 +535,81 @@ mod tests {
         assert_eq!(err, ErasureError::TooManyMissing { available: 3, k: 4 });
     }
 
+    /// What the crate itself makes of `present` (its simple API, as the codec used it before
+    /// the simd128 engine): the first k pieces go to `ReedSolomonDecoder`, and lost parity is
+    /// re-encoded from the data with `ReedSolomonEncoder`. Returns the pieces in `lost`.
+    fn crate_reconstruct(
+        k: usize,
+        m: usize,
+        present: &[Option<&[u8]>],
+        lost: &[usize],
+    ) -> Vec<Vec<u8>> {
+        use reed_solomon_simd::ReedSolomonDecoder;
+        let bytes = present.iter().flatten().next().unwrap().len();
+        let mut decoder = ReedSolomonDecoder::new(k, m, bytes).unwrap();
+        for (i, p) in present
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| Some((i, (*p)?)))
+            .take(k)
+        {
+            if i < k {
+                decoder.add_original_shard(i, p).unwrap();
+            } else {
+                decoder.add_recovery_shard(i - k, p).unwrap();
+            }
+        }
+        let result = decoder.decode().unwrap();
+        let data: Vec<Vec<u8>> = (0..k)
+            .map(|i| match present[i] {
+                Some(p) => p.to_vec(),
+                None => result.restored_original(i).unwrap().to_vec(),
+            })
+            .collect();
+        let mut encoder = ReedSolomonEncoder::new(k, m, bytes).unwrap();
+        for d in &data {
+            encoder.add_original_shard(d).unwrap();
+        }
+        let parity: Vec<Vec<u8>> = encoder
+            .encode()
+            .unwrap()
+            .recovery_iter()
+            .map(<[u8]>::to_vec)
+            .collect();
+        lost.iter()
+            .map(|&i| {
+                if i < k {
+                    data[i].clone()
+                } else {
+                    parity[i - k].clone()
+                }
+            })
+            .collect()
+    }
+
+    /// Small codes (k + m <= 32), with 4+2 and 8+4 always in the mix; up to m pieces lost
+    /// (at least one); a 64-byte-aligned window.
+    fn small_code() -> impl Strategy<Value = (usize, usize, usize, Vec<usize>, Range<usize>, u64)> {
+        let counts = prop_oneof![
+            Just((4usize, 2usize)),
+            Just((8, 4)),
+            (1usize..=28).prop_flat_map(|k| (Just(k), 1usize..=(32 - k).min(16))),
+        ];
+        (counts, 1usize..=24, any::<u64>()).prop_flat_map(|((k, m), cols, seed)| {
+            let lost = proptest::sample::subsequence((0..k + m).collect::<Vec<_>>(), 1..=m);
+            let window = (0..cols, 1..=cols)
+                .prop_map(move |(a, len)| a * COLUMN..(a + len).min(cols) * COLUMN);
+            (
+                Just(k),
+                Just(m),
+                Just(cols * COLUMN),
+                lost,
+                window,
+                Just(seed),
+            )
+        })
+    }
+
     fn geometry() -> impl Strategy<Value = (usize, usize, usize, Vec<usize>, u64)> {
         (1usize..=12, 1usize..=6, 1usize..=40, any::<u64>()).prop_flat_map(|(k, m, cols, seed)| {
             let lost = proptest::sample::subsequence((0..k + m).collect::<Vec<_>>(), 0..=m);
@@ -378,6 +645,62 @@ mod tests {
             for (buf, &i) in rebuilt.iter().zip(&lost) {
                 prop_assert_eq!(buf.as_slice(), &all[i][window.clone()]);
             }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// The simd128 engine (emulated natively) and the crate's default engine encode exactly
+        /// as the crate's scalar engine, and the small-matrix decoder rebuilds exactly as the
+        /// crate's decoder, over random windows.
+        #[test]
+        fn engines_and_small_decoder_match_the_crate((k, m, bytes, lost, window, seed) in small_code()) {
+            for engine in [EngineKind::Simd128, EngineKind::Native] {
+                let r = crate::workload::cross_check(k, m, bytes, seed, &lost, window.clone(), engine, EngineKind::Scalar);
+                prop_assert_eq!(r, Ok(()));
+            }
+        }
+
+        /// On arbitrary bytes (not a codeword, as with an undetected bad piece), the small-matrix
+        /// decoder still returns what the crate's decoder returns from the same k survivors.
+        #[test]
+        fn small_decoder_matches_the_crate_on_any_input(
+            (k, m, bytes, lost, window, seed) in small_code(), extra_lost in any::<bool>(),
+        ) {
+            let all = random_pieces(k + m, bytes, seed);
+            // Sometimes fewer losses than m, so more than k pieces are present and only the
+            // first k may be used.
+            let lost: Vec<usize> = if extra_lost { lost } else { lost[..1].to_vec() };
+            let present: Vec<Option<&[u8]>> = all
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (!lost.contains(&i)).then(|| &p[window.clone()]))
+                .collect();
+            let expected = crate_reconstruct(k, m, &present, &lost);
+            for engine in [EngineKind::Simd128, EngineKind::Native] {
+                let mut c = Codec::with_engine(k, m, engine).unwrap();
+                let mut bufs: Vec<Vec<u8>> = lost.iter().map(|_| vec![0; window.len()]).collect();
+                let mut out: Vec<Option<&mut [u8]>> = (0..k + m).map(|_| None).collect();
+                for (buf, &i) in bufs.iter_mut().zip(&lost) {
+                    out[i] = Some(buf.as_mut_slice());
+                }
+                c.reconstruct(&present, &mut out).unwrap();
+                prop_assert_eq!(&bufs, &expected);
+            }
+        }
+
+        /// Codes beyond the small decoder run the crate's decoder on our engine.
+        #[test]
+        fn large_codes_on_the_simd128_engine_match_the_crate(
+            k in 25usize..=48, m in 8usize..=20, cols in 1usize..=4, seed in any::<u64>(),
+            lost in proptest::collection::vec(any::<prop::sample::Index>(), 1..8),
+        ) {
+            let mut lost: Vec<usize> = lost.iter().map(|i| i.index(k + m)).collect();
+            lost.sort_unstable();
+            lost.dedup();
+            let r = crate::workload::cross_check(k, m, cols * COLUMN, seed, &lost, 0..cols * COLUMN, EngineKind::Simd128, EngineKind::Scalar);
+            prop_assert_eq!(r, Ok(()));
         }
     }
 }

@@ -1,6 +1,9 @@
 //! shardgate-core: the byte work of the gateway, pure and deterministic (no I/O, no clocks).
 //!
 //! - [`erasure`]: Reed-Solomon encode / reconstruct of a block's pieces (whole or a 64-byte column window).
+//! - [`engine_simd128`]: the WebAssembly simd128 engine for `reed-solomon-simd`'s encoder and decoder.
+//! - [`small_decoder`]: reconstruction of small codes (k + m <= 32) with a cached matrix over the survivors.
+//! - [`small_encoder`]: the crate's encoder for small codes (k + m <= 32) in one pass, tile by tile (WASM).
 //! - [`geometry`]: how an object part maps to blocks, pieces and chunked shard files.
 //! - [`encode`]: a part's bytes, block by block, into framed shard files.
 //! - [`frame`]: per-chunk xxh3 checksum framing of shard files (bitrot detection), writing and verifying.
@@ -14,12 +17,15 @@
 pub mod assemble;
 pub mod checksum;
 pub mod encode;
+pub mod engine_simd128;
 pub mod erasure;
 pub mod frame;
 pub mod geometry;
 pub mod http_range;
 pub mod manifest;
 pub mod plan;
+pub mod small_decoder;
+pub mod small_encoder;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 #[doc(hidden)]

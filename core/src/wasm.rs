@@ -8,6 +8,7 @@
 use crate::assemble::{AssembleError, Assembler as CoreAssembler};
 use crate::checksum::{S3Checksum, StreamingChecksum};
 use crate::encode::PartEncoder as CorePartEncoder;
+use crate::erasure::EngineKind;
 use crate::geometry::Geometry as CoreGeometry;
 use crate::http_range;
 use crate::plan::ReadPlan as CoreReadPlan;
@@ -369,21 +370,67 @@ pub struct BenchWorkload(crate::workload::Workload);
 
 #[wasm_bindgen]
 impl BenchWorkload {
+    /// `op`: "encode", "decode" (m data pieces lost), "checksum" or "copy" (the last two use only
+    /// the block). `engine`: "simd128" (the default engine in WASM) or "scalar" (the crate's scalar
+    /// engine and decoder: the baseline).
     #[wasm_bindgen(constructor)]
     pub fn new(
         data_shards: usize,
         parity_shards: usize,
         block_bytes: usize,
-        decode: bool,
+        op: &str,
+        engine: &str,
     ) -> Result<BenchWorkload, JsError> {
-        crate::workload::Workload::new(data_shards, parity_shards, block_bytes, decode)
-            .map(Self)
-            .map_err(err)
+        let op = crate::workload::Op::from_name(op)
+            .ok_or_else(|| JsError::new(&format!("unknown workload {op}")))?;
+        crate::workload::Workload::new(
+            data_shards,
+            parity_shards,
+            block_bytes,
+            op,
+            engine_kind(engine)?,
+        )
+        .map(Self)
+        .map_err(err)
     }
 
     pub fn run(&mut self, iterations: u32) -> Result<u32, JsError> {
         self.0.run(iterations).map_err(err)
     }
+}
+
+fn engine_kind(name: &str) -> Result<EngineKind, JsError> {
+    EngineKind::from_name(name).ok_or_else(|| JsError::new(&format!("unknown engine {name}")))
+}
+
+/// Test hook: codes `pieceBytes`-long random pieces (from `seed`) with engines `a` and `b`
+/// ("simd128", "scalar") and checks they agree bit for bit on the parity and on rebuilding the
+/// `lost` pieces over the column window `[windowStart, windowEnd)`. Throws saying what differed.
+#[wasm_bindgen(js_name = erasureCrossCheck)]
+#[allow(clippy::too_many_arguments)]
+pub fn erasure_cross_check(
+    data_shards: usize,
+    parity_shards: usize,
+    piece_bytes: usize,
+    seed: f64,
+    lost: &[u32],
+    window_start: usize,
+    window_end: usize,
+    a: &str,
+    b: &str,
+) -> Result<(), JsError> {
+    let lost: Vec<usize> = lost.iter().map(|&i| i as usize).collect();
+    crate::workload::cross_check(
+        data_shards,
+        parity_shards,
+        piece_bytes,
+        whole(seed, "seed")?,
+        &lost,
+        window_start..window_end,
+        engine_kind(a)?,
+        engine_kind(b)?,
+    )
+    .map_err(|e| JsError::new(&e))
 }
 
 /// Validates a manifest given in its JSON form (see `manifest.rs`) and returns its binary row.

@@ -143,6 +143,39 @@ export function defineCoreSuite(runtime: string, getCore: () => Core): void {
       }
     });
 
+    it("the simd128 engine and small-matrix decoder match the crate's scalar engine and decoder", () => {
+      const core = getCore();
+      const random = rng(7);
+      const configs: [number, number][] = [
+        [4, 2],
+        [8, 4],
+        [1, 1],
+        [3, 5],
+        [16, 16],
+        [24, 12], // beyond the small codes: the crate's encoder and decoder on the simd128 engine
+      ];
+      for (let round = 0; round < 60; round++) {
+        const [k, m] =
+          round < configs.length
+            ? configs[round]
+            : (() => {
+                const k = 1 + Math.floor(random() * 28);
+                return [k, 1 + Math.floor(random() * Math.min(16, 32 - k))];
+              })();
+        const cols = 1 + Math.floor(random() * 40);
+        // Up to m lost pieces (at least one), anywhere among the k + m.
+        const order = [...Array(k + m).keys()].sort(() => random() - 0.5);
+        const lost = order.slice(0, 1 + Math.floor(random() * m)).sort((a, b) => a - b);
+        const start = Math.floor(random() * cols);
+        const end = start + 1 + Math.floor(random() * (cols - start));
+        expect(() => core.erasureCrossCheck(k, m, cols * 64, round + 1, lost, start * 64, end * 64)).not.toThrow();
+      }
+      // The check itself notices a difference: the scalar engine against itself passes, and a
+      // window past the pieces is refused.
+      core.erasureCrossCheck(4, 2, 256, 1, [0, 5], 0, 256, ["scalar", "scalar"]);
+      expect(() => core.erasureCrossCheck(4, 2, 256, 1, [0], 0, 320)).toThrow(/out of range/);
+    });
+
     it("reads a 4 KiB range of a large object with about one chunk per shard touched", () => {
       const core = getCore();
       const spec: GeometrySpec = { size: 4 << 20, blockBytes: 1 << 20, dataShards: 4, parityShards: 2, chunkBytes: 16384 };

@@ -143,6 +143,35 @@ export class Core {
     return this.wasm.encodeManifest(JSON.stringify(manifest));
   }
 
+  /**
+   * Test hook: codes random `pieceBytes`-long pieces (from `seed`) with two erasure engines
+   * ("simd128", the default in WASM, or "scalar", the crate's own scalar engine and decoder) and
+   * checks they agree bit for bit: the parity, and the `lost` pieces rebuilt over the column window
+   * [windowStart, windowEnd) (multiples of 64). Throws an Error saying what differed.
+   */
+  erasureCrossCheck(
+    dataShards: number,
+    parityShards: number,
+    pieceBytes: number,
+    seed: number,
+    lost: readonly number[],
+    windowStart: number,
+    windowEnd: number,
+    engines: [string, string] = ["simd128", "scalar"],
+  ): void {
+    this.wasm.erasureCrossCheck(
+      dataShards,
+      parityShards,
+      pieceBytes,
+      seed,
+      Uint32Array.from(lost),
+      windowStart,
+      windowEnd,
+      engines[0],
+      engines[1],
+    );
+  }
+
   /** Parses a binary manifest row. Throws on a corrupted or unknown row. */
   decodeManifest(bytes: Uint8Array): Manifest {
     // The core wrote this JSON from its typed manifest, so it has exactly the Manifest shape.
