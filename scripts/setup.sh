@@ -12,8 +12,9 @@
 #   5. The core: cargo build for wasm32 + wasm-bindgen into core/pkg (scripts/build-core.sh).
 #   6. The AWS CLI (v1), boto3 and s3cmd for the end-to-end tests: a Python venv in .tools/python
 #      with the exact pins of tests/python/requirements.txt (pip from PyPI; redone when it changes).
-#   7. rclone and the MinIO client mc for the end-to-end tests: `go install` at the versions pinned
-#      below, from the Go module proxy, into .tools/go/bin (a few minutes, once per machine and pin).
+#   7. rclone and the MinIO client mc for the end-to-end tests, and versitygw (the S3 server each
+#      node of `npm run cluster` is): `go install` at the versions pinned below, from the Go module
+#      proxy, into .tools/go/bin (a few minutes, once per machine and pin).
 #
 # Needs: bash, a system node + npm (any version npm 9+ runs on), rustup/cargo, sha256sum,
 # python3 >= 3.10 with its venv module (Debian: python3-venv), go >= 1.24.
@@ -149,6 +150,7 @@ fi
 go_tools=(
   "rclone github.com/rclone/rclone@v1.76.0"
   "mc github.com/minio/mc@v0.0.0-20250313080218-cf909e1063a9"
+  "versitygw github.com/versity/versitygw/cmd/versitygw@v1.8.0"
 )
 go_bin="$SHARDGATE_ROOT/.tools/go/bin"
 for entry in "${go_tools[@]}"; do
@@ -162,4 +164,4 @@ for entry in "${go_tools[@]}"; do
   printf '%s\n' "$module" > "$stamp"
 done
 
-say "ready (node $node_version, wasm-bindgen $bindgen_version, core/pkg, $py_pins, rclone, mc)"
+say "ready (node $node_version, wasm-bindgen $bindgen_version, core/pkg, $py_pins, rclone, mc, versitygw)"

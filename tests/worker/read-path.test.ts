@@ -36,10 +36,17 @@ interface Stored {
 async function putObject(bucket: string, key: string, data: Uint8Array): Promise<Stored> {
   const before = await shardFiles();
   await s3ok(`/${bucket}/${key}`, { method: "PUT", body: data });
-  const shards = new Map<number, [string, string]>();
+  // New files, grouped by part (storage id): a heal of an earlier object may have put back a file
+  // meanwhile, so take the group that holds a whole part's k + m files.
+  const groups = new Map<string, Map<number, [string, string]>>();
   for (const [file, id] of await shardFiles()) {
-    if (!before.has(file)) shards.set(Number(file.slice(file.lastIndexOf("/") + 1)), [id, file]);
+    if (before.has(file)) continue;
+    const at = file.lastIndexOf("/");
+    const group = groups.get(file.slice(0, at)) ?? new Map<number, [string, string]>();
+    group.set(Number(file.slice(at + 1)), [id, file]);
+    groups.set(file.slice(0, at), group);
   }
+  const shards = [...groups.values()].sort((a, b) => b.size - a.size)[0] ?? new Map<number, [string, string]>();
   return { data, shards };
 }
 

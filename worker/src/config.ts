@@ -6,12 +6,19 @@ import type { BucketRegistry } from "./meta/registry";
 import { metrics } from "./observability/metrics";
 import type { MetricsStore } from "./observability/metrics-store";
 import { CountedNode, R2Node, type StorageNode } from "./storage/nodes";
+import { S3Node, type S3NodeSpec } from "./storage/s3-node";
 
 export interface Env {
   BUCKET_INDEX: DurableObjectNamespace<BucketIndex>;
   BUCKET_REGISTRY: DurableObjectNamespace<BucketRegistry>;
   METRICS_STORE: DurableObjectNamespace<MetricsStore>;
   SHARDGATE_NODES: string;
+  /**
+   * S3-compatible nodes, JSON: { "<node id>": { endpoint, bucket, region, accessKeyId?,
+   * secretAccessKey? } }. Credentials left out come from the secrets
+   * SHARDGATE_S3_NODE_<ID>_ACCESS_KEY_ID / _SECRET_ACCESS_KEY (ID upper-cased, - as _).
+   */
+  SHARDGATE_S3_NODES?: string;
   SHARDGATE_DATA_SHARDS: string;
   SHARDGATE_PARITY_SHARDS: string;
   SHARDGATE_BLOCK_BYTES: string;
@@ -19,6 +26,8 @@ export interface Env {
   SHARDGATE_INLINE_BYTES: string;
   SHARDGATE_REGION: string;
   SHARDGATE_WRITE_QUORUM?: string;
+  /** How long a node may go without progress (taking the next block, answering) before it counts as failed (ms, default 30000). */
+  SHARDGATE_NODE_STALL_MS?: string;
   SHARDGATE_ACCESS_KEY_ID?: string;
   SHARDGATE_SECRET_ACCESS_KEY?: string;
   /** When set, GET /_shardgate/metrics also accepts `Authorization: Bearer <token>`. */
@@ -36,6 +45,8 @@ export interface GatewayConfig {
   inlineBytes: number;
   /** Shard files that must be written for a PUT to succeed (default k + 1). */
   writeQuorum: number;
+  /** A node without progress for this long (ms) counts as failed for that request. */
+  nodeStallMs: number;
   region: string;
   /** Absent when no credentials are configured: every S3 request is then refused. */
   credentials: { accessKeyId: string; secretAccessKey: string } | undefined;
@@ -65,10 +76,14 @@ function int(env: Env, name: keyof Env, fallback?: number): number {
 
 function parseConfig(env: Env): GatewayConfig {
   const ids = (env.SHARDGATE_NODES ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  const s3Nodes = parseS3Nodes(env);
+  const nodeStallMs = int(env, "SHARDGATE_NODE_STALL_MS", 30_000);
   const nodes = ids.map((id) => {
     const binding = (env as unknown as Record<string, unknown>)[id];
-    if (!isR2Bucket(binding)) throw new Error(`configuration: node ${id} is not an R2 bucket binding`);
-    return new CountedNode(new R2Node(id, binding), metrics);
+    if (isR2Bucket(binding)) return new CountedNode(new R2Node(id, binding), metrics);
+    const spec = s3Nodes.get(id);
+    if (spec) return new CountedNode(new S3Node(id, spec, nodeStallMs), metrics);
+    throw new Error(`configuration: node ${id} is neither an R2 bucket binding nor in SHARDGATE_S3_NODES`);
   });
   const dataShards = int(env, "SHARDGATE_DATA_SHARDS");
   const parityShards = int(env, "SHARDGATE_PARITY_SHARDS");
@@ -87,6 +102,7 @@ function parseConfig(env: Env): GatewayConfig {
     chunkBytes: int(env, "SHARDGATE_CHUNK_BYTES"),
     inlineBytes: int(env, "SHARDGATE_INLINE_BYTES", 4096),
     writeQuorum,
+    nodeStallMs,
     region: env.SHARDGATE_REGION || "us-east-1",
     credentials:
       env.SHARDGATE_ACCESS_KEY_ID && env.SHARDGATE_SECRET_ACCESS_KEY
@@ -94,6 +110,35 @@ function parseConfig(env: Env): GatewayConfig {
         : undefined, // local defaults are passed in by scripts/serve.mjs, never built in
     virtualHostSuffix: env.SHARDGATE_VIRTUAL_HOST_SUFFIX || "localhost",
   };
+}
+
+function parseS3Nodes(env: Env): Map<string, S3NodeSpec> {
+  if (!env.SHARDGATE_S3_NODES) return new Map();
+  let raw: unknown;
+  try {
+    raw = JSON.parse(env.SHARDGATE_S3_NODES);
+  } catch {
+    throw new Error("configuration: SHARDGATE_S3_NODES is not valid JSON");
+  }
+  if (typeof raw !== "object" || raw === null) throw new Error("configuration: SHARDGATE_S3_NODES must be a JSON object");
+  const vars = env as unknown as Record<string, unknown>;
+  const nodes = new Map<string, S3NodeSpec>();
+  for (const [id, value] of Object.entries(raw as Record<string, Record<string, unknown>>)) {
+    const secret = (name: string) => vars[`SHARDGATE_S3_NODE_${id.toUpperCase().replace(/-/g, "_")}_${name}`];
+    const field = (name: string, fallback?: unknown) => {
+      const v = value?.[name] ?? fallback;
+      if (typeof v !== "string" || v === "") throw new Error(`configuration: S3 node ${id} needs ${name}`);
+      return v;
+    };
+    nodes.set(id, {
+      endpoint: field("endpoint"),
+      bucket: field("bucket"),
+      region: field("region", "us-east-1"),
+      accessKeyId: field("accessKeyId", secret("ACCESS_KEY_ID")),
+      secretAccessKey: field("secretAccessKey", secret("SECRET_ACCESS_KEY")),
+    });
+  }
+  return nodes;
 }
 
 function isR2Bucket(v: unknown): v is R2Bucket {

@@ -65,7 +65,7 @@ async function rebuildPass(config: GatewayConfig, core: Core, part: ShardedPart,
   const failed: number[] = [];
   for (const shard of shards) {
     const node = nodes.get(layout.placement[shard]);
-    if (node) sinks.set(shard, new ShardSink(node, shardKey(layout.storageId, shard), geometry.shardFileBytes));
+    if (node) sinks.set(shard, new ShardSink(node, shardKey(layout.storageId, shard), geometry.shardFileBytes, config.nodeStallMs));
     else failed.push(shard);
   }
   const encoder = core.encoder(geometry);

@@ -1,18 +1,24 @@
 // One shard file's upload to its node, written block by block (PUT and heal share it). A node
-// that fails marks the sink failed instead of throwing: the writer decides what a quorum is.
+// that fails, or stalls for longer than `stallMs` without taking the next block or finishing,
+// marks the sink failed instead of throwing or hanging: the writer decides what a quorum is.
 import type { StorageNode } from "./nodes";
 
 /** One shard file's upload: a stream into the node's PUT, written block by block. */
 export class ShardSink {
   private readonly writer: WritableStreamDefaultWriter<Uint8Array>;
-  readonly done: Promise<boolean>;
+  private readonly settled: Promise<boolean>;
   failed = false;
 
-  constructor(node: StorageNode, key: string, length: number) {
+  constructor(
+    node: StorageNode,
+    key: string,
+    length: number,
+    private readonly stallMs: number,
+  ) {
     // One block may wait in the stream while the node consumes the previous one.
     const pipe = new TransformStream<Uint8Array, Uint8Array>(undefined, undefined, { highWaterMark: 1 });
     this.writer = pipe.writable.getWriter();
-    this.done = node.put(key, pipe.readable, length).then(
+    this.settled = node.put(key, pipe.readable, length).then(
       () => !this.failed,
       () => {
         this.failed = true;
@@ -21,23 +27,48 @@ export class ShardSink {
     );
   }
 
+  /** Whether the node stored the file; false for a failed or stalled node (then aborted). */
+  get done(): Promise<boolean> {
+    return this.settled;
+  }
+
   async write(bytes: Uint8Array): Promise<void> {
     if (this.failed) return;
-    try {
+    const ok = await this.withinStall(async () => {
       await this.writer.ready;
       await this.writer.write(bytes);
-    } catch {
-      this.failed = true;
-    }
+    });
+    if (ok === false) this.abort(new Error("node stalled or failed"));
   }
 
   async close(): Promise<boolean> {
-    if (!this.failed) await this.writer.close().catch(() => (this.failed = true));
-    return this.done;
+    if (this.failed) return false;
+    const ok = await this.withinStall(async () => {
+      await this.writer.close();
+      return this.settled;
+    });
+    if (ok !== true) {
+      this.abort(new Error("node stalled or failed"));
+      return false;
+    }
+    return true;
   }
 
   abort(reason: unknown): void {
     this.failed = true;
     this.writer.abort(reason).catch(() => {});
+  }
+
+  /** Runs `step`; false if it fails or takes longer than stallMs. */
+  private async withinStall<T>(step: () => Promise<T>): Promise<T | false> {
+    let timer = 0;
+    const stalled = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), this.stallMs);
+    });
+    try {
+      return await Promise.race([step().catch(() => false as const), stalled]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }

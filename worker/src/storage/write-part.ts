@@ -52,7 +52,7 @@ async function writeSharded(
   const geometry = core.geometry({ size, blockBytes: config.blockBytes, dataShards: k, parityShards: m, chunkBytes: config.chunkBytes });
   const storageId = newStorageId();
   const placement = await placeShards(config.nodes, storageId, k + m);
-  const sinks = placement.map((node, i) => new ShardSink(node, shardKey(storageId, i), geometry.shardFileBytes));
+  const sinks = placement.map((node, i) => new ShardSink(node, shardKey(storageId, i), geometry.shardFileBytes, config.nodeStallMs));
   const md5 = new crypto.DigestStream("MD5");
   const md5Writer = md5.getWriter();
   const encoder = core.encoder(geometry);
@@ -72,7 +72,8 @@ async function writeSharded(
     await reader.expectEnd();
   } catch (e) {
     sinks.forEach((s) => s.abort(e));
-    await cleanup(placement, storageId, sinks);
+    // Best effort, and not awaited: a stalled node must not hold the client's answer.
+    void cleanup(placement, storageId, sinks).catch(() => {});
     throw e;
   } finally {
     encoder.free();
@@ -81,7 +82,7 @@ async function writeSharded(
   const written = await Promise.all(sinks.map((s) => s.close()));
   const missedShards = written.flatMap((ok, i) => (ok ? [] : [i]));
   if (written.length - missedShards.length < config.writeQuorum) {
-    await cleanup(placement, storageId, sinks);
+    void cleanup(placement, storageId, sinks).catch(() => {});
     throw quorumLost(sinks, config);
   }
   await md5Writer.close();

@@ -1,0 +1,143 @@
+// `npm run cluster`: the gateway with six separate S3-compatible node servers, as processes of
+// their own on loopback ports, so nodes can be killed, paused (SIGSTOP) or have bytes flipped on
+// their disks. Each node is versitygw (an independent S3 server, go-installed by setup) serving a
+// plain directory; the gateway reaches them as S3 nodes (SHARDGATE_S3_NODES) and answers at the
+// same address and with the same credentials as `npm start`.
+//
+//   node scripts/cluster.mjs [--ip 127.0.0.1] [--port 8787] [--data DIR] [--quiet]
+//
+// Prints each node's process id, port and data directory; with --quiet, only one line
+// `cluster {json}` once everything answers (what tests read).
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { AwsClient } from "aws4fetch";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const NODES = 6;
+const BUCKET = "shardgate";
+// The nodes' own credentials (loopback only; the gateway's are separate, as with `npm start`).
+const NODE_KEY = { accessKeyId: "shardgate-node", secretAccessKey: "shardgate-node-secret" };
+
+const { values: opts } = parseArgs({
+  options: {
+    ip: { type: "string", default: "127.0.0.1" },
+    port: { type: "string", default: "8787" },
+    data: { type: "string" },
+    quiet: { type: "boolean", default: false },
+  },
+});
+const data = opts.data ?? mkdtempSync(join(tmpdir(), "shardgate-cluster-"));
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+const children = [];
+function shutdown(code = 0) {
+  for (const child of children) {
+    try {
+      child.kill("SIGTERM");
+    } catch {
+      // gone
+    }
+  }
+  setTimeout(() => process.exit(code), 1000).unref();
+}
+process.on("SIGINT", () => shutdown(0));
+process.on("SIGTERM", () => shutdown(0));
+
+/** One versitygw serving `dir` on `port`. */
+function startNode(i, port, dir) {
+  const child = spawn(
+    join(root, ".tools/go/bin/versitygw"),
+    ["--access", NODE_KEY.accessKeyId, "--secret", NODE_KEY.secretAccessKey, "--port", `127.0.0.1:${port}`, "--iam-dir", `${dir}.iam`, "posix", dir],
+    { stdio: ["ignore", "ignore", "inherit"] },
+  );
+  children.push(child);
+  return { id: `node${i}`, pid: child.pid, port, dir, endpoint: `http://127.0.0.1:${port}` };
+}
+
+async function createBucket(node) {
+  const s3 = new AwsClient({ ...NODE_KEY, service: "s3", region: "us-east-1", retries: 0 });
+  for (let tries = 0; ; tries++) {
+    try {
+      const res = await s3.fetch(`${node.endpoint}/${BUCKET}`, { method: "PUT" });
+      await res.arrayBuffer();
+      if (res.ok || res.status === 409) return;
+      throw new Error(`HTTP ${res.status}`);
+    } catch (e) {
+      if (tries > 100) throw new Error(`node ${node.id} on port ${node.port} did not come up: ${e}`);
+      await sleep(100);
+    }
+  }
+}
+
+const nodes = [];
+for (let i = 0; i < NODES; i++) {
+  const dir = join(data, `node${i}`);
+  mkdirSync(dir, { recursive: true });
+  mkdirSync(`${dir}.iam`, { recursive: true });
+  nodes.push(startNode(i, await freePort(), dir));
+}
+await Promise.all(nodes.map(createBucket));
+
+const s3Nodes = Object.fromEntries(nodes.map((n) => [n.id, { endpoint: n.endpoint, bucket: BUCKET, region: "us-east-1", ...NODE_KEY }]));
+const gateway = spawn(
+  process.execPath,
+  [
+    join(root, "scripts/serve.mjs"),
+    ...["--ip", opts.ip, "--port", opts.port, "--persist-to", join(data, "gateway")],
+    "--quiet",
+    "--",
+    ...["--var", `SHARDGATE_NODES:${nodes.map((n) => n.id).join(",")}`, "--var", `SHARDGATE_S3_NODES:${JSON.stringify(s3Nodes)}`],
+    // A paused node counts as failed after 5 s without progress (30 s by default).
+    ...["--var", "SHARDGATE_NODE_STALL_MS:5000"],
+  ],
+  { stdio: ["ignore", "inherit", "inherit"] },
+);
+children.push(gateway);
+gateway.on("exit", (code) => shutdown(code ?? 1));
+
+const base = `http://${opts.ip}:${opts.port}`;
+for (let tries = 0; ; tries++) {
+  try {
+    if ((await fetch(`${base}/_shardgate/health`)).ok) break;
+  } catch {
+    // not yet
+  }
+  if (tries > 480) {
+    console.error("cluster: the gateway did not come up within 2 minutes");
+    shutdown(1);
+  }
+  await sleep(250);
+}
+
+const info = { endpoint: base, data, bucket: BUCKET, gatewayPid: gateway.pid, nodes };
+if (opts.quiet) {
+  console.log(`cluster ${JSON.stringify(info)}`);
+} else {
+  console.log(`
+shardgate cluster is serving
+  S3 endpoint   ${base}   (credentials as for npm start: shardgate / shardgate-secret by default)
+  data          ${data}
+
+  node    pid       port    data directory (shard files under ${BUCKET}/)
+${nodes.map((n) => `  ${n.id.padEnd(7)} ${String(n.pid).padEnd(9)} ${String(n.port).padEnd(7)} ${n.dir}`).join("\n")}
+
+Kill a node (kill PID), pause it (kill -STOP PID / kill -CONT PID) or flip bytes in its files:
+reads stay correct while no more than 2 of the 6 are lost.
+`);
+}

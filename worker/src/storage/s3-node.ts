@@ -1,0 +1,93 @@
+// A node that is a bucket on any S3-compatible endpoint (AWS S3, R2's S3 API, MinIO, Garage,
+// versitygw …), spoken to with SigV4 by aws4fetch: one streaming PUT per shard file (its length
+// known up front), ranged GETs, HEAD, DELETE. Shard files are at most a part's size divided by k,
+// so a single PUT (S3 allows 5 GiB) carries any part a single PutObject or UploadPart can.
+import { AwsClient } from "aws4fetch";
+import type { StorageNode } from "./nodes";
+
+export interface S3NodeSpec {
+  /** Base URL, e.g. http://127.0.0.1:7070 or https://<account>.r2.cloudflarestorage.com. */
+  endpoint: string;
+  bucket: string;
+  region: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+
+export class S3Node implements StorageNode {
+  private readonly client: AwsClient;
+  private readonly base: string;
+
+  constructor(
+    readonly id: string,
+    spec: S3NodeSpec,
+    /** How long to wait for a response's headers before the node counts as failed. */
+    private readonly timeoutMs: number,
+  ) {
+    this.client = new AwsClient({ accessKeyId: spec.accessKeyId, secretAccessKey: spec.secretAccessKey, service: "s3", region: spec.region, retries: 0 });
+    this.base = `${spec.endpoint.replace(/\/+$/, "")}/${encodeURIComponent(spec.bucket)}/`;
+  }
+
+  async put(key: string, body: ReadableStream<Uint8Array>, length: number): Promise<void> {
+    // Signed without the body (UNSIGNED-PAYLOAD), which then streams with its length declared.
+    const signed = await this.sign(key, "PUT");
+    const fixed = new FixedLengthStream(length);
+    const [res] = await Promise.all([fetch(signed.url, { method: "PUT", headers: signed.headers, body: fixed.readable }), body.pipeTo(fixed.writable)]);
+    await expectOk(res, this.id, "PUT", key);
+    await res.body?.cancel();
+  }
+
+  async get(key: string, start: number, end: number): Promise<ReadableStream<Uint8Array> | null> {
+    const res = await this.fetchWithin(await this.sign(key, "GET", { range: `bytes=${start}-${end - 1}` }));
+    if (res.status === 404) {
+      await res.body?.cancel();
+      return null;
+    }
+    await expectOk(res, this.id, "GET", key);
+    // A server that ignores Range would send the whole file: never pass wrong offsets on.
+    if (res.status !== 206 && !(start === 0 && Number(res.headers.get("content-length")) === end)) {
+      await res.body?.cancel();
+      throw new Error(`node ${this.id}: GET ${key} ignored the Range header`);
+    }
+    return res.body;
+  }
+
+  async delete(keys: string[]): Promise<void> {
+    await Promise.all(
+      keys.map(async (key) => {
+        const res = await this.fetchWithin(await this.sign(key, "DELETE"));
+        await res.body?.cancel();
+        if (!res.ok && res.status !== 404) throw new Error(`node ${this.id}: DELETE ${key}: HTTP ${res.status}`);
+      }),
+    );
+  }
+
+  async head(key: string): Promise<number | null> {
+    const res = await this.fetchWithin(await this.sign(key, "HEAD"));
+    if (res.status === 404) return null;
+    await expectOk(res, this.id, "HEAD", key);
+    return Number(res.headers.get("content-length"));
+  }
+
+  /** fetch, failing if the headers take longer than timeoutMs (a stalled node); the body is not timed. */
+  private async fetchWithin(request: Request): Promise<Response> {
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(new Error(`node ${this.id} did not answer within ${this.timeoutMs} ms`)), this.timeoutMs);
+    try {
+      return await fetch(request, { signal: abort.signal });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private sign(key: string, method: string, headers: Record<string, string> = {}): Promise<Request> {
+    const url = this.base + key.split("/").map(encodeURIComponent).join("/");
+    return this.client.sign(url, { method, headers: { ...headers, "x-amz-content-sha256": "UNSIGNED-PAYLOAD" } });
+  }
+}
+
+async function expectOk(res: Response, node: string, method: string, key: string): Promise<void> {
+  if (res.ok) return;
+  const detail = (await res.text().catch(() => "")).slice(0, 300);
+  throw new Error(`node ${node}: ${method} ${key}: HTTP ${res.status} ${detail}`);
+}
