@@ -68,6 +68,10 @@ async function rebuildPass(config: GatewayConfig, core: Core, part: ShardedPart,
     if (node) sinks.set(shard, new ShardSink(node, shardKey(layout.storageId, shard), geometry.shardFileBytes, config.nodeStallMs));
     else failed.push(shard);
   }
+  if (sinks.size === 0) {
+    geometry.free();
+    return { rebuilt: [], failed };
+  }
   const encoder = core.encoder(geometry);
   try {
     // The shards being rebuilt are not read: they are the ones in doubt.

@@ -69,6 +69,7 @@ class ShardedRangeReader {
   private readonly nodes: Map<string, StorageNode>;
   private sources: Source[] = [];
   private assembler: RangeAssembler | null = null;
+  private unconfiguredReported = false;
 
   constructor(
     private readonly config: GatewayConfig,
@@ -96,10 +97,14 @@ class ShardedRangeReader {
       });
       let plan;
       try {
-        for (const [shard, nodeId] of this.layout.placement.entries()) {
-          if (!this.nodes.has(nodeId)) this.unavailable.add(shard);
-        }
+        // A node no longer configured is read around; it is reported lost once a plan needs parity.
+        const unconfigured = this.layout.placement.flatMap((nodeId, shard) => (this.nodes.has(nodeId) ? [] : [shard]));
+        for (const shard of unconfigured) this.unavailable.add(shard);
         plan = this.core.planRead(geometry, start, this.end, [...this.unavailable]);
+        if (plan.degraded && !this.unconfiguredReported) {
+          this.unconfiguredReported = true;
+          for (const shard of unconfigured) this.events.shardLost?.(this.layout.storageId, shard, "missing");
+        }
       } catch {
         throw new S3Error(503, "ServiceUnavailable", "Too many storage nodes are unavailable to read this object right now.");
       } finally {
