@@ -29,11 +29,11 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import os from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { AwsClient } from "aws4fetch";
+import { freePort } from "../scripts/lib/free-port.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const json = process.argv.includes("--json");
@@ -58,17 +58,6 @@ const SMALL = { size: 4 * KiB, count: 200, concurrency: 8 };
 const aws = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1", retries: 0 });
 
 // --- servers ---------------------------------------------------------------------------------
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 const servers = [];
 

@@ -10,12 +10,12 @@
 // `cluster {json}` once everything answers (what tests read).
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { AwsClient } from "aws4fetch";
+import { freePort } from "./lib/free-port.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const NODES = 6;
@@ -33,17 +33,6 @@ const { values: opts } = parseArgs({
 });
 const data = opts.data ?? mkdtempSync(join(tmpdir(), "shardgate-cluster-"));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 const children = [];
 function shutdown(code = 0) {

@@ -14,9 +14,9 @@
 // local defaults below (never built into the Worker: a deployment without secrets refuses all).
 import { spawn } from "node:child_process";
 import http from "node:http";
-import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { freePort } from "./lib/free-port.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const LOCAL_DEFAULTS = { accessKeyId: "shardgate", secretAccessKey: "shardgate-secret" };
@@ -35,17 +35,6 @@ const credentials = {
   accessKeyId: process.env.SHARDGATE_ACCESS_KEY_ID || LOCAL_DEFAULTS.accessKeyId,
   secretAccessKey: process.env.SHARDGATE_SECRET_ACCESS_KEY || LOCAL_DEFAULTS.secretAccessKey,
 };
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 const [workerPort, inspectorPort] = [await freePort(), await freePort()];
 let wrangler;

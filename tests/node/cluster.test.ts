@@ -4,12 +4,11 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client, S3ServiceException } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "../shared/core-suite";
-import { CREDENTIALS } from "./gateway";
+import { CREDENTIALS, freePort } from "./gateway";
 import { ROOT } from "./tools";
 
 const MIB = 1 << 20;
@@ -65,17 +64,6 @@ function signal(n: NodeInfo, sig: NodeJS.Signals): void {
   } catch {
     // already gone
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      srv.close(() => (typeof addr === "object" && addr ? resolve(addr.port) : reject(new Error("no port"))));
-    });
-  });
 }
 
 const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");

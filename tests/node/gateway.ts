@@ -13,7 +13,8 @@ const root = fileURLToPath(new URL("../..", import.meta.url));
 
 export { CREDENTIALS } from "../shared/credentials";
 
-function freePort(): Promise<number> {
+/** A TCP port on 127.0.0.1 that nothing listens on right now. */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.once("error", reject);
