@@ -1,9 +1,9 @@
 // GetObjectAttributes: what S3 tells about an object without its body (ETag, checksum, parts,
 // storage class, size), from the manifest alone.
 import { S3Error } from "../s3-error";
-import { noSuchBucket } from "./bucket";
 import { checksumValue } from "./checksums";
-import { bucketIndex, type RequestContext } from "./context";
+import type { RequestContext } from "./context";
+import { existingObject } from "./get";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
 
 const ATTRIBUTES = ["ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSize"];
@@ -22,9 +22,7 @@ export async function getObjectAttributes(ctx: RequestContext, bucket: string, k
   const maxParts = Math.min(Number(headers.get("x-amz-max-parts") ?? 1000) || 1000, 1000);
   const marker = Number(headers.get("x-amz-part-number-marker") ?? 0) || 0;
 
-  const { bucket: exists, object } = await bucketIndex(ctx, bucket).head(key);
-  if (!exists) throw noSuchBucket(bucket);
-  if (!object) throw new S3Error(404, "NoSuchKey", "The specified key does not exist.");
+  const object = await existingObject(ctx, bucket, key);
   const manifest = ctx.core.decodeManifest(object.manifest);
   const partsCount = manifest.parts.length;
 

@@ -99,6 +99,11 @@ export class RequestChecksums {
     return new RequestChecksums(algorithm === null ? [] : [{ algorithm, source: "computed", expected: null, compute: hasher(core, algorithm) }]);
   }
 
+  /** Whether the request carries a checksum (header or trailer) or one is computed. */
+  get isEmpty(): boolean {
+    return this.pending.length === 0;
+  }
+
   update(bytes: Uint8Array): void {
     for (const p of this.pending) p.compute.update(bytes);
   }

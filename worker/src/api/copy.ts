@@ -5,10 +5,9 @@ import type { Manifest } from "../core-api";
 import type { ObjectRecord } from "../meta/types";
 import { S3Error } from "../s3-error";
 import { writePart } from "../storage/write-part";
-import { noSuchBucket } from "./bucket";
 import { checksumElements, parseAlgorithm, RequestChecksums, type Algorithm } from "./checksums";
 import { bucketIndex, type RequestContext } from "./context";
-import { checkConditions, openRange, preconditionFailed, requestConditions } from "./get";
+import { checkConditions, existingObject, noSuchKey, openRange, preconditionFailed, requestConditions } from "./get";
 import { storedHeaders, userMetadata } from "./object-headers";
 import { checkKey, commitObject, hex, MAX_PUT_BYTES, partOf, preconditionFailedOnWrite, writeCondition, type NewObject } from "./put";
 import { parseTaggingHeader } from "./tagging";
@@ -39,9 +38,7 @@ export function parseCopySource(header: string): CopySource {
 
 /** The source object, after its x-amz-copy-source-if-* conditions (any failure is a 412). */
 export async function readCopySource(ctx: RequestContext, source: CopySource): Promise<{ record: ObjectRecord; manifest: Manifest }> {
-  const { bucket: exists, object } = await bucketIndex(ctx, source.bucket).head(source.key);
-  if (!exists) throw noSuchBucket(source.bucket);
-  if (!object) throw new S3Error(404, "NoSuchKey", "The specified key does not exist.");
+  const object = await existingObject(ctx, source.bucket, source.key);
   if (checkConditions(requestConditions(ctx.request.headers, "x-amz-copy-source-if-"), object)) throw preconditionFailed();
   return { record: object, manifest: ctx.core.decodeManifest(object.manifest) };
 }
@@ -120,7 +117,7 @@ async function replaceInPlace(ctx: RequestContext, bucket: string, record: Objec
     lastModified,
     manifest: ctx.core.encodeManifest(next),
   });
-  if (result === "missing") throw new S3Error(404, "NoSuchKey", "The specified key does not exist.");
+  if (result === "missing") throw noSuchKey();
   if (result === "changed") throw new S3Error(409, "OperationAborted", "A conflicting operation is currently in progress against this resource. Please try again.");
   return { object, lastModified };
 }

@@ -47,8 +47,7 @@ async function parseDeleteRequest(ctx: RequestContext): Promise<DeleteRequest> {
   const headers = ctx.request.headers;
   const contentMd5 = parseContentMd5(headers.get("content-md5"));
   const checksums = RequestChecksums.fromRequest(ctx.core, headers);
-  const hasChecksum = [...headers.keys()].some((n) => n.startsWith("x-amz-checksum-") && n !== "x-amz-checksum-type") || headers.has("x-amz-trailer");
-  if (!contentMd5 && !hasChecksum) {
+  if (!contentMd5 && checksums.isEmpty) {
     throw new S3Error(400, "InvalidRequest", "Missing required header for this request: Content-MD5 or x-amz-checksum-*");
   }
   const bytes = await readXmlBody(ctx.auth.body);

@@ -18,10 +18,20 @@ interface Selection {
   partsCount: number | null;
 }
 
-export async function getObject(ctx: RequestContext, bucket: string, key: string, head: boolean): Promise<Response> {
+export function noSuchKey(): S3Error {
+  return new S3Error(404, "NoSuchKey", "The specified key does not exist.");
+}
+
+/** The object under `key` (one metadata call), or NoSuchBucket / NoSuchKey. */
+export async function existingObject(ctx: RequestContext, bucket: string, key: string): Promise<ObjectRecord> {
   const { bucket: exists, object } = await bucketIndex(ctx, bucket).head(key);
   if (!exists) throw noSuchBucket(bucket);
-  if (!object) throw new S3Error(404, "NoSuchKey", "The specified key does not exist.");
+  if (!object) throw noSuchKey();
+  return object;
+}
+
+export async function getObject(ctx: RequestContext, bucket: string, key: string, head: boolean): Promise<Response> {
+  const object = await existingObject(ctx, bucket, key);
   const notModified = checkConditions(requestConditions(ctx.request.headers), object);
   const manifest = ctx.core.decodeManifest(object.manifest);
   const headers = objectHeaders(ctx, manifest);

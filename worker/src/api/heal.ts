@@ -23,8 +23,9 @@ export async function healAfterRead(ctx: RequestContext, bucket: string, key: st
     const { object } = await bucketIndex(ctx, bucket).head(key);
     if (!object || !equalBytes(object.manifest, read)) return;
     for (const part of manifest.parts) {
-      const shards = isSharded(part) ? lost.get(part.layout.storageId) : undefined;
-      if (shards && isSharded(part)) count(await rebuildShards(ctx.config, ctx.core, part, [...shards]));
+      if (!isSharded(part)) continue;
+      const shards = lost.get(part.layout.storageId);
+      if (shards) count(await rebuildShards(ctx.config, ctx.core, part, [...shards]));
     }
   } catch (e) {
     console.error(JSON.stringify({ requestId: ctx.requestId, heal: `${bucket}/${key}`, error: String(e) }));

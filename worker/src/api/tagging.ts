@@ -3,8 +3,8 @@
 // still needs one metadata call; changing them swaps the manifest only if nothing else did.
 import type { Manifest } from "../core-api";
 import { S3Error } from "../s3-error";
-import { noSuchBucket } from "./bucket";
 import { bucketIndex, type RequestContext } from "./context";
+import { existingObject, noSuchKey } from "./get";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
 import { childrenNamed, childText, malformedXml, readXml } from "./xml-parse";
 
@@ -72,9 +72,7 @@ export async function deleteObjectTagging(ctx: RequestContext, bucket: string, k
 }
 
 async function currentObject(ctx: RequestContext, bucket: string, key: string) {
-  const { bucket: exists, object } = await bucketIndex(ctx, bucket).head(key);
-  if (!exists) throw noSuchBucket(bucket);
-  if (!object) throw new S3Error(404, "NoSuchKey", "The specified key does not exist.");
+  const object = await existingObject(ctx, bucket, key);
   return { object, manifest: ctx.core.decodeManifest(object.manifest) };
 }
 
@@ -86,7 +84,7 @@ async function updateManifest(ctx: RequestContext, bucket: string, key: string, 
     const record = { key, size: object.size, etag: object.etag, lastModified: object.lastModified, manifest: ctx.core.encodeManifest(next) };
     const result = await bucketIndex(ctx, bucket).replace(object.manifest, record);
     if (result === "replaced") return;
-    if (result === "missing") throw new S3Error(404, "NoSuchKey", "The specified key does not exist.");
+    if (result === "missing") throw noSuchKey();
   }
   throw new S3Error(409, "OperationAborted", "A conflicting conditional operation is currently in progress against this resource. Please try again.");
 }
