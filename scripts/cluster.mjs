@@ -4,10 +4,12 @@
 // plain directory; the gateway reaches them as S3 nodes (SHARDGATE_S3_NODES) and answers at the
 // same address and with the same credentials as `npm start`.
 //
-//   node scripts/cluster.mjs [--ip 127.0.0.1] [--port 8787] [--data DIR] [--quiet]
+//   node scripts/cluster.mjs [--ip 127.0.0.1] [--port 8787] [--data DIR] [--var NAME:VALUE]… [--quiet]
 //
 // Prints each node's process id, port and data directory; with --quiet, only one line
-// `cluster {json}` once everything answers (what tests read).
+// `cluster {json}` once everything answers (what tests read), where each node also carries the
+// `argv` that starts it again on the same port and data (after a kill). `--var` passes a Worker
+// variable to the gateway (e.g. --var SHARDGATE_DATA_SHARDS:3).
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -29,6 +31,7 @@ const { values: opts } = parseArgs({
     port: { type: "string", default: "8787" },
     data: { type: "string" },
     quiet: { type: "boolean", default: false },
+    var: { type: "string", multiple: true, default: [] },
   },
 });
 const data = opts.data ?? mkdtempSync(join(tmpdir(), "shardgate-cluster-"));
@@ -50,13 +53,13 @@ process.on("SIGTERM", () => shutdown(0));
 
 /** One versitygw serving `dir` on `port`. */
 function startNode(i, port, dir) {
-  const child = spawn(
+  const argv = [
     join(root, ".tools/go/bin/versitygw"),
-    ["--access", NODE_KEY.accessKeyId, "--secret", NODE_KEY.secretAccessKey, "--port", `127.0.0.1:${port}`, "--iam-dir", `${dir}.iam`, "posix", dir],
-    { stdio: ["ignore", "ignore", "inherit"] },
-  );
+    ...["--access", NODE_KEY.accessKeyId, "--secret", NODE_KEY.secretAccessKey, "--port", `127.0.0.1:${port}`, "--iam-dir", `${dir}.iam`, "posix", dir],
+  ];
+  const child = spawn(argv[0], argv.slice(1), { stdio: ["ignore", "ignore", "inherit"] });
   children.push(child);
-  return { id: `node${i}`, pid: child.pid, port, dir, endpoint: `http://127.0.0.1:${port}` };
+  return { id: `node${i}`, pid: child.pid, port, dir, endpoint: `http://127.0.0.1:${port}`, argv };
 }
 
 async function createBucket(node) {
@@ -94,6 +97,7 @@ const gateway = spawn(
     ...["--var", `SHARDGATE_NODES:${nodes.map((n) => n.id).join(",")}`, "--var", `SHARDGATE_S3_NODES:${JSON.stringify(s3Nodes)}`],
     // A paused node counts as failed after 5 s without progress (30 s by default).
     ...["--var", "SHARDGATE_NODE_STALL_MS:5000"],
+    ...opts.var.flatMap((v) => ["--var", v]),
   ],
   { stdio: ["ignore", "inherit", "inherit"] },
 );

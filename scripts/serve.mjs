@@ -129,6 +129,7 @@ if (!opts.quiet) {
   const defaults = credentials.accessKeyId === LOCAL_DEFAULTS.accessKeyId && credentials.secretAccessKey === LOCAL_DEFAULTS.secretAccessKey;
   console.log(`
 shardgate is serving
+  console       ${base}/_console/  (the web console: sign in with the keys below)
   S3 endpoint   ${base}  (path style; virtual-hosted style as http://BUCKET.localhost:${opts.port})
   region        us-east-1
   access key    ${credentials.accessKeyId}

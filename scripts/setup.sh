@@ -10,11 +10,16 @@
 #   4. wasm-bindgen-cli at exactly the version of the wasm-bindgen crate in Cargo.lock
 #      (cargo install into ~/.cargo/bin, a few minutes, once per machine).
 #   5. The core: cargo build for wasm32 + wasm-bindgen into core/pkg (scripts/build-core.sh).
-#   6. The AWS CLI (v1), boto3 and s3cmd for the end-to-end tests: a Python venv in .tools/python
+#   6. The web console: `vite build` of web/ into web/dist/_console/ (the Worker's static assets),
+#      redone only when its sources (or the core it embeds) changed, or the output is missing.
+#   7. The AWS CLI (v1), boto3 and s3cmd for the end-to-end tests: a Python venv in .tools/python
 #      with the exact pins of tests/python/requirements.txt (pip from PyPI; redone when it changes).
-#   7. rclone and the MinIO client mc for the end-to-end tests, and versitygw (the S3 server each
+#   8. rclone and the MinIO client mc for the end-to-end tests, and versitygw (the S3 server each
 #      node of `npm run cluster` is): `go install` at the versions pinned below, from the Go module
 #      proxy, into .tools/go/bin (a few minutes, once per machine and pin).
+#   9. Chromium for the console's end-to-end test (tests/node/console.test.ts drives it with
+#      playwright-core): Debian's package, `apt-get install -y chromium`, only when /usr/bin/chromium
+#      is missing (as root, or with passwordless sudo). Nothing downloads a browser from elsewhere.
 #
 # Needs: bash, a system node + npm (any version npm 9+ runs on), rustup/cargo, sha256sum,
 # python3 >= 3.10 with its venv module (Debian: python3-venv), go >= 1.24.
@@ -115,7 +120,20 @@ fi
 # --- 5. the core ------------------------------------------------------------------------------
 bash "$here/build-core.sh" >&2
 
-# --- 6. AWS CLI + boto3 in .tools/python -----------------------------------------------------
+# --- 6. the web console (web/ -> web/dist/_console/) ------------------------------------------
+# Everything the bundle is made of: its sources, its config and lock, and the core it embeds.
+console_out=web/dist/_console/index.html
+console_stamp=node_modules/.shardgate-console.sha256  # outside the assets directory, so never deployed
+console_hash="$( { find web/src worker/src/core-api.ts core/pkg -type f -print0 | sort -z | xargs -0 sha256sum;
+  sha256sum web/index.html web/vite.config.ts web/tsconfig.json web/package.json package-lock.json; } | sha256sum | cut -d' ' -f1)"
+if [ ! -f "$console_out" ] || [ "$(cat "$console_stamp" 2>/dev/null)" != "$console_hash" ]; then
+  say "vite build (the web console, web/ -> web/dist/_console/)"
+  node node_modules/vite/bin/vite.js build --config web/vite.config.ts --logLevel warn >&2
+  [ -f "$console_out" ] || die "vite build wrote no $console_out"
+  printf '%s\n' "$console_hash" > "$console_stamp"
+fi
+
+# --- 7. AWS CLI + boto3 in .tools/python -----------------------------------------------------
 venv=.tools/python
 requirements=tests/python/requirements.txt
 py_stamp="$venv/.shardgate-requirements.sha256"
@@ -145,7 +163,7 @@ if [ "$(cat "$py_stamp" 2>/dev/null)" != "$req_hash" ] || [ ! -x "$venv/bin/aws"
   . "$here/env.sh"
 fi
 
-# --- 7. rclone and mc in .tools/go/bin ------------------------------------------------------
+# --- 8. rclone and mc in .tools/go/bin ------------------------------------------------------
 # mc publishes no semver tags, so its pin is the module proxy's pseudo-version of a release commit.
 go_tools=(
   "rclone github.com/rclone/rclone@v1.76.0"
@@ -164,4 +182,18 @@ for entry in "${go_tools[@]}"; do
   printf '%s\n' "$module" > "$stamp"
 done
 
-say "ready (node $node_version, wasm-bindgen $bindgen_version, core/pkg, $py_pins, rclone, mc, versitygw)"
+# --- 9. Chromium (Debian's package) for the console's end-to-end test ---------------------------
+if [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = 0 ]; then as_root=(); elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then as_root=(sudo -n); else as_root=(none); fi
+  if [ "${as_root[0]:-}" = none ]; then
+    say "warning: /usr/bin/chromium is missing and installing it needs root (apt-get install chromium); the console's browser test will be skipped"
+  else
+    command -v apt-get >/dev/null 2>&1 || die "/usr/bin/chromium is missing and there is no apt-get to install it (Debian: apt-get install chromium)"
+    say "apt-get install chromium (Debian's package, for the console's end-to-end test; once per machine)"
+    "${as_root[@]}" apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq chromium >&2
+    [ -x /usr/bin/chromium ] || die "apt-get install chromium left no /usr/bin/chromium"
+  fi
+fi
+
+say "ready (node $node_version, wasm-bindgen $bindgen_version, core/pkg, console, $py_pins, rclone, mc, versitygw, chromium)"

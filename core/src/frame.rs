@@ -17,6 +17,11 @@ pub fn chunk_checksum(shard: usize, chunk: u64, bytes: &[u8]) -> u64 {
     xxh3_64_with_seed(bytes, seed(shard, chunk))
 }
 
+/// A streaming hasher for chunk `chunk` of shard file `shard` (the same checksum, fed in pieces).
+pub(crate) fn chunk_hasher(shard: usize, chunk: u64) -> Xxh3 {
+    Xxh3::with_seed(seed(shard, chunk))
+}
+
 /// True when `stored` (the 8 bytes after the chunk) matches the chunk's bytes.
 pub fn verify_chunk(shard: usize, chunk: u64, bytes: &[u8], stored: &[u8]) -> bool {
     stored.len() == CHECKSUM_BYTES

@@ -8,6 +8,7 @@
 //! - [`encode`]: a part's bytes, block by block, into framed shard files.
 //! - [`frame`]: per-chunk xxh3 checksum framing of shard files (bitrot detection), writing and verifying.
 //! - [`plan`]: which shard-file byte ranges a byte range needs, healthy or degraded.
+//! - [`verify`]: checking a whole shard file's chunk checksums as it streams in (scrub).
 //! - [`assemble`]: turning fetched shard bytes back into exactly the requested bytes, incrementally.
 //! - [`http_range`]: the `Range` header with S3 semantics.
 //! - [`checksum`]: streaming CRC32 / CRC32C / CRC64NVME for S3 `x-amz-checksum-*`.
@@ -26,6 +27,7 @@ pub mod manifest;
 pub mod plan;
 pub mod small_decoder;
 pub mod small_encoder;
+pub mod verify;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 #[doc(hidden)]

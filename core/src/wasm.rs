@@ -12,6 +12,7 @@ use crate::erasure::EngineKind;
 use crate::geometry::Geometry as CoreGeometry;
 use crate::http_range;
 use crate::plan::ReadPlan as CoreReadPlan;
+use crate::verify::ShardVerifier as CoreShardVerifier;
 use wasm_bindgen::prelude::*;
 
 /// The core's crate version.
@@ -226,6 +227,75 @@ impl Assembler {
     #[wasm_bindgen(getter)]
     pub fn done(&self) -> bool {
         self.inner.is_done()
+    }
+}
+
+/// Checks a whole shard file's chunk checksums as its bytes stream in (scrub).
+#[wasm_bindgen]
+pub struct ShardVerifier {
+    inner: CoreShardVerifier,
+    input: Buffer,
+}
+
+#[wasm_bindgen]
+impl ShardVerifier {
+    /// A verifier for shard file `shard` of a part laid out as `geometry`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(geometry: &Geometry, shard: usize) -> Result<ShardVerifier, JsError> {
+        Ok(Self {
+            inner: CoreShardVerifier::new(geometry.0, shard).map_err(err)?,
+            input: Buffer::default(),
+        })
+    }
+
+    /// Pointer to a reusable input buffer of `len` bytes; write into it, then call `push`.
+    #[wasm_bindgen(js_name = inputPtr)]
+    pub fn input_ptr(&mut self, len: usize) -> *mut u8 {
+        self.input.ptr(len)
+    }
+
+    /// Feeds the first `len` bytes of the input buffer as the file's next bytes. Returns the
+    /// number of bad chunks found so far.
+    pub fn push(&mut self, len: usize) -> Result<usize, JsError> {
+        let bytes = self.input.filled(len)?;
+        self.inner.push(bytes);
+        Ok(self.inner.bad_chunks().len())
+    }
+
+    /// The file's expected length, checksums included.
+    #[wasm_bindgen(getter, js_name = fileBytes)]
+    pub fn file_bytes(&self) -> f64 {
+        self.inner.file_bytes() as f64
+    }
+
+    /// Chunks received whole and checked so far.
+    #[wasm_bindgen(getter)]
+    pub fn chunks(&self) -> f64 {
+        self.inner.chunks() as f64
+    }
+
+    /// Bytes received so far (up to the expected length).
+    #[wasm_bindgen(getter)]
+    pub fn bytes(&self) -> f64 {
+        self.inner.bytes() as f64
+    }
+
+    /// Bytes received beyond the expected length.
+    #[wasm_bindgen(getter)]
+    pub fn excess(&self) -> f64 {
+        self.inner.excess() as f64
+    }
+
+    /// True once the whole expected file was received (false: the file is short so far).
+    #[wasm_bindgen(getter)]
+    pub fn complete(&self) -> bool {
+        self.inner.is_complete()
+    }
+
+    /// Indices of the chunks that failed their checksum, in order.
+    #[wasm_bindgen(js_name = badChunks)]
+    pub fn bad_chunks(&self) -> Vec<f64> {
+        self.inner.bad_chunks().iter().map(|&c| c as f64).collect()
     }
 }
 

@@ -285,5 +285,39 @@ export function defineCoreSuite(runtime: string, getCore: () => Core): void {
       const extra = { ...manifest, storageClass: "STANDARD" };
       expect(() => core.encodeManifest(extra)).toThrow(/unknown field `storageClass`/);
     });
+
+    it("verifies whole shard files streamed in pieces of any size and names every flipped chunk", () => {
+      const core = getCore();
+      const random = rng(7);
+      const spec: GeometrySpec = { size: 700_001, blockBytes: 262_144, dataShards: 4, parityShards: 2, chunkBytes: 4096 };
+      const files = encodeToFiles(core, spec, randomBytes(spec.size, 9));
+      const geometry = core.geometry(spec);
+      const framed = spec.chunkBytes + 8;
+      const verify = (shard: number, file: Uint8Array) => {
+        const v = core.shardVerifier(geometry, shard);
+        expect(v.fileBytes).toBe(geometry.shardFileBytes);
+        for (let at = 0; at < file.length; ) {
+          const next = Math.min(file.length, at + 1 + Math.floor(random() * 20_000));
+          v.push(file.subarray(at, next));
+          at = next;
+        }
+        const result = v.finish();
+        v.free();
+        return result;
+      };
+      const chunks = Math.ceil(geometry.shardFileBytes / framed);
+      for (const [shard, file] of files.entries()) {
+        expect(verify(shard, file)).toEqual({ chunks, badChunks: [], bytes: file.length, short: false, excess: 0 });
+        const rotten = file.slice();
+        const bad = [...new Set([0, chunks - 1, 1 + Math.floor(random() * (chunks - 2))])].sort((a, b) => a - b);
+        for (const c of bad) rotten[Math.min(c * framed + Math.floor(random() * framed), rotten.length - 1)] ^= 0x80;
+        expect(verify(shard, rotten).badChunks).toEqual(bad);
+        // Checked against another shard's checksums, every chunk fails; cut short, it says so.
+        expect(verify((shard + 1) % files.length, file).badChunks).toHaveLength(chunks);
+        expect(verify(shard, file.subarray(0, file.length - 100))).toMatchObject({ chunks: chunks - 1, badChunks: [], short: true });
+      }
+      expect(() => core.shardVerifier(geometry, 6)).toThrow(/shard 6/);
+      geometry.free();
+    });
   });
 }

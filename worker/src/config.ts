@@ -5,6 +5,7 @@ import type { BucketIndex } from "./meta/bucket-index";
 import type { BucketRegistry } from "./meta/registry";
 import { metrics } from "./observability/metrics";
 import type { MetricsStore } from "./observability/metrics-store";
+import { nodeHealth, GuardedNode } from "./storage/node-health";
 import { CountedNode, R2Node, type StorageNode } from "./storage/nodes";
 import { S3Node, type S3NodeSpec } from "./storage/s3-node";
 
@@ -28,6 +29,10 @@ export interface Env {
   SHARDGATE_WRITE_QUORUM?: string;
   /** How long a node may go without progress (taking the next block, answering) before it counts as failed (ms, default 30000). */
   SHARDGATE_NODE_STALL_MS?: string;
+  /** How long a shard stream of a read may send nothing before it is read around (ms, default 5000). */
+  SHARDGATE_READ_STALL_MS?: string;
+  /** Nodes being drained (comma-separated ids of SHARDGATE_NODES): still read, never written. */
+  SHARDGATE_DRAINING_NODES?: string;
   SHARDGATE_ACCESS_KEY_ID?: string;
   SHARDGATE_SECRET_ACCESS_KEY?: string;
   /** When set, GET /_shardgate/metrics also accepts `Authorization: Bearer <token>`. */
@@ -37,7 +42,10 @@ export interface Env {
 }
 
 export interface GatewayConfig {
+  /** Every configured node, in placement order: reads find shard files on any of them. */
   nodes: StorageNode[];
+  /** The nodes new shard files go to: all but those being drained. */
+  writableNodes: StorageNode[];
   dataShards: number;
   parityShards: number;
   blockBytes: number;
@@ -47,6 +55,8 @@ export interface GatewayConfig {
   writeQuorum: number;
   /** A node without progress for this long (ms) counts as failed for that request. */
   nodeStallMs: number;
+  /** A read's shard stream silent for this long (ms) is dropped and read around. */
+  readStallMs: number;
   region: string;
   /** Absent when no credentials are configured: every S3 request is then refused. */
   credentials: { accessKeyId: string; secretAccessKey: string } | undefined;
@@ -78,17 +88,14 @@ function parseConfig(env: Env): GatewayConfig {
   const ids = (env.SHARDGATE_NODES ?? "").split(",").map((s) => s.trim()).filter(Boolean);
   const s3Nodes = parseS3Nodes(env);
   const nodeStallMs = int(env, "SHARDGATE_NODE_STALL_MS", 30_000);
-  const nodes = ids.map((id) => {
-    const binding = (env as unknown as Record<string, unknown>)[id];
-    if (isR2Bucket(binding)) return new CountedNode(new R2Node(id, binding), metrics);
-    const spec = s3Nodes.get(id);
-    if (spec) return new CountedNode(new S3Node(id, spec, nodeStallMs), metrics);
-    throw new Error(`configuration: node ${id} is neither an R2 bucket binding nor in SHARDGATE_S3_NODES`);
-  });
+  const nodes = ids.map((id) => new GuardedNode(new CountedNode(originNode(env, id, s3Nodes, nodeStallMs), metrics), nodeHealth(id)));
+  const draining = new Set((env.SHARDGATE_DRAINING_NODES ?? "").split(",").map((s) => s.trim()).filter(Boolean));
+  for (const id of draining) if (!ids.includes(id)) throw new Error(`configuration: draining node ${id} is not in SHARDGATE_NODES`);
   const dataShards = int(env, "SHARDGATE_DATA_SHARDS");
   const parityShards = int(env, "SHARDGATE_PARITY_SHARDS");
-  if (nodes.length < dataShards + parityShards) {
-    throw new Error(`configuration: ${dataShards}+${parityShards} needs at least ${dataShards + parityShards} nodes, have ${nodes.length}`);
+  const writable = nodes.filter((n) => !draining.has(n.id));
+  if (writable.length < dataShards + parityShards) {
+    throw new Error(`configuration: ${dataShards}+${parityShards} needs at least ${dataShards + parityShards} nodes that are not draining, have ${writable.length}`);
   }
   const writeQuorum = int(env, "SHARDGATE_WRITE_QUORUM", Math.min(dataShards + 1, dataShards + parityShards));
   if (writeQuorum < dataShards || writeQuorum > dataShards + parityShards) {
@@ -96,6 +103,7 @@ function parseConfig(env: Env): GatewayConfig {
   }
   return {
     nodes,
+    writableNodes: writable,
     dataShards,
     parityShards,
     blockBytes: int(env, "SHARDGATE_BLOCK_BYTES"),
@@ -103,6 +111,7 @@ function parseConfig(env: Env): GatewayConfig {
     inlineBytes: int(env, "SHARDGATE_INLINE_BYTES", 4096),
     writeQuorum,
     nodeStallMs,
+    readStallMs: int(env, "SHARDGATE_READ_STALL_MS", 5_000),
     region: env.SHARDGATE_REGION || "us-east-1",
     credentials:
       env.SHARDGATE_ACCESS_KEY_ID && env.SHARDGATE_SECRET_ACCESS_KEY
@@ -110,6 +119,14 @@ function parseConfig(env: Env): GatewayConfig {
         : undefined, // local defaults are passed in by scripts/serve.mjs, never built in
     virtualHostSuffix: env.SHARDGATE_VIRTUAL_HOST_SUFFIX || "localhost",
   };
+}
+
+function originNode(env: Env, id: string, s3Nodes: Map<string, S3NodeSpec>, stallMs: number): StorageNode {
+  const binding = (env as unknown as Record<string, unknown>)[id];
+  if (isR2Bucket(binding)) return new R2Node(id, binding);
+  const spec = s3Nodes.get(id);
+  if (spec) return new S3Node(id, spec, stallMs);
+  throw new Error(`configuration: node ${id} is neither an R2 bucket binding nor in SHARDGATE_S3_NODES`);
 }
 
 function parseS3Nodes(env: Env): Map<string, S3NodeSpec> {

@@ -128,6 +128,14 @@ export class Core {
     return new PartEncoder(this.memory, new this.wasm.PartEncoder(geometry));
   }
 
+  /**
+   * Checks shard file `shard` of a part laid out as `geometry` against its chunk checksums, as
+   * its bytes stream in (scrub). Throws when `shard` is not one of the part's shards.
+   */
+  shardVerifier(geometry: Bindings.Geometry, shard: number): ShardVerifier {
+    return new ShardVerifier(this.memory, new this.wasm.ShardVerifier(geometry, shard));
+  }
+
   /** Streaming S3 checksum: "CRC32", "CRC32C" or "CRC64NVME". */
   checksum(algorithm: string): StreamingChecksum {
     return new StreamingChecksum(this.memory, new this.wasm.Checksum(algorithm));
@@ -300,6 +308,58 @@ export class PartEncoder {
     for (let shard = 0; shard < shards; shard++) {
       emit(shard, new Uint8Array(this.memory.buffer, this.inner.outputPtr(shard), this.inner.outputLen(shard)));
     }
+  }
+
+  free(): void {
+    this.inner.free();
+  }
+}
+
+/** What a ShardVerifier found in one shard file. */
+export interface ShardVerification {
+  /** Chunks received whole and checked (good and bad). */
+  chunks: number;
+  /** Indices of the chunks that failed their checksum, in order. */
+  badChunks: number[];
+  /** Bytes of the file received, checksums included (up to its expected length). */
+  bytes: number;
+  /** The file ended before its expected length: its last chunks were never checked. */
+  short: boolean;
+  /** Bytes received beyond the file's expected length (a well-formed file has none). */
+  excess: number;
+}
+
+/** Checks a whole shard file, fed in pieces of any size, against its chunk checksums. */
+export class ShardVerifier {
+  constructor(
+    private readonly memory: CoreMemory,
+    private readonly inner: Bindings.ShardVerifier,
+  ) {}
+
+  /** The file's expected length, checksums included. */
+  get fileBytes(): number {
+    return this.inner.fileBytes;
+  }
+
+  /** Feeds the file's next bytes, in order. */
+  push(bytes: Uint8Array): void {
+    copyIn(
+      this.memory,
+      bytes,
+      (len) => this.inner.inputPtr(len),
+      (len) => this.inner.push(len),
+    );
+  }
+
+  /** What was found (the verifier stays usable until `free`). */
+  finish(): ShardVerification {
+    return {
+      chunks: this.inner.chunks,
+      badChunks: Array.from(this.inner.badChunks()),
+      bytes: this.inner.bytes,
+      short: !this.inner.complete,
+      excess: this.inner.excess,
+    };
   }
 
   free(): void {

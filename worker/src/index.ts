@@ -7,15 +7,24 @@ import { Hono } from "hono";
 import pkg from "../package.json";
 import { handleS3 } from "./api/handle";
 import { type Env } from "./config";
+import { mountConsole } from "./console";
 import { coreVersion } from "./core";
+import { scheduledScrub } from "./scrub/walk";
 
 const app = new Hono<{ Bindings: Env }>();
 
 app.get("/_shardgate/health", (c) => c.json({ status: "ok", version: pkg.version, core: coreVersion() }));
 
+mountConsole(app); // the web console at /_console/, and GET / from a browser redirected there
+
 app.all("*", (c) => handleS3(c.req.raw, c.env, c.executionCtx));
 
-export default app;
+// fetch: the S3 API and the console; scheduled: the Cron Trigger's background scrub step
+// (wrangler.toml [triggers]).
+export default {
+  fetch: (request: Request, env: Env, ctx: ExecutionContext) => app.fetch(request, env, ctx),
+  scheduled: (_controller: ScheduledController, env: Env, ctx: ExecutionContext) => ctx.waitUntil(scheduledScrub(env)),
+} satisfies ExportedHandler<Env>;
 export { BucketIndex } from "./meta/bucket-index";
 export { BucketRegistry } from "./meta/registry";
 export { MetricsStore } from "./observability/metrics-store";

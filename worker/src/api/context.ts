@@ -16,10 +16,10 @@ export interface RequestContext {
   waitUntil(promise: Promise<unknown>): void;
 }
 
-export function bucketIndex(ctx: RequestContext, bucket: string) {
+export function bucketIndex(ctx: Pick<RequestContext, "env">, bucket: string) {
   return ctx.env.BUCKET_INDEX.get(ctx.env.BUCKET_INDEX.idFromName(bucket));
 }
 
-export function bucketRegistry(ctx: RequestContext) {
+export function bucketRegistry(ctx: Pick<RequestContext, "env">) {
   return ctx.env.BUCKET_REGISTRY.get(ctx.env.BUCKET_REGISTRY.idFromName("registry"));
 }

@@ -4,7 +4,7 @@ import type { Manifest, ManifestPart } from "../core-api";
 import type { ObjectRecord } from "../meta/types";
 import { S3Error } from "../s3-error";
 import { metrics } from "../observability/metrics";
-import { openPartRange, type ReadEvents } from "../storage/read-part";
+import { openPartRange, type LossReason, type ReadEvents } from "../storage/read-part";
 import { noSuchBucket } from "./bucket";
 import { checksumHeaders } from "./checksums";
 import { bucketIndex, type RequestContext } from "./context";
@@ -48,7 +48,7 @@ export async function getObject(ctx: RequestContext, bucket: string, key: string
   const fixed = new FixedLengthStream(sel.end - sel.start);
   const sent = body.pipeTo(fixed.writable).catch(() => {});
   // Heal on read: once the response is out, put back what the read had to go around.
-  ctx.waitUntil(sent.then(() => healAfterRead(ctx, bucket, key, object.manifest, manifest, lost)));
+  ctx.waitUntil(sent.then(() => healAfterRead(ctx, bucket, key, object.manifest, lost)));
   return new Response(fixed.readable, { status: sel.status, headers });
 }
 
@@ -231,6 +231,9 @@ function partOffsets(manifest: Manifest): { part: ManifestPart; offset: number }
   });
 }
 
+/** A shard's worst reason wins: once it is known missing, failed or rotten, it stays so. */
+const HEAL_WORTHY: ReadonlySet<LossReason> = new Set(["missing", "error", "checksum"]);
+
 /** Counts one degraded read per request and every checksum failure; notes the shards lost. */
 function readEvents(lost: LostShards): ReadEvents {
   let degraded = false;
@@ -239,8 +242,9 @@ function readEvents(lost: LostShards): ReadEvents {
       if (!degraded) metrics.add("shardgate_degraded_reads_total");
       degraded = true;
       if (why === "checksum") metrics.add("shardgate_checksum_failures_total");
-      const shards = lost.get(storageId) ?? new Set<number>();
-      shards.add(shard);
+      if (why === "slow") metrics.add("shardgate_hedged_reads_total");
+      const shards = lost.get(storageId) ?? new Map<number, LossReason>();
+      if (!HEAL_WORTHY.has(shards.get(shard) ?? "slow")) shards.set(shard, why);
       lost.set(storageId, shards);
     },
   };

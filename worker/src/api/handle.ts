@@ -11,7 +11,9 @@ import { getObjectAttributes } from "./attributes";
 import { copyObject } from "./copy";
 import { applyCors, corsRules, deleteBucketCors, getBucketCors, preflight, putBucketCors, type CorsRule } from "./cors";
 import { deleteObject, deleteObjects } from "./delete";
+import { adminDrain, adminNodes, adminObject } from "./admin-nodes";
 import { adminHeal } from "./heal";
+import { adminScrub, getHealStatus } from "./scrub";
 import {
   abortMultipartUpload,
   completeMultipartUpload,
@@ -136,6 +138,16 @@ function dispatch(ctx: RequestContext, e: Endpoint): Promise<Response> {
       return getMetrics(ctx.env);
     case "AdminHeal":
       return adminHeal(ctx);
+    case "GetHealStatus":
+      return getHealStatus(ctx);
+    case "AdminScrub":
+      return adminScrub(ctx);
+    case "AdminNodes":
+      return Promise.resolve(adminNodes(ctx));
+    case "AdminDrain":
+      return adminDrain(ctx, e.node);
+    case "AdminObject":
+      return adminObject(ctx);
     case "NotImplemented":
       throw new S3Error(501, "NotImplemented", `${e.name} is not implemented.`);
     default:

@@ -15,7 +15,7 @@ import { bucketIndex, type RequestContext } from "./context";
 import { parseCopySource, readCopySource } from "./copy";
 import { openRange } from "./get";
 import { storedHeaders, userMetadata } from "./object-headers";
-import { checkKey, hex, MAX_PUT_BYTES, parseContentMd5, partOf, preconditionFailedOnWrite, requestSize, verifyWritten, writeCondition } from "./put";
+import { checkKey, hex, MAX_PUT_BYTES, parseContentMd5, partOf, preconditionFailedOnWrite, requestSize, UNDER_REPLICATED, verifyWritten, writeCondition } from "./put";
 import { parseTaggingHeader } from "./tagging";
 import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
 import { childrenNamed, childText, malformedXml, readXml } from "./xml-parse";
@@ -123,6 +123,7 @@ async function commitPart(ctx: RequestContext, bucket: string, upload: UploadInf
     version: crypto.randomUUID(),
     part: partOf(written, etag, checksum ? [checksum] : []),
     checksum,
+    ...(written.missedShards.length > 0 ? { missedShards: written.missedShards } : {}),
   };
   const result = await bucketIndex(ctx, bucket).putPart(upload.uploadId, upload.key, record);
   if (!result.ok) {
@@ -191,7 +192,8 @@ export async function completeMultipartUpload(ctx: RequestContext, bucket: strin
     parts: used.map((p) => p.part),
   };
   const record = { key, size, etag, lastModified, manifest: ctx.core.encodeManifest(manifest) };
-  const result = await index.completeUpload(uploadId, record, used.map((p) => ({ partNumber: p.partNumber, version: p.version })), condition);
+  const missed = used.some((p) => (p.missedShards?.length ?? 0) > 0);
+  const result = await index.completeUpload(uploadId, record, used.map((p) => ({ partNumber: p.partNumber, version: p.version })), condition, missed ? UNDER_REPLICATED : null);
   if (!result.ok) {
     if (result.reason === "NoSuchBucket") throw noSuchBucket(bucket);
     if (result.reason === "NoSuchUpload") throw noSuchUpload();

@@ -76,7 +76,8 @@ export async function commitObject(
   let result;
   try {
     const record = { key, size: manifest.size, etag: manifest.etag, lastModified: manifest.lastModifiedMs, manifest: ctx.core.encodeManifest(manifest) };
-    result = await bucketIndex(ctx, bucket).put(record, condition);
+    const missed = written.some((w) => w.missedShards.length > 0);
+    result = await bucketIndex(ctx, bucket).put(record, condition, missed ? UNDER_REPLICATED : null);
     if (!result.ok) throw result.reason === "NoSuchBucket" ? noSuchBucket(bucket) : preconditionFailedOnWrite();
   } catch (e) {
     ctx.waitUntil(removeParts(ctx.config.nodes, written.map((w) => partOf(w, "", []))));
@@ -88,6 +89,9 @@ export async function commitObject(
   }
   return { lastModified: manifest.lastModifiedMs };
 }
+
+/** The heal-queue reason of a write that stored fewer than k + m shard files. */
+export const UNDER_REPLICATED = "under-replicated write";
 
 export function preconditionFailedOnWrite(): S3Error {
   return new S3Error(412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold.");

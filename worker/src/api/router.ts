@@ -32,6 +32,11 @@ export type Endpoint =
   | { op: "PreflightCors"; bucket: string }
   | { op: "GetMetrics" }
   | { op: "AdminHeal" }
+  | { op: "GetHealStatus" }
+  | { op: "AdminScrub" }
+  | { op: "AdminNodes" }
+  | { op: "AdminDrain"; node: string }
+  | { op: "AdminObject" }
   | { op: "NotImplemented"; name: string };
 
 export interface Target {
@@ -110,11 +115,23 @@ const VERB: Record<string, string> = { GET: "Get", HEAD: "Get", PUT: "Put", DELE
 /** The gateway's own signed endpoint (no bucket may start with "_", so it cannot shadow one). */
 export const METRICS_PATH = "/_shardgate/metrics";
 export const ADMIN_HEAL_PATH = "/_shardgate/admin/heal";
+export const ADMIN_SCRUB_PATH = "/_shardgate/admin/scrub";
+export const ADMIN_NODES_PATH = "/_shardgate/admin/nodes";
+export const ADMIN_OBJECT_PATH = "/_shardgate/admin/object";
+const DRAIN_PATH = /^\/_shardgate\/admin\/nodes\/([^/]+)\/drain$/;
 
 /** The Endpoint for a request: the gateway's own endpoints first, then S3's. */
 export function routeRequest(method: string, url: URL, virtualHostSuffix: string, headers: Headers): Endpoint {
   if (url.pathname === METRICS_PATH) return method === "GET" ? { op: "GetMetrics" } : notImplemented(`${method} on the metrics endpoint`);
-  if (url.pathname === ADMIN_HEAL_PATH) return method === "POST" ? { op: "AdminHeal" } : notImplemented(`${method} on the heal endpoint`);
+  if (url.pathname === ADMIN_HEAL_PATH) {
+    if (method === "POST") return { op: "AdminHeal" };
+    return method === "GET" ? { op: "GetHealStatus" } : notImplemented(`${method} on the heal endpoint`);
+  }
+  if (url.pathname === ADMIN_SCRUB_PATH) return method === "POST" ? { op: "AdminScrub" } : notImplemented(`${method} on the scrub endpoint`);
+  if (url.pathname === ADMIN_NODES_PATH) return method === "GET" ? { op: "AdminNodes" } : notImplemented(`${method} on the nodes endpoint`);
+  if (url.pathname === ADMIN_OBJECT_PATH) return method === "GET" ? { op: "AdminObject" } : notImplemented(`${method} on the object layout endpoint`);
+  const drain = DRAIN_PATH.exec(url.pathname);
+  if (drain) return method === "POST" ? { op: "AdminDrain", node: decodeURIComponent(drain[1]) } : notImplemented(`${method} on the drain endpoint`);
   return route(method, resolveTarget(url, virtualHostSuffix), url.searchParams, headers);
 }
 

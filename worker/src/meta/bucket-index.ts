@@ -7,6 +7,7 @@ import { commonPrefixOf, compareKeys, prefixEnd } from "./keys";
 import { migrate } from "./schema";
 import type {
   BucketInfo,
+  HealQueueEntry,
   CompleteResult,
   ListPage,
   ListQuery,
@@ -49,6 +50,19 @@ const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
   ],
   // Multipart uploads and their parts; the bucket's CORS configuration (JSON, or NULL).
   [...UPLOADS_SCHEMA, "ALTER TABLE bucket ADD COLUMN cors TEXT"],
+  // Objects waiting for heal: written while some node was down (under-replicated), or read
+  // around a missing, failed or rotten shard file. Kept with the object, so a write or delete
+  // updates it in the same transaction.
+  [
+    `CREATE TABLE heal_queue (
+       key TEXT PRIMARY KEY,
+       reason TEXT NOT NULL,
+       since INTEGER NOT NULL,
+       attempts INTEGER NOT NULL DEFAULT 0,
+       last_error TEXT,
+       shards TEXT
+     ) WITHOUT ROWID`,
+  ],
 ];
 
 /** Multipart uploads not completed within this long are aborted and their parts removed. */
@@ -121,12 +135,13 @@ export class BucketIndex extends DurableObject {
    * Replaces the object under `record.key` if `condition` holds, and returns the record it
    * superseded so the caller can delete that version's shard files once this has committed.
    */
-  async put(record: ObjectRecord, condition: WriteCondition = {}): Promise<PutResult> {
+  async put(record: ObjectRecord, condition: WriteCondition = {}, heal: string | null = null): Promise<PutResult> {
     return this.ctx.storage.transactionSync((): PutResult => {
       if (!this.exists()) return { ok: false, reason: "NoSuchBucket" };
       const previous = this.record(record.key);
       if (!conditionHolds(previous, condition)) return { ok: false, reason: "PreconditionFailed" };
       this.writeRecord(record);
+      this.setHeal(record.key, heal);
       return { ok: true, previous };
     });
   }
@@ -150,6 +165,7 @@ export class BucketIndex extends DurableObject {
       if (!this.exists()) return { bucket: false, previous: null };
       const previous = this.record(key);
       if (previous) this.sql.exec("DELETE FROM objects WHERE key = ?", key);
+      this.setHeal(key, null);
       return { bucket: true, previous };
     });
   }
@@ -166,6 +182,7 @@ export class BucketIndex extends DurableObject {
         const record = this.record(key);
         if (!record) continue;
         this.sql.exec("DELETE FROM objects WHERE key = ?", key);
+        this.setHeal(key, null);
         previous.push(record);
       }
       return { bucket: true, previous };
@@ -191,6 +208,62 @@ export class BucketIndex extends DurableObject {
       );
       return "replaced";
     });
+  }
+
+  // --- the heal queue ---------------------------------------------------------------------------
+
+  /**
+   * Queues the object under `key` for heal if it is still the version `manifest` (a newer one
+   * was written whole); `shards` names shard files known bad ({ storageId: [shard, …] }).
+   */
+  async queueHeal(key: string, manifest: Uint8Array, reason: string, shards: Record<string, number[]> | null = null): Promise<void> {
+    const current = this.record(key);
+    if (!current || !equalBytes(current.manifest, manifest)) return;
+    this.setHeal(key, reason, shards);
+  }
+
+  /** The oldest entries of the heal queue (fewest attempts first), at most `limit`, and its size. */
+  async healQueue(limit: number): Promise<{ pending: number; entries: HealQueueEntry[] }> {
+    const pending = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM heal_queue").one().n;
+    const rows = this.sql
+      .exec<{ key: string; reason: string; since: number; attempts: number; last_error: string | null; shards: string | null }>(
+        "SELECT key, reason, since, attempts, last_error, shards FROM heal_queue ORDER BY attempts, since LIMIT ?",
+        Math.max(0, Math.trunc(limit)),
+      )
+      .toArray();
+    return {
+      pending,
+      entries: rows.map((r) => ({
+        key: r.key,
+        reason: r.reason,
+        since: r.since,
+        attempts: r.attempts,
+        lastError: r.last_error,
+        shards: r.shards === null ? null : (JSON.parse(r.shards) as Record<string, number[]>),
+      })),
+    };
+  }
+
+  /** Ends a heal: the entry goes when it succeeded, otherwise it stays with one more attempt. */
+  async healed(key: string, error: string | null): Promise<void> {
+    if (error === null) this.sql.exec("DELETE FROM heal_queue WHERE key = ?", key);
+    else this.sql.exec("UPDATE heal_queue SET attempts = attempts + 1, last_error = ? WHERE key = ?", error, key);
+  }
+
+  /** Sets (reason) or clears (null) the object's heal entry; a new reason keeps the first `since`. */
+  private setHeal(key: string, reason: string | null, shards: Record<string, number[]> | null = null): void {
+    if (reason === null) {
+      this.sql.exec("DELETE FROM heal_queue WHERE key = ?", key);
+      return;
+    }
+    this.sql.exec(
+      `INSERT INTO heal_queue (key, reason, since, shards) VALUES (?, ?, ?, ?)
+       ON CONFLICT (key) DO UPDATE SET reason = excluded.reason, shards = excluded.shards`,
+      key,
+      reason,
+      Date.now(),
+      shards === null ? null : JSON.stringify(shards),
+    );
   }
 
   // --- multipart uploads ----------------------------------------------------------------------
@@ -238,6 +311,7 @@ export class BucketIndex extends DurableObject {
     record: ObjectRecord,
     used: { partNumber: number; version: string }[],
     condition: WriteCondition = {},
+    heal: string | null = null,
   ): Promise<CompleteResult> {
     return this.ctx.storage.transactionSync((): CompleteResult => {
       if (!this.exists()) return { ok: false, reason: "NoSuchBucket" };
@@ -248,6 +322,7 @@ export class BucketIndex extends DurableObject {
       const previous = this.record(record.key);
       if (!conditionHolds(previous, condition)) return { ok: false, reason: "PreconditionFailed" };
       this.writeRecord(record);
+      this.setHeal(record.key, heal);
       uploads.deleteUpload(this.sql, uploadId);
       for (const u of used) parts.delete(u.partNumber);
       return { ok: true, previous, unused: [...parts.values()] };

@@ -1,13 +1,25 @@
 // The one Durable Object that knows every bucket (env.BUCKET_REGISTRY.idFromName("registry")),
 // for ListBuckets. Each bucket's own BucketIndex stays the authority on whether it exists; this
-// is the list of names to show.
+// is the list of names to show. It also keeps the background scrub's cursor and results (one
+// row), with a lease so that two runs (a cron and an operator's) never walk at the same time.
 import { DurableObject } from "cloudflare:workers";
+import type { ScrubState } from "../scrub/state";
 import { migrate } from "./schema";
 import type { BucketInfo } from "./types";
 
 const REGISTRY_SCHEMA: readonly (readonly string[])[] = [
   ["CREATE TABLE buckets (name TEXT PRIMARY KEY, created INTEGER NOT NULL) WITHOUT ROWID"],
+  [
+    // One row: the scrub's state as JSON (scrub/state.ts), and the lease of the run walking now.
+    "CREATE TABLE scrub (id INTEGER PRIMARY KEY CHECK (id = 1), state TEXT, lease_owner TEXT, lease_until INTEGER NOT NULL DEFAULT 0)",
+    "INSERT INTO scrub (id, state, lease_owner, lease_until) VALUES (1, NULL, NULL, 0)",
+  ],
 ];
+
+type ScrubRow = { state: string | null; lease_owner: string | null; lease_until: number };
+
+/** What `scrubBegin` answers: the state to continue from, or who holds the lease until when. */
+export type ScrubLease = { ok: true; state: ScrubState | null } | { ok: false; owner: string; until: number };
 
 type BucketRow = { name: string; created: number };
 
@@ -36,6 +48,39 @@ export class BucketRegistry extends DurableObject {
   async get(name: string): Promise<BucketInfo | null> {
     const row = this.row(name);
     return row ? toInfo(row) : null;
+  }
+
+  /** The scrub's state (null before the first run) and whether a run holds the lease now. */
+  async scrubStatus(now: number): Promise<{ state: ScrubState | null; running: boolean }> {
+    const row = this.scrubRow();
+    return { state: row.state === null ? null : (JSON.parse(row.state) as ScrubState), running: row.lease_owner !== null && row.lease_until > now };
+  }
+
+  /** Takes the scrub lease for run `owner` until `now + leaseMs`, unless another run holds it. */
+  async scrubBegin(owner: string, now: number, leaseMs: number): Promise<ScrubLease> {
+    const row = this.scrubRow();
+    if (row.lease_owner !== null && row.lease_owner !== owner && row.lease_until > now) return { ok: false, owner: row.lease_owner, until: row.lease_until };
+    this.ctx.storage.sql.exec("UPDATE scrub SET lease_owner = ?, lease_until = ? WHERE id = 1", owner, now + leaseMs);
+    return { ok: true, state: row.state === null ? null : (JSON.parse(row.state) as ScrubState) };
+  }
+
+  /**
+   * Saves the state of run `owner` if it still holds the lease, and extends the lease to
+   * `leaseUntil` (null releases it). False when the lease was lost (the state is then not saved).
+   */
+  async scrubSave(owner: string, state: ScrubState, leaseUntil: number | null): Promise<boolean> {
+    if (this.scrubRow().lease_owner !== owner) return false;
+    this.ctx.storage.sql.exec(
+      "UPDATE scrub SET state = ?, lease_owner = ?, lease_until = ? WHERE id = 1",
+      JSON.stringify(state),
+      leaseUntil === null ? null : owner,
+      leaseUntil ?? 0,
+    );
+    return true;
+  }
+
+  private scrubRow(): ScrubRow {
+    return this.ctx.storage.sql.exec<ScrubRow>("SELECT state, lease_owner, lease_until FROM scrub WHERE id = 1").one();
   }
 
   private row(name: string): BucketRow | null {

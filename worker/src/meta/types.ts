@@ -84,6 +84,20 @@ export interface PartRecord {
   part: ManifestPart;
   /** The part's checksum in the upload's algorithm, when it has one. */
   checksum: ObjectChecksum | null;
+  /** Shard files the write could not store (the part is under-replicated until healed). */
+  missedShards?: number[];
+}
+
+/** An object waiting for heal. */
+export interface HealQueueEntry {
+  key: string;
+  reason: string;
+  /** Milliseconds since the epoch. */
+  since: number;
+  attempts: number;
+  lastError: string | null;
+  /** Shard files known bad, by the storage id of their part; null: check them all. */
+  shards: Record<string, number[]> | null;
 }
 
 export interface ListUploadsQuery {

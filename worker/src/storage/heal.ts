@@ -6,7 +6,8 @@
 import type { GatewayConfig } from "../config";
 import type { Core, ManifestPart, ShardedLayout } from "../core-api";
 import { ExactReader } from "./exact-reader";
-import { shardKey, type StorageNode } from "./nodes";
+import { GuardedNode } from "./node-health";
+import { placeShards, shardKey, type StorageNode } from "./nodes";
 import { openPartRange } from "./read-part";
 import { ShardSink } from "./shard-sink";
 
@@ -19,63 +20,112 @@ export function isSharded(part: ManifestPart): part is ShardedPart {
 export interface HealResult {
   /** Shard indices written back. */
   rebuilt: number[];
-  /** Shard indices that could not be written (their node refused or is not configured). */
+  /** Shard indices that could not be written (no node would take them). */
   failed: number[];
+  /** Shards written to another node than the one the manifest names: [shard, node id]. The
+   *  caller records the new placement in the manifest (or deletes them if it cannot). */
+  moved: [number, string][];
 }
 
 /** The shard files of `part` that are missing or of the wrong length on their nodes (shallow check). */
 export async function missingShards(config: GatewayConfig, core: Core, part: ShardedPart): Promise<number[]> {
-  const { layout } = part;
-  const geometry = core.geometry({ size: part.size, blockBytes: layout.blockBytes, dataShards: layout.dataShards, parityShards: layout.parityShards, chunkBytes: layout.chunkBytes });
-  const expected = geometry.shardFileBytes;
-  geometry.free();
+  const expected = shardFileBytes(core, part);
   const nodes = nodeMap(config);
   const sizes = await Promise.all(
-    layout.placement.map(async (nodeId, shard) => {
+    part.layout.placement.map(async (nodeId, shard) => {
       const node = nodes.get(nodeId);
-      return node ? await node.head(shardKey(layout.storageId, shard)).catch(() => null) : null;
+      return node ? await node.head(shardKey(part.layout.storageId, shard)).catch(() => null) : null;
     }),
   );
   return sizes.flatMap((size, shard) => (size === expected ? [] : [shard]));
 }
 
-/**
- * Rebuilds the given shard files of a part. A shard the rebuild's own read finds bad is rebuilt
- * too (in a second pass), so a heal started from one lost shard also fixes the ones it meets.
- */
-export async function rebuildShards(config: GatewayConfig, core: Core, part: ShardedPart, shards: readonly number[]): Promise<HealResult> {
-  const rebuilt: number[] = [];
-  const failed: number[] = [];
-  let todo = [...new Set(shards)];
-  for (let pass = 0; pass < 2 && todo.length > 0; pass++) {
-    const metAlongTheWay = new Set<number>();
-    const result = await rebuildPass(config, core, part, todo, (shard) => metAlongTheWay.add(shard));
-    rebuilt.push(...result.rebuilt);
-    failed.push(...result.failed);
-    todo = [...metAlongTheWay].filter((s) => !rebuilt.includes(s) && !failed.includes(s));
-  }
-  return { rebuilt, failed };
+export function shardFileBytes(core: Core, part: ShardedPart): number {
+  const { layout } = part;
+  const geometry = core.geometry({ size: part.size, blockBytes: layout.blockBytes, dataShards: layout.dataShards, parityShards: layout.parityShards, chunkBytes: layout.chunkBytes });
+  const bytes = geometry.shardFileBytes;
+  geometry.free();
+  return bytes;
 }
 
-async function rebuildPass(config: GatewayConfig, core: Core, part: ShardedPart, shards: number[], lost: (shard: number) => void): Promise<HealResult> {
-  const { layout } = part;
+/**
+ * Rebuilds the given shard files of a part: onto the node the manifest names when it is
+ * configured, reachable and not in `avoid` (nodes being drained), otherwise, or when that node
+ * refuses the write, onto a replacement chosen by placement among the nodes the part does not
+ * use yet. A shard the rebuild's own read finds bad is rebuilt too (in a later pass), so a heal
+ * started from one lost shard also fixes the ones it meets.
+ */
+export async function rebuildShards(config: GatewayConfig, core: Core, part: ShardedPart, shards: readonly number[], avoid: ReadonlySet<string> = new Set()): Promise<HealResult> {
+  const result: HealResult = { rebuilt: [], failed: [], moved: [] };
+  const placement = [...part.layout.placement];
   const nodes = nodeMap(config);
+  let todo = [...new Set(shards)];
+  // Pass 1 writes where the manifest says (when it can); pass 2 moves what that node refused;
+  // pass 3 catches shards met along the way.
+  let moveAll = false;
+  for (let pass = 0; pass < 3 && todo.length > 0; pass++) {
+    const targets = new Map<number, StorageNode>();
+    const spares = await replacements(config, part.layout.storageId, placement, avoid);
+    for (const shard of todo) {
+      const home = nodes.get(placement[shard]);
+      const usable = home && !avoid.has(home.id) && !(home instanceof GuardedNode && home.health.refusing);
+      const target = usable && !moveAll ? home : spares.shift();
+      if (target) targets.set(shard, target);
+      else result.failed.push(shard);
+    }
+    const metAlongTheWay = new Set<number>();
+    const written = await rebuildPass(config, core, part, targets, todo, (shard) => metAlongTheWay.add(shard));
+    const refused: number[] = [];
+    for (const [shard, node] of targets) {
+      if (!written.has(shard)) {
+        if (node.id === placement[shard] && !moveAll) refused.push(shard);
+        else result.failed.push(shard);
+        continue;
+      }
+      result.rebuilt.push(shard);
+      if (node.id !== part.layout.placement[shard]) {
+        placement[shard] = node.id;
+        result.moved = result.moved.filter(([s]) => s !== shard);
+        result.moved.push([shard, node.id]);
+      }
+    }
+    const done = new Set([...result.rebuilt, ...result.failed]);
+    moveAll = refused.length > 0;
+    todo = moveAll ? refused : [...metAlongTheWay].filter((s) => !done.has(s));
+  }
+  return result;
+}
+
+/**
+ * Nodes a part's shard files can move to: writable, not in `avoid`, holding none of the part's
+ * shard files, those with a closed breaker first, each group in the part's rendezvous order.
+ */
+async function replacements(config: GatewayConfig, storageId: string, placement: readonly string[], avoid: ReadonlySet<string>): Promise<StorageNode[]> {
+  const used = new Set(placement);
+  const candidates = config.writableNodes.filter((n) => !used.has(n.id) && !avoid.has(n.id));
+  const ordered = await placeShards(candidates, storageId, candidates.length);
+  const up = ordered.filter((n) => !(n instanceof GuardedNode && n.health.refusing));
+  return [...up, ...ordered.filter((n) => !up.includes(n))];
+}
+
+/** Re-encodes the part from k survivors (never reading `avoid`) into the target of each shard. */
+async function rebuildPass(
+  config: GatewayConfig,
+  core: Core,
+  part: ShardedPart,
+  targets: ReadonlyMap<number, StorageNode>,
+  avoid: readonly number[],
+  lost: (shard: number) => void,
+): Promise<Set<number>> {
+  const { layout } = part;
+  if (targets.size === 0) return new Set();
   const geometry = core.geometry({ size: part.size, blockBytes: layout.blockBytes, dataShards: layout.dataShards, parityShards: layout.parityShards, chunkBytes: layout.chunkBytes });
   const sinks = new Map<number, ShardSink>();
-  const failed: number[] = [];
-  for (const shard of shards) {
-    const node = nodes.get(layout.placement[shard]);
-    if (node) sinks.set(shard, new ShardSink(node, shardKey(layout.storageId, shard), geometry.shardFileBytes, config.nodeStallMs));
-    else failed.push(shard);
-  }
-  if (sinks.size === 0) {
-    geometry.free();
-    return { rebuilt: [], failed };
-  }
+  for (const [shard, node] of targets) sinks.set(shard, new ShardSink(node, shardKey(layout.storageId, shard), geometry.shardFileBytes, config.nodeStallMs));
   const encoder = core.encoder(geometry);
   try {
     // The shards being rebuilt are not read: they are the ones in doubt.
-    const body = await openPartRange(config, core, part, 0, part.size, { shardLost: (_id, shard) => lost(shard) }, shards);
+    const body = await openPartRange(config, core, part, 0, part.size, { shardLost: (_id, shard) => lost(shard) }, avoid);
     const reader = new ExactReader(body);
     const block = new Uint8Array(Math.min(layout.blockBytes, part.size));
     for (let len = encoder.nextBlockLength; len > 0; len = encoder.nextBlockLength) {
@@ -96,9 +146,9 @@ async function rebuildPass(config: GatewayConfig, core: Core, part: ShardedPart,
     encoder.free();
     geometry.free();
   }
-  const rebuilt: number[] = [];
-  for (const [shard, sink] of sinks) ((await sink.close()) ? rebuilt : failed).push(shard);
-  return { rebuilt, failed };
+  const written = new Set<number>();
+  for (const [shard, sink] of sinks) if (await sink.close()) written.add(shard);
+  return written;
 }
 
 function nodeMap(config: GatewayConfig): Map<string, StorageNode> {

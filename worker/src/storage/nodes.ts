@@ -4,6 +4,7 @@ import type { Metrics } from "../observability/metrics";
 
 export interface StorageNode {
   readonly id: string;
+  readonly kind: "r2" | "s3";
   /** Stores `body` (exactly `length` bytes) under `key`. */
   put(key: string, body: ReadableStream<Uint8Array>, length: number): Promise<void>;
   /** Bytes [start, end) of `key`, or null when the node does not have it. */
@@ -15,6 +16,8 @@ export interface StorageNode {
 
 /** A node backed by an R2 bucket binding (miniflare simulates and persists it locally). */
 export class R2Node implements StorageNode {
+  readonly kind = "r2";
+
   constructor(
     readonly id: string,
     private readonly bucket: R2Bucket,
@@ -71,6 +74,10 @@ export class CountedNode implements StorageNode {
 
   get id(): string {
     return this.inner.id;
+  }
+
+  get kind(): "r2" | "s3" {
+    return this.inner.kind;
   }
 
   async put(key: string, body: ReadableStream<Uint8Array>, length: number): Promise<void> {

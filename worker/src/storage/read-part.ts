@@ -6,16 +6,24 @@
 // ends early or fails a checksum is dropped: the rest of the range is re-planned from the last
 // byte sent, reading parity instead, so the client still gets exactly the right bytes.
 import type { GatewayConfig } from "../config";
-import { ChecksumMismatchError, type Core, type ManifestPart, type RangeAssembler, type ShardedLayout } from "../core-api";
+import { ChecksumMismatchError, type Core, type ManifestPart, type RangeAssembler, type ReadPlan, type ShardedLayout, type ShardFetch } from "../core-api";
 import { S3Error } from "../s3-error";
+import { GuardedNode, NodeUnavailableError } from "./node-health";
 import { shardKey, type StorageNode } from "./nodes";
 import { fromBase64 } from "./write-part";
 
 /** Events a read reports (for metrics and healing). */
 export interface ReadEvents {
   /** A shard file was unusable (missing, failed, rotten) and parity served instead. */
-  shardLost?(storageId: string, shard: number, why: "missing" | "error" | "checksum"): void;
+  shardLost?(storageId: string, shard: number, why: LossReason): void;
 }
+
+/**
+ * Why a read went around a shard file: it is missing or rotten (heal it), its node failed or
+ * broke off (heal it), or its node is down (breaker open) or slow (hedged): the file is likely
+ * intact, so those are not healed right away.
+ */
+export type LossReason = "missing" | "error" | "checksum" | "unavailable" | "slow";
 
 /** Largest piece of output handed to the client stream at once. */
 const OUTPUT_PIECE = 256 * 1024;
@@ -60,16 +68,23 @@ interface Source {
   expected: number;
   received: number;
   pending: Promise<SourceEvent> | null;
+  /** When the pending read was asked for (ms): the oldest one is the stalled one. */
+  since: number;
 }
 
 type SourceEvent = { source: Source; value?: Uint8Array; done?: boolean; error?: unknown };
+
+/** One shard request of a plan, and what came of it. */
+type Answer =
+  | { f: ShardFetch; node: StorageNode; body: ReadableStream<Uint8Array> }
+  | { f: ShardFetch; node: StorageNode; body?: undefined; lost: "missing" | "error" | "slow" | "unavailable" };
 
 class ShardedRangeReader {
   private readonly unavailable = new Set<number>();
   private readonly nodes: Map<string, StorageNode>;
   private sources: Source[] = [];
   private assembler: RangeAssembler | null = null;
-  private unconfiguredReported = false;
+  private reportedAround = new Set<number>();
 
   constructor(
     private readonly config: GatewayConfig,
@@ -85,56 +100,103 @@ class ShardedRangeReader {
   }
 
   /** Plans [start, end) around the unavailable shards and opens every shard request, re-planning
-   *  until every needed shard file answered. */
+   *  until every needed shard file answered. Bodies that answered keep serving the next plan. */
   async open(start: number): Promise<void> {
-    for (;;) {
-      const geometry = this.core.geometry({
-        size: this.size,
-        blockBytes: this.layout.blockBytes,
-        dataShards: this.layout.dataShards,
-        parityShards: this.layout.parityShards,
-        chunkBytes: this.layout.chunkBytes,
-      });
-      let plan;
-      try {
-        // A node no longer configured is read around; it is reported lost once a plan needs parity.
-        const unconfigured = this.layout.placement.flatMap((nodeId, shard) => (this.nodes.has(nodeId) ? [] : [shard]));
-        for (const shard of unconfigured) this.unavailable.add(shard);
-        plan = this.core.planRead(geometry, start, this.end, [...this.unavailable]);
-        if (plan.degraded && !this.unconfiguredReported) {
-          this.unconfiguredReported = true;
-          for (const shard of unconfigured) this.events.shardLost?.(this.layout.storageId, shard, "missing");
+    const spare = new Map<string, Answer & { body: ReadableStream<Uint8Array> }>();
+    try {
+      for (;;) {
+        const plan = this.plan(start);
+        const answers = await Promise.all(plan.fetches.map((f) => this.fetch(f, spare)));
+        const lost = answers.filter((a) => !a.body);
+        if (lost.length === 0) {
+          this.assembler = plan.assembler();
+          plan.free();
+          const now = Date.now();
+          this.sources = answers.map((a) => ({
+            shard: a.f.shard,
+            node: a.node,
+            reader: (a.body as ReadableStream<Uint8Array>).getReader(),
+            expected: a.f.end - a.f.start,
+            received: 0,
+            pending: null,
+            since: now,
+          }));
+          return;
         }
-      } catch {
-        throw new S3Error(503, "ServiceUnavailable", "Too many storage nodes are unavailable to read this object right now.");
-      } finally {
-        geometry.free();
-      }
-      const answers = await Promise.all(
-        plan.fetches.map(async (f) => {
-          const node = this.nodes.get(this.layout.placement[f.shard]) as StorageNode;
-          const body = await node.get(shardKey(this.layout.storageId, f.shard), f.start, f.end).catch(() => undefined);
-          return { f, node, body };
-        }),
-      );
-      const lost = answers.filter((a) => !a.body);
-      if (lost.length === 0) {
-        this.assembler = plan.assembler();
         plan.free();
-        this.sources = answers.map(({ f, node, body }) => ({
-          shard: f.shard,
-          node,
-          reader: (body as ReadableStream<Uint8Array>).getReader(),
-          expected: f.end - f.start,
-          received: 0,
-          pending: null,
-        }));
-        return;
+        for (const a of answers) if (a.body) spare.set(fetchKey(a.f), a as Answer & { body: ReadableStream<Uint8Array> });
+        for (const a of lost) if (!a.body) this.lose(a.f.shard, a.lost);
       }
-      plan.free();
-      for (const a of answers) a.body?.cancel().catch(() => {});
-      for (const a of lost) this.lose(a.f.shard, a.body === null ? "missing" : "error");
+    } finally {
+      for (const a of spare.values()) a.body.cancel().catch(() => {});
     }
+  }
+
+  /** The read plan from `start` around the shards known to be unavailable (503 when too many are). */
+  private plan(start: number): ReadPlan {
+    const geometry = this.core.geometry({
+      size: this.size,
+      blockBytes: this.layout.blockBytes,
+      dataShards: this.layout.dataShards,
+      parityShards: this.layout.parityShards,
+      chunkBytes: this.layout.chunkBytes,
+    });
+    try {
+      // Shard files on nodes no longer configured, or whose breaker is open, are read around;
+      // they are reported once a plan actually needs parity in their place.
+      const around = this.layout.placement.flatMap((nodeId, shard): { shard: number; why: LossReason }[] => {
+        const node = this.nodes.get(nodeId);
+        if (!node) return [{ shard, why: "missing" }];
+        return node instanceof GuardedNode && node.health.refusing ? [{ shard, why: "unavailable" }] : [];
+      });
+      for (const a of around) this.unavailable.add(a.shard);
+      const plan = this.core.planRead(geometry, start, this.end, [...this.unavailable]);
+      if (plan.degraded) {
+        for (const a of around) {
+          if (this.reportedAround.has(a.shard)) continue;
+          this.reportedAround.add(a.shard);
+          this.events.shardLost?.(this.layout.storageId, a.shard, a.why);
+        }
+      }
+      return plan;
+    } catch {
+      throw new S3Error(503, "ServiceUnavailable", "Too many storage nodes are unavailable to read this object right now.");
+    } finally {
+      geometry.free();
+    }
+  }
+
+  /**
+   * One shard request of a plan: a body an earlier plan already opened for exactly these bytes,
+   * or a new ranged GET. A hedged read: when the node has not answered within its hedge delay
+   * (a few times its recent latency) and the code still has room to lose a shard, the request is
+   * abandoned as slow, so the next plan reads parity instead of waiting on a stalled node.
+   */
+  private async fetch(f: ShardFetch, spare: Map<string, Answer & { body: ReadableStream<Uint8Array> }>): Promise<Answer> {
+    const node = this.nodes.get(this.layout.placement[f.shard]) as StorageNode;
+    const reused = spare.get(fetchKey(f));
+    if (reused) {
+      spare.delete(fetchKey(f));
+      return reused;
+    }
+    const request = node.get(shardKey(this.layout.storageId, f.shard), f.start, f.end).then(
+      (body): Answer => (body ? { f, node, body } : { f, node, lost: "missing" }),
+      (e: unknown): Answer => ({ f, node, lost: e instanceof NodeUnavailableError ? "unavailable" : "error" }),
+    );
+    const canHedge = node instanceof GuardedNode && this.unavailable.size < this.layout.parityShards;
+    if (!canHedge) return request;
+    const health = node.health;
+    const delay = health.hedgeAfterMs();
+    let timer = 0;
+    const late = new Promise<"late">((resolve) => {
+      timer = setTimeout(() => resolve("late"), delay);
+    });
+    const first = await Promise.race([request, late]);
+    clearTimeout(timer);
+    if (first !== "late") return first;
+    health.failure(new Error(`no answer within ${delay} ms (read hedged to parity)`));
+    void request.then((a) => a.body?.cancel().catch(() => {}));
+    return { f, node, lost: "slow" };
   }
 
   async pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
@@ -155,22 +217,38 @@ class ShardedRangeReader {
     }
   }
 
-  /** Waits for the next piece of any wanted shard stream and feeds it to the assembler. */
+  /** Waits for the next piece of any wanted shard stream and feeds it to the assembler. A stream
+   *  that sends nothing for the stall limit is dropped like one that broke. */
   private async feed(asm: RangeAssembler): Promise<void> {
     for (const s of this.sources) {
       if (!s.pending && s.received < s.expected && asm.wants(s.shard)) {
+        s.since = Date.now();
         s.pending = s.reader.read().then(
           (r) => ({ source: s, value: r.value, done: r.done }),
           (error: unknown) => ({ source: s, error }),
         );
       }
     }
-    const waiting = this.sources.flatMap((s) => (s.pending ? [s.pending] : []));
+    const waiting = this.sources.filter((s) => s.pending);
     if (waiting.length === 0) throw new Error("read stalled: the assembler wants no shard data");
-    const ev = await Promise.race(waiting);
+    // The stream waited on longest is the one that may have stalled, even while others flow.
+    const oldest = waiting.reduce((a, b) => (b.since < a.since ? b : a));
+    let timer = 0;
+    const stalled = new Promise<"stalled">((resolve) => {
+      timer = setTimeout(() => resolve("stalled"), Math.max(0, oldest.since + this.config.readStallMs - Date.now()));
+    });
+    const ev = await Promise.race([...waiting.map((s) => s.pending as Promise<SourceEvent>), stalled]);
+    clearTimeout(timer);
+    if (ev === "stalled") {
+      if (oldest.node instanceof GuardedNode) oldest.node.health.failure(new Error(`stream stalled for ${this.config.readStallMs} ms`));
+      return this.failover(oldest.shard, "error");
+    }
     const s = ev.source;
     s.pending = null;
-    if (ev.error !== undefined || (ev.done && s.received < s.expected)) return this.failover(s.shard, "error");
+    if (ev.error !== undefined || (ev.done && s.received < s.expected)) {
+      if (s.node instanceof GuardedNode) s.node.health.failure(ev.error ?? new Error("stream ended early"));
+      return this.failover(s.shard, "error");
+    }
     if (!ev.value) return;
     s.received += ev.value.length;
     try {
@@ -189,7 +267,7 @@ class ShardedRangeReader {
     await this.open(position);
   }
 
-  private lose(shard: number, why: "missing" | "error" | "checksum"): void {
+  private lose(shard: number, why: LossReason): void {
     this.unavailable.add(shard);
     this.events.shardLost?.(this.layout.storageId, shard, why);
   }
@@ -200,4 +278,8 @@ class ShardedRangeReader {
     this.assembler?.free();
     this.assembler = null;
   }
+}
+
+function fetchKey(f: ShardFetch): string {
+  return `${f.shard}:${f.start}:${f.end}`;
 }

@@ -15,6 +15,7 @@ export interface S3NodeSpec {
 }
 
 export class S3Node implements StorageNode {
+  readonly kind = "s3";
   private readonly client: AwsClient;
   private readonly base: string;
 

@@ -6,6 +6,7 @@ import type { Core, PartLayout } from "../core-api";
 import { S3Error } from "../s3-error";
 import { placeShards, shardKey, type StorageNode } from "./nodes";
 import { ExactReader } from "./exact-reader";
+import { GuardedNode } from "./node-health";
 import { ShardSink } from "./shard-sink";
 
 export interface WrittenPart {
@@ -51,7 +52,7 @@ async function writeSharded(
   const { dataShards: k, parityShards: m } = config;
   const geometry = core.geometry({ size, blockBytes: config.blockBytes, dataShards: k, parityShards: m, chunkBytes: config.chunkBytes });
   const storageId = newStorageId();
-  const placement = await placeShards(config.nodes, storageId, k + m);
+  const placement = await placeShards(preferAvailable(config.writableNodes, k + m), storageId, k + m);
   const sinks = placement.map((node, i) => new ShardSink(node, shardKey(storageId, i), geometry.shardFileBytes, config.nodeStallMs));
   const md5 = new crypto.DigestStream("MD5");
   const md5Writer = md5.getWriter();
@@ -101,6 +102,12 @@ async function writeSharded(
     },
     missedShards,
   };
+}
+
+/** Nodes whose breaker is closed, when there are enough of them; otherwise all of them. */
+function preferAvailable(nodes: readonly StorageNode[], count: number): readonly StorageNode[] {
+  const available = nodes.filter((n) => !(n instanceof GuardedNode && n.health.refusing));
+  return available.length >= count ? available : nodes;
 }
 
 function quorumLost(sinks: ShardSink[], config: GatewayConfig): S3Error {

@@ -1,0 +1,408 @@
+// Uploads: small files in one PUT, large ones as multipart uploads with several parts in flight.
+// Every body carries its CRC32 (computed by the WASM core in a Web Worker). A multipart upload is
+// remembered in localStorage (upload id + the file's name, size and modification time), so after a
+// page reload picking the same file again resumes it: ListParts, then only the missing parts.
+import { checksumBlob } from "./checksums";
+import { errorFromText, messageOf, S3Error } from "./errors";
+import { objectPath, type Part, type S3Client } from "./s3";
+
+export const MULTIPART_THRESHOLD = 8 * 1024 * 1024;
+export const MIN_PART_SIZE = 8 * 1024 * 1024;
+export const PARTS_IN_FLIGHT = 4;
+export const ALGORITHM = "CRC32";
+const PART_ATTEMPTS = 3;
+const RESUME_PREFIX = "shardgate.upload:";
+
+export type UploadState = "queued" | "uploading" | "completing" | "done" | "failed" | "cancelled";
+
+export interface UploadItem {
+  readonly id: number;
+  readonly file: File;
+  readonly bucket: string;
+  readonly key: string;
+  readonly size: number;
+  state: UploadState;
+  /** Bytes stored plus bytes of parts in flight. */
+  loaded: number;
+  error: string | null;
+  multipart: boolean;
+  partsTotal: number;
+  partsDone: number;
+  /** Parts that were already on the gateway when an interrupted upload was resumed. */
+  partsResumed: number;
+  failedParts: number[];
+  speed: number;
+  started: number;
+}
+
+interface ResumeRecord {
+  uploadId: string;
+  partSize: number;
+  algorithm: string;
+  created: number;
+}
+
+/** Counts requests in flight across all files. */
+class Slots {
+  private free: number;
+  private waiting: (() => void)[] = [];
+  constructor(n: number) {
+    this.free = n;
+  }
+  async take(): Promise<() => void> {
+    if (this.free > 0) this.free--;
+    else await new Promise<void>((r) => this.waiting.push(r));
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.free++;
+    };
+  }
+}
+
+/** Bytes per second over the last few seconds. */
+class Speedometer {
+  private samples: [number, number][] = [];
+  add(bytes: number): number {
+    const now = performance.now();
+    this.samples.push([now, bytes]);
+    while (this.samples.length > 2 && now - (this.samples[0]?.[0] ?? now) > 5000) this.samples.shift();
+    const first = this.samples[0];
+    if (!first || now - first[0] < 300) return 0;
+    return Math.max(0, ((bytes - first[1]) * 1000) / (now - first[0]));
+  }
+}
+
+function resumeKey(bucket: string, key: string, file: File): string {
+  return `${RESUME_PREFIX}${JSON.stringify([bucket, key, file.name, file.size, file.lastModified])}`;
+}
+
+function partSizeFor(size: number): number {
+  const mib = 1024 * 1024;
+  return Math.max(MIN_PART_SIZE, Math.ceil(size / 10_000 / mib) * mib);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class Uploads {
+  readonly items: UploadItem[] = [];
+  private readonly slots = new Slots(PARTS_IN_FLIGHT);
+  private readonly fileSlots = new Slots(3);
+  private readonly aborts = new Map<number, AbortController>();
+  private readonly overallSpeed = new Speedometer();
+  private readonly itemSpeed = new Map<number, Speedometer>();
+  private nextId = 1;
+  overallSpeedValue = 0;
+
+  constructor(
+    private readonly s3: S3Client,
+    private readonly onChange: () => void,
+    private readonly onFileDone: (item: UploadItem) => void,
+  ) {}
+
+  /** Queues files; `relativePath` (folder uploads) is kept under `prefix`. */
+  add(bucket: string, prefix: string, files: { file: File; path: string }[]): void {
+    for (const { file, path } of files) {
+      const item: UploadItem = {
+        id: this.nextId++,
+        file,
+        bucket,
+        key: prefix + path.replace(/^\/+/, ""),
+        size: file.size,
+        state: "queued",
+        loaded: 0,
+        error: null,
+        multipart: file.size > MULTIPART_THRESHOLD,
+        partsTotal: file.size > MULTIPART_THRESHOLD ? Math.ceil(file.size / partSizeFor(file.size)) : 1,
+        partsDone: 0,
+        partsResumed: 0,
+        failedParts: [],
+        speed: 0,
+        started: 0,
+      };
+      this.items.push(item);
+      void this.run(item);
+    }
+    this.onChange();
+  }
+
+  /** Totals over the files not cancelled. */
+  totals(): { size: number; loaded: number; active: number; failed: number; done: number; count: number } {
+    let size = 0;
+    let loaded = 0;
+    let active = 0;
+    let failed = 0;
+    let done = 0;
+    let count = 0;
+    for (const i of this.items) {
+      if (i.state === "cancelled") continue;
+      count++;
+      size += i.size;
+      loaded += Math.min(i.loaded, i.size);
+      if (i.state === "queued" || i.state === "uploading" || i.state === "completing") active++;
+      if (i.state === "failed") failed++;
+      if (i.state === "done") done++;
+    }
+    return { size, loaded, active, failed, done, count };
+  }
+
+  cancel(item: UploadItem): void {
+    if (item.state === "done" || item.state === "cancelled") return;
+    this.aborts.get(item.id)?.abort();
+    const wasFailed = item.state === "failed";
+    item.state = "cancelled";
+    item.error = null;
+    if (item.multipart) {
+      const record = this.recall(item);
+      this.forget(item);
+      if (record) void this.s3.abortMultipart(item.bucket, item.key, record.uploadId).catch(() => undefined);
+    }
+    if (wasFailed) this.onChange();
+    this.onChange();
+  }
+
+  retry(item: UploadItem): void {
+    if (item.state !== "failed") return;
+    void this.run(item);
+  }
+
+  /** Removes finished and cancelled entries from the list. */
+  clearFinished(): void {
+    for (let i = this.items.length - 1; i >= 0; i--) {
+      const s = this.items[i]?.state;
+      if (s === "done" || s === "cancelled") this.items.splice(i, 1);
+    }
+    this.onChange();
+  }
+
+  private progress(item: UploadItem): void {
+    let meter = this.itemSpeed.get(item.id);
+    if (!meter) this.itemSpeed.set(item.id, (meter = new Speedometer()));
+    item.speed = meter.add(item.loaded);
+    this.overallSpeedValue = this.overallSpeed.add(this.items.reduce((n, i) => n + (i.state === "cancelled" ? 0 : Math.min(i.loaded, i.size)), 0));
+    this.onChange();
+  }
+
+  private async run(item: UploadItem): Promise<void> {
+    const abort = new AbortController();
+    this.aborts.set(item.id, abort);
+    item.state = "queued";
+    item.error = null;
+    item.failedParts = [];
+    this.onChange();
+    const release = await this.fileSlots.take();
+    try {
+      if (abort.signal.aborted) return;
+      item.state = "uploading";
+      item.started ||= performance.now();
+      this.onChange();
+      if (item.multipart) await this.multipart(item, abort.signal);
+      else await this.single(item, abort.signal);
+      if (abort.signal.aborted) return;
+      item.loaded = item.size;
+      item.state = "done";
+      this.progress(item);
+      this.onFileDone(item);
+    } catch (e) {
+      if (abort.signal.aborted || (item.state as UploadState) === "cancelled") return;
+      item.state = "failed";
+      item.error = messageOf(e);
+      this.onChange();
+    } finally {
+      release();
+      this.aborts.delete(item.id);
+    }
+  }
+
+  private async single(item: UploadItem, signal: AbortSignal): Promise<void> {
+    const checksum = await checksumBlob(item.file, ALGORITHM);
+    const headers: Record<string, string> = { "content-type": item.file.type || "application/octet-stream", [`x-amz-checksum-${ALGORITHM.toLowerCase()}`]: checksum };
+    await this.withRetries(item, signal, async () => {
+      const release = await this.slots.take();
+      try {
+        const res = await this.s3.sendWithProgress("PUT", objectPath(item.bucket, item.key), {}, headers, item.file, (n) => {
+          item.loaded = n;
+          this.progress(item);
+        }, signal);
+        if (res.status < 200 || res.status >= 300) throw errorFromText(res.status, res.text);
+      } finally {
+        release();
+      }
+    });
+    item.partsDone = 1;
+  }
+
+  private async multipart(item: UploadItem, signal: AbortSignal): Promise<void> {
+    const { bucket, key, file } = item;
+    let record = this.recall(item);
+    let done: Part[] = [];
+    if (record) {
+      try {
+        const listed = await this.s3.listParts(bucket, key, record.uploadId, record.algorithm);
+        const partSize = record.partSize;
+        const expected = (n: number) => Math.min(partSize, file.size - (n - 1) * partSize);
+        done = listed.filter((p) => p.partNumber >= 1 && (p.partNumber - 1) * partSize < file.size && p.size === expected(p.partNumber) && p.etag);
+        if (item.partsResumed === 0 && item.partsDone === 0) item.partsResumed = done.length;
+      } catch (e) {
+        if (!(e instanceof S3Error) || e.code !== "NoSuchUpload") throw e;
+        this.forget(item);
+        record = null;
+      }
+    }
+    if (!record) {
+      const uploadId = await this.s3.createMultipart(bucket, key, file.type, ALGORITHM);
+      record = { uploadId, partSize: partSizeFor(file.size), algorithm: ALGORITHM, created: Date.now() };
+      this.remember(item, record);
+    }
+    const { uploadId, partSize, algorithm } = record;
+    const total = Math.max(1, Math.ceil(file.size / partSize));
+    item.partsTotal = total;
+    const have = new Map(done.map((p) => [p.partNumber, p]));
+    const inFlight = new Map<number, number>();
+    const storedBytes = () => [...have.values()].reduce((n, p) => n + p.size, 0);
+    const update = () => {
+      item.loaded = storedBytes() + [...inFlight.values()].reduce((a, b) => a + b, 0);
+      item.partsDone = have.size;
+      this.progress(item);
+    };
+    update();
+
+    const missing: number[] = [];
+    for (let n = 1; n <= total; n++) if (!have.has(n)) missing.push(n);
+    const failed: number[] = [];
+    await Promise.all(
+      missing.map(async (n) => {
+        const release = await this.slots.take();
+        try {
+          if (signal.aborted) return;
+          const blob = file.slice((n - 1) * partSize, Math.min(file.size, n * partSize));
+          const checksum = await checksumBlob(blob, algorithm);
+          const part = await this.withRetries(item, signal, async () => {
+            inFlight.set(n, 0);
+            const res = await this.s3.sendWithProgress(
+              "PUT",
+              objectPath(bucket, key),
+              { partNumber: n, uploadId },
+              { [`x-amz-checksum-${algorithm.toLowerCase()}`]: checksum },
+              blob,
+              (loaded) => {
+                inFlight.set(n, loaded);
+                update();
+              },
+              signal,
+            );
+            if (res.status < 200 || res.status >= 300) {
+              inFlight.delete(n);
+              update();
+              throw errorFromText(res.status, res.text);
+            }
+            return { partNumber: n, size: blob.size, etag: res.header("etag") ?? "", checksum } satisfies Part;
+          });
+          inFlight.delete(n);
+          have.set(n, part);
+          update();
+        } catch (e) {
+          inFlight.delete(n);
+          update();
+          if (signal.aborted) return;
+          if (e instanceof S3Error && e.code === "NoSuchUpload") this.forget(item);
+          failed.push(n);
+          item.error = messageOf(e);
+        } finally {
+          release();
+        }
+      }),
+    );
+    if (signal.aborted) return;
+    if (failed.length) {
+      item.failedParts = failed.sort((a, b) => a - b);
+      throw new Error(`${failed.length === 1 ? `Part ${failed[0]} failed` : `${failed.length} parts failed`}: ${item.error ?? "unknown error"} Retry sends only the missing parts.`);
+    }
+    item.state = "completing";
+    this.onChange();
+    await this.s3.completeMultipart(bucket, key, uploadId, algorithm, [...have.values()]);
+    this.forget(item);
+  }
+
+  /** Runs one request up to PART_ATTEMPTS times (1 s, 2 s between), except for errors retrying cannot fix. */
+  private async withRetries<T>(item: UploadItem, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await fn();
+      } catch (e) {
+        if (signal.aborted) throw e;
+        const permanent = e instanceof S3Error && e.status >= 400 && e.status < 500 && e.code !== "SlowDown" && e.code !== "RequestTimeout";
+        if (permanent || attempt >= PART_ATTEMPTS) throw e;
+        await sleep(1000 * 2 ** (attempt - 1));
+      }
+    }
+  }
+
+  private recall(item: UploadItem): ResumeRecord | null {
+    try {
+      const raw = localStorage.getItem(resumeKey(item.bucket, item.key, item.file));
+      if (!raw) return null;
+      const r = JSON.parse(raw) as Partial<ResumeRecord>;
+      if (typeof r.uploadId !== "string" || typeof r.partSize !== "number" || typeof r.algorithm !== "string") return null;
+      return { uploadId: r.uploadId, partSize: r.partSize, algorithm: r.algorithm, created: r.created ?? 0 };
+    } catch {
+      return null;
+    }
+  }
+
+  private remember(item: UploadItem, r: ResumeRecord): void {
+    try {
+      localStorage.setItem(resumeKey(item.bucket, item.key, item.file), JSON.stringify(r));
+    } catch {
+      // storage full or disabled: the upload still works, it just cannot be resumed
+    }
+  }
+
+  private forget(item: UploadItem): void {
+    localStorage.removeItem(resumeKey(item.bucket, item.key, item.file));
+  }
+}
+
+/** Uploads interrupted earlier (page closed or reloaded) that can be resumed by picking the file again. */
+export function interruptedUploads(): { bucket: string; key: string; name: string; size: number; created: number }[] {
+  const out: { bucket: string; key: string; name: string; size: number; created: number }[] = [];
+  for (let i = 0; i < localStorage.length; i++) {
+    const k = localStorage.key(i);
+    if (!k?.startsWith(RESUME_PREFIX)) continue;
+    try {
+      const [bucket, key, name, size] = JSON.parse(k.slice(RESUME_PREFIX.length)) as [string, string, string, number];
+      const r = JSON.parse(localStorage.getItem(k) ?? "{}") as Partial<ResumeRecord>;
+      out.push({ bucket, key, name, size, created: r.created ?? 0 });
+    } catch {
+      // not ours
+    }
+  }
+  return out;
+}
+
+/** Files (with their paths) from a drop, walking dropped folders. */
+export async function filesFromDrop(dt: DataTransfer): Promise<{ file: File; path: string }[]> {
+  const entries = Array.from(dt.items)
+    .map((i) => (typeof i.webkitGetAsEntry === "function" ? i.webkitGetAsEntry() : null))
+    .filter((e): e is FileSystemEntry => e !== null);
+  if (entries.length === 0) return Array.from(dt.files).map((file) => ({ file, path: file.name }));
+  const out: { file: File; path: string }[] = [];
+  const walk = async (entry: FileSystemEntry, path: string): Promise<void> => {
+    if (entry.isFile) {
+      const file = await new Promise<File>((res, rej) => (entry as FileSystemFileEntry).file(res, rej));
+      out.push({ file, path: path + entry.name });
+    } else if (entry.isDirectory) {
+      const reader = (entry as FileSystemDirectoryEntry).createReader();
+      for (;;) {
+        const batch = await new Promise<FileSystemEntry[]>((res, rej) => reader.readEntries(res, rej));
+        if (batch.length === 0) break;
+        for (const e of batch) await walk(e, `${path}${entry.name}/`);
+      }
+    }
+  };
+  for (const e of entries) await walk(e, "");
+  return out;
+}

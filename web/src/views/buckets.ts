@@ -1,0 +1,90 @@
+import { messageOf } from "../errors";
+import { hashOf, type App } from "../main";
+import { confirmDialog, h, humanDate, icon, mount, toast } from "../ui";
+
+export async function renderBuckets(app: App): Promise<void> {
+  const list = h("div", { class: "card" }, h("p", { class: "muted" }, "Loading buckets…"));
+  const name = h("input", { id: "new-bucket", placeholder: "my-bucket", required: true, pattern: "[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]", spellcheck: false, autocapitalize: "off" });
+  const formError = h("p", { class: "error", role: "alert" });
+  const form = h(
+    "form",
+    {
+      class: "inline-form",
+      onsubmit: async (e: Event) => {
+        e.preventDefault();
+        formError.textContent = "";
+        const bucket = name.value.trim();
+        try {
+          await app.s3.createBucket(bucket);
+          toast(`Bucket ${bucket} created.`);
+          name.value = "";
+          await load();
+        } catch (err) {
+          formError.textContent = messageOf(err);
+        }
+      },
+    },
+    h("label", { for: "new-bucket" }, "New bucket name"),
+    name,
+    h("button", { type: "submit", class: "primary" }, "Create bucket"),
+  );
+  mount(app.main, h("div", { class: "page-head" }, h("h1", null, "Buckets")), h("div", { class: "card" }, form, formError), list);
+  document.title = "Buckets · shardgate";
+
+  async function load(): Promise<void> {
+    try {
+      const buckets = await app.s3.listBuckets();
+      if (buckets.length === 0) {
+        mount(list, h("p", { class: "empty" }, "No buckets yet. Create one above."));
+        return;
+      }
+      mount(
+        list,
+        h(
+          "table",
+          { class: "table" },
+          h("caption", { class: "sr-only" }, "Buckets"),
+          h("thead", null, h("tr", null, h("th", { scope: "col" }, "Name"), h("th", { scope: "col", class: "hide-narrow" }, "Created"), h("th", { scope: "col" }, h("span", { class: "sr-only" }, "Actions")))),
+          h(
+            "tbody",
+            null,
+            buckets.map((b) =>
+              h(
+                "tr",
+                null,
+                h("td", null, h("a", { href: hashOf({ view: "browser", bucket: b.name, prefix: "" }), class: "bucket-link" }, icon("bucket"), b.name)),
+                h("td", { class: "hide-narrow" }, humanDate(b.created)),
+                h(
+                  "td",
+                  { class: "actions-cell" },
+                  h(
+                    "button",
+                    {
+                      type: "button",
+                      class: "danger subtle",
+                      "aria-label": `Delete bucket ${b.name}`,
+                      onclick: async () => {
+                        if (!(await confirmDialog("Delete bucket", `Delete the bucket “${b.name}”? It must be empty.`, "Delete bucket"))) return;
+                        try {
+                          await app.s3.deleteBucket(b.name);
+                          toast(`Bucket ${b.name} deleted.`);
+                          await load();
+                        } catch (err) {
+                          toast(messageOf(err), "error");
+                        }
+                      },
+                    },
+                    "Delete",
+                  ),
+                ),
+              ),
+            ),
+          ),
+        ),
+      );
+    } catch (err) {
+      mount(list, h("p", { class: "error", role: "alert" }, messageOf(err)));
+    }
+  }
+  await load();
+}

@@ -1,0 +1,324 @@
+// One object: preview, download, share link, details (HEAD with checksums), user metadata (edited by
+// copying the object onto itself) and its erasure layout (GET /_shardgate/admin/object).
+import { messageOf } from "../errors";
+import { markdownToHtml } from "../markdown";
+import type { App } from "../main";
+import { objectPath, type ObjectHead } from "../s3";
+import { confirmDialog, h, humanDate, humanSize, icon, mount, openDialog, toast } from "../ui";
+
+const EXPIRIES: [string, number][] = [
+  ["1 hour", 3600],
+  ["6 hours", 6 * 3600],
+  ["1 day", 86400],
+  ["3 days", 3 * 86400],
+  ["7 days", 7 * 86400],
+];
+
+const TEXT_EXT = new Set(["txt", "md", "markdown", "json", "csv", "log", "yaml", "yml", "xml", "toml", "ini", "js", "ts", "css", "html", "rs", "py", "sh"]);
+const PREVIEW_TEXT_BYTES = 256 * 1024;
+
+export interface LayoutShard {
+  index?: number;
+  kind?: string;
+  node?: string;
+  health?: string;
+}
+
+export interface LayoutPart {
+  partNumber?: number;
+  size?: number;
+  type?: string;
+  dataShards?: number;
+  parityShards?: number;
+  blockBytes?: number;
+  chunkBytes?: number;
+  blocks?: number;
+  shardFileBytes?: number;
+  storageId?: string;
+  shards?: LayoutShard[];
+}
+
+export interface ObjectLayout {
+  bucket?: string;
+  key?: string;
+  size?: number;
+  etag?: string;
+  parts?: LayoutPart[];
+}
+
+function kindOf(key: string, contentType: string): "image" | "video" | "audio" | "pdf" | "markdown" | "json" | "text" | null {
+  const ext = key.split(".").pop()?.toLowerCase() ?? "";
+  const t = contentType.toLowerCase();
+  if (t.startsWith("image/")) return "image";
+  if (t.startsWith("video/")) return "video";
+  if (t.startsWith("audio/")) return "audio";
+  if (t === "application/pdf" || ext === "pdf") return "pdf";
+  if (t === "text/markdown" || ext === "md" || ext === "markdown") return "markdown";
+  if (t.includes("json") || ext === "json") return "json";
+  if (t.startsWith("text/") || TEXT_EXT.has(ext)) return "text";
+  if (["png", "jpg", "jpeg", "gif", "webp", "svg", "avif"].includes(ext)) return "image";
+  if (["mp4", "webm", "mov"].includes(ext)) return "video";
+  if (["mp3", "wav", "ogg", "flac", "m4a"].includes(ext)) return "audio";
+  return null;
+}
+
+export function openObject(app: App, bucket: string, key: string, changed: () => void): void {
+  const name = key.split("/").pop() || key;
+  const preview = h("div", { class: "preview", "aria-label": "Preview" }, h("p", { class: "muted" }, "Loading…"));
+  const details = h("div", { class: "details" });
+  const meta = h("div", { class: "metadata" });
+  const layout = h("div", { class: "layout" }, h("p", { class: "muted" }, "Loading the layout…"));
+
+  const expiry = h("select", { id: "share-expiry" }, EXPIRIES.map(([label, s]) => h("option", { value: String(s), selected: s === 86400 }, label)));
+  const shareLink = h("input", { id: "share-link", readonly: true, class: "grow", hidden: true, "aria-label": "Share link" });
+  const shareNote = h("p", { class: "small muted", role: "status" });
+  const share = h(
+    "button",
+    {
+      type: "button",
+      class: "primary",
+      onclick: async () => {
+        try {
+          const seconds = Number(expiry.value);
+          const url = await app.s3.presign(bucket, key, seconds);
+          shareLink.value = url;
+          shareLink.hidden = false;
+          shareLink.select();
+          const label = EXPIRIES.find(([, s]) => s === seconds)?.[0] ?? `${seconds} s`;
+          try {
+            await navigator.clipboard.writeText(url);
+            shareNote.textContent = `Link copied to the clipboard. Anyone with it can download this object for ${label}.`;
+          } catch {
+            shareNote.textContent = `Copy the link above. Anyone with it can download this object for ${label}.`;
+          }
+        } catch (err) {
+          shareNote.textContent = messageOf(err);
+        }
+      },
+    },
+    "Share",
+  );
+  const download = h("a", { class: "button", href: "#", download: name }, "Download");
+  void app.s3.presign(bucket, key, 3600, { "response-content-disposition": `attachment; filename="${name.replace(/["\\]/g, "_")}"` }).then((u) => (download.href = u));
+
+  const body = h(
+    "div",
+    { class: "object-view" },
+    h("div", { class: "object-main" }, preview),
+    h(
+      "div",
+      { class: "object-side" },
+      h("section", { "aria-label": "Actions", class: "object-actions" },
+        h("div", { class: "row" }, download, h("button", {
+          type: "button",
+          class: "danger",
+          onclick: async () => {
+            if (!(await confirmDialog("Delete object", `Delete “${key}”? This cannot be undone.`, "Delete"))) return;
+            try {
+              await app.s3.request("DELETE", objectPath(bucket, key));
+              toast(`${name} deleted.`);
+              dialog.close();
+              changed();
+            } catch (err) {
+              toast(messageOf(err), "error");
+            }
+          },
+        }, "Delete")),
+        h("div", { class: "row share" }, h("label", { for: "share-expiry" }, "Link expires after"), expiry, share),
+        shareLink,
+        shareNote,
+      ),
+      h("section", { "aria-labelledby": "details-title" }, h("h3", { id: "details-title" }, "Details"), details),
+      h("section", { "aria-labelledby": "meta-title" }, h("h3", { id: "meta-title" }, "User metadata"), meta),
+    ),
+    h("section", { class: "object-layout", "aria-labelledby": "layout-title" }, h("h3", { id: "layout-title" }, "Erasure layout"), layout),
+  );
+  const { dialog } = openDialog(name, body, { wide: true });
+
+  void (async () => {
+    let head: ObjectHead;
+    try {
+      head = await app.s3.headObject(bucket, key);
+    } catch (err) {
+      mount(details, h("p", { class: "error", role: "alert" }, messageOf(err)));
+      mount(preview, h("p", { class: "muted" }, "No preview."));
+      return;
+    }
+    renderDetails(details, bucket, key, head);
+    renderMetadata(app, meta, bucket, key, head, changed);
+    await renderPreview(app, preview, bucket, key, head);
+  })();
+  void renderLayout(app, layout, bucket, key);
+}
+
+function renderDetails(el: HTMLElement, bucket: string, key: string, head: ObjectHead): void {
+  const checksumRows = Object.entries(head.checksums).filter(([k]) => k !== "TYPE");
+  mount(
+    el,
+    h(
+      "dl",
+      { class: "kv" },
+      h("dt", null, "Name"), h("dd", { class: "mono" }, `${bucket}/${key}`),
+      h("dt", null, "Size"), h("dd", null, `${humanSize(head.size)} (${head.size.toLocaleString()} bytes)`),
+      h("dt", null, "ETag"), h("dd", { class: "mono" }, head.etag),
+      h("dt", null, "Content type"), h("dd", null, head.contentType || "—"),
+      h("dt", null, "Last modified"), h("dd", null, humanDate(head.lastModified)),
+      h("dt", null, "Checksums"),
+      h("dd", null, checksumRows.length ? checksumRows.map(([alg, v]) => h("div", { class: "mono" }, `${alg} ${v}${head.checksums.TYPE ? ` (${head.checksums.TYPE.toLowerCase().replace("_", " ")})` : ""}`)) : h("span", { class: "muted" }, "none stored")),
+    ),
+  );
+}
+
+function renderMetadata(app: App, el: HTMLElement, bucket: string, key: string, head: ObjectHead, changed: () => void): void {
+  const rows = h("div", { class: "meta-rows" });
+  const addRow = (k = "", v = "") => {
+    const n = rows.children.length + 1;
+    const row = h(
+      "div",
+      { class: "meta-row" },
+      h("input", { class: "meta-key", value: k, "aria-label": `Metadata name ${n}`, placeholder: "name", spellcheck: false }),
+      h("input", { class: "meta-value", value: v, "aria-label": `Metadata value ${n}`, placeholder: "value" }),
+      h("button", { type: "button", class: "icon", "aria-label": `Remove metadata ${k || n}`, onclick: () => row.remove() }, "×"),
+    );
+    rows.appendChild(row);
+  };
+  for (const [k, v] of Object.entries(head.metadata)) addRow(k, v);
+  const note = h("p", { class: "small", role: "status" }, rows.children.length ? "" : "No user metadata (x-amz-meta-*) yet.");
+  mount(
+    el,
+    rows,
+    h(
+      "div",
+      { class: "row" },
+      h("button", { type: "button", onclick: () => addRow() }, "Add field"),
+      h(
+        "button",
+        {
+          type: "button",
+          class: "primary",
+          onclick: async () => {
+            const metadata: Record<string, string> = {};
+            for (const row of Array.from(rows.children)) {
+              const k = (row.querySelector(".meta-key") as HTMLInputElement).value.trim().toLowerCase();
+              const v = (row.querySelector(".meta-value") as HTMLInputElement).value;
+              if (!k) continue;
+              if (!/^[a-z0-9][a-z0-9_.-]*$/.test(k)) {
+                note.textContent = `“${k}” cannot be a metadata name: use letters, digits, “-”, “_” and “.”.`;
+                return;
+              }
+              metadata[k] = v;
+            }
+            note.textContent = "Saving…";
+            try {
+              await app.s3.replaceMetadata(bucket, key, head, metadata);
+              note.textContent = "Metadata saved (the object was copied onto itself; no bytes moved).";
+              changed();
+            } catch (err) {
+              note.textContent = messageOf(err);
+            }
+          },
+        },
+        "Save metadata",
+      ),
+    ),
+    note,
+  );
+}
+
+async function renderPreview(app: App, el: HTMLElement, bucket: string, key: string, head: ObjectHead): Promise<void> {
+  const kind = kindOf(key, head.contentType);
+  const name = key.split("/").pop() || key;
+  try {
+    if (kind === "image" || kind === "video" || kind === "audio" || kind === "pdf") {
+      // A presigned URL as the source: the browser makes its own (ranged, seekable) requests.
+      const src = await app.s3.presign(bucket, key, 3600);
+      if (kind === "image") mount(el, h("img", { src, alt: `Preview of ${name}` }));
+      else if (kind === "video") mount(el, h("video", { src, controls: true, preload: "metadata", "aria-label": `Video ${name}` }));
+      else if (kind === "audio") mount(el, h("audio", { src, controls: true, preload: "metadata", "aria-label": `Audio ${name}` }));
+      else mount(el, h("iframe", { src, title: `PDF ${name}`, class: "pdf" }));
+      return;
+    }
+    if (kind === "text" || kind === "json" || kind === "markdown") {
+      const { text, truncated } = await app.s3.getText(bucket, key, PREVIEW_TEXT_BYTES);
+      const more = truncated ? h("p", { class: "small muted" }, `Showing the first ${humanSize(PREVIEW_TEXT_BYTES)}.`) : null;
+      if (kind === "markdown") {
+        const div = h("div", { class: "markdown" });
+        div.innerHTML = markdownToHtml(text);
+        mount(el, div, more);
+      } else {
+        let shown = text;
+        if (kind === "json" && !truncated) {
+          try {
+            shown = JSON.stringify(JSON.parse(text), null, 2);
+          } catch {
+            // not valid JSON: show as is
+          }
+        }
+        mount(el, h("pre", { class: "text", tabindex: "0", "aria-label": `Text of ${name}` }, shown), more);
+      }
+      return;
+    }
+    mount(el, h("div", { class: "no-preview" }, icon("file", "big"), h("p", { class: "muted" }, `No preview for ${head.contentType || "this type"}. Download it instead.`)));
+  } catch (err) {
+    mount(el, h("p", { class: "error" }, messageOf(err)));
+  }
+}
+
+const HEALTH_TEXT: Record<string, string> = {
+  ok: "OK",
+  missing: "Missing",
+  "wrong-size": "Wrong size",
+  "node-unconfigured": "Node not configured",
+  "node-unreachable": "Node unreachable",
+};
+
+export async function renderLayout(app: App, el: HTMLElement, bucket: string, key: string): Promise<void> {
+  let layout: ObjectLayout | null;
+  try {
+    layout = await app.s3.admin<ObjectLayout>("GET", "object", { bucket, key });
+  } catch (err) {
+    mount(el, h("p", { class: "error" }, messageOf(err)));
+    return;
+  }
+  if (!layout || !Array.isArray(layout.parts)) {
+    mount(el, h("p", { class: "muted note" }, "Not available: this gateway does not report object layouts yet."));
+    return;
+  }
+  const parts = layout.parts;
+  const sharded = parts.filter((p) => p.type === "sharded");
+  const summary =
+    sharded.length === 0
+      ? "Stored inline in its manifest (small objects have no shard files)."
+      : `${parts.length} part${parts.length === 1 ? "" : "s"}; ${sharded[0]?.dataShards ?? "?"} data + ${sharded[0]?.parityShards ?? "?"} parity shards per block, so any ${sharded[0]?.parityShards ?? "?"} shard files can be lost.`;
+  mount(
+    el,
+    h("p", null, summary),
+    parts.map((p) =>
+      h(
+        "div",
+        { class: "part" },
+        h(
+          "h4",
+          null,
+          `Part ${p.partNumber ?? "?"}`,
+          h("span", { class: "muted small" }, ` · ${p.size !== undefined ? humanSize(p.size) : "?"} · ${p.type === "sharded" ? `${p.dataShards ?? "?"} + ${p.parityShards ?? "?"}, ${p.blocks ?? "?"} block${p.blocks === 1 ? "" : "s"} of ${p.blockBytes !== undefined ? humanSize(p.blockBytes) : "?"}, shard files of ${p.shardFileBytes !== undefined ? humanSize(p.shardFileBytes) : "?"}` : "inline"}`),
+        ),
+        p.type === "sharded" && Array.isArray(p.shards)
+          ? h(
+              "ul",
+              { class: "shards", "aria-label": `Shard files of part ${p.partNumber ?? "?"}` },
+              p.shards.map((s) =>
+                h(
+                  "li",
+                  { class: `shard ${s.kind === "parity" ? "parity" : "data"} health-${s.health ?? "unknown"}`, title: `Shard ${s.index ?? "?"} (${s.kind ?? "?"}) on ${s.node ?? "?"}: ${HEALTH_TEXT[s.health ?? ""] ?? s.health ?? "unknown"}` },
+                  h("span", { class: "shard-index" }, `${s.kind === "parity" ? "P" : "D"}${s.index ?? "?"}`),
+                  h("span", { class: "shard-node" }, s.node ?? "?"),
+                  h("span", { class: "shard-health" }, HEALTH_TEXT[s.health ?? ""] ?? s.health ?? "unknown"),
+                ),
+              ),
+            )
+          : null,
+      ),
+    ),
+  );
+}

@@ -1,0 +1,111 @@
+// The upload panel: overall and per-file progress with speed and time left, cancel and retry.
+// Rows are created once per file and updated in place (at most once per animation frame), so
+// buttons keep focus and the page stays smooth while parts stream.
+import type { App } from "../main";
+import { h, humanDuration, humanSize, mount } from "../ui";
+import type { UploadItem } from "../upload";
+
+interface Row {
+  el: HTMLElement;
+  bar: HTMLProgressElement;
+  text: HTMLElement;
+  state: HTMLElement;
+  cancel: HTMLButtonElement;
+  retry: HTMLButtonElement;
+}
+
+const rows = new WeakMap<UploadItem, Row>();
+let shell: { host: HTMLElement; list: HTMLElement; bar: HTMLProgressElement; text: HTMLElement; title: HTMLElement; toggle: HTMLButtonElement } | null = null;
+
+const STATE_TEXT: Record<UploadItem["state"], string> = {
+  queued: "Waiting",
+  uploading: "Uploading",
+  completing: "Completing",
+  done: "Done",
+  failed: "Failed",
+  cancelled: "Cancelled",
+};
+
+function pct(loaded: number, size: number): number {
+  return size === 0 ? 100 : Math.floor((Math.min(loaded, size) / size) * 100);
+}
+
+function rowFor(app: App, item: UploadItem): Row {
+  let row = rows.get(item);
+  if (row) return row;
+  const bar = h("progress", { max: 100, value: 0, "aria-label": `Progress of ${item.key}` });
+  const text = h("span", { class: "small muted" });
+  const state = h("span", { class: "badge" });
+  const cancel = h("button", { type: "button", class: "subtle", "aria-label": `Cancel upload of ${item.key}`, onclick: () => app.uploads.cancel(item) }, "Cancel");
+  const retry = h("button", { type: "button", class: "subtle", "aria-label": `Retry upload of ${item.key}`, onclick: () => app.uploads.retry(item) }, "Retry");
+  const el = h(
+    "li",
+    { class: "upload" },
+    h("div", { class: "upload-head" }, h("span", { class: "upload-name", title: `${item.bucket}/${item.key}` }, item.key), state, retry, cancel),
+    bar,
+    text,
+  );
+  row = { el, bar, text, state, cancel, retry };
+  rows.set(item, row);
+  return row;
+}
+
+export function renderUploadPanel(app: App, host: HTMLElement): void {
+  const items = app.uploads.items;
+  if (!shell || shell.host !== host) {
+    const bar = h("progress", { id: "overall-progress", max: 100, value: 0, "aria-label": "Overall upload progress" });
+    const text = h("span", { id: "overall-text", class: "small" });
+    const title = h("h2", { id: "uploads-title" }, "Uploads");
+    const list = h("ul", { class: "upload-list", "aria-labelledby": "uploads-title" });
+    const toggle: HTMLButtonElement = h("button", {
+      type: "button",
+      class: "subtle",
+      "aria-expanded": "true",
+      onclick: () => {
+        const open = toggle.getAttribute("aria-expanded") !== "true";
+        toggle.setAttribute("aria-expanded", String(open));
+        toggle.textContent = open ? "Hide" : "Show";
+        list.hidden = !open;
+      },
+    }, "Hide");
+    mount(host, h("div", { class: "upload-summary" }, title, bar, text, toggle, h("button", { type: "button", class: "subtle", onclick: () => app.uploads.clearFinished() }, "Clear finished")), list);
+    shell = { host, list, bar, text, title, toggle };
+  }
+  host.hidden = items.length === 0;
+  if (items.length === 0) return;
+
+  const t = app.uploads.totals();
+  const overall = pct(t.loaded, t.size);
+  shell.bar.value = overall;
+  const speed = app.uploads.overallSpeedValue;
+  const left = speed > 0 && t.active ? humanDuration((t.size - t.loaded) / speed) : "";
+  shell.text.textContent =
+    t.active > 0
+      ? `${overall}% · ${humanSize(t.loaded)} of ${humanSize(t.size)}${speed > 0 ? ` · ${humanSize(speed)}/s` : ""}${left ? ` · ${left} left` : ""}`
+      : `${overall}% · ${t.done} of ${t.count} file${t.count === 1 ? "" : "s"} uploaded${t.failed ? ` · ${t.failed} failed` : ""}`;
+  shell.title.textContent = t.active ? `Uploading ${t.active} file${t.active === 1 ? "" : "s"}` : "Uploads";
+
+  const wanted = items.map((i) => rowFor(app, i).el);
+  if (shell.list.children.length !== wanted.length || wanted.some((el, i) => shell?.list.children[i] !== el)) shell.list.replaceChildren(...wanted);
+  for (const item of items) {
+    const row = rowFor(app, item);
+    const p = pct(item.loaded, item.size);
+    row.bar.value = p;
+    row.state.textContent = STATE_TEXT[item.state];
+    row.state.className = `badge ${item.state}`;
+    row.el.className = `upload ${item.state}`;
+    const parts = item.multipart ? ` · part ${item.partsDone} of ${item.partsTotal}${item.partsResumed ? ` (${item.partsResumed} resumed)` : ""}` : "";
+    if (item.state === "uploading") {
+      const left = item.speed > 0 ? humanDuration((item.size - item.loaded) / item.speed) : "";
+      row.text.textContent = `${p}% · ${humanSize(Math.min(item.loaded, item.size))} of ${humanSize(item.size)}${item.speed > 0 ? ` · ${humanSize(item.speed)}/s` : ""}${left ? ` · ${left} left` : ""}${parts}`;
+    } else if (item.state === "failed") {
+      row.text.textContent = item.error ?? "Failed.";
+    } else if (item.state === "done") {
+      row.text.textContent = `100% · ${humanSize(item.size)}${item.multipart ? ` in ${item.partsTotal} parts${item.partsResumed ? ` (${item.partsResumed} resumed)` : ""}` : ""}`;
+    } else {
+      row.text.textContent = `${p}% · ${humanSize(item.size)}${parts}`;
+    }
+    row.cancel.hidden = item.state === "done" || item.state === "cancelled";
+    row.retry.hidden = item.state !== "failed";
+  }
+}

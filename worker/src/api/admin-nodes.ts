@@ -1,0 +1,122 @@
+// The gateway's own view of its nodes and of an object's layout, for operators and the console:
+//   GET  /_shardgate/admin/nodes                 every node's breaker state, latency and errors
+//   POST /_shardgate/admin/nodes/{id}/drain      move every shard file off a node, in batches
+//   GET  /_shardgate/admin/object?bucket=B&key=K an object's erasure layout and each shard's health
+import { S3Error } from "../s3-error";
+import { isSharded, shardFileBytes } from "../storage/heal";
+import { GuardedNode, nodeHealth } from "../storage/node-health";
+import { shardKey } from "../storage/nodes";
+import { noSuchBucket } from "./bucket";
+import { bucketIndex, bucketRegistry, type RequestContext } from "./context";
+import { noSuchKey } from "./get";
+import { healObject, json } from "./heal";
+
+export function adminNodes(ctx: RequestContext): Response {
+  const draining = new Set(ctx.config.nodes.filter((n) => !ctx.config.writableNodes.includes(n)).map((n) => n.id));
+  const nodes = ctx.config.nodes.map((node) => {
+    const health = node instanceof GuardedNode ? node.health : nodeHealth(node.id);
+    return { ...health.status(node.kind), draining: draining.has(node.id) };
+  });
+  return json({ nodes });
+}
+
+type ShardHealth = "ok" | "missing" | "wrong-size" | "node-unconfigured" | "node-unreachable";
+
+/** An object's parts, geometry and shard placement, with a HEAD of every shard file (shallow health). */
+export async function adminObject(ctx: RequestContext): Promise<Response> {
+  const bucket = ctx.url.searchParams.get("bucket") ?? "";
+  const key = ctx.url.searchParams.get("key") ?? "";
+  if (!bucket || !key) throw new S3Error(400, "InvalidArgument", "Name the object: ?bucket=NAME&key=KEY.");
+  const { bucket: exists, object } = await bucketIndex(ctx, bucket).head(key);
+  if (!exists) throw noSuchBucket(bucket);
+  if (!object) throw noSuchKey();
+  const manifest = ctx.core.decodeManifest(object.manifest);
+  const nodes = new Map(ctx.config.nodes.map((n) => [n.id, n]));
+  const parts = await Promise.all(
+    manifest.parts.map(async (part, i) => {
+      if (!isSharded(part)) return { partNumber: i + 1, size: part.size, type: "inline" as const };
+      const { layout } = part;
+      const expected = shardFileBytes(ctx.core, part);
+      const shards = await Promise.all(
+        layout.placement.map(async (nodeId, index) => {
+          const node = nodes.get(nodeId);
+          let health: ShardHealth = "node-unconfigured";
+          if (node) {
+            const size = await node.head(shardKey(layout.storageId, index)).catch(() => undefined);
+            health = size === undefined ? "node-unreachable" : size === null ? "missing" : size === expected ? "ok" : "wrong-size";
+          }
+          return { index, kind: index < layout.dataShards ? ("data" as const) : ("parity" as const), node: nodeId, health };
+        }),
+      );
+      return {
+        partNumber: i + 1,
+        size: part.size,
+        type: "sharded" as const,
+        dataShards: layout.dataShards,
+        parityShards: layout.parityShards,
+        blockBytes: layout.blockBytes,
+        chunkBytes: layout.chunkBytes,
+        blocks: Math.ceil(part.size / layout.blockBytes),
+        shardFileBytes: expected,
+        storageId: layout.storageId,
+        shards,
+      };
+    }),
+  );
+  return json({ bucket, key, size: object.size, etag: object.etag, lastModified: object.lastModified, parts });
+}
+
+const DRAIN_BATCH = 50;
+
+/**
+ * `POST /_shardgate/admin/nodes/{id}/drain[?bucket=B&start-after=K][&max-objects=N]`: rebuilds
+ * every shard file the node holds onto other nodes and points the manifests at them, up to N
+ * objects per call, walking the buckets in name order and their keys in order. The answer's
+ * `next` ({bucket, startAfter}) is where the next call goes on; null when the node is empty.
+ * Objects that fail are reported and passed, never retried from the start.
+ */
+export async function adminDrain(ctx: RequestContext, nodeId: string): Promise<Response> {
+  if (!ctx.config.nodes.some((n) => n.id === nodeId)) throw new S3Error(404, "NoSuchNode", `There is no node ${nodeId} in SHARDGATE_NODES.`);
+  const params = ctx.url.searchParams;
+  const budget = Math.min(Math.max(Number(params.get("max-objects") ?? DRAIN_BATCH) || DRAIN_BATCH, 1), 1000);
+  const fromBucket = params.get("bucket") ?? "";
+  let after = params.get("start-after") || null;
+  const report = {
+    node: nodeId,
+    draining: !ctx.config.writableNodes.some((n) => n.id === nodeId),
+    objectsChecked: 0,
+    shardsMoved: 0,
+    shardsFailed: 0,
+    bytesMoved: 0,
+    objectsFailed: [] as { bucket: string; key: string; error: string }[],
+    next: null as { bucket: string; startAfter: string } | null,
+  };
+  const buckets = (await bucketRegistry(ctx).list()).map((b) => b.name).filter((name) => name >= fromBucket);
+  for (const bucket of buckets) {
+    if (bucket !== fromBucket) after = null;
+    const index = bucketIndex(ctx, bucket);
+    const page = await index.list({ prefix: "", delimiter: null, after, maxKeys: budget - report.objectsChecked });
+    for (const summary of page.objects) {
+      report.objectsChecked += 1;
+      try {
+        const result = await healObject(ctx, bucket, summary.key, { drain: nodeId });
+        report.shardsMoved += result.moved;
+        report.shardsFailed += result.failed;
+        report.bytesMoved += result.bytes;
+        if (result.failed > 0) report.objectsFailed.push({ bucket, key: summary.key, error: `${result.failed} shard files found no other node` });
+      } catch (e) {
+        report.objectsFailed.push({ bucket, key: summary.key, error: e instanceof Error ? e.message : String(e) });
+      }
+    }
+    if (page.isTruncated && page.last !== null) {
+      report.next = { bucket, startAfter: page.last };
+      break;
+    }
+    if (report.objectsChecked >= budget) {
+      const later = buckets[buckets.indexOf(bucket) + 1];
+      if (later !== undefined) report.next = { bucket: later, startAfter: "" };
+      break;
+    }
+  }
+  return json(report);
+}

@@ -1,0 +1,104 @@
+// What the background scrub remembers between runs (kept by the BucketRegistry Durable Object):
+// where the walk is, what the pass in progress has found so far, the last finished pass, the last
+// run, all-time totals and the latest errors. Plain JSON, so it is stored as one row and answered
+// as is by `GET /_shardgate/admin/heal`.
+import type { ScrubMode } from "../storage/scrub";
+
+export interface ScrubCounters {
+  /** Objects visited (inline ones included). */
+  objectsChecked: number;
+  /** Sharded parts and shard files checked. */
+  partsChecked: number;
+  filesChecked: number;
+  /** Deep scrub: chunks checked, and bytes of shard files read and verified (checksums included). */
+  chunksChecked: number;
+  bytesVerified: number;
+  /** Chunks that failed their checksum. */
+  badChunks: number;
+  /** Shard files found missing, of the wrong length, unreadable, short or rotten. */
+  badShards: number;
+  shardsRebuilt: number;
+  /** Of those rebuilt, shard files that went to another node (theirs is gone or draining). */
+  shardsMoved: number;
+  shardsFailed: number;
+  /** Objects whose check failed (recorded in lastErrors; the walk went on past them). */
+  objectsFailed: number;
+}
+
+export interface ScrubError {
+  at: string;
+  bucket: string;
+  key: string;
+  error: string;
+}
+
+/** Where the walk continues: in `bucket`, after key `after` (null: from the bucket's first key). */
+export interface ScrubCursor {
+  bucket: string;
+  after: string | null;
+}
+
+export interface ScrubPassSummary {
+  pass: number;
+  started: string;
+  finished: string;
+  counters: ScrubCounters;
+}
+
+export interface ScrubRunSummary {
+  trigger: "cron" | "admin";
+  mode: ScrubMode;
+  /** False for a report-only run (nothing rebuilt). */
+  heal: boolean;
+  started: string;
+  finished: string;
+  ms: number;
+  /** Why the run stopped: its object or time budget, the end of the pass, another run taking
+   *  over, or an error outside any one object (recorded in lastErrors). */
+  stoppedBy: "max-objects" | "time" | "pass-complete" | "lease-lost" | "error";
+  counters: ScrubCounters;
+  /** Bytes verified per second of the run, in MiB/s (deep scrub). */
+  mibPerSecond: number;
+  objectsPerSecond: number;
+}
+
+export interface ScrubState {
+  /** The pass in progress, or the last one finished (0: no pass yet). */
+  pass: number;
+  passStarted: string | null;
+  /** When pass `pass` finished; null while it is in progress. */
+  passFinished: string | null;
+  /** Where the pass in progress continues; null when no pass is in progress (the next run starts one). */
+  cursor: ScrubCursor | null;
+  /** The object a run was checking when it last saved: if that run never finished, the next one
+   *  records the object as failed and goes on after it. */
+  checking: { bucket: string; key: string; since: string } | null;
+  /** Counters of the pass in progress (or of the last pass, once it finished). */
+  current: ScrubCounters;
+  lastPass: ScrubPassSummary | null;
+  lastRun: ScrubRunSummary | null;
+  totals: ScrubCounters;
+  /** Newest first, at most MAX_ERRORS. */
+  lastErrors: ScrubError[];
+}
+
+export const MAX_ERRORS = 20;
+
+export function zeroCounters(): ScrubCounters {
+  return { objectsChecked: 0, partsChecked: 0, filesChecked: 0, chunksChecked: 0, bytesVerified: 0, badChunks: 0, badShards: 0, shardsRebuilt: 0, shardsMoved: 0, shardsFailed: 0, objectsFailed: 0 };
+}
+
+export function initialScrubState(): ScrubState {
+  return { pass: 0, passStarted: null, passFinished: null, cursor: null, checking: null, current: zeroCounters(), lastPass: null, lastRun: null, totals: zeroCounters(), lastErrors: [] };
+}
+
+/** Adds `delta` to every counter set in `into`. */
+export function addCounters(delta: Partial<ScrubCounters>, ...into: ScrubCounters[]): void {
+  for (const target of into) {
+    for (const [name, value] of Object.entries(delta) as [keyof ScrubCounters, number][]) target[name] += value;
+  }
+}
+
+export function recordError(state: ScrubState, error: ScrubError): void {
+  state.lastErrors = [error, ...state.lastErrors].slice(0, MAX_ERRORS);
+}

@@ -1,0 +1,193 @@
+// Node health, per isolate: a circuit breaker per node and what it has seen (latency, errors).
+//
+// Consecutive failures open a node's breaker: while it is open, requests to the node fail at once
+// (reads plan around it from the start, writes count it as a missed shard) instead of each one
+// waiting for a dead or stalled node. After a cool-down one request is let through as a probe
+// (half-open); its success closes the breaker, its failure opens it again. The recent latency
+// also tells a read when to stop waiting for a node and hedge with parity.
+import type { StorageNode } from "./nodes";
+
+export type BreakerState = "closed" | "open" | "half-open";
+
+export interface BreakerSettings {
+  /** Consecutive failures that open the breaker. */
+  failures: number;
+  /** How long an open breaker refuses requests before it lets a probe through (ms). */
+  coolDownMs: number;
+}
+
+export const DEFAULT_BREAKER: BreakerSettings = { failures: 3, coolDownMs: 5_000 };
+
+/** What `GET /_shardgate/admin/nodes` shows of one node. */
+export interface NodeStatus {
+  id: string;
+  kind: "r2" | "s3";
+  state: BreakerState;
+  /** Moving average of the time to a response's headers (ms), null before the first answer. */
+  latencyMs: number | null;
+  requests: number;
+  errors: number;
+  consecutiveFailures: number;
+  lastError: string | null;
+  lastErrorAt: number | null;
+}
+
+/** A request refused because the node's breaker is open. */
+export class NodeUnavailableError extends Error {
+  constructor(readonly node: string) {
+    super(`node ${node} is unavailable (circuit breaker open)`);
+  }
+}
+
+/** Weight of the newest sample in the latency average. */
+const EWMA_WEIGHT = 0.2;
+/** Hedge bounds (ms): never hedge sooner than the floor, never wait longer than the cap. */
+const HEDGE_FLOOR_MS = 40;
+const HEDGE_CAP_MS = 1_000;
+/** A node with no latency sample yet gets this long before a read hedges. */
+const HEDGE_UNKNOWN_MS = 300;
+
+export class NodeHealth {
+  state: BreakerState = "closed";
+  latencyMs: number | null = null;
+  requests = 0;
+  errors = 0;
+  consecutiveFailures = 0;
+  lastError: string | null = null;
+  lastErrorAt: number | null = null;
+  private openedAt = 0;
+  private probing = false;
+
+  constructor(
+    readonly id: string,
+    private readonly settings: BreakerSettings = DEFAULT_BREAKER,
+  ) {}
+
+  /** Whether a request may go to the node now; in half-open state, only one probe at a time. */
+  allow(now = Date.now()): boolean {
+    if (this.state === "closed") return true;
+    if (this.state === "open" && now - this.openedAt >= this.settings.coolDownMs) this.state = "half-open";
+    if (this.state === "half-open" && !this.probing) {
+      this.probing = true;
+      return true;
+    }
+    return false;
+  }
+
+  /** Whether the breaker refuses requests right now (without taking the probe slot). */
+  get refusing(): boolean {
+    if (this.state === "closed") return false;
+    if (this.state === "open") return Date.now() - this.openedAt < this.settings.coolDownMs;
+    return this.probing;
+  }
+
+  success(latencyMs?: number): void {
+    this.requests += 1;
+    this.consecutiveFailures = 0;
+    this.probing = false;
+    this.state = "closed";
+    if (latencyMs !== undefined) this.latencyMs = this.latencyMs === null ? latencyMs : this.latencyMs + EWMA_WEIGHT * (latencyMs - this.latencyMs);
+  }
+
+  failure(error: unknown, now = Date.now()): void {
+    this.requests += 1;
+    this.errors += 1;
+    this.consecutiveFailures += 1;
+    this.lastError = error instanceof Error ? error.message : String(error);
+    this.lastErrorAt = now;
+    if (this.state === "half-open" || this.consecutiveFailures >= this.settings.failures) {
+      this.state = "open";
+      this.openedAt = now;
+    }
+    this.probing = false;
+  }
+
+  /** How long a read waits for this node's answer before it also reads parity (ms). */
+  hedgeAfterMs(): number {
+    if (this.latencyMs === null) return HEDGE_UNKNOWN_MS;
+    return Math.min(HEDGE_CAP_MS, Math.max(HEDGE_FLOOR_MS, 4 * this.latencyMs));
+  }
+
+  status(kind: "r2" | "s3"): NodeStatus {
+    return {
+      id: this.id,
+      kind,
+      state: this.refusing ? "open" : this.state === "open" ? "half-open" : this.state,
+      latencyMs: this.latencyMs === null ? null : Math.round(this.latencyMs * 10) / 10,
+      requests: this.requests,
+      errors: this.errors,
+      consecutiveFailures: this.consecutiveFailures,
+      lastError: this.lastError,
+      lastErrorAt: this.lastErrorAt,
+    };
+  }
+}
+
+// One record per node id for the isolate's lifetime: health outlives a request's configuration.
+const registry = new Map<string, NodeHealth>();
+
+export function nodeHealth(id: string, settings?: BreakerSettings): NodeHealth {
+  let health = registry.get(id);
+  if (!health) {
+    health = new NodeHealth(id, settings);
+    registry.set(id, health);
+  }
+  return health;
+}
+
+/** Forgets every node's health (tests start each case from healthy nodes). */
+export function resetNodeHealth(): void {
+  registry.clear();
+}
+
+/**
+ * Guards a node with its breaker and records what it answers: requests fail fast while the
+ * breaker is open; GET and HEAD feed the latency average (time to headers). A GET's 404 is an
+ * answer, not a failure. Failures met later, mid-stream, are reported by the reader itself.
+ */
+export class GuardedNode implements StorageNode {
+  constructor(
+    private readonly inner: StorageNode,
+    readonly health: NodeHealth,
+  ) {}
+
+  get id(): string {
+    return this.inner.id;
+  }
+
+  get kind(): "r2" | "s3" {
+    return this.inner.kind;
+  }
+
+  put(key: string, body: ReadableStream<Uint8Array>, length: number): Promise<void> {
+    return this.guard(() => this.inner.put(key, body, length), false, () => body.cancel().catch(() => {}));
+  }
+
+  get(key: string, start: number, end: number): Promise<ReadableStream<Uint8Array> | null> {
+    return this.guard(() => this.inner.get(key, start, end), true);
+  }
+
+  delete(keys: string[]): Promise<void> {
+    return this.guard(() => this.inner.delete(keys), false);
+  }
+
+  head(key: string): Promise<number | null> {
+    return this.guard(() => this.inner.head(key), true);
+  }
+
+  private async guard<T>(op: () => Promise<T>, timed: boolean, refused?: () => void): Promise<T> {
+    if (!this.health.allow()) {
+      refused?.();
+      throw new NodeUnavailableError(this.id);
+    }
+    const started = Date.now();
+    try {
+      const result = await op();
+      this.health.success(timed ? Date.now() - started : undefined);
+      return result;
+    } catch (e) {
+      this.health.failure(e);
+      throw e;
+    }
+  }
+}
