@@ -2,7 +2,7 @@
 // plain directory, so a test can kill, restart, pause (SIGSTOP) or damage a node on disk.
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, readdirSync, rmSync } from "node:fs";
+import { appendFileSync, existsSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { S3Client } from "@aws-sdk/client-s3";
 import { AwsClient } from "aws4fetch";
@@ -44,14 +44,26 @@ export class Cluster {
     this.child = child;
     this.info = await new Promise<ClusterInfo>((resolve, reject) => {
       let out = "";
+      // The gateway's request log, kept in a file when CLUSTER_LOG names one (for debugging).
+      const logFile = process.env.CLUSTER_LOG;
       child.stdout?.on("data", (d: Buffer) => {
+        if (logFile) appendFileSync(logFile, d);
+        if (out.includes("\ncluster ") || out.startsWith("cluster ")) return;
         out += d.toString();
         const line = out.split("\n").find((l) => l.startsWith("cluster "));
         if (line) resolve(JSON.parse(line.slice("cluster ".length)) as ClusterInfo);
       });
       child.once("exit", (code) => reject(new Error(`cluster exited with ${code}: ${out}`)));
     });
-    this.s3 = new S3Client({ endpoint: this.info.endpoint, region: "us-east-1", forcePathStyle: true, credentials: CREDENTIALS, maxAttempts: 1 });
+    // No retries (a test sees every failure); a request that hangs fails after a minute.
+    this.s3 = new S3Client({
+      endpoint: this.info.endpoint,
+      region: "us-east-1",
+      forcePathStyle: true,
+      credentials: CREDENTIALS,
+      maxAttempts: 1,
+      requestHandler: { requestTimeout: 60_000, connectionTimeout: 5_000 },
+    });
   }
 
   async stop(): Promise<void> {

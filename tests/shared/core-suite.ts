@@ -23,7 +23,8 @@ export function expectSameBytes(actual: Uint8Array, expected: Uint8Array): void 
   expect(at, `first differing byte at ${at}`).toBe(-1);
 }
 
-function rng(seed: number): () => number {
+/** A seeded pseudo-random generator (xorshift32) in [0, 1): the same sequence for the same seed. */
+export function rng(seed: number): () => number {
   let x = seed >>> 0 || 1;
   return () => {
     x ^= x << 13;

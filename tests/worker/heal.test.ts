@@ -1,13 +1,11 @@
 // Healing in workerd with real R2 nodes: a read that goes around a missing or rotten shard file
 // puts it back afterwards, bit-identical to the one first written; POST /_shardgate/admin/heal
 // finds and rebuilds missing shard files (parity ones too, which reads never touch), in batches.
-import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { expectSameBytes, randomBytes } from "../shared/core-suite";
 import { s3, s3ok } from "./signed";
+import { node, shardFiles } from "./nodes";
 
-const NODES = ["NODE_0", "NODE_1", "NODE_2", "NODE_3", "NODE_4", "NODE_5"];
-const node = (id: string) => (env as unknown as Record<string, R2Bucket>)[id] as R2Bucket;
 const MIB = 1 << 20;
 const bucket = "heal";
 
@@ -15,18 +13,12 @@ beforeAll(async () => {
   await s3ok(`/${bucket}`, { method: "PUT" });
 });
 
-async function allFiles(): Promise<Map<string, string>> {
-  const files = new Map<string, string>();
-  for (const id of NODES) for (const o of (await node(id).list({ limit: 1000 })).objects) files.set(o.key, id);
-  return files;
-}
-
 /** PUTs `data` and returns its shard files: index → [node id, key, bytes as stored]. */
 async function put(key: string, data: Uint8Array): Promise<Map<number, [string, string, Uint8Array]>> {
-  const before = await allFiles();
+  const before = await shardFiles();
   await s3ok(`/${bucket}/${key}`, { method: "PUT", body: data });
   const shards = new Map<number, [string, string, Uint8Array]>();
-  for (const [file, id] of await allFiles()) {
+  for (const [file, id] of await shardFiles()) {
     if (before.has(file)) continue;
     const bytes = new Uint8Array(await ((await node(id).get(file)) as R2ObjectBody).arrayBuffer());
     shards.set(Number(file.slice(file.lastIndexOf("/") + 1)), [id, file, bytes]);

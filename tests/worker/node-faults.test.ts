@@ -15,13 +15,14 @@ import { shardKey, type StorageNode } from "../../worker/src/storage/nodes";
 import { openPartRange, type LossReason } from "../../worker/src/storage/read-part";
 import { expectSameBytes, randomBytes } from "../shared/core-suite";
 import { CREDENTIALS } from "../shared/credentials";
+import { NODES, node } from "./nodes";
 
 vi.setConfig({ testTimeout: 30_000 }); // several megabytes written and healed per test on 2 shared cores
 
 const MIB = 1 << 20;
-const NODES = ["NODE_0", "NODE_1", "NODE_2", "NODE_3", "NODE_4", "NODE_5"];
+
 const baseEnv = env as unknown as Env;
-const r2 = (id: string) => (env as unknown as Record<string, R2Bucket>)[id] as R2Bucket;
+
 const client = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1" });
 
 /** A signed request to the Worker with `vars` over the configured ones; waits for its background work. */
@@ -111,7 +112,7 @@ describe("under-replicated writes and the heal queue", () => {
     await ok(`/${bucket}/under.bin`, { method: "PUT", body: data });
     const [part] = await parts(bucket, "under.bin");
     const shard = part.layout.placement.indexOf("NODE_4");
-    expect(await r2("NODE_4").head(shardKey(part.layout.storageId, shard))).toBeNull();
+    expect(await node("NODE_4").head(shardKey(part.layout.storageId, shard))).toBeNull();
     expect((await queue(bucket)).entries.map((e) => [e.key, e.reason])).toEqual([["under.bin", "under-replicated write"]]);
     // Reads go around the open breaker without asking the node.
     expectSameBytes(new Uint8Array(await (await ok(`/${bucket}/under.bin`)).arrayBuffer()), data);
@@ -119,7 +120,7 @@ describe("under-replicated writes and the heal queue", () => {
     resetNodeHealth(); // the node is back
     const report = (await (await ok("/_shardgate/admin/heal", { method: "POST" })).json()) as { objectsHealed: number; pending: number };
     expect(report).toMatchObject({ objectsHealed: 1, pending: 0 });
-    expect((await r2("NODE_4").head(shardKey(part.layout.storageId, shard)))?.size).toBeGreaterThan(0);
+    expect((await node("NODE_4").head(shardKey(part.layout.storageId, shard)))?.size).toBeGreaterThan(0);
     expect((await queue(bucket)).pending).toBe(0);
   });
 

@@ -1,30 +1,15 @@
 // The storage path in workerd with real R2 nodes: where an object's shard files land, reads that
 // lose shard files (deleted or rotten on their node) still return exactly the right bytes from
 // parity, small ranges read only small pieces of the nodes, and the metrics say so.
-import { env, exports } from "cloudflare:workers";
+import { exports } from "cloudflare:workers";
 import { METRICS_TOKEN } from "../shared/credentials";
 import { beforeAll, describe, expect, it } from "vitest";
 import { expectSameBytes, randomBytes } from "../shared/core-suite";
 import { s3, s3ok } from "./signed";
+import { node, shardFiles } from "./nodes";
 
-const NODES = ["NODE_0", "NODE_1", "NODE_2", "NODE_3", "NODE_4", "NODE_5"];
-const node = (id: string) => (env as unknown as Record<string, R2Bucket>)[id] as R2Bucket;
 const MIB = 1 << 20;
 const K = 4; // wrangler.toml: 4 data + 2 parity shards, 1 MiB blocks, 16 KiB chunks
-
-/** Every shard file on every node: key → node id. */
-async function shardFiles(): Promise<Map<string, string>> {
-  const files = new Map<string, string>();
-  for (const id of NODES) {
-    let cursor: string | undefined;
-    do {
-      const page = await node(id).list({ cursor });
-      for (const o of page.objects) files.set(o.key, id);
-      cursor = page.truncated ? page.cursor : undefined;
-    } while (cursor);
-  }
-  return files;
-}
 
 interface Stored {
   data: Uint8Array;

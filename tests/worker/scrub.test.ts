@@ -10,9 +10,8 @@ import { beforeAll, describe, expect, it } from "vitest";
 import worker from "../../worker/src/index";
 import { expectSameBytes, randomBytes } from "../shared/core-suite";
 import { s3, s3ok } from "./signed";
+import { node, shardFiles } from "./nodes";
 
-const NODES = ["NODE_0", "NODE_1", "NODE_2", "NODE_3", "NODE_4", "NODE_5"];
-const node = (id: string) => (env as unknown as Record<string, R2Bucket>)[id] as R2Bucket;
 const MIB = 1 << 20;
 const CHUNK = 16 << 10; // wrangler.toml: 16 KiB chunks, each followed by an 8-byte checksum
 const FRAMED = CHUNK + 8;
@@ -68,19 +67,6 @@ interface Status {
   settings: { mode: string; maxObjects: number; maxMs: number };
 }
 
-async function allFiles(): Promise<Map<string, string>> {
-  const files = new Map<string, string>();
-  for (const id of NODES) {
-    let cursor: string | undefined;
-    do {
-      const page = await node(id).list({ cursor });
-      for (const o of page.objects) files.set(o.key, id);
-      cursor = page.truncated ? page.cursor : undefined;
-    } while (cursor);
-  }
-  return files;
-}
-
 async function stored(id: string, file: string): Promise<Uint8Array | null> {
   const o = await node(id).get(file);
   return o ? new Uint8Array(await o.arrayBuffer()) : null;
@@ -88,10 +74,10 @@ async function stored(id: string, file: string): Promise<Uint8Array | null> {
 
 /** PUTs `data` and returns its shard files by shard index, as first written. */
 async function put(key: string, data: Uint8Array): Promise<Map<number, ShardFile>> {
-  const before = await allFiles();
+  const before = await shardFiles();
   await s3ok(`/${bucket}/${key}`, { method: "PUT", body: data });
   const groups = new Map<string, Map<number, ShardFile>>();
-  for (const [file, id] of await allFiles()) {
+  for (const [file, id] of await shardFiles()) {
     if (before.has(file)) continue;
     const at = file.lastIndexOf("/");
     const group = groups.get(file.slice(0, at)) ?? new Map<number, ShardFile>();

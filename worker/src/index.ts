@@ -6,6 +6,7 @@
 import { Hono } from "hono";
 import pkg from "../package.json";
 import { handleS3 } from "./api/handle";
+import { scheduledHeal } from "./api/heal";
 import { type Env } from "./config";
 import { mountConsole } from "./console";
 import { coreVersion } from "./core";
@@ -19,11 +20,11 @@ mountConsole(app); // the web console at /_console/, and GET / from a browser re
 
 app.all("*", (c) => handleS3(c.req.raw, c.env, c.executionCtx));
 
-// fetch: the S3 API and the console; scheduled: the Cron Trigger's background scrub step
-// (wrangler.toml [triggers]).
+// fetch: the S3 API and the console; scheduled: the Cron Trigger (wrangler.toml [triggers]) works
+// through the heal queues, then runs a background scrub step.
 export default {
   fetch: (request: Request, env: Env, ctx: ExecutionContext) => app.fetch(request, env, ctx),
-  scheduled: (_controller: ScheduledController, env: Env, ctx: ExecutionContext) => ctx.waitUntil(scheduledScrub(env)),
+  scheduled: (_controller: ScheduledController, env: Env, ctx: ExecutionContext) => ctx.waitUntil(scheduledHeal(env).then(() => scheduledScrub(env))),
 } satisfies ExportedHandler<Env>;
 export { BucketIndex } from "./meta/bucket-index";
 export { BucketRegistry } from "./meta/registry";

@@ -6,6 +6,8 @@
 //     `POST /_shardgate/admin/heal` without a bucket, and the cron (worker/src/index.ts);
 //   - over a bucket or a prefix of it: `POST /_shardgate/admin/heal?bucket=B`, in bounded batches
 //     that resume from the key they stopped at, so a failed object never restarts the walk.
+import { loadConfig, type Env } from "../config";
+import { core } from "../core";
 import type { Manifest, ManifestPart } from "../core-api";
 import type { HealQueueEntry } from "../meta/types";
 import { metrics } from "../observability/metrics";
@@ -210,6 +212,18 @@ export async function healQueueStatus(ctx: HealContext, shown = 50): Promise<{ p
   return { pending, objects };
 }
 
+/** Queued objects the Cron Trigger heals per run, before its scrub step. */
+const CRON_HEAL_OBJECTS = 200;
+
+/** The Cron Trigger's first job: work through the heal queues (bounded), logged as one JSON line. Never throws. */
+export async function scheduledHeal(env: Env): Promise<void> {
+  try {
+    console.log(JSON.stringify({ healQueue: await healQueues({ env, config: loadConfig(env), core }, CRON_HEAL_OBJECTS) }));
+  } catch (e) {
+    console.error(JSON.stringify({ healQueue: { error: errorText(e) } }));
+  }
+}
+
 const DEFAULT_BATCH = 100;
 const MAX_BATCH = 1000;
 
@@ -263,8 +277,9 @@ export async function adminHeal(ctx: RequestContext): Promise<Response> {
   return json(report);
 }
 
+/** The admin endpoints' answers: JSON, never cached (they show live state). */
 export function json(value: unknown, status = 200): Response {
-  return new Response(JSON.stringify(value, null, 2), { status, headers: { "content-type": "application/json" } });
+  return new Response(JSON.stringify(value, null, 2), { status, headers: { "content-type": "application/json", "cache-control": "no-store" } });
 }
 
 function equalBytes(a: Uint8Array, b: Uint8Array): boolean {

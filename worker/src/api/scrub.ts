@@ -4,7 +4,7 @@
 //     answers its report and the scrub's status as JSON;
 //   GET /_shardgate/admin/heal
 //     answers the scrub's progress and results, and the heal queue.
-import { healQueueStatus } from "./heal";
+import { healQueueStatus, json } from "./heal";
 import { scrubSettings, scrubStatus, scrubStep, isScrubMode, type ScrubSettings } from "../scrub/walk";
 import type { ScrubState } from "../scrub/state";
 import { S3Error } from "../s3-error";
@@ -19,14 +19,6 @@ export interface ScrubStatusView extends ScrubState {
   settings: ScrubSettings;
 }
 
-/**
- * The heal queue's part of `GET /_shardgate/admin/heal`: `{ pending, objects }`. The one place
- * that decides what the queue shows; it delegates to api/heal.ts's healQueueStatus.
- */
-export function healQueueView(ctx: RequestContext): Promise<{ pending: number; objects: unknown[] }> {
-  return healQueueStatus(ctx);
-}
-
 async function statusView(ctx: RequestContext): Promise<ScrubStatusView> {
   const { state, running } = await scrubStatus(ctx.env);
   return { ...state, running, settings: scrubSettings(ctx.env) };
@@ -34,7 +26,7 @@ async function statusView(ctx: RequestContext): Promise<ScrubStatusView> {
 
 /** `GET /_shardgate/admin/heal`: `{ scrub: <status>, queue: { pending, objects } }`. */
 export async function getHealStatus(ctx: RequestContext): Promise<Response> {
-  const [scrub, queue] = await Promise.all([statusView(ctx), healQueueView(ctx)]);
+  const [scrub, queue] = await Promise.all([statusView(ctx), healQueueStatus(ctx)]);
   return json({ scrub, queue });
 }
 
@@ -64,8 +56,4 @@ function bounded(raw: string | null, name: string, fallback: number, max: number
   const n = Number(raw);
   if (!Number.isSafeInteger(n) || n <= 0) throw new S3Error(400, "InvalidArgument", `${name} must be a positive integer.`);
   return Math.min(n, max);
-}
-
-function json(body: unknown): Response {
-  return new Response(JSON.stringify(body, null, 2), { headers: { "content-type": "application/json", "cache-control": "no-store" } });
 }

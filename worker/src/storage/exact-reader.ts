@@ -32,6 +32,20 @@ export class ExactReader {
     }
   }
 
+  /**
+   * Reads and discards the rest of the body (never throws). A write that fails midway answers
+   * only after the client has sent everything: answering while it is still sending leaves the
+   * connection in a state the local runtime's proxy does not survive.
+   */
+  async drain(): Promise<void> {
+    this.leftover = new Uint8Array(0);
+    try {
+      while (await this.next());
+    } catch {
+      // the body broke: nothing left to read
+    }
+  }
+
   private async next(): Promise<Uint8Array | null> {
     if (!this.reader) return null;
     for (;;) {

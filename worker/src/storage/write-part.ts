@@ -72,9 +72,11 @@ async function writeSharded(
     }
     await reader.expectEnd();
   } catch (e) {
-    sinks.forEach((s) => s.abort(e));
+    const abandoned = new Error("write abandoned");
+    sinks.forEach((s) => s.abort(abandoned));
     // Best effort, and not awaited: a stalled node must not hold the client's answer.
     void cleanup(placement, storageId, sinks).catch(() => {});
+    if (!(e instanceof S3Error && e.code === "IncompleteBody")) await reader.drain();
     throw e;
   } finally {
     encoder.free();
