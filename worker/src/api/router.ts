@@ -131,7 +131,7 @@ export function routeRequest(method: string, url: URL, virtualHostSuffix: string
   if (url.pathname === ADMIN_NODES_PATH) return method === "GET" ? { op: "AdminNodes" } : notImplemented(`${method} on the nodes endpoint`);
   if (url.pathname === ADMIN_OBJECT_PATH) return method === "GET" ? { op: "AdminObject" } : notImplemented(`${method} on the object layout endpoint`);
   const drain = DRAIN_PATH.exec(url.pathname);
-  if (drain) return method === "POST" ? { op: "AdminDrain", node: decodeURIComponent(drain[1]) } : notImplemented(`${method} on the drain endpoint`);
+  if (drain) return method === "POST" ? { op: "AdminDrain", node: decodePath(drain[1]) } : notImplemented(`${method} on the drain endpoint`);
   return route(method, resolveTarget(url, virtualHostSuffix), url.searchParams, headers);
 }
 

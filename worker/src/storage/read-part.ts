@@ -106,7 +106,9 @@ class ShardedRangeReader {
     try {
       for (;;) {
         const plan = this.plan(start);
-        const answers = await Promise.all(plan.fetches.map((f) => this.fetch(f, spare)));
+        // Shards this plan may still give up on for being slow: never more than the code can lose.
+        const room = { left: this.layout.parityShards - this.unavailable.size };
+        const answers = await Promise.all(plan.fetches.map((f) => this.fetch(f, spare, room)));
         const lost = answers.filter((a) => !a.body);
         if (lost.length === 0) {
           this.assembler = plan.assembler();
@@ -169,10 +171,10 @@ class ShardedRangeReader {
   /**
    * One shard request of a plan: a body an earlier plan already opened for exactly these bytes,
    * or a new ranged GET. A hedged read: when the node has not answered within its hedge delay
-   * (a few times its recent latency) and the code still has room to lose a shard, the request is
+   * (a few times its recent latency) and the plan still has room to lose a shard, the request is
    * abandoned as slow, so the next plan reads parity instead of waiting on a stalled node.
    */
-  private async fetch(f: ShardFetch, spare: Map<string, Answer & { body: ReadableStream<Uint8Array> }>): Promise<Answer> {
+  private async fetch(f: ShardFetch, spare: Map<string, Answer & { body: ReadableStream<Uint8Array> }>, room: { left: number }): Promise<Answer> {
     const node = this.nodes.get(this.layout.placement[f.shard]) as StorageNode;
     const reused = spare.get(fetchKey(f));
     if (reused) {
@@ -183,8 +185,7 @@ class ShardedRangeReader {
       (body): Answer => (body ? { f, node, body } : { f, node, lost: "missing" }),
       (e: unknown): Answer => ({ f, node, lost: e instanceof NodeUnavailableError ? "unavailable" : "error" }),
     );
-    const canHedge = node instanceof GuardedNode && this.unavailable.size < this.layout.parityShards;
-    if (!canHedge) return request;
+    if (!(node instanceof GuardedNode)) return request;
     const health = node.health;
     const delay = health.hedgeAfterMs();
     let timer = 0;
@@ -194,6 +195,8 @@ class ShardedRangeReader {
     const first = await Promise.race([request, late]);
     clearTimeout(timer);
     if (first !== "late") return first;
+    if (room.left <= 0) return request; // no parity to spare: wait for it after all
+    room.left -= 1;
     health.failure(new Error(`no answer within ${delay} ms (read hedged to parity)`));
     void request.then((a) => a.body?.cancel().catch(() => {}));
     return { f, node, lost: "slow" };
