@@ -26,6 +26,9 @@
 //     objects per second.
 //  4. Degraded GETs: the gateway restarted on the same data without NODE_0, GETs of the 64 MiB
 //     objects whose lost shard was a data shard (parity rebuilt on the fly), MiB/s.
+//  5. A paused node (bench/stall-bench.mjs, once the servers above are stopped): GET latency
+//     p50/p99 over `npm run cluster` with one node stopped by SIGSTOP, against the same cluster
+//     healthy, and the reads that hedged. Its own table, and `stall` in the JSON.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -34,6 +37,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { AwsClient } from "aws4fetch";
 import { freePort } from "../scripts/lib/free-port.mjs";
+import { roundStallRows, stallBench, stallFootnotes, stallTable, stopStallCluster } from "./stall-bench.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const json = process.argv.includes("--json");
@@ -424,10 +428,16 @@ async function main() {
   for (const r of RANGES) rows.push(...(await ranges(pair, gateway, largest.objectKey, largest.data, r)));
   rows.push(...(await smallObjects(pair)));
   rows.push(await degradedGets(pair, largest));
+  await stopAll(); // the paused-node benchmark runs a cluster of its own
+  const stall = await stallBench({ log });
 
   const env = environment((performance.now() - started) / 1000);
   const rounded = rows.map((r) => ({ ...r, gateway: round(r.gateway), baseline: round(r.baseline), ratio: r.ratio === null ? null : Number(r.ratio.toFixed(3)) }));
-  console.log(json ? JSON.stringify({ rows: rounded, environment: env }, null, 2) : `${table(rows)}\n\n${footnotes(env)}`);
+  console.log(
+    json
+      ? JSON.stringify({ rows: rounded, stall: { rows: roundStallRows(stall.rows), info: stall.info }, environment: env }, null, 2)
+      : `${table(rows)}\n\n${footnotes(env)}\n\n${stallTable(stall.rows)}\n\n${stallFootnotes(stall.info)}`,
+  );
 }
 
 let interrupted = false;
@@ -435,7 +445,7 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
   process.on(signal, () => {
     interrupted = true;
     log(`${signal}: stopping the servers…`);
-    stopAll().finally(() => process.exit(130));
+    Promise.all([stopAll(), stopStallCluster()]).finally(() => process.exit(130));
   });
 }
 
@@ -446,5 +456,5 @@ try {
   if (!interrupted) log(e instanceof Error ? (e.stack ?? e.message) : String(e));
   process.exitCode = 1;
 } finally {
-  await stopAll();
+  await Promise.all([stopAll(), stopStallCluster()]);
 }

@@ -9,7 +9,7 @@ import { shardKey } from "../storage/nodes";
 import { noSuchBucket } from "./bucket";
 import { bucketIndex, bucketRegistry, type RequestContext } from "./context";
 import { noSuchKey } from "./get";
-import { healObject, json } from "./heal";
+import { emptyTally, healEach, json } from "./heal";
 
 export function adminNodes(ctx: RequestContext): Response {
   const draining = new Set(ctx.config.nodes.filter((n) => !ctx.config.writableNodes.includes(n)).map((n) => n.id));
@@ -81,42 +81,22 @@ export async function adminDrain(ctx: RequestContext, nodeId: string): Promise<R
   const budget = Math.min(Math.max(Number(params.get("max-objects") ?? DRAIN_BATCH) || DRAIN_BATCH, 1), 1000);
   const fromBucket = params.get("bucket") ?? "";
   let after = params.get("start-after") || null;
-  const report = {
-    node: nodeId,
-    draining: !ctx.config.writableNodes.some((n) => n.id === nodeId),
-    objectsChecked: 0,
-    shardsMoved: 0,
-    shardsFailed: 0,
-    bytesMoved: 0,
-    objectsFailed: [] as { bucket: string; key: string; error: string }[],
-    next: null as { bucket: string; startAfter: string } | null,
-  };
+  const tally = emptyTally();
+  let next: { bucket: string; startAfter: string } | null = null;
   const buckets = (await bucketRegistry(ctx).list()).map((b) => b.name).filter((name) => name >= fromBucket);
-  for (const bucket of buckets) {
+  for (const [i, bucket] of buckets.entries()) {
     if (bucket !== fromBucket) after = null;
-    const index = bucketIndex(ctx, bucket);
-    const page = await index.list({ prefix: "", delimiter: null, after, maxKeys: budget - report.objectsChecked });
-    for (const summary of page.objects) {
-      report.objectsChecked += 1;
-      try {
-        const result = await healObject(ctx, bucket, summary.key, { drain: nodeId });
-        report.shardsMoved += result.moved;
-        report.shardsFailed += result.failed;
-        report.bytesMoved += result.bytes;
-        if (result.failed > 0) report.objectsFailed.push({ bucket, key: summary.key, error: `${result.failed} shard files found no other node` });
-      } catch (e) {
-        report.objectsFailed.push({ bucket, key: summary.key, error: e instanceof Error ? e.message : String(e) });
-      }
-    }
+    const page = await bucketIndex(ctx, bucket).list({ prefix: "", delimiter: null, after, maxKeys: budget - tally.objectsChecked });
+    await healEach(ctx, bucket, page.objects.map((o) => o.key), { drain: nodeId }, tally);
     if (page.isTruncated && page.last !== null) {
-      report.next = { bucket, startAfter: page.last };
+      next = { bucket, startAfter: page.last };
       break;
     }
-    if (report.objectsChecked >= budget) {
-      const later = buckets[buckets.indexOf(bucket) + 1];
-      if (later !== undefined) report.next = { bucket: later, startAfter: "" };
+    if (tally.objectsChecked >= budget) {
+      if (i + 1 < buckets.length) next = { bucket: buckets[i + 1], startAfter: "" };
       break;
     }
   }
-  return json(report);
+  const draining = !ctx.config.writableNodes.some((n) => n.id === nodeId);
+  return json({ node: nodeId, draining, ...tally, next });
 }

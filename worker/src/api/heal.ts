@@ -231,18 +231,45 @@ function batchSize(params: URLSearchParams): number {
   return Math.min(Math.max(Number(params.get("max-objects") ?? DEFAULT_BATCH) || DEFAULT_BATCH, 1), MAX_BATCH);
 }
 
-interface WalkReport {
-  bucket: string;
-  prefix: string;
+/** What a batch of heals did: the walk's and the drain's reports. */
+export interface HealTally {
   objectsChecked: number;
   shardsRebuilt: number;
   shardsMoved: number;
   shardsFailed: number;
   bytesRebuilt: number;
-  /** Objects that could not be healed, and why; the walk went on past them. */
-  objectsFailed: { key: string; error: string }[];
-  /** Where the next batch starts (the `start-after` to send), or null when the walk is done. */
-  next: string | null;
+  /** Objects that could not be healed (whole), and why; the batch went on past them. */
+  objectsFailed: { bucket: string; key: string; error: string }[];
+}
+
+export function emptyTally(): HealTally {
+  return { objectsChecked: 0, shardsRebuilt: 0, shardsMoved: 0, shardsFailed: 0, bytesRebuilt: 0, objectsFailed: [] };
+}
+
+/** Objects healed at once by a batch: a few parts' reads and writes overlap, memory stays bounded. */
+const HEAL_CONCURRENCY = 4;
+
+/** Heals `keys` of a bucket, HEAL_CONCURRENCY at a time, adding to `tally`. A fully checked and healed object leaves the heal queue. */
+export async function healEach(ctx: HealContext, bucket: string, keys: readonly string[], opts: HealOptions, tally: HealTally): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < keys.length) {
+      const key = keys[next++];
+      tally.objectsChecked += 1;
+      try {
+        const result = await healObject(ctx, bucket, key, opts);
+        tally.shardsRebuilt += result.rebuilt;
+        tally.shardsMoved += result.moved;
+        tally.shardsFailed += result.failed;
+        tally.bytesRebuilt += result.bytes;
+        if (result.failed > 0) tally.objectsFailed.push({ bucket, key, error: `${result.failed} shard files could not be rebuilt (no node took them)` });
+        else if (opts.check) await bucketIndex(ctx, bucket).healed(key, null);
+      } catch (e) {
+        tally.objectsFailed.push({ bucket, key, error: errorText(e) });
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(HEAL_CONCURRENCY, keys.length) }, worker));
 }
 
 /**
@@ -260,21 +287,10 @@ export async function adminHeal(ctx: RequestContext): Promise<Response> {
   const index = bucketIndex(ctx, bucket);
   const [info, page] = await Promise.all([index.info(), index.list({ prefix, delimiter: null, after: params.get("start-after") || null, maxKeys: batchSize(params) })]);
   if (!info) throw noSuchBucket(bucket);
-  const report: WalkReport = { bucket, prefix, objectsChecked: 0, shardsRebuilt: 0, shardsMoved: 0, shardsFailed: 0, bytesRebuilt: 0, objectsFailed: [], next: page.isTruncated ? page.last : null };
-  for (const summary of page.objects) {
-    report.objectsChecked += 1;
-    try {
-      const result = await healObject(ctx, bucket, summary.key, { check: true });
-      report.shardsRebuilt += result.rebuilt;
-      report.shardsMoved += result.moved;
-      report.shardsFailed += result.failed;
-      report.bytesRebuilt += result.bytes;
-      if (result.failed === 0) await index.healed(summary.key, null);
-    } catch (e) {
-      report.objectsFailed.push({ key: summary.key, error: errorText(e) });
-    }
-  }
-  return json(report);
+  const tally = emptyTally();
+  await healEach(ctx, bucket, page.objects.map((o) => o.key), { check: true }, tally);
+  // `next`: where the next batch starts (the `start-after` to send), or null when the walk is done.
+  return json({ bucket, prefix, ...tally, next: page.isTruncated ? page.last : null });
 }
 
 /** The admin endpoints' answers: JSON, never cached (they show live state). */

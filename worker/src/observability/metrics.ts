@@ -13,7 +13,7 @@ export const COUNTERS = {
   shardgate_node_requests_total: "Requests to storage nodes, by node, method and outcome status.",
   shardgate_degraded_reads_total: "Object reads (GET requests) that had to read parity because a shard file was missing, failing or corrupt.",
   shardgate_checksum_failures_total: "Shard chunks whose checksum did not match (the shard file was then read around).",
-  shardgate_hedged_reads_total: "Shard requests abandoned because their node answered slower than its hedge delay (parity was read instead).",
+  shardgate_hedged_reads_total: "Shard files reads went around because their node was slow: it did not answer within its hedge delay, or a request a read gave up on is still unanswered (parity was read instead).",
   shardgate_heal_shards_total: "Shard files rebuilt from the survivors and written back (result=rebuilt), or that could not be (result=failed).",
 } as const;
 

@@ -8,7 +8,7 @@ import type { Core, ManifestPart, ShardedLayout } from "../core-api";
 import { ExactReader } from "./exact-reader";
 import { GuardedNode } from "./node-health";
 import { placeShards, shardKey, type StorageNode } from "./nodes";
-import { openPartRange } from "./read-part";
+import { openPartRange, type LossReason } from "./read-part";
 import { ShardSink } from "./shard-sink";
 
 export type ShardedPart = ManifestPart & { layout: { type: "sharded" } & ShardedLayout };
@@ -125,7 +125,10 @@ async function rebuildPass(
   const encoder = core.encoder(geometry);
   try {
     // The shards being rebuilt are not read: they are the ones in doubt.
-    const body = await openPartRange(config, core, part, 0, part.size, { shardLost: (_id, shard) => lost(shard) }, avoid);
+    // Files found missing or rotten on the way are rebuilt too; a slow or failing node's are not
+    // (its file is likely intact).
+    const events = { shardLost: (_id: string, shard: number, why: LossReason) => (why === "missing" || why === "checksum") && lost(shard) };
+    const body = await openPartRange(config, core, part, 0, part.size, events, avoid);
     const reader = new ExactReader(body);
     const block = new Uint8Array(Math.min(layout.blockBytes, part.size));
     for (let len = encoder.nextBlockLength; len > 0; len = encoder.nextBlockLength) {

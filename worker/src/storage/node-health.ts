@@ -30,6 +30,8 @@ export interface NodeStatus {
   consecutiveFailures: number;
   lastError: string | null;
   lastErrorAt: number | null;
+  /** Requests reads gave up waiting for (hedged) that have not answered yet. */
+  overdue: number;
 }
 
 /** A request refused because the node's breaker is open. */
@@ -42,7 +44,7 @@ export class NodeUnavailableError extends Error {
 /** Weight of the newest sample in the latency average. */
 const EWMA_WEIGHT = 0.2;
 /** Hedge bounds (ms): never hedge sooner than the floor, never wait longer than the cap. */
-const HEDGE_FLOOR_MS = 40;
+const HEDGE_FLOOR_MS = 25;
 const HEDGE_CAP_MS = 1_000;
 /** A node with no latency sample yet gets this long before a read hedges. */
 const HEDGE_UNKNOWN_MS = 300;
@@ -55,6 +57,8 @@ export class NodeHealth {
   consecutiveFailures = 0;
   lastError: string | null = null;
   lastErrorAt: number | null = null;
+  /** Requests a read gave up waiting for (hedged) that have not answered yet. */
+  overdue = 0;
   private openedAt = 0;
   private probing = false;
 
@@ -86,7 +90,23 @@ export class NodeHealth {
     this.consecutiveFailures = 0;
     this.probing = false;
     this.state = "closed";
-    if (latencyMs !== undefined) this.latencyMs = this.latencyMs === null ? latencyMs : this.latencyMs + EWMA_WEIGHT * (latencyMs - this.latencyMs);
+    if (latencyMs === undefined) return;
+    if (this.latencyMs === null) this.latencyMs = latencyMs;
+    else {
+      // One answer that comes back from a long pause must not make every later hedge wait for
+      // seconds; a node that really got slower still raises the average over a few answers.
+      const sample = Math.min(latencyMs, 2 * this.hedgeAfterMs());
+      this.latencyMs += EWMA_WEIGHT * (sample - this.latencyMs);
+    }
+  }
+
+  /**
+   * Whether reads should go around the node from the start: its breaker refuses, or a read
+   * already gave up waiting for it and that request has still not answered (a stalled node is
+   * then hedged once, not by every read until its breaker opens).
+   */
+  get readAround(): boolean {
+    return this.refusing || this.overdue > 0;
   }
 
   failure(error: unknown, now = Date.now()): void {
@@ -119,6 +139,7 @@ export class NodeHealth {
       consecutiveFailures: this.consecutiveFailures,
       lastError: this.lastError,
       lastErrorAt: this.lastErrorAt,
+      overdue: this.overdue,
     };
   }
 }

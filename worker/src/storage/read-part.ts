@@ -80,11 +80,15 @@ type Answer =
   | { f: ShardFetch; node: StorageNode; body?: undefined; lost: "missing" | "error" | "slow" | "unavailable" };
 
 class ShardedRangeReader {
+  /** Shards this read goes around: lost, or on a node that is gone or refusing. */
   private readonly unavailable = new Set<number>();
+  /** Shards this read gave up waiting for (hedged): read around when the code can spare them. */
+  private readonly slow = new Set<number>();
+  /** Shards read around but not reported yet (no plan needed parity for them so far). */
+  private readonly pending = new Map<number, LossReason>();
   private readonly nodes: Map<string, StorageNode>;
   private sources: Source[] = [];
   private assembler: RangeAssembler | null = null;
-  private reportedAround = new Set<number>();
 
   constructor(
     private readonly config: GatewayConfig,
@@ -107,7 +111,7 @@ class ShardedRangeReader {
       for (;;) {
         const plan = this.plan(start);
         // Shards this plan may still give up on for being slow: never more than the code can lose.
-        const room = { left: this.layout.parityShards - this.unavailable.size };
+        const room = { left: this.layout.parityShards - this.unavailable.size - this.slow.size };
         const answers = await Promise.all(plan.fetches.map((f) => this.fetch(f, spare, room)));
         const lost = answers.filter((a) => !a.body);
         if (lost.length === 0) {
@@ -134,7 +138,12 @@ class ShardedRangeReader {
     }
   }
 
-  /** The read plan from `start` around the shards known to be unavailable (503 when too many are). */
+  /**
+   * The read plan from `start`. Shard files this read lost (missing, failed, rotten, or on nodes
+   * no longer configured or whose breaker is open) are always read around; those on slow nodes
+   * (hedged by this read, or with a request another read gave up on still unanswered) only when
+   * the code can spare them, otherwise they are waited for after all. 503 when even that fails.
+   */
   private plan(start: number): ReadPlan {
     const geometry = this.core.geometry({
       size: this.size,
@@ -144,21 +153,25 @@ class ShardedRangeReader {
       chunkBytes: this.layout.chunkBytes,
     });
     try {
-      // Shard files on nodes no longer configured, or whose breaker is open, are read around;
-      // they are reported once a plan actually needs parity in their place.
-      const around = this.layout.placement.flatMap((nodeId, shard): { shard: number; why: LossReason }[] => {
+      const slow = new Set(this.slow);
+      this.layout.placement.forEach((nodeId, shard) => {
+        if (this.unavailable.has(shard) || slow.has(shard)) return;
         const node = this.nodes.get(nodeId);
-        if (!node) return [{ shard, why: "missing" }];
-        return node instanceof GuardedNode && node.health.refusing ? [{ shard, why: "unavailable" }] : [];
+        if (!node) this.around(shard, "missing");
+        else if (node instanceof GuardedNode && node.health.refusing) this.around(shard, "unavailable");
+        else if (node instanceof GuardedNode && node.health.readAround) slow.add(shard);
       });
-      for (const a of around) this.unavailable.add(a.shard);
-      const plan = this.core.planRead(geometry, start, this.end, [...this.unavailable]);
+      let plan: ReadPlan;
+      try {
+        plan = this.core.planRead(geometry, start, this.end, [...this.unavailable, ...slow]);
+        for (const shard of slow) if (!this.slow.has(shard)) this.pending.set(shard, "slow");
+      } catch {
+        plan = this.core.planRead(geometry, start, this.end, [...this.unavailable]);
+      }
+      // Shards read around are reported (for metrics and heal) once a plan needs parity for them.
       if (plan.degraded) {
-        for (const a of around) {
-          if (this.reportedAround.has(a.shard)) continue;
-          this.reportedAround.add(a.shard);
-          this.events.shardLost?.(this.layout.storageId, a.shard, a.why);
-        }
+        for (const [shard, why] of this.pending) this.events.shardLost?.(this.layout.storageId, shard, why);
+        this.pending.clear();
       }
       return plan;
     } catch {
@@ -166,6 +179,12 @@ class ShardedRangeReader {
     } finally {
       geometry.free();
     }
+  }
+
+  /** A shard file this read goes around from now on, reported once a plan needs parity for it. */
+  private around(shard: number, why: LossReason): void {
+    this.unavailable.add(shard);
+    this.pending.set(shard, why);
   }
 
   /**
@@ -197,8 +216,13 @@ class ShardedRangeReader {
     if (first !== "late") return first;
     if (room.left <= 0) return request; // no parity to spare: wait for it after all
     room.left -= 1;
-    health.failure(new Error(`no answer within ${delay} ms (read hedged to parity)`));
-    void request.then((a) => a.body?.cancel().catch(() => {}));
+    // Not a failure (a busy node answers late, and its breaker would guard writes): reads go
+    // around the node until this request answers or times out, which settles the breaker.
+    health.overdue += 1;
+    void request.then((a) => {
+      health.overdue -= 1;
+      return a.body?.cancel().catch(() => {});
+    });
     return { f, node, lost: "slow" };
   }
 
@@ -271,7 +295,12 @@ class ShardedRangeReader {
   }
 
   private lose(shard: number, why: LossReason): void {
-    this.unavailable.add(shard);
+    if (why === "slow") this.slow.add(shard);
+    else {
+      this.slow.delete(shard);
+      this.unavailable.add(shard);
+    }
+    this.pending.delete(shard);
     this.events.shardLost?.(this.layout.storageId, shard, why);
   }
 
