@@ -199,7 +199,7 @@ async function settle(objects, node) {
   const started = Date.now();
   for (let i = 0; Date.now() - started < SETTLE_MS; i++) {
     const s = await nodeStatus(node.id);
-    if (s.state === "closed" && s.consecutiveFailures === 0) return Date.now() - started;
+    if (s.state === "closed" && s.consecutiveFailures === 0 && !s.slow) return Date.now() - started;
     const o = objects[i % objects.length];
     await timedGet(o.key, o.size);
     await sleep(100);
@@ -271,7 +271,7 @@ async function run(objects, node, { name, block: count, rounds }, deadline, log)
     const s = await nodeStatus(node.id);
     const back = await settle(objects, node);
     settleMs = Math.max(settleMs, back);
-    log(`stall: ${name}, round ${r + 1}/${rounds}: ${after - before} hedged while paused (hedge delay ${hedgeDelay(latencyMs)} ms); after SIGCONT breaker ${s.state}, latency ${s.latencyMs} ms, read from again in ${(back / 1000).toFixed(1)} s`);
+    log(`stall: ${name}, round ${r + 1}/${rounds}: ${after - before} hedged while paused (hedge delay ${hedgeDelay(latencyMs)} ms); after SIGCONT breaker ${s.state}, latency ${s.latencyMs} ms, slow ${s.slow}, read from again in ${(back / 1000).toFixed(1)} s`);
   }
   return { healthy, paused, hedged, failed, settleMs, delays };
 }

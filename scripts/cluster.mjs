@@ -118,7 +118,7 @@ for (let tries = 0; ; tries++) {
   await sleep(250);
 }
 
-const info = { endpoint: base, data, bucket: BUCKET, gatewayPid: gateway.pid, nodes };
+const info = { endpoint: base, data, bucket: BUCKET, nodeKey: NODE_KEY, gatewayPid: gateway.pid, nodes };
 if (opts.quiet) {
   console.log(`cluster ${JSON.stringify(info)}`);
 } else {

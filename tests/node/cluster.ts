@@ -23,6 +23,8 @@ export interface ClusterInfo {
   endpoint: string;
   data: string;
   bucket: string;
+  /** The nodes' own credentials. */
+  nodeKey: { accessKeyId: string; secretAccessKey: string };
   nodes: NodeInfo[];
 }
 
@@ -101,6 +103,14 @@ export class Cluster {
       }
     }
     throw new Error(`node ${n.id} did not come back`);
+  }
+
+  /** Creates the node's bucket again (a node whose disk was replaced, provisioned anew). */
+  async reprovision(n: NodeInfo): Promise<void> {
+    const node = new AwsClient({ ...this.info.nodeKey, service: "s3", region: "us-east-1", retries: 0 });
+    const res = await node.fetch(`${n.endpoint}/${this.info.bucket}`, { method: "PUT" });
+    await res.arrayBuffer();
+    if (!res.ok && res.status !== 409) throw new Error(`node ${n.id}: creating its bucket: HTTP ${res.status}`);
   }
 
   /** A signed request to the gateway's own endpoints, answered with JSON. */

@@ -30,8 +30,8 @@ export interface NodeStatus {
   consecutiveFailures: number;
   lastError: string | null;
   lastErrorAt: number | null;
-  /** Requests reads gave up waiting for (hedged) that have not answered yet. */
-  overdue: number;
+  /** A read gave up waiting for the node (hedged) and it has not answered since: reads go around it. */
+  slow: boolean;
 }
 
 /** A request refused because the node's breaker is open. */
@@ -46,6 +46,8 @@ const EWMA_WEIGHT = 0.2;
 /** Hedge bounds (ms): never hedge sooner than the floor, never wait longer than the cap. */
 const HEDGE_FLOOR_MS = 25;
 const HEDGE_CAP_MS = 1_000;
+/** How long reads go around a node after one of them hedged it, unless it answers first (ms). */
+const SLOW_HOLD_MS = 2_000;
 /** A node with no latency sample yet gets this long before a read hedges. */
 const HEDGE_UNKNOWN_MS = 300;
 
@@ -57,10 +59,12 @@ export class NodeHealth {
   consecutiveFailures = 0;
   lastError: string | null = null;
   lastErrorAt: number | null = null;
-  /** Requests a read gave up waiting for (hedged) that have not answered yet. */
-  overdue = 0;
   private openedAt = 0;
-  private probing = false;
+  /** When the half-open breaker's probe left (0: none out). A probe that never answers (its
+   *  request was abandoned) frees the slot after another cool-down. */
+  private probeAt = 0;
+  /** Until when reads go around the node after one of them gave up waiting for it (ms). */
+  private slowUntil = 0;
 
   constructor(
     readonly id: string,
@@ -71,8 +75,8 @@ export class NodeHealth {
   allow(now = Date.now()): boolean {
     if (this.state === "closed") return true;
     if (this.state === "open" && now - this.openedAt >= this.settings.coolDownMs) this.state = "half-open";
-    if (this.state === "half-open" && !this.probing) {
-      this.probing = true;
+    if (this.state === "half-open" && !this.probeOut(now)) {
+      this.probeAt = now;
       return true;
     }
     return false;
@@ -82,13 +86,18 @@ export class NodeHealth {
   get refusing(): boolean {
     if (this.state === "closed") return false;
     if (this.state === "open") return Date.now() - this.openedAt < this.settings.coolDownMs;
-    return this.probing;
+    return this.probeOut(Date.now());
+  }
+
+  private probeOut(now: number): boolean {
+    return this.probeAt !== 0 && now - this.probeAt < this.settings.coolDownMs;
   }
 
   success(latencyMs?: number): void {
     this.requests += 1;
     this.consecutiveFailures = 0;
-    this.probing = false;
+    this.probeAt = 0;
+    this.slowUntil = 0;
     this.state = "closed";
     if (latencyMs === undefined) return;
     if (this.latencyMs === null) this.latencyMs = latencyMs;
@@ -101,12 +110,19 @@ export class NodeHealth {
   }
 
   /**
-   * Whether reads should go around the node from the start: its breaker refuses, or a read
-   * already gave up waiting for it and that request has still not answered (a stalled node is
-   * then hedged once, not by every read until its breaker opens).
+   * A read gave up waiting for the node (hedged). Not a failure: a busy node answers late, and
+   * the breaker also guards writes. Until the node answers anything, or for SLOW_HOLD_MS, other
+   * reads go around it from the start, so a stalled node costs one hedge, not one per read. (A
+   * timer rather than the abandoned request's answer: the runtime may drop that request with the
+   * response it belonged to.)
    */
+  markSlow(now = Date.now()): void {
+    this.slowUntil = now + SLOW_HOLD_MS;
+  }
+
+  /** Whether reads should go around the node from the start: its breaker refuses, or it was slow just now. */
   get readAround(): boolean {
-    return this.refusing || this.overdue > 0;
+    return this.refusing || Date.now() < this.slowUntil;
   }
 
   failure(error: unknown, now = Date.now()): void {
@@ -119,7 +135,7 @@ export class NodeHealth {
       this.state = "open";
       this.openedAt = now;
     }
-    this.probing = false;
+    this.probeAt = 0;
   }
 
   /** How long a read waits for this node's answer before it also reads parity (ms). */
@@ -139,7 +155,7 @@ export class NodeHealth {
       consecutiveFailures: this.consecutiveFailures,
       lastError: this.lastError,
       lastErrorAt: this.lastErrorAt,
-      overdue: this.overdue,
+      slow: Date.now() < this.slowUntil,
     };
   }
 }

@@ -216,13 +216,8 @@ class ShardedRangeReader {
     if (first !== "late") return first;
     if (room.left <= 0) return request; // no parity to spare: wait for it after all
     room.left -= 1;
-    // Not a failure (a busy node answers late, and its breaker would guard writes): reads go
-    // around the node until this request answers or times out, which settles the breaker.
-    health.overdue += 1;
-    void request.then((a) => {
-      health.overdue -= 1;
-      return a.body?.cancel().catch(() => {});
-    });
+    health.markSlow();
+    void request.then((a) => a.body?.cancel().catch(() => {}));
     return { f, node, lost: "slow" };
   }
 
