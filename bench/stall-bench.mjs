@@ -7,16 +7,18 @@
 // time (request sent → body read in full, length checked), alternating the two objects. Two ways
 // of pausing that node, each against healthy blocks of the same length run just before:
 //
-//   - one long pause: healthy block, the node paused for one block, SIGCONT. The breaker opens
-//     once (three hedged reads) and the rest of the block reads around the node, as a stalled
-//     node in production would be read around (one probe per cool-down);
+//   - one long pause: healthy block, the node paused for one block, SIGCONT. The first read
+//     hedges (the node does not answer within its hedge delay) and later reads go around the
+//     node from the start (for 2 s after a hedge, then one read hedges again), as a stalled node
+//     in production would be read around;
 //   - short pauses: BLOCKS rounds of a healthy block and a paused block. The node comes back
-//     between blocks and its breaker closes again (see settle()), so every paused block pays for
-//     the three hedged reads that reopen it: the worst case.
+//     between blocks and is read from again (see settle()) before the next, so every paused block
+//     pays for its first hedged read again: the worst case.
 //
 // The paused GETs are compared with the healthy ones of the same mode: p50, p99 and paused/healthy.
-// Reads that hedged: the growth of shardgate_hedged_reads_total (signed GET /_shardgate/metrics)
-// over the paused blocks, and over the healthy ones (a healthy node slower than its hedge delay).
+// Reads around the node: the growth of shardgate_hedged_reads_total (signed GET
+// /_shardgate/metrics; each read that hedged the node or went around it for being slow) over the
+// paused blocks, and over the healthy ones (a healthy node slower than its hedge delay).
 // The node is always resumed and the cluster always stopped (its whole process group), on errors
 // and signals too; the measurements are bounded in time (DEADLINE_MS). A GET that fails is counted
 // (a row of its own) and left out of the latencies. STALL_DEBUG=1 logs every paused GET's time.
@@ -288,7 +290,7 @@ function rows(mode, result) {
     out.push(row(`GET latency p99, ${mode}`, size, "ms", percentile(h, 0.99), percentile(p, 0.99)));
   }
   const n = (m) => all(m).length;
-  out.push({ ...row(`hedged reads, ${mode} (of ${n(result.healthy)} + ${n(result.paused)} GETs)`, "all", "reads", result.hedged.healthy, result.hedged.paused), ratio: null });
+  out.push({ ...row(`reads around a slow node, ${mode} (of ${n(result.healthy)} + ${n(result.paused)} GETs)`, "all", "reads", result.hedged.healthy, result.hedged.paused), ratio: null });
   if (result.failed.healthy.length || result.failed.paused.length) {
     out.push({ ...row(`failed GETs, ${mode}`, "all", "GETs", result.failed.healthy.length, result.failed.paused.length), ratio: null });
   }
@@ -366,11 +368,11 @@ export function stallFootnotes(info) {
   return [
     `A paused node: npm run cluster (six versitygw processes, 4+2), ${info.pausedNode} (${info.objects.map((o) => `data shard ${o.pausedShard} of the ${sizeLabel(o.bytes)}`).join(" and ")}`,
     `object) stopped with SIGSTOP; sequential GETs alternating the two objects, each timed from`,
-    `sending to the last body byte. One long pause: ${info.longPauseGets} GETs healthy, then ${info.longPauseGets} with the node paused (its breaker`,
-    `opens once). Short pauses: ${info.shortPauses.rounds} × (${info.shortPauses.block} GETs healthy, ${info.shortPauses.block} paused), the node resumed between blocks and`,
-    `read from again (breaker closed, at most ${(info.settleMsMax / 1000).toFixed(1)} s after SIGCONT) before the next, so every pause reopens the breaker.`,
+    `sending to the last body byte. One long pause: ${info.longPauseGets} GETs healthy, then ${info.longPauseGets} with the node paused (reads hedge`,
+    `it once, then go around it). Short pauses: ${info.shortPauses.rounds} × (${info.shortPauses.block} GETs healthy, ${info.shortPauses.block} paused), the node resumed between blocks and`,
+    `read from again (at most ${(info.settleMsMax / 1000).toFixed(1)} s after SIGCONT) before the next, so every pause is hedged anew.`,
     `Hedge delay when each pause began: ${[...new Set(info.hedge.delaysAtPauseMs)].join(", ")} ms (4 × the node's latency average, at least ${info.hedge.floorMs} ms).`,
-    `Hedged reads: growth of shardgate_hedged_reads_total over the healthy and the paused blocks. Took ${info.seconds} s.`,
+    `Reads around the node: growth of shardgate_hedged_reads_total over the healthy and the paused blocks. Took ${info.seconds} s.`,
   ].join("\n");
 }
 
