@@ -40,7 +40,9 @@ export function seriesKey(name: CounterName, labels: Labels = {}): string {
 
 export class Metrics {
   private pending = new Map<string, number>();
-  private scheduled: Promise<void> | null = null;
+  /** When the pending flush was scheduled (0: none). One that never ran (its request was
+   *  cancelled) stops blocking new ones after a few delays. */
+  private scheduledAt = 0;
   private inflight: Promise<void> = Promise.resolve();
 
   add(name: CounterName, value = 1, labels?: Labels): void {
@@ -49,13 +51,19 @@ export class Metrics {
     this.pending.set(key, (this.pending.get(key) ?? 0) + value);
   }
 
-  /** Schedules a flush of what is pending (once per FLUSH_DELAY_MS); hand the promise to waitUntil. */
+  /**
+   * Schedules a flush of what is pending (once per FLUSH_DELAY_MS); hand the promise to waitUntil.
+   * Only the request that schedules the flush waits for it: a request waiting on a timer of
+   * another request's would look hung to the runtime, which then cancels it.
+   */
   flushSoon(sink: () => MetricsSink): Promise<void> {
-    this.scheduled ??= new Promise<void>((r) => setTimeout(r, FLUSH_DELAY_MS)).then(() => {
-      this.scheduled = null;
+    const now = Date.now();
+    if (this.scheduledAt !== 0 && now - this.scheduledAt < 5 * FLUSH_DELAY_MS) return Promise.resolve();
+    this.scheduledAt = now;
+    return new Promise<void>((r) => setTimeout(r, FLUSH_DELAY_MS)).then(() => {
+      this.scheduledAt = 0;
       return this.flush(sink());
     });
-    return this.scheduled;
   }
 
   /** Adds everything pending to the sink now, after any flush still in flight (so a reader who
