@@ -17,6 +17,7 @@ const CHROMIUM = "/usr/bin/chromium";
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const shots = join(root, "docs/screenshots");
 const BUCKET = "console-e2e";
+const MORE = "console-extra";
 const MiB = 1024 * 1024;
 
 const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
@@ -51,6 +52,48 @@ function png(w: number, h: number): Buffer {
   return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk("IHDR", ihdr), chunk("IDAT", deflateSync(raw)), chunk("IEND", Buffer.alloc(0))]);
 }
 
+/** A mono 16-bit PCM WAV file: `seconds` of a sine tone at `rate` samples per second. */
+function wav(seconds: number, rate = 8000, hz = 440): Buffer {
+  const samples = Math.round(seconds * rate);
+  const out = Buffer.alloc(44 + samples * 2);
+  out.write("RIFF", 0, "ascii");
+  out.writeUInt32LE(36 + samples * 2, 4);
+  out.write("WAVEfmt ", 8, "ascii");
+  out.writeUInt32LE(16, 16); // fmt chunk size
+  out.writeUInt16LE(1, 20); // PCM
+  out.writeUInt16LE(1, 22); // mono
+  out.writeUInt32LE(rate, 24);
+  out.writeUInt32LE(rate * 2, 28); // bytes per second
+  out.writeUInt16LE(2, 32); // block align
+  out.writeUInt16LE(16, 34); // bits per sample
+  out.write("data", 36, "ascii");
+  out.writeUInt32LE(samples * 2, 40);
+  for (let i = 0; i < samples; i++) out.writeInt16LE(Math.round(Math.sin((2 * Math.PI * hz * i) / rate) * 12000), 44 + i * 2);
+  return out;
+}
+
+/** A one-page PDF with a line of text (objects, xref table with exact offsets, trailer). */
+function pdf(text: string): Buffer {
+  const content = `BT /F1 24 Tf 72 720 Td (${text}) Tj ET`;
+  const objects = [
+    "<< /Type /Catalog /Pages 2 0 R >>",
+    "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+    "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+    `<< /Length ${content.length} >>\nstream\n${content}\nendstream`,
+    "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+  ];
+  let body = "%PDF-1.4\n";
+  const offsets: number[] = [];
+  objects.forEach((o, i) => {
+    offsets.push(body.length);
+    body += `${i + 1} 0 obj\n${o}\nendobj\n`;
+  });
+  const xref = body.length;
+  body += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, "0")} 00000 n \n`).join("")}`;
+  body += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+  return Buffer.from(body, "latin1");
+}
+
 describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
   const gw = new Gateway();
   const work = mkdtempSync(join(tmpdir(), "shardgate-console-"));
@@ -67,7 +110,28 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
   let page: Page;
   const pageErrors: string[] = [];
 
-  const objectUrl = (key: string) => `${gw.base}/${BUCKET}/${key.split("/").map(encodeURIComponent).join("/")}`;
+  const objectUrl = (key: string, bucket = BUCKET) => `${gw.base}/${bucket}/${key.split("/").map(encodeURIComponent).join("/")}`;
+  /** Keys of the multipart uploads open in a bucket (ListMultipartUploads). */
+  const openUploads = async (bucket: string) => {
+    const res = await s3.fetch(`${gw.base}/${bucket}?uploads`);
+    expect(res.status).toBe(200);
+    return [...(await res.text()).matchAll(/<Upload>[\s\S]*?<Key>([^<]*)<\/Key>/g)].map((m) => m[1]);
+  };
+  const resumeRecords = () => page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith("shardgate.upload:")).length);
+  /** Shows a bucket's top folder (through the URL hash, as a bookmark would). */
+  const showBucket = async (bucket: string) => {
+    await page.evaluate(`location.hash = ${JSON.stringify(`#/b/${bucket}/`)}`);
+    await page.locator(".drop-hint strong", { hasText: `${bucket}/` }).waitFor();
+    await expect.poll(() => page.locator("#list-status").textContent()).toContain("Page 1");
+  };
+  /** Empties the upload panel of finished and cancelled files (its button shows while it lists any). */
+  const clearFinished = async () => {
+    const button = page.getByRole("button", { name: "Clear finished" });
+    if (await button.isVisible()) await button.click();
+    await expect.poll(() => page.locator("li.upload.done:visible, li.upload.cancelled:visible").count()).toBe(0);
+  };
+  /** One file's row in the upload panel. */
+  const uploadRow = (key: string) => page.locator("li.upload", { has: page.getByLabel(`Progress of ${key}`, { exact: true }) });
   const shot = async (name: string) => {
     await page.evaluate('document.querySelectorAll(".toast").forEach((t) => t.remove())'); // (tests/ has no DOM types)
     await page.screenshot({ path: join(shots, `${name}.png`) });
@@ -294,6 +358,249 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     await expect.poll(() => page.locator("#list-status").textContent()).toContain("2 objects");
     for (const name of ["notes.md", "data.json", "small.txt"]) expect((await s3.fetch(objectUrl(`album/${name}`), { method: "HEAD" })).status, name).toBe(404);
     for (const name of ["photo.png", "big.bin"]) expect((await s3.fetch(objectUrl(`album/${name}`), { method: "HEAD" })).status, name).toBe(200);
+  });
+
+  // The cases below work in a second bucket, so the heal of BUCKET in the next case sees the same objects.
+  it("uploads files dropped on the folder view", async () => {
+    expect((await s3.fetch(`${gw.base}/${MORE}`, { method: "PUT" })).status).toBe(200);
+    await clearFinished();
+    await showBucket(MORE);
+    await expect.poll(() => page.locator(".listing").textContent()).toContain("This folder is empty");
+    const dropped: Record<string, Buffer> = { "dropped.txt": Buffer.from("dropped on the listing\n"), "dropped.bin": randomBytes(3 * MiB) };
+    // A real DataTransfer holding Files, as the browser hands it to a drop handler.
+    const list = Object.entries(dropped).map(([name, bytes]) => [name, bytes.toString("base64"), name.endsWith(".txt") ? "text/plain" : ""]);
+    const dataTransfer = await page.evaluateHandle(`(() => {
+      const dt = new DataTransfer();
+      for (const [name, b64, type] of ${JSON.stringify(list)}) dt.items.add(new File([Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))], name, { type }));
+      return dt;
+    })()`);
+    const zone = page.locator("section.dropzone");
+    await zone.dispatchEvent("dragover", { dataTransfer });
+    await expect.poll(() => zone.getAttribute("class")).toContain("dragging");
+    await zone.dispatchEvent("drop", { dataTransfer });
+    await expect.poll(() => zone.getAttribute("class")).not.toContain("dragging");
+    await expect.poll(() => page.locator("#overall-text").textContent(), { timeout: 30_000 }).toContain("2 of 2 files uploaded");
+    // The listing reloads by itself once the uploads are done.
+    for (const name of Object.keys(dropped)) await page.getByRole("button", { name, exact: true }).waitFor();
+    for (const [name, bytes] of Object.entries(dropped)) {
+      const res = await s3.fetch(objectUrl(name, MORE));
+      expect(res.status, name).toBe(200);
+      expect(sha256(new Uint8Array(await res.arrayBuffer())), name).toBe(sha256(bytes));
+    }
+    expect((await s3.fetch(objectUrl("dropped.txt", MORE), { method: "HEAD" })).headers.get("content-type")).toBe("text/plain");
+    await dataTransfer.dispose();
+  });
+
+  it("cancels a multipart upload in progress: requests stopped, upload aborted, nothing stored", async () => {
+    await clearFinished();
+    const path = join(work, "cancel.bin");
+    writeFileSync(path, randomBytes(40 * MiB));
+    // Parts 1 and 2 get through; 3, 4 and 5 are held in the browser, so the cancel lands mid-way.
+    const release = await holdParts([3, 4, 5]);
+    try {
+      await page.getByLabel("Upload files").setInputFiles(path);
+      const row = uploadRow("cancel.bin");
+      await expect.poll(() => row.textContent(), { timeout: 30_000 }).toContain("part 2 of 5");
+      expect(await openUploads(MORE)).toEqual(["cancel.bin"]);
+      const record = await page.evaluate(() => Object.entries(localStorage).find(([k]) => k.startsWith("shardgate.upload:"))?.[1] ?? "{}");
+      const uploadId = (JSON.parse(record) as { uploadId?: string }).uploadId ?? "";
+      expect(uploadId).not.toBe("");
+      const logFrom = gw.log.length;
+      await page.getByRole("button", { name: "Cancel upload of cancel.bin" }).click();
+      await expect.poll(() => row.locator(".badge").textContent()).toBe("Cancelled");
+      expect(await row.getByRole("button", { name: "Cancel upload of cancel.bin" }).isHidden()).toBe(true);
+      expect(await row.getByRole("button", { name: "Retry upload of cancel.bin" }).isHidden()).toBe(true);
+      // The upload is aborted on the gateway (its stored parts with it), and forgotten by the page.
+      await expect.poll(() => openUploads(MORE), { timeout: 10_000 }).toEqual([]);
+      await expect.poll(() => gw.requests(logFrom).filter((r) => r.op === "AbortMultipartUpload").map((r) => r.status)).toEqual([204]);
+      const parts = await s3.fetch(`${objectUrl("cancel.bin", MORE)}?uploadId=${encodeURIComponent(uploadId)}`);
+      expect(parts.status).toBe(404);
+      expect(await parts.text()).toContain("NoSuchUpload");
+      expect(await resumeRecords()).toBe(0);
+    } finally {
+      await release();
+    }
+    expect((await s3.fetch(objectUrl("cancel.bin", MORE), { method: "HEAD" })).status).toBe(404);
+    // The cancelled file counts for nothing in the totals.
+    await expect.poll(() => page.locator("#overall-text").textContent()).toBe("100% · 0 of 0 files uploaded");
+    expect(await openUploads(MORE)).toEqual([]);
+  });
+
+  it("cancels a multipart upload while it is being created: the new upload is aborted too", async () => {
+    await clearFinished();
+    const path = join(work, "cancel-early.bin");
+    writeFileSync(path, randomBytes(9 * MiB));
+    // CreateMultipartUpload reaches the gateway only after the cancel.
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let requested = false;
+    let created = false;
+    const match = (url: URL) => url.searchParams.has("uploads") && url.pathname.endsWith("/cancel-early.bin");
+    await page.route(match, async (route) => {
+      requested = true;
+      await held;
+      await route.continue().catch(() => undefined);
+      created = true;
+    });
+    try {
+      await page.getByLabel("Upload files").setInputFiles(path);
+      const row = uploadRow("cancel-early.bin");
+      await expect.poll(() => requested).toBe(true);
+      expect(await row.locator(".badge").textContent()).toBe("Uploading");
+      await page.getByRole("button", { name: "Cancel upload of cancel-early.bin" }).click();
+      await expect.poll(() => row.locator(".badge").textContent()).toBe("Cancelled");
+      release();
+      await expect.poll(() => created).toBe(true);
+      await expect.poll(() => openUploads(MORE), { timeout: 10_000 }).toEqual([]);
+    } finally {
+      release();
+      await page.unroute(match);
+    }
+    expect(await resumeRecords()).toBe(0);
+    expect((await s3.fetch(objectUrl("cancel-early.bin", MORE), { method: "HEAD" })).status).toBe(404);
+  });
+
+  it("marks a part that keeps failing, then Retry sends only that part and completes the object", async () => {
+    await clearFinished();
+    const big = randomBytes(10 * MiB);
+    const path = join(work, "retry.bin");
+    writeFileSync(path, big);
+    // Part 2 gets S3's 500 InternalError on every attempt until Retry is clicked.
+    let failing = true;
+    let failures = 0;
+    const match = (url: URL) => url.searchParams.has("uploadId") && url.searchParams.get("partNumber") === "2" && url.pathname.endsWith("/retry.bin");
+    await page.route(match, async (route) => {
+      if (!failing || route.request().method() !== "PUT") return route.continue();
+      failures++;
+      await route.fulfill({
+        status: 500,
+        contentType: "application/xml",
+        body: '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InternalError</Code><Message>We encountered an internal error. Please try again.</Message></Error>',
+      });
+    });
+    try {
+      const logFrom = gw.log.length;
+      await page.getByLabel("Upload files").setInputFiles(path);
+      const row = uploadRow("retry.bin");
+      // Three attempts (1 s and 2 s apart), then the file is "Failed" with a Retry button.
+      await expect.poll(() => row.locator(".badge").textContent(), { timeout: 20_000 }).toBe("Failed");
+      expect(failures).toBe(3);
+      expect(await row.textContent()).toContain("Part 2 failed");
+      expect(await page.locator("#overall-text").textContent()).toContain("1 failed");
+      // Part 1 went through; the failed attempts at part 2 never reached the gateway.
+      expect(gw.requests(logFrom).filter((r) => r.op === "UploadPart").map((r) => r.status)).toEqual([200]);
+      // The upload stays open on the gateway, so Retry can finish it.
+      expect(await openUploads(MORE)).toEqual(["retry.bin"]);
+      expect((await s3.fetch(objectUrl("retry.bin", MORE), { method: "HEAD" })).status).toBe(404);
+
+      failing = false;
+      const retryFrom = gw.log.length;
+      await row.getByRole("button", { name: "Retry upload of retry.bin" }).click();
+      await expect.poll(() => row.textContent(), { timeout: 30_000 }).toContain("100% · 10 MiB in 2 parts");
+      expect(failures).toBe(3);
+      await expect.poll(() => gw.requests(retryFrom).filter((r) => r.op === "CompleteMultipartUpload").map((r) => r.status)).toEqual([200]);
+      const ops = gw.requests(retryFrom);
+      expect(ops.filter((r) => r.op === "UploadPart").map((r) => r.status)).toEqual([200]);
+      expect(ops.filter((r) => r.op === "ListParts").map((r) => r.status)).toEqual([200]);
+      expect(ops.filter((r) => r.op === "CreateMultipartUpload")).toHaveLength(0);
+    } finally {
+      await page.unroute(match);
+    }
+    const res = await s3.fetch(objectUrl("retry.bin", MORE));
+    expect(res.status).toBe(200);
+    expect(sha256(new Uint8Array(await res.arrayBuffer()))).toBe(sha256(big));
+    expect(res.headers.get("etag")).toMatch(/-2"$/);
+    expect(await openUploads(MORE)).toEqual([]);
+    expect(await resumeRecords()).toBe(0);
+  });
+
+  it("previews audio, video and PDF from presigned URLs that answer Range requests with 206", async () => {
+    await clearFinished();
+    // A WebM clip recorded by the browser itself (MediaRecorder on a canvas), in a page of its own.
+    const scratch = await page.context().newPage();
+    let webm: Buffer;
+    try {
+      const b64 = await scratch.evaluate(`(async () => {
+        const c = document.createElement("canvas");
+        c.width = 160;
+        c.height = 120;
+        document.body.append(c);
+        const g = c.getContext("2d");
+        const rec = new MediaRecorder(c.captureStream(25), { mimeType: "video/webm;codecs=vp8" });
+        const chunks = [];
+        rec.ondataavailable = (e) => chunks.push(e.data);
+        let frame = 0;
+        const timer = setInterval(() => { g.fillStyle = "hsl(" + ((frame++ * 15) % 360) + " 80% 50%)"; g.fillRect(0, 0, 160, 120); }, 40);
+        rec.start(100);
+        await new Promise((r) => setTimeout(r, 600));
+        await new Promise((r) => { rec.onstop = r; rec.stop(); });
+        clearInterval(timer);
+        const bytes = new Uint8Array(await new Blob(chunks).arrayBuffer());
+        let s = "";
+        for (const b of bytes) s += String.fromCharCode(b);
+        return btoa(s);
+      })()`);
+      webm = Buffer.from(b64 as string, "base64");
+    } finally {
+      await scratch.close();
+    }
+    expect(webm.length).toBeGreaterThan(200);
+    const media = [
+      { name: "tone.wav", mimeType: "audio/wav", buffer: wav(1.5) },
+      { name: "clip.webm", mimeType: "video/webm", buffer: webm },
+      { name: "doc.pdf", mimeType: "application/pdf", buffer: pdf("Hello from shardgate") },
+    ];
+    await page.getByLabel("Upload files").setInputFiles(media);
+    await expect.poll(() => page.locator("#overall-text").textContent(), { timeout: 30_000 }).toContain("3 of 3 files uploaded");
+    for (const { name, buffer } of media) {
+      const res = await s3.fetch(objectUrl(name, MORE));
+      expect(sha256(new Uint8Array(await res.arrayBuffer())), name).toBe(sha256(buffer));
+    }
+
+    /** The preview's src: a presigned GET of the object that serves byte ranges. */
+    const checkSource = async (name: string, src: string | null, buffer: Buffer, contentType: string) => {
+      expect(src).toBeTruthy();
+      const url = new URL(src as string);
+      expect(url.origin + url.pathname).toBe(objectUrl(name, MORE));
+      expect(url.searchParams.get("X-Amz-Signature")).toBeTruthy();
+      expect(url.searchParams.get("X-Amz-Expires")).toBe("3600");
+      const ranged = await fetch(src as string, { headers: { range: "bytes=10-109" } });
+      expect(ranged.status, name).toBe(206);
+      expect(ranged.headers.get("content-range"), name).toBe(`bytes 10-109/${buffer.length}`);
+      expect(ranged.headers.get("content-type"), name).toBe(contentType);
+      expect(Buffer.from(await ranged.arrayBuffer()).equals(buffer.subarray(10, 110)), name).toBe(true);
+    };
+
+    // Audio: the element loads the WAV through the presigned URL, with the browser's own ranged request.
+    const audioRanged = page.waitForResponse((r) => r.url().includes("/tone.wav?") && r.status() === 206, { timeout: 15_000 });
+    await page.getByRole("button", { name: "tone.wav", exact: true }).click();
+    const audio = page.getByLabel("Audio tone.wav");
+    await audio.waitFor();
+    await expect.poll(() => audio.evaluate((el) => (el as unknown as { readyState: number }).readyState), { timeout: 15_000 }).toBeGreaterThanOrEqual(1);
+    expect(await audio.evaluate((el) => (el as unknown as { duration: number }).duration)).toBeCloseTo(1.5, 2);
+    expect((await audioRanged).request().headers()["range"]).toMatch(/^bytes=\d+-/);
+    await checkSource("tone.wav", await audio.getAttribute("src"), media[0]!.buffer, "audio/wav");
+    await page.getByRole("button", { name: "Close" }).click();
+
+    // Video: decoded far enough to know its frame size.
+    const videoRanged = page.waitForResponse((r) => r.url().includes("/clip.webm?") && r.status() === 206, { timeout: 15_000 });
+    await page.getByRole("button", { name: "clip.webm", exact: true }).click();
+    const video = page.getByLabel("Video clip.webm");
+    await video.waitFor();
+    await expect.poll(() => video.evaluate((el) => (el as unknown as { videoWidth: number }).videoWidth), { timeout: 15_000 }).toBe(160);
+    expect(await video.evaluate((el) => (el as unknown as { videoHeight: number }).videoHeight)).toBe(120);
+    await videoRanged;
+    await checkSource("clip.webm", await video.getAttribute("src"), media[1]!.buffer, "video/webm");
+    await page.getByRole("button", { name: "Close" }).click();
+
+    // PDF: an iframe on the presigned URL, which the browser loads as application/pdf.
+    const pdfLoaded = page.waitForResponse((r) => r.url().includes("/doc.pdf?") && r.status() === 200, { timeout: 15_000 });
+    await page.getByRole("button", { name: "doc.pdf", exact: true }).click();
+    const frame = page.locator('iframe[title="PDF doc.pdf"]');
+    await frame.waitFor();
+    expect((await pdfLoaded).headers()["content-type"]).toBe("application/pdf");
+    await checkSource("doc.pdf", await frame.getAttribute("src"), media[2]!.buffer, "application/pdf");
+    await page.getByRole("button", { name: "Close" }).click();
   });
 
   it("shows the nodes dashboard, heals the bucket, refuses to delete a non-empty bucket, and signs out", async () => {

@@ -254,6 +254,11 @@ export class Uploads {
     }
     if (!record) {
       const uploadId = await this.s3.createMultipart(bucket, key, file.type, ALGORITHM);
+      if (signal.aborted) {
+        // Cancelled while the upload was being created: cancel() had no upload id to abort yet.
+        void this.s3.abortMultipart(bucket, key, uploadId).catch(() => undefined);
+        return;
+      }
       record = { uploadId, partSize: partSizeFor(file.size), algorithm: ALGORITHM, created: Date.now() };
       this.remember(item, record);
     }

@@ -3,9 +3,8 @@
 //   POST /_shardgate/admin/nodes/{id}/drain      move every shard file off a node, in batches
 //   GET  /_shardgate/admin/object?bucket=B&key=K an object's erasure layout and each shard's health
 import { S3Error } from "../s3-error";
-import { isSharded, shardFileBytes } from "../storage/heal";
+import { isSharded, shardFileBytes, shardHealth } from "../storage/heal";
 import { GuardedNode, nodeHealth } from "../storage/node-health";
-import { shardKey } from "../storage/nodes";
 import { noSuchBucket } from "./bucket";
 import { bucketIndex, bucketRegistry, type RequestContext } from "./context";
 import { noSuchKey } from "./get";
@@ -20,8 +19,6 @@ export function adminNodes(ctx: RequestContext): Response {
   return json({ nodes });
 }
 
-type ShardHealth = "ok" | "missing" | "wrong-size" | "node-unconfigured" | "node-unreachable";
-
 /** An object's parts, geometry and shard placement, with a HEAD of every shard file (shallow health). */
 export async function adminObject(ctx: RequestContext): Promise<Response> {
   const bucket = ctx.url.searchParams.get("bucket") ?? "";
@@ -31,23 +28,13 @@ export async function adminObject(ctx: RequestContext): Promise<Response> {
   if (!exists) throw noSuchBucket(bucket);
   if (!object) throw noSuchKey();
   const manifest = ctx.core.decodeManifest(object.manifest);
-  const nodes = new Map(ctx.config.nodes.map((n) => [n.id, n]));
   const parts = await Promise.all(
     manifest.parts.map(async (part, i) => {
       if (!isSharded(part)) return { partNumber: i + 1, size: part.size, type: "inline" as const };
       const { layout } = part;
       const expected = shardFileBytes(ctx.core, part);
-      const shards = await Promise.all(
-        layout.placement.map(async (nodeId, index) => {
-          const node = nodes.get(nodeId);
-          let health: ShardHealth = "node-unconfigured";
-          if (node) {
-            const size = await node.head(shardKey(layout.storageId, index)).catch(() => undefined);
-            health = size === undefined ? "node-unreachable" : size === null ? "missing" : size === expected ? "ok" : "wrong-size";
-          }
-          return { index, kind: index < layout.dataShards ? ("data" as const) : ("parity" as const), node: nodeId, health };
-        }),
-      );
+      const health = await shardHealth(ctx.config, ctx.core, part);
+      const shards = layout.placement.map((node, index) => ({ index, kind: index < layout.dataShards ? ("data" as const) : ("parity" as const), node, health: health[index] }));
       return {
         partNumber: i + 1,
         size: part.size,
@@ -72,11 +59,16 @@ const DRAIN_BATCH = 50;
  * `POST /_shardgate/admin/nodes/{id}/drain[?bucket=B&start-after=K][&max-objects=N]`: rebuilds
  * every shard file the node holds onto other nodes and points the manifests at them, up to N
  * objects per call, walking the buckets in name order and their keys in order. The answer's
- * `next` ({bucket, startAfter}) is where the next call goes on; null when the node is empty.
- * Objects that fail are reported and passed, never retried from the start.
+ * `next` ({bucket, startAfter}: send both back) is where the next call goes on; null when the walk
+ * is over. The node is empty then unless objects failed (reported, passed, never retried from the
+ * start: run the walk again) or multipart uploads still in progress placed parts on it.
  */
 export async function adminDrain(ctx: RequestContext, nodeId: string): Promise<Response> {
   if (!ctx.config.nodes.some((n) => n.id === nodeId)) throw new S3Error(404, "NoSuchNode", `There is no node ${nodeId} in SHARDGATE_NODES.`);
+  // Otherwise new writes would keep landing on the node while it is emptied.
+  if (ctx.config.writableNodes.some((n) => n.id === nodeId)) {
+    throw new S3Error(409, "InvalidRequest", `Node ${nodeId} is not draining: list it in SHARDGATE_DRAINING_NODES first, so no new shard files go to it.`);
+  }
   const params = ctx.url.searchParams;
   const budget = Math.min(Math.max(Number(params.get("max-objects") ?? DRAIN_BATCH) || DRAIN_BATCH, 1), 1000);
   const fromBucket = params.get("bucket") ?? "";
@@ -97,6 +89,5 @@ export async function adminDrain(ctx: RequestContext, nodeId: string): Promise<R
       break;
     }
   }
-  const draining = !ctx.config.writableNodes.some((n) => n.id === nodeId);
-  return json({ node: nodeId, draining, ...tally, next });
+  return json({ node: nodeId, ...tally, next });
 }

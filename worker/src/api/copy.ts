@@ -93,7 +93,7 @@ type Fields = Pick<NewObject, "headers" | "userMetadata" | "tags">;
 async function copyBytes(ctx: RequestContext, bucket: string, key: string, source: Manifest, fields: Fields, algorithm: Algorithm | null, condition: ReturnType<typeof writeCondition>) {
   const checksums = RequestChecksums.computing(ctx.core, algorithm);
   const body = await openRange(ctx, source, 0, source.size);
-  const written = await writePart(ctx.config, ctx.core, body, source.size, (b) => checksums.update(b));
+  const written = await writePart(ctx.config, ctx.core, body, source.size, (b) => checksums.update(b), "copy");
   const etag = hex(written.md5);
   const verified = await checksums.verify(Promise.resolve(new Headers()));
   const object: NewObject = { key, size: source.size, etag, ...fields, checksums: verified, parts: [partOf(written, etag, [])] };

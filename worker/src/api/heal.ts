@@ -12,11 +12,12 @@ import type { Manifest, ManifestPart } from "../core-api";
 import type { HealQueueEntry } from "../meta/types";
 import { metrics } from "../observability/metrics";
 import { S3Error } from "../s3-error";
-import { isSharded, missingShards, rebuildShards, shardFileBytes, type HealResult } from "../storage/heal";
+import { isBad, isSharded, rebuildShards, shardFileBytes, shardHealth, type HealResult } from "../storage/heal";
 import { shardKey } from "../storage/nodes";
-import type { LossReason } from "../storage/read-part";
+import { HEAL_NOW, type LossReason } from "../storage/read-part";
 import { noSuchBucket } from "./bucket";
 import { bucketIndex, bucketRegistry, type RequestContext } from "./context";
+import { equalBytes } from "./put";
 
 /** Shard files a read went around, by the storage id of their part, with why. */
 export type LostShards = Map<string, Map<number, LossReason>>;
@@ -31,22 +32,20 @@ export interface ObjectHeal {
   moved: number;
   /** Bytes of shard files written. */
   bytes: number;
+  /** Shard files left alone because their node did not answer (heal them when it does). */
+  deferred: number;
 }
 
-const NOTHING: ObjectHeal = { rebuilt: 0, failed: 0, moved: 0, bytes: 0 };
-
-/**
- * Reasons worth rebuilding at once: a node that answered without the file, or with rotten bytes.
- * A node that failed, is down (breaker open) or slow likely still has its file when it comes
- * back: those objects are queued, and the queue's heal (cron or admin) checks them later.
- */
-const HEAL_NOW: ReadonlySet<LossReason> = new Set(["missing", "checksum"]);
+const NOTHING: ObjectHeal = { rebuilt: 0, failed: 0, moved: 0, bytes: 0, deferred: 0 };
 
 export interface HealOptions {
   /** Shard files known bad, by storage id. */
   known?: ReadonlyMap<string, Iterable<number>>;
   /** Also check every shard file's presence and length on its node (shallow). */
   check?: boolean;
+  /** With `check`: shard files on a node that does not answer are left for later ("defer": the
+   *  queue, the node may come back with them) or rebuilt elsewhere now ("heal": an operator's walk). */
+  unreachable?: "defer" | "heal";
   /** Move every shard file off this node (drain). */
   drain?: string;
 }
@@ -64,21 +63,31 @@ export async function healObject(ctx: HealContext, bucket: string, key: string, 
   const avoid = new Set(opts.drain ? [opts.drain] : []);
   const total = { ...NOTHING };
   const moves = new Map<string, [number, string][]>();
-  for (const part of manifest.parts) {
-    if (!isSharded(part)) continue;
-    const { storageId, placement } = part.layout;
-    const want = new Set(opts.known?.get(storageId) ?? []);
-    if (opts.check) for (const shard of await missingShards(ctx.config, ctx.core, part)) want.add(shard);
-    if (opts.drain) placement.forEach((node, shard) => node === opts.drain && want.add(shard));
-    if (want.size === 0) continue;
-    const result = await rebuildShards(ctx.config, ctx.core, part, [...want], avoid);
-    count(result);
-    total.rebuilt += result.rebuilt.length;
-    total.failed += result.failed.length;
-    total.bytes += result.rebuilt.length * shardFileBytes(ctx.core, part);
-    if (result.moved.length > 0) moves.set(storageId, result.moved);
+  try {
+    for (const part of manifest.parts) {
+      if (!isSharded(part)) continue;
+      const { storageId, placement } = part.layout;
+      const want = new Set(opts.known?.get(storageId) ?? []);
+      if (opts.check) {
+        const health = await shardHealth(ctx.config, ctx.core, part);
+        health.forEach((h, shard) => {
+          if (isBad(h) || (h === "node-unreachable" && opts.unreachable === "heal")) want.add(shard);
+          else if (h === "node-unreachable" && want.delete(shard)) total.deferred += 1;
+        });
+      }
+      if (opts.drain) placement.forEach((node, shard) => node === opts.drain && want.add(shard));
+      if (want.size === 0) continue;
+      const result = await rebuildShards(ctx.config, ctx.core, part, [...want], avoid);
+      count(result);
+      total.rebuilt += result.rebuilt.length;
+      total.failed += result.failed.length;
+      total.bytes += result.rebuilt.length * shardFileBytes(ctx.core, part);
+      if (result.moved.length > 0) moves.set(storageId, result.moved);
+    }
+  } finally {
+    // Files already moved for earlier parts are recorded (or removed) even if a later part failed.
+    if (moves.size > 0) await recordMoves(ctx, bucket, object, manifest, moves);
   }
-  if (moves.size > 0) await recordMoves(ctx, bucket, object, manifest, moves);
   total.moved = [...moves.values()].reduce((n, m) => n + m.length, 0);
   return total;
 }
@@ -102,14 +111,26 @@ async function recordMoves(
     return { ...part, layout: { ...part.layout, placement } };
   });
   const next = ctx.core.encodeManifest({ ...manifest, parts });
-  const outcome = await bucketIndex(ctx, bucket).replace(object.manifest, { ...object, manifest: next });
+  const index = bucketIndex(ctx, bucket);
+  const outcome = await index.replace(object.manifest, { ...object, manifest: next });
+  // Placements the object has now: a heal that lost the race to another one that moved the same
+  // shard file to the same node (same key) must not delete the winner's file.
+  const current = new Set<string>();
+  if (outcome !== "replaced") {
+    const now = (await index.head(object.key)).object;
+    for (const part of now ? ctx.core.decodeManifest(now.manifest).parts : []) {
+      if (isSharded(part)) part.layout.placement.forEach((node, shard) => current.add(`${node} ${shardKey(part.layout.storageId, shard)}`));
+    }
+  }
   const nodes = new Map(ctx.config.nodes.map((n) => [n.id, n]));
   const removals: Promise<void>[] = [];
   for (const part of manifest.parts) {
     if (!isSharded(part)) continue;
     for (const [shard, node] of moves.get(part.layout.storageId) ?? []) {
-      const stale = outcome === "replaced" ? nodes.get(part.layout.placement[shard]) : nodes.get(node);
-      if (stale) removals.push(stale.delete([shardKey(part.layout.storageId, shard)]).catch(() => {}));
+      const stale = outcome === "replaced" ? part.layout.placement[shard] : node;
+      const file = shardKey(part.layout.storageId, shard);
+      if (current.has(`${stale} ${file}`)) continue;
+      removals.push(nodes.get(stale)?.delete([file]).catch(() => {}) ?? Promise.resolve());
     }
   }
   await Promise.all(removals);
@@ -126,49 +147,62 @@ function errorText(e: unknown): string {
 }
 
 /**
- * Heal on read, after the response: shard files that were missing, failed or rotten are rebuilt
- * now; shard files on a node that is down or slow are only queued (the node may come back with
- * them), and so is anything the rebuild could not fix. Never throws.
+ * Heal on read, after the response: shard files that were missing or rotten are rebuilt now (if
+ * the object is still the version read); shard files on a node that failed, is down or was slow
+ * are only queued (the node may come back with them), and so is anything the rebuild could not
+ * fix. Never throws.
  */
 export async function healAfterRead(ctx: RequestContext, bucket: string, key: string, read: Uint8Array, lost: LostShards): Promise<void> {
-  if (lost.size === 0) return;
-  const known = new Map<string, number[]>();
-  let now = false;
+  const now = new Map<string, number[]>();
+  const later = new Map<string, number[]>();
   for (const [storageId, shards] of lost) {
-    const bad = [...shards].filter(([, why]) => why !== "slow");
-    if (bad.length > 0) known.set(storageId, bad.map(([shard]) => shard));
-    if (bad.some(([, why]) => HEAL_NOW.has(why))) now = true;
-  }
-  if (known.size === 0) return;
-  const index = bucketIndex(ctx, bucket);
-  try {
-    if (now) {
-      // An overwrite or delete since removes these shard files on purpose: do not put them back.
-      const { object } = await index.head(key);
-      if (!object || !equalBytes(object.manifest, read)) return;
-      const result = await healObject(ctx, bucket, key, { known });
-      if (result.failed === 0) return;
+    for (const [shard, why] of shards) {
+      if (why === "slow") continue; // hedged: the node answers, late
+      const into = HEAL_NOW.has(why) ? now : later;
+      into.set(storageId, [...(into.get(storageId) ?? []), shard]);
     }
-    await index.queueHeal(key, read, now ? "read found shard files it could not rebuild" : "read around a failed or unavailable node", Object.fromEntries(known));
+  }
+  if (now.size + later.size === 0) return;
+  const index = bucketIndex(ctx, bucket);
+  const queue = (reason: string, shards: Map<string, number[]>) => index.queueHeal(key, read, reason, Object.fromEntries(shards));
+  try {
+    if (later.size > 0) await queue("read around a failed or unavailable node", later);
+    if (now.size === 0) return;
+    // An overwrite or delete since removes these shard files on purpose: do not put them back.
+    const { object } = await index.head(key);
+    if (!object || !equalBytes(object.manifest, read)) return;
+    const result = await healObject(ctx, bucket, key, { known: now });
+    if (result.failed > 0) await queue("read found shard files it could not rebuild", now);
   } catch (e) {
     console.error(JSON.stringify({ requestId: ctx.requestId, heal: `${bucket}/${key}`, error: errorText(e) }));
-    await index.queueHeal(key, read, `heal on read failed: ${errorText(e)}`, Object.fromEntries(known)).catch(() => {});
+    await queue(`heal on read failed: ${errorText(e)}`, now).catch(() => {});
   }
 }
 
-/** Heals one queued object and updates its entry: null when healed, else why not. */
+/**
+ * Heals one queued object and updates its entry: null when healed, else why not. The attempt is
+ * counted before the work, so an entry whose heal never returns (a CPU limit) sorts behind the
+ * others next time instead of blocking the queue.
+ */
 async function healQueued(ctx: HealContext, bucket: string, entry: HealQueueEntry): Promise<string | null> {
+  const index = bucketIndex(ctx, bucket);
+  await index.healStarted(entry.key);
   let error: string | null;
   try {
     const known = new Map(Object.entries(entry.shards ?? {}));
     const result = await healObject(ctx, bucket, entry.key, { known, check: true });
-    error = result.failed > 0 ? `${result.failed} shard files could not be rebuilt` : null;
+    if (result.failed > 0) error = `${result.failed} shard files could not be rebuilt (no node took them)`;
+    else if (result.deferred > 0) error = `${result.deferred} shard files wait for their node to answer`;
+    else error = null;
   } catch (e) {
     error = errorText(e);
   }
-  await bucketIndex(ctx, bucket).healed(entry.key, error);
+  await index.healed(entry.key, error);
   return error;
 }
+
+/** Wall time after which a pass over the heal queues starts no further object (ms). */
+const QUEUE_PASS_MS = 20_000;
 
 export interface QueueReport {
   bucketsVisited: number;
@@ -184,12 +218,19 @@ export interface QueueReport {
  */
 export async function healQueues(ctx: HealContext, limit: number): Promise<QueueReport> {
   const report: QueueReport = { bucketsVisited: 0, objectsHealed: 0, objectsFailed: [], pending: 0 };
+  const started = Date.now();
   let budget = limit;
   for (const { name } of await bucketRegistry(ctx).list()) {
-    report.bucketsVisited += 1;
     const index = bucketIndex(ctx, name);
-    const { entries } = await index.healQueue(Math.max(budget, 0));
+    const spent = budget <= 0 || Date.now() - started > QUEUE_PASS_MS;
+    const { entries, pending } = await index.healQueue(spent ? 0 : budget);
+    if (spent || pending === 0) {
+      report.pending += pending;
+      continue;
+    }
+    report.bucketsVisited += 1;
     for (const entry of entries) {
+      if (Date.now() - started > QUEUE_PASS_MS) break;
       budget -= 1;
       const error = await healQueued(ctx, name, entry);
       if (error === null) report.objectsHealed += 1;
@@ -288,7 +329,7 @@ export async function adminHeal(ctx: RequestContext): Promise<Response> {
   const [info, page] = await Promise.all([index.info(), index.list({ prefix, delimiter: null, after: params.get("start-after") || null, maxKeys: batchSize(params) })]);
   if (!info) throw noSuchBucket(bucket);
   const tally = emptyTally();
-  await healEach(ctx, bucket, page.objects.map((o) => o.key), { check: true }, tally);
+  await healEach(ctx, bucket, page.objects.map((o) => o.key), { check: true, unreachable: "heal" }, tally);
   // `next`: where the next batch starts (the `start-after` to send), or null when the walk is done.
   return json({ bucket, prefix, ...tally, next: page.isTruncated ? page.last : null });
 }
@@ -296,8 +337,4 @@ export async function adminHeal(ctx: RequestContext): Promise<Response> {
 /** The admin endpoints' answers: JSON, never cached (they show live state). */
 export function json(value: unknown, status = 200): Response {
   return new Response(JSON.stringify(value, null, 2), { status, headers: { "content-type": "application/json", "cache-control": "no-store" } });
-}
-
-function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
-  return a.length === b.length && a.every((x, i) => x === b[i]);
 }

@@ -92,7 +92,7 @@ export async function uploadPartCopy(ctx: RequestContext, bucket: string, key: s
   if (end - start > MAX_PUT_BYTES) throw new S3Error(400, "InvalidRequest", "The specified copy range is larger than the maximum allowable size for a part: 5368709120");
   const checksums = RequestChecksums.computing(ctx.core, upload.checksumAlgorithm as Algorithm | null);
   const body = await openRange(ctx, manifest, start, end);
-  const written = await writePart(ctx.config, ctx.core, body, end - start, (b) => checksums.update(b));
+  const written = await writePart(ctx.config, ctx.core, body, end - start, (b) => checksums.update(b), "copy");
   const verified = await checksums.verify(Promise.resolve(new Headers()));
   const record = await commitPart(ctx, bucket, upload, partNumber, written, verified);
   const result = `<ETag>"${record.etag}"</ETag>${element("LastModified", s3Date(record.lastModified))}${checksumElements(verified, 1, false)}`;

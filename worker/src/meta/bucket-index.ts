@@ -219,7 +219,26 @@ export class BucketIndex extends DurableObject {
   async queueHeal(key: string, manifest: Uint8Array, reason: string, shards: Record<string, number[]> | null = null): Promise<void> {
     const current = this.record(key);
     if (!current || !equalBytes(current.manifest, manifest)) return;
-    this.setHeal(key, reason, shards);
+    const known = this.sql.exec<{ shards: string | null }>("SELECT shards FROM heal_queue WHERE key = ?", key).toArray()[0];
+    if (known?.shards && shards) {
+      // Merge with what earlier reads of this version found bad.
+      const merged = JSON.parse(known.shards) as Record<string, number[]>;
+      for (const [id, list] of Object.entries(shards)) merged[id] = [...new Set([...(merged[id] ?? []), ...list])];
+      shards = merged;
+    }
+    this.sql.exec(
+      `INSERT INTO heal_queue (key, reason, since, shards) VALUES (?, ?, ?, ?)
+       ON CONFLICT (key) DO UPDATE SET reason = excluded.reason, shards = excluded.shards`,
+      key,
+      reason,
+      Date.now(),
+      shards === null ? null : JSON.stringify(shards),
+    );
+  }
+
+  /** Counts an attempt at healing `key`, before the work (see api/heal.ts). */
+  async healStarted(key: string): Promise<void> {
+    this.sql.exec("UPDATE heal_queue SET attempts = attempts + 1 WHERE key = ?", key);
   }
 
   /** The oldest entries of the heal queue (fewest attempts first), at most `limit`, and its size. */
@@ -244,26 +263,16 @@ export class BucketIndex extends DurableObject {
     };
   }
 
-  /** Ends a heal: the entry goes when it succeeded, otherwise it stays with one more attempt. */
+  /** Ends a heal: the entry goes when it succeeded, otherwise it stays with the error. */
   async healed(key: string, error: string | null): Promise<void> {
     if (error === null) this.sql.exec("DELETE FROM heal_queue WHERE key = ?", key);
-    else this.sql.exec("UPDATE heal_queue SET attempts = attempts + 1, last_error = ? WHERE key = ?", error, key);
+    else this.sql.exec("UPDATE heal_queue SET last_error = ? WHERE key = ?", error, key);
   }
 
-  /** Sets (reason) or clears (null) the object's heal entry; a new reason keeps the first `since`. */
-  private setHeal(key: string, reason: string | null, shards: Record<string, number[]> | null = null): void {
-    if (reason === null) {
-      this.sql.exec("DELETE FROM heal_queue WHERE key = ?", key);
-      return;
-    }
-    this.sql.exec(
-      `INSERT INTO heal_queue (key, reason, since, shards) VALUES (?, ?, ?, ?)
-       ON CONFLICT (key) DO UPDATE SET reason = excluded.reason, shards = excluded.shards`,
-      key,
-      reason,
-      Date.now(),
-      shards === null ? null : JSON.stringify(shards),
-    );
+  /** A new version of the object: its entry is replaced (`reason`) or removed (null). */
+  private setHeal(key: string, reason: string | null): void {
+    this.sql.exec("DELETE FROM heal_queue WHERE key = ?", key);
+    if (reason !== null) this.sql.exec("INSERT INTO heal_queue (key, reason, since) VALUES (?, ?, ?)", key, reason, Date.now());
   }
 
   // --- multipart uploads ----------------------------------------------------------------------

@@ -7,6 +7,7 @@
 // fails is recorded and passed; a run that dies while checking one (a CPU or wall-time limit) has
 // that object recorded as failed by the next run, which goes on after it. Nothing ever sends the
 // walk back to the start of a pass.
+import { bucketRegistry } from "../api/context";
 import { healObject } from "../api/heal";
 import { metricsStore } from "../api/metrics";
 import { loadConfig, type Env } from "../config";
@@ -88,20 +89,16 @@ export interface ScrubRunReport extends ScrubRunSummary {
 
 export type ScrubStepResult = { ok: true; run: ScrubRunReport; state: ScrubState } | { ok: false; busyUntil: string };
 
-function registry(env: Env) {
-  return env.BUCKET_REGISTRY.get(env.BUCKET_REGISTRY.idFromName("registry"));
-}
-
 /** The scrub's saved state and whether a run holds the lease right now. */
 export async function scrubStatus(env: Env): Promise<{ state: ScrubState; running: boolean }> {
-  const { state, running } = await registry(env).scrubStatus(Date.now());
+  const { state, running } = await bucketRegistry({ env }).scrubStatus(Date.now());
   return { state: state ?? initialScrubState(), running };
 }
 
 /** Runs one bounded scrub step: the cron's work, and `POST /_shardgate/admin/scrub`'s. */
 export async function scrubStep(env: Env, settings: ScrubSettings, trigger: "cron" | "admin"): Promise<ScrubStepResult> {
   const config = loadConfig(env);
-  const reg = registry(env);
+  const reg = bucketRegistry({ env });
   const runId = crypto.randomUUID();
   const started = Date.now();
   const lease = await reg.scrubBegin(runId, started, settings.maxMs + LEASE_GRACE_MS);
@@ -275,10 +272,6 @@ export async function scrubStep(env: Env, settings: ScrubSettings, trigger: "cro
 
 function round(n: number): number {
   return Math.round(n * 100) / 100;
-}
-
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
 /** The Cron Trigger's work: one scrub step with the configured budget, logged as one JSON line. */

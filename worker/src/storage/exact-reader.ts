@@ -32,6 +32,9 @@ export class ExactReader {
     }
   }
 
+  /** Whether the body has ended (or broke): nothing more will come. */
+  ended = false;
+
   /**
    * Reads and discards the rest of the body (never throws). A write that fails midway answers
    * only after the client has sent everything: answering while it is still sending leaves the
@@ -42,15 +45,25 @@ export class ExactReader {
     try {
       while (await this.next());
     } catch {
-      // the body broke: nothing left to read
+      this.ended = true; // the body broke: nothing left to read
     }
+  }
+
+  /** Stops reading: the rest of the body is not wanted (a stream the gateway opened itself). */
+  async cancel(): Promise<void> {
+    this.leftover = new Uint8Array(0);
+    await this.reader?.cancel().catch(() => {});
+    this.ended = true;
   }
 
   private async next(): Promise<Uint8Array | null> {
     if (!this.reader) return null;
     for (;;) {
       const { done, value } = await this.reader.read();
-      if (done) return null;
+      if (done) {
+        this.ended = true;
+        return null;
+      }
       if (value.length > 0) return value;
     }
   }

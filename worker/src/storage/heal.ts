@@ -1,15 +1,16 @@
 // Healing: putting back shard files that are missing, truncated or rotten. The part's bytes are
 // read from any k survivors (the ordinary read path, which reads around bad shard files) and
 // encoded again; encoding is deterministic, so each rebuilt file is bit-identical to the one first
-// written, and it goes back under the same key on the node the manifest names. Memory is a block
-// plus the sinks' queues, whatever the part's size.
+// written. It goes back under the same key on the node the manifest names or, when that node is
+// gone, refusing or does not take it, on a replacement (the caller records the move in the
+// manifest). Memory is a block plus the sinks' queues, whatever the part's size.
 import type { GatewayConfig } from "../config";
 import type { Core, ManifestPart, ShardedLayout } from "../core-api";
 import { ExactReader } from "./exact-reader";
 import { GuardedNode } from "./node-health";
-import { placeShards, shardKey, type StorageNode } from "./nodes";
-import { openPartRange, type LossReason } from "./read-part";
-import { ShardSink } from "./shard-sink";
+import { NodeAnswerError, placeShards, shardKey, type StorageNode } from "./nodes";
+import { HEAL_NOW, openPartRange, type LossReason } from "./read-part";
+import { ShardSink, WriteAbandoned } from "./shard-sink";
 
 export type ShardedPart = ManifestPart & { layout: { type: "sharded" } & ShardedLayout };
 
@@ -27,17 +28,34 @@ export interface HealResult {
   moved: [number, string][];
 }
 
-/** The shard files of `part` that are missing or of the wrong length on their nodes (shallow check). */
-export async function missingShards(config: GatewayConfig, core: Core, part: ShardedPart): Promise<number[]> {
+/** What a HEAD of a shard file on its node says (shallow check). */
+export type ShardHealth = "ok" | "missing" | "wrong-size" | "node-unconfigured" | "node-unreachable";
+
+/** The health of every shard file of `part`: one HEAD each, in parallel. */
+export async function shardHealth(config: GatewayConfig, core: Core, part: ShardedPart): Promise<ShardHealth[]> {
   const expected = shardFileBytes(core, part);
   const nodes = nodeMap(config);
-  const sizes = await Promise.all(
-    part.layout.placement.map(async (nodeId, shard) => {
+  return Promise.all(
+    part.layout.placement.map(async (nodeId, shard): Promise<ShardHealth> => {
       const node = nodes.get(nodeId);
-      return node ? await node.head(shardKey(part.layout.storageId, shard)).catch(() => null) : null;
+      if (!node) return "node-unconfigured";
+      // A node that answers 4xx has lost the file (e.g. its bucket); one that does not answer, or
+      // answers 5xx, may still have it.
+      const size = await node.head(shardKey(part.layout.storageId, shard)).catch((e: unknown) => (e instanceof NodeAnswerError && e.status < 500 ? null : undefined));
+      if (size === undefined) return "node-unreachable";
+      return size === null ? "missing" : size === expected ? "ok" : "wrong-size";
     }),
   );
-  return sizes.flatMap((size, shard) => (size === expected ? [] : [shard]));
+}
+
+/** Shard files known bad by a HEAD: missing, of the wrong length, or on a node no longer configured. */
+export function isBad(health: ShardHealth): boolean {
+  return health === "missing" || health === "wrong-size" || health === "node-unconfigured";
+}
+
+/** The shard files of `part` a HEAD finds bad (a node that does not answer proves nothing). */
+export async function missingShards(config: GatewayConfig, core: Core, part: ShardedPart): Promise<number[]> {
+  return (await shardHealth(config, core, part)).flatMap((h, shard) => (isBad(h) ? [shard] : []));
 }
 
 export function shardFileBytes(core: Core, part: ShardedPart): number {
@@ -123,12 +141,13 @@ async function rebuildPass(
   const sinks = new Map<number, ShardSink>();
   for (const [shard, node] of targets) sinks.set(shard, new ShardSink(node, shardKey(layout.storageId, shard), geometry.shardFileBytes, config.nodeStallMs));
   const encoder = core.encoder(geometry);
+  let body: ReadableStream<Uint8Array> | undefined;
   try {
     // The shards being rebuilt are not read: they are the ones in doubt.
     // Files found missing or rotten on the way are rebuilt too; a slow or failing node's are not
     // (its file is likely intact).
-    const events = { shardLost: (_id: string, shard: number, why: LossReason) => (why === "missing" || why === "checksum") && lost(shard) };
-    const body = await openPartRange(config, core, part, 0, part.size, events, avoid);
+    const events = { shardLost: (_id: string, shard: number, why: LossReason) => HEAL_NOW.has(why) && lost(shard) };
+    body = await openPartRange(config, core, part, 0, part.size, events, avoid);
     const reader = new ExactReader(body);
     const block = new Uint8Array(Math.min(layout.blockBytes, part.size));
     for (let len = encoder.nextBlockLength; len > 0; len = encoder.nextBlockLength) {
@@ -143,15 +162,16 @@ async function rebuildPass(
       await Promise.all(writes);
     }
   } catch (e) {
-    for (const sink of sinks.values()) sink.abort(e);
+    const abandoned = new WriteAbandoned(e instanceof Error ? e.message : String(e));
+    for (const sink of sinks.values()) sink.abort(abandoned);
+    await body?.cancel().catch(() => {});
     throw e;
   } finally {
     encoder.free();
     geometry.free();
   }
-  const written = new Set<number>();
-  for (const [shard, sink] of sinks) if (await sink.close()) written.add(shard);
-  return written;
+  const closed = await Promise.all([...sinks].map(async ([shard, sink]) => [shard, await sink.close()] as const));
+  return new Set(closed.flatMap(([shard, ok]) => (ok ? [shard] : [])));
 }
 
 function nodeMap(config: GatewayConfig): Map<string, StorageNode> {

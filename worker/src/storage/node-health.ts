@@ -6,6 +6,7 @@
 // (half-open); its success closes the breaker, its failure opens it again. The recent latency
 // also tells a read when to stop waiting for a node and hedge with parity.
 import type { StorageNode } from "./nodes";
+import { WriteAbandoned } from "./shard-sink";
 
 export type BreakerState = "closed" | "open" | "half-open";
 
@@ -223,7 +224,8 @@ export class GuardedNode implements StorageNode {
       this.health.success(timed ? Date.now() - started : undefined);
       return result;
     } catch (e) {
-      this.health.failure(e);
+      // A write given up by the gateway (quorum lost elsewhere, client gone) is not the node's fault.
+      if (!(e instanceof WriteAbandoned)) this.health.failure(e);
       throw e;
     }
   }

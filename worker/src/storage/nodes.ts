@@ -14,6 +14,19 @@ export interface StorageNode {
   head(key: string): Promise<number | null>;
 }
 
+/**
+ * A node answered, with an error status: it is up, but cannot serve the request (a 4xx: e.g. its
+ * bucket is gone) or is struggling (a 5xx).
+ */
+export class NodeAnswerError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** A node backed by an R2 bucket binding (miniflare simulates and persists it locally). */
 export class R2Node implements StorageNode {
   readonly kind = "r2";

@@ -14,16 +14,23 @@ import { fromBase64 } from "./write-part";
 
 /** Events a read reports (for metrics and healing). */
 export interface ReadEvents {
-  /** A shard file was unusable (missing, failed, rotten) and parity served instead. */
+  /** A shard file was read around (see LossReason) and parity served instead. */
   shardLost?(storageId: string, shard: number, why: LossReason): void;
 }
 
 /**
- * Why a read went around a shard file: it is missing or rotten (heal it), its node failed or
- * broke off (heal it), or its node is down (breaker open) or slow (hedged): the file is likely
- * intact, so those are not healed right away.
+ * Why a read went around a shard file: its node answered without it (missing) or with rotten
+ * bytes (checksum), or the node failed or broke off (error), is down (breaker open: unavailable)
+ * or slow (hedged).
  */
 export type LossReason = "missing" | "error" | "checksum" | "unavailable" | "slow";
+
+/**
+ * The reasons to rebuild a shard file at once: its node answered, without the file or with rotten
+ * bytes. A node that failed, is down or slow likely still has its file when it comes back: such
+ * objects are queued instead, and the queue's heal looks again later (api/heal.ts).
+ */
+export const HEAL_NOW: ReadonlySet<LossReason> = new Set(["missing", "checksum"]);
 
 /** Largest piece of output handed to the client stream at once. */
 const OUTPUT_PIECE = 256 * 1024;
@@ -84,6 +91,8 @@ class ShardedRangeReader {
   private readonly unavailable = new Set<number>();
   /** Shards this read gave up waiting for (hedged): read around when the code can spare them. */
   private readonly slow = new Set<number>();
+  /** How many shards the current plan reads around. */
+  private skipped = 0;
   /** Shards read around but not reported yet (no plan needed parity for them so far). */
   private readonly pending = new Map<number, LossReason>();
   private readonly nodes: Map<string, StorageNode>;
@@ -111,7 +120,7 @@ class ShardedRangeReader {
       for (;;) {
         const plan = this.plan(start);
         // Shards this plan may still give up on for being slow: never more than the code can lose.
-        const room = { left: this.layout.parityShards - this.unavailable.size - this.slow.size };
+        const room = { left: this.layout.parityShards - this.skipped };
         const answers = await Promise.all(plan.fetches.map((f) => this.fetch(f, spare, room)));
         const lost = answers.filter((a) => !a.body);
         if (lost.length === 0) {
@@ -153,21 +162,28 @@ class ShardedRangeReader {
       chunkBytes: this.layout.chunkBytes,
     });
     try {
-      const slow = new Set(this.slow);
+      const others: number[] = []; // on nodes another read found slow just now
       this.layout.placement.forEach((nodeId, shard) => {
-        if (this.unavailable.has(shard) || slow.has(shard)) return;
+        if (this.unavailable.has(shard) || this.slow.has(shard)) return;
         const node = this.nodes.get(nodeId);
         if (!node) this.around(shard, "missing");
         else if (node instanceof GuardedNode && node.health.refusing) this.around(shard, "unavailable");
-        else if (node instanceof GuardedNode && node.health.readAround) slow.add(shard);
+        else if (node instanceof GuardedNode && node.health.readAround) others.push(shard);
       });
-      let plan: ReadPlan;
-      try {
-        plan = this.core.planRead(geometry, start, this.end, [...this.unavailable, ...slow]);
-        for (const shard of slow) if (!this.slow.has(shard)) this.pending.set(shard, "slow");
-      } catch {
-        plan = this.core.planRead(geometry, start, this.end, [...this.unavailable]);
+      // The most the code can spare first: lost, slow for this read, slow for others; then less.
+      const tiers = [[...this.unavailable, ...this.slow, ...others], [...this.unavailable, ...this.slow], [...this.unavailable]];
+      let plan: ReadPlan | null = null;
+      for (const tier of tiers) {
+        try {
+          plan = this.core.planRead(geometry, start, this.end, tier);
+          this.skipped = tier.length;
+          if (tier.length === tiers[0].length) for (const shard of others) this.pending.set(shard, "slow");
+          break;
+        } catch (e) {
+          if (tier === tiers[2]) throw e;
+        }
       }
+      if (!plan) throw new Error("no read plan");
       // Shards read around are reported (for metrics and heal) once a plan needs parity for them.
       if (plan.degraded) {
         for (const [shard, why] of this.pending) this.events.shardLost?.(this.layout.storageId, shard, why);

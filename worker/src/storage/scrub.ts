@@ -60,7 +60,7 @@ export async function scrubPart(config: GatewayConfig, core: Core, part: Sharded
     try {
       const checks = await Promise.all(
         layout.placement.map((nodeId, shard) =>
-          found.has(shard) ? { chunks: 0, bytes: 0, problem: null } : verifyShardFile(core, geometry, nodes.get(nodeId), nodeId, layout.storageId, shard),
+          found.has(shard) ? { chunks: 0, bytes: 0, problem: null } : verifyShardFile(core, geometry, nodes.get(nodeId), nodeId, layout.storageId, shard, config.readStallMs),
         ),
       );
       for (const c of checks) {
@@ -95,6 +95,7 @@ async function verifyShardFile(
   nodeId: string,
   storageId: string,
   shard: number,
+  stallMs: number,
 ): Promise<FileCheck> {
   const verifier = core.shardVerifier(geometry, shard);
   const problem = (fault: ShardFault, extra: Partial<ShardProblem> = {}): ShardProblem => ({ shard, node: nodeId, fault, ...extra });
@@ -113,7 +114,7 @@ async function verifyShardFile(
     let error: unknown = undefined;
     try {
       for (;;) {
-        const { done, value } = await reader.read();
+        const { done, value } = await readWithin(reader, stallMs);
         if (done) break;
         verifier.push(value);
       }
@@ -129,6 +130,19 @@ async function verifyShardFile(
     return { ...counted, problem: null };
   } finally {
     verifier.free();
+  }
+}
+
+/** One read of a shard stream, failing when the node sends nothing for `stallMs` (it stalled mid-file). */
+async function readWithin(reader: ReadableStreamDefaultReader<Uint8Array>, stallMs: number): Promise<ReadableStreamReadResult<Uint8Array>> {
+  let timer = 0;
+  const stalled = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the node sent nothing for ${stallMs} ms`)), stallMs);
+  });
+  try {
+    return await Promise.race([reader.read(), stalled]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

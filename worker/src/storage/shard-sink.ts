@@ -3,6 +3,16 @@
 // marks the sink failed instead of throwing or hanging: the writer decides what a quorum is.
 import type { StorageNode } from "./nodes";
 
+/**
+ * Why a sink is aborted when its node did nothing wrong (the write as a whole failed or was given
+ * up): the node's breaker must not count it (node-health.ts).
+ */
+export class WriteAbandoned extends Error {
+  constructor(why: string) {
+    super(`write abandoned: ${why}`);
+  }
+}
+
 /** One shard file's upload: a stream into the node's PUT, written block by block. */
 export class ShardSink {
   private readonly writer: WritableStreamDefaultWriter<Uint8Array>;
@@ -54,7 +64,9 @@ export class ShardSink {
     return true;
   }
 
-  abort(reason: unknown): void {
+  /** Aborts the upload: with a plain Error when the node stalled or failed, with a
+   *  WriteAbandoned when the write is given up for another reason. */
+  abort(reason: Error): void {
     this.failed = true;
     this.writer.abort(reason).catch(() => {});
   }

@@ -7,7 +7,7 @@ import { S3Error } from "../s3-error";
 import { placeShards, shardKey, type StorageNode } from "./nodes";
 import { ExactReader } from "./exact-reader";
 import { GuardedNode } from "./node-health";
-import { ShardSink } from "./shard-sink";
+import { ShardSink, WriteAbandoned } from "./shard-sink";
 
 export interface WrittenPart {
   size: number;
@@ -21,16 +21,27 @@ export interface WrittenPart {
 /** Sees every byte of the part once, in order (S3 checksums are computed here). */
 export type ByteObserver = (bytes: Uint8Array) => void;
 
+/** Where a part's bytes come from: the client's request body, or a stream the gateway opened (a copy's source). */
+export type PartSource = "request" | "copy";
+
 export async function writePart(
   config: GatewayConfig,
   core: Core,
   body: ReadableStream<Uint8Array> | null,
   size: number,
   observe: ByteObserver,
+  source: PartSource = "request",
 ): Promise<WrittenPart> {
   const reader = new ExactReader(body);
-  if (size <= config.inlineBytes) return writeInline(reader, size, observe);
-  return writeSharded(config, core, reader, size, observe);
+  try {
+    if (size <= config.inlineBytes) return await writeInline(reader, size, observe);
+    return await writeSharded(config, core, reader, size, observe);
+  } catch (e) {
+    // A client's body is read to its end before the error goes out; a copy's source is closed.
+    if (source === "copy") await reader.cancel();
+    else if (!reader.ended) await reader.drain();
+    throw e;
+  }
 }
 
 async function writeInline(reader: ExactReader, size: number, observe: ByteObserver): Promise<WrittenPart> {
@@ -72,11 +83,10 @@ async function writeSharded(
     }
     await reader.expectEnd();
   } catch (e) {
-    const abandoned = new Error("write abandoned");
+    const abandoned = new WriteAbandoned(e instanceof Error ? e.message : String(e));
     sinks.forEach((s) => s.abort(abandoned));
     // Best effort, and not awaited: a stalled node must not hold the client's answer.
     void cleanup(placement, storageId, sinks).catch(() => {});
-    if (!(e instanceof S3Error && e.code === "IncompleteBody")) await reader.drain();
     throw e;
   } finally {
     encoder.free();
