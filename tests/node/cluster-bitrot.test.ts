@@ -4,16 +4,12 @@
 // exactly the flipped chunks; reads stay byte-identical (sha256) (and heal on read repairs some);
 // with the same rot put back, a deep scrub with healing finds every flipped chunk again and puts
 // every shard file back bit-identical to the one first written; a second deep pass finds nothing.
-import { spawn, type ChildProcess } from "node:child_process";
-import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
-import { AwsClient } from "aws4fetch";
+import { CreateBucketCommand, GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "../shared/core-suite";
-import { CREDENTIALS, freePort } from "./gateway";
-import { ROOT } from "./tools";
+import { Cluster, sha256 } from "./cluster";
 
 const MIB = 1 << 20;
 const CHUNK = 16 << 10; // the gateway's default: 16 KiB chunks, each followed by an 8-byte checksum
@@ -21,18 +17,6 @@ const FRAMED = CHUNK + 8;
 const K = 4;
 const BUCKET = "rot";
 
-interface NodeInfo {
-  id: string;
-  pid: number;
-  port: number;
-  dir: string;
-}
-interface ClusterInfo {
-  endpoint: string;
-  data: string;
-  bucket: string;
-  nodes: NodeInfo[];
-}
 interface Counters {
   objectsChecked: number;
   bytesVerified: number;
@@ -52,53 +36,20 @@ interface Run {
   findings: { bucket: string; key: string; parts: { problems: { shard: number; fault: string; badChunks?: number[] }[] }[]; rebuilt: number; failed: number }[];
 }
 
-let child: ChildProcess;
-let cluster: ClusterInfo;
-let s3: S3Client;
-let admin: AwsClient;
+const c = new Cluster();
 
 beforeAll(async () => {
-  const port = await freePort();
-  child = spawn(process.execPath, [join(ROOT, "scripts/cluster.mjs"), "--quiet", "--port", String(port)], { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "inherit"] });
-  cluster = await new Promise<ClusterInfo>((resolve, reject) => {
-    let out = "";
-    child.stdout?.on("data", (d: Buffer) => {
-      out += d.toString();
-      const line = out.split("\n").find((l) => l.startsWith("cluster "));
-      if (line) resolve(JSON.parse(line.slice("cluster ".length)) as ClusterInfo);
-    });
-    child.once("exit", (code) => reject(new Error(`cluster exited with ${code}: ${out}`)));
-  });
-  s3 = new S3Client({ endpoint: cluster.endpoint, region: "us-east-1", forcePathStyle: true, credentials: CREDENTIALS, maxAttempts: 1 });
-  admin = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1", retries: 0 });
-  await s3.send(new CreateBucketCommand({ Bucket: BUCKET }));
+  await c.start();
+  await c.s3.send(new CreateBucketCommand({ Bucket: BUCKET }));
 }, 180_000);
 
-afterAll(async () => {
-  for (const n of cluster?.nodes ?? []) {
-    try {
-      process.kill(n.pid, "SIGKILL");
-    } catch {
-      // gone
-    }
-  }
-  const exited = new Promise((r) => child.once("exit", r));
-  try {
-    process.kill(-(child.pid as number), "SIGTERM");
-  } catch {
-    // gone
-  }
-  await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
-  if (cluster) rmSync(cluster.data, { recursive: true, force: true });
-});
-
-const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
+afterAll(() => c.stop());
 
 /** Every shard file on every node's disk: "<storage id>/<shard>" → absolute path. */
 function shardFiles(): Map<string, string> {
   const files = new Map<string, string>();
-  for (const n of cluster.nodes) {
-    const root = join(n.dir, cluster.bucket);
+  for (const n of c.info.nodes) {
+    const root = join(n.dir, c.info.bucket);
     const walk = (dir: string) => {
       if (!existsSync(dir)) return;
       for (const e of readdirSync(dir, { withFileTypes: true })) {
@@ -120,14 +71,14 @@ function chunks(length: number): [number, number][] {
 }
 
 async function getSha(key: string, range?: string): Promise<string> {
-  const res = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: key, Range: range }));
+  const res = await c.s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: key, Range: range }));
   return sha256(await (res.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray());
 }
 
 async function scrubPass(query: string): Promise<Run[]> {
   const runs: Run[] = [];
   for (let i = 0; i < 100; i++) {
-    const res = await admin.fetch(`${cluster.endpoint}/_shardgate/admin/scrub?${query}`, { method: "POST" });
+    const res = await c.admin.fetch(`${c.info.endpoint}/_shardgate/admin/scrub?${query}`, { method: "POST" });
     const text = await res.text();
     if (res.status !== 200) throw new Error(`scrub: ${res.status} ${text}`);
     const { run } = JSON.parse(text) as { run: Run };
@@ -161,7 +112,7 @@ describe("bitrot on the nodes' disks", () => {
       const key = `obj-${i}`;
       const before = new Set(shardFiles().keys());
       const data = randomBytes(size, 100 + i);
-      await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: data }));
+      await c.s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: data }));
       objects.set(key, data);
       const shards = new Map<number, [string, Buffer]>();
       for (const [name, path] of shardFiles()) {
@@ -171,7 +122,7 @@ describe("bitrot on the nodes' disks", () => {
       expect(shards.size).toBe(6);
       layout.set(key, shards);
     }
-    await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: "inline", Body: "no shard files" }));
+    await c.s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: "inline", Body: "no shard files" }));
 
     // Per object, one data and one parity shard file (never more than m = 2 bad), one to three
     // chunks each, in chunk bytes or in checksum bytes.
@@ -244,7 +195,7 @@ describe("bitrot on the nodes' disks", () => {
     expect(found(again)).toEqual([]);
     for (const [key, data] of objects) expect(await getSha(key), key).toBe(sha256(data));
 
-    const status = (await (await admin.fetch(`${cluster.endpoint}/_shardgate/admin/heal`)).json()) as {
+    const status = (await (await c.admin.fetch(`${c.info.endpoint}/_shardgate/admin/heal`)).json()) as {
       scrub: { pass: number; lastPass: { counters: Counters } | null };
     };
     expect(status.scrub.pass).toBe(3);
