@@ -197,7 +197,7 @@ async function healQueued(ctx: HealContext, bucket: string, entry: HealQueueEntr
   } catch (e) {
     error = errorText(e);
   }
-  await index.healed(entry.key, error);
+  await index.healed(entry.key, error, entry.since);
   return error;
 }
 

@@ -263,10 +263,15 @@ export class BucketIndex extends DurableObject {
     };
   }
 
-  /** Ends a heal: the entry goes when it succeeded, otherwise it stays with the error. */
-  async healed(key: string, error: string | null): Promise<void> {
-    if (error === null) this.sql.exec("DELETE FROM heal_queue WHERE key = ?", key);
-    else this.sql.exec("UPDATE heal_queue SET last_error = ? WHERE key = ?", error, key);
+  /**
+   * Ends a heal: the entry goes when it succeeded, otherwise it stays with the error. With
+   * `since`, only the entry the heal started from (a newer version's entry has a newer `since`).
+   */
+  async healed(key: string, error: string | null, since?: number): Promise<void> {
+    const which = since === undefined ? "key = ?" : "key = ? AND since = ?";
+    const bindings = since === undefined ? [key] : [key, since];
+    if (error === null) this.sql.exec(`DELETE FROM heal_queue WHERE ${which}`, ...bindings);
+    else this.sql.exec(`UPDATE heal_queue SET last_error = ? WHERE ${which}`, error, ...bindings);
   }
 
   /** A new version of the object: its entry is replaced (`reason`) or removed (null). */
