@@ -13,7 +13,7 @@ import type { HealQueueEntry } from "../meta/types";
 import { metrics } from "../observability/metrics";
 import { S3Error } from "../s3-error";
 import { isBad, isSharded, rebuildShards, shardFileBytes, shardHealth, type HealResult } from "../storage/heal";
-import { shardKey } from "../storage/nodes";
+import { nodesById, shardKey } from "../storage/nodes";
 import { HEAL_NOW, type LossReason } from "../storage/read-part";
 import { noSuchBucket } from "./bucket";
 import { bucketIndex, bucketRegistry, type RequestContext } from "./context";
@@ -122,7 +122,7 @@ async function recordMoves(
       if (isSharded(part)) part.layout.placement.forEach((node, shard) => current.add(`${node} ${shardKey(part.layout.storageId, shard)}`));
     }
   }
-  const nodes = new Map(ctx.config.nodes.map((n) => [n.id, n]));
+  const nodes = nodesById(ctx.config.nodes);
   const removals: Promise<void>[] = [];
   for (const part of manifest.parts) {
     if (!isSharded(part)) continue;

@@ -8,7 +8,7 @@ import type { GatewayConfig } from "../config";
 import type { Core, ManifestPart, ShardedLayout } from "../core-api";
 import { ExactReader } from "./exact-reader";
 import { GuardedNode } from "./node-health";
-import { NodeAnswerError, placeShards, shardKey, type StorageNode } from "./nodes";
+import { NodeAnswerError, nodesById, placeShards, shardKey, type StorageNode } from "./nodes";
 import { HEAL_NOW, openPartRange, type LossReason } from "./read-part";
 import { ShardSink, WriteAbandoned } from "./shard-sink";
 
@@ -34,7 +34,7 @@ export type ShardHealth = "ok" | "missing" | "wrong-size" | "node-unconfigured" 
 /** The health of every shard file of `part`: one HEAD each, in parallel. */
 export async function shardHealth(config: GatewayConfig, core: Core, part: ShardedPart): Promise<ShardHealth[]> {
   const expected = shardFileBytes(core, part);
-  const nodes = nodeMap(config);
+  const nodes = nodesById(config.nodes);
   return Promise.all(
     part.layout.placement.map(async (nodeId, shard): Promise<ShardHealth> => {
       const node = nodes.get(nodeId);
@@ -76,7 +76,7 @@ export function shardFileBytes(core: Core, part: ShardedPart): number {
 export async function rebuildShards(config: GatewayConfig, core: Core, part: ShardedPart, shards: readonly number[], avoid: ReadonlySet<string> = new Set()): Promise<HealResult> {
   const result: HealResult = { rebuilt: [], failed: [], moved: [] };
   const placement = [...part.layout.placement];
-  const nodes = nodeMap(config);
+  const nodes = nodesById(config.nodes);
   let todo = [...new Set(shards)];
   // Pass 1 writes where the manifest says (when it can); pass 2 moves what that node refused;
   // pass 3 catches shards met along the way.
@@ -172,8 +172,4 @@ async function rebuildPass(
   }
   const closed = await Promise.all([...sinks].map(async ([shard, sink]) => [shard, await sink.close()] as const));
   return new Set(closed.flatMap(([shard, ok]) => (ok ? [shard] : [])));
-}
-
-function nodeMap(config: GatewayConfig): Map<string, StorageNode> {
-  return new Map(config.nodes.map((n) => [n.id, n]));
 }

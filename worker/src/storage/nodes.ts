@@ -73,6 +73,18 @@ export async function placeShards(nodes: readonly StorageNode[], identity: strin
   return scored.slice(0, count).map((s) => s.node);
 }
 
+const byIdCache = new WeakMap<readonly StorageNode[], ReadonlyMap<string, StorageNode>>();
+
+/** The nodes by id, built once per node list (a configuration's lives as long as its isolate). */
+export function nodesById(nodes: readonly StorageNode[]): ReadonlyMap<string, StorageNode> {
+  let byId = byIdCache.get(nodes);
+  if (!byId) {
+    byId = new Map(nodes.map((n) => [n.id, n]));
+    byIdCache.set(nodes, byId);
+  }
+  return byId;
+}
+
 /** The node object key of shard file `shard` of a part stored under `storageId`. */
 export function shardKey(storageId: string, shard: number): string {
   return `${storageId}/${shard}`;

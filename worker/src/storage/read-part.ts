@@ -9,7 +9,7 @@ import type { GatewayConfig } from "../config";
 import { ChecksumMismatchError, type Core, type ManifestPart, type RangeAssembler, type ReadPlan, type ShardedLayout, type ShardFetch } from "../core-api";
 import { S3Error } from "../s3-error";
 import { GuardedNode, NodeUnavailableError } from "./node-health";
-import { shardKey, type StorageNode } from "./nodes";
+import { nodesById, shardKey, type StorageNode } from "./nodes";
 import { fromBase64 } from "./write-part";
 
 /** Events a read reports (for metrics and healing). */
@@ -82,9 +82,8 @@ interface Source {
 type SourceEvent = { source: Source; value?: Uint8Array; done?: boolean; error?: unknown };
 
 /** One shard request of a plan, and what came of it. */
-type Answer =
-  | { f: ShardFetch; node: StorageNode; body: ReadableStream<Uint8Array> }
-  | { f: ShardFetch; node: StorageNode; body?: undefined; lost: "missing" | "error" | "slow" | "unavailable" };
+type Opened = { f: ShardFetch; node: StorageNode; body: ReadableStream<Uint8Array> };
+type Answer = Opened | { f: ShardFetch; node: StorageNode; body?: undefined; lost: "missing" | "error" | "slow" | "unavailable" };
 
 class ShardedRangeReader {
   /** Shards this read goes around: lost, or on a node that is gone or refusing. */
@@ -95,7 +94,7 @@ class ShardedRangeReader {
   private skipped = 0;
   /** Shards read around but not reported yet (no plan needed parity for them so far). */
   private readonly pending = new Map<number, LossReason>();
-  private readonly nodes: Map<string, StorageNode>;
+  private readonly nodes: ReadonlyMap<string, StorageNode>;
   private sources: Source[] = [];
   private assembler: RangeAssembler | null = null;
 
@@ -108,14 +107,14 @@ class ShardedRangeReader {
     private readonly events: ReadEvents,
     avoid: readonly number[],
   ) {
-    this.nodes = new Map(config.nodes.map((n) => [n.id, n]));
+    this.nodes = nodesById(config.nodes);
     for (const shard of avoid) this.unavailable.add(shard);
   }
 
   /** Plans [start, end) around the unavailable shards and opens every shard request, re-planning
    *  until every needed shard file answered. Bodies that answered keep serving the next plan. */
   async open(start: number): Promise<void> {
-    const spare = new Map<string, Answer & { body: ReadableStream<Uint8Array> }>();
+    const spare = new Map<string, Opened>();
     try {
       for (;;) {
         const plan = this.plan(start);
@@ -139,7 +138,7 @@ class ShardedRangeReader {
           return;
         }
         plan.free();
-        for (const a of answers) if (a.body) spare.set(fetchKey(a.f), a as Answer & { body: ReadableStream<Uint8Array> });
+        for (const a of answers) if (a.body) spare.set(fetchKey(a.f), a);
         for (const a of lost) if (!a.body) this.lose(a.f.shard, a.lost);
       }
     } finally {
@@ -171,19 +170,19 @@ class ShardedRangeReader {
         else if (node instanceof GuardedNode && node.health.readAround) others.push(shard);
       });
       // The most the code can spare first: lost, slow for this read, slow for others; then less.
-      const tiers = [[...this.unavailable, ...this.slow, ...others], [...this.unavailable, ...this.slow], [...this.unavailable]];
-      let plan: ReadPlan | null = null;
-      for (const tier of tiers) {
+      const attempt = (around: number[]): ReadPlan | null => {
         try {
-          plan = this.core.planRead(geometry, start, this.end, tier);
-          this.skipped = tier.length;
-          if (tier.length === tiers[0].length) for (const shard of others) this.pending.set(shard, "slow");
-          break;
-        } catch (e) {
-          if (tier === tiers[2]) throw e;
+          const plan = this.core.planRead(geometry, start, this.end, around);
+          this.skipped = around.length;
+          return plan;
+        } catch {
+          return null;
         }
-      }
-      if (!plan) throw new Error("no read plan");
+      };
+      let plan = attempt([...this.unavailable, ...this.slow, ...others]);
+      if (plan) for (const shard of others) this.pending.set(shard, "slow");
+      plan ??= attempt([...this.unavailable, ...this.slow]) ?? attempt([...this.unavailable]);
+      if (!plan) throw new Error("more shards lost than the code can spare"); // the 503 below
       // Shards read around are reported (for metrics and heal) once a plan needs parity for them.
       if (plan.degraded) {
         for (const [shard, why] of this.pending) this.events.shardLost?.(this.layout.storageId, shard, why);
@@ -209,7 +208,7 @@ class ShardedRangeReader {
    * (a few times its recent latency) and the plan still has room to lose a shard, the request is
    * abandoned as slow, so the next plan reads parity instead of waiting on a stalled node.
    */
-  private async fetch(f: ShardFetch, spare: Map<string, Answer & { body: ReadableStream<Uint8Array> }>, room: { left: number }): Promise<Answer> {
+  private async fetch(f: ShardFetch, spare: Map<string, Opened>, room: { left: number }): Promise<Answer> {
     const node = this.nodes.get(this.layout.placement[f.shard]) as StorageNode;
     const reused = spare.get(fetchKey(f));
     if (reused) {

@@ -2,14 +2,14 @@
 // when a multipart upload is completed (unused parts), aborted or expires. Best effort: a file
 // left behind wastes space but is never referenced again.
 import type { ManifestPart } from "../core-api";
-import { shardKey, type StorageNode } from "./nodes";
+import { nodesById, shardKey, type StorageNode } from "./nodes";
 
 /**
  * Deletes the shard files of `parts`, except those of storage ids in `keep` (parts that a new
  * manifest still references, e.g. after a copy onto itself that only replaced metadata).
  */
 export async function removeParts(nodes: readonly StorageNode[], parts: readonly ManifestPart[], keep: ReadonlySet<string> = new Set()): Promise<void> {
-  const byId = new Map(nodes.map((n) => [n.id, n]));
+  const byId = nodesById(nodes);
   const deletions = parts.flatMap((part) => {
     if (part.layout.type !== "sharded" || keep.has(part.layout.storageId)) return [];
     const { storageId, placement } = part.layout;

@@ -10,7 +10,7 @@ import type { Core } from "../core-api";
 import { metrics } from "../observability/metrics";
 import { missingShards, type ShardedPart } from "./heal";
 import { GuardedNode, NodeUnavailableError } from "./node-health";
-import { shardKey, type StorageNode } from "./nodes";
+import { nodesById, shardKey, type StorageNode } from "./nodes";
 
 export type ScrubMode = "deep" | "shallow";
 
@@ -45,7 +45,7 @@ export interface PartScrub {
 /** Checks one sharded part without changing anything (but the checksum-failure metric). */
 export async function scrubPart(config: GatewayConfig, core: Core, part: ShardedPart, mode: ScrubMode): Promise<PartScrub> {
   const { layout } = part;
-  const nodes = new Map(config.nodes.map((n) => [n.id, n]));
+  const nodes = nodesById(config.nodes);
   // Both modes check lengths (a file that is too long is harmless to reads but not what was
   // written); deep mode does it alongside its reads, so it costs no extra round trip of latency.
   const lengths = missingShards(config, core, part);
