@@ -8,7 +8,7 @@ import { GuardedNode, nodeHealth } from "../storage/node-health";
 import { noSuchBucket } from "./bucket";
 import { bucketIndex, bucketRegistry, type RequestContext } from "./context";
 import { noSuchKey } from "./get";
-import { emptyTally, healEach, json } from "./heal";
+import { batchSize, emptyTally, healEach, json } from "./heal";
 
 export function adminNodes(ctx: RequestContext): Response {
   const draining = new Set(ctx.config.nodes.filter((n) => !ctx.config.writableNodes.includes(n)).map((n) => n.id));
@@ -70,7 +70,7 @@ export async function adminDrain(ctx: RequestContext, nodeId: string): Promise<R
     throw new S3Error(409, "InvalidRequest", `Node ${nodeId} is not draining: list it in SHARDGATE_DRAINING_NODES first, so no new shard files go to it.`);
   }
   const params = ctx.url.searchParams;
-  const budget = Math.min(Math.max(Number(params.get("max-objects") ?? DRAIN_BATCH) || DRAIN_BATCH, 1), 1000);
+  const budget = batchSize(params, DRAIN_BATCH);
   const fromBucket = params.get("bucket") ?? "";
   let after = params.get("start-after") || null;
   const tally = emptyTally();

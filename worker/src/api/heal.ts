@@ -268,8 +268,9 @@ export async function scheduledHeal(env: Env): Promise<void> {
 const DEFAULT_BATCH = 100;
 const MAX_BATCH = 1000;
 
-function batchSize(params: URLSearchParams): number {
-  return Math.min(Math.max(Number(params.get("max-objects") ?? DEFAULT_BATCH) || DEFAULT_BATCH, 1), MAX_BATCH);
+/** `max-objects` of an admin walk: `fallback` when absent or not a number, within 1..MAX_BATCH. */
+export function batchSize(params: URLSearchParams, fallback = DEFAULT_BATCH): number {
+  return Math.min(Math.max(Number(params.get("max-objects") ?? fallback) || fallback, 1), MAX_BATCH);
 }
 
 /** What a batch of heals did: the walk's and the drain's reports. */
