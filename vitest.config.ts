@@ -1,12 +1,12 @@
 // Vitest projects (run them all with `npm test`, or one with `npx vitest run --project node`):
 //   - "workers": tests/worker/**/*.test.ts run inside workerd (the Worker from wrangler.toml,
-//     via @cloudflare/vitest-pool-workers' `cloudflareTest` plugin).
+//     via @cloudflare/vitest-plugin's `cloudflareTest`).
 //   - "node":    tests/node/**/*.test.ts run in Node (core/pkg loaded from disk with initSync).
 // Both get `inject("coreCrateVersion")`: the version in core/Cargo.toml, read here independently
 // of the wasm so tests can compare it with what the core reports.
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
+import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 import { CREDENTIALS, METRICS_TOKEN } from "./tests/shared/credentials";
 

@@ -1,147 +1,93 @@
-// Serves the gateway locally, as `npm start` does: `wrangler dev` (workerd, with R2 and Durable
-// Objects simulated by miniflare and persisted on disk) on a private port, behind a small HTTP
-// front on the public port.
+// `npm start`: serves the gateway on plain workerd, the production runtime for self-hosting
+// (docs/self-hosting.md). It bundles the Worker (scripts/lib/worker-bundle.mjs), writes a workerd
+// config into the data directory (scripts/lib/workerd-config.mjs: Durable Objects in SQLite on
+// local disk, one disk service per disk node, S3 nodes over the network, the console), runs
+// `workerd serve` on a private port and the local front (scripts/lib/front.mjs, which answers
+// `Expect: 100-continue`) on the public one.
 //
-// Why the front: workerd never answers `Expect: 100-continue`, which the AWS SDKs, the AWS CLI and
-// curl send before any large body. They then wait before sending it (curl and botocore 1 s, the JS
-// SDK 6 s) on every PUT. Cloudflare's edge answers 100-continue in production; the front plays
-// that part locally (Node's HTTP server answers it by default) and streams everything else
-// through unchanged, Host header included, so virtual-hosted style keeps working.
+//   node scripts/serve.mjs [--config shardgate.json] [--ip IP] [--port PORT] [--data-dir DIR]
+//                          [--no-front] [--quiet]
 //
-//   node scripts/serve.mjs [--ip 127.0.0.1] [--port 8787] [--persist-to DIR] [-- wrangler dev args]
-//
-// Credentials: SHARDGATE_ACCESS_KEY_ID / SHARDGATE_SECRET_ACCESS_KEY from the environment, or the
-// local defaults below (never built into the Worker: a deployment without secrets refuses all).
+// --no-front: workerd itself listens on the public address (clients that send
+// `Expect: 100-continue` then wait about a second before each body).
 import { spawn } from "node:child_process";
-import http from "node:http";
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { freePort } from "./lib/free-port.mjs";
+import { printBanner, startFront, waitHealthy } from "./lib/front.mjs";
+import { loadShardgateConfig } from "./lib/shardgate-config.mjs";
+import { workerBundle } from "./lib/worker-bundle.mjs";
+import { workerdConfig } from "./lib/workerd-config.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const LOCAL_DEFAULTS = { accessKeyId: "shardgate", secretAccessKey: "shardgate-secret" };
 
-const { values: opts, positionals: wranglerArgs } = parseArgs({
+const { values: opts } = parseArgs({
   options: {
-    ip: { type: "string", default: "127.0.0.1" },
-    port: { type: "string", default: "8787" },
-    "persist-to": { type: "string" },
+    config: { type: "string" },
+    ip: { type: "string" },
+    port: { type: "string" },
+    "data-dir": { type: "string" },
+    "no-front": { type: "boolean", default: false },
     quiet: { type: "boolean", default: false },
+    help: { type: "boolean", default: false },
   },
-  allowPositionals: true,
 });
+if (opts.help) {
+  console.log("usage: node scripts/serve.mjs [--config shardgate.json] [--ip IP] [--port PORT] [--data-dir DIR] [--no-front] [--quiet]");
+  process.exit(0);
+}
 
-const credentials = {
-  accessKeyId: process.env.SHARDGATE_ACCESS_KEY_ID || LOCAL_DEFAULTS.accessKeyId,
-  secretAccessKey: process.env.SHARDGATE_SECRET_ACCESS_KEY || LOCAL_DEFAULTS.secretAccessKey,
-};
+const config = loadShardgateConfig({
+  root,
+  file: opts.config,
+  overrides: { dataDir: opts["data-dir"], listen: opts.ip || opts.port ? `${opts.ip ?? "127.0.0.1"}:${opts.port ?? 8787}` : undefined },
+});
+const { unstable_readConfig } = await import("wrangler");
+const wrangler = unstable_readConfig({ config: join(root, "wrangler.toml") }, { hideWarnings: true });
 
-const [workerPort, inspectorPort] = [await freePort(), await freePort()];
-let wrangler;
+for (const dir of [join(config.dataDir, "meta"), ...config.nodes.filter((n) => n.type === "disk").map((n) => n.path)]) mkdirSync(dir, { recursive: true });
+const workerdPort = opts["no-front"] ? config.port : await freePort();
+const workerdAddress = opts["no-front"] ? `${config.ip.includes(":") ? `[${config.ip}]` : config.ip}:${config.port}` : `127.0.0.1:${workerdPort}`;
+const capnp = join(config.dataDir, "workerd.capnp");
+writeFileSync(
+  capnp,
+  workerdConfig({
+    wrangler,
+    config,
+    bundle: workerBundle(root),
+    configDir: config.dataDir,
+    assetsDir: wrangler.assets?.directory ? resolve(root, wrangler.assets.directory) : null,
+    assetsWorker: join(root, "scripts/workerd/console-assets.js"),
+    address: workerdAddress,
+  }),
+  { mode: 0o600 }, // it holds the credentials
+);
+chmodSync(capnp, 0o600);
+
 let stopping = false;
-let restarts = 0;
-let ready = false; // once the Worker has answered: a wrangler that never starts is not restarted
-
-function startWrangler() {
-  wrangler = spawn(
-    process.execPath,
-    [
-      `${root}node_modules/wrangler/bin/wrangler.js`,
-      "dev",
-      ...["--ip", "127.0.0.1", "--port", String(workerPort), "--inspector-port", String(inspectorPort)],
-      "--show-interactive-dev-session=false",
-      ...["--var", `SHARDGATE_ACCESS_KEY_ID:${credentials.accessKeyId}`, "--var", `SHARDGATE_SECRET_ACCESS_KEY:${credentials.secretAccessKey}`],
-      ...(opts["persist-to"] ? ["--persist-to", opts["persist-to"]] : []),
-      ...wranglerArgs,
-    ],
-    { cwd: root, stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" } },
-  );
-  wrangler.on("exit", onWranglerExit);
-}
-
-// wrangler dev treats a connection its internal proxy loses to the Worker's runtime as fatal and
-// exits; that happens here when one isolate is saturated by many parallel uploads. The data is on
-// disk, so start it again on the same port: requests in flight fail, and clients retry (the front
-// answers 503 SlowDown meanwhile). A wrangler that will not start at all still ends this process.
-function onWranglerExit(code) {
-  if (stopping) return process.exit(0);
-  if (restarts >= 20 || !ready) process.exit(code ?? 1);
-  restarts += 1;
-  console.error(`shardgate: wrangler dev exited (${code}); restarting it (restart ${restarts})`);
-  startWrangler();
-}
-
+const workerd = spawn(join(root, "node_modules/workerd/bin/workerd"), ["serve", capnp, "--experimental"], {
+  cwd: config.dataDir,
+  stdio: ["ignore", "inherit", "inherit"],
+});
+workerd.on("exit", (code, signal) => {
+  if (!stopping) console.error(`shardgate: workerd exited (${signal ?? code})`);
+  process.exit(stopping ? 0 : (code ?? 1));
+});
 const shutdown = () => {
   stopping = true;
-  wrangler.kill("SIGTERM");
+  workerd.kill("SIGTERM");
   setTimeout(() => process.exit(0), 3000).unref();
 };
 process.on("SIGINT", shutdown);
 process.on("SIGTERM", shutdown);
-startWrangler();
 
-// Hop-by-hop headers stay on their own hop; `expect` is answered here.
-const HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "expect", "te", "trailer"]);
-const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
-
-const front = http.createServer((req, res) => {
-  const headers = {};
-  for (const [name, value] of Object.entries(req.headers)) if (!HOP.has(name) && value !== undefined) headers[name] = value;
-  const upstream = http.request({ host: "127.0.0.1", port: workerPort, method: req.method, path: req.url, headers, agent }, (up) => {
-    const out = {};
-    for (const [name, value] of Object.entries(up.headers)) if (!HOP.has(name) && value !== undefined) out[name] = value;
-    res.writeHead(up.statusCode ?? 502, up.statusMessage, out);
-    up.pipe(res);
-  });
-  // The Worker is not reachable (starting, or restarting): an S3 error clients retry.
-  const fail = () => {
-    if (res.headersSent) return res.destroy();
-    const body = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code><Message>The gateway is starting; please retry.</Message></Error>';
-    res.writeHead(503, { "content-type": "application/xml", "retry-after": "1" }).end(body);
-  };
-  upstream.on("error", fail);
-  // Only a client that went away early cuts the upstream request: "close" also follows a normal
-  // end, and destroying then would cut a keep-alive connection workerd may still be using.
-  res.on("close", () => {
-    if (!res.writableFinished) upstream.destroy();
-  });
-  req.pipe(upstream);
-});
-front.keepAliveTimeout = 30_000;
-front.listen(Number(opts.port), opts.ip);
-
-// Wait for the Worker, then say what is served.
-const base = `http://${opts.ip}:${opts.port}`;
-for (let tries = 0; ; tries++) {
-  try {
-    if ((await fetch(`http://127.0.0.1:${workerPort}/_shardgate/health`)).ok) break;
-  } catch {
-    // not listening yet
-  }
-  if (tries > 480) {
-    console.error("shardgate: wrangler dev did not come up within 2 minutes");
-    shutdown();
-  }
-  await new Promise((r) => setTimeout(r, 250));
-}
-ready = true;
-if (!opts.quiet) {
-  const defaults = credentials.accessKeyId === LOCAL_DEFAULTS.accessKeyId && credentials.secretAccessKey === LOCAL_DEFAULTS.secretAccessKey;
-  console.log(`
-shardgate is serving
-  console       ${base}/_console/  (the web console: sign in with the keys below)
-  S3 endpoint   ${base}  (path style; virtual-hosted style as http://BUCKET.localhost:${opts.port})
-  region        us-east-1
-  access key    ${credentials.accessKeyId}
-  secret key    ${credentials.secretAccessKey}${defaults ? "   (local defaults: set SHARDGATE_ACCESS_KEY_ID / SHARDGATE_SECRET_ACCESS_KEY to change)" : ""}
-  health        ${base}/_shardgate/health
-  (wrangler dev listens privately on 127.0.0.1:${workerPort}; use the endpoint above)
-  metrics       ${base}/_shardgate/metrics  (SigV4-signed, like any S3 request)
-
-Try it with the AWS CLI:
-  export AWS_ACCESS_KEY_ID=${credentials.accessKeyId} AWS_SECRET_ACCESS_KEY=${credentials.secretAccessKey} AWS_DEFAULT_REGION=us-east-1
-  aws --endpoint-url ${base} s3 mb s3://demo
-  aws --endpoint-url ${base} s3 cp ./some-file s3://demo/
-  aws --endpoint-url ${base} s3 ls s3://demo
-`);
+if (!opts["no-front"]) await startFront({ ip: config.ip, port: config.port, upstreamPort: workerdPort });
+if (!(await waitHealthy(`http://${workerdAddress}/_shardgate/health`, { timeoutMs: 60_000, gone: () => workerd.exitCode !== null }))) {
+  console.error("shardgate: workerd did not come up within 60 s");
+  shutdown();
+} else if (!opts.quiet) {
+  const host = config.ip.includes(":") ? `[${config.ip}]` : config.ip;
+  printBanner({ base: `http://${host}:${config.port}`, port: config.port, credentials: config.credentials, runtime: "plain workerd", dataDir: config.dataDir });
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `npm test`: set up (scripts/setup.sh), then run every suite and fail if any failed:
+# `npm test`: set up (scripts/setup.sh for serving, scripts/setup-test.sh for the test clients),
+# then run every suite and fail if any failed:
 #   1. cargo test --workspace   (native Rust tests of the core)
 #   2. typecheck                (tsc --noEmit over worker/ and tests/)
 #   3. vitest run               (projects "workers" in workerd and "node"; extra args go to vitest)
@@ -7,6 +8,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 bash "$here/setup.sh"
+bash "$here/setup-test.sh"
 . "$here/env.sh"
 cd "$SHARDGATE_ROOT"
 

@@ -1,7 +1,8 @@
-// Starts the gateway the way `npm start` does (scripts/serve.mjs: wrangler dev behind the local
-// front; bundled by wrangler, run by workerd, R2 and Durable Objects simulated by miniflare and
-// persisted on disk), on a free port, for end-to-end tests over real HTTP. Each gateway runs in
-// its own process group so stop() ends the front, wrangler and workerd together.
+// Starts the gateway the way `npm start` does (scripts/serve.mjs: plain workerd with disk nodes and
+// Durable Objects on local disk, behind the local front), or with `runtime: "dev"` the way
+// `npm run dev` does (scripts/dev.mjs: wrangler dev, R2 and Durable Objects simulated by miniflare),
+// on a free port, for end-to-end tests over real HTTP. SHARDGATE_E2E_RUNTIME=dev makes "dev" the
+// default. Each gateway runs in its own process group so stop() ends every process of it together.
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
@@ -36,18 +37,29 @@ export interface RequestLogLine {
   sent: number;
 }
 
+/** "workerd": the production runtime (npm start); "dev": wrangler dev (npm run dev). */
+export type Runtime = "workerd" | "dev";
+
 export class Gateway {
   private child: ChildProcess | undefined;
   private output = "";
   readonly persist = mkdtempSync(join(tmpdir(), "shardgate-e2e-"));
+  readonly runtime: Runtime;
   base = "";
+
+  constructor(opts: { runtime?: Runtime } = {}) {
+    this.runtime = opts.runtime ?? (process.env.SHARDGATE_E2E_RUNTIME === "dev" ? "dev" : "workerd");
+  }
 
   /** Starts (or restarts, keeping the persisted data) and waits for the health check. */
   async start(): Promise<void> {
     const port = await freePort();
     this.base = `http://127.0.0.1:${port}`;
     this.output = "";
-    const args = [join(root, "scripts/serve.mjs"), "--quiet", "--port", String(port), "--persist-to", this.persist];
+    const args =
+      this.runtime === "dev"
+        ? [join(root, "scripts/dev.mjs"), "--quiet", "--port", String(port), "--persist-to", this.persist]
+        : [join(root, "scripts/serve.mjs"), "--quiet", "--port", String(port), "--data-dir", this.persist];
     const child = spawn(process.execPath, args, {
       cwd: root,
       detached: true,
@@ -59,18 +71,18 @@ export class Gateway {
     child.stderr?.on("data", (d: Buffer) => (this.output += d.toString()));
     const deadline = Date.now() + 60_000;
     for (;;) {
-      if (child.exitCode !== null) throw new Error(`wrangler dev exited with ${child.exitCode}:\n${this.output}`);
+      if (child.exitCode !== null) throw new Error(`the ${this.runtime} gateway exited with ${child.exitCode}:\n${this.output}`);
       try {
         if ((await fetch(`${this.base}/_shardgate/health`)).ok) return;
       } catch {
         // not listening yet
       }
-      if (Date.now() > deadline) throw new Error(`wrangler dev did not come up within 60 s:\n${this.output}`);
+      if (Date.now() > deadline) throw new Error(`the ${this.runtime} gateway did not come up within 60 s:\n${this.output}`);
       await new Promise((r) => setTimeout(r, 250));
     }
   }
 
-  /** What wrangler and the Worker printed (its JSON request logs among them). */
+  /** What the runtime and the Worker printed (its JSON request logs among them). */
   get log(): string {
     return this.output;
   }
@@ -92,19 +104,26 @@ export class Gateway {
   }
 
   async stop(): Promise<void> {
+    await this.signal("SIGTERM");
+    await this.signal("SIGKILL");
+  }
+
+  /** `kill -9` of every process of the server at once: nothing gets to shut down cleanly. */
+  async crash(): Promise<void> {
+    await this.signal("SIGKILL");
+  }
+
+  /** Signals the server's process group and waits (at most 5 s) for its first process to exit. */
+  private async signal(signal: NodeJS.Signals): Promise<void> {
     const child = this.child;
-    if (child?.pid === undefined || child.exitCode !== null) return;
-    const exited = new Promise((r) => child.once("exit", r));
-    const kill = (signal: NodeJS.Signals) => {
-      try {
-        process.kill(-(child.pid as number), signal);
-      } catch {
-        // already gone
-      }
-    };
-    kill("SIGTERM");
+    if (child?.pid === undefined) return;
+    const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((r) => child.once("exit", r));
+    try {
+      process.kill(-child.pid, signal);
+    } catch {
+      // already gone
+    }
     await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000))]);
-    kill("SIGKILL");
   }
 
   async dispose(): Promise<void> {

@@ -2,11 +2,12 @@
 // parity, in chunk data and in checksums) are found chunk by chunk by a deep scrub, the shard files
 // are rebuilt bit-identical, a second deep pass finds nothing, and the objects read back exactly.
 // A shallow scrub finds deleted and truncated shard files. The walk resumes from its cursor across
-// steps, completes passes, runs from the Cron Trigger's handler, and reports in
+// steps, completes passes, runs from the job scheduler's alarm, and reports in
 // GET /_shardgate/admin/heal.
 import { env } from "cloudflare:workers";
-import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext, runDurableObjectAlarm, waitOnExecutionContext } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
+import type { Env } from "../../worker/src/config";
 import worker from "../../worker/src/index";
 import { expectSameBytes, randomBytes } from "../shared/core-suite";
 import { s3, s3ok } from "./signed";
@@ -275,11 +276,17 @@ describe("the walk", () => {
     expect(next.run.pass).toBe(passNumber + 1);
   }, 120_000);
 
-  it("runs a step from the Cron Trigger's scheduled handler", async () => {
+  it("runs a step from the job scheduler's alarm, armed by the first request", async () => {
     const before = (await status()).scrub;
     const ctx = createExecutionContext();
-    await worker.scheduled(createScheduledController({ cron: "*/15 * * * *", scheduledTime: new Date() }), env as never, ctx);
+    await worker.fetch(new Request("http://gateway.test/_shardgate/health"), env as never, ctx);
     await waitOnExecutionContext(ctx);
+    const jobs = (env as unknown as Env).JOB_SCHEDULER;
+    if (!jobs) throw new Error("wrangler.toml binds no JOB_SCHEDULER");
+    const scheduler = jobs.get(jobs.idFromName("main"));
+    expect(await scheduler.nextRun()).toBeGreaterThan(Date.now());
+    expect(await runDurableObjectAlarm(scheduler)).toBe(true);
+    expect(await scheduler.nextRun()).toBeGreaterThan(Date.now()); // the next run is set again
     const after = (await status()).scrub;
     expect(after.lastRun?.trigger).toBe("cron");
     expect(after.lastRun?.mode).toBe("deep");

@@ -1,11 +1,13 @@
 // The gateway's configuration, read once per isolate from the Worker's vars and secrets
 // (wrangler.toml [vars]; secrets in production). Invalid configuration fails loudly at the first
 // request rather than storing data with a geometry nobody meant.
+import type { JobScheduler } from "./jobs/scheduler";
 import type { BucketIndex } from "./meta/bucket-index";
 import type { BucketRegistry } from "./meta/registry";
 import { metrics } from "./observability/metrics";
 import type { MetricsStore } from "./observability/metrics-store";
 import { nodeHealth, GuardedNode } from "./storage/node-health";
+import { DiskNode } from "./storage/disk-node";
 import { CountedNode, R2Node, type StorageNode } from "./storage/nodes";
 import { S3Node, type S3NodeSpec } from "./storage/s3-node";
 
@@ -13,6 +15,10 @@ export interface Env {
   BUCKET_INDEX: DurableObjectNamespace<BucketIndex>;
   BUCKET_REGISTRY: DurableObjectNamespace<BucketRegistry>;
   METRICS_STORE: DurableObjectNamespace<MetricsStore>;
+  /** Runs the background jobs on an alarm (worker/src/jobs/scheduler.ts). */
+  JOB_SCHEDULER?: DurableObjectNamespace<JobScheduler>;
+  /** Time between background job runs (ms, default 15 minutes). */
+  SHARDGATE_JOB_INTERVAL_MS?: string;
   SHARDGATE_NODES: string;
   /**
    * S3-compatible nodes, JSON: { "<node id>": { endpoint, bucket, region, accessKeyId?,
@@ -20,6 +26,8 @@ export interface Env {
    * SHARDGATE_S3_NODE_<ID>_ACCESS_KEY_ID / _SECRET_ACCESS_KEY (ID upper-cased, - as _).
    */
   SHARDGATE_S3_NODES?: string;
+  /** Nodes that are local directories: workerd disk services bound under the node's id (plain workerd only). */
+  SHARDGATE_DISK_NODES?: string;
   SHARDGATE_DATA_SHARDS: string;
   SHARDGATE_PARITY_SHARDS: string;
   SHARDGATE_BLOCK_BYTES: string;
@@ -88,8 +96,9 @@ function parseConfig(env: Env): GatewayConfig {
   const ids = (env.SHARDGATE_NODES ?? "").split(",").map((s) => s.trim()).filter(Boolean);
   const s3Nodes = parseS3Nodes(env);
   const nodeStallMs = int(env, "SHARDGATE_NODE_STALL_MS", 30_000);
-  const nodes = ids.map((id) => new GuardedNode(new CountedNode(originNode(env, id, s3Nodes, nodeStallMs), metrics), nodeHealth(id)));
-  const draining = new Set((env.SHARDGATE_DRAINING_NODES ?? "").split(",").map((s) => s.trim()).filter(Boolean));
+  const diskNodes = idList(env.SHARDGATE_DISK_NODES);
+  const nodes = ids.map((id) => new GuardedNode(new CountedNode(originNode(env, id, s3Nodes, diskNodes, nodeStallMs), metrics), nodeHealth(id)));
+  const draining = idList(env.SHARDGATE_DRAINING_NODES);
   for (const id of draining) if (!ids.includes(id)) throw new Error(`configuration: draining node ${id} is not in SHARDGATE_NODES`);
   const dataShards = int(env, "SHARDGATE_DATA_SHARDS");
   const parityShards = int(env, "SHARDGATE_PARITY_SHARDS");
@@ -121,12 +130,17 @@ function parseConfig(env: Env): GatewayConfig {
   };
 }
 
-function originNode(env: Env, id: string, s3Nodes: Map<string, S3NodeSpec>, stallMs: number): StorageNode {
+function originNode(env: Env, id: string, s3Nodes: Map<string, S3NodeSpec>, diskNodes: Set<string>, stallMs: number): StorageNode {
   const binding = (env as unknown as Record<string, unknown>)[id];
+  // Named explicitly: a service binding is an RPC stub that seems to have every method an R2 binding has.
+  if (diskNodes.has(id)) {
+    if (!isFetcher(binding)) throw new Error(`configuration: disk node ${id} has no service binding of that name`);
+    return new DiskNode(id, binding);
+  }
   if (isR2Bucket(binding)) return new R2Node(id, binding);
   const spec = s3Nodes.get(id);
   if (spec) return new S3Node(id, spec, stallMs);
-  throw new Error(`configuration: node ${id} is neither an R2 bucket binding nor in SHARDGATE_S3_NODES`);
+  throw new Error(`configuration: node ${id} is neither an R2 bucket binding, a disk service binding nor in SHARDGATE_S3_NODES`);
 }
 
 function parseS3Nodes(env: Env): Map<string, S3NodeSpec> {
@@ -158,6 +172,14 @@ function parseS3Nodes(env: Env): Map<string, S3NodeSpec> {
   return nodes;
 }
 
+function idList(csv: string | undefined): Set<string> {
+  return new Set((csv ?? "").split(",").map((s) => s.trim()).filter(Boolean));
+}
+
 function isR2Bucket(v: unknown): v is R2Bucket {
   return typeof v === "object" && v !== null && "put" in v && "get" in v && "head" in v;
+}
+
+function isFetcher(v: unknown): v is Fetcher {
+  return typeof v === "object" && v !== null && "fetch" in v && typeof v.fetch === "function";
 }

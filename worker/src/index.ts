@@ -6,11 +6,10 @@
 import { Hono } from "hono";
 import pkg from "../package.json";
 import { handleS3 } from "./api/handle";
-import { scheduledHeal } from "./api/heal";
 import { type Env } from "./config";
 import { mountConsole } from "./console";
 import { coreVersion } from "./core";
-import { scheduledScrub } from "./scrub/walk";
+import { armScheduler } from "./jobs/scheduler";
 
 const app = new Hono<{ Bindings: Env }>();
 
@@ -20,12 +19,15 @@ mountConsole(app); // the web console at /_console/, and GET / from a browser re
 
 app.all("*", (c) => handleS3(c.req.raw, c.env, c.executionCtx));
 
-// fetch: the S3 API and the console; scheduled: the Cron Trigger (wrangler.toml [triggers]) works
-// through the heal queues, then runs a background scrub step.
+// fetch: the S3 API and the console. The first request of an isolate also arms the alarm that runs
+// the background jobs (heal queues, scrub): worker/src/jobs/scheduler.ts.
 export default {
-  fetch: (request: Request, env: Env, ctx: ExecutionContext) => app.fetch(request, env, ctx),
-  scheduled: (_controller: ScheduledController, env: Env, ctx: ExecutionContext) => ctx.waitUntil(scheduledHeal(env).then(() => scheduledScrub(env))),
+  fetch: (request: Request, env: Env, ctx: ExecutionContext) => {
+    armScheduler(env, (p) => ctx.waitUntil(p));
+    return app.fetch(request, env, ctx);
+  },
 } satisfies ExportedHandler<Env>;
+export { JobScheduler } from "./jobs/scheduler";
 export { BucketIndex } from "./meta/bucket-index";
 export { BucketRegistry } from "./meta/registry";
 export { MetricsStore } from "./observability/metrics-store";

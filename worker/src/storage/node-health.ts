@@ -5,7 +5,7 @@
 // waiting for a dead or stalled node. After a cool-down one request is let through as a probe
 // (half-open); its success closes the breaker, its failure opens it again. The recent latency
 // also tells a read when to stop waiting for a node and hedge with parity.
-import type { StorageNode } from "./nodes";
+import type { NodeKind, StorageNode } from "./nodes";
 import { WriteAbandoned } from "./shard-sink";
 
 export type BreakerState = "closed" | "open" | "half-open";
@@ -22,7 +22,7 @@ export const DEFAULT_BREAKER: BreakerSettings = { failures: 3, coolDownMs: 5_000
 /** What `GET /_shardgate/admin/nodes` shows of one node. */
 export interface NodeStatus {
   id: string;
-  kind: "r2" | "s3";
+  kind: NodeKind;
   state: BreakerState;
   /** Moving average of the time to a response's headers (ms), null before the first answer. */
   latencyMs: number | null;
@@ -145,7 +145,7 @@ export class NodeHealth {
     return Math.min(HEDGE_CAP_MS, Math.max(HEDGE_FLOOR_MS, 4 * this.latencyMs));
   }
 
-  status(kind: "r2" | "s3"): NodeStatus {
+  status(kind: NodeKind): NodeStatus {
     return {
       id: this.id,
       kind,
@@ -193,7 +193,7 @@ export class GuardedNode implements StorageNode {
     return this.inner.id;
   }
 
-  get kind(): "r2" | "s3" {
+  get kind(): NodeKind {
     return this.inner.kind;
   }
 

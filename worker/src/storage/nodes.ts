@@ -2,9 +2,12 @@
 // (never overwritten in place) and serves byte ranges of them.
 import type { Metrics } from "../observability/metrics";
 
+/** R2 bucket binding, S3-compatible endpoint, or a local directory (workerd disk service). */
+export type NodeKind = "r2" | "s3" | "disk";
+
 export interface StorageNode {
   readonly id: string;
-  readonly kind: "r2" | "s3";
+  readonly kind: NodeKind;
   /** Stores `body` (exactly `length` bytes) under `key`. */
   put(key: string, body: ReadableStream<Uint8Array>, length: number): Promise<void>;
   /** Bytes [start, end) of `key`, or null when the node does not have it. */
@@ -25,6 +28,13 @@ export class NodeAnswerError extends Error {
   ) {
     super(message);
   }
+}
+
+/** Throws a NodeAnswerError, with the start of the answer's body, unless `res` is a 2xx. */
+export async function expectOk(res: Response, node: string, method: string, key: string): Promise<void> {
+  if (res.ok) return;
+  const detail = (await res.text().catch(() => "")).slice(0, 300);
+  throw new NodeAnswerError(res.status, `node ${node}: ${method} ${key}: HTTP ${res.status} ${detail}`);
 }
 
 /** A node backed by an R2 bucket binding (miniflare simulates and persists it locally). */
@@ -101,7 +111,7 @@ export class CountedNode implements StorageNode {
     return this.inner.id;
   }
 
-  get kind(): "r2" | "s3" {
+  get kind(): NodeKind {
     return this.inner.kind;
   }
 

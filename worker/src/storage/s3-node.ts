@@ -3,7 +3,7 @@
 // known up front), ranged GETs, HEAD, DELETE. Shard files are at most a part's size divided by k,
 // so a single PUT (S3 allows 5 GiB) carries any part a single PutObject or UploadPart can.
 import { AwsClient } from "aws4fetch";
-import { NodeAnswerError, type StorageNode } from "./nodes";
+import { expectOk, type StorageNode } from "./nodes";
 
 export interface S3NodeSpec {
   /** Base URL, e.g. http://127.0.0.1:7070 or https://<account>.r2.cloudflarestorage.com. */
@@ -85,10 +85,4 @@ export class S3Node implements StorageNode {
     const url = this.base + key.split("/").map(encodeURIComponent).join("/");
     return this.client.sign(url, { method, headers: { ...headers, "x-amz-content-sha256": "UNSIGNED-PAYLOAD" } });
   }
-}
-
-async function expectOk(res: Response, node: string, method: string, key: string): Promise<void> {
-  if (res.ok) return;
-  const detail = (await res.text().catch(() => "")).slice(0, 300);
-  throw new NodeAnswerError(res.status, `node ${node}: ${method} ${key}: HTTP ${res.status} ${detail}`);
 }

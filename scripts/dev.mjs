@@ -1,0 +1,70 @@
+// `npm run dev`: the gateway under `wrangler dev` (workerd with R2 nodes and Durable Objects
+// simulated by miniflare and persisted on disk) on a private port, behind the local front
+// (scripts/lib/front.mjs: it answers `Expect: 100-continue`) on the public port. For development:
+// wrangler dev adds a few ms to every request; `npm start` (scripts/serve.mjs) is the production runtime.
+//
+//   node scripts/dev.mjs [--ip 127.0.0.1] [--port 8787] [--persist-to DIR] [--quiet] [-- wrangler dev args]
+//
+// Credentials: SHARDGATE_ACCESS_KEY_ID / SHARDGATE_SECRET_ACCESS_KEY from the environment, or the
+// local defaults (never built into the Worker: a deployment without secrets refuses all).
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { freePort } from "./lib/free-port.mjs";
+import { LOCAL_DEFAULTS, printBanner, startFront, waitHealthy } from "./lib/front.mjs";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+
+const { values: opts, positionals: wranglerArgs } = parseArgs({
+  options: {
+    ip: { type: "string", default: "127.0.0.1" },
+    port: { type: "string", default: "8787" },
+    "persist-to": { type: "string" },
+    quiet: { type: "boolean", default: false },
+  },
+  allowPositionals: true,
+});
+
+const credentials = {
+  accessKeyId: process.env.SHARDGATE_ACCESS_KEY_ID || LOCAL_DEFAULTS.accessKeyId,
+  secretAccessKey: process.env.SHARDGATE_SECRET_ACCESS_KEY || LOCAL_DEFAULTS.secretAccessKey,
+};
+
+const [workerPort, inspectorPort] = [await freePort(), await freePort()];
+let stopping = false;
+
+const wrangler = spawn(
+  process.execPath,
+  [
+    `${root}node_modules/wrangler/bin/wrangler.js`,
+    "dev",
+    ...["--ip", "127.0.0.1", "--port", String(workerPort), "--inspector-port", String(inspectorPort)],
+    "--show-interactive-dev-session=false",
+    ...["--var", `SHARDGATE_ACCESS_KEY_ID:${credentials.accessKeyId}`, "--var", `SHARDGATE_SECRET_ACCESS_KEY:${credentials.secretAccessKey}`],
+    ...(opts["persist-to"] ? ["--persist-to", opts["persist-to"]] : []),
+    ...wranglerArgs,
+  ],
+  { cwd: root, stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" } },
+);
+// No restart loop: a wrangler dev that exits is a bug to see, not to hide (the aborted-upload
+// crash of wrangler 4.124, workers-sdk #15451, is fixed in the pinned version).
+wrangler.on("exit", (code, signal) => {
+  if (!stopping) console.error(`shardgate: wrangler dev exited (${signal ?? code}); stopping`);
+  process.exit(stopping ? 0 : (code ?? 1));
+});
+
+const shutdown = () => {
+  stopping = true;
+  wrangler.kill("SIGTERM");
+  setTimeout(() => process.exit(0), 3000).unref();
+};
+process.on("SIGINT", shutdown);
+process.on("SIGTERM", shutdown);
+
+await startFront({ ip: opts.ip, port: Number(opts.port), upstreamPort: workerPort });
+if (!(await waitHealthy(`http://127.0.0.1:${workerPort}/_shardgate/health`, { timeoutMs: 120_000, gone: () => wrangler.exitCode !== null }))) {
+  console.error("shardgate: wrangler dev did not come up within 2 minutes");
+  shutdown();
+} else if (!opts.quiet) {
+  printBanner({ base: `http://${opts.ip}:${opts.port}`, port: opts.port, credentials, runtime: "wrangler dev, for development" });
+}

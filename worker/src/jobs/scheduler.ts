@@ -1,0 +1,54 @@
+// The periodic background work (heal queues, then a scrub step), driven by a Durable Object alarm:
+// alarms work the same on Cloudflare, on plain workerd and under miniflare, where Cron Triggers
+// exist only on Cloudflare. One object (named "main") keeps one alarm; the Worker arms it once per
+// isolate, and every run sets the next one before it starts, so a crash mid-run never stops it.
+import { DurableObject } from "cloudflare:workers";
+import { scheduledHeal } from "../api/heal";
+import type { Env } from "../config";
+import { scheduledScrub } from "../scrub/walk";
+
+/** Default time between runs (SHARDGATE_JOB_INTERVAL_MS overrides it). */
+const DEFAULT_INTERVAL_MS = 15 * 60_000;
+
+export class JobScheduler extends DurableObject<Env> {
+  /** Sets the alarm unless one is set already. */
+  async arm(): Promise<void> {
+    if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + intervalMs(this.env));
+  }
+
+  /** When the next run is due (ms since the epoch), or null before the first arm(). */
+  async nextRun(): Promise<number | null> {
+    return this.ctx.storage.getAlarm();
+  }
+
+  override async alarm(): Promise<void> {
+    await this.ctx.storage.setAlarm(Date.now() + intervalMs(this.env));
+    await runJobs(this.env);
+  }
+}
+
+/** One round of background work; each job logs and swallows its own errors. */
+export async function runJobs(env: Env): Promise<void> {
+  await scheduledHeal(env);
+  await scheduledScrub(env);
+}
+
+function intervalMs(env: Env): number {
+  const n = Number(env.SHARDGATE_JOB_INTERVAL_MS);
+  return Number.isSafeInteger(n) && n > 0 ? n : DEFAULT_INTERVAL_MS;
+}
+
+let armed = false;
+
+/** Arms the scheduler once per isolate (a value, not a shared promise: no request awaits another's). */
+export function armScheduler(env: Env, waitUntil: (p: Promise<unknown>) => void): void {
+  if (armed || !env.JOB_SCHEDULER) return;
+  armed = true;
+  const stub = env.JOB_SCHEDULER.get(env.JOB_SCHEDULER.idFromName("main"));
+  waitUntil(
+    stub.arm().catch((e: unknown) => {
+      armed = false; // try again with a later request
+      console.error(JSON.stringify({ scheduler: { error: String(e) } }));
+    }),
+  );
+}

@@ -1,0 +1,61 @@
+// A node that is a directory on the gateway's own machine, served by workerd's `disk` service
+// (self-hosted on plain workerd: scripts/serve.mjs binds one writable disk service per node). The
+// service answers GET and HEAD (a single Range gives 206), PUT (a temporary file renamed into
+// place when complete, so a crashed upload never leaves a partial shard file) and DELETE.
+import { expectOk, NodeAnswerError, type StorageNode } from "./nodes";
+
+/** Any host: a service binding routes by binding, the URL's path names the file. */
+const ORIGIN = "http://disk/";
+
+export class DiskNode implements StorageNode {
+  readonly kind = "disk";
+
+  constructor(
+    readonly id: string,
+    private readonly disk: Fetcher,
+  ) {}
+
+  async put(key: string, body: ReadableStream<Uint8Array>, length: number): Promise<void> {
+    // A declared length lets the service stream to its file instead of buffering a chunked body.
+    const fixed = new FixedLengthStream(length);
+    const [res] = await Promise.all([this.disk.fetch(this.url(key), { method: "PUT", body: fixed.readable }), body.pipeTo(fixed.writable)]);
+    await expectOk(res, this.id, "PUT", key);
+    await res.body?.cancel();
+  }
+
+  async get(key: string, start: number, end: number): Promise<ReadableStream<Uint8Array> | null> {
+    const res = await this.disk.fetch(this.url(key), { headers: { range: `bytes=${start}-${end - 1}` } });
+    if (res.status === 404) {
+      await res.body?.cancel();
+      return null;
+    }
+    await expectOk(res, this.id, "GET", key);
+    // A whole-file answer is right only when the range is the whole file.
+    if (res.status !== 206 && !(start === 0 && Number(res.headers.get("content-length")) === end)) {
+      await res.body?.cancel();
+      throw new Error(`node ${this.id}: GET ${key} ignored the Range header`);
+    }
+    return res.body;
+  }
+
+  async delete(keys: string[]): Promise<void> {
+    await Promise.all(
+      keys.map(async (key) => {
+        const res = await this.disk.fetch(this.url(key), { method: "DELETE" });
+        await res.body?.cancel();
+        if (!res.ok && res.status !== 404) throw new NodeAnswerError(res.status, `node ${this.id}: DELETE ${key}: HTTP ${res.status}`);
+      }),
+    );
+  }
+
+  async head(key: string): Promise<number | null> {
+    const res = await this.disk.fetch(this.url(key), { method: "HEAD" });
+    if (res.status === 404) return null;
+    await expectOk(res, this.id, "HEAD", key);
+    return Number(res.headers.get("content-length"));
+  }
+
+  private url(key: string): string {
+    return ORIGIN + key.split("/").map(encodeURIComponent).join("/");
+  }
+}
