@@ -1,7 +1,10 @@
 // Vitest projects (run them all with `npm test`, or one with `npx vitest run --project node`):
 //   - "workers": tests/worker/**/*.test.ts run inside workerd (the Worker from wrangler.toml,
 //     via @cloudflare/vitest-plugin's `cloudflareTest`).
-//   - "node":    tests/node/**/*.test.ts run in Node (core/pkg loaded from disk with initSync).
+//   - "node":    tests/node/**/*.test.ts run in Node (core/pkg loaded from disk with initSync),
+//                end to end against the production runtime (plain workerd, what `npm start` serves).
+//   - "node-dev": the end-to-end suites that matter for development once more, against
+//                `wrangler dev` (what `npm run dev` serves): both runtimes must pass them.
 // Both get `inject("coreCrateVersion")`: the version in core/Cargo.toml, read here independently
 // of the wasm so tests can compare it with what the core reports.
 import { readFileSync } from "node:fs";
@@ -18,6 +21,10 @@ function crateVersion(cargoToml: string): string {
   if (!m?.[1]) throw new Error(`no [package] version in ${cargoToml}`);
   return m[1];
 }
+
+// The end-to-end suites run under `wrangler dev` too: an SDK's whole S3 surface, multipart, and
+// the misbehaving clients that used to crash the dev server.
+const DEV_SUITES = ["tests/node/s3-sdk.test.ts", "tests/node/sdk-multipart.test.ts", "tests/node/bad-clients.test.ts", "tests/node/dev-server.test.ts"];
 
 const provide = { coreCrateVersion: crateVersion("./core/Cargo.toml") };
 
@@ -57,6 +64,19 @@ export default defineConfig({
           testTimeout: 60_000,
           hookTimeout: 120_000,
           include: ["tests/node/**/*.test.ts"],
+          provide,
+        },
+      },
+      {
+        test: {
+          name: "node-dev",
+          root,
+          environment: "node",
+          env: { SHARDGATE_E2E_RUNTIME: "dev" }, // tests/node/gateway.ts: wrangler dev by default
+          fileParallelism: false,
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+          include: DEV_SUITES,
           provide,
         },
       },

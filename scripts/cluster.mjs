@@ -11,7 +11,7 @@
 // `argv` that starts it again on the same port and data (after a kill). `--var` passes a Worker
 // variable to the gateway (e.g. --var SHARDGATE_DATA_SHARDS:3).
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync } from "node:fs";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -86,19 +86,20 @@ for (let i = 0; i < NODES; i++) {
 }
 await Promise.all(nodes.map(createBucket));
 
-const s3Nodes = Object.fromEntries(nodes.map((n) => [n.id, { endpoint: n.endpoint, bucket: BUCKET, region: "us-east-1", ...NODE_KEY }]));
+// The gateway on the production runtime (scripts/serve.mjs), its nodes given in a config file.
+const vars = Object.fromEntries(opts.var.map((v) => [v.slice(0, v.indexOf(":")), v.slice(v.indexOf(":") + 1)]));
+const config = {
+  nodes: nodes.map((n) => ({ id: n.id, type: "s3", endpoint: n.endpoint, bucket: BUCKET, region: "us-east-1", ...NODE_KEY })),
+  // A paused node counts as failed after 5 s without progress (30 s by default).
+  vars: { SHARDGATE_NODE_STALL_MS: "5000", ...vars },
+};
+if (vars.SHARDGATE_DATA_SHARDS) config.dataShards = Number(vars.SHARDGATE_DATA_SHARDS);
+if (vars.SHARDGATE_PARITY_SHARDS) config.parityShards = Number(vars.SHARDGATE_PARITY_SHARDS);
+const configFile = join(data, "shardgate.json");
+writeFileSync(configFile, JSON.stringify(config, null, 2));
 const gateway = spawn(
   process.execPath,
-  [
-    join(root, "scripts/serve.mjs"),
-    ...["--ip", opts.ip, "--port", opts.port, "--persist-to", join(data, "gateway")],
-    "--quiet",
-    "--",
-    ...["--var", `SHARDGATE_NODES:${nodes.map((n) => n.id).join(",")}`, "--var", `SHARDGATE_S3_NODES:${JSON.stringify(s3Nodes)}`],
-    // A paused node counts as failed after 5 s without progress (30 s by default).
-    ...["--var", "SHARDGATE_NODE_STALL_MS:5000"],
-    ...opts.var.flatMap((v) => ["--var", v]),
-  ],
+  [join(root, "scripts/serve.mjs"), "--config", configFile, ...["--ip", opts.ip, "--port", opts.port, "--data-dir", join(data, "gateway")], "--quiet"],
   { stdio: ["ignore", "inherit", "inherit"] },
 );
 children.push(gateway);

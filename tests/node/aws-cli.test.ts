@@ -1,5 +1,5 @@
 // End to end with the real AWS CLI (v1, from PyPI, pinned in tests/python/requirements.txt and
-// installed by scripts/setup.sh into .tools/python) against the gateway under `wrangler dev`, as
+// installed by scripts/setup.sh into .tools/python) against the gateway as `npm start` serves it, as
 // README's "Getting started" tells a user to drive it, with the CLI's defaults but 4 requests in flight: mb, cp up
 // and down (above 8 MiB as multipart uploads of 8 MiB parts with CRC32 checksums, and parallel
 // ranged GETs down), sync of a tree both ways, ls, a ranged get-object, rm, rb.

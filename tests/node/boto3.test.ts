@@ -1,5 +1,5 @@
 // End to end with the real boto3 (from PyPI, pinned in tests/python/requirements.txt and installed
-// by scripts/setup.sh into .tools/python) against the gateway under `wrangler dev`. Each test runs
+// by scripts/setup.sh into .tools/python) against the gateway as `npm start` serves it. Each test runs
 // one command of tests/python/boto3_e2e.py, which does the S3 calls with boto3's default settings
 // (a CRC32 checksum on every PutObject, checksum mode on GetObject) and reports what it saw as
 // JSON: digests, lengths, headers and error codes. The expectations are all here.

@@ -1,6 +1,6 @@
-// What `npm start` serves: the Worker under `wrangler dev` (bundled by wrangler, run by workerd),
-// end to end over HTTP. Catches what the in-workerd test pool cannot, e.g. a main module that
-// workerd refuses to load or a .wasm import wrangler does not bundle.
+// What `npm start` serves (plain workerd) and what `npm run dev` serves (wrangler dev), end to end
+// over HTTP (the "node" and "node-dev" projects). Catches what the in-workerd test pool cannot,
+// e.g. a main module that workerd refuses to load or a .wasm import wrangler does not bundle.
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { Gateway } from "./gateway";
 
@@ -8,7 +8,7 @@ const gateway = new Gateway();
 beforeAll(() => gateway.start(), 90_000);
 afterAll(() => gateway.dispose());
 
-describe("wrangler dev (what npm start serves)", () => {
+describe(`the ${gateway.runtime} runtime`, () => {
   it("serves the health endpoint with the core's version", async () => {
     const res = await fetch(`${gateway.base}/_shardgate/health`);
     expect(res.status).toBe(200);

@@ -1,6 +1,6 @@
 // End to end with the real AWS SDK for JavaScript v3 (default settings: it signs every request,
 // sends CRC32 checksums, and streams bodies as aws-chunked with trailers) against the gateway
-// under `wrangler dev`, as a user of `npm start` would.
+// as `npm start` serves it (and, in the "node-dev" project, as `npm run dev` does).
 import { Readable } from "node:stream";
 import {
   CreateBucketCommand,
