@@ -89,6 +89,9 @@ export interface Manifest {
 }
 
 /** A chunk of a shard file failed its checksum: treat the shard as unavailable and re-plan. */
+/** Bytes of the checksum after every chunk of a shard file (core/src/frame.rs CHECKSUM_BYTES). */
+export const CHUNK_CHECKSUM_BYTES = 8;
+
 export class ChecksumMismatchError extends Error {
   constructor(
     readonly shard: number,

@@ -21,6 +21,7 @@
 // signature is checked as soon as its last byte has arrived, before anything after it is
 // passed on. Only a partial header or trailer line is ever buffered (bounded), never chunk data.
 
+import { BODY_PIECE_BYTES, PieceReader } from "../piece-reader";
 import { S3Error } from "../s3-error";
 import { EMPTY_SHA256, Sha256Stream, constantTimeEqual, hmacHex, sha256Hex } from "./crypto";
 
@@ -321,13 +322,6 @@ export class AwsChunkedParser {
   }
 }
 
-function asBytes(value: unknown): Uint8Array {
-  if (value instanceof Uint8Array) return value;
-  if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
-  if (value instanceof ArrayBuffer) return new Uint8Array(value);
-  throw new TypeError("request body stream yielded a non-byte chunk");
-}
-
 /**
  * Decodes an aws-chunked `source` as it is read. The returned body errors with an S3Error at the
  * point a problem is detected (bad framing: 400 InvalidRequest; too large a chunk: 400
@@ -344,27 +338,28 @@ export function decodeAwsChunked(source: ReadableStream<Uint8Array>, opts: AwsCh
     rejectTrailers = reject;
   });
   trailers.catch(() => {}); // nobody has to look at the trailers
-  const reader = source.getReader();
+  // Large pieces (piece-reader.ts); not reused: the decoded output may be views into them.
+  const reader = new PieceReader(source, { pieceBytes: BODY_PIECE_BYTES, reuse: false });
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
         for (;;) {
-          const { done, value } = await reader.read();
-          if (done) {
+          const value = await reader.read();
+          if (value === null) {
             const headers = await parser.end();
             controller.close();
             resolveTrailers(headers);
             return;
           }
           const out: Uint8Array[] = [];
-          await parser.push(asBytes(value), out);
+          await parser.push(value, out);
           for (const piece of out) controller.enqueue(piece);
           if (out.length > 0) return;
         }
       } catch (err) {
         parser.abort();
         rejectTrailers(err);
-        reader.cancel(err).catch(() => {});
+        void reader.cancel(err);
         throw err;
       }
     },

@@ -1,12 +1,15 @@
-// Reads a body stream in exact amounts (a block at a time), whatever sizes the network delivers.
+// Reads a body stream in exact amounts (a block at a time), whatever sizes the network delivers,
+// pulling it in large pieces (piece-reader.ts) and copying each once, into the caller's block.
+import { BODY_PIECE_BYTES, PieceReader } from "../piece-reader";
 import { S3Error } from "../s3-error";
 
 export class ExactReader {
-  private readonly reader: ReadableStreamDefaultReader<Uint8Array> | null;
+  private readonly reader: PieceReader | null;
   private leftover: Uint8Array = new Uint8Array(0);
 
   constructor(body: ReadableStream<Uint8Array> | null) {
-    this.reader = body ? body.getReader() : null;
+    // Pieces are copied into the target before the next read: one reused buffer serves them all.
+    this.reader = body ? new PieceReader(body, { pieceBytes: BODY_PIECE_BYTES, reuse: true }) : null;
   }
 
   /** Fills `target` completely, or fails with IncompleteBody when the body ends first. */
@@ -14,7 +17,8 @@ export class ExactReader {
     let at = 0;
     while (at < target.length) {
       if (this.leftover.length === 0) {
-        const next = await this.next();
+        // Never more than this block needs: the rest would wait in the shared buffer.
+        const next = await this.next(target.length - at);
         if (!next) throw incomplete();
         this.leftover = next;
       }
@@ -27,7 +31,8 @@ export class ExactReader {
 
   /** The body must hold no more bytes than its declared length. */
   async expectEnd(): Promise<void> {
-    if (this.leftover.length > 0 || (await this.next())) {
+    // One byte is enough to tell: a larger read would wait for bytes that never come.
+    if (this.leftover.length > 0 || (await this.next(1))) {
       throw new S3Error(400, "IncompleteBody", "The request body is longer than its declared length.");
     }
   }
@@ -52,20 +57,14 @@ export class ExactReader {
   /** Stops reading: the rest of the body is not wanted (a stream the gateway opened itself). */
   async cancel(): Promise<void> {
     this.leftover = new Uint8Array(0);
-    await this.reader?.cancel().catch(() => {});
+    await this.reader?.cancel();
     this.ended = true;
   }
 
-  private async next(): Promise<Uint8Array | null> {
-    if (!this.reader) return null;
-    for (;;) {
-      const { done, value } = await this.reader.read();
-      if (done) {
-        this.ended = true;
-        return null;
-      }
-      if (value.length > 0) return value;
-    }
+  private async next(max?: number): Promise<Uint8Array | null> {
+    const piece = this.reader ? await this.reader.read(max) : null;
+    if (!piece) this.ended = true;
+    return piece;
   }
 }
 

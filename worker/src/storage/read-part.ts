@@ -6,7 +6,8 @@
 // ends early or fails a checksum is dropped: the rest of the range is re-planned from the last
 // byte sent, reading parity instead, so the client still gets exactly the right bytes.
 import type { GatewayConfig } from "../config";
-import { ChecksumMismatchError, type Core, type ManifestPart, type RangeAssembler, type ReadPlan, type ShardedLayout, type ShardFetch } from "../core-api";
+import { CHUNK_CHECKSUM_BYTES, ChecksumMismatchError, type Core, type ManifestPart, type RangeAssembler, type ReadPlan, type ShardedLayout, type ShardFetch } from "../core-api";
+import { PieceReader } from "../piece-reader";
 import { S3Error } from "../s3-error";
 import { GuardedNode, NodeUnavailableError } from "./node-health";
 import { nodesById, shardKey, type StorageNode } from "./nodes";
@@ -34,6 +35,13 @@ export const HEAL_NOW: ReadonlySet<LossReason> = new Set(["missing", "checksum"]
 
 /** Largest piece of output handed to the client stream at once. */
 const OUTPUT_PIECE = 256 * 1024;
+
+/**
+ * How much of a shard stream is read at once, in checksummed chunks: 16 of them (256 KiB at the
+ * default chunk size) once flowing, one for a stream's first read, so the first byte goes out as
+ * soon as its chunk is verified (time to first byte does not wait for a large piece).
+ */
+const CHUNKS_PER_PIECE = 16;
 
 /**
  * Opens bytes [start, end) of a part; resolves once the shard requests have answered. Shards in
@@ -71,7 +79,7 @@ export async function openPartRange(
 interface Source {
   shard: number;
   node: StorageNode;
-  reader: ReadableStreamDefaultReader<Uint8Array>;
+  reader: PieceReader;
   expected: number;
   received: number;
   pending: Promise<SourceEvent> | null;
@@ -126,10 +134,13 @@ class ShardedRangeReader {
           this.assembler = plan.assembler();
           plan.free();
           const now = Date.now();
+          const framed = this.layout.chunkBytes + CHUNK_CHECKSUM_BYTES;
+          // Each piece is copied into the core before the next read: one reused buffer per stream.
+          const piece = { pieceBytes: framed * CHUNKS_PER_PIECE, reuse: true };
           this.sources = answers.map((a) => ({
             shard: a.f.shard,
             node: a.node,
-            reader: (a.body as ReadableStream<Uint8Array>).getReader(),
+            reader: new PieceReader(a.body as ReadableStream<Uint8Array>, piece),
             expected: a.f.end - a.f.start,
             received: 0,
             pending: null,
@@ -260,8 +271,9 @@ class ShardedRangeReader {
     for (const s of this.sources) {
       if (!s.pending && s.received < s.expected && asm.wants(s.shard)) {
         s.since = Date.now();
-        s.pending = s.reader.read().then(
-          (r) => ({ source: s, value: r.value, done: r.done }),
+        const max = Math.min(s.expected - s.received, s.received === 0 ? this.layout.chunkBytes + CHUNK_CHECKSUM_BYTES : Infinity);
+        s.pending = s.reader.read(max).then(
+          (value) => ({ source: s, value: value ?? undefined, done: value === null }),
           (error: unknown) => ({ source: s, error }),
         );
       }
@@ -315,7 +327,7 @@ class ShardedRangeReader {
   }
 
   close(): void {
-    for (const s of this.sources) s.reader.cancel().catch(() => {});
+    for (const s of this.sources) void s.reader.cancel();
     this.sources = [];
     this.assembler?.free();
     this.assembler = null;
