@@ -1,460 +1,254 @@
-// `npm run bench [-- --json]`: the gateway against a plain pass-through Worker, in one run, on
-// this machine. Prints a table (gateway, baseline, gateway/baseline), or with --json only the
-// figures as JSON on stdout; progress always goes to stderr.
+// `npm run bench [-- --json] [-- --quick] [-- --stall]`: shardgate against MinIO 4+2 and a
+// pass-through Worker, side by side in one run on this machine (bench/lib/targets.mjs):
+//   shardgate as `npm start` serves it (plain workerd) and under `wrangler dev`; the pass-through
+//   Worker on plain workerd over a disk service; MinIO in erasure mode 4+2 on six folders.
+//   --targets=ID,ID and --cases=ID,ID run a subset. All get the same requests from the same client
+//   (bench/lib/s3-client.mjs: keep-alive node:http, SigV4 with UNSIGNED-PAYLOAD).
 //
-// Both Workers are served by scripts/serve.mjs exactly as `npm start` serves the gateway
-// (wrangler dev behind the same Node front, own process group, own temporary persist dir); the
-// baseline is bench/passthrough (one R2 bucket, no auth, no coding) given to it with
-// `-- -c bench/passthrough/wrangler.toml`. So each request takes the same path up to the Worker,
-// and the ratio is what the gateway's own work costs. Both get the same SigV4-signed requests
-// (aws4fetch over Node's fetch; PUTs send `x-amz-content-sha256: UNSIGNED-PAYLOAD`, so the
-// client never hashes); the baseline ignores the signature. Gateway and baseline alternate
-// request by request, so load from elsewhere on the machine hits both alike.
+// Cases, each at 1, 4 and 16 requests in flight (--quick: 4 only): GET of 1 MiB and 64 MiB
+// objects, 4 KiB GETs at random offsets of a 16 MiB object (every body checked against the
+// source), PUT of 1 MiB and 16 KiB objects (fresh keys), HEAD, and LIST (ListObjectsV2 pages of
+// 1,000 keys). Each (case, in flight) is measured for WINDOW_MS per target, in ROUNDS rounds whose
+// order alternates (forward, backward), so load from elsewhere on the machine hits all alike.
+// Figures: throughput, p50/p99 latency, for GETs time to first byte, and the bytes the server
+// processes read (/proc/PID/io rchar: files and sockets) per byte served.
 //
-// What is measured:
-//  1. Throughput: PUT then GET of 1 MiB and 64 MiB random objects, MiB/s as the median over
-//     repetitions (a fresh key each, so no overwrite cleanup), from sending the request to the
-//     end of the response, GET bodies read in full and their length checked. Time to first
-//     byte: from sending a GET to its first body chunk.
-//  2. Range reads of one 64 MiB object at random offsets (seeded, the same for both), 4 KiB,
-//     64 KiB and 1 MiB long, one at a time; every body is checked against the source bytes.
-//     Median latency for both; for the gateway also read amplification: the growth of
-//     `shardgate_node_bytes_read_total` (all nodes, from the signed /_shardgate/metrics) over
-//     the batch divided by the range bytes the client received. The baseline asks R2 for exactly
-//     the range: 1 by construction, so not shown.
-//  3. Small objects: 4 KiB PUTs, then GETs, SMALL.count of each at SMALL.concurrency in flight,
-//     objects per second.
-//  4. Degraded GETs: the gateway restarted on the same data without NODE_0, GETs of the 64 MiB
-//     objects whose lost shard was a data shard (parity rebuilt on the fly), MiB/s.
-//  5. A paused node (bench/stall-bench.mjs, once the servers above are stopped): GET latency
-//     p50/p99 over `npm run cluster` with one node stopped by SIGSTOP, against the same cluster
-//     healthy, and the reads that hedged. Its own table, and `stall` in the JSON.
-import { spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import os from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { AwsClient } from "aws4fetch";
-import { freePort } from "../scripts/lib/free-port.mjs";
+// Prints one table per case with the ratio shardgate (npm start) / MinIO, or with --json only the
+// figures on stdout; progress goes to stderr. --stall adds bench/stall-bench.mjs (a paused node).
+import { createHash, randomBytes } from "node:crypto";
+import { S3Client } from "./lib/s3-client.mjs";
+import { bytesRead, startTarget, TARGETS } from "./lib/targets.mjs";
 import { roundStallRows, stallBench, stallFootnotes, stallTable, stopStallCluster } from "./stall-bench.mjs";
 
-const root = fileURLToPath(new URL("..", import.meta.url));
-const json = process.argv.includes("--json");
+const args = new Set(process.argv.slice(2));
+// --targets=ID,ID and --cases=ID,ID run a subset (for a quick look; the table compares all).
+const only = (name) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3).split(",");
+const json = args.has("--json");
+const quick = args.has("--quick");
 const log = (line) => console.error(line);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
-const CREDENTIALS = { accessKeyId: "shardgate", secretAccessKey: "shardgate-secret" }; // serve.mjs's local defaults
 const BUCKET = "bench";
-const THROUGHPUT = [
-  { size: MiB, reps: 15 },
-  { size: 64 * MiB, reps: 5 },
-];
-const RANGES = [
-  { size: 4 * KiB, count: 100 },
-  { size: 64 * KiB, count: 100 },
-  { size: MiB, count: 30 },
-];
-const SMALL = { size: 4 * KiB, count: 200, concurrency: 8 };
+const IN_FLIGHT = quick ? [4] : [1, 4, 16];
+const ROUNDS = quick ? 1 : 2;
+const WINDOW_MS = quick ? 800 : 1500;
+const WARMUP_MS = 300;
+const LIST_KEYS = 1000;
 
-const aws = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1", retries: 0 });
-
-// --- servers ---------------------------------------------------------------------------------
-
-const servers = [];
-
-/** scripts/serve.mjs on a free port in its own process group (so stop() ends wrangler and workerd
- *  too); `wranglerArgs` go to wrangler dev. Resolves once /_shardgate/health answers. */
-async function serve(name, wranglerArgs = [], persist = mkdtempSync(join(os.tmpdir(), `shardgate-bench-${name}-`))) {
-  const port = await freePort();
-  const args = [join(root, "scripts/serve.mjs"), "--quiet", "--port", String(port), "--persist-to", persist];
-  if (wranglerArgs.length) args.push("--", ...wranglerArgs);
-  const child = spawn(process.execPath, args, {
-    cwd: root,
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, SHARDGATE_ACCESS_KEY_ID: "", SHARDGATE_SECRET_ACCESS_KEY: "" }, // the local defaults
-  });
-  const server = { name, base: `http://127.0.0.1:${port}`, child, persist, output: "" };
-  servers.push(server);
-  // Drained so the server never blocks on a full pipe; the tail explains a failure.
-  const keep = (d) => (server.output = (server.output + d).slice(-16 * KiB));
-  child.stdout.on("data", keep);
-  child.stderr.on("data", keep);
-  await waitHealthy(server);
-  log(`${name}: serving on ${server.base}`);
-  return server;
-}
-
-async function waitHealthy(server) {
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    if (server.child.exitCode !== null) throw new Error(`${server.name} exited with ${server.child.exitCode}:\n${server.output}`);
-    try {
-      if ((await fetch(`${server.base}/_shardgate/health`)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`${server.name} did not come up within 120 s:\n${server.output}`);
-    await sleep(250);
+// The same bytes for every target: seeded by content, so runs are comparable too.
+const seeded = (size, tag) => {
+  const out = Buffer.alloc(size);
+  let block = createHash("sha256").update(tag).digest();
+  for (let at = 0; at < size; at += block.length) {
+    block.copy(out, at);
+    block = createHash("sha256").update(block).digest();
   }
-}
-
-async function stop(server, { keepData = false } = {}) {
-  const { child } = server;
-  if (child.exitCode === null && child.signalCode === null) {
-    const exited = new Promise((r) => child.once("exit", r));
-    killGroup(child.pid, "SIGTERM");
-    await Promise.race([exited, sleep(5000)]);
-  }
-  killGroup(child.pid, "SIGKILL"); // whatever of the group is left, even if serve.mjs itself is gone
-  if (!keepData) rmSync(server.persist, { recursive: true, force: true });
-}
-
-function killGroup(pid, signal) {
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // already gone
-  }
-}
-
-const stopAll = () => Promise.all(servers.splice(0).map(stop));
-
-// --- requests --------------------------------------------------------------------------------
-
-/** Signs first, so the timings below hold only the request itself. */
-function sign(server, method, path, { body, headers = {} } = {}) {
-  if (body) headers = { ...headers, "x-amz-content-sha256": "UNSIGNED-PAYLOAD" };
-  return aws.sign(`${server.base}${path}`, { method, body, headers });
-}
-
-async function expectStatus(res, statuses, what) {
-  if (statuses.includes(res.status)) return;
-  throw new Error(`${what}: HTTP ${res.status}: ${(await res.text()).slice(0, 500)}`);
-}
-
-async function put(server, key, body) {
-  const request = await sign(server, "PUT", `/${BUCKET}/${key}`, { body });
-  const start = performance.now();
-  const res = await fetch(request);
-  await expectStatus(res, [200], `${server.name} PUT ${key}`);
-  await res.arrayBuffer();
-  return performance.now() - start;
-}
-
-/** GETs a key (or a range of it), reading the whole body; `keep` also returns the bytes. */
-async function get(server, key, { range, keep = false } = {}) {
-  const headers = range ? { range: `bytes=${range[0]}-${range[1] - 1}` } : {};
-  const request = await sign(server, "GET", `/${BUCKET}/${key}`, { headers });
-  const start = performance.now();
-  const res = await fetch(request);
-  await expectStatus(res, [range ? 206 : 200], `${server.name} GET ${key}`);
-  // miniflare gzips bodies without a Content-Type (as Cloudflare's edge does): that would time gzip.
-  if (res.headers.has("content-encoding")) throw new Error(`${server.name} GET ${key}: body sent with content-encoding`);
-  let firstByteMs = null;
-  let length = 0;
-  const chunks = [];
-  for await (const chunk of res.body) {
-    firstByteMs ??= performance.now() - start;
-    length += chunk.length;
-    if (keep) chunks.push(chunk);
-  }
-  return { ms: performance.now() - start, firstByteMs, length, bytes: keep ? Buffer.concat(chunks) : null };
-}
-
-/** Sum of shardgate_node_bytes_read_total over every node. */
-async function nodeBytesRead(gateway) {
-  const res = await fetch(await sign(gateway, "GET", "/_shardgate/metrics"));
-  await expectStatus(res, [200], "GET /_shardgate/metrics");
-  let sum = 0;
-  for (const m of (await res.text()).matchAll(/^shardgate_node_bytes_read_total\{[^}]*\} (\S+)$/gm)) sum += Number(m[1]);
-  return sum;
-}
-
-/** Runs fn(0..count-1) with `concurrency` calls in flight; returns the wall time in ms. */
-async function pool(count, concurrency, fn) {
-  let next = 0;
-  const start = performance.now();
-  const worker = async () => {
-    while (next < count) await fn(next++);
-  };
-  await Promise.all(Array.from({ length: concurrency }, worker));
-  return performance.now() - start;
-}
-
-// --- measurements ----------------------------------------------------------------------------
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+  return out;
+};
+const OBJECTS = {
+  small: { prefix: "one-mib/", count: 16, body: seeded(MiB, "one-mib") },
+  large: { prefix: "big/", count: 2, body: seeded(64 * MiB, "big") },
+  ranged: { key: "ranged", body: seeded(16 * MiB, "ranged") },
 };
 
-/** Calls fn(server, i) for both servers, i = 0..reps-1, alternating which goes first. */
-async function alternate(pair, reps, fn) {
-  const results = { gateway: [], baseline: [] };
-  for (let i = 0; i < reps; i++) {
-    for (const server of i % 2 ? [...pair].reverse() : pair) results[server.name].push(await fn(server, i));
+/** The cases: `op(client, i)` does one request and returns { ok, bytes, ttfb, ms }. */
+const CASES = [
+  { id: "get-1m", label: "GET 1 MiB", unit: "MiB/s", op: (c, i) => get(c, `${OBJECTS.small.prefix}${i % OBJECTS.small.count}`, MiB) },
+  { id: "get-64m", label: "GET 64 MiB", unit: "MiB/s", op: (c, i) => get(c, `${OBJECTS.large.prefix}${i % OBJECTS.large.count}`, 64 * MiB) },
+  { id: "range-4k", label: "GET 4 KiB ranges of 16 MiB", unit: "req/s", op: range },
+  { id: "put-1m", label: "PUT 1 MiB", unit: "MiB/s", op: (c, i, run) => put(c, `put/${run}/${i}`, OBJECTS.small.body) },
+  { id: "put-16k", label: "PUT 16 KiB", unit: "req/s", op: (c, i, run) => put(c, `put16/${run}/${i}`, OBJECTS.small.body.subarray(0, 16 * KiB)) },
+  { id: "head", label: "HEAD", unit: "req/s", op: (c, i) => request(c, "HEAD", `/${BUCKET}/${OBJECTS.small.prefix}${i % OBJECTS.small.count}`) },
+  { id: "list", label: `LIST (pages of ${LIST_KEYS})`, unit: "obj/s", op: list },
+];
+
+async function request(client, method, path, opts) {
+  const r = await client.request(method, path, opts);
+  return { ok: r.status >= 200 && r.status < 300, bytes: r.bytes, ttfb: r.ttfb, ms: r.ms, status: r.status, body: r.body };
+}
+
+async function get(client, key, size) {
+  const r = await request(client, "GET", `/${BUCKET}/${key}`);
+  return { ...r, ok: r.ok && r.bytes === size };
+}
+
+async function range(client) {
+  const body = OBJECTS.ranged.body;
+  const start = Math.floor(Math.random() * (body.length - 4 * KiB));
+  const r = await request(client, "GET", `/${BUCKET}/${OBJECTS.ranged.key}`, { headers: { range: `bytes=${start}-${start + 4 * KiB - 1}` }, keep: true });
+  return { ...r, ok: r.status === 206 && r.body.equals(body.subarray(start, start + 4 * KiB)) };
+}
+
+async function put(client, key, body) {
+  const r = await request(client, "PUT", `/${BUCKET}/${key}`, { body });
+  return { ...r, bytes: body.length };
+}
+
+async function list(client, _i, _run, target) {
+  // The pass-through has no S3 listing: its disk service lists the directory instead.
+  const path = target.id === "passthrough" ? `/${BUCKET}/list` : `/${BUCKET}?list-type=2&max-keys=${LIST_KEYS}&prefix=list%2F`;
+  const r = await request(client, "GET", path, { keep: true });
+  const count = target.id === "passthrough" ? (r.body.toString().match(/"name"/g) ?? []).length : (r.body.toString().match(/<Key>/g) ?? []).length;
+  return { ...r, ok: r.ok && count === LIST_KEYS, bytes: count };
+}
+
+/** Creates the bucket and the objects the read cases read. */
+async function prepare(target, client) {
+  // A server may say it is ready a moment before it takes writes (MinIO answers 503 meanwhile).
+  let created = await client.request("PUT", `/${BUCKET}`);
+  for (let tries = 0; created.status === 503 && tries < 50; tries++) {
+    await new Promise((r) => setTimeout(r, 200));
+    created = await client.request("PUT", `/${BUCKET}`);
   }
-  return results;
-}
-
-const row = (metric, size, unit, gateway, baseline) => ({ metric, size, unit, gateway, baseline, ratio: baseline ? gateway / baseline : null });
-
-async function throughput(pair, { size, reps }) {
-  log(`throughput: ${sizeLabel(size)} × ${reps}`);
-  const data = randomBytes(size);
-  const key = (i) => `throughput-${size}-${i}`;
-  const puts = await alternate(pair, reps, (server, i) => put(server, key(i), data));
-  const gets = await alternate(pair, reps, async (server, i) => {
-    const r = await get(server, key(i));
-    if (r.length !== size) throw new Error(`${server.name} GET ${key(i)}: ${r.length} bytes, expected ${size}`);
-    return r;
-  });
-  const mibPerS = (ms) => size / MiB / (ms / 1000);
-  const med = (results, f) => ({ gateway: median(results.gateway.map(f)), baseline: median(results.baseline.map(f)) });
-  const p = med(puts, mibPerS);
-  const g = med(gets, (r) => mibPerS(r.ms));
-  const t = med(gets, (r) => r.firstByteMs);
-  return {
-    objectKey: key(0),
-    data,
-    rows: [
-      row("PUT throughput", size, "MiB/s", p.gateway, p.baseline),
-      row("GET throughput", size, "MiB/s", g.gateway, g.baseline),
-      row("GET time to first byte", size, "ms", t.gateway, t.baseline),
-    ],
-  };
-}
-
-/** mulberry32: the same "random" offsets for both servers and every run. */
-function seededRandom(seed) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), seed | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
-
-async function ranges(pair, gateway, key, data, { size, count }) {
-  log(`ranges: ${count} × ${sizeLabel(size)}`);
-  const random = seededRandom(size);
-  const offsets = Array.from({ length: count }, () => Math.floor(random() * (data.length - size + 1)));
-  const before = await nodeBytesRead(gateway);
-  let received = 0;
-  const results = await alternate(pair, count, async (server, i) => {
-    const range = [offsets[i], offsets[i] + size];
-    const r = await get(server, key, { range, keep: true });
-    if (!r.bytes.equals(data.subarray(...range))) throw new Error(`${server.name}: wrong bytes for range ${range}`);
-    if (server === gateway) received += r.length;
-    return r.ms;
-  });
-  const nodeBytes = (await nodeBytesRead(gateway)) - before;
-  return [
-    row("range GET latency", size, "ms", median(results.gateway), median(results.baseline)),
-    row("read amplification", size, "node B / client B", nodeBytes / received, null),
-    row("node bytes per range GET", size, "KiB", nodeBytes / count / KiB, null),
+  if (created.status !== 200) throw new Error(`${target.label}: CreateBucket answered ${created.status}`);
+  const puts = [
+    ...Array.from({ length: OBJECTS.small.count }, (_, i) => [`${OBJECTS.small.prefix}${i}`, OBJECTS.small.body]),
+    ...Array.from({ length: OBJECTS.large.count }, (_, i) => [`${OBJECTS.large.prefix}${i}`, OBJECTS.large.body]),
+    [OBJECTS.ranged.key, OBJECTS.ranged.body],
+    ...Array.from({ length: LIST_KEYS }, (_, i) => [`list/${String(i).padStart(5, "0")}`, OBJECTS.small.body.subarray(0, 100)]),
   ];
+  for (let i = 0; i < puts.length; i += 8) {
+    await Promise.all(
+      puts.slice(i, i + 8).map(async ([key, body]) => {
+        const r = await client.request("PUT", `/${BUCKET}/${key}`, { body });
+        if (r.status !== 200) throw new Error(`${target.label}: PUT ${key} answered ${r.status}`);
+      }),
+    );
+  }
 }
 
-async function smallObjects(pair) {
-  const { size, count, concurrency } = SMALL;
-  log(`small objects: ${count} PUTs and GETs of ${sizeLabel(size)}, ${concurrency} in flight`);
-  const data = randomBytes(size);
-  // Two rounds of half the objects each, so that neither server always goes first.
-  const half = count / 2;
-  const key = (round, i) => `small-${round * half + i}`;
-  const puts = await alternate(pair, 2, (server, round) => pool(half, concurrency, (i) => put(server, key(round, i), data)));
-  const gets = await alternate(pair, 2, (server, round) =>
-    pool(half, concurrency, async (i) => {
-      const r = await get(server, key(round, i));
-      if (r.length !== size) throw new Error(`${server.name} GET ${key(round, i)}: ${r.length} bytes, expected ${size}`);
+/** Runs `testCase` against `target` with `inFlight` requests at a time for WINDOW_MS, after
+ *  WARMUP_MS of the same unmeasured (the JIT and connections warm, earlier cases' work settled). */
+async function measure(target, client, testCase, inFlight, run) {
+  await load(client, testCase, inFlight, `${run}-warm`, target, performance.now() + WARMUP_MS, () => {});
+  const samples = [];
+  let errors = 0;
+  let bytes = 0;
+  const readers = target.readers();
+  const readBefore = bytesRead(readers);
+  const started = performance.now();
+  await load(client, testCase, inFlight, run, target, started + WINDOW_MS, (r) => {
+    if (!r.ok) return errors++;
+    samples.push({ ms: r.ms, ttfb: r.ttfb });
+    bytes += r.bytes;
+  });
+  const seconds = (performance.now() - started) / 1000;
+  return { seconds, samples, errors, bytes, read: readers.length ? bytesRead(readers) - readBefore : null };
+}
+
+/** `inFlight` loops of `testCase` until `deadline`, each result given to `seen`. */
+async function load(client, testCase, inFlight, run, target, deadline, seen) {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (performance.now() < deadline) seen(await testCase.op(client, next++, run, target).catch(() => ({ ok: false })));
     }),
   );
-  const perSecond = (results, name) => count / (results[name][0] + results[name][1]) * 1000;
-  return [
-    row(`PUT objects/s (${concurrency} in flight)`, size, "objects/s", perSecond(puts, "gateway"), perSecond(puts, "baseline")),
-    row(`GET objects/s (${concurrency} in flight)`, size, "objects/s", perSecond(gets, "gateway"), perSecond(gets, "baseline")),
-  ];
 }
 
-/** Sum of one counter over every series, from the signed /_shardgate/metrics. */
-async function counter(gateway, name) {
-  const res = await fetch(await sign(gateway, "GET", "/_shardgate/metrics"));
-  await expectStatus(res, [200], "GET /_shardgate/metrics");
-  let sum = 0;
-  for (const m of (await res.text()).matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, "gm"))) sum += Number(m[1]);
-  return sum;
-}
-
-/**
- * GETs of the 64 MiB objects with one node down: the gateway restarts on the same data with NODE_0
- * left out of its configuration (and m = 1 for new objects, so five nodes are enough). Every
- * object has one shard file there; only the GETs that needed parity (a data shard lost, as the
- * degraded-read counter shows) count, each checked byte for byte. The baseline column is the
- * pass-through's healthy GET.
- */
-async function degradedGets(pair, largest) {
-  const [gateway, baseline] = pair;
-  log("degraded GETs: restarting the gateway without NODE_0");
-  await stop(gateway, { keepData: true });
-  servers.splice(servers.indexOf(gateway), 1);
-  const down = await serve("gateway", ["--var", "SHARDGATE_NODES:NODE_1,NODE_2,NODE_3,NODE_4,NODE_5", "--var", "SHARDGATE_PARITY_SHARDS:1"], gateway.persist);
-  const size = largest.data.length;
-  const times = [];
-  for (let i = 0; i < THROUGHPUT.find((t) => t.size === size).reps; i++) {
-    const key = largest.objectKey.replace(/-0$/, `-${i}`);
-    const before = await counter(down, "shardgate_degraded_reads_total");
-    const r = await get(down, key, { keep: true });
-    if (!r.bytes.equals(largest.data)) throw new Error(`degraded GET ${key}: wrong bytes`);
-    if ((await counter(down, "shardgate_degraded_reads_total")) > before) times.push(r.ms);
-  }
-  const baselineGets = [];
-  for (let i = 0; i < 3; i++) baselineGets.push((await get(baseline, largest.objectKey)).ms);
-  const mibPerS = (ms) => size / MiB / (ms / 1000);
-  const metric = `GET throughput, a data node down (${times.length} degraded GETs)`;
-  const base = median(baselineGets.map(mibPerS));
-  // NODE_0 can hold only parity shards of every object (about 1 run in 250): nothing to show then.
-  return times.length ? row(metric, size, "MiB/s", median(times.map(mibPerS)), base) : { ...row(metric, size, "MiB/s", 0, base), gateway: null, ratio: null };
-}
-
-/** First requests compile the Worker and the WASM core: keep them out of the figures. */
-async function warmUp(pair) {
-  const data = randomBytes(MiB);
-  for (const server of pair) {
-    await put(server, "warm-up", data);
-    await get(server, "warm-up", { range: [1000, 2000] });
-    await get(server, "warm-up");
-  }
-}
-
-// --- report ----------------------------------------------------------------------------------
-
-function sizeLabel(bytes) {
-  return bytes >= MiB ? `${bytes / MiB} MiB` : `${bytes / KiB} KiB`;
-}
-
-function round(x) {
-  if (x === null) return null;
-  const digits = Math.abs(x) >= 100 ? 0 : Math.abs(x) >= 10 ? 1 : 2;
-  return Number(x.toFixed(digits));
-}
-
-/** The gateway's geometry as configured ([vars] of the root wrangler.toml). */
-function gatewayConfig() {
-  const toml = readFileSync(join(root, "wrangler.toml"), "utf8");
-  const v = (name) => Number(toml.match(new RegExp(`^SHARDGATE_${name} = "(.*)"$`, "m"))?.[1]);
+function summarize(testCase, parts) {
+  const samples = parts.flatMap((p) => p.samples);
+  const seconds = parts.reduce((s, p) => s + p.seconds, 0);
+  const bytes = parts.reduce((s, p) => s + p.bytes, 0);
+  const read = parts.every((p) => p.read !== null) ? parts.reduce((s, p) => s + p.read, 0) : null;
+  const ms = samples.map((s) => s.ms).sort((a, b) => a - b);
+  const ttfb = samples.map((s) => s.ttfb).sort((a, b) => a - b);
+  const pct = (xs, q) => (xs.length ? xs[Math.min(xs.length - 1, Math.floor(xs.length * q))] : null);
+  const served = testCase.unit === "MiB/s" ? bytes : testCase.id === "range-4k" ? samples.length * 4 * KiB : null;
   return {
-    dataShards: v("DATA_SHARDS"),
-    parityShards: v("PARITY_SHARDS"),
-    blockBytes: v("BLOCK_BYTES"),
-    chunkBytes: v("CHUNK_BYTES"),
-    inlineBytes: v("INLINE_BYTES"),
+    throughput: testCase.unit === "MiB/s" ? bytes / MiB / seconds : testCase.unit === "obj/s" ? bytes / seconds : samples.length / seconds,
+    requests: samples.length,
+    errors: parts.reduce((s, p) => s + p.errors, 0),
+    p50: pct(ms, 0.5),
+    p99: pct(ms, 0.99),
+    ttfbP50: testCase.id.startsWith("get") || testCase.id === "range-4k" ? pct(ttfb, 0.5) : null,
+    readPerServed: read !== null && served ? read / served : null,
   };
 }
 
-function environment(seconds) {
-  const wrangler = JSON.parse(readFileSync(join(root, "node_modules/wrangler/package.json"), "utf8")).version;
-  return {
-    date: new Date().toISOString(),
-    node: process.version,
-    wrangler,
-    cpus: os.cpus().length,
-    cpuModel: os.cpus()[0]?.model,
-    platform: `${os.platform()} ${os.release()}`,
-    gateway: gatewayConfig(),
-    throughputRepetitions: Object.fromEntries(THROUGHPUT.map((t) => [sizeLabel(t.size), t.reps])),
-    rangeRequests: Object.fromEntries(RANGES.map((r) => [sizeLabel(r.size), r.count])),
-    smallObjects: SMALL,
-    seconds: Number(seconds.toFixed(1)),
-  };
-}
+// --- run -------------------------------------------------------------------------------------
 
-const fmt = (x) => (x === null ? "—" : String(round(x)));
+const running = [];
+process.on("SIGINT", async () => {
+  await Promise.all(running.map((t) => t.stop()));
+  process.exit(130);
+});
 
-function table(rows) {
-  const head = ["metric", "size", "gateway", "baseline", "gateway/baseline", "unit"];
-  const cells = rows.map((r) => [r.metric, sizeLabel(r.size), fmt(r.gateway), fmt(r.baseline), r.ratio === null ? "—" : r.ratio.toFixed(2), r.unit]);
-  const widths = head.map((h, c) => Math.max(h.length, ...cells.map((r) => r[c].length)));
-  const numeric = (c) => c >= 2 && c <= 4;
-  const line = (r) => `| ${r.map((cell, c) => (numeric(c) ? cell.padStart(widths[c]) : cell.padEnd(widths[c]))).join(" | ")} |`;
-  const rule = `|${widths.map((w, c) => (numeric(c) ? `${"-".repeat(w + 1)}:` : "-".repeat(w + 2))).join("|")}|`;
-  return [line(head), rule, ...cells.map(line)].join("\n");
-}
-
-function footnotes(env) {
-  const g = env.gateway;
-  const reps = Object.entries(env.throughputRepetitions).map(([size, n]) => `${n} (${size})`);
-  const small = env.smallObjects;
-  return [
-    `Both Workers served by scripts/serve.mjs as \`npm start\` does (wrangler ${env.wrangler} dev behind the same Node front);`,
-    `requests alternate between them, from this process (Node ${env.node} fetch + aws4fetch, SigV4, PUTs with`,
-    `x-amz-content-sha256: UNSIGNED-PAYLOAD so the client never hashes), on ${env.cpus} cores shared with everything else.`,
-    `Baseline: bench/passthrough, a Worker streaming bodies to and from one R2 bucket (no auth, no coding).`,
-    `Gateway: ${g.dataShards}+${g.parityShards} erasure coding, ${sizeLabel(g.blockBytes)} blocks, ${sizeLabel(g.chunkBytes)} chunks; objects up to ${g.inlineBytes} B live in their`,
-    `manifest (the bucket's Durable Object) and never touch R2.`,
-    `Throughput and first byte: median of ${reps.join(", ")} requests. Ranges: one at a time, at seeded random`,
-    `offsets in a 64 MiB object, every body checked; read amplification = node bytes asked for`,
-    `(shardgate_node_bytes_read_total, all nodes) / range bytes received; the baseline reads exactly the range (1).`,
-    `A data node down: the gateway restarted on the same data without NODE_0; only GETs that read parity count.`,
-    `Small objects: ${small.count} PUTs, then ${small.count} GETs, ${small.concurrency} in flight. Ratio = gateway / baseline: below 1 is`,
-    `slower for MiB/s and objects/s, above 1 is slower for ms. Run took ${env.seconds} s.`,
-  ].join("\n");
-}
-
-// --- main ------------------------------------------------------------------------------------
-
-async function main() {
-  const started = performance.now();
-  log("starting the gateway and the pass-through baseline…");
-  const pair = await Promise.all([serve("gateway"), serve("baseline", ["-c", "bench/passthrough/wrangler.toml"])]);
-  const [gateway] = pair;
-  const bucket = await fetch(await sign(gateway, "PUT", `/${BUCKET}`));
-  await expectStatus(bucket, [200], `CreateBucket ${BUCKET}`);
-  await bucket.arrayBuffer();
-  await warmUp(pair);
-
-  const rows = [];
-  let largest;
-  for (const t of THROUGHPUT) {
-    const result = await throughput(pair, t);
-    rows.push(...result.rows);
-    if (!largest || result.data.length > largest.data.length) largest = result;
-  }
-  for (const r of RANGES) rows.push(...(await ranges(pair, gateway, largest.objectKey, largest.data, r)));
-  rows.push(...(await smallObjects(pair)));
-  rows.push(await degradedGets(pair, largest));
-  await stopAll(); // the paused-node benchmark runs a cluster of its own
-  const stall = await stallBench({ log });
-
-  const env = environment((performance.now() - started) / 1000);
-  const rounded = rows.map((r) => ({ ...r, gateway: round(r.gateway), baseline: round(r.baseline), ratio: r.ratio === null ? null : Number(r.ratio.toFixed(3)) }));
-  console.log(
-    json
-      ? JSON.stringify({ rows: rounded, stall: { rows: roundStallRows(stall.rows), info: stall.info }, environment: env }, null, 2)
-      : `${table(rows)}\n\n${footnotes(env)}\n\n${stallTable(stall.rows)}\n\n${stallFootnotes(stall.info)}`,
-  );
-}
-
-let interrupted = false;
-for (const signal of ["SIGINT", "SIGTERM"]) {
-  process.on(signal, () => {
-    interrupted = true;
-    log(`${signal}: stopping the servers…`);
-    Promise.all([stopAll(), stopStallCluster()]).finally(() => process.exit(130));
-  });
-}
-
+const results = {}; // case id -> in flight -> target id -> summary
 try {
-  await main();
-} catch (e) {
-  // After a signal, requests fail because the servers are going: not worth a stack trace.
-  if (!interrupted) log(e instanceof Error ? (e.stack ?? e.message) : String(e));
-  process.exitCode = 1;
+  for (const target of TARGETS.filter((t) => !only("targets") || only("targets").includes(t.id))) running.push(await startTarget(target, log));
+  const clients = new Map(running.map((t) => [t.id, new S3Client({ endpoint: t.endpoint, ...t.credentials })]));
+  for (const t of running) {
+    log(`bench: preparing ${t.label}`);
+    await prepare(t, clients.get(t.id));
+  }
+  for (const testCase of CASES.filter((c) => !only("cases") || only("cases").includes(c.id))) {
+    results[testCase.id] = {};
+    for (const inFlight of IN_FLIGHT) {
+      const parts = new Map(running.map((t) => [t.id, []]));
+      for (let round = 0; round < ROUNDS; round++) {
+        const order = round % 2 === 0 ? running : [...running].reverse();
+        for (const t of order) parts.get(t.id).push(await measure(t, clients.get(t.id), testCase, inFlight, `${round}-${inFlight}-${randomBytes(3).toString("hex")}`));
+      }
+      results[testCase.id][inFlight] = Object.fromEntries(running.map((t) => [t.id, summarize(testCase, parts.get(t.id))]));
+      log(`bench: ${testCase.label} x${inFlight}: ${running.map((t) => `${t.id} ${fmt(results[testCase.id][inFlight][t.id].throughput)}`).join(", ")}`);
+    }
+  }
+  for (const c of clients.values()) c.close();
 } finally {
-  await Promise.all([stopAll(), stopStallCluster()]);
+  await Promise.all(running.map((t) => t.stop()));
+}
+
+let stall = null;
+if (args.has("--stall")) {
+  try {
+    stall = await stallBench({ log });
+  } finally {
+    await stopStallCluster();
+  }
+}
+
+if (json) {
+  console.log(JSON.stringify({ machine: { cpus: (await import("node:os")).cpus().length }, targets: TARGETS.map(({ id, label }) => ({ id, label })), results, stall }, null, 2));
+} else {
+  console.log(report(results));
+  if (stall) console.log(`\n${stallTable(roundStallRows(stall.rows))}\n${stallFootnotes(stall)}`);
+}
+
+function fmt(n, digits = 0) {
+  if (n === null || n === undefined || Number.isNaN(n)) return "–";
+  return n >= 100 ? Math.round(n).toLocaleString("en-US") : n.toFixed(n >= 10 ? Math.max(digits, 0) : Math.max(digits, 1));
+}
+
+function report(res) {
+  const targets = TARGETS.filter((t) => running.some((r) => r.id === t.id));
+  const cases = CASES.filter((c) => res[c.id]);
+  const main = targets[0].id;
+  const lines = [];
+  lines.push(`| case | in flight | ${targets.map((t) => t.label).join(" | ")} | npm start / MinIO |`);
+  lines.push(`|---|---|${targets.map(() => "---").join("|")}|---|`);
+  for (const testCase of cases) {
+    for (const inFlight of IN_FLIGHT) {
+      const row = res[testCase.id][inFlight];
+      const cells = targets.map((t) => {
+        const s = row[t.id];
+        const errors = s.errors ? ` (${s.errors} errors)` : "";
+        return `${fmt(s.throughput)} ${testCase.unit} · ${fmt(s.p50, 1)}/${fmt(s.p99, 1)} ms${errors}`;
+      });
+      const ratio = row.minio?.throughput ? row[main].throughput / row.minio.throughput : null;
+      lines.push(`| ${testCase.label} | ${inFlight} | ${cells.join(" | ")} | ${ratio === null ? "–" : `${ratio.toFixed(2)}×`} |`);
+    }
+  }
+  const at = IN_FLIGHT.includes(4) ? 4 : IN_FLIGHT[0];
+  lines.push("");
+  lines.push(`Cells: throughput · p50/p99 latency. Reads at ${at} in flight: time to first byte (p50) · bytes the server processes read per byte served:`);
+  lines.push("");
+  lines.push(`| case | ${targets.map((t) => t.label).join(" | ")} |`);
+  lines.push(`|---|${targets.map(() => "---").join("|")}|`);
+  for (const testCase of cases.filter((c) => c.id.startsWith("get") || c.id === "range-4k")) {
+    const row = res[testCase.id][at];
+    lines.push(`| ${testCase.label} | ${targets.map((t) => `${fmt(row[t.id].ttfbP50, 1)} ms · ${row[t.id].readPerServed === null ? "–" : `${fmt(row[t.id].readPerServed, 1)}×`}`).join(" | ")} |`);
+  }
+  return lines.join("\n");
 }

@@ -1,7 +1,6 @@
 // `npm run dev`: the gateway under `wrangler dev` (workerd with R2 nodes and Durable Objects
-// simulated by miniflare and persisted on disk) on a private port, behind the local front
-// (scripts/lib/front.mjs: it answers `Expect: 100-continue`) on the public port. For development:
-// wrangler dev adds a few ms to every request; `npm start` (scripts/serve.mjs) is the production runtime.
+// simulated by miniflare and persisted on disk). For development: wrangler dev adds a few ms to
+// every request; `npm start` (scripts/serve.mjs) is the production runtime.
 //
 //   node scripts/dev.mjs [--ip 127.0.0.1] [--port 8787] [--persist-to DIR] [--quiet] [-- wrangler dev args]
 //
@@ -11,7 +10,7 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { freePort } from "./lib/free-port.mjs";
-import { LOCAL_DEFAULTS, printBanner, startFront, waitHealthy } from "./lib/front.mjs";
+import { LOCAL_DEFAULTS, printBanner, waitHealthy } from "./lib/serving.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
@@ -30,7 +29,7 @@ const credentials = {
   secretAccessKey: process.env.SHARDGATE_SECRET_ACCESS_KEY || LOCAL_DEFAULTS.secretAccessKey,
 };
 
-const [workerPort, inspectorPort] = [await freePort(), await freePort()];
+const inspectorPort = await freePort();
 let stopping = false;
 
 const wrangler = spawn(
@@ -38,7 +37,7 @@ const wrangler = spawn(
   [
     `${root}node_modules/wrangler/bin/wrangler.js`,
     "dev",
-    ...["--ip", "127.0.0.1", "--port", String(workerPort), "--inspector-port", String(inspectorPort)],
+    ...["--ip", opts.ip, "--port", opts.port, "--inspector-port", String(inspectorPort)],
     "--show-interactive-dev-session=false",
     ...["--var", `SHARDGATE_ACCESS_KEY_ID:${credentials.accessKeyId}`, "--var", `SHARDGATE_SECRET_ACCESS_KEY:${credentials.secretAccessKey}`],
     ...(opts["persist-to"] ? ["--persist-to", opts["persist-to"]] : []),
@@ -61,10 +60,10 @@ const shutdown = () => {
 process.on("SIGINT", shutdown);
 process.on("SIGTERM", shutdown);
 
-await startFront({ ip: opts.ip, port: Number(opts.port), upstreamPort: workerPort });
-if (!(await waitHealthy(`http://127.0.0.1:${workerPort}/_shardgate/health`, { timeoutMs: 120_000, gone: () => wrangler.exitCode !== null }))) {
+const base = `http://${opts.ip}:${opts.port}`;
+if (!(await waitHealthy(`${base}/_shardgate/health`, { timeoutMs: 120_000, gone: () => wrangler.exitCode !== null }))) {
   console.error("shardgate: wrangler dev did not come up within 2 minutes");
   shutdown();
 } else if (!opts.quiet) {
-  printBanner({ base: `http://${opts.ip}:${opts.port}`, port: opts.port, credentials, runtime: "wrangler dev, for development" });
+  printBanner({ base, port: opts.port, credentials, runtime: "wrangler dev, for development" });
 }

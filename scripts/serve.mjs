@@ -1,22 +1,16 @@
 // `npm start`: serves the gateway on plain workerd, the production runtime for self-hosting
 // (docs/self-hosting.md). It bundles the Worker (scripts/lib/worker-bundle.mjs), writes a workerd
 // config into the data directory (scripts/lib/workerd-config.mjs: Durable Objects in SQLite on
-// local disk, one disk service per disk node, S3 nodes over the network, the console), runs
-// `workerd serve` on a private port and the local front (scripts/lib/front.mjs, which answers
-// `Expect: 100-continue`) on the public one.
+// local disk, one disk service per disk node, S3 nodes over the network, the console) and runs
+// `workerd serve` on the configured address. Nothing stands between clients and workerd.
 //
-//   node scripts/serve.mjs [--config shardgate.json] [--ip IP] [--port PORT] [--data-dir DIR]
-//                          [--no-front] [--quiet]
-//
-// --no-front: workerd itself listens on the public address (clients that send
-// `Expect: 100-continue` then wait about a second before each body).
+//   node scripts/serve.mjs [--config shardgate.json] [--ip IP] [--port PORT] [--data-dir DIR] [--quiet]
 import { spawn } from "node:child_process";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { freePort } from "./lib/free-port.mjs";
-import { printBanner, startFront, waitHealthy } from "./lib/front.mjs";
+import { printBanner, waitHealthy } from "./lib/serving.mjs";
 import { loadShardgateConfig } from "./lib/shardgate-config.mjs";
 import { workerBundle } from "./lib/worker-bundle.mjs";
 import { workerdConfig } from "./lib/workerd-config.mjs";
@@ -29,13 +23,12 @@ const { values: opts } = parseArgs({
     ip: { type: "string" },
     port: { type: "string" },
     "data-dir": { type: "string" },
-    "no-front": { type: "boolean", default: false },
     quiet: { type: "boolean", default: false },
     help: { type: "boolean", default: false },
   },
 });
 if (opts.help) {
-  console.log("usage: node scripts/serve.mjs [--config shardgate.json] [--ip IP] [--port PORT] [--data-dir DIR] [--no-front] [--quiet]");
+  console.log("usage: node scripts/serve.mjs [--config shardgate.json] [--ip IP] [--port PORT] [--data-dir DIR] [--quiet]");
   process.exit(0);
 }
 
@@ -48,8 +41,8 @@ const { unstable_readConfig } = await import("wrangler");
 const wrangler = unstable_readConfig({ config: join(root, "wrangler.toml") }, { hideWarnings: true });
 
 for (const dir of [join(config.dataDir, "meta"), ...config.nodes.filter((n) => n.type === "disk").map((n) => n.path)]) mkdirSync(dir, { recursive: true });
-const workerdPort = opts["no-front"] ? config.port : await freePort();
-const workerdAddress = opts["no-front"] ? `${config.ip.includes(":") ? `[${config.ip}]` : config.ip}:${config.port}` : `127.0.0.1:${workerdPort}`;
+const host = config.ip.includes(":") ? `[${config.ip}]` : config.ip;
+const address = `${host}:${config.port}`;
 const capnp = join(config.dataDir, "workerd.capnp");
 writeFileSync(
   capnp,
@@ -60,7 +53,7 @@ writeFileSync(
     configDir: config.dataDir,
     assetsDir: wrangler.assets?.directory ? resolve(root, wrangler.assets.directory) : null,
     assetsWorker: join(root, "scripts/workerd/console-assets.js"),
-    address: workerdAddress,
+    address,
   }),
   { mode: 0o600 }, // it holds the credentials
 );
@@ -83,11 +76,11 @@ const shutdown = () => {
 process.on("SIGINT", shutdown);
 process.on("SIGTERM", shutdown);
 
-if (!opts["no-front"]) await startFront({ ip: config.ip, port: config.port, upstreamPort: workerdPort });
-if (!(await waitHealthy(`http://${workerdAddress}/_shardgate/health`, { timeoutMs: 60_000, gone: () => workerd.exitCode !== null }))) {
+// A wildcard address is reached on loopback.
+const local = `http://${config.ip === "0.0.0.0" ? "127.0.0.1" : config.ip === "::" ? "[::1]" : host}:${config.port}`;
+if (!(await waitHealthy(`${local}/_shardgate/health`, { timeoutMs: 60_000, gone: () => workerd.exitCode !== null }))) {
   console.error("shardgate: workerd did not come up within 60 s");
   shutdown();
 } else if (!opts.quiet) {
-  const host = config.ip.includes(":") ? `[${config.ip}]` : config.ip;
-  printBanner({ base: `http://${host}:${config.port}`, port: config.port, credentials: config.credentials, runtime: "plain workerd", dataDir: config.dataDir });
+  printBanner({ base: local, port: config.port, credentials: config.credentials, runtime: "plain workerd", dataDir: config.dataDir });
 }

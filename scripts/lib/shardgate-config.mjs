@@ -19,7 +19,7 @@
 // the file; without either, the local defaults are used and said so.
 import { existsSync, readFileSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
-import { LOCAL_DEFAULTS } from "./front.mjs";
+import { LOCAL_DEFAULTS } from "./serving.mjs";
 
 const DEFAULT_NODES = 6;
 

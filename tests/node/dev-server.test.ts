@@ -1,8 +1,10 @@
 // What `npm start` serves (plain workerd) and what `npm run dev` serves (wrangler dev), end to end
 // over HTTP (the "node" and "node-dev" projects). Catches what the in-workerd test pool cannot,
 // e.g. a main module that workerd refuses to load or a .wasm import wrangler does not bundle.
+import { connect } from "node:net";
+import { AwsClient } from "aws4fetch";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { Gateway } from "./gateway";
+import { CREDENTIALS, Gateway } from "./gateway";
 
 const gateway = new Gateway();
 beforeAll(() => gateway.start(), 90_000);
@@ -23,5 +25,33 @@ describe(`the ${gateway.runtime} runtime`, () => {
     expect(res.headers.get("content-type")).toMatch(/^application\/xml/);
     expect(res.headers.get("x-amz-request-id")).toMatch(/^[0-9A-F]{16}$/);
     expect(await res.text()).toContain("<Code>AccessDenied</Code>");
+  });
+
+  it("answers Expect: 100-continue itself, so clients send the body without waiting", async () => {
+    const s3 = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1", retries: 0 });
+    expect((await s3.fetch(`${gateway.base}/expect-continue`, { method: "PUT" })).status).toBe(200);
+    const body = Buffer.alloc(2 << 20, 7);
+    const signed = await s3.sign(`${gateway.base}/expect-continue/object`, {
+      method: "PUT",
+      headers: { "x-amz-content-sha256": "UNSIGNED-PAYLOAD", "content-length": String(body.length), expect: "100-continue" },
+    });
+    const url = new URL(signed.url);
+    const head = [`PUT ${url.pathname} HTTP/1.1`, `host: ${url.host}`, ...[...signed.headers].map(([k, v]) => `${k}: ${v}`), "connection: close", "", ""].join("\r\n");
+    // The head goes out alone; the body only once the server said 100 Continue, as the SDKs do.
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(url.port), url.hostname, () => socket.write(head));
+      let received = "";
+      let sent = false;
+      socket.on("data", (d: Buffer) => {
+        received += d.toString("latin1");
+        if (!sent && received.startsWith("HTTP/1.1 100 Continue\r\n\r\n")) {
+          sent = true;
+          socket.write(body);
+        }
+      });
+      socket.on("end", () => resolve(received));
+      socket.on("error", reject);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
   });
 });

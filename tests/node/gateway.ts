@@ -1,5 +1,5 @@
 // Starts the gateway the way `npm start` does (scripts/serve.mjs: plain workerd with disk nodes and
-// Durable Objects on local disk, behind the local front), or with `runtime: "dev"` the way
+// Durable Objects on local disk), or with `runtime: "dev"` the way
 // `npm run dev` does (scripts/dev.mjs: wrangler dev, R2 and Durable Objects simulated by miniflare),
 // on a free port, for end-to-end tests over real HTTP. SHARDGATE_E2E_RUNTIME=dev makes "dev" the
 // default. Each gateway runs in its own process group so stop() ends every process of it together.

@@ -1,0 +1,138 @@
+// The servers `npm run bench` compares, each started on a free loopback port in its own process
+// group and temporary directory:
+//   - shardgate on plain workerd, as `npm start` serves it;
+//   - shardgate under `wrangler dev`, as `npm run dev` serves it;
+//   - the pass-through Worker on plain workerd over one disk service (bench/passthrough/);
+//   - MinIO in erasure mode 4+2 on six folders (go-installed by scripts/setup-bench.sh).
+// Each target says which processes do its storage reads (`readers()`), so a run can count the
+// bytes they read (/proc/PID/io rchar): the same measure for every server.
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { writePassthroughConfig } from "../passthrough/config.mjs";
+import { freePort } from "../../scripts/lib/free-port.mjs";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+export const SHARDGATE_KEY = { accessKeyId: "shardgate", secretAccessKey: "shardgate-secret" }; // the local defaults
+const MINIO_KEY = { accessKeyId: "shardgate-bench", secretAccessKey: "shardgate-bench-secret" };
+
+/** The targets, in table order; the first is the one compared with MinIO. */
+export const TARGETS = [
+  { id: "workerd", label: "shardgate (npm start)", start: (dir, port) => shardgate(dir, port, "serve.mjs", ["--data-dir", dir]) },
+  { id: "dev", label: "shardgate (wrangler dev)", start: (dir, port) => shardgate(dir, port, "dev.mjs", ["--persist-to", dir]) },
+  { id: "passthrough", label: "pass-through (workerd)", start: passthrough },
+  { id: "minio", label: "MinIO 4+2", start: minio },
+];
+
+/** Starts a target; resolves once it answers. */
+export async function startTarget(target, log) {
+  const dir = mkdtempSync(join(os.tmpdir(), `shardgate-bench-${target.id}-`));
+  const port = await freePort();
+  const server = await target.start(dir, port);
+  const endpoint = `http://127.0.0.1:${port}`;
+  const output = () => readFileSync(join(dir, "output.log"), "utf8").slice(-20_000);
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    if (server.child.exitCode !== null) throw new Error(`${target.label} exited (${server.child.exitCode}):\n${output()}`);
+    if (await server.ready(endpoint).catch(() => false)) break;
+    if (Date.now() > deadline) throw new Error(`${target.label} did not come up within 120 s:\n${output()}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  log(`bench: ${target.label} on ${endpoint}`);
+  return {
+    ...target,
+    endpoint,
+    credentials: server.credentials,
+    readers: server.readers,
+    output,
+    stop: async () => {
+      try {
+        process.kill(-server.child.pid, "SIGKILL");
+      } catch {
+        // gone already
+      }
+      await new Promise((r) => setTimeout(r, 200));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** `cmd` in its own process group, its output into dir/output.log: a file, never a pipe, whose
+ *  reader (this process, busy being the client) could make the server wait on a full pipe. */
+function detached(dir, cmd, args, env = {}) {
+  const out = openSync(join(dir, "output.log"), "a");
+  return spawn(cmd, args, { cwd: root, detached: true, stdio: ["ignore", out, out], env: { ...process.env, ...env } });
+}
+
+const healthy = async (endpoint) => (await fetch(`${endpoint}/_shardgate/health`)).ok;
+
+function shardgate(dir, port, script, args) {
+  const child = detached(dir, process.execPath, [join(root, "scripts", script), "--quiet", "--port", String(port), ...args], {
+    SHARDGATE_ACCESS_KEY_ID: "",
+    SHARDGATE_SECRET_ACCESS_KEY: "",
+  });
+  // Under wrangler dev the storage reads happen in processes wrangler owns: not counted.
+  const readers = script === "serve.mjs" ? () => descendants(child.pid, "workerd") : () => [];
+  return { child, credentials: SHARDGATE_KEY, ready: healthy, readers };
+}
+
+const { unstable_readConfig } = await import("wrangler");
+const compatibilityDate = unstable_readConfig({ config: join(root, "wrangler.toml") }, { hideWarnings: true }).compatibility_date;
+
+function passthrough(dir, port) {
+  const config = writePassthroughConfig(dir, `127.0.0.1:${port}`, compatibilityDate);
+  const child = detached(dir, join(root, "node_modules/workerd/bin/workerd"), ["serve", config]);
+  return { child, credentials: SHARDGATE_KEY, ready: async (endpoint) => (await fetch(`${endpoint}/none/none`)).status === 404, readers: () => [child.pid] };
+}
+
+function minio(dir, port) {
+  const drives = Array.from({ length: 6 }, (_, i) => join(dir, `d${i + 1}`));
+  for (const d of drives) mkdirSync(d);
+  const child = detached(dir, join(root, ".tools/go/bin/minio"), ["server", "--quiet", "--address", `127.0.0.1:${port}`, "--console-address", "127.0.0.1:0", join(dir, "d{1...6}")], {
+    MINIO_ROOT_USER: MINIO_KEY.accessKeyId,
+    MINIO_ROOT_PASSWORD: MINIO_KEY.secretAccessKey,
+    MINIO_STORAGE_CLASS_STANDARD: "EC:2", // 4 data + 2 parity over the six drives, like shardgate's default
+    MINIO_BROWSER: "off",
+    MINIO_CI_CD: "on", // six folders on one disk: MinIO refuses drives on the root disk without it
+    MINIO_UPDATE: "off",
+  });
+  return { child, credentials: MINIO_KEY, ready: async (endpoint) => (await fetch(`${endpoint}/minio/health/ready`)).ok, readers: () => [child.pid] };
+}
+
+/** Processes named `name` among the descendants of `pid`. */
+function descendants(pid, name) {
+  const out = [];
+  const walk = (p) => {
+    let children = [];
+    try {
+      children = readFileSync(`/proc/${p}/task/${p}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
+    } catch {
+      return;
+    }
+    for (const c of children) {
+      try {
+        if (readFileSync(`/proc/${c}/comm`, "utf8").trim() === name) out.push(c);
+      } catch {
+        // gone
+      }
+      walk(c);
+    }
+  };
+  walk(pid);
+  return out;
+}
+
+/** Bytes the processes have read so far (rchar: every read, from files and sockets alike). */
+export function bytesRead(pids) {
+  let total = 0;
+  for (const pid of pids) {
+    try {
+      total += Number(/rchar:\s*(\d+)/.exec(readFileSync(`/proc/${pid}/io`, "utf8"))?.[1] ?? 0);
+    } catch {
+      // gone
+    }
+  }
+  return total;
+}

@@ -1,0 +1,27 @@
+// The workerd config of the pass-through baseline (worker.js beside this file): one Worker, one
+// writable disk service, on `address`. Written into `dir`, which also holds the files.
+import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const worker = fileURLToPath(new URL("worker.js", import.meta.url));
+
+/** Writes the config and returns its path. */
+export function writePassthroughConfig(dir, address, compatibilityDate) {
+  mkdirSync(join(dir, "files"), { recursive: true });
+  copyFileSync(worker, join(dir, "worker.js")); // embeds are relative to the config
+  const path = join(dir, "workerd.capnp");
+  writeFileSync(
+    path,
+    `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [
+    (name = "main", worker = (modules = [(name = "worker.js", esModule = embed "worker.js")], compatibilityDate = ${JSON.stringify(compatibilityDate)}, bindings = [(name = "FILES", service = "files")])),
+    (name = "files", disk = (path = ${JSON.stringify(join(dir, "files"))}, writable = true)),
+  ],
+  sockets = [(name = "http", address = ${JSON.stringify(address)}, http = (), service = "main")],
+);
+`,
+  );
+  return path;
+}
