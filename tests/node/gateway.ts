@@ -43,6 +43,7 @@ export type Runtime = "workerd" | "dev";
 export class Gateway {
   private child: ChildProcess | undefined;
   private output = "";
+  private readonly hungBefore: string[] = [];
   readonly persist = mkdtempSync(join(tmpdir(), "shardgate-e2e-"));
   readonly runtime: Runtime;
   base = "";
@@ -55,6 +56,7 @@ export class Gateway {
   async start(): Promise<void> {
     const port = await freePort();
     this.base = `http://127.0.0.1:${port}`;
+    this.hungBefore.push(...hungLines(this.output)); // output starts afresh with every start
     this.output = "";
     const args =
       this.runtime === "dev"
@@ -126,8 +128,30 @@ export class Gateway {
     await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000))]);
   }
 
+  /** The server's process group id (its first process's pid). */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  /** Whether the server's first process is still running (it has not exited or been killed). */
+  get running(): boolean {
+    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** The server's output lines where the runtime cancelled a request as hung. */
+  get hungRequests(): string[] {
+    return [...this.hungBefore, ...hungLines(this.output)];
+  }
+
   async dispose(): Promise<void> {
     await this.stop();
+    // Into the test log, where .ci/run fails on them whichever test started this gateway.
+    for (const line of this.hungRequests) console.error(`gateway (${this.runtime}): ${line}`);
     rmSync(this.persist, { recursive: true, force: true });
   }
+}
+
+/** workerd's "The Workers runtime canceled this request because it detected that your Worker's code had hung". */
+function hungLines(output: string): string[] {
+  return output.split("\n").filter((line) => line.includes("had hung"));
 }

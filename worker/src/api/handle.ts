@@ -1,6 +1,7 @@
 // One S3 request, start to finish: authenticate, route to an Endpoint, dispatch exhaustively,
 // render any failure as an S3 XML error, stamp x-amz-request-id, and log one JSON line.
 import { authenticate } from "../auth/sigv4";
+import { BODY_PIECE_BYTES, PieceReader } from "../piece-reader";
 import { loadConfig, type Env } from "../config";
 import { core } from "../core";
 import { errorResponse, newRequestId, toS3Error } from "../errors";
@@ -64,7 +65,8 @@ export async function handleS3(request: Request, env: Env, exec: { waitUntil(pro
     return finish(response);
   }
 
-  function finish(response: Response): Response {
+  async function finish(response: Response): Promise<Response> {
+    await settleUnreadBody(request);
     response.headers.set("x-amz-request-id", requestId);
     const received = Number(request.headers.get("content-length") ?? 0) || 0;
     const sent = request.method === "HEAD" ? 0 : Number(response.headers.get("content-length") ?? 0) || 0;
@@ -165,6 +167,34 @@ function failure(e: unknown, request: Request, url: URL, requestId: string): Res
   const response = errorResponse(error, url.pathname, requestId, request.method === "HEAD");
   if (e instanceof RangeNotSatisfiable) response.headers.set("Content-Range", `bytes */${e.size}`);
   return response;
+}
+
+/** How much of an unread body an early answer reads away before it gives up and cancels. */
+const DRAIN_LIMIT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Settles a request body that the answer did not read (an early error: 403, 404, 501 …): no body
+ * is ever left pending. A client that waits for `100 Continue` has sent nothing yet: its body is
+ * cancelled, so it is never asked for. Otherwise the body is read away (up to DRAIN_LIMIT_BYTES,
+ * then cancelled): the answer then goes out on a connection in a clean state, which wrangler
+ * dev's proxy needs (it fails with a 500 of its own when the Worker cancels a body it is still
+ * sending), and a client that sends before it reads gets its answer instead of a reset.
+ */
+async function settleUnreadBody(request: Request): Promise<void> {
+  const body = request.body;
+  if (!body || request.bodyUsed || body.locked) return;
+  if ((request.headers.get("expect") ?? "").toLowerCase() === "100-continue") return void body.cancel().catch(() => {});
+  const reader = new PieceReader(body, { pieceBytes: BODY_PIECE_BYTES, reuse: true });
+  try {
+    for (let read = 0; read < DRAIN_LIMIT_BYTES; ) {
+      const piece = await reader.read();
+      if (!piece) return;
+      read += piece.length;
+    }
+  } catch {
+    return; // the body broke: nothing left to settle
+  }
+  await reader.cancel();
 }
 
 /** Structured logs: one JSON line per request. */

@@ -173,7 +173,9 @@ function canonicalHeaderValue(value: string): string {
 // Signing key (cached per secret, date and region: saves four HMACs per request)
 
 const SIGNING_KEY_CACHE_SIZE = 64;
-const signingKeyCache = new Map<string, Promise<CryptoKey>>();
+// Values, never promises: a promise one request created and another awaits makes workerd cancel
+// the second request as hung. Two requests deriving the same key at once both do the work.
+const signingKeyCache = new Map<string, CryptoKey>();
 
 async function deriveSigningKey(secret: string, date: string, region: string): Promise<CryptoKey> {
   const kDate = await hmac(await importHmacKey("AWS4" + secret), date);
@@ -183,7 +185,7 @@ async function deriveSigningKey(secret: string, date: string, region: string): P
   return importHmacKey(kSigning);
 }
 
-function signingKey(secret: string, date: string, region: string): Promise<CryptoKey> {
+async function signingKey(secret: string, date: string, region: string): Promise<CryptoKey> {
   const id = `${date}\n${region}\n${secret}`;
   let key = signingKeyCache.get(id);
   if (key) {
@@ -192,8 +194,7 @@ function signingKey(secret: string, date: string, region: string): Promise<Crypt
     signingKeyCache.set(id, key);
     return key;
   }
-  key = deriveSigningKey(secret, date, region);
-  key.catch(() => signingKeyCache.delete(id));
+  key = await deriveSigningKey(secret, date, region);
   signingKeyCache.set(id, key);
   while (signingKeyCache.size > SIGNING_KEY_CACHE_SIZE) {
     signingKeyCache.delete(signingKeyCache.keys().next().value!);

@@ -43,7 +43,12 @@ export class Metrics {
   /** When the pending flush was scheduled (0: none). One that never ran (its request was
    *  cancelled) stops blocking new ones after a few delays. */
   private scheduledAt = 0;
-  private inflight: Promise<void> = Promise.resolve();
+  /** Flushes sent and not yet answered. A count, not a promise: another request must never await
+   *  a promise this one created (the runtime would cancel it as hung). */
+  private inflight = 0;
+  /** When the latest flush was sent: one never answered (its request was cancelled) stops being
+   *  waited for after a second. */
+  private sentAt = 0;
 
   add(name: CounterName, value = 1, labels?: Labels): void {
     if (value === 0) return;
@@ -66,23 +71,25 @@ export class Metrics {
     });
   }
 
-  /** Adds everything pending to the sink now, after any flush still in flight (so a reader who
-   *  flushes first sees every count made before). On failure the deltas go back to pending. */
-  flush(sink: MetricsSink): Promise<void> {
-    const run = this.inflight.then(() => this.flushPending(sink));
-    this.inflight = run.catch(() => {});
-    return run;
-  }
-
-  private async flushPending(sink: MetricsSink): Promise<void> {
+  /**
+   * Adds everything pending to the sink, once the flushes other requests have in flight were
+   * answered (so a reader who flushes first sees every count made before): it polls for that on
+   * its own timer. On failure the deltas go back to pending.
+   */
+  async flush(sink: MetricsSink): Promise<void> {
+    while (this.inflight > 0 && Date.now() - this.sentAt < 1000) await new Promise((r) => setTimeout(r, 10));
     if (this.pending.size === 0) return;
     const deltas = this.pending;
     this.pending = new Map();
+    this.inflight++;
+    this.sentAt = Date.now();
     try {
       await sink.add(Object.fromEntries(deltas));
     } catch (e) {
       for (const [k, v] of deltas) this.pending.set(k, (this.pending.get(k) ?? 0) + v);
       throw e;
+    } finally {
+      this.inflight--;
     }
   }
 }

@@ -7,7 +7,14 @@ export class ExactReader {
   private readonly reader: PieceReader | null;
   private leftover: Uint8Array = new Uint8Array(0);
 
-  constructor(body: ReadableStream<Uint8Array> | null) {
+  /**
+   * `clientBody`: the body is a client's request, so a stream that breaks (the client went away
+   * or sent less than it declared) is the client's 400 IncompleteBody, not the gateway's fault.
+   */
+  constructor(
+    body: ReadableStream<Uint8Array> | null,
+    private readonly clientBody = false,
+  ) {
     // Pieces are copied into the target before the next read: one reused buffer serves them all.
     this.reader = body ? new PieceReader(body, { pieceBytes: BODY_PIECE_BYTES, reuse: true }) : null;
   }
@@ -62,7 +69,15 @@ export class ExactReader {
   }
 
   private async next(max?: number): Promise<Uint8Array | null> {
-    const piece = this.reader ? await this.reader.read(max) : null;
+    let piece: Uint8Array | null;
+    try {
+      piece = this.reader ? await this.reader.read(max) : null;
+    } catch (e) {
+      this.ended = true; // a broken stream has nothing more to give
+      // S3 errors of the body's own checks (aws-chunked, payload hash) stand as they are.
+      if (this.clientBody && !(e instanceof S3Error)) throw incomplete();
+      throw e;
+    }
     if (!piece) this.ended = true;
     return piece;
   }

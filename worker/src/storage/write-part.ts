@@ -32,7 +32,7 @@ export async function writePart(
   observe: ByteObserver,
   source: PartSource = "request",
 ): Promise<WrittenPart> {
-  const reader = new ExactReader(body);
+  const reader = new ExactReader(body, source === "request");
   try {
     if (size <= config.inlineBytes) return await writeInline(reader, size, observe);
     return await writeSharded(config, core, reader, size, observe);
