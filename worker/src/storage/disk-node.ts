@@ -15,10 +15,8 @@ export class DiskNode implements StorageNode {
     private readonly disk: Fetcher,
   ) {}
 
-  async put(key: string, body: ReadableStream<Uint8Array>, length: number): Promise<void> {
-    // A declared length lets the service stream to its file instead of buffering a chunked body.
-    const fixed = new FixedLengthStream(length);
-    const [res] = await Promise.all([this.disk.fetch(this.url(key), { method: "PUT", body: fixed.readable }), body.pipeTo(fixed.writable)]);
+  async put(key: string, body: ReadableStream<Uint8Array>): Promise<void> {
+    const res = await this.disk.fetch(this.url(key), { method: "PUT", body });
     await expectOk(res, this.id, "PUT", key);
     await res.body?.cancel();
   }

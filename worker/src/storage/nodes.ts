@@ -8,7 +8,10 @@ export type NodeKind = "r2" | "s3" | "disk";
 export interface StorageNode {
   readonly id: string;
   readonly kind: NodeKind;
-  /** Stores `body` (exactly `length` bytes) under `key`. */
+  /**
+   * Stores `body` under `key`: the readable side of a FixedLengthStream of exactly `length` bytes,
+   * so it goes to the node with its length declared, as R2 and fetch need, without another copy.
+   */
   put(key: string, body: ReadableStream<Uint8Array>, length: number): Promise<void>;
   /** Bytes [start, end) of `key`, or null when the node does not have it. */
   get(key: string, start: number, end: number): Promise<ReadableStream<Uint8Array> | null>;
@@ -46,10 +49,8 @@ export class R2Node implements StorageNode {
     private readonly bucket: R2Bucket,
   ) {}
 
-  async put(key: string, body: ReadableStream<Uint8Array>, length: number): Promise<void> {
-    // R2 needs to know a stream's length up front; FixedLengthStream carries it.
-    const fixed = new FixedLengthStream(length);
-    const [stored] = await Promise.all([this.bucket.put(key, fixed.readable), body.pipeTo(fixed.writable)]);
+  async put(key: string, body: ReadableStream<Uint8Array>): Promise<void> {
+    const stored = await this.bucket.put(key, body);
     if (!stored) throw new Error(`node ${this.id} refused ${key}`);
   }
 

@@ -29,11 +29,10 @@ export class S3Node implements StorageNode {
     this.base = `${spec.endpoint.replace(/\/+$/, "")}/${encodeURIComponent(spec.bucket)}/`;
   }
 
-  async put(key: string, body: ReadableStream<Uint8Array>, length: number): Promise<void> {
+  async put(key: string, body: ReadableStream<Uint8Array>): Promise<void> {
     // Signed without the body (UNSIGNED-PAYLOAD), which then streams with its length declared.
     const signed = await this.sign(key, "PUT");
-    const fixed = new FixedLengthStream(length);
-    const [res] = await Promise.all([fetch(signed.url, { method: "PUT", headers: signed.headers, body: fixed.readable }), body.pipeTo(fixed.writable)]);
+    const res = await fetch(signed.url, { method: "PUT", headers: signed.headers, body });
     await expectOk(res, this.id, "PUT", key);
     await res.body?.cancel();
   }

@@ -17,6 +17,8 @@ export class WriteAbandoned extends Error {
 export class ShardSink {
   private readonly writer: WritableStreamDefaultWriter<Uint8Array>;
   private readonly settled: Promise<boolean>;
+  /** The block written last, until the node has taken it. */
+  private previous: Promise<void> = Promise.resolve();
   failed = false;
 
   constructor(
@@ -25,8 +27,9 @@ export class ShardSink {
     length: number,
     private readonly stallMs: number,
   ) {
-    // One block may wait in the stream while the node consumes the previous one.
-    const pipe = new TransformStream<Uint8Array, Uint8Array>(undefined, undefined, { highWaterMark: 1 });
+    // The runtime's own fixed-length stream, straight into the node's request: no stream in JS
+    // between (a TransformStream per shard costs more than the rest of the write path).
+    const pipe = new FixedLengthStream(length);
     this.writer = pipe.writable.getWriter();
     this.settled = node.put(key, pipe.readable, length).then(
       () => !this.failed,
@@ -44,16 +47,20 @@ export class ShardSink {
 
   async write(bytes: Uint8Array): Promise<void> {
     if (this.failed) return;
-    const ok = await this.withinStall(async () => {
-      await this.writer.ready;
-      await this.writer.write(bytes);
-    });
+    // A write resolves once the node took the bytes: one block waits while the node consumes
+    // the one before, so the next block is read from the client meanwhile.
+    const previous = this.previous;
+    const current = this.writer.write(bytes);
+    current.catch(() => {}); // awaited by the next write or close
+    this.previous = current;
+    const ok = await this.withinStall(() => previous);
     if (ok === false) this.abort(new Error("node stalled or failed"));
   }
 
   async close(): Promise<boolean> {
     if (this.failed) return false;
     const ok = await this.withinStall(async () => {
+      await this.previous;
       await this.writer.close();
       return this.settled;
     });
