@@ -25,6 +25,11 @@ export class PieceReader {
   /** Whether the stream has ended (or broke): nothing more will come. */
   ended = false;
 
+  /** The size of a whole piece. */
+  get pieceBytes(): number {
+    return this.options.pieceBytes;
+  }
+
   constructor(
     stream: ReadableStream<Uint8Array>,
     private readonly options: PieceReaderOptions,

@@ -4,7 +4,7 @@ import type { Manifest, ManifestPart } from "../core-api";
 import type { ObjectRecord } from "../meta/types";
 import { S3Error } from "../s3-error";
 import { metrics } from "../observability/metrics";
-import { openPartRange, type LossReason, type ReadEvents } from "../storage/read-part";
+import { openPartSource, sourceStream, type LossReason, type RangeSource, type ReadEvents } from "../storage/read-part";
 import { noSuchBucket } from "./bucket";
 import { checksumHeaders } from "./checksums";
 import { bucketIndex, type RequestContext } from "./context";
@@ -42,11 +42,11 @@ export async function getObject(ctx: RequestContext, bucket: string, key: string
   if (sel.partsCount !== null) headers.set("x-amz-mp-parts-count", String(sel.partsCount));
   if (head || sel.end === sel.start) return new Response(null, { status: sel.status, headers });
   const lost: LostShards = new Map();
-  const body = await openRange(ctx, manifest, sel.start, sel.end, lost);
-  // A fixed-length body makes a read that fails midway abort the connection instead of ending
-  // early with a truncated 200.
+  const source = await openRangeSource(ctx, manifest, sel.start, sel.end, lost);
+  // The runtime's fixed-length stream, written straight from the read (no stream in JS between):
+  // a read that fails midway aborts the connection instead of ending with a truncated 200.
   const fixed = new FixedLengthStream(sel.end - sel.start);
-  const sent = body.pipeTo(fixed.writable).catch(() => {});
+  const sent = send(source, fixed.writable);
   // Heal on read: once the response is out, put back what the read had to go around.
   ctx.waitUntil(sent.then(() => healAfterRead(ctx, bucket, key, object.manifest, lost)));
   return new Response(fixed.readable, { status: sel.status, headers });
@@ -185,40 +185,58 @@ export class RangeNotSatisfiable extends S3Error {
 }
 
 /**
- * Object bytes [start, end) as one stream (a GET, a copy's source): the first part covered opens
- * now (so errors become statuses), later parts open when the stream reaches them.
+ * Object bytes [start, end) as one source: the first part covered opens now (so errors become
+ * statuses), later parts open when the read reaches them.
  */
-export async function openRange(
+export async function openRangeSource(
   ctx: Pick<RequestContext, "config" | "core">,
   manifest: Manifest,
   start: number,
   end: number,
   lost: LostShards = new Map(),
-): Promise<ReadableStream<Uint8Array>> {
+): Promise<RangeSource> {
   const ranges = covering(partOffsets(manifest), start, end).map(({ part, offset }) => ({
     part,
     start: Math.max(start, offset) - offset,
     end: Math.min(end, offset + part.size) - offset,
   }));
-  if (ranges.length === 0) return new ReadableStream({ start: (c) => c.close() });
   const events = readEvents(lost);
-  const first = await openPartRange(ctx.config, ctx.core, ranges[0].part, ranges[0].start, ranges[0].end, events);
-  if (ranges.length === 1) return first;
+  const open = (i: number) => openPartSource(ctx.config, ctx.core, ranges[i].part, ranges[i].start, ranges[i].end, events);
   let index = 0;
-  let current: ReadableStreamDefaultReader<Uint8Array> = first.getReader();
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      for (;;) {
-        const { done, value } = await current.read();
-        if (!done) return controller.enqueue(value);
+  let current: RangeSource | null = ranges.length > 0 ? await open(0) : null;
+  return {
+    async next() {
+      while (current) {
+        const piece = await current.next();
+        if (piece) return piece;
         index += 1;
-        if (index === ranges.length) return controller.close();
-        const r = ranges[index];
-        current = (await openPartRange(ctx.config, ctx.core, r.part, r.start, r.end, events)).getReader();
+        current = index < ranges.length ? await open(index) : null;
       }
+      return null;
     },
-    cancel: (reason) => current.cancel(reason),
-  });
+    close: () => current?.close(),
+  };
+}
+
+/** openRangeSource as a stream (a copy's source, an UploadPartCopy's). */
+export async function openRange(...args: Parameters<typeof openRangeSource>): Promise<ReadableStream<Uint8Array>> {
+  return sourceStream(await openRangeSource(...args));
+}
+
+/**
+ * Sends `source` into `writable`, piece by piece as the client takes them; resolves once sent
+ * (or the client left: the source is closed, nothing more is read). A read that fails midway
+ * aborts the response, so the client sees a broken transfer, never a short 200.
+ */
+async function send(source: RangeSource, writable: WritableStream<Uint8Array>): Promise<void> {
+  const writer = writable.getWriter();
+  try {
+    for (let piece = await source.next(); piece; piece = await source.next()) await writer.write(piece);
+    await writer.close();
+  } catch (e) {
+    source.close();
+    await writer.abort(e).catch(() => {});
+  }
 }
 
 /** Each part with the object offset of its first byte. */

@@ -38,16 +38,24 @@ const OUTPUT_PIECE = 256 * 1024;
 
 /**
  * How much of a shard stream is read at once, in checksummed chunks: 16 of them (256 KiB at the
- * default chunk size) once flowing, one for a stream's first read, so the first byte goes out as
- * soon as its chunk is verified (time to first byte does not wait for a large piece).
+ * default chunk size). A stream longer than that reads one chunk first, so the first byte of a
+ * large read goes out as soon as its chunk is verified; a shorter one is read in one go (a 1 MiB
+ * object's shard: one read instead of two, and its first byte waits for 256 KiB of local disk).
  */
 const CHUNKS_PER_PIECE = 16;
+
+/** Bytes of a range, piece by piece: null at the end. Pieces are the caller's to keep. */
+export interface RangeSource {
+  next(): Promise<Uint8Array | null>;
+  /** Stops early: frees what the read holds (its shard requests are cancelled). */
+  close(): void;
+}
 
 /**
  * Opens bytes [start, end) of a part; resolves once the shard requests have answered. Shards in
  * `avoid` are read around from the start (a heal rebuilding them).
  */
-export async function openPartRange(
+export async function openPartSource(
   config: GatewayConfig,
   core: Core,
   part: ManifestPart,
@@ -55,22 +63,39 @@ export async function openPartRange(
   end: number,
   events: ReadEvents = {},
   avoid: readonly number[] = [],
-): Promise<ReadableStream<Uint8Array>> {
+): Promise<RangeSource> {
   if (part.layout.type === "inline") {
-    const bytes = fromBase64(part.layout.data).subarray(start, end);
-    return new ReadableStream({
-      start(controller) {
-        if (bytes.length > 0) controller.enqueue(bytes);
-        controller.close();
+    let bytes: Uint8Array | null = fromBase64(part.layout.data).subarray(start, end);
+    if (bytes.length === 0) bytes = null;
+    return {
+      next: () => {
+        const out = bytes;
+        bytes = null;
+        return Promise.resolve(out);
       },
-    });
+      close: () => (bytes = null),
+    };
   }
   const reader = new ShardedRangeReader(config, core, part.layout, part.size, end, events, avoid);
   await reader.open(start);
+  return reader;
+}
+
+/** openPartSource as a stream (for readers that want one: a copy's source, a heal). */
+export async function openPartRange(...args: Parameters<typeof openPartSource>): Promise<ReadableStream<Uint8Array>> {
+  return sourceStream(await openPartSource(...args));
+}
+
+/** A RangeSource as a pull stream: nothing is read before the consumer asks. */
+export function sourceStream(source: RangeSource): ReadableStream<Uint8Array> {
   return new ReadableStream<Uint8Array>(
     {
-      pull: (controller) => reader.pull(controller),
-      cancel: () => reader.close(),
+      async pull(controller) {
+        const piece = await source.next();
+        if (piece) controller.enqueue(piece);
+        else controller.close();
+      },
+      cancel: () => source.close(),
     },
     { highWaterMark: 0 },
   );
@@ -93,7 +118,7 @@ type SourceEvent = { source: Source; value?: Uint8Array; done?: boolean; error?:
 type Opened = { f: ShardFetch; node: StorageNode; body: ReadableStream<Uint8Array> };
 type Answer = Opened | { f: ShardFetch; node: StorageNode; body?: undefined; lost: "missing" | "error" | "slow" | "unavailable" };
 
-class ShardedRangeReader {
+class ShardedRangeReader implements RangeSource {
   /** Shards this read goes around: lost, or on a node that is gone or refusing. */
   private readonly unavailable = new Set<number>();
   /** Shards this read gave up waiting for (hedged): read around when the code can spare them. */
@@ -247,21 +272,22 @@ class ShardedRangeReader {
     return { f, node, lost: "slow" };
   }
 
-  async pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
+  async next(): Promise<Uint8Array | null> {
     try {
       for (;;) {
-        const asm = this.assembler as RangeAssembler;
+        const asm = this.assembler;
+        if (!asm) return null; // closed
         const out = asm.pull(OUTPUT_PIECE);
-        if (out) return controller.enqueue(out);
+        if (out) return out;
         if (asm.done) {
           this.close();
-          return controller.close();
+          return null;
         }
         await this.feed(asm);
       }
     } catch (e) {
       this.close();
-      controller.error(e);
+      throw e;
     }
   }
 
@@ -271,7 +297,7 @@ class ShardedRangeReader {
     for (const s of this.sources) {
       if (!s.pending && s.received < s.expected && asm.wants(s.shard)) {
         s.since = Date.now();
-        const max = Math.min(s.expected - s.received, s.received === 0 ? this.layout.chunkBytes + CHUNK_CHECKSUM_BYTES : Infinity);
+        const max = s.received === 0 && s.expected > s.reader.pieceBytes ? this.layout.chunkBytes + CHUNK_CHECKSUM_BYTES : s.expected - s.received;
         s.pending = s.reader.read(max).then(
           (value) => ({ source: s, value: value ?? undefined, done: value === null }),
           (error: unknown) => ({ source: s, error }),
