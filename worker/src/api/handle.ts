@@ -182,7 +182,7 @@ const DRAIN_LIMIT_BYTES = 64 * 1024 * 1024;
  */
 async function settleUnreadBody(request: Request): Promise<void> {
   const body = request.body;
-  if (!body || request.bodyUsed || body.locked) return;
+  if (!body || request.bodyUsed || body.locked || request.headers.get("content-length") === "0") return;
   if ((request.headers.get("expect") ?? "").toLowerCase() === "100-continue") return void body.cancel().catch(() => {});
   const reader = new PieceReader(body, { pieceBytes: BODY_PIECE_BYTES, reuse: true });
   try {

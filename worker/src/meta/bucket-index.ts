@@ -97,6 +97,7 @@ export class BucketIndex extends DurableObject {
   /** Marks the bucket as existing; "exists" (and no change) when it already does. */
   async init(name: string, created: number): Promise<"created" | "exists"> {
     if (this.exists()) return "exists";
+    this.present = undefined;
     this.sql.exec(
       `INSERT INTO bucket (id, name, created, present) VALUES (1, ?, ?, 1)
        ON CONFLICT (id) DO UPDATE SET name = excluded.name, created = excluded.created, present = 1`,
@@ -113,6 +114,7 @@ export class BucketIndex extends DurableObject {
 
   /** Removes the bucket if it exists and holds no objects. */
   async drop(): Promise<"dropped" | "not-empty" | "missing"> {
+    this.present = undefined; // read again after the transaction, whatever its outcome
     const result = this.ctx.storage.transactionSync((): { outcome: "dropped" | "not-empty" | "missing"; parts: PartRecord[] } => {
       if (!this.exists()) return { outcome: "missing", parts: [] };
       if (!this.empty()) return { outcome: "not-empty", parts: [] };
@@ -121,6 +123,7 @@ export class BucketIndex extends DurableObject {
       this.sql.exec("UPDATE bucket SET present = 0, cors = NULL WHERE id = 1");
       return { outcome: "dropped", parts };
     });
+    this.present = undefined;
     this.removeInBackground(result.parts);
     return result.outcome;
   }
@@ -467,12 +470,19 @@ export class BucketIndex extends DurableObject {
     return this.ctx.storage.sql;
   }
 
+  private present: boolean | undefined;
+
   private bucketRow(): BucketRow | null {
     return this.sql.exec<BucketRow>("SELECT name, created, present FROM bucket WHERE id = 1").toArray()[0] ?? null;
   }
 
+  /**
+   * Whether the bucket exists, asked on every request: remembered by this instance (the only one
+   * that writes it, one request at a time) and forgotten whenever init or drop change it.
+   */
   private exists(): boolean {
-    return this.bucketRow()?.present === 1;
+    this.present ??= this.bucketRow()?.present === 1;
+    return this.present;
   }
 
   private empty(): boolean {
