@@ -54,6 +54,20 @@ export class DiskNode implements StorageNode {
   }
 
   private url(key: string): string {
-    return ORIGIN + key.split("/").map(encodeURIComponent).join("/");
+    return ORIGIN + filePath(key).split("/").map(encodeURIComponent).join("/");
   }
+}
+
+/**
+ * Where a shard file lives in the node's directory. Keys are `DAY/UUID/SHARD` (nodes.ts
+ * shardKey); one directory per object would cost the filesystem a directory creation per shard
+ * file written (ext4 spends more CPU allocating those inodes than the gateway spends on MD5), so a
+ * part's shard file is `DAY/UU/UUID.SHARD`: a day's objects spread over 256 directories by the
+ * first two characters of their UUID. This is the on-disk layout of disk nodes: keep it stable.
+ */
+export function filePath(key: string): string {
+  const parts = key.split("/");
+  if (parts.length !== 3) return key;
+  const [day, id, shard] = parts;
+  return `${day}/${id.slice(0, 2)}/${id}.${shard}`;
 }
