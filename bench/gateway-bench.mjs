@@ -210,10 +210,11 @@ if (args.has("--stall")) {
 }
 
 if (json) {
-  console.log(JSON.stringify({ machine: { cpus: (await import("node:os")).cpus().length }, targets: TARGETS.map(({ id, label }) => ({ id, label })), results, stall }, null, 2));
+  const stallJson = stall && { rows: roundStallRows(stall.rows), info: stall.info };
+  console.log(JSON.stringify({ machine: { cpus: (await import("node:os")).cpus().length }, targets: TARGETS.map(({ id, label }) => ({ id, label })), results, stall: stallJson }, null, 2));
 } else {
   console.log(report(results));
-  if (stall) console.log(`\n${stallTable(roundStallRows(stall.rows))}\n${stallFootnotes(stall)}`);
+  if (stall) console.log(`\n${stallTable(stall.rows)}\n\n${stallFootnotes(stall.info)}`);
 }
 
 function fmt(n, digits = 0) {
