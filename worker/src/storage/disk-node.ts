@@ -2,7 +2,7 @@
 // (self-hosted on plain workerd: scripts/serve.mjs binds one writable disk service per node). The
 // service answers GET and HEAD (a single Range gives 206), PUT (a temporary file renamed into
 // place when complete, so a crashed upload never leaves a partial shard file) and DELETE.
-import { expectOk, NodeAnswerError, type StorageNode } from "./nodes";
+import { expectDeleted, expectOk, rangedBody, type StorageNode } from "./nodes";
 
 /** Any host: a service binding routes by binding, the URL's path names the file. */
 const ORIGIN = "http://disk/";
@@ -23,27 +23,11 @@ export class DiskNode implements StorageNode {
 
   async get(key: string, start: number, end: number): Promise<ReadableStream<Uint8Array> | null> {
     const res = await this.disk.fetch(this.url(key), { headers: { range: `bytes=${start}-${end - 1}` } });
-    if (res.status === 404) {
-      await res.body?.cancel();
-      return null;
-    }
-    await expectOk(res, this.id, "GET", key);
-    // A whole-file answer is right only when the range is the whole file.
-    if (res.status !== 206 && !(start === 0 && Number(res.headers.get("content-length")) === end)) {
-      await res.body?.cancel();
-      throw new Error(`node ${this.id}: GET ${key} ignored the Range header`);
-    }
-    return res.body;
+    return rangedBody(res, this.id, key, start, end);
   }
 
   async delete(keys: string[]): Promise<void> {
-    await Promise.all(
-      keys.map(async (key) => {
-        const res = await this.disk.fetch(this.url(key), { method: "DELETE" });
-        await res.body?.cancel();
-        if (!res.ok && res.status !== 404) throw new NodeAnswerError(res.status, `node ${this.id}: DELETE ${key}: HTTP ${res.status}`);
-      }),
-    );
+    await Promise.all(keys.map(async (key) => expectDeleted(await this.disk.fetch(this.url(key), { method: "DELETE" }), this.id, key)));
   }
 
   async head(key: string): Promise<number | null> {

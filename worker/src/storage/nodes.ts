@@ -40,6 +40,29 @@ export async function expectOk(res: Response, node: string, method: string, key:
   throw new NodeAnswerError(res.status, `node ${node}: ${method} ${key}: HTTP ${res.status} ${detail}`);
 }
 
+/**
+ * The body of a node's answer to a ranged GET: null for a 404. A server that ignores Range sends
+ * the whole file: that is right only when the range is the whole file, never passed on otherwise.
+ */
+export async function rangedBody(res: Response, node: string, key: string, start: number, end: number): Promise<ReadableStream<Uint8Array> | null> {
+  if (res.status === 404) {
+    await res.body?.cancel();
+    return null;
+  }
+  await expectOk(res, node, "GET", key);
+  if (res.status !== 206 && !(start === 0 && Number(res.headers.get("content-length")) === end)) {
+    await res.body?.cancel();
+    throw new Error(`node ${node}: GET ${key} ignored the Range header`);
+  }
+  return res.body;
+}
+
+/** A node's answer to a DELETE: done, or the file was not there. */
+export async function expectDeleted(res: Response, node: string, key: string): Promise<void> {
+  await res.body?.cancel();
+  if (!res.ok && res.status !== 404) throw new NodeAnswerError(res.status, `node ${node}: DELETE ${key}: HTTP ${res.status}`);
+}
+
 /** A node backed by an R2 bucket binding (miniflare simulates and persists it locally). */
 export class R2Node implements StorageNode {
   readonly kind = "r2";

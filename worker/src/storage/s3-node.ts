@@ -3,7 +3,7 @@
 // known up front), ranged GETs, HEAD, DELETE. Shard files are at most a part's size divided by k,
 // so a single PUT (S3 allows 5 GiB) carries any part a single PutObject or UploadPart can.
 import { AwsClient } from "aws4fetch";
-import { expectOk, type StorageNode } from "./nodes";
+import { expectDeleted, expectOk, rangedBody, type StorageNode } from "./nodes";
 
 export interface S3NodeSpec {
   /** Base URL, e.g. http://127.0.0.1:7070 or https://<account>.r2.cloudflarestorage.com. */
@@ -39,27 +39,11 @@ export class S3Node implements StorageNode {
 
   async get(key: string, start: number, end: number): Promise<ReadableStream<Uint8Array> | null> {
     const res = await this.fetchWithin(await this.sign(key, "GET", { range: `bytes=${start}-${end - 1}` }));
-    if (res.status === 404) {
-      await res.body?.cancel();
-      return null;
-    }
-    await expectOk(res, this.id, "GET", key);
-    // A server that ignores Range would send the whole file: never pass wrong offsets on.
-    if (res.status !== 206 && !(start === 0 && Number(res.headers.get("content-length")) === end)) {
-      await res.body?.cancel();
-      throw new Error(`node ${this.id}: GET ${key} ignored the Range header`);
-    }
-    return res.body;
+    return rangedBody(res, this.id, key, start, end);
   }
 
   async delete(keys: string[]): Promise<void> {
-    await Promise.all(
-      keys.map(async (key) => {
-        const res = await this.fetchWithin(await this.sign(key, "DELETE"));
-        await res.body?.cancel();
-        if (!res.ok && res.status !== 404) throw new Error(`node ${this.id}: DELETE ${key}: HTTP ${res.status}`);
-      }),
-    );
+    await Promise.all(keys.map(async (key) => expectDeleted(await this.fetchWithin(await this.sign(key, "DELETE")), this.id, key)));
   }
 
   async head(key: string): Promise<number | null> {
