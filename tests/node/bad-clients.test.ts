@@ -1,8 +1,9 @@
 // The misbehaving clients an ordinary S3 conformance run sends, against a real gateway (plain
 // workerd in the "node" project, wrangler dev in "node-dev"): an upload cut off mid-body, a wrong
-// Content-Length either way, early errors answered while a large body is still coming, a reader
-// that stops halfway through a large GET. After each the gateway keeps serving byte-exact, shows
-// no partial object, and neither restarts nor cancels a request as hung.
+// Content-Length either way, early errors answered while a large body is still coming (also one
+// beyond what the gateway reads away), a reader that stalls or gives up halfway through a large
+// GET. After each the gateway keeps serving byte-exact, shows no partial object, and neither
+// restarts nor cancels a request as hung.
 import { createHash, randomBytes } from "node:crypto";
 import http from "node:http";
 import { connect, type Socket } from "node:net";
@@ -37,6 +38,17 @@ function openSocket(): Promise<Socket> {
   });
 }
 
+/** Sends a signed PUT's head and `sent` of its body on a raw socket, then drops the connection. */
+async function cutOff(path: string, headers: Record<string, string>, sent: Uint8Array): Promise<void> {
+  const socket = await openSocket();
+  socket.on("error", () => {}); // a reset from the server is fine: the client is leaving anyway
+  socket.write(await signedHead("PUT", path, headers));
+  socket.write(sent);
+  await new Promise((r) => setTimeout(r, 200)); // let the gateway start on the body
+  socket.destroy();
+  await new Promise((r) => setTimeout(r, 500)); // and notice the loss (nothing may show either way)
+}
+
 /** Everything the server sends until it closes the connection or `ms` pass (then we close it). */
 function collect(socket: Socket, ms: number): Promise<string> {
   return new Promise((resolve) => {
@@ -53,6 +65,30 @@ function collect(socket: Socket, ms: number): Promise<string> {
   });
 }
 
+/** The next complete HTTP/1.1 answer on a socket (head, body by Content-Length, what follows). */
+function nextAnswer(socket: Socket, buffered = ""): Promise<{ head: string; body: string; rest: string }> {
+  return new Promise((resolve, reject) => {
+    let text = buffered;
+    const check = (): boolean => {
+      const end = text.indexOf("\r\n\r\n");
+      if (end < 0) return false;
+      const head = text.slice(0, end);
+      const length = /^HTTP\/1\.1 1\d\d/.test(head) ? 0 : Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+      if (text.length < end + 4 + length) return false;
+      socket.off("data", onData).off("close", onClose);
+      resolve({ head, body: text.slice(end + 4, end + 4 + length), rest: text.slice(end + 4 + length) });
+      return true;
+    };
+    const onData = (d: Buffer) => {
+      text += d.toString("latin1");
+      check();
+    };
+    const onClose = () => reject(new Error(`connection closed before a whole answer: ${JSON.stringify(text)}`));
+    if (check()) return;
+    socket.on("data", onData).on("close", onClose);
+  });
+}
+
 /** A normal round trip still works, byte for byte. */
 async function stillServes(): Promise<void> {
   const body = randomBytes(3 * MiB + 5);
@@ -64,6 +100,17 @@ async function stillServes(): Promise<void> {
 
 async function absent(key: string): Promise<void> {
   expect((await s3.fetch(url(key), { method: "HEAD" })).status, `${key} must not exist`).toBe(404);
+}
+
+/**
+ * An early error answer: with its status and S3 code. On workerd the gateway reads away the unread
+ * body before it answers, so a client that sends before it reads always gets it; under wrangler
+ * dev its proxy may close first.
+ */
+function expectError(result: { status: number; body: string }, status: number, code: string): void {
+  if (result.status === -1 && gateway.runtime === "dev") return;
+  expect(result.status, result.body).toBe(status);
+  expect(result.body).toContain(`<Code>${code}</Code>`);
 }
 
 /** Sends a body with node:http, answering whatever comes, even before the body is all sent. */
@@ -93,13 +140,34 @@ function streamingPut(path: string, headers: Record<string, string>, size: numbe
 
 describe(`bad clients (${gateway.runtime})`, () => {
   it("an upload cut off mid-body stores nothing", async () => {
-    const socket = await openSocket();
-    socket.write(await signedHead("PUT", `/${bucket}/cut-off`, { "content-length": String(8 * MiB) }));
-    socket.write(randomBytes(MiB));
-    await new Promise((r) => setTimeout(r, 200));
-    socket.destroy();
-    await new Promise((r) => setTimeout(r, 500));
+    await cutOff(`/${bucket}/cut-off`, { "content-length": String(8 * MiB) }, randomBytes(MiB));
     await absent("cut-off");
+    await stillServes();
+  });
+
+  it("an aws-chunked upload cut off mid-chunk stores nothing", async () => {
+    const declared = 8 * MiB;
+    const headers = {
+      "x-amz-content-sha256": "STREAMING-UNSIGNED-PAYLOAD-TRAILER",
+      "content-encoding": "aws-chunked",
+      "x-amz-decoded-content-length": String(declared),
+      "content-length": String(declared + 64), // an encoded body is longer; it never gets there
+    };
+    await cutOff(`/${bucket}/cut-off-chunked`, headers, Buffer.concat([Buffer.from(`${(2 * MiB).toString(16)}\r\n`), randomBytes(MiB)]));
+    await absent("cut-off-chunked");
+    await stillServes();
+  });
+
+  it("an upload part cut off mid-body leaves no part", async () => {
+    const created = await (await s3.fetch(url("cut-off-part?uploads"), { method: "POST" })).text();
+    const uploadId = /<UploadId>([^<]+)<\/UploadId>/.exec(created)?.[1] ?? "";
+    expect(uploadId).not.toBe("");
+    const query = `partNumber=1&uploadId=${encodeURIComponent(uploadId)}`;
+    await cutOff(`/${bucket}/cut-off-part?${query}`, { "content-length": String(8 * MiB) }, randomBytes(MiB));
+    const parts = await s3.fetch(url(`cut-off-part?uploadId=${encodeURIComponent(uploadId)}`));
+    expect(parts.status).toBe(200);
+    expect(await parts.text()).not.toContain("<Part>");
+    expect((await s3.fetch(url(`cut-off-part?uploadId=${encodeURIComponent(uploadId)}`), { method: "DELETE" })).status).toBe(204);
     await stillServes();
   });
 
@@ -136,32 +204,60 @@ describe(`bad clients (${gateway.runtime})`, () => {
       const signed = await s3.sign(`${gateway.base}${path}`, { method: "PUT", headers: { "x-amz-content-sha256": "UNSIGNED-PAYLOAD", ...extra } });
       return Object.fromEntries(signed.headers);
     };
-    const noBucket = await streamingPut("/no-such-bucket-here/key", await signedFor("/no-such-bucket-here/key"), big);
-    if (noBucket.status !== -1) {
-      expect(noBucket.status, noBucket.body).toBe(404);
-      expect(noBucket.body).toContain("<Code>NoSuchBucket</Code>");
-    }
+    expectError(await streamingPut("/no-such-bucket-here/key", await signedFor("/no-such-bucket-here/key"), big), 404, "NoSuchBucket");
     const badSignature = await signedFor(`/${bucket}/forged`);
     badSignature.authorization = (badSignature.authorization ?? "").replace(/Signature=[0-9a-f]+/, `Signature=${"0".repeat(64)}`);
-    const forged = await streamingPut(`/${bucket}/forged`, badSignature, big);
-    if (forged.status !== -1) {
-      expect(forged.status, forged.body).toBe(403);
-      expect(forged.body).toContain("<Code>SignatureDoesNotMatch</Code>");
-    }
-    const unsigned = await streamingPut(`/${bucket}/anonymous`, {}, big);
-    if (unsigned.status !== -1) expect(unsigned.status, unsigned.body).toBe(403);
-    const notImplemented = await streamingPut(`/${bucket}/key?acl`, await signedFor(`/${bucket}/key?acl`), big);
-    if (notImplemented.status !== -1) {
-      expect(notImplemented.status, notImplemented.body).toBe(501);
-      expect(notImplemented.body).toContain("<Code>NotImplemented</Code>");
-    }
+    expectError(await streamingPut(`/${bucket}/forged`, badSignature, big), 403, "SignatureDoesNotMatch");
+    expectError(await streamingPut(`/${bucket}/anonymous`, {}, big), 403, "AccessDenied");
+    expectError(await streamingPut(`/${bucket}/key?acl`, await signedFor(`/${bucket}/key?acl`), big), 501, "NotImplemented");
     // A precondition that fails only once the body is stored: 412, and the old object stays.
     await stillServes();
-    const precondition = await streamingPut(`/${bucket}/probe`, await signedFor(`/${bucket}/probe`, { "if-none-match": "*" }), 4 * MiB);
-    if (precondition.status !== -1) expect(precondition.status, precondition.body).toBe(412);
+    expectError(await streamingPut(`/${bucket}/probe`, await signedFor(`/${bucket}/probe`, { "if-none-match": "*" }), 4 * MiB), 412, "PreconditionFailed");
+    // Beyond what an early answer reads away the body is cancelled: an answer or a closed
+    // connection are both fine (S3 closes on large bodies too), as long as the gateway goes on.
+    const huge = await streamingPut("/no-such-bucket-here/huge", await signedFor("/no-such-bucket-here/huge"), 100 * MiB);
+    if (huge.status !== -1) expectError(huge, 404, "NoSuchBucket");
     await absent("forged");
     await absent("anonymous");
     await stillServes();
+  });
+
+  it("answers an early error to a client that waits for 100 Continue", async () => {
+    const socket = await openSocket();
+    const size = 8 * MiB;
+    socket.write(await signedHead("PUT", "/no-such-bucket-here/expecting", { "content-length": String(size), expect: "100-continue" }));
+    let answer = await nextAnswer(socket);
+    // A front that does answer 100 Continue gets the body, as the client promised.
+    if (/^HTTP\/1\.1 100/.test(answer.head)) {
+      socket.write(Buffer.alloc(size, 1));
+      answer = await nextAnswer(socket, answer.rest);
+    }
+    socket.destroy();
+    expect(answer.head).toMatch(/^HTTP\/1\.1 404/);
+    expect(answer.body).toContain("<Code>NoSuchBucket</Code>");
+    await stillServes();
+  });
+
+  it("a reader that stalls mid-GET (connection open, nothing read) does not hold up others", async () => {
+    const body = randomBytes(24 * MiB);
+    expect((await s3.fetch(url("stalled"), { method: "PUT", body, headers: { "x-amz-content-sha256": "UNSIGNED-PAYLOAD" } })).status).toBe(200);
+    const socket = await openSocket();
+    let got = 0;
+    const enough = new Promise<void>((resolve) =>
+      socket.on("data", (d: Buffer) => {
+        got += d.length;
+        if (got >= MiB) {
+          socket.pause(); // stop reading: the server's writes back up against the socket
+          resolve();
+        }
+      }),
+    );
+    socket.write(await signedHead("GET", `/${bucket}/stalled`, {}));
+    await enough;
+    await stillServes(); // while the stalled response is still open
+    socket.destroy();
+    const whole = new Uint8Array(await (await s3.fetch(url("stalled"))).arrayBuffer());
+    expect(Buffer.from(whole).equals(body)).toBe(true);
   });
 
   it("a reader that stops halfway through a large GET does not disturb the next", async () => {
@@ -179,8 +275,12 @@ describe(`bad clients (${gateway.runtime})`, () => {
     await stillServes();
   });
 
-  it("kept serving throughout: no restart, no request cancelled as hung", () => {
+  it("kept serving throughout: no restart, no request cancelled as hung, no internal error", () => {
     expect(gateway.running).toBe(true);
-    expect(gateway.log).not.toMatch(/had hung|exited \(/);
+    // A client's broken body is its own 400, never the gateway's 500 (501 is NotImplemented).
+    expect(gateway.requests().filter((r) => r.status >= 500 && r.status !== 501)).toEqual([]);
+    // Spelled without the literal words: .ci/run counts log lines holding them, and a failure here
+    // prints this line.
+    expect(gateway.log).not.toMatch(/had\shung|exited \(/);
   });
 });

@@ -174,11 +174,14 @@ const DRAIN_LIMIT_BYTES = 64 * 1024 * 1024;
 
 /**
  * Settles a request body that the answer did not read (an early error: 403, 404, 501 …): no body
- * is ever left pending. A client that waits for `100 Continue` has sent nothing yet: its body is
- * cancelled, so it is never asked for. Otherwise the body is read away (up to DRAIN_LIMIT_BYTES,
- * then cancelled): the answer then goes out on a connection in a clean state, which wrangler
- * dev's proxy needs (it fails with a 500 of its own when the Worker cancels a body it is still
- * sending), and a client that sends before it reads gets its answer instead of a reset.
+ * is ever left pending. The body is read away (up to DRAIN_LIMIT_BYTES, then cancelled): the
+ * answer then goes out on a connection in a clean state, which wrangler dev's proxy needs (it
+ * fails with a 500 of its own when the Worker cancels a body it is still sending), and a client
+ * that sends before it reads gets its answer instead of a reset (measured on workerd: cancelling
+ * instead lost early answers to Node's http client, which sends before it reads). A client that
+ * sent `Expect: 100-continue` gets its body cancelled rather than read: both runtimes send their
+ * own `100 Continue` whatever the Worker does, and the answer, then the connection's next request
+ * (curl), came through either way (tests/node/bad-clients.test.ts).
  */
 async function settleUnreadBody(request: Request): Promise<void> {
   const body = request.body;
