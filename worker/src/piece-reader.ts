@@ -4,9 +4,14 @@
 // the BYOB reader's `readAtLeast`, which fills a whole piece in one call; any other stream (one
 // made in JS, e.g. a verifying wrapper) is read as it comes.
 
+import { giveBuffer, takeBuffer } from "./buffer-pool";
+
 /** The piece size for request bodies: large enough that per-read costs vanish, small enough
  *  that a piece in flight per request is no memory concern. */
 export const BODY_PIECE_BYTES = 256 * 1024;
+
+/** Reads smaller than this get a buffer of their own size, not a whole piece. */
+const SMALL_READ_BYTES = 4096;
 
 export interface PieceReaderOptions {
   /** The size of a piece: reads wait for this many bytes unless the stream ends first. */
@@ -49,14 +54,58 @@ export class PieceReader {
     return result;
   }
 
+  /** Whether `readInto` fills a caller's buffer straight from the stream (a byte stream). */
+  get direct(): boolean {
+    return this.byob !== null;
+  }
+
+  /**
+   * Fills `view` straight from the stream, with no copy, until it is full or the stream ends;
+   * resolves with the view refilled (same offset and length) and how many bytes came. The view's
+   * buffer is transferred to the stream and back: the caller uses the returned view from then on
+   * (its old buffer is detached). Only when `direct`.
+   */
+  async readInto(view: Uint8Array): Promise<{ view: Uint8Array; filled: number }> {
+    const reader = this.byob as ReadableStreamBYOBReader;
+    // Kept apart: a transferred view reads as empty.
+    const { byteOffset, length } = view;
+    let buffer = view.buffer as ArrayBuffer;
+    const size = buffer.byteLength;
+    let filled = 0;
+    while (filled < length && !this.ended) {
+      const rest = length - filled;
+      const { done, value } = await reader.readAtLeast(rest, new Uint8Array(buffer, byteOffset + filled, rest));
+      // A stream that ends hands the buffer back empty; one cancelled meanwhile may not at all.
+      buffer = value ? (value.buffer as ArrayBuffer) : new ArrayBuffer(size);
+      filled += value?.byteLength ?? 0;
+      if (done) this.ended = true;
+    }
+    return { view: new Uint8Array(buffer, byteOffset, length), filled };
+  }
+
   async cancel(reason?: unknown): Promise<void> {
     this.ended = true;
     await (this.byob ?? this.plain)?.cancel(reason).catch(() => {});
   }
 
+  /**
+   * Hands the reused buffer to the next request (buffer-pool.ts). Only once the caller is done
+   * with every piece it was given: nothing may look at them afterwards.
+   */
+  release(): void {
+    if (this.buffer) giveBuffer(this.buffer);
+    this.buffer = null;
+  }
+
   private async readByob(size: number): Promise<Uint8Array | null> {
     const reader = this.byob as ReadableStreamBYOBReader;
-    const buffer = this.options.reuse && this.buffer && this.buffer.byteLength >= size ? this.buffer : new ArrayBuffer(this.options.reuse ? this.options.pieceBytes : size);
+    // A reused buffer is a whole piece, unless the read is a small one (the end-of-body probe).
+    const fresh = this.options.reuse && size >= SMALL_READ_BYTES ? this.options.pieceBytes : size;
+    let buffer = this.options.reuse ? this.buffer : null;
+    if (!buffer || buffer.byteLength < size) {
+      if (buffer) giveBuffer(buffer);
+      buffer = this.options.reuse ? takeBuffer(fresh) : new ArrayBuffer(fresh);
+    }
     this.buffer = null; // transferred to the stream until the read returns it
     const { done, value } = await reader.readAtLeast(size, new Uint8Array(buffer, 0, size));
     if (value && this.options.reuse) this.buffer = value.buffer;

@@ -73,7 +73,8 @@ export async function handleS3(request: Request, env: Env, exec: { waitUntil(pro
     metrics.add("shardgate_requests_total", 1, { op, status: response.status });
     metrics.add("shardgate_client_bytes_received_total", received);
     metrics.add("shardgate_client_bytes_sent_total", sent);
-    exec.waitUntil(metrics.flushSoon(() => metricsStore(env)).catch((e: unknown) => console.error(JSON.stringify({ metricsFlush: String(e) }))));
+    const flush = metrics.flushSoon(() => metricsStore(env));
+    if (flush) exec.waitUntil(flush.catch((e: unknown) => console.error(JSON.stringify({ metricsFlush: String(e) }))));
     log({ requestId, op, method: request.method, path: url.pathname, status: response.status, ms: Date.now() - started, received, sent });
     return response;
   }

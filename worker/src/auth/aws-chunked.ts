@@ -99,6 +99,8 @@ export class AwsChunkedParser {
   private remaining = 0;
   private chunkSignature = "";
   private hash: Sha256Stream | null = null;
+  /** Whether no data of the current chunk has been seen yet. */
+  private chunkStart = false;
   private previousSignature: string;
   // Totals and trailers.
   private decoded = 0;
@@ -147,16 +149,11 @@ export class AwsChunkedParser {
           if (this.opts.decodedLength !== null && this.decoded > this.opts.decodedLength) {
             throw malformed("the chunks carry more data than x-amz-decoded-content-length");
           }
-          if (this.hash) await this.hash.update(data);
+          const whole = this.chunkStart && this.remaining === 0;
+          this.chunkStart = false;
           out.push(data);
-          if (this.remaining === 0) {
-            if (this.hash) {
-              const hash = this.hash;
-              this.hash = null;
-              await this.verifyChunk(await hash.hex());
-            }
-            this.state = State.DataCr;
-          }
+          if (this.opts.signing) await this.hashData(data, whole);
+          if (this.remaining === 0) this.state = State.DataCr;
           break;
         }
         case State.DataCr:
@@ -244,8 +241,23 @@ export class AwsChunkedParser {
       return;
     }
     this.remaining = size;
-    if (this.opts.signing) this.hash = new Sha256Stream();
+    this.chunkStart = true;
     this.state = State.Data;
+  }
+
+  /**
+   * Hashes a signed chunk's data and, at its end, checks its signature. A chunk that arrived
+   * whole in one piece (the usual case: 64 KiB chunks, 256 KiB pieces) is hashed in one call,
+   * without a digest stream.
+   */
+  private async hashData(data: Uint8Array, whole: boolean): Promise<void> {
+    if (whole) return this.verifyChunk(await sha256Hex(data));
+    this.hash ??= new Sha256Stream();
+    await this.hash.update(data);
+    if (this.remaining > 0) return;
+    const hash = this.hash;
+    this.hash = null;
+    await this.verifyChunk(await hash.hex());
   }
 
   private async verifyChunk(dataSha256: string): Promise<void> {

@@ -29,6 +29,8 @@ export interface MetricsSink {
 }
 
 const FLUSH_DELAY_MS = 1000;
+/** Distinct series keys remembered (labels include node ids and statuses: a few hundred). */
+const MAX_CACHED_KEYS = 4096;
 
 /** One series' identity: `name{label="value",...}` with labels sorted, values escaped. */
 export function seriesKey(name: CounterName, labels: Labels = {}): string {
@@ -50,20 +52,37 @@ export class Metrics {
    *  waited for after a second. */
   private sentAt = 0;
 
+  /** Series keys by name and label values as the caller passed them: a request adds several
+   *  counts, and sorting and escaping labels for each showed up in profiles. Bounded. */
+  private readonly keys = new Map<string, string>();
+
   add(name: CounterName, value = 1, labels?: Labels): void {
     if (value === 0) return;
-    const key = seriesKey(name, labels);
+    const key = labels ? this.labelledKey(name, labels) : name;
     this.pending.set(key, (this.pending.get(key) ?? 0) + value);
   }
 
+  private labelledKey(name: CounterName, labels: Labels): string {
+    let id = name as string;
+    for (const k in labels) id += `\u0000${k}\u0000${labels[k]}`;
+    let key = this.keys.get(id);
+    if (key === undefined) {
+      key = seriesKey(name, labels);
+      if (this.keys.size >= MAX_CACHED_KEYS) this.keys.clear();
+      this.keys.set(id, key);
+    }
+    return key;
+  }
+
   /**
-   * Schedules a flush of what is pending (once per FLUSH_DELAY_MS); hand the promise to waitUntil.
+   * Schedules a flush of what is pending (once per FLUSH_DELAY_MS) and returns it for waitUntil,
+   * or null when one is already scheduled (most requests: nothing to wait for).
    * Only the request that schedules the flush waits for it: a request waiting on a timer of
    * another request's would look hung to the runtime, which then cancels it.
    */
-  flushSoon(sink: () => MetricsSink): Promise<void> {
+  flushSoon(sink: () => MetricsSink): Promise<void> | null {
     const now = Date.now();
-    if (this.scheduledAt !== 0 && now - this.scheduledAt < 5 * FLUSH_DELAY_MS) return Promise.resolve();
+    if (this.scheduledAt !== 0 && now - this.scheduledAt < 5 * FLUSH_DELAY_MS) return null;
     this.scheduledAt = now;
     return new Promise<void>((r) => setTimeout(r, FLUSH_DELAY_MS)).then(() => {
       this.scheduledAt = 0;

@@ -21,7 +21,40 @@ export class ExactReader {
 
   /** Fills `target` completely, or fails with IncompleteBody when the body ends first. */
   async fill(target: Uint8Array): Promise<void> {
-    let at = 0;
+    await this.fillFrom(target, this.takeLeftover(target));
+  }
+
+  /**
+   * Like `fill`, but a byte stream (a client's request body as the runtime delivers it) is read
+   * straight into `target`'s memory, not copied through a piece buffer: `target`'s buffer is
+   * taken over and the filled view (same offset and length, a new buffer) is returned. Use it
+   * for the block buffer of a write, and use the returned view (and its buffer) from then on.
+   */
+  async fillInPlace(target: Uint8Array): Promise<Uint8Array> {
+    const at = this.takeLeftover(target);
+    if (at === target.length || !this.reader?.direct) {
+      await this.fillFrom(target, at);
+      return target;
+    }
+    // Kept apart: the read transfers target's buffer, after which target reads as empty.
+    const { byteOffset, length } = target;
+    const { view, filled } = await this.guard(() => (this.reader as PieceReader).readInto(target.subarray(at)));
+    if (this.reader.ended) this.ended = true;
+    if (filled < length - at) throw incomplete();
+    return new Uint8Array(view.buffer, byteOffset, length);
+  }
+
+  /** Copies what is left of the last piece into the start of `target`; returns how much. */
+  private takeLeftover(target: Uint8Array): number {
+    const n = Math.min(this.leftover.length, target.length);
+    if (n === 0) return 0;
+    target.set(this.leftover.subarray(0, n));
+    this.leftover = this.leftover.subarray(n);
+    return n;
+  }
+
+  private async fillFrom(target: Uint8Array, start: number): Promise<void> {
+    let at = start;
     while (at < target.length) {
       if (this.leftover.length === 0) {
         // Never more than this block needs: the rest would wait in the shared buffer.
@@ -69,17 +102,22 @@ export class ExactReader {
   }
 
   private async next(max?: number): Promise<Uint8Array | null> {
-    let piece: Uint8Array | null;
+    const reader = this.reader;
+    const piece = reader ? await this.guard(() => reader.read(max)) : null;
+    if (!piece) this.ended = true;
+    return piece;
+  }
+
+  /** Runs a read of the body, turning a broken client body into IncompleteBody. */
+  private async guard<T>(read: () => Promise<T>): Promise<T> {
     try {
-      piece = this.reader ? await this.reader.read(max) : null;
+      return await read();
     } catch (e) {
       this.ended = true; // a broken stream has nothing more to give
       // S3 errors of the body's own checks (aws-chunked, payload hash) stand as they are.
       if (this.clientBody && !(e instanceof S3Error)) throw incomplete();
       throw e;
     }
-    if (!piece) this.ended = true;
-    return piece;
   }
 }
 

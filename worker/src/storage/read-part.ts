@@ -353,7 +353,10 @@ class ShardedRangeReader implements RangeSource {
   }
 
   close(): void {
-    for (const s of this.sources) void s.reader.cancel();
+    for (const s of this.sources) {
+      s.reader.release(); // every piece read went into the assembler (a copy)
+      void s.reader.cancel();
+    }
     this.sources = [];
     this.assembler?.free();
     this.assembler = null;

@@ -13,19 +13,32 @@ export class WriteAbandoned extends Error {
   }
 }
 
-/** One shard file's upload: a stream into the node's PUT, written block by block. */
+/** One write into a sink's stream, and whether the node has taken it (or failed). */
+interface Queued {
+  promise: Promise<void>;
+  settled: boolean;
+}
+
+const TAKEN: Queued = { promise: Promise.resolve(), settled: true };
+
+/**
+ * One shard file's upload: a stream into the node's PUT, written block by block. A block waits
+ * while the node consumes the one before, so the next block is read from the client meanwhile.
+ * Writers of several sinks use `writeAll`/`closeAll`: one stall timer per block for all of them
+ * (none at all when every node already took the previous block), not one per shard.
+ */
 export class ShardSink {
   private readonly writer: WritableStreamDefaultWriter<Uint8Array>;
   private readonly settled: Promise<boolean>;
   /** The block written last, until the node has taken it. */
-  private previous: Promise<void> = Promise.resolve();
+  private last: Queued = TAKEN;
   failed = false;
 
   constructor(
     node: StorageNode,
     key: string,
     length: number,
-    private readonly stallMs: number,
+    readonly stallMs: number,
   ) {
     // The runtime's own fixed-length stream, straight into the node's request: no stream in JS
     // between (a TransformStream per shard costs more than the rest of the write path).
@@ -46,29 +59,47 @@ export class ShardSink {
   }
 
   async write(bytes: Uint8Array): Promise<void> {
-    if (this.failed) return;
-    // A write resolves once the node took the bytes: one block waits while the node consumes
-    // the one before, so the next block is read from the client meanwhile.
-    const previous = this.previous;
-    const current = this.writer.write(bytes);
-    current.catch(() => {}); // awaited by the next write or close
-    this.previous = current;
-    const ok = await this.withinStall(() => previous);
-    if (ok === false) this.abort(new Error("node stalled or failed"));
+    await ShardSink.writeAll([[this, bytes]]);
   }
 
   async close(): Promise<boolean> {
-    if (this.failed) return false;
-    const ok = await this.withinStall(async () => {
-      await this.previous;
-      await this.writer.close();
-      return this.settled;
-    });
-    if (ok !== true) {
-      this.abort(new Error("node stalled or failed"));
-      return false;
+    return (await ShardSink.closeAll([this]))[0];
+  }
+
+  /**
+   * Writes each sink's bytes, then waits until every node took the block before (within the
+   * stall limit): a sink whose node fails or stalls is aborted, never thrown from.
+   */
+  static async writeAll(writes: readonly (readonly [ShardSink, Uint8Array])[]): Promise<void> {
+    const waiting: [ShardSink, Queued][] = [];
+    for (const [sink, bytes] of writes) {
+      if (sink.failed) continue;
+      const previous = sink.last;
+      sink.last = sink.queue(bytes);
+      if (!previous.settled) waiting.push([sink, previous]);
     }
-    return true;
+    if (waiting.length === 0) return;
+    const all = Promise.all(waiting.map(([, q]) => q.promise.catch(() => {})));
+    await withinStall(all, Math.min(...waiting.map(([s]) => s.stallMs)));
+    for (const [sink, q] of waiting) if (!q.settled) sink.abort(new Error("node stalled"));
+  }
+
+  /** Ends every sink's upload; whether each node stored its file (within the stall limit). */
+  static async closeAll(sinks: readonly ShardSink[]): Promise<boolean[]> {
+    const open = sinks.filter((s) => !s.failed);
+    const results = new Map<ShardSink, boolean>();
+    const all = Promise.all(
+      open.map(async (sink) => {
+        const ok = await sink.finish().catch(() => false);
+        results.set(sink, ok);
+      }),
+    );
+    if (open.length > 0) await withinStall(all, Math.min(...open.map((s) => s.stallMs)));
+    return sinks.map((sink) => {
+      const ok = results.get(sink) === true;
+      if (!ok && !sink.failed) sink.abort(new Error("node stalled or failed"));
+      return ok;
+    });
   }
 
   /** Aborts the upload: with a plain Error when the node stalled or failed, with a
@@ -78,16 +109,34 @@ export class ShardSink {
     this.writer.abort(reason).catch(() => {});
   }
 
-  /** Runs `step`; false if it fails or takes longer than stallMs. */
-  private async withinStall<T>(step: () => Promise<T>): Promise<T | false> {
-    let timer = 0;
-    const stalled = new Promise<false>((resolve) => {
-      timer = setTimeout(() => resolve(false), this.stallMs);
-    });
-    try {
-      return await Promise.race([step().catch(() => false as const), stalled]);
-    } finally {
-      clearTimeout(timer);
-    }
+  private queue(bytes: Uint8Array): Queued {
+    const queued: Queued = { promise: this.writer.write(bytes), settled: false };
+    queued.promise.then(
+      () => (queued.settled = true),
+      () => {
+        queued.settled = true;
+        if (!this.failed) this.abort(new Error("node failed"));
+      },
+    );
+    return queued;
+  }
+
+  private async finish(): Promise<boolean> {
+    await this.last.promise;
+    await this.writer.close();
+    return this.settled;
+  }
+}
+
+/** Waits for `step`, at most `stallMs` (one timer). */
+async function withinStall(step: Promise<unknown>, stallMs: number): Promise<void> {
+  let timer = 0;
+  const stalled = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, stallMs);
+  });
+  try {
+    await Promise.race([step, stalled]);
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -1,6 +1,7 @@
 // Writing one object part: the body streams through block by block, the WASM core encodes and
 // frames each block, and every shard file streams to its node with a known length. Memory is a
 // block buffer plus at most one block per shard in flight, whatever the part's size.
+import { giveBuffer, takeBuffer } from "../buffer-pool";
 import type { GatewayConfig } from "../config";
 import type { Core, PartLayout } from "../core-api";
 import { S3Error } from "../s3-error";
@@ -45,8 +46,7 @@ export async function writePart(
 }
 
 async function writeInline(reader: ExactReader, size: number, observe: ByteObserver): Promise<WrittenPart> {
-  const bytes = new Uint8Array(size);
-  await reader.fill(bytes);
+  const bytes = await reader.fillInPlace(new Uint8Array(size));
   await reader.expectEnd();
   observe(bytes);
   const md5 = new Uint8Array(await crypto.subtle.digest("MD5", bytes));
@@ -69,19 +69,22 @@ async function writeSharded(
   const md5Writer = md5.getWriter();
   const encoder = core.encoder(geometry);
   try {
-    const block = new Uint8Array(Math.min(config.blockBytes, size));
+    // The body is read straight into this buffer (it moves to a new ArrayBuffer on every fill),
+    // one the previous request gave back when there is one.
+    let block = takeBuffer(Math.min(config.blockBytes, size));
     for (let len = encoder.nextBlockLength; len > 0; len = encoder.nextBlockLength) {
-      const bytes = block.subarray(0, len);
-      await reader.fill(bytes);
+      const bytes = await reader.fillInPlace(new Uint8Array(block, 0, len));
+      block = bytes.buffer as ArrayBuffer;
       observe(bytes);
       await md5Writer.write(bytes);
-      const writes: Promise<void>[] = [];
+      const writes: [ShardSink, Uint8Array][] = [];
       // The encoder's output views are only valid during the callback: copy each out.
-      encoder.encode(bytes, (shard, framed) => writes.push(sinks[shard].write(framed.slice())));
-      await Promise.all(writes);
+      encoder.encode(bytes, (shard, framed) => writes.push([sinks[shard], framed.slice()]));
+      await ShardSink.writeAll(writes);
       if (sinks.filter((s) => !s.failed).length < config.writeQuorum) throw quorumLost(sinks, config);
     }
     await reader.expectEnd();
+    giveBuffer(block); // only here: a failed read may have left it with the stream
   } catch (e) {
     const abandoned = new WriteAbandoned(e instanceof Error ? e.message : String(e));
     sinks.forEach((s) => s.abort(abandoned));
@@ -92,7 +95,7 @@ async function writeSharded(
     encoder.free();
     geometry.free();
   }
-  const written = await Promise.all(sinks.map((s) => s.close()));
+  const written = await ShardSink.closeAll(sinks);
   const missedShards = written.flatMap((ok, i) => (ok ? [] : [i]));
   if (written.length - missedShards.length < config.writeQuorum) {
     void cleanup(placement, storageId, sinks).catch(() => {});

@@ -1,0 +1,191 @@
+// The write path's byte handling at block size: a request body read straight into the block
+// buffer (ExactReader.fillInPlace over a byte stream), pieces that straddle blocks, bodies shorter
+// or longer than declared, and shard sinks that wait for all their nodes with one stall timer.
+import { describe, expect, it } from "vitest";
+import { giveBuffer, takeBuffer } from "../../worker/src/buffer-pool";
+import { S3Error } from "../../worker/src/s3-error";
+import { ExactReader } from "../../worker/src/storage/exact-reader";
+import type { StorageNode } from "../../worker/src/storage/nodes";
+import { ShardSink } from "../../worker/src/storage/shard-sink";
+
+/** A byte stream (BYOB-capable, like a request body) fed with `bytes` in pieces of `sizes`. */
+function byteStream(bytes: Uint8Array, sizes: number[], extra = 0): ReadableStream<Uint8Array> {
+  const pipe = new IdentityTransformStream();
+  const writer = pipe.writable.getWriter();
+  void (async () => {
+    const all = new Uint8Array(bytes.length + extra);
+    all.set(bytes);
+    for (let at = 0, i = 0; at < all.length; i++) {
+      const n = Math.min(sizes[i % sizes.length], all.length - at);
+      await writer.write(all.slice(at, at + n));
+      at += n;
+    }
+    await writer.close();
+  })().catch(() => {});
+  return pipe.readable;
+}
+
+function same(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+function pattern(n: number): Uint8Array {
+  return Uint8Array.from({ length: n }, (_, i) => (i * 31 + (i >> 8)) & 0xff);
+}
+
+/** Reads `total` bytes in blocks of `block` the way writePart does, reusing the moved buffer. */
+async function readBlocks(reader: ExactReader, total: number, block: number): Promise<Uint8Array> {
+  const out = new Uint8Array(total);
+  let buffer = new ArrayBuffer(block);
+  for (let at = 0; at < total; at += block) {
+    const len = Math.min(block, total - at);
+    const filled = await reader.fillInPlace(new Uint8Array(buffer, 0, len));
+    expect(filled.length).toBe(len);
+    out.set(filled, at);
+    buffer = filled.buffer as ArrayBuffer;
+  }
+  return out;
+}
+
+async function expectS3Error(p: Promise<unknown>, code: string): Promise<void> {
+  const e = await p.then(
+    () => null,
+    (err: unknown) => err,
+  );
+  expect(e).toBeInstanceOf(S3Error);
+  expect((e as S3Error).code).toBe(code);
+}
+
+describe("ExactReader.fillInPlace", () => {
+  it("reads a byte stream straight into the block, whatever the pieces' sizes", async () => {
+    for (const [size, sizes] of [[5000, [1]], [300_000, [4096]], [300_000, [65_536 + 7]], [300_000, [100_000]], [300_000, [300_000]], [300_000, [1, 99_999, 7]]] as const) {
+      const body = pattern(size);
+      const reader = new ExactReader(byteStream(body, [...sizes]), true);
+      const read = await readBlocks(reader, body.length, 64 * 1024);
+      expect(same(read, body), String(sizes)).toBe(true);
+      await reader.expectEnd();
+    }
+  });
+
+  it("goes on from bytes a copying fill left over, and copies from a stream made in JS", async () => {
+    const body = pattern(200_000);
+    const reader = new ExactReader(byteStream(body, [150_000]), true);
+    const head = new Uint8Array(1000);
+    await reader.fill(head); // copies through a piece: the rest of that piece is left over
+    const rest = await readBlocks(reader, body.length - 1000, 64 * 1024);
+    expect(same(head, body.subarray(0, 1000))).toBe(true);
+    expect(same(rest, body.subarray(1000))).toBe(true);
+    await reader.expectEnd();
+
+    const js = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(body.slice(0, 70_000));
+        c.enqueue(body.slice(70_000));
+        c.close();
+      },
+    });
+    const copied = new ExactReader(js, true);
+    expect(same(await readBlocks(copied, body.length, 64 * 1024), body)).toBe(true);
+  });
+
+  it("a body shorter than declared is IncompleteBody; a longer one fails the end check", async () => {
+    const body = pattern(100_000);
+    const short = new ExactReader(byteStream(body, [30_000]), true);
+    await expectS3Error(readBlocks(short, 150_000, 64 * 1024), "IncompleteBody");
+    expect(short.ended).toBe(true);
+
+    const long = new ExactReader(byteStream(body, [30_000], 10), true);
+    expect(same(await readBlocks(long, body.length, 64 * 1024), body)).toBe(true);
+    await expectS3Error(long.expectEnd(), "IncompleteBody");
+  });
+
+  it("a body that breaks midway is the client's IncompleteBody", async () => {
+    const pipe = new IdentityTransformStream();
+    const writer = pipe.writable.getWriter();
+    void writer.write(pattern(10_000)).catch(() => {});
+    void writer.abort(new Error("client went away")).catch(() => {});
+    const reader = new ExactReader(pipe.readable, true);
+    await expectS3Error(reader.fillInPlace(new Uint8Array(50_000)), "IncompleteBody");
+  });
+});
+
+/** A node whose PUT reads its body (or, when `stall`, never does), keeping what it got. */
+function fakeNode(behaviour: "ok" | "stall" | "fail"): StorageNode & { stored: Uint8Array | null } {
+  const node = {
+    id: `fake-${behaviour}`,
+    kind: "disk" as const,
+    stored: null as Uint8Array | null,
+    async put(_key: string, body: ReadableStream<Uint8Array>): Promise<void> {
+      if (behaviour === "stall") return new Promise<void>(() => {}); // never reads, never answers
+      if (behaviour === "fail") {
+        await body.cancel();
+        throw new Error("node refused");
+      }
+      node.stored = new Uint8Array(await new Response(body).arrayBuffer());
+    },
+    get: () => Promise.resolve(null),
+    delete: () => Promise.resolve(),
+    head: () => Promise.resolve(null),
+  };
+  return node;
+}
+
+describe("ShardSink.writeAll / closeAll", () => {
+  it("writes every block to every node and closes them all", async () => {
+    const nodes = [fakeNode("ok"), fakeNode("ok"), fakeNode("ok")];
+    const blocks = [pattern(70_000), pattern(50_000).reverse()];
+    const length = blocks[0].length + blocks[1].length;
+    const sinks = nodes.map((n, i) => new ShardSink(n, `k/${i}`, length, 10_000));
+    for (const block of blocks) await ShardSink.writeAll(sinks.map((s) => [s, block.slice()] as const));
+    expect(await ShardSink.closeAll(sinks)).toEqual([true, true, true]);
+    expect(await Promise.all(sinks.map((s) => s.done))).toEqual([true, true, true]);
+    for (const n of nodes) expect(same(n.stored ?? new Uint8Array(0), new Uint8Array([...blocks[0], ...blocks[1]]))).toBe(true);
+  });
+
+  it("a node that stalls or fails is given up (its sink failed), the others finish", async () => {
+    const nodes = [fakeNode("ok"), fakeNode("stall"), fakeNode("fail")];
+    const block = pattern(64 * 1024);
+    const blocks = 4;
+    const sinks = nodes.map((n, i) => new ShardSink(n, `k/${i}`, block.length * blocks, 50));
+    for (let b = 0; b < blocks; b++) await ShardSink.writeAll(sinks.map((s) => [s, block.slice()] as const));
+    expect(await ShardSink.closeAll(sinks)).toEqual([true, false, false]);
+    expect(sinks.map((s) => s.failed)).toEqual([false, true, true]);
+    expect(nodes[0].stored?.length).toBe(block.length * blocks);
+  });
+});
+
+describe("buffer pool", () => {
+  it("hands a given-back buffer to the next taker of that size, once; ignores detached and small ones", () => {
+    const size = 300_001; // a size no other test in this isolate uses
+    const a = takeBuffer(size);
+    giveBuffer(a);
+    expect(takeBuffer(size)).toBe(a);
+    expect(takeBuffer(size)).not.toBe(a); // given once, taken once
+
+    const moved = takeBuffer(size);
+    void structuredClone(moved, { transfer: [moved] }); // detached: byteLength 0
+    giveBuffer(moved);
+    const small = new ArrayBuffer(100);
+    giveBuffer(small);
+    expect(takeBuffer(size)).not.toBe(moved);
+    expect(takeBuffer(100)).not.toBe(small);
+  });
+
+  it("a block buffer taken back by a PUT never leaks into what a later read returns", async () => {
+    // Two bodies through the same pooled sizes: the second must read as itself, not the first.
+    const first = pattern(200_000);
+    const second = pattern(200_000).reverse();
+    for (const body of [first, second]) {
+      const reader = new ExactReader(byteStream(body, [70_000]), true);
+      let buffer = takeBuffer(64 * 1024);
+      const out = new Uint8Array(body.length);
+      for (let at = 0; at < body.length; at += 64 * 1024) {
+        const filled = await reader.fillInPlace(new Uint8Array(buffer, 0, Math.min(64 * 1024, body.length - at)));
+        out.set(filled, at);
+        buffer = filled.buffer as ArrayBuffer;
+      }
+      giveBuffer(buffer);
+      expect(same(out, body)).toBe(true);
+    }
+  });
+});
