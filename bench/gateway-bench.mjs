@@ -10,15 +10,11 @@
 // source), PUT of 1 MiB and 16 KiB objects (fresh keys), HEAD, and LIST (ListObjectsV2 pages of
 // 1,000 keys). Each (case, in flight) is measured for WINDOW_MS per target, in ROUNDS rounds whose
 // order alternates (forward, backward), so load from elsewhere on the machine hits all alike.
-// Figures: throughput, p50/p99 latency, for GETs time to first byte, the bytes shardgate asks of
-// its nodes (its metrics) and the bytes the server processes read (/proc/PID/io rchar: files and
-// sockets) per byte served, and how busy the client was (its share of one core).
+// Figures: throughput, p50/p99 latency, for GETs time to first byte, and the bytes the server
+// processes read (/proc/PID/io rchar: files and sockets) per byte served.
 //
-// Prints one table with the ratio shardgate (npm start) / MinIO per row, or with --json only the
-// figures on stdout; progress goes to stderr. --stall adds bench/stall-bench.mjs (a paused node in
-// `npm run cluster`'s versitygw cluster, ~30 s), after scripts/setup-test.sh, which installs
-// versitygw: without --stall the bench needs only scripts/setup.sh and scripts/setup-bench.sh.
-import { spawnSync } from "node:child_process";
+// Prints one table per case with the ratio shardgate (npm start) / MinIO, or with --json only the
+// figures on stdout; progress goes to stderr. --stall adds bench/stall-bench.mjs (a paused node).
 import { createHash, randomBytes } from "node:crypto";
 import { S3Client } from "./lib/s3-client.mjs";
 import { bytesRead, startTarget, TARGETS } from "./lib/targets.mjs";
@@ -115,8 +111,8 @@ async function prepare(target, client) {
   for (let i = 0; i < puts.length; i += 8) {
     await Promise.all(
       puts.slice(i, i + 8).map(async ([key, body]) => {
-        const r = await client.request("PUT", `/${BUCKET}/${key}`, { body, keep: true });
-        if (r.status !== 200) throw new Error(`${target.label}: PUT ${key} answered ${r.status}: ${r.body.toString().slice(0, 500)}`);
+        const r = await client.request("PUT", `/${BUCKET}/${key}`, { body });
+        if (r.status !== 200) throw new Error(`${target.label}: PUT ${key} answered ${r.status}`);
       }),
     );
   }
@@ -130,26 +126,15 @@ async function measure(target, client, testCase, inFlight, run) {
   let errors = 0;
   let bytes = 0;
   const readers = target.readers();
-  // A failed scrape (say, wrangler dev reloading) leaves the figure out, not the run.
-  const nodeBytes = async () => (target.nodeBytesRead ? target.nodeBytesRead(client).catch(() => null) : null);
-  const nodeBefore = await nodeBytes();
   const readBefore = bytesRead(readers);
-  const cpuBefore = process.cpuUsage();
   const started = performance.now();
   await load(client, testCase, inFlight, run, target, started + WINDOW_MS, (r) => {
-    if (!r.ok) {
-      if (errors++ === 0) log(`bench: ${target.label}, ${testCase.label} x${inFlight}: first failure: ${r.error ?? `status ${r.status}, ${r.bytes} bytes`}`);
-      return;
-    }
+    if (!r.ok) return errors++;
     samples.push({ ms: r.ms, ttfb: r.ttfb });
     bytes += r.bytes;
   });
   const seconds = (performance.now() - started) / 1000;
-  const cpu = process.cpuUsage(cpuBefore);
-  const read = readers.length ? bytesRead(readers) - readBefore : null;
-  const nodeAfter = await nodeBytes();
-  const nodeRead = nodeBefore !== null && nodeAfter !== null ? nodeAfter - nodeBefore : null;
-  return { seconds, samples, errors, bytes, read, nodeRead, clientCpu: (cpu.user + cpu.system) / 1e6 };
+  return { seconds, samples, errors, bytes, read: readers.length ? bytesRead(readers) - readBefore : null };
 }
 
 /** `inFlight` loops of `testCase` until `deadline`, each result given to `seen`. */
@@ -157,7 +142,7 @@ async function load(client, testCase, inFlight, run, target, deadline, seen) {
   let next = 0;
   await Promise.all(
     Array.from({ length: inFlight }, async () => {
-      while (performance.now() < deadline) seen(await testCase.op(client, next++, run, target).catch((e) => ({ ok: false, error: e.message })));
+      while (performance.now() < deadline) seen(await testCase.op(client, next++, run, target).catch(() => ({ ok: false })));
     }),
   );
 }
@@ -166,12 +151,9 @@ function summarize(testCase, parts) {
   const samples = parts.flatMap((p) => p.samples);
   const seconds = parts.reduce((s, p) => s + p.seconds, 0);
   const bytes = parts.reduce((s, p) => s + p.bytes, 0);
-  const sum = (field) => (parts.every((p) => p[field] !== null) ? parts.reduce((s, p) => s + p[field], 0) : null);
-  const read = sum("read");
-  const nodeRead = sum("nodeRead");
+  const read = parts.every((p) => p.read !== null) ? parts.reduce((s, p) => s + p.read, 0) : null;
   const ms = samples.map((s) => s.ms).sort((a, b) => a - b);
   const ttfb = samples.map((s) => s.ttfb).sort((a, b) => a - b);
-  const reads = testCase.id.startsWith("get") || testCase.id === "range-4k";
   const pct = (xs, q) => (xs.length ? xs[Math.min(xs.length - 1, Math.floor(xs.length * q))] : null);
   const served = testCase.unit === "MiB/s" ? bytes : testCase.id === "range-4k" ? samples.length * 4 * KiB : null;
   return {
@@ -180,12 +162,8 @@ function summarize(testCase, parts) {
     errors: parts.reduce((s, p) => s + p.errors, 0),
     p50: pct(ms, 0.5),
     p99: pct(ms, 0.99),
-    ttfbP50: reads ? pct(ttfb, 0.5) : null,
-    ttfbP99: reads ? pct(ttfb, 0.99) : null,
+    ttfbP50: testCase.id.startsWith("get") || testCase.id === "range-4k" ? pct(ttfb, 0.5) : null,
     readPerServed: read !== null && served ? read / served : null,
-    nodeReadPerServed: nodeRead !== null && served ? nodeRead / served : null,
-    // The client's share of one core while it drove this target: near 1, it would be the limit.
-    clientCpu: sum("clientCpu") / seconds,
   };
 }
 
@@ -197,22 +175,13 @@ process.on("SIGINT", async () => {
   process.exit(130);
 });
 
-if (args.has("--stall")) {
-  const setup = spawnSync("bash", [new URL("../scripts/setup-test.sh", import.meta.url).pathname], { stdio: ["ignore", 2, 2] });
-  if (setup.status !== 0) throw new Error(`scripts/setup-test.sh (for --stall) exited with ${setup.status}`);
-}
-
 const results = {}; // case id -> in flight -> target id -> summary
-const notes = []; // what makes this run's figures less than clean
-const benchStarted = performance.now();
 try {
   for (const target of TARGETS.filter((t) => !only("targets") || only("targets").includes(t.id))) running.push(await startTarget(target, log));
   const clients = new Map(running.map((t) => [t.id, new S3Client({ endpoint: t.endpoint, ...t.credentials })]));
   for (const t of running) {
     log(`bench: preparing ${t.label}`);
-    await prepare(t, clients.get(t.id)).catch((e) => {
-      throw new Error(`${e.message}\n${t.label}'s output, last lines:\n${t.output().slice(-3000)}`);
-    });
+    await prepare(t, clients.get(t.id));
   }
   for (const testCase of CASES.filter((c) => !only("cases") || only("cases").includes(c.id))) {
     results[testCase.id] = {};
@@ -227,15 +196,9 @@ try {
     }
   }
   for (const c of clients.values()) c.close();
-  for (const t of running) {
-    const count = t.reloads();
-    if (count) notes.push(`${t.label} reloaded ${count} times during the run (files under worker/ changed): its figures include the requests those reloads cut.`);
-  }
 } finally {
   await Promise.all(running.map((t) => t.stop()));
 }
-log(`bench: servers measured in ${Math.round((performance.now() - benchStarted) / 1000)} s`);
-for (const note of notes) log(`bench: note: ${note}`);
 
 let stall = null;
 if (args.has("--stall")) {
@@ -248,10 +211,9 @@ if (args.has("--stall")) {
 
 if (json) {
   const stallJson = stall && { rows: roundStallRows(stall.rows), info: stall.info };
-  console.log(JSON.stringify({ machine: { cpus: (await import("node:os")).cpus().length }, targets: running.map(({ id, label }) => ({ id, label })), results, notes, stall: stallJson }, null, 2));
+  console.log(JSON.stringify({ machine: { cpus: (await import("node:os")).cpus().length }, targets: TARGETS.map(({ id, label }) => ({ id, label })), results, stall: stallJson }, null, 2));
 } else {
   console.log(report(results));
-  if (notes.length) console.log(`\n${notes.map((n) => `Note: ${n}`).join("\n")}`);
   if (stall) console.log(`\n${stallTable(stall.rows)}\n\n${stallFootnotes(stall.info)}`);
 }
 
@@ -280,26 +242,14 @@ function report(res) {
     }
   }
   const at = IN_FLIGHT.includes(4) ? 4 : IN_FLIGHT[0];
-  const times = (x) => (x === null ? "–" : `${fmt(x, 1)}×`);
-  const reads = cases.filter((c) => c.id.startsWith("get") || c.id === "range-4k");
   lines.push("");
-  lines.push(`Cells: throughput · p50/p99 latency.${reads.length ? ` Reads at ${at} in flight: time to first byte (p50) · bytes asked of the storage nodes per byte served (shardgate_node_bytes_read_total) · bytes the server processes read per byte served (/proc/PID/io rchar: files and sockets):` : ""}`);
-  if (reads.length) {
-    lines.push("");
-    lines.push(`| case | ${targets.map((t) => t.label).join(" | ")} |`);
-    lines.push(`|---|${targets.map(() => "---").join("|")}|`);
-  }
-  for (const testCase of reads) {
+  lines.push(`Cells: throughput · p50/p99 latency. Reads at ${at} in flight: time to first byte (p50) · bytes the server processes read per byte served:`);
+  lines.push("");
+  lines.push(`| case | ${targets.map((t) => t.label).join(" | ")} |`);
+  lines.push(`|---|${targets.map(() => "---").join("|")}|`);
+  for (const testCase of cases.filter((c) => c.id.startsWith("get") || c.id === "range-4k")) {
     const row = res[testCase.id][at];
-    lines.push(`| ${testCase.label} | ${targets.map((t) => `${fmt(row[t.id].ttfbP50, 1)} ms · ${times(row[t.id].nodeReadPerServed)} · ${times(row[t.id].readPerServed)}`).join(" | ")} |`);
+    lines.push(`| ${testCase.label} | ${targets.map((t) => `${fmt(row[t.id].ttfbP50, 1)} ms · ${row[t.id].readPerServed === null ? "–" : `${fmt(row[t.id].readPerServed, 1)}×`}`).join(" | ")} |`);
   }
-  // The client is one Node thread: where it nears a whole core, it is what limits the figures.
-  const busiest = (id) => {
-    let top = { cpu: 0 };
-    for (const testCase of cases) for (const inFlight of IN_FLIGHT) if (res[testCase.id][inFlight][id].clientCpu > top.cpu) top = { cpu: res[testCase.id][inFlight][id].clientCpu, where: `${testCase.label} at ${inFlight}` };
-    return `${targets.find((t) => t.id === id).label} ${Math.round(top.cpu * 100)}% (${top.where})`;
-  };
-  lines.push("");
-  lines.push(`The client's busiest share of one core, per server: ${targets.map((t) => busiest(t.id)).join(", ")}.`);
   return lines.join("\n");
 }

@@ -1,5 +1,5 @@
-// `node bench/stall-bench.mjs [--json]` (and the last part of `npm run bench -- --stall`): GET
-// latency with a storage node paused (SIGSTOP), against the same cluster healthy, in one run.
+// `node bench/stall-bench.mjs [--json]` (and the last part of `npm run bench`): GET latency with a
+// storage node paused (SIGSTOP), against the same cluster healthy, in one run on this machine.
 //
 // Starts `scripts/cluster.mjs --quiet` (the gateway over six versitygw node processes, 4 + 2) in a
 // process group of its own, PUTs a 1 MiB and a 64 KiB object whose data shard 0 lives on the same

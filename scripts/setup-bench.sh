@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# What only `npm run bench` needs (after scripts/setup.sh): MinIO, the peer the gateway is
-# measured against, `go install`ed from the Go module proxy into .tools/go/bin at the pin below (a
-# few minutes to build on two cores, once per machine and pin). `npm run bench -- --stall` also
-# runs scripts/setup-test.sh (versitygw for its cluster).
+# What only `npm run bench` needs (after scripts/setup.sh and scripts/setup-test.sh): MinIO, the
+# peer the gateway is measured against, `go install`ed from the Go module proxy into .tools/go/bin
+# at the pin below (a few minutes to build on two cores, once per machine and pin).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

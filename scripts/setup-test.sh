@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Install what only the tests need (after scripts/setup.sh, which installs what serving needs).
-# Idempotent and quick when nothing is missing. Run by `npm test`, `npm run cluster` and
-# `npm run bench -- --stall`.
+# Idempotent and quick when nothing is missing. Run by `npm test`, `npm run cluster` and `npm run bench`.
 #
 #   1. The AWS CLI (v1), boto3 and s3cmd for the end-to-end tests: a Python venv in .tools/python
 #      with the exact pins of tests/python/requirements.txt (pip from PyPI; redone when it changes).

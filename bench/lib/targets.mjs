@@ -5,8 +5,7 @@
 //   - the pass-through Worker on plain workerd over one disk service (bench/passthrough/);
 //   - MinIO in erasure mode 4+2 on six folders (go-installed by scripts/setup-bench.sh).
 // Each target says which processes do its storage reads (`readers()`), so a run can count the
-// bytes they read (/proc/PID/io rchar): the same measure for every server. shardgate also counts
-// the bytes it asks its nodes for (`nodeBytesRead(client)`, from its metrics).
+// bytes they read (/proc/PID/io rchar): the same measure for every server.
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -33,8 +32,7 @@ export async function startTarget(target, log) {
   const port = await freePort();
   const server = await target.start(dir, port);
   const endpoint = `http://127.0.0.1:${port}`;
-  const whole = () => readFileSync(join(dir, "output.log"), "utf8");
-  const output = () => whole().slice(-20_000);
+  const output = () => readFileSync(join(dir, "output.log"), "utf8").slice(-20_000);
   const deadline = Date.now() + 120_000;
   for (;;) {
     if (server.child.exitCode !== null) throw new Error(`${target.label} exited (${server.child.exitCode}):\n${output()}`);
@@ -48,11 +46,7 @@ export async function startTarget(target, log) {
     endpoint,
     credentials: server.credentials,
     readers: server.readers,
-    nodeBytesRead: server.nodeBytesRead ?? null,
     output,
-    // wrangler dev rebuilds and reloads when a file under worker/ changes (its watcher cannot be
-    // turned off), cutting the requests in flight: a run in a tree being edited counts them.
-    reloads: () => (whole().match(/Reloading local server/g) ?? []).length,
     stop: async () => {
       try {
         process.kill(-server.child.pid, "SIGKILL");
@@ -79,19 +73,9 @@ function shardgate(dir, port, script, args) {
     SHARDGATE_ACCESS_KEY_ID: "",
     SHARDGATE_SECRET_ACCESS_KEY: "",
   });
-  // Both serve from a workerd process below the script (wrangler dev: miniflare's, which also
-  // holds the R2 nodes' files).
-  return { child, credentials: SHARDGATE_KEY, ready: healthy, readers: () => descendants(child.pid, "workerd"), nodeBytesRead };
-}
-
-/** shardgate_node_bytes_read_total over all nodes (signed GET /_shardgate/metrics, which flushes
- *  the serving isolate's counts first). */
-async function nodeBytesRead(client) {
-  const r = await client.request("GET", "/_shardgate/metrics", { keep: true });
-  if (r.status !== 200) throw new Error(`GET /_shardgate/metrics answered ${r.status}`);
-  let total = 0;
-  for (const line of r.body.toString().split("\n")) if (line.startsWith("shardgate_node_bytes_read_total")) total += Number(line.slice(line.lastIndexOf(" ") + 1));
-  return total;
+  // Under wrangler dev the storage reads happen in processes wrangler owns: not counted.
+  const readers = script === "serve.mjs" ? () => descendants(child.pid, "workerd") : () => [];
+  return { child, credentials: SHARDGATE_KEY, ready: healthy, readers };
 }
 
 const { unstable_readConfig } = await import("wrangler");
