@@ -128,6 +128,8 @@ class ShardedRangeReader implements RangeSource {
   /** Shards read around but not reported yet (no plan needed parity for them so far). */
   private readonly pending = new Map<number, LossReason>();
   private readonly nodes: ReadonlyMap<string, StorageNode>;
+  /** One checksummed chunk as stored in a shard file: its bytes and their checksum. */
+  private readonly framedChunk: number;
   private sources: Source[] = [];
   private assembler: RangeAssembler | null = null;
 
@@ -141,6 +143,7 @@ class ShardedRangeReader implements RangeSource {
     avoid: readonly number[],
   ) {
     this.nodes = nodesById(config.nodes);
+    this.framedChunk = layout.chunkBytes + CHUNK_CHECKSUM_BYTES;
     for (const shard of avoid) this.unavailable.add(shard);
   }
 
@@ -159,9 +162,8 @@ class ShardedRangeReader implements RangeSource {
           this.assembler = plan.assembler();
           plan.free();
           const now = Date.now();
-          const framed = this.layout.chunkBytes + CHUNK_CHECKSUM_BYTES;
           // Each piece is copied into the core before the next read: one reused buffer per stream.
-          const piece = { pieceBytes: framed * CHUNKS_PER_PIECE, reuse: true };
+          const piece = { pieceBytes: this.framedChunk * CHUNKS_PER_PIECE, reuse: true };
           this.sources = answers.map((a) => ({
             shard: a.f.shard,
             node: a.node,
@@ -297,7 +299,7 @@ class ShardedRangeReader implements RangeSource {
     for (const s of this.sources) {
       if (!s.pending && s.received < s.expected && asm.wants(s.shard)) {
         s.since = Date.now();
-        const max = s.received === 0 && s.expected > s.reader.pieceBytes ? this.layout.chunkBytes + CHUNK_CHECKSUM_BYTES : s.expected - s.received;
+        const max = s.received === 0 && s.expected > s.reader.pieceBytes ? this.framedChunk : s.expected - s.received;
         s.pending = s.reader.read(max).then(
           (value) => ({ source: s, value: value ?? undefined, done: value === null }),
           (error: unknown) => ({ source: s, error }),
