@@ -3,7 +3,8 @@
 # then run every suite and fail if any failed:
 #   1. cargo test --workspace   (native Rust tests of the core)
 #   2. typecheck                (tsc --noEmit over worker/ and tests/)
-#   3. vitest run               (projects "workers" in workerd and "node"; extra args go to vitest)
+#   3. layers                   (scripts/check-layers.mjs: imports in worker/src go one way)
+#   4. vitest run               (projects "workers" in workerd and "node"; extra args go to vitest)
 # All suites run even when an earlier one fails, so one run shows every failure.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -24,6 +25,7 @@ step() {
 
 step "cargo test --workspace" cargo test --workspace
 step "typecheck" npm run --silent typecheck
+step "layers" node scripts/check-layers.mjs
 step "vitest run" vitest run "$@"
 
 echo

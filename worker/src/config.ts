@@ -5,7 +5,7 @@ import type { JobScheduler } from "./jobs/scheduler";
 import type { BucketIndex } from "./meta/bucket-index";
 import type { BucketRegistry } from "./meta/registry";
 import { metrics } from "./observability/metrics";
-import type { MetricsStore } from "./observability/metrics-store";
+import type { MetricsStore } from "./meta/metrics-store";
 import { nodeHealth, GuardedNode } from "./storage/node-health";
 import { DiskNode } from "./storage/disk-node";
 import { CountedNode, R2Node, type StorageNode } from "./storage/nodes";

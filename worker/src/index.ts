@@ -30,4 +30,4 @@ export default {
 export { JobScheduler } from "./jobs/scheduler";
 export { BucketIndex } from "./meta/bucket-index";
 export { BucketRegistry } from "./meta/registry";
-export { MetricsStore } from "./observability/metrics-store";
+export { MetricsStore } from "./meta/metrics-store";

@@ -10,3 +10,13 @@ export class S3Error extends Error {
     this.name = "S3Error";
   }
 }
+
+/** The bucket named in the request does not exist (404 NoSuchBucket). */
+export function noSuchBucket(bucket: string): S3Error {
+  return new S3Error(404, "NoSuchBucket", `The specified bucket does not exist: ${bucket}.`);
+}
+
+/** The key named in the request does not exist (404 NoSuchKey). */
+export function noSuchKey(): S3Error {
+  return new S3Error(404, "NoSuchKey", "The specified key does not exist.");
+}

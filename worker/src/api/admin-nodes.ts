@@ -2,13 +2,12 @@
 //   GET  /_shardgate/admin/nodes                 every node's breaker state, latency and errors
 //   POST /_shardgate/admin/nodes/{id}/drain      move every shard file off a node, in batches
 //   GET  /_shardgate/admin/object?bucket=B&key=K an object's erasure layout and each shard's health
-import { S3Error } from "../s3-error";
+import { S3Error, noSuchBucket, noSuchKey } from "../s3-error";
 import { isSharded, shardFileBytes, shardHealth } from "../storage/heal";
 import { GuardedNode, nodeHealth } from "../storage/node-health";
-import { noSuchBucket } from "./bucket";
 import { bucketIndex, bucketRegistry, type RequestContext } from "./context";
-import { noSuchKey } from "./get";
-import { batchSize, emptyTally, healEach, json } from "./heal";
+import { emptyTally, healEach } from "../services/heal";
+import { batchSize, json } from "./admin";
 
 export function adminNodes(ctx: RequestContext): Response {
   const draining = new Set(ctx.config.nodes.filter((n) => !ctx.config.writableNodes.includes(n)).map((n) => n.id));

@@ -1,5 +1,5 @@
 // Bucket operations: CreateBucket, HeadBucket, DeleteBucket, GetBucketLocation.
-import { S3Error } from "../s3-error";
+import { S3Error, noSuchBucket } from "../s3-error";
 import { checkBucketName } from "./bucket-name";
 import { bucketIndex, bucketRegistry, type RequestContext } from "./context";
 import { S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
@@ -48,6 +48,3 @@ export async function getBucketLocation(ctx: RequestContext, bucket: string): Pr
   return xmlResponse(`${XML_DECLARATION}<LocationConstraint xmlns="${S3_XMLNS}">${region}</LocationConstraint>`);
 }
 
-export function noSuchBucket(bucket: string): S3Error {
-  return new S3Error(404, "NoSuchBucket", `The specified bucket does not exist: ${bucket}.`);
-}

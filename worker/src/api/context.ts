@@ -3,6 +3,7 @@
 import type { Authenticated } from "../auth/sigv4";
 import type { Env, GatewayConfig } from "../config";
 import type { Core } from "../core-api";
+import * as stubs from "../meta/stubs";
 
 export interface RequestContext {
   request: Request;
@@ -17,9 +18,9 @@ export interface RequestContext {
 }
 
 export function bucketIndex(ctx: Pick<RequestContext, "env">, bucket: string) {
-  return ctx.env.BUCKET_INDEX.get(ctx.env.BUCKET_INDEX.idFromName(bucket));
+  return stubs.bucketIndex(ctx.env, bucket);
 }
 
 export function bucketRegistry(ctx: Pick<RequestContext, "env">) {
-  return ctx.env.BUCKET_REGISTRY.get(ctx.env.BUCKET_REGISTRY.idFromName("registry"));
+  return stubs.bucketRegistry(ctx.env);
 }

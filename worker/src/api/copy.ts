@@ -3,15 +3,16 @@
 // metadata moves no bytes at all.
 import type { Manifest } from "../core-api";
 import type { ObjectRecord } from "../meta/types";
-import { S3Error } from "../s3-error";
+import { S3Error, noSuchKey } from "../s3-error";
 import { writePart } from "../storage/write-part";
 import { checksumElements, parseAlgorithm, RequestChecksums, type Algorithm } from "./checksums";
 import { bucketIndex, type RequestContext } from "./context";
-import { checkConditions, existingObject, noSuchKey, openRange, preconditionFailed, requestConditions } from "./get";
+import { checkConditions, existingObject, openRange, preconditionFailed, requestConditions } from "./get";
 import { storedHeaders, userMetadata } from "./object-headers";
-import { checkKey, commitObject, hex, MAX_PUT_BYTES, partOf, preconditionFailedOnWrite, writeCondition, type NewObject } from "./put";
+import { checkKey, commitObject, MAX_PUT_BYTES, partOf, preconditionFailedOnWrite, writeCondition, type NewObject } from "./put";
 import { parseTaggingHeader } from "./tagging";
 import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
+import { hex } from "../bytes";
 
 export interface CopySource {
   bucket: string;

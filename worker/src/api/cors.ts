@@ -1,8 +1,7 @@
 // CORS: PutBucketCors / GetBucketCors / DeleteBucketCors, preflight (OPTIONS, answered without
 // credentials, as S3 does) and the Access-Control-* headers on actual responses, so browser apps
 // on other origins can use a bucket. The rules are stored as JSON in the bucket's index.
-import { S3Error } from "../s3-error";
-import { noSuchBucket } from "./bucket";
+import { S3Error, noSuchBucket } from "../s3-error";
 import { bucketIndex, type RequestContext } from "./context";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
 import { childrenNamed, childText, malformedXml, readXml, type XmlElement } from "./xml-parse";

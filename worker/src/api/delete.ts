@@ -1,12 +1,12 @@
 // DeleteObject and DeleteObjects: idempotent; the manifests go first (one metadata call for a
 // whole batch), their shard files after the response.
 import type { ObjectRecord } from "../meta/types";
-import { S3Error } from "../s3-error";
+import { S3Error, noSuchBucket } from "../s3-error";
 import { removeParts } from "../storage/remove";
-import { noSuchBucket } from "./bucket";
 import { RequestChecksums } from "./checksums";
 import { bucketIndex, type RequestContext } from "./context";
-import { equalBytes, parseContentMd5 } from "./put";
+import { parseContentMd5 } from "./put";
+import { equalBytes } from "../bytes";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
 import { childrenNamed, childText, malformedXml, parseXmlBytes, readXmlBody } from "./xml-parse";
 

@@ -2,13 +2,12 @@
 // requests for exactly the bytes asked for, streamed to the client as they are verified.
 import type { Manifest, ManifestPart } from "../core-api";
 import type { ObjectRecord } from "../meta/types";
-import { S3Error } from "../s3-error";
+import { S3Error, noSuchBucket, noSuchKey } from "../s3-error";
 import { metrics } from "../observability/metrics";
 import { openPartSource, sourceStream, type LossReason, type RangeSource, type ReadEvents } from "../storage/read-part";
-import { noSuchBucket } from "./bucket";
 import { checksumHeaders } from "./checksums";
 import { bucketIndex, type RequestContext } from "./context";
-import { healAfterRead, type LostShards } from "./heal";
+import { healAfterRead, type LostShards } from "../services/heal";
 import { RESPONSE_OVERRIDES } from "./object-headers";
 
 interface Selection {
@@ -16,10 +15,6 @@ interface Selection {
   start: number;
   end: number;
   partsCount: number | null;
-}
-
-export function noSuchKey(): S3Error {
-  return new S3Error(404, "NoSuchKey", "The specified key does not exist.");
 }
 
 /** The object under `key` (one metadata call), or NoSuchBucket / NoSuchKey. */

@@ -3,6 +3,7 @@
 import { authenticate } from "../auth/sigv4";
 import { BODY_PIECE_BYTES, PieceReader } from "../piece-reader";
 import { loadConfig, type Env } from "../config";
+import { metricsStore } from "../meta/stubs";
 import { core } from "../core";
 import { errorResponse, newRequestId, toS3Error } from "../errors";
 import { S3Error } from "../s3-error";
@@ -29,7 +30,7 @@ import { getObject, RangeNotSatisfiable } from "./get";
 import { listBuckets, listObjects } from "./list";
 import { putObject } from "./put";
 import { metrics } from "../observability/metrics";
-import { bearerAuthorized, getMetrics, metricsStore } from "./metrics";
+import { bearerAuthorized, getMetrics } from "./metrics";
 import { routeRequest, type Endpoint } from "./router";
 
 export async function handleS3(request: Request, env: Env, exec: { waitUntil(promise: Promise<unknown>): void }): Promise<Response> {

@@ -1,10 +1,10 @@
 // ListObjects (v1 and v2) and ListBuckets: an indexed range query in the metadata Durable Object,
 // rendered as S3's XML.
-import { noSuchBucket } from "./bucket";
 import { bucketIndex, bucketRegistry, type RequestContext } from "./context";
 import { renderListBuckets } from "./list-buckets";
 import { parseListObjectsParams, renderListObjects, type Owner } from "./list-objects";
 import { xmlResponse } from "./xml";
+import { noSuchBucket } from "../s3-error";
 
 /** The gateway has one set of credentials: its access key owns every bucket. */
 function owner(ctx: RequestContext): Owner {

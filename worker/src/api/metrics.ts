@@ -5,11 +5,8 @@ import { constantTimeEqual } from "../auth/crypto";
 import type { Env } from "../config";
 import { textResponse } from "../errors";
 import { S3Error } from "../s3-error";
-import { metrics, renderPrometheus, type MetricsSink } from "../observability/metrics";
-
-export function metricsStore(env: Env): MetricsSink {
-  return env.METRICS_STORE.get(env.METRICS_STORE.idFromName("metrics"));
-}
+import { metricsStore } from "../meta/stubs";
+import { metrics, renderPrometheus } from "../observability/metrics";
 
 /** True for `Authorization: Bearer <SHARDGATE_METRICS_TOKEN>`, false without a bearer token (the
  *  request must then be SigV4-signed); AccessDenied for a wrong one or when no token is set. */

@@ -6,19 +6,19 @@
 import type { ChecksumKind, ObjectChecksum } from "../core-api";
 import { newUploadId } from "../meta/uploads";
 import type { PartRecord, UploadInfo } from "../meta/types";
-import { S3Error } from "../s3-error";
+import { S3Error, noSuchBucket } from "../s3-error";
 import { removeParts, storageIds } from "../storage/remove";
 import { writePart, type WrittenPart } from "../storage/write-part";
-import { noSuchBucket } from "./bucket";
 import { checksumElements, checksumHeaders, checksumValue, multipartChecksum, parseAlgorithm, RequestChecksums, uploadChecksumType, type Algorithm } from "./checksums";
 import { bucketIndex, type RequestContext } from "./context";
 import { parseCopySource, readCopySource } from "./copy";
 import { openRange } from "./get";
 import { storedHeaders, userMetadata } from "./object-headers";
-import { checkKey, hex, MAX_PUT_BYTES, parseContentMd5, partOf, preconditionFailedOnWrite, requestSize, UNDER_REPLICATED, verifyWritten, writeCondition } from "./put";
+import { checkKey, MAX_PUT_BYTES, parseContentMd5, partOf, preconditionFailedOnWrite, requestSize, UNDER_REPLICATED, verifyWritten, writeCondition } from "./put";
 import { parseTaggingHeader } from "./tagging";
 import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
 import { childrenNamed, childText, malformedXml, readXml } from "./xml-parse";
+import { hex } from "../bytes";
 
 /** S3's smallest part, except the last. */
 export const MIN_PART_BYTES = 5 * 1024 * 1024;

@@ -4,14 +4,14 @@
 // with CopyObject and CompleteMultipartUpload.
 import type { Manifest, ManifestPart, ObjectChecksum } from "../core-api";
 import type { WriteCondition } from "../meta/types";
-import { S3Error } from "../s3-error";
+import { S3Error, noSuchBucket } from "../s3-error";
 import { removeParts, storageIds } from "../storage/remove";
 import { writePart, type WrittenPart } from "../storage/write-part";
-import { noSuchBucket } from "./bucket";
 import { checksumHeaders, RequestChecksums } from "./checksums";
 import { bucketIndex, type RequestContext } from "./context";
 import { storedHeaders, userMetadata } from "./object-headers";
 import { parseTaggingHeader } from "./tagging";
+import { equalBytes, hex } from "../bytes";
 
 /** S3's limit for a single PUT (and a single part, and a CopyObject). */
 export const MAX_PUT_BYTES = 5 * 1024 ** 3;
@@ -130,10 +130,3 @@ export function writeCondition(headers: Headers): WriteCondition | undefined {
   return { ifNoneMatch: ifNoneMatch !== null, ifMatch: ifMatch === null ? undefined : ifMatch.trim().replace(/^"|"$/g, "") };
 }
 
-export function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
-  return a.length === b.length && a.every((x, i) => x === b[i]);
-}
-
-export function hex(bytes: Uint8Array): string {
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
-}

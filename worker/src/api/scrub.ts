@@ -4,9 +4,10 @@
 //     answers its report and the scrub's status as JSON;
 //   GET /_shardgate/admin/heal
 //     answers the scrub's progress and results, and the heal queue.
-import { healQueueStatus, json } from "./heal";
-import { scrubSettings, scrubStatus, scrubStep, isScrubMode, type ScrubSettings } from "../scrub/walk";
-import type { ScrubState } from "../scrub/state";
+import { healQueueStatus } from "../services/heal";
+import { json } from "./admin";
+import { scrubSettings, scrubStatus, scrubStep, isScrubMode, type ScrubSettings } from "../services/scrub";
+import type { ScrubState } from "../services/scrub-state";
 import { S3Error } from "../s3-error";
 import type { RequestContext } from "./context";
 

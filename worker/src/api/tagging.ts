@@ -2,9 +2,9 @@
 // header of PutObject, CopyObject and CreateMultipartUpload. Tags live in the manifest, so a GET
 // still needs one metadata call; changing them swaps the manifest only if nothing else did.
 import type { Manifest } from "../core-api";
-import { S3Error } from "../s3-error";
+import { S3Error, noSuchKey } from "../s3-error";
 import { bucketIndex, type RequestContext } from "./context";
-import { existingObject, noSuchKey } from "./get";
+import { existingObject } from "./get";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
 import { childrenNamed, childText, malformedXml, readXml } from "./xml-parse";
 

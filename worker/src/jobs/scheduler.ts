@@ -3,9 +3,9 @@
 // exist only on Cloudflare. One object (named "main") keeps one alarm; the Worker arms it once per
 // isolate, and every run sets the next one before it starts, so a crash mid-run never stops it.
 import { DurableObject } from "cloudflare:workers";
-import { scheduledHeal } from "../api/heal";
+import { scheduledHeal } from "../services/heal";
 import type { Env } from "../config";
-import { scheduledScrub } from "../scrub/walk";
+import { scheduledScrub } from "../services/scrub";
 
 /** Default time between runs (SHARDGATE_JOB_INTERVAL_MS overrides it). */
 const DEFAULT_INTERVAL_MS = 15 * 60_000;

@@ -239,7 +239,7 @@ export class BucketIndex extends DurableObject {
     );
   }
 
-  /** Counts an attempt at healing `key`, before the work (see api/heal.ts). */
+  /** Counts an attempt at healing `key`, before the work (see services/heal.ts). */
   async healStarted(key: string): Promise<void> {
     this.sql.exec("UPDATE heal_queue SET attempts = attempts + 1 WHERE key = ?", key);
   }

@@ -3,14 +3,13 @@
 // is the list of names to show. It also keeps the background scrub's cursor and results (one
 // row), with a lease so that two runs (a cron and an operator's) never walk at the same time.
 import { DurableObject } from "cloudflare:workers";
-import type { ScrubState } from "../scrub/state";
 import { migrate } from "./schema";
 import type { BucketInfo } from "./types";
 
 const REGISTRY_SCHEMA: readonly (readonly string[])[] = [
   ["CREATE TABLE buckets (name TEXT PRIMARY KEY, created INTEGER NOT NULL) WITHOUT ROWID"],
   [
-    // One row: the scrub's state as JSON (scrub/state.ts), and the lease of the run walking now.
+    // One row: the scrub's state as JSON (services/scrub-state.ts), and the lease of the run walking now.
     "CREATE TABLE scrub (id INTEGER PRIMARY KEY CHECK (id = 1), state TEXT, lease_owner TEXT, lease_until INTEGER NOT NULL DEFAULT 0)",
     "INSERT INTO scrub (id, state, lease_owner, lease_until) VALUES (1, NULL, NULL, 0)",
   ],
@@ -19,7 +18,10 @@ const REGISTRY_SCHEMA: readonly (readonly string[])[] = [
 type ScrubRow = { state: string | null; lease_owner: string | null; lease_until: number };
 
 /** What `scrubBegin` answers: the state to continue from, or who holds the lease until when. */
-export type ScrubLease = { ok: true; state: ScrubState | null } | { ok: false; owner: string; until: number };
+/** The scrub's state: a JSON document the scrub service owns (services/scrub-state.ts); kept here as is. */
+export type ScrubDocument = object;
+
+export type ScrubLease = { ok: true; state: ScrubDocument | null } | { ok: false; owner: string; until: number };
 
 type BucketRow = { name: string; created: number };
 
@@ -51,9 +53,9 @@ export class BucketRegistry extends DurableObject {
   }
 
   /** The scrub's state (null before the first run) and whether a run holds the lease now. */
-  async scrubStatus(now: number): Promise<{ state: ScrubState | null; running: boolean }> {
+  async scrubStatus(now: number): Promise<{ state: ScrubDocument | null; running: boolean }> {
     const row = this.scrubRow();
-    return { state: row.state === null ? null : (JSON.parse(row.state) as ScrubState), running: row.lease_owner !== null && row.lease_until > now };
+    return { state: row.state === null ? null : (JSON.parse(row.state) as ScrubDocument), running: row.lease_owner !== null && row.lease_until > now };
   }
 
   /** Takes the scrub lease for run `owner` until `now + leaseMs`, unless another run holds it. */
@@ -61,14 +63,14 @@ export class BucketRegistry extends DurableObject {
     const row = this.scrubRow();
     if (row.lease_owner !== null && row.lease_owner !== owner && row.lease_until > now) return { ok: false, owner: row.lease_owner, until: row.lease_until };
     this.ctx.storage.sql.exec("UPDATE scrub SET lease_owner = ?, lease_until = ? WHERE id = 1", owner, now + leaseMs);
-    return { ok: true, state: row.state === null ? null : (JSON.parse(row.state) as ScrubState) };
+    return { ok: true, state: row.state === null ? null : (JSON.parse(row.state) as ScrubDocument) };
   }
 
   /**
    * Saves the state of run `owner` if it still holds the lease, and extends the lease to
    * `leaseUntil` (null releases it). False when the lease was lost (the state is then not saved).
    */
-  async scrubSave(owner: string, state: ScrubState, leaseUntil: number | null): Promise<boolean> {
+  async scrubSave(owner: string, state: ScrubDocument, leaseUntil: number | null): Promise<boolean> {
     if (this.scrubRow().lease_owner !== owner) return false;
     this.ctx.storage.sql.exec(
       "UPDATE scrub SET state = ?, lease_owner = ?, lease_until = ? WHERE id = 1",

@@ -29,7 +29,7 @@ export type LossReason = "missing" | "error" | "checksum" | "unavailable" | "slo
 /**
  * The reasons to rebuild a shard file at once: its node answered, without the file or with rotten
  * bytes. A node that failed, is down or slow likely still has its file when it comes back: such
- * objects are queued instead, and the queue's heal looks again later (api/heal.ts).
+ * objects are queued instead, and the queue's heal looks again later (services/heal.ts).
  */
 export const HEAL_NOW: ReadonlySet<LossReason> = new Set(["missing", "checksum"]);
 

@@ -3,7 +3,7 @@
 // every shard file is read from its node, streamed whole through the core's ShardVerifier (memory
 // is one network read per file, whatever its size), so each chunk whose checksum fails is found
 // and named. Each bad chunk counts in `shardgate_checksum_failures_total`. The caller heals the
-// bad shard files (scrub/walk.ts, with api/heal.ts's healObject: rebuilt from the survivors,
+// bad shard files (services/scrub.ts, with services/heal.ts's healObject: rebuilt from the survivors,
 // bit-identical to the ones first written).
 import type { GatewayConfig } from "../config";
 import type { Core } from "../core-api";

@@ -1,21 +1,20 @@
 // The background scrub's walk: every object of every bucket, in (bucket, key) order, a bounded
-// step at a time. A step is what one Cron Trigger invocation (or `POST /_shardgate/admin/scrub`)
-// runs: it continues from the cursor the last step saved in the BucketRegistry, checks objects
-// (storage/scrub.ts: shallow or deep; what is bad is healed by api/heal.ts's healObject, which
-// also moves shard files off nodes that are gone) until its object or time budget is
-// spent or the pass ends, and saves the cursor and results as it goes. An object whose check
+// step at a time. A step is what one run of the scheduler's alarm (jobs/scheduler.ts) or
+// `POST /_shardgate/admin/scrub` runs: it continues from the cursor the last step saved in the
+// BucketRegistry, checks objects (storage/scrub.ts: shallow or deep; what is bad is healed by
+// services/heal.ts's healObject, which also moves shard files off nodes that are gone) until its
+// object or time budget is spent or the pass ends, and saves the cursor and results as it goes. An object whose check
 // fails is recorded and passed; a run that dies while checking one (a CPU or wall-time limit) has
 // that object recorded as failed by the next run, which goes on after it. Nothing ever sends the
 // walk back to the start of a pass.
-import { bucketRegistry } from "../api/context";
-import { healObject } from "../api/heal";
-import { metricsStore } from "../api/metrics";
+import { bucketRegistry, metricsStore } from "../meta/stubs";
+import { healObject } from "./heal";
 import { loadConfig, type Env } from "../config";
 import { core } from "../core";
 import { metrics } from "../observability/metrics";
 import { isSharded } from "../storage/heal";
 import { scrubPart, type ScrubMode, type ShardProblem } from "../storage/scrub";
-import { addCounters, initialScrubState, recordError, zeroCounters, type ScrubCounters, type ScrubRunSummary, type ScrubState } from "./state";
+import { addCounters, initialScrubState, recordError, zeroCounters, type ScrubCounters, type ScrubRunSummary, type ScrubState } from "./scrub-state";
 
 /** The scrub's vars (wrangler.toml [vars]); all optional. */
 interface ScrubVars {
@@ -91,19 +90,19 @@ export type ScrubStepResult = { ok: true; run: ScrubRunReport; state: ScrubState
 
 /** The scrub's saved state and whether a run holds the lease right now. */
 export async function scrubStatus(env: Env): Promise<{ state: ScrubState; running: boolean }> {
-  const { state, running } = await bucketRegistry({ env }).scrubStatus(Date.now());
-  return { state: state ?? initialScrubState(), running };
+  const { state, running } = await bucketRegistry(env).scrubStatus(Date.now());
+  return { state: (state as ScrubState | null) ?? initialScrubState(), running };
 }
 
 /** Runs one bounded scrub step: the cron's work, and `POST /_shardgate/admin/scrub`'s. */
 export async function scrubStep(env: Env, settings: ScrubSettings, trigger: "cron" | "admin"): Promise<ScrubStepResult> {
   const config = loadConfig(env);
-  const reg = bucketRegistry({ env });
+  const reg = bucketRegistry(env);
   const runId = crypto.randomUUID();
   const started = Date.now();
   const lease = await reg.scrubBegin(runId, started, settings.maxMs + LEASE_GRACE_MS);
   if (!lease.ok) return { ok: false, busyUntil: new Date(lease.until).toISOString() };
-  const state = lease.state ?? initialScrubState();
+  const state = (lease.state as ScrubState | null) ?? initialScrubState();
   const run = zeroCounters();
   const findings: ScrubFinding[] = [];
   let last: ScrubRunReport["last"] = null;

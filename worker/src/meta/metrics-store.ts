@@ -1,7 +1,7 @@
 // The gateway-wide totals behind GET /_shardgate/metrics: one SQLite-backed Durable Object
 // (env.METRICS_STORE.idFromName("metrics")) that isolates add their counted deltas to.
 import { DurableObject } from "cloudflare:workers";
-import { migrate } from "../meta/schema";
+import { migrate } from "./schema";
 
 const SCHEMA: readonly (readonly string[])[] = [["CREATE TABLE counters (series TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID"]];
 

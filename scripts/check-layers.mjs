@@ -1,0 +1,122 @@
+// `node scripts/check-layers.mjs`: checks that imports in worker/src go one way (docs/architecture.md):
+//
+//   entry (index.ts, console.ts)
+//     → api/        S3 and admin HTTP: parse, authorize, answer
+//     → jobs/       background work on the scheduler's alarm: calls services, never api/
+//     → services/   plain functions over typed inputs and outputs, no Request or Response
+//     → config.ts   the composition root: builds the node drivers from the Worker's vars
+//     → meta/ and storage/  (siblings that never import each other: metadata does no node I/O)
+//     → base        core, core-api, auth/, observability/, piece-reader, buffer-pool, errors, s3-error
+//
+// A module may import its own layer and any layer below it; below config.ts, only `import type`
+// from config.ts (the Env and GatewayConfig types), and config.ts imports only types from above. Within api/, an operation module never imports
+// another operation module: only the helpers listed in API_HELPERS (handle.ts dispatches to them all).
+//
+// KNOWN lists the wrong-way imports that exist today (issue #16 removes them): the check fails on
+// any other, and on a KNOWN entry that no longer occurs, so the list only shrinks.
+// Exit status 1 on a violation; `--list` prints every module's layer and imports.
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = resolve(fileURLToPath(new URL("..", import.meta.url)), "worker/src");
+
+/** Layers from top to bottom: a module imports its own layer or one further down. */
+const LAYERS = ["entry", "api", "jobs", "services", "config", "meta|storage", "base"];
+
+function layerOf(path) {
+  if (path === "index.ts" || path === "console.ts") return "entry";
+  if (path === "config.ts") return "config";
+  const top = path.split("/")[0];
+  if (["api", "jobs", "services", "meta", "storage"].includes(top)) return top;
+  return "base";
+}
+
+const rank = (layer) => LAYERS.findIndex((l) => l.split("|").includes(layer));
+
+/** api/ modules that operations may share: parsing, answering, the request context. */
+const API_HELPERS = new Set(["api/admin.ts", "api/context.ts", "api/router.ts", "api/xml.ts", "api/xml-parse.ts", "api/object-headers.ts", "api/checksums.ts", "api/bucket-name.ts"]);
+/** api/ modules that may import operations: the dispatcher. */
+const API_DISPATCH = new Set(["api/handle.ts"]);
+
+/** Wrong-way imports that exist today ("from -> to"); each removal shrinks the list. */
+const KNOWN = new Set([
+  // meta/ deletes shard files itself (planned: a garbage table drained by a job).
+  "meta/bucket-index.ts -> storage/remove.ts",
+  "meta/bucket-index.ts -> config.ts",
+  // operation modules that share code through each other (planned: services/ and api helpers).
+  "api/attributes.ts -> api/get.ts",
+  "api/copy.ts -> api/get.ts",
+  "api/copy.ts -> api/put.ts",
+  "api/copy.ts -> api/tagging.ts",
+  "api/delete.ts -> api/put.ts",
+  "api/list.ts -> api/list-buckets.ts",
+  "api/list.ts -> api/list-objects.ts",
+  "api/list-buckets.ts -> api/list-objects.ts",
+  "api/multipart.ts -> api/copy.ts",
+  "api/multipart.ts -> api/get.ts",
+  "api/multipart.ts -> api/put.ts",
+  "api/multipart.ts -> api/tagging.ts",
+  "api/put.ts -> api/tagging.ts",
+  "api/tagging.ts -> api/get.ts",
+]);
+
+function sources(dir, out = []) {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) sources(path, out);
+    else if (/\.ts$/.test(entry.name) && !entry.name.endsWith(".d.ts")) out.push(path);
+  }
+  return out;
+}
+
+/** Relative imports of a module: { to, typeOnly }. */
+function imports(file) {
+  const text = readFileSync(file, "utf8");
+  const found = [];
+  const re = /^\s*(import|export)\s+(type\s+)?(?:[^;'"]*?\s+from\s+)?["'](\.[^"']+)["']/gms;
+  for (const m of text.matchAll(re)) {
+    let target = resolve(dirname(file), m[3]);
+    if (!/\.(ts|js|json|wasm)$/.test(target)) target += ".ts";
+    found.push({ to: relative(root, target), typeOnly: Boolean(m[2]) });
+  }
+  return found;
+}
+
+/** Why `from` may not import `imp`, or null when it may. */
+function violation(from, imp) {
+  const to = imp.to;
+  if (to.startsWith("..")) return null; // outside worker/src: the core's generated bindings, package.json
+  const a = layerOf(from);
+  const b = layerOf(to);
+  if (from === "config.ts" && imp.typeOnly) return null; // Env names every Durable Object class, whatever its layer
+  if (b === "config" && rank(a) > rank("config")) return imp.typeOnly ? null : `${a}/ may import only types from config.ts`;
+  if ((a === "meta" && b === "storage") || (a === "storage" && b === "meta")) return "meta/ and storage/ never import each other";
+  if (rank(b) < rank(a)) return `${a} may not import ${b} (a higher layer)`;
+  if (a === "api" && b === "api" && !API_HELPERS.has(to) && !API_DISPATCH.has(from) && from !== to) {
+    return "an api/ operation imports another operation (share through services/ or an api helper)";
+  }
+  return null;
+}
+
+const files = sources(root).map((f) => relative(root, f)).sort();
+const problems = [];
+const seenKnown = new Set();
+for (const from of files) {
+  if (process.argv.includes("--list")) console.log(`${layerOf(from).padEnd(8)} ${from}: ${imports(join(root, from)).map((i) => i.to).join(" ")}`);
+  for (const imp of imports(join(root, from))) {
+    const why = violation(from, imp);
+    if (!why) continue;
+    const edge = `${from} -> ${imp.to}`;
+    if (KNOWN.has(edge)) seenKnown.add(edge);
+    else problems.push(`${edge}: ${why}`);
+  }
+}
+for (const edge of KNOWN) if (!seenKnown.has(edge)) problems.push(`${edge}: gone, remove it from KNOWN in scripts/check-layers.mjs`);
+
+if (problems.length) {
+  console.error(`check-layers: ${problems.length} import(s) against the layering (docs/architecture.md):`);
+  for (const p of problems) console.error(`  ${p}`);
+  process.exit(1);
+}
+console.log(`check-layers: ${files.length} modules, imports go one way (${KNOWN.size} known exceptions left, issue #16)`);
