@@ -16,7 +16,9 @@ import { CREDENTIALS, METRICS_TOKEN } from "./tests/shared/credentials";
 const root = fileURLToPath(new URL(".", import.meta.url));
 
 function crateVersion(cargoToml: string): string {
-  const pkg = readFileSync(new URL(cargoToml, import.meta.url), "utf8").split(/^\[/m).find((s) => s.startsWith("package]"));
+  const pkg = readFileSync(new URL(cargoToml, import.meta.url), "utf8")
+    .split(/^\[/m)
+    .find((s) => s.startsWith("package]"));
   const m = pkg?.match(/^version\s*=\s*"([^"]+)"/m);
   if (!m?.[1]) throw new Error(`no [package] version in ${cargoToml}`);
   return m[1];

@@ -22,7 +22,11 @@ import { roundStallRows, stallBench, stallFootnotes, stallTable, stopStallCluste
 
 const args = new Set(process.argv.slice(2));
 // --targets=ID,ID and --cases=ID,ID run a subset (for a quick look; the table compares all).
-const only = (name) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3).split(",");
+const only = (name) =>
+  process.argv
+    .find((a) => a.startsWith(`--${name}=`))
+    ?.slice(name.length + 3)
+    .split(",");
 const json = args.has("--json");
 const quick = args.has("--quick");
 const log = (line) => console.error(line);
@@ -189,7 +193,8 @@ try {
       const parts = new Map(running.map((t) => [t.id, []]));
       for (let round = 0; round < ROUNDS; round++) {
         const order = round % 2 === 0 ? running : [...running].reverse();
-        for (const t of order) parts.get(t.id).push(await measure(t, clients.get(t.id), testCase, inFlight, `${round}-${inFlight}-${randomBytes(3).toString("hex")}`));
+        for (const t of order)
+          parts.get(t.id).push(await measure(t, clients.get(t.id), testCase, inFlight, `${round}-${inFlight}-${randomBytes(3).toString("hex")}`));
       }
       results[testCase.id][inFlight] = Object.fromEntries(running.map((t) => [t.id, summarize(testCase, parts.get(t.id))]));
       log(`bench: ${testCase.label} x${inFlight}: ${running.map((t) => `${t.id} ${fmt(results[testCase.id][inFlight][t.id].throughput)}`).join(", ")}`);
@@ -211,7 +216,13 @@ if (args.has("--stall")) {
 
 if (json) {
   const stallJson = stall && { rows: roundStallRows(stall.rows), info: stall.info };
-  console.log(JSON.stringify({ machine: { cpus: (await import("node:os")).cpus().length }, targets: TARGETS.map(({ id, label }) => ({ id, label })), results, stall: stallJson }, null, 2));
+  console.log(
+    JSON.stringify(
+      { machine: { cpus: (await import("node:os")).cpus().length }, targets: TARGETS.map(({ id, label }) => ({ id, label })), results, stall: stallJson },
+      null,
+      2,
+    ),
+  );
 } else {
   console.log(report(results));
   if (stall) console.log(`\n${stallTable(stall.rows)}\n\n${stallFootnotes(stall.info)}`);
@@ -249,7 +260,9 @@ function report(res) {
   lines.push(`|---|${targets.map(() => "---").join("|")}|`);
   for (const testCase of cases.filter((c) => c.id.startsWith("get") || c.id === "range-4k")) {
     const row = res[testCase.id][at];
-    lines.push(`| ${testCase.label} | ${targets.map((t) => `${fmt(row[t.id].ttfbP50, 1)} ms · ${row[t.id].readPerServed === null ? "–" : `${fmt(row[t.id].readPerServed, 1)}×`}`).join(" | ")} |`);
+    lines.push(
+      `| ${testCase.label} | ${targets.map((t) => `${fmt(row[t.id].ttfbP50, 1)} ms · ${row[t.id].readPerServed === null ? "–" : `${fmt(row[t.id].readPerServed, 1)}×`}`).join(" | ")} |`,
+    );
   }
   return lines.join("\n");
 }

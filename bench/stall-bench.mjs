@@ -267,13 +267,18 @@ async function run(objects, node, { name, block: count, rounds }, deadline, log)
       resume();
     }
     merge(paused, ms);
-    if (process.env.STALL_DEBUG) log(`stall debug: latency before pause ${latencyMs} ms; paused GETs: ${[...ms].map(([size, xs]) => `${size}: ${xs.map((x) => x.toFixed(0)).join(" ")}`).join(" | ")}`);
+    if (process.env.STALL_DEBUG)
+      log(
+        `stall debug: latency before pause ${latencyMs} ms; paused GETs: ${[...ms].map(([size, xs]) => `${size}: ${xs.map((x) => x.toFixed(0)).join(" ")}`).join(" | ")}`,
+      );
     after = await counter("shardgate_hedged_reads_total");
     hedged.paused += after - before;
     const s = await nodeStatus(node.id);
     const back = await settle(objects, node);
     settleMs = Math.max(settleMs, back);
-    log(`stall: ${name}, round ${r + 1}/${rounds}: ${after - before} hedged while paused (hedge delay ${hedgeDelay(latencyMs)} ms); after SIGCONT breaker ${s.state}, latency ${s.latencyMs} ms, slow ${s.slow}, read from again in ${(back / 1000).toFixed(1)} s`);
+    log(
+      `stall: ${name}, round ${r + 1}/${rounds}: ${after - before} hedged while paused (hedge delay ${hedgeDelay(latencyMs)} ms); after SIGCONT breaker ${s.state}, latency ${s.latencyMs} ms, slow ${s.slow}, read from again in ${(back / 1000).toFixed(1)} s`,
+    );
   }
   return { healthy, paused, hedged, failed, settleMs, delays };
 }
@@ -283,14 +288,26 @@ const row = (metric, size, unit, healthy, paused) => ({ metric, size, unit, heal
 function rows(mode, result) {
   const out = [];
   const all = (m) => [...m.values()].flat();
-  const groups = [...[...result.healthy.keys()].map((size) => [size, result.healthy.get(size), result.paused.get(size) ?? []]), ["all", all(result.healthy), all(result.paused)]];
+  const groups = [
+    ...[...result.healthy.keys()].map((size) => [size, result.healthy.get(size), result.paused.get(size) ?? []]),
+    ["all", all(result.healthy), all(result.paused)],
+  ];
   for (const [size, h, p] of groups) {
     if (!h.length || !p.length) continue;
     out.push(row(`GET latency p50, ${mode}`, size, "ms", percentile(h, 0.5), percentile(p, 0.5)));
     out.push(row(`GET latency p99, ${mode}`, size, "ms", percentile(h, 0.99), percentile(p, 0.99)));
   }
   const n = (m) => all(m).length;
-  out.push({ ...row(`reads around a slow node, ${mode} (of ${n(result.healthy)} + ${n(result.paused)} GETs)`, "all", "reads", result.hedged.healthy, result.hedged.paused), ratio: null });
+  out.push({
+    ...row(
+      `reads around a slow node, ${mode} (of ${n(result.healthy)} + ${n(result.paused)} GETs)`,
+      "all",
+      "reads",
+      result.hedged.healthy,
+      result.hedged.paused,
+    ),
+    ratio: null,
+  });
   if (result.failed.healthy.length || result.failed.paused.length) {
     out.push({ ...row(`failed GETs, ${mode}`, "all", "GETs", result.failed.healthy.length, result.failed.paused.length), ratio: null });
   }

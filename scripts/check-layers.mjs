@@ -35,7 +35,16 @@ function layerOf(path) {
 const rank = (layer) => LAYERS.findIndex((l) => l.split("|").includes(layer));
 
 /** api/ modules that operations may share: parsing, answering, the request context. */
-const API_HELPERS = new Set(["api/admin.ts", "api/context.ts", "api/router.ts", "api/xml.ts", "api/xml-parse.ts", "api/object-headers.ts", "api/checksums.ts", "api/bucket-name.ts"]);
+const API_HELPERS = new Set([
+  "api/admin.ts",
+  "api/context.ts",
+  "api/router.ts",
+  "api/xml.ts",
+  "api/xml-parse.ts",
+  "api/object-headers.ts",
+  "api/checksums.ts",
+  "api/bucket-name.ts",
+]);
 /** api/ modules that may import operations: the dispatcher. */
 const API_DISPATCH = new Set(["api/handle.ts"]);
 
@@ -99,11 +108,18 @@ function violation(from, imp) {
   return null;
 }
 
-const files = sources(root).map((f) => relative(root, f)).sort();
+const files = sources(root)
+  .map((f) => relative(root, f))
+  .sort();
 const problems = [];
 const seenKnown = new Set();
 for (const from of files) {
-  if (process.argv.includes("--list")) console.log(`${layerOf(from).padEnd(8)} ${from}: ${imports(join(root, from)).map((i) => i.to).join(" ")}`);
+  if (process.argv.includes("--list"))
+    console.log(
+      `${layerOf(from).padEnd(8)} ${from}: ${imports(join(root, from))
+        .map((i) => i.to)
+        .join(" ")}`,
+    );
   for (const imp of imports(join(root, from))) {
     const why = violation(from, imp);
     if (!why) continue;

@@ -10,6 +10,7 @@
 #   3. Chromium for the console's end-to-end test (tests/node/console.test.ts drives it with
 #      playwright-core): Debian's package, `apt-get install -y chromium`, only when /usr/bin/chromium
 #      is missing (as root, or with passwordless sudo). Nothing downloads a browser from elsewhere.
+#   4. rustfmt and clippy (rustup components), which `npm test` runs over the core.
 #
 # Needs: python3 >= 3.10 with its venv module (Debian: python3-venv), go >= 1.24.
 set -euo pipefail
@@ -91,4 +92,12 @@ if [ ! -x /usr/bin/chromium ]; then
   fi
 fi
 
-say "ready ($py_pins, rclone, mc, versitygw, chromium)"
+# --- 4. rustfmt and clippy ----------------------------------------------------------------------
+for component in rustfmt clippy; do
+  if ! rustup component list --installed 2>/dev/null | grep -q "^$component"; then
+    say "rustup component add $component"
+    rustup component add "$component" >&2
+  fi
+done
+
+say "ready ($py_pins, rclone, mc, versitygw, chromium, rustfmt, clippy)"

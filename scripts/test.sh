@@ -2,9 +2,11 @@
 # `npm test`: set up (scripts/setup.sh for serving, scripts/setup-test.sh for the test clients),
 # then run every suite and fail if any failed:
 #   1. cargo test --workspace   (native Rust tests of the core)
-#   2. typecheck                (tsc --noEmit over worker/ and tests/)
-#   3. layers                   (scripts/check-layers.mjs: imports in worker/src go one way)
-#   4. vitest run               (projects "workers" in workerd and "node"; extra args go to vitest)
+#   2. cargo fmt --check, cargo clippy -D warnings
+#   3. typecheck                (tsc --noEmit over worker/, web/ and tests/)
+#   4. lint                     (biome ci: format and lint rules of biome.json)
+#   5. layers                   (scripts/check-layers.mjs: imports in worker/src go one way)
+#   6. vitest run               (projects "workers" in workerd and "node"; extra args go to vitest)
 # All suites run even when an earlier one fails, so one run shows every failure.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -24,7 +26,10 @@ step() {
 }
 
 step "cargo test --workspace" cargo test --workspace
+step "cargo fmt --check" cargo fmt --all --check
+step "cargo clippy" cargo clippy --workspace --all-targets --quiet -- -D warnings
 step "typecheck" npm run --silent typecheck
+step "lint" biome ci --reporter=summary .
 step "layers" node scripts/check-layers.mjs
 step "vitest run" vitest run "$@"
 

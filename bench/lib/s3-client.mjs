@@ -37,7 +37,15 @@ export class S3Client {
           bytes += d.length;
           if (keep) chunks.push(d);
         });
-        res.on("end", () => resolve({ status: res.statusCode, bytes, ttfb: ttfb ?? performance.now() - started, ms: performance.now() - started, body: keep ? Buffer.concat(chunks) : null }));
+        res.on("end", () =>
+          resolve({
+            status: res.statusCode,
+            bytes,
+            ttfb: ttfb ?? performance.now() - started,
+            ms: performance.now() - started,
+            body: keep ? Buffer.concat(chunks) : null,
+          }),
+        );
         res.on("error", reject);
       });
       req.on("error", reject);

@@ -90,14 +90,19 @@ function passthrough(dir, port) {
 function minio(dir, port) {
   const drives = Array.from({ length: 6 }, (_, i) => join(dir, `d${i + 1}`));
   for (const d of drives) mkdirSync(d);
-  const child = detached(dir, join(root, ".tools/go/bin/minio"), ["server", "--quiet", "--address", `127.0.0.1:${port}`, "--console-address", "127.0.0.1:0", join(dir, "d{1...6}")], {
-    MINIO_ROOT_USER: MINIO_KEY.accessKeyId,
-    MINIO_ROOT_PASSWORD: MINIO_KEY.secretAccessKey,
-    MINIO_STORAGE_CLASS_STANDARD: "EC:2", // 4 data + 2 parity over the six drives, like shardgate's default
-    MINIO_BROWSER: "off",
-    MINIO_CI_CD: "on", // six folders on one disk: MinIO refuses drives on the root disk without it
-    MINIO_UPDATE: "off",
-  });
+  const child = detached(
+    dir,
+    join(root, ".tools/go/bin/minio"),
+    ["server", "--quiet", "--address", `127.0.0.1:${port}`, "--console-address", "127.0.0.1:0", join(dir, "d{1...6}")],
+    {
+      MINIO_ROOT_USER: MINIO_KEY.accessKeyId,
+      MINIO_ROOT_PASSWORD: MINIO_KEY.secretAccessKey,
+      MINIO_STORAGE_CLASS_STANDARD: "EC:2", // 4 data + 2 parity over the six drives, like shardgate's default
+      MINIO_BROWSER: "off",
+      MINIO_CI_CD: "on", // six folders on one disk: MinIO refuses drives on the root disk without it
+      MINIO_UPDATE: "off",
+    },
+  );
   return { child, credentials: MINIO_KEY, ready: async (endpoint) => (await fetch(`${endpoint}/minio/health/ready`)).ok, readers: () => [child.pid] };
 }
 

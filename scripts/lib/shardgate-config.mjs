@@ -39,7 +39,8 @@ export function loadShardgateConfig({ root, file, overrides }) {
   const nodes = (raw.nodes ?? Array.from({ length: DEFAULT_NODES }, (_, i) => ({ id: `NODE_${i}`, type: "disk" }))).map((n) => node(n, dataDir));
   const ids = new Set(nodes.map((n) => n.id));
   if (ids.size !== nodes.length) throw new Error("config: node ids must be unique");
-  if (nodes.length < dataShards + parityShards) throw new Error(`config: ${dataShards}+${parityShards} needs at least ${dataShards + parityShards} nodes, have ${nodes.length}`);
+  if (nodes.length < dataShards + parityShards)
+    throw new Error(`config: ${dataShards}+${parityShards} needs at least ${dataShards + parityShards} nodes, have ${nodes.length}`);
   const env = process.env;
   const credentials =
     env.SHARDGATE_ACCESS_KEY_ID && env.SHARDGATE_SECRET_ACCESS_KEY
@@ -69,14 +70,24 @@ function positive(n, name) {
 }
 
 function node(n, dataDir) {
-  if (typeof n?.id !== "string" || !/^[A-Za-z0-9_-]{1,64}$/.test(n.id)) throw new Error(`config: node id ${JSON.stringify(n?.id)} must be 1-64 letters, digits, _ or -`);
+  if (typeof n?.id !== "string" || !/^[A-Za-z0-9_-]{1,64}$/.test(n.id))
+    throw new Error(`config: node id ${JSON.stringify(n?.id)} must be 1-64 letters, digits, _ or -`);
   if (n.type === "disk") {
     const path = n.path ? (isAbsolute(n.path) ? n.path : resolve(dataDir, n.path)) : resolve(dataDir, "nodes", n.id);
     return { id: n.id, type: "disk", path };
   }
   if (n.type === "s3") {
-    for (const f of ["endpoint", "bucket", "accessKeyId", "secretAccessKey"]) if (typeof n[f] !== "string" || !n[f]) throw new Error(`config: S3 node ${n.id} needs ${f}`);
-    return { id: n.id, type: "s3", endpoint: n.endpoint, bucket: n.bucket, region: n.region ?? "us-east-1", accessKeyId: n.accessKeyId, secretAccessKey: n.secretAccessKey };
+    for (const f of ["endpoint", "bucket", "accessKeyId", "secretAccessKey"])
+      if (typeof n[f] !== "string" || !n[f]) throw new Error(`config: S3 node ${n.id} needs ${f}`);
+    return {
+      id: n.id,
+      type: "s3",
+      endpoint: n.endpoint,
+      bucket: n.bucket,
+      region: n.region ?? "us-east-1",
+      accessKeyId: n.accessKeyId,
+      secretAccessKey: n.secretAccessKey,
+    };
   }
   throw new Error(`config: node ${n.id} has type ${JSON.stringify(n.type)}; expected "disk" or "s3"`);
 }

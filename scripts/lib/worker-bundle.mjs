@@ -43,7 +43,13 @@ export function workerBundle(root) {
 /** Everything the bundle is made of: the Worker's sources, the core, wrangler.toml and the lock. */
 function inputsHash(root) {
   const h = createHash("sha256");
-  const files = [...walk(join(root, "worker")), ...walk(join(root, "core/pkg")), join(root, "wrangler.toml"), join(root, "package-lock.json"), join(root, "package.json")];
+  const files = [
+    ...walk(join(root, "worker")),
+    ...walk(join(root, "core/pkg")),
+    join(root, "wrangler.toml"),
+    join(root, "package-lock.json"),
+    join(root, "package.json"),
+  ];
   for (const f of files.sort()) h.update(f).update("\0").update(readFileSync(f)).update("\0");
   return h.digest("hex");
 }

@@ -25,7 +25,7 @@ export default {
     const file = await env.FILES.fetch(new URL(path, "http://files"), { method: request.method });
     const type = TYPES[path.slice(path.lastIndexOf(".") + 1).toLowerCase()];
     // Only regular files: a directory answers with a JSON listing, which is no asset.
-    if (file.status !== 200 || (file.headers.get("content-type") ?? "").startsWith("application/json") && type !== TYPES.json && type !== TYPES.map) {
+    if (file.status !== 200 || ((file.headers.get("content-type") ?? "").startsWith("application/json") && type !== TYPES.json && type !== TYPES.map)) {
       await file.body?.cancel();
       return new Response("Not Found", { status: 404 });
     }

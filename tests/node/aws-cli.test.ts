@@ -55,7 +55,10 @@ function readTree(root: string): Record<string, string> {
     for (const entry of readdirSync(join(root, rel), { withFileTypes: true })) {
       const path = rel ? `${rel}/${entry.name}` : entry.name;
       if (entry.isDirectory()) walk(path);
-      else out[path] = createHash("sha256").update(readFileSync(join(root, path))).digest("hex");
+      else
+        out[path] = createHash("sha256")
+          .update(readFileSync(join(root, path)))
+          .digest("hex");
     }
   };
   walk("");
@@ -156,7 +159,10 @@ describe("the AWS CLI (v1) against the gateway", () => {
     expect(sameBytes(readFileSync(join(dir, "hundred.down")), hundred)).toBe(true);
     expect(gateway.requests(logFrom).filter((l) => l.op === "GetObject" && l.status === 206).length).toBeGreaterThanOrEqual(3);
 
-    const head = JSON.parse(await awsOk(["s3api", "head-object", "--bucket", "demo", "--key", "big/hundred.bin", "--checksum-mode", "ENABLED"])) as Record<string, unknown>;
+    const head = JSON.parse(await awsOk(["s3api", "head-object", "--bucket", "demo", "--key", "big/hundred.bin", "--checksum-mode", "ENABLED"])) as Record<
+      string,
+      unknown
+    >;
     expect(head).toMatchObject({ ContentLength: hundred.length, ETag: expect.stringMatching(new RegExp(`^"[0-9a-f]{32}-${parts.length}"$`)) });
     expect(head.ChecksumCRC32).toEqual(expect.any(String));
     expect(JSON.parse(await awsOk(["s3api", "list-multipart-uploads", "--bucket", "demo"])).Uploads ?? []).toEqual([]);

@@ -26,6 +26,7 @@ afterAll(async () => {
 });
 
 /** Runs `python tests/python/boto3_e2e.py COMMAND` with `args` as JSON on stdin; its JSON result. */
+// biome-ignore lint/suspicious/noExplicitAny: each command answers its own JSON shape, read field by field by the tests
 async function boto3(command: string, args: Record<string, unknown>, timeoutMs = 55_000): Promise<any> {
   const env = clientEnv({
     SHARDGATE_ENDPOINT: gateway.base,
@@ -76,30 +77,34 @@ describe("boto3 against the gateway", () => {
   // Around the inline threshold (4 KiB), the chunk (16 KiB), the piece (256 KiB) and the block (1 MiB).
   const sizes = [0, 1, 4095, 4096, 4097, 16384, 16385, 262143, 1048575, MIB, MIB + 1, 3 * MIB + 7, 40 * MIB];
 
-  it.each(sizes)("put_object/get_object round-trip %i bytes, with random ranges, byte for byte", async (size) => {
-    const r = await boto3("roundtrip", { bucket: "boto3", key: `sizes/${size}.bin`, size, ranges: 8 }, 110_000);
-    expect(r.length_got).toBe(size);
-    expect(r.sha256_got).toBe(r.sha256_sent);
-    expect(r.equal).toBe(true);
-    expect(r.put_status).toBe(200);
-    expect(r.put_etag).toBe(`"${r.md5}"`);
-    expect(r.get_etag).toBe(`"${r.md5}"`);
-    expect(r.get_content_length).toBe(size);
-    // boto3's default: a CRC32 of the body in x-amz-checksum-crc32; the gateway checked, kept and
-    // echoes it, and returns it on a whole-object GET (which botocore then validated).
-    expect(r.put_request_checksum_headers).toContain("x-amz-checksum-crc32");
-    expect(r.put_request_crc32).toBe(r.crc32);
-    expect(r.put_crc32).toBe(r.crc32);
-    expect(r.get_crc32).toBe(r.crc32);
+  it.each(sizes)(
+    "put_object/get_object round-trip %i bytes, with random ranges, byte for byte",
+    async (size) => {
+      const r = await boto3("roundtrip", { bucket: "boto3", key: `sizes/${size}.bin`, size, ranges: 8 }, 110_000);
+      expect(r.length_got).toBe(size);
+      expect(r.sha256_got).toBe(r.sha256_sent);
+      expect(r.equal).toBe(true);
+      expect(r.put_status).toBe(200);
+      expect(r.put_etag).toBe(`"${r.md5}"`);
+      expect(r.get_etag).toBe(`"${r.md5}"`);
+      expect(r.get_content_length).toBe(size);
+      // boto3's default: a CRC32 of the body in x-amz-checksum-crc32; the gateway checked, kept and
+      // echoes it, and returns it on a whole-object GET (which botocore then validated).
+      expect(r.put_request_checksum_headers).toContain("x-amz-checksum-crc32");
+      expect(r.put_request_crc32).toBe(r.crc32);
+      expect(r.put_crc32).toBe(r.crc32);
+      expect(r.get_crc32).toBe(r.crc32);
 
-    expect(r.ranges).toHaveLength(size > 0 ? 8 : 0);
-    for (const g of r.ranges) {
-      const want = contentRange(g.range, size);
-      expect(g, g.range).toMatchObject({ status: 206, content_range: want.range, content_length: want.length, length_got: want.length, equal: true });
-    }
-    expect(r.unsatisfiable).toEqual({ code: "InvalidRange", status: 416 });
-    if (size > 8 * MIB) expect(r.sha256_download_fileobj).toBe(r.sha256_sent);
-  }, 120_000);
+      expect(r.ranges).toHaveLength(size > 0 ? 8 : 0);
+      for (const g of r.ranges) {
+        const want = contentRange(g.range, size);
+        expect(g, g.range).toMatchObject({ status: 206, content_range: want.range, content_length: want.length, length_got: want.length, equal: true });
+      }
+      expect(r.unsatisfiable).toEqual({ code: "InvalidRange", status: 416 });
+      if (size > 8 * MIB) expect(r.sha256_download_fileobj).toBe(r.sha256_sent);
+    },
+    120_000,
+  );
 
   it("head_object returns the content headers, user metadata and ETag = quoted MD5", async () => {
     const put = {
@@ -126,7 +131,13 @@ describe("boto3 against the gateway", () => {
   });
 
   it("overwrites, deletes, and deletes a missing key without error", async () => {
-    const r = await boto3("overwrite-delete", { bucket: "boto3", key: "ow/object.bin", missing_key: "ow/never-was", first_size: 2 * MIB + 1, second_size: 777_777 });
+    const r = await boto3("overwrite-delete", {
+      bucket: "boto3",
+      key: "ow/object.bin",
+      missing_key: "ow/never-was",
+      first_size: 2 * MIB + 1,
+      second_size: 777_777,
+    });
     expect(r.after_overwrite).toMatchObject({ equal_second: true, length: 777_777, head_length: 777_777 });
     expect(r.after_overwrite.put_etag).toBe(`"${r.after_overwrite.md5_second}"`);
     expect(r.after_overwrite.get_etag).toBe(r.after_overwrite.put_etag);
@@ -244,7 +255,10 @@ describe("boto3 against the gateway", () => {
         const r: Listing = await boto3("list", { bucket: "boto3", prefix: "list/", delimiter: "/", start_after: startAfter });
         const want = expectedListing(keys, "list/", "/", startAfter);
         expect(r.prefixes, startAfter).toEqual(want.prefixes);
-        expect(r.contents.map((c) => c[0]), startAfter).toEqual(want.contents);
+        expect(
+          r.contents.map((c) => c[0]),
+          startAfter,
+        ).toEqual(want.contents);
       }
 
       const v1: Listing = await boto3("list", { bucket: "boto3", prefix: "list/", delimiter: "/", page_size: 6, v1: true });

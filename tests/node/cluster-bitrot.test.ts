@@ -142,7 +142,7 @@ describe("bitrot on the nodes' disks", () => {
       for (const c of list) {
         const [start, len] = all[c] as [number, number];
         const at = where === "data" ? start + ((c * 7919) % len) : start + len + (c % 8);
-        bytes[at] ^= 1 << c % 8;
+        bytes[at] ^= 1 << (c % 8);
         flipped.push(`${key} ${shard}:${c}`);
       }
       writeFileSync(path, bytes);
@@ -211,7 +211,17 @@ describe("bitrot on the nodes' disks", () => {
         shardFilesHealedByReads: healedByReads,
         foundByHealPass: healFound.length,
         shardsRebuiltByScrub: sum(heal, "shardsRebuilt"),
-        healPassMiBPerSecond: Math.round((sum(heal, "bytesVerified") / MIB / (Math.max(heal.reduce((n, r) => n + r.ms, 0), 1) / 1000)) * 10) / 10,
+        healPassMiBPerSecond:
+          Math.round(
+            (sum(heal, "bytesVerified") /
+              MIB /
+              (Math.max(
+                heal.reduce((n, r) => n + r.ms, 0),
+                1,
+              ) /
+                1000)) *
+              10,
+          ) / 10,
         secondPassBadChunks: 0,
         deepPassBytesVerified: bytes,
         deepPassMiBPerSecond: Math.round((bytes / MIB / (Math.max(ms, 1) / 1000)) * 10) / 10,

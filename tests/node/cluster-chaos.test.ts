@@ -163,7 +163,10 @@ describe("chaos on six versitygw nodes (3 + 2)", () => {
     // Every acknowledged write reads back, and a walk over the bucket finds nothing left to heal.
     for (const key of objects.keys()) await verify(key);
     expect(tally.wrongBytes).toBe(0);
-    const walk = await c.adminJson<{ shardsRebuilt: number; shardsFailed: number; next: string | null }>(`/_shardgate/admin/heal?bucket=${BUCKET}&max-objects=1000`, "POST");
+    const walk = await c.adminJson<{ shardsRebuilt: number; shardsFailed: number; next: string | null }>(
+      `/_shardgate/admin/heal?bucket=${BUCKET}&max-objects=1000`,
+      "POST",
+    );
     expect(walk).toMatchObject({ shardsRebuilt: 0, shardsFailed: 0, next: null });
     expect(ops).toBeGreaterThan(50);
     console.log(JSON.stringify({ chaos: { ...tally, readErrors: tally.readErrors.length, ops, acknowledgedObjects: objects.size, bytesLost: 0 } }));
@@ -183,7 +186,9 @@ describe("chaos on six versitygw nodes (3 + 2)", () => {
         token = page.NextContinuationToken;
       } while (token);
       for (const Key of keys) {
-        const layout = await c.adminJson<{ parts: { shards?: { node: string; health: string }[] }[] }>(`/_shardgate/admin/object?bucket=${BUCKET}&key=${encodeURIComponent(Key as string)}`);
+        const layout = await c.adminJson<{ parts: { shards?: { node: string; health: string }[] }[] }>(
+          `/_shardgate/admin/object?bucket=${BUCKET}&key=${encodeURIComponent(Key as string)}`,
+        );
         all.push({ key: Key as string, shards: layout.parts.flatMap((p) => p.shards ?? []) });
       }
       return all;
@@ -216,7 +221,11 @@ describe("chaos on six versitygw nodes (3 + 2)", () => {
     // again (versitygw recreates the bucket's directories on a PUT). Either way: all healthy.
     expect(rebuilt).toBe(before);
     expect(moved).toBeGreaterThan(0);
-    for (const o of await layouts()) expect(o.shards.filter((s) => s.health !== "ok"), o.key).toEqual([]);
+    for (const o of await layouts())
+      expect(
+        o.shards.filter((s) => s.health !== "ok"),
+        o.key,
+      ).toEqual([]);
     // Full redundancy without the lost node: any two others may now go.
     const [y, z] = c.info.nodes.filter((n) => n !== lost).slice(0, 2);
     c.kill(y);
@@ -230,7 +239,18 @@ describe("chaos on six versitygw nodes (3 + 2)", () => {
       await c.reprovision(lost); // its disk replaced: it takes shard files again
       await waitForClosedBreakers();
     }
-    console.log(JSON.stringify({ lostNode: { shardFiles: before, rebuilt, moved, mibRebuilt: +(bytes / MIB).toFixed(2), seconds: +seconds.toFixed(2), healMiBPerSecond: +(bytes / MIB / seconds).toFixed(2) } }));
+    console.log(
+      JSON.stringify({
+        lostNode: {
+          shardFiles: before,
+          rebuilt,
+          moved,
+          mibRebuilt: +(bytes / MIB).toFixed(2),
+          seconds: +seconds.toFixed(2),
+          healMiBPerSecond: +(bytes / MIB / seconds).toFixed(2),
+        },
+      }),
+    );
   }, 300_000);
 
   it("a paused node (SIGSTOP): reads hedge to parity instead of waiting for it", async () => {

@@ -3,7 +3,7 @@
 // checked against the gateway itself over S3 (bytes compared by SHA-256), and the main views are
 // written to docs/screenshots/*.png for the README.
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -228,7 +228,11 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     const deadline = Date.now() + 120_000;
     for (;;) {
       const value = Number(await bar.getAttribute("value").catch(() => "0"));
-      const text = (await page.locator("#overall-text").textContent().catch(() => "")) ?? "";
+      const text =
+        (await page
+          .locator("#overall-text")
+          .textContent()
+          .catch(() => "")) ?? "";
       seen.add(value);
       if (!midShot && value >= 5 && value <= 90) {
         midShot = true;
@@ -412,7 +416,14 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
       expect(await row.getByRole("button", { name: "Retry upload of cancel.bin" }).isHidden()).toBe(true);
       // The upload is aborted on the gateway (its stored parts with it), and forgotten by the page.
       await expect.poll(() => openUploads(MORE), { timeout: 10_000 }).toEqual([]);
-      await expect.poll(() => gw.requests(logFrom).filter((r) => r.op === "AbortMultipartUpload").map((r) => r.status)).toEqual([204]);
+      await expect
+        .poll(() =>
+          gw
+            .requests(logFrom)
+            .filter((r) => r.op === "AbortMultipartUpload")
+            .map((r) => r.status),
+        )
+        .toEqual([204]);
       const parts = await s3.fetch(`${objectUrl("cancel.bin", MORE)}?uploadId=${encodeURIComponent(uploadId)}`);
       expect(parts.status).toBe(404);
       expect(await parts.text()).toContain("NoSuchUpload");
@@ -488,7 +499,12 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
       expect(await row.textContent()).toContain("Part 2 failed");
       expect(await page.locator("#overall-text").textContent()).toContain("1 failed");
       // Part 1 went through; the failed attempts at part 2 never reached the gateway.
-      expect(gw.requests(logFrom).filter((r) => r.op === "UploadPart").map((r) => r.status)).toEqual([200]);
+      expect(
+        gw
+          .requests(logFrom)
+          .filter((r) => r.op === "UploadPart")
+          .map((r) => r.status),
+      ).toEqual([200]);
       // The upload stays open on the gateway, so Retry can finish it.
       expect(await openUploads(MORE)).toEqual(["retry.bin"]);
       expect((await s3.fetch(objectUrl("retry.bin", MORE), { method: "HEAD" })).status).toBe(404);
@@ -498,7 +514,14 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
       await row.getByRole("button", { name: "Retry upload of retry.bin" }).click();
       await expect.poll(() => row.textContent(), { timeout: 30_000 }).toContain("100% · 10 MiB in 2 parts");
       expect(failures).toBe(3);
-      await expect.poll(() => gw.requests(retryFrom).filter((r) => r.op === "CompleteMultipartUpload").map((r) => r.status)).toEqual([200]);
+      await expect
+        .poll(() =>
+          gw
+            .requests(retryFrom)
+            .filter((r) => r.op === "CompleteMultipartUpload")
+            .map((r) => r.status),
+        )
+        .toEqual([200]);
       const ops = gw.requests(retryFrom);
       expect(ops.filter((r) => r.op === "UploadPart").map((r) => r.status)).toEqual([200]);
       expect(ops.filter((r) => r.op === "ListParts").map((r) => r.status)).toEqual([200]);
@@ -578,7 +601,7 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     await audio.waitFor();
     await expect.poll(() => audio.evaluate((el) => (el as unknown as { readyState: number }).readyState), { timeout: 15_000 }).toBeGreaterThanOrEqual(1);
     expect(await audio.evaluate((el) => (el as unknown as { duration: number }).duration)).toBeCloseTo(1.5, 2);
-    expect((await audioRanged).request().headers()["range"]).toMatch(/^bytes=\d+-/);
+    expect((await audioRanged).request().headers().range).toMatch(/^bytes=\d+-/);
     await checkSource("tone.wav", await audio.getAttribute("src"), media[0]!.buffer, "audio/wav");
     await page.getByRole("button", { name: "Close" }).click();
 

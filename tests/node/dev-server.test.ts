@@ -36,7 +36,9 @@ describe(`the ${gateway.runtime} runtime`, () => {
       headers: { "x-amz-content-sha256": "UNSIGNED-PAYLOAD", "content-length": String(body.length), expect: "100-continue" },
     });
     const url = new URL(signed.url);
-    const head = [`PUT ${url.pathname} HTTP/1.1`, `host: ${url.host}`, ...[...signed.headers].map(([k, v]) => `${k}: ${v}`), "connection: close", "", ""].join("\r\n");
+    const head = [`PUT ${url.pathname} HTTP/1.1`, `host: ${url.host}`, ...[...signed.headers].map(([k, v]) => `${k}: ${v}`), "connection: close", "", ""].join(
+      "\r\n",
+    );
     // The head goes out alone; the body only once the server said 100 Continue, as the SDKs do.
     const answer = await new Promise<string>((resolve, reject) => {
       const socket = connect(Number(url.port), url.hostname, () => socket.write(head));

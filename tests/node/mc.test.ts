@@ -52,7 +52,10 @@ describe("mc against the gateway", () => {
     expect(ops).toContain("PutObject 200");
     expect(ops).toContain("CompleteMultipartUpload 200");
 
-    const listing = (await mcOk("ls", "--json", "sg/mc-bucket/dir/")).stdout.trim().split("\n").map((l) => JSON.parse(l) as { key: string; size: number });
+    const listing = (await mcOk("ls", "--json", "sg/mc-bucket/dir/")).stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { key: string; size: number });
     expect(listing.map((e) => [e.key, e.size])).toEqual([
       ["big.bin", big.length],
       ["small.bin", small.length],

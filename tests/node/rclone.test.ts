@@ -58,7 +58,9 @@ describe("rclone against the gateway", () => {
   };
 
   it("runs the pinned version", async () => {
-    expect(await runOk(goTool("rclone"), ["version"], { env: { PATH: process.env.PATH } })).toMatchObject({ stdout: expect.stringMatching(/^rclone v1\.76\.0/) });
+    expect(await runOk(goTool("rclone"), ["version"], { env: { PATH: process.env.PATH } })).toMatchObject({
+      stdout: expect.stringMatching(/^rclone v1\.76\.0/),
+    });
   });
 
   it("copy up (big.bin as multipart: 10 MiB cutoff, 5 MiB chunks), then check sizes and hashes", async () => {
@@ -79,8 +81,13 @@ describe("rclone against the gateway", () => {
     expect(check.stderr).toMatch(/0 differences found/);
     expect(check.stderr).toMatch(/4 matching files/);
 
-    const listed = (await rcloneOk("lsl", "sg:rclone/data")).trim().split("\n").map((l) => l.trim().split(/\s+/));
-    expect(Object.fromEntries(listed.map((f) => [f[f.length - 1], Number(f[0])]))).toEqual(Object.fromEntries(Object.entries(files).map(([p, d]) => [p, d.length])));
+    const listed = (await rcloneOk("lsl", "sg:rclone/data"))
+      .trim()
+      .split("\n")
+      .map((l) => l.trim().split(/\s+/));
+    expect(Object.fromEntries(listed.map((f) => [f[f.length - 1], Number(f[0])]))).toEqual(
+      Object.fromEntries(Object.entries(files).map(([p, d]) => [p, d.length])),
+    );
   }, 120_000);
 
   it("cat --offset --count reads exactly those bytes (ranged GETs)", async () => {

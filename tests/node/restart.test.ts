@@ -41,7 +41,11 @@ describe("plain workerd keeps data across restarts and kill -9", () => {
   it("reads every acknowledged object back after a clean restart", async () => {
     expect((await s3.fetch(url(), { method: "PUT" })).status).toBe(200);
     // Inline (in the manifest), one block, several blocks with a short last one.
-    for (const [key, size] of [["inline", 1 * KiB], ["one-block", 300 * KiB], ["blocks", 3 * MiB + 17]] as const) {
+    for (const [key, size] of [
+      ["inline", 1 * KiB],
+      ["one-block", 300 * KiB],
+      ["blocks", 3 * MiB + 17],
+    ] as const) {
       const body = randomBytes(size);
       expect((await put(key, body)).status).toBe(200);
       acknowledged.set(key, sha(body));

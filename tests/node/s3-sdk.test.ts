@@ -86,27 +86,33 @@ describe("objects", () => {
   // Around the inline threshold (4 KiB), piece (256 KiB), chunk (16 KiB) and block (1 MiB) edges.
   const sizes = [0, 1, 4096, 4097, 16383, 262145, MIB - 1, MIB, MIB + 1, 5 * MIB + 12345];
 
-  it.each(sizes)("round-trips %i bytes from a buffer body, full and ranged", async (size) => {
-    const data = randomBytes(size, size + 11);
-    const key = `sizes/buffer-${size}.bin`;
-    const put = await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: data }));
-    expect(put.ETag).toMatch(/^"[0-9a-f]{32}"$/);
-    expect(sameBytes(await getBytes(bucket, key), data)).toBe(true);
-    if (size > 0) {
-      for (let i = 0; i < 4; i++) {
-        const a = Math.floor(((i * 7919) % 997) / 997 * size);
-        const b = Math.min(size - 1, a + Math.floor(size / (i + 2)));
-        expect(sameBytes(await getBytes(bucket, key, `bytes=${a}-${b}`), data.subarray(a, b + 1))).toBe(true);
+  it.each(sizes)(
+    "round-trips %i bytes from a buffer body, full and ranged",
+    async (size) => {
+      const data = randomBytes(size, size + 11);
+      const key = `sizes/buffer-${size}.bin`;
+      const put = await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: data }));
+      expect(put.ETag).toMatch(/^"[0-9a-f]{32}"$/);
+      expect(sameBytes(await getBytes(bucket, key), data)).toBe(true);
+      if (size > 0) {
+        for (let i = 0; i < 4; i++) {
+          const a = Math.floor((((i * 7919) % 997) / 997) * size);
+          const b = Math.min(size - 1, a + Math.floor(size / (i + 2)));
+          expect(sameBytes(await getBytes(bucket, key, `bytes=${a}-${b}`), data.subarray(a, b + 1))).toBe(true);
+        }
+        expect(sameBytes(await getBytes(bucket, key, "bytes=-100"), data.subarray(Math.max(0, size - 100)))).toBe(true);
       }
-      expect(sameBytes(await getBytes(bucket, key, "bytes=-100"), data.subarray(Math.max(0, size - 100)))).toBe(true);
-    }
-  }, 60_000);
+    },
+    60_000,
+  );
 
   it("round-trips a 40 MiB stream body (aws-chunked with a CRC32 trailer)", async () => {
     const data = randomBytes(40 * MIB + 3, 40);
-    const body = Readable.from((function* () {
-      for (let i = 0; i < data.length; i += 1_000_003) yield Buffer.from(data.subarray(i, i + 1_000_003));
-    })());
+    const body = Readable.from(
+      (function* () {
+        for (let i = 0; i < data.length; i += 1_000_003) yield Buffer.from(data.subarray(i, i + 1_000_003));
+      })(),
+    );
     await s3.send(new PutObjectCommand({ Bucket: bucket, Key: "big/stream.bin", Body: body, ContentLength: data.length }));
     expect(sameBytes(await getBytes(bucket, "big/stream.bin"), data)).toBe(true);
     const a = 13 * MIB + 777;
@@ -135,7 +141,10 @@ describe("objects", () => {
       ETag: put.ETag,
     });
     expect(await s3Error(s3.send(new GetObjectCommand({ Bucket: bucket, Key: "meta/hello.txt", IfNoneMatch: put.ETag })))).toMatchObject({ status: 304 });
-    expect(await s3Error(s3.send(new GetObjectCommand({ Bucket: bucket, Key: "meta/hello.txt", IfMatch: '"0000"' })))).toMatchObject({ name: "PreconditionFailed", status: 412 });
+    expect(await s3Error(s3.send(new GetObjectCommand({ Bucket: bucket, Key: "meta/hello.txt", IfMatch: '"0000"' })))).toMatchObject({
+      name: "PreconditionFailed",
+      status: 412,
+    });
     const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: "meta/hello.txt", ResponseContentType: "application/x-custom" }));
     expect(got.ContentType).toBe("application/x-custom");
   });

@@ -70,7 +70,12 @@ describe("lib-storage Upload", () => {
   it("uploads a 37 MiB stream as multipart (5 MiB parts, 4 in flight) and reads it back byte for byte", async () => {
     const data = randomBytes(37 * MIB + 4321, 1);
     const parts: number[] = [];
-    const upload = new Upload({ client: s3, params: { Bucket: bucket, Key: "stream/big.bin", Body: streamOf(data), ContentType: "application/x-big" }, partSize: 5 * MIB, queueSize: 4 });
+    const upload = new Upload({
+      client: s3,
+      params: { Bucket: bucket, Key: "stream/big.bin", Body: streamOf(data), ContentType: "application/x-big" },
+      partSize: 5 * MIB,
+      queueSize: 4,
+    });
     upload.on("httpUploadProgress", (p) => {
       if (p.part !== undefined) parts.push(p.part);
     });
@@ -86,7 +91,9 @@ describe("lib-storage Upload", () => {
     expect(sha256(await getBytes("stream/big.bin"))).toBe(sha256(data));
     const part3 = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: "stream/big.bin", PartNumber: 3 }));
     expect(part3.PartsCount).toBe(count);
-    expect(sha256(await (part3.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray())).toBe(sha256(data.subarray(10 * MIB, 15 * MIB)));
+    expect(sha256(await (part3.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray())).toBe(
+      sha256(data.subarray(10 * MIB, 15 * MIB)),
+    );
     expect((await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }))).Uploads ?? []).toEqual([]);
   }, 120_000);
 
@@ -101,7 +108,9 @@ describe("lib-storage Upload", () => {
 describe("the rest of a client's day", () => {
   it("a create-only PUT race: of 6 writers exactly one wins, and its bytes are stored", async () => {
     const bodies = Array.from({ length: 6 }, (_, i) => randomBytes(MIB + i, 100 + i));
-    const results = await Promise.allSettled(bodies.map((Body) => s3.send(new PutObjectCommand({ Bucket: bucket, Key: "race/once.bin", Body, IfNoneMatch: "*" }))));
+    const results = await Promise.allSettled(
+      bodies.map((Body) => s3.send(new PutObjectCommand({ Bucket: bucket, Key: "race/once.bin", Body, IfNoneMatch: "*" }))),
+    );
     const won = results.flatMap((r, i) => (r.status === "fulfilled" ? [i] : []));
     expect(won).toHaveLength(1);
     for (const r of results) {
@@ -112,11 +121,21 @@ describe("the rest of a client's day", () => {
 
   it("copies an object (a multipart one too), then deletes a batch of keys", async () => {
     await s3.send(new CopyObjectCommand({ Bucket: bucket, Key: "copies/big.bin", CopySource: `${bucket}/stream/big.bin` }));
-    await s3.send(new CopyObjectCommand({ Bucket: bucket, Key: "copies/small.bin", CopySource: `${bucket}/stream/small.bin`, MetadataDirective: "REPLACE", Metadata: { note: "copied" } }));
+    await s3.send(
+      new CopyObjectCommand({
+        Bucket: bucket,
+        Key: "copies/small.bin",
+        CopySource: `${bucket}/stream/small.bin`,
+        MetadataDirective: "REPLACE",
+        Metadata: { note: "copied" },
+      }),
+    );
     expect(sha256(await getBytes("copies/big.bin"))).toBe(sha256(await getBytes("stream/big.bin")));
     expect((await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: "copies/small.bin" }))).Metadata).toEqual({ note: "copied" });
 
-    const res = await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: [{ Key: "copies/big.bin" }, { Key: "copies/small.bin" }, { Key: "copies/never" }] } }));
+    const res = await s3.send(
+      new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: [{ Key: "copies/big.bin" }, { Key: "copies/small.bin" }, { Key: "copies/never" }] } }),
+    );
     expect((res.Deleted ?? []).map((d) => d.Key).sort()).toEqual(["copies/big.bin", "copies/never", "copies/small.bin"]);
     expect(res.Errors ?? []).toEqual([]);
     expect((await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: "copies/" }))).KeyCount).toBe(0);
@@ -128,7 +147,10 @@ describe("the rest of a client's day", () => {
     const listed = await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
     expect(listed.Uploads?.map((u) => [u.Key, u.UploadId])).toEqual([["aborted.bin", UploadId]]);
     await s3.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: "aborted.bin", UploadId }));
-    expect(await s3Error(s3.send(new UploadPartCommand({ Bucket: bucket, Key: "aborted.bin", UploadId, PartNumber: 2, Body: "x" })))).toMatchObject({ name: "NoSuchUpload", status: 404 });
+    expect(await s3Error(s3.send(new UploadPartCommand({ Bucket: bucket, Key: "aborted.bin", UploadId, PartNumber: 2, Body: "x" })))).toMatchObject({
+      name: "NoSuchUpload",
+      status: 404,
+    });
     expect((await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }))).Uploads ?? []).toEqual([]);
   });
 });

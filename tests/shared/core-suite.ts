@@ -108,15 +108,9 @@ export function defineCoreSuite(runtime: string, getCore: () => Core): void {
 
     it("rejects invalid geometry with a clear message", () => {
       const core = getCore();
-      expect(() => core.geometry({ size: 10, blockBytes: 1 << 20, dataShards: 0, parityShards: 2, chunkBytes: 16384 })).toThrow(
-        /erasure geometry 0\+2/,
-      );
-      expect(() => core.geometry({ size: 10, blockBytes: 1 << 20, dataShards: 4, parityShards: 2, chunkBytes: 1000 })).toThrow(
-        /chunk size 1000/,
-      );
-      expect(() => core.geometry({ size: -1, blockBytes: 1 << 20, dataShards: 4, parityShards: 2, chunkBytes: 16384 })).toThrow(
-        /size must be a whole number/,
-      );
+      expect(() => core.geometry({ size: 10, blockBytes: 1 << 20, dataShards: 0, parityShards: 2, chunkBytes: 16384 })).toThrow(/erasure geometry 0\+2/);
+      expect(() => core.geometry({ size: 10, blockBytes: 1 << 20, dataShards: 4, parityShards: 2, chunkBytes: 1000 })).toThrow(/chunk size 1000/);
+      expect(() => core.geometry({ size: -1, blockBytes: 1 << 20, dataShards: 4, parityShards: 2, chunkBytes: 16384 })).toThrow(/size must be a whole number/);
     });
 
     it("encodes and reads back random ranges under random loss", () => {

@@ -58,7 +58,14 @@ async function expectS3Error(p: Promise<unknown>, code: string): Promise<void> {
 
 describe("ExactReader.fillInPlace", () => {
   it("reads a byte stream straight into the block, whatever the pieces' sizes", async () => {
-    for (const [size, sizes] of [[5000, [1]], [300_000, [4096]], [300_000, [65_536 + 7]], [300_000, [100_000]], [300_000, [300_000]], [300_000, [1, 99_999, 7]]] as const) {
+    for (const [size, sizes] of [
+      [5000, [1]],
+      [300_000, [4096]],
+      [300_000, [65_536 + 7]],
+      [300_000, [100_000]],
+      [300_000, [300_000]],
+      [300_000, [1, 99_999, 7]],
+    ] as const) {
       const body = pattern(size);
       const reader = new ExactReader(byteStream(body, [...sizes]), true);
       const read = await readBlocks(reader, body.length, 64 * 1024);

@@ -13,7 +13,7 @@ import {
   type ListObjectsRequest,
 } from "../../worker/src/api/list-objects";
 import { renderListBuckets } from "../../worker/src/api/list-buckets";
-import { BucketIndex } from "../../worker/src/meta/bucket-index";
+import type { BucketIndex } from "../../worker/src/meta/bucket-index";
 import { commonPrefixOf, compareKeys, prefixEnd } from "../../worker/src/meta/keys";
 import type { BucketRegistry } from "../../worker/src/meta/registry";
 import type { ListPage, ListQuery, ObjectRecord } from "../../worker/src/meta/types";
@@ -246,9 +246,7 @@ describe("BucketIndex: objects", () => {
     const stub = await createdIndex();
     for (let round = 0; round < 5; round++) {
       const key = `race-${round}`;
-      const results = await Promise.all(
-        Array.from({ length: 8 }, (_, i) => stub.put(record(key, `writer-${i}`), { ifNoneMatch: true })),
-      );
+      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => stub.put(record(key, `writer-${i}`), { ifNoneMatch: true })));
       const winners = results.flatMap((r, i) => (r.ok ? [i] : []));
       expect(winners).toHaveLength(1);
       for (const r of results) if (!r.ok) expect(r.reason).toBe("PreconditionFailed");
@@ -493,11 +491,31 @@ describe("ListBucketResult XML", () => {
     expect(xml.startsWith(`<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult ${NS}>`)).toBe(true);
     expect(xml.endsWith("</ListBucketResult>")).toBe(true);
     expect(tags(xml)).toEqual([
-      "ListBucketResult", "Name", "Prefix", "StartAfter", "NextContinuationToken", "KeyCount", "MaxKeys",
-      "Delimiter", "IsTruncated",
-      "Contents", "Key", "LastModified", "ETag", "Size", "StorageClass",
-      "Contents", "Key", "LastModified", "ETag", "Size", "StorageClass",
-      "CommonPrefixes", "Prefix", "CommonPrefixes", "Prefix",
+      "ListBucketResult",
+      "Name",
+      "Prefix",
+      "StartAfter",
+      "NextContinuationToken",
+      "KeyCount",
+      "MaxKeys",
+      "Delimiter",
+      "IsTruncated",
+      "Contents",
+      "Key",
+      "LastModified",
+      "ETag",
+      "Size",
+      "StorageClass",
+      "Contents",
+      "Key",
+      "LastModified",
+      "ETag",
+      "Size",
+      "StorageClass",
+      "CommonPrefixes",
+      "Prefix",
+      "CommonPrefixes",
+      "Prefix",
     ]);
     expect(texts(xml, "Name")).toEqual(["my-bucket"]);
     expect(texts(xml, "Prefix")).toEqual(["dir/", "dir/sub dir/", "dir/ü/"]);
@@ -522,8 +540,22 @@ describe("ListBucketResult XML", () => {
     const page: ListPage = { objects: PAGE.objects.slice(0, 1), commonPrefixes: [], isTruncated: false, last: null };
     const xml = renderListObjects("b", req, page, OWNER);
     expect(tags(xml)).toEqual([
-      "ListBucketResult", "Name", "Prefix", "ContinuationToken", "KeyCount", "MaxKeys", "IsTruncated",
-      "Contents", "Key", "LastModified", "ETag", "Size", "Owner", "ID", "DisplayName", "StorageClass",
+      "ListBucketResult",
+      "Name",
+      "Prefix",
+      "ContinuationToken",
+      "KeyCount",
+      "MaxKeys",
+      "IsTruncated",
+      "Contents",
+      "Key",
+      "LastModified",
+      "ETag",
+      "Size",
+      "Owner",
+      "ID",
+      "DisplayName",
+      "StorageClass",
     ]);
     expect(texts(xml, "ContinuationToken")).toEqual([token]);
     expect(texts(xml, "ID")).toEqual([OWNER.id]);
@@ -542,8 +574,16 @@ describe("ListBucketResult XML", () => {
     const req = parse("list-type=2&prefix=dir%2F&delimiter=%7C&start-after=a%20b&encoding-type=url");
     const xml = renderListObjects("b", req, PAGE, OWNER);
     expect(tags(xml).slice(0, 10)).toEqual([
-      "ListBucketResult", "Name", "Prefix", "StartAfter", "NextContinuationToken", "KeyCount", "MaxKeys",
-      "Delimiter", "EncodingType", "IsTruncated",
+      "ListBucketResult",
+      "Name",
+      "Prefix",
+      "StartAfter",
+      "NextContinuationToken",
+      "KeyCount",
+      "MaxKeys",
+      "Delimiter",
+      "EncodingType",
+      "IsTruncated",
     ]);
     expect(texts(xml, "EncodingType")).toEqual(["url"]);
     expect(texts(xml, "Delimiter")).toEqual(["%7C"]);
@@ -608,8 +648,17 @@ describe("ListAllMyBucketsResult XML", () => {
     );
     expect(xml.startsWith(`<?xml version="1.0" encoding="UTF-8"?>\n<ListAllMyBucketsResult ${NS}>`)).toBe(true);
     expect(tags(xml)).toEqual([
-      "ListAllMyBucketsResult", "Owner", "ID", "DisplayName", "Buckets",
-      "Bucket", "Name", "CreationDate", "Bucket", "Name", "CreationDate",
+      "ListAllMyBucketsResult",
+      "Owner",
+      "ID",
+      "DisplayName",
+      "Buckets",
+      "Bucket",
+      "Name",
+      "CreationDate",
+      "Bucket",
+      "Name",
+      "CreationDate",
     ]);
     expect(texts(xml, "Name")).toEqual(["alpha", "beta"]);
     expect(texts(xml, "CreationDate")).toEqual(["2024-01-02T03:04:05.006Z", "1970-01-01T00:00:00.000Z"]);

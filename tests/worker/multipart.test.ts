@@ -51,7 +51,13 @@ function completeXml(parts: [number, string][], extra: (n: number) => string = (
   return `<CompleteMultipartUpload>${parts.map(([n, etag]) => `<Part><PartNumber>${n}</PartNumber><ETag>${etag}</ETag>${extra(n)}</Part>`).join("")}</CompleteMultipartUpload>`;
 }
 
-async function complete(key: string, uploadId: string, parts: [number, string][], headers: Record<string, string> = {}, extra?: (n: number) => string): Promise<Response> {
+async function complete(
+  key: string,
+  uploadId: string,
+  parts: [number, string][],
+  headers: Record<string, string> = {},
+  extra?: (n: number) => string,
+): Promise<Response> {
   return s3(`/${bucket}/${key}?uploadId=${uploadId}`, { method: "POST", body: completeXml(parts, extra), headers });
 }
 
@@ -79,7 +85,11 @@ describe("a multipart upload", () => {
     expect([...listed.matchAll(/<PartNumber>(\d+)<\/PartNumber>/g)].map((m) => m[1])).toEqual(["1", "2", "3"]);
     expect([...listed.matchAll(/<Size>(\d+)<\/Size>/g)].map((m) => Number(m[1]))).toEqual(parts.map((p) => p.length));
 
-    const res = await complete(key, uploadId, [1, 2, 3].map((n, i) => [n, etags[i]]));
+    const res = await complete(
+      key,
+      uploadId,
+      [1, 2, 3].map((n, i) => [n, etags[i]]),
+    );
     const xml = await res.text();
     expect(res.status, xml).toBe(200);
     const etag = await multipartEtag(parts);
@@ -244,10 +254,16 @@ describe("multipart checksums", () => {
     const r2 = await uploadPart(key, uploadId, 2, parts[1]);
     const sums = [r1.headers.get("x-amz-checksum-crc32") as string, r2.headers.get("x-amz-checksum-crc32") as string];
     expect(sums.every(Boolean)).toBe(true);
-    const res = await complete(key, uploadId, [
-      [1, r1.headers.get("etag") as string],
-      [2, r2.headers.get("etag") as string],
-    ], {}, (n) => `<ChecksumCRC32>${sums[n - 1]}</ChecksumCRC32>`);
+    const res = await complete(
+      key,
+      uploadId,
+      [
+        [1, r1.headers.get("etag") as string],
+        [2, r2.headers.get("etag") as string],
+      ],
+      {},
+      (n) => `<ChecksumCRC32>${sums[n - 1]}</ChecksumCRC32>`,
+    );
     const xml = await res.text();
     expect(res.status, xml).toBe(200);
     expect(tag(xml, "ChecksumType")).toBe("COMPOSITE");
@@ -268,7 +284,9 @@ describe("multipart checksums", () => {
       const etags = [];
       for (const [i, p] of parts.entries()) etags.push([i + 1, (await uploadPart(key, uploadId, i + 1, p)).headers.get("etag") as string] as [number, string]);
       const expected = await crc(algorithm, whole);
-      const wrong = await complete(key, uploadId, etags, { [`x-amz-checksum-${algorithm.toLowerCase()}`]: algorithm === "CRC32C" ? "AAAAAA==" : "AAAAAAAAAAA=" });
+      const wrong = await complete(key, uploadId, etags, {
+        [`x-amz-checksum-${algorithm.toLowerCase()}`]: algorithm === "CRC32C" ? "AAAAAA==" : "AAAAAAAAAAA=",
+      });
       expect(errorCode(await wrong.text())).toBe("BadDigest");
       const res = await complete(key, uploadId, etags, { [`x-amz-checksum-${algorithm.toLowerCase()}`]: expected });
       const xml = await res.text();
@@ -276,7 +294,10 @@ describe("multipart checksums", () => {
       expect(tag(xml, `Checksum${algorithm}`)).toBe(expected);
       expect(tag(xml, "ChecksumType")).toBe("FULL_OBJECT");
     }
-    const refused = await s3(`/${bucket}/x?uploads`, { method: "POST", headers: { "x-amz-checksum-algorithm": "SHA256", "x-amz-checksum-type": "FULL_OBJECT" } });
+    const refused = await s3(`/${bucket}/x?uploads`, {
+      method: "POST",
+      headers: { "x-amz-checksum-algorithm": "SHA256", "x-amz-checksum-type": "FULL_OBJECT" },
+    });
     expect(errorCode(await refused.text())).toBe("InvalidRequest");
   });
 });
@@ -300,10 +321,13 @@ describe("UploadPartCopy", () => {
     expect(e1).toBe(`"${await md5Hex(source.subarray(0, 5 * MIB))}"`);
     const outside = await copy(3, `bytes=0-${6 * MIB + 100}`);
     expect(errorCode(await outside.text())).toBe("InvalidArgument");
-    await s3ok(`/${bucket}/${key}?uploadId=${uploadId}`, { method: "POST", body: completeXml([
-      [1, e1],
-      [2, e2],
-    ]) });
+    await s3ok(`/${bucket}/${key}?uploadId=${uploadId}`, {
+      method: "POST",
+      body: completeXml([
+        [1, e1],
+        [2, e2],
+      ]),
+    });
     const got = new Uint8Array(await (await s3ok(`/${bucket}/${key}`)).arrayBuffer());
     const expected = new Uint8Array(5 * MIB + 100);
     expected.set(source.subarray(0, 5 * MIB));

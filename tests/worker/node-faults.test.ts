@@ -99,7 +99,9 @@ describe("circuit breaker", () => {
 
   it("GET /_shardgate/admin/nodes shows every node, its breaker, latency and errors", async () => {
     openBreaker("NODE_2");
-    const { nodes } = (await (await ok("/_shardgate/admin/nodes")).json()) as { nodes: { id: string; kind: string; state: string; errors: number; lastError: string | null }[] };
+    const { nodes } = (await (await ok("/_shardgate/admin/nodes")).json()) as {
+      nodes: { id: string; kind: string; state: string; errors: number; lastError: string | null }[];
+    };
     expect(nodes.map((n) => n.id)).toEqual(NODES);
     expect(nodes.every((n) => n.kind === "r2")).toBe(true);
     expect(nodes.find((n) => n.id === "NODE_2")).toMatchObject({ state: "open", errors: 3, lastError: "test: node down" });
@@ -247,11 +249,15 @@ describe("heal onto a replacement node, and drain", () => {
     const layout = (await (await ok(`/_shardgate/admin/object?bucket=${bucket}&key=moved.bin`, {}, remaining)).json()) as Layout;
     expect(layout.parts[0].shards[1]).toMatchObject({ node: lostNode, health: "node-unconfigured" });
 
-    const report = (await (await ok(`/_shardgate/admin/heal?bucket=${bucket}`, { method: "POST" }, remaining)).json()) as { shardsRebuilt: number; shardsMoved: number; shardsFailed: number };
+    const report = (await (await ok(`/_shardgate/admin/heal?bucket=${bucket}`, { method: "POST" }, remaining)).json()) as {
+      shardsRebuilt: number;
+      shardsMoved: number;
+      shardsFailed: number;
+    };
     expect(report).toMatchObject({ shardsRebuilt: 1, shardsMoved: 1, shardsFailed: 0 });
     const [after] = await parts(bucket, "moved.bin");
     expect(after.layout.placement[1]).toBe(spare);
-    expect(after.layout.placement.filter((n, i) => i !== 1)).toEqual(before.layout.placement.filter((n, i) => i !== 1));
+    expect(after.layout.placement.filter((_n, i) => i !== 1)).toEqual(before.layout.placement.filter((_n, i) => i !== 1));
     const healed = (await (await ok(`/_shardgate/admin/object?bucket=${bucket}&key=moved.bin`, {}, remaining)).json()) as Layout;
     expect(healed.parts[0].shards.every((s) => s.health === "ok")).toBe(true);
     expectSameBytes(new Uint8Array(await (await ok(`/${bucket}/moved.bin`, {}, remaining)).arrayBuffer()), data);

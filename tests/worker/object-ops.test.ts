@@ -64,7 +64,8 @@ describe("CopyObject", () => {
 
   it("checks x-amz-copy-source-if-* and the destination's conditions, and names a missing source", async () => {
     const etag = (await s3ok(`/${bucket}/src/one.bin`, { method: "HEAD" })).headers.get("etag") as string;
-    const copy = (headers: Record<string, string>) => s3(`/${bucket}/cond.bin`, { method: "PUT", headers: { "x-amz-copy-source": `${bucket}/src/one.bin`, ...headers } });
+    const copy = (headers: Record<string, string>) =>
+      s3(`/${bucket}/cond.bin`, { method: "PUT", headers: { "x-amz-copy-source": `${bucket}/src/one.bin`, ...headers } });
     expect((await copy({ "x-amz-copy-source-if-match": '"nope"' })).status).toBe(412);
     expect((await copy({ "x-amz-copy-source-if-none-match": etag })).status).toBe(412);
     expect((await copy({ "x-amz-copy-source-if-match": etag })).status).toBe(200);
@@ -98,7 +99,11 @@ describe("DeleteObjects", () => {
     expect((await s3(`/${bucket}/batch/c`, { method: "HEAD" })).status).toBe(404);
 
     const tooMany = `<Delete>${"<Object><Key>k</Key></Object>".repeat(1001)}</Delete>`;
-    const big = await s3(`/${bucket}?delete`, { method: "POST", body: tooMany, headers: { "content-md5": await md5Base64(new TextEncoder().encode(tooMany)) } });
+    const big = await s3(`/${bucket}?delete`, {
+      method: "POST",
+      body: tooMany,
+      headers: { "content-md5": await md5Base64(new TextEncoder().encode(tooMany)) },
+    });
     expect(errorCode(await big.text())).toBe("MalformedXML");
   });
 });
@@ -126,8 +131,17 @@ describe("tagging", () => {
 describe("GetObjectAttributes", () => {
   it("returns the ETag, checksum, size and storage class asked for", async () => {
     const body = randomBytes(9000, 4);
-    const put = await s3ok(`/${bucket}/attrs.bin`, { method: "PUT", body, headers: { "x-amz-sdk-checksum-algorithm": "SHA256", "x-amz-checksum-sha256": btoa(String.fromCharCode(...new Uint8Array(await crypto.subtle.digest("SHA-256", body)))) } });
-    const xml = await (await s3ok(`/${bucket}/attrs.bin?attributes`, { headers: { "x-amz-object-attributes": "ETag,Checksum,ObjectSize,StorageClass" } })).text();
+    const put = await s3ok(`/${bucket}/attrs.bin`, {
+      method: "PUT",
+      body,
+      headers: {
+        "x-amz-sdk-checksum-algorithm": "SHA256",
+        "x-amz-checksum-sha256": btoa(String.fromCharCode(...new Uint8Array(await crypto.subtle.digest("SHA-256", body)))),
+      },
+    });
+    const xml = await (
+      await s3ok(`/${bucket}/attrs.bin?attributes`, { headers: { "x-amz-object-attributes": "ETag,Checksum,ObjectSize,StorageClass" } })
+    ).text();
     expect(`"${tag(xml, "ETag")}"`).toBe(put.headers.get("etag"));
     expect(tag(xml, "ChecksumSHA256")).toBe(put.headers.get("x-amz-checksum-sha256"));
     expect(tag(xml, "ObjectSize")).toBe("9000");

@@ -9,7 +9,6 @@ import { s3, s3ok } from "./signed";
 import { node, shardFiles } from "./nodes";
 
 const MIB = 1 << 20;
-const K = 4; // wrangler.toml: 4 data + 2 parity shards, 1 MiB blocks, 16 KiB chunks
 
 interface Stored {
   data: Uint8Array;

@@ -66,12 +66,7 @@ function signedIn(creds: Credentials): void {
   current.uploads = new Uploads(s3, renderUploads, (item) => refreshListingSoon(item.bucket));
   app = current;
 
-  const nav = h(
-    "nav",
-    { "aria-label": "Main" },
-    h("a", { href: "#/", id: "nav-buckets" }, "Buckets"),
-    h("a", { href: "#/nodes", id: "nav-nodes" }, "Nodes"),
-  );
+  const nav = h("nav", { "aria-label": "Main" }, h("a", { href: "#/", id: "nav-buckets" }, "Buckets"), h("a", { href: "#/nodes", id: "nav-nodes" }, "Nodes"));
   mount(
     root,
     h("a", { class: "skip", href: "#main", onclick: (e: Event) => (e.preventDefault(), main.focus()) }, "Skip to content"),
@@ -80,7 +75,12 @@ function signedIn(creds: Credentials): void {
       { class: "topbar" },
       h("a", { class: "brand", href: "#/" }, h("span", { class: "logo", "aria-hidden": "true" }, "◆"), " shardgate"),
       nav,
-      h("div", { class: "who" }, h("span", { class: "muted", title: "Access key" }, creds.accessKeyId), h("button", { type: "button", onclick: signOut }, "Sign out")),
+      h(
+        "div",
+        { class: "who" },
+        h("span", { class: "muted", title: "Access key" }, creds.accessKeyId),
+        h("button", { type: "button", onclick: signOut }, "Sign out"),
+      ),
     ),
     main,
     uploadHost,

@@ -1,11 +1,11 @@
 // A small, safe Markdown renderer for previews: the text is HTML-escaped first, then headings,
 // fenced code, lists, block quotes, paragraphs, inline code, bold, italic and http(s) links.
-function escape(s: string): string {
+function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
 function inline(s: string): string {
-  return escape(s)
+  return escapeHtml(s)
     .replace(/`([^`]+)`/g, "<code>$1</code>")
     .replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>")
     .replace(/(^|[^*])\*([^*]+)\*/g, "$1<em>$2</em>")
@@ -23,7 +23,7 @@ export function markdownToHtml(src: string): string {
       i++;
       while (i < lines.length && !/^```/.test(lines[i] ?? "")) code.push(lines[i++] ?? "");
       i++;
-      out.push(`<pre><code>${escape(code.join("\n"))}</code></pre>`);
+      out.push(`<pre><code>${escapeHtml(code.join("\n"))}</code></pre>`);
       continue;
     }
     const heading = /^(#{1,6})\s+(.*)$/.exec(line);
@@ -36,7 +36,8 @@ export function markdownToHtml(src: string): string {
     if (/^\s*([-*+]|\d+\.)\s+/.test(line)) {
       const ordered = /^\s*\d+\./.test(line);
       const items: string[] = [];
-      while (i < lines.length && /^\s*([-*+]|\d+\.)\s+/.test(lines[i] ?? "")) items.push(`<li>${inline((lines[i++] ?? "").replace(/^\s*([-*+]|\d+\.)\s+/, ""))}</li>`);
+      while (i < lines.length && /^\s*([-*+]|\d+\.)\s+/.test(lines[i] ?? ""))
+        items.push(`<li>${inline((lines[i++] ?? "").replace(/^\s*([-*+]|\d+\.)\s+/, ""))}</li>`);
       out.push(ordered ? `<ol>${items.join("")}</ol>` : `<ul>${items.join("")}</ul>`);
       continue;
     }

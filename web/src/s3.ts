@@ -60,7 +60,9 @@ export const session = {
       const raw = sessionStorage.getItem(SESSION_KEY);
       if (!raw) return null;
       const c = JSON.parse(raw) as Partial<Credentials>;
-      return typeof c.accessKeyId === "string" && typeof c.secretAccessKey === "string" ? { accessKeyId: c.accessKeyId, secretAccessKey: c.secretAccessKey } : null;
+      return typeof c.accessKeyId === "string" && typeof c.secretAccessKey === "string"
+        ? { accessKeyId: c.accessKeyId, secretAccessKey: c.secretAccessKey }
+        : null;
     } catch {
       return null;
     }
@@ -129,7 +131,11 @@ export class S3Client {
   }
 
   /** A signed request; throws S3Error (with a readable message) unless the status is 2xx. */
-  async request(method: string, path: string, opts: { query?: Query; headers?: Record<string, string>; body?: string | Uint8Array; signal?: AbortSignal; ok?: (status: number) => boolean } = {}): Promise<Response> {
+  async request(
+    method: string,
+    path: string,
+    opts: { query?: Query; headers?: Record<string, string>; body?: string | Uint8Array; signal?: AbortSignal; ok?: (status: number) => boolean } = {},
+  ): Promise<Response> {
     const res = await this.aws.fetch(this.url(path, opts.query), {
       method,
       headers: opts.headers,
@@ -148,12 +154,23 @@ export class S3Client {
 
   /** A presigned GET URL valid for `expiresSeconds` (1 s … 7 days). */
   async presign(bucket: string, key: string, expiresSeconds: number, query: Query = {}): Promise<string> {
-    const req = await this.aws.sign(this.url(objectPath(bucket, key), { ...query, "X-Amz-Expires": Math.round(expiresSeconds) }), { method: "GET", aws: { signQuery: true } });
+    const req = await this.aws.sign(this.url(objectPath(bucket, key), { ...query, "X-Amz-Expires": Math.round(expiresSeconds) }), {
+      method: "GET",
+      aws: { signQuery: true },
+    });
     return req.url;
   }
 
   /** Sends a body with XMLHttpRequest, reporting upload progress; rejects on network failure or abort. */
-  async sendWithProgress(method: string, path: string, query: Query, headers: Record<string, string>, body: Blob, onProgress: (loaded: number) => void, signal?: AbortSignal): Promise<XhrResult> {
+  async sendWithProgress(
+    method: string,
+    path: string,
+    query: Query,
+    headers: Record<string, string>,
+    body: Blob,
+    onProgress: (loaded: number) => void,
+    signal?: AbortSignal,
+  ): Promise<XhrResult> {
     const { url, headers: signedHeaders } = await this.signed(method, path, query, headers);
     return new Promise<XhrResult>((resolve, reject) => {
       if (signal?.aborted) return reject(new DOMException("Cancelled", "AbortError"));
@@ -264,7 +281,12 @@ export class S3Client {
         body,
       });
       const root = parseXml(await res.text());
-      for (const e of children(root, "Error")) failed.push({ key: childText(e, "Key"), message: errorFromText(400, `<Error><Code>${xmlEscape(childText(e, "Code"))}</Code><Message>${xmlEscape(childText(e, "Message"))}</Message></Error>`).message });
+      for (const e of children(root, "Error"))
+        failed.push({
+          key: childText(e, "Key"),
+          message: errorFromText(400, `<Error><Code>${xmlEscape(childText(e, "Code"))}</Code><Message>${xmlEscape(childText(e, "Message"))}</Message></Error>`)
+            .message,
+        });
     }
     return failed;
   }
@@ -289,7 +311,12 @@ export class S3Client {
       const res = await this.request("GET", objectPath(bucket, key), { query: { uploadId, "part-number-marker": marker } });
       const root = parseXml(await res.text());
       for (const p of children(root, "Part")) {
-        parts.push({ partNumber: Number(childText(p, "PartNumber")), size: Number(childText(p, "Size")), etag: childText(p, "ETag"), checksum: childText(p, `Checksum${algorithm}`) || null });
+        parts.push({
+          partNumber: Number(childText(p, "PartNumber")),
+          size: Number(childText(p, "Size")),
+          etag: childText(p, "ETag"),
+          checksum: childText(p, `Checksum${algorithm}`) || null,
+        });
       }
       if (childText(root, "IsTruncated") !== "true") return parts;
       marker = childText(root, "NextPartNumberMarker");
@@ -302,7 +329,10 @@ export class S3Client {
       `<CompleteMultipartUpload>` +
       parts
         .sort((a, b) => a.partNumber - b.partNumber)
-        .map((p) => `<Part><PartNumber>${p.partNumber}</PartNumber><ETag>${xmlEscape(p.etag)}</ETag>${p.checksum ? `<Checksum${algorithm}>${p.checksum}</Checksum${algorithm}>` : ""}</Part>`)
+        .map(
+          (p) =>
+            `<Part><PartNumber>${p.partNumber}</PartNumber><ETag>${xmlEscape(p.etag)}</ETag>${p.checksum ? `<Checksum${algorithm}>${p.checksum}</Checksum${algorithm}>` : ""}</Part>`,
+        )
         .join("") +
       `</CompleteMultipartUpload>`;
     const res = await this.request("POST", objectPath(bucket, key), { query: { uploadId }, headers: { "content-type": "application/xml" }, body: xml });

@@ -98,7 +98,12 @@ export function openDialog(title: string, body: Child, opts: { wide?: boolean } 
   const dialog = h(
     "dialog",
     { class: opts.wide ? "wide" : "", "aria-labelledby": titleId },
-    h("header", null, h("h2", { id: titleId }, title), h("button", { type: "button", class: "icon", "aria-label": "Close", onclick: () => dialog.close() }, "×")),
+    h(
+      "header",
+      null,
+      h("h2", { id: titleId }, title),
+      h("button", { type: "button", class: "icon", "aria-label": "Close", onclick: () => dialog.close() }, "×"),
+    ),
     h("div", { class: "dialog-body" }, body),
   );
   document.body.appendChild(dialog);

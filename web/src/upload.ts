@@ -219,14 +219,25 @@ export class Uploads {
 
   private async single(item: UploadItem, signal: AbortSignal): Promise<void> {
     const checksum = await checksumBlob(item.file, ALGORITHM);
-    const headers: Record<string, string> = { "content-type": item.file.type || "application/octet-stream", [`x-amz-checksum-${ALGORITHM.toLowerCase()}`]: checksum };
+    const headers: Record<string, string> = {
+      "content-type": item.file.type || "application/octet-stream",
+      [`x-amz-checksum-${ALGORITHM.toLowerCase()}`]: checksum,
+    };
     await this.withRetries(item, signal, async () => {
       const release = await this.slots.take();
       try {
-        const res = await this.s3.sendWithProgress("PUT", objectPath(item.bucket, item.key), {}, headers, item.file, (n) => {
-          item.loaded = n;
-          this.progress(item);
-        }, signal);
+        const res = await this.s3.sendWithProgress(
+          "PUT",
+          objectPath(item.bucket, item.key),
+          {},
+          headers,
+          item.file,
+          (n) => {
+            item.loaded = n;
+            this.progress(item);
+          },
+          signal,
+        );
         if (res.status < 200 || res.status >= 300) throw errorFromText(res.status, res.text);
       } finally {
         release();
@@ -324,7 +335,9 @@ export class Uploads {
     if (signal.aborted) return;
     if (failed.length) {
       item.failedParts = failed.sort((a, b) => a - b);
-      throw new Error(`${failed.length === 1 ? `Part ${failed[0]} failed` : `${failed.length} parts failed`}: ${item.error ?? "unknown error"} Retry sends only the missing parts.`);
+      throw new Error(
+        `${failed.length === 1 ? `Part ${failed[0]} failed` : `${failed.length} parts failed`}: ${item.error ?? "unknown error"} Retry sends only the missing parts.`,
+      );
     }
     item.state = "completing";
     this.onChange();
@@ -333,7 +346,7 @@ export class Uploads {
   }
 
   /** Runs one request up to PART_ATTEMPTS times (1 s, 2 s between), except for errors retrying cannot fix. */
-  private async withRetries<T>(item: UploadItem, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
+  private async withRetries<T>(_item: UploadItem, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await fn();

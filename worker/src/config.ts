@@ -93,7 +93,10 @@ function int(env: Env, name: keyof Env, fallback?: number): number {
 }
 
 function parseConfig(env: Env): GatewayConfig {
-  const ids = (env.SHARDGATE_NODES ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  const ids = (env.SHARDGATE_NODES ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   const s3Nodes = parseS3Nodes(env);
   const nodeStallMs = int(env, "SHARDGATE_NODE_STALL_MS", 30_000);
   const diskNodes = idList(env.SHARDGATE_DISK_NODES);
@@ -104,7 +107,9 @@ function parseConfig(env: Env): GatewayConfig {
   const parityShards = int(env, "SHARDGATE_PARITY_SHARDS");
   const writable = nodes.filter((n) => !draining.has(n.id));
   if (writable.length < dataShards + parityShards) {
-    throw new Error(`configuration: ${dataShards}+${parityShards} needs at least ${dataShards + parityShards} nodes that are not draining, have ${writable.length}`);
+    throw new Error(
+      `configuration: ${dataShards}+${parityShards} needs at least ${dataShards + parityShards} nodes that are not draining, have ${writable.length}`,
+    );
   }
   const writeQuorum = int(env, "SHARDGATE_WRITE_QUORUM", Math.min(dataShards + 1, dataShards + parityShards));
   if (writeQuorum < dataShards || writeQuorum > dataShards + parityShards) {
@@ -173,7 +178,12 @@ function parseS3Nodes(env: Env): Map<string, S3NodeSpec> {
 }
 
 function idList(csv: string | undefined): Set<string> {
-  return new Set((csv ?? "").split(",").map((s) => s.trim()).filter(Boolean));
+  return new Set(
+    (csv ?? "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
 }
 
 function isR2Bucket(v: unknown): v is R2Bucket {

@@ -22,7 +22,11 @@ export function isBrowserPageLoad(req: Request): boolean {
 
 async function serveConsole(req: Request, env: unknown): Promise<Response> {
   const assets = assetsOf(env);
-  if (!assets) return new Response("The console is not part of this deployment (no ASSETS binding).\n", { status: 404, headers: { "content-type": "text/plain; charset=utf-8" } });
+  if (!assets)
+    return new Response("The console is not part of this deployment (no ASSETS binding).\n", {
+      status: 404,
+      headers: { "content-type": "text/plain; charset=utf-8" },
+    });
   const url = new URL(req.url);
   if (url.pathname === "/_console") return new Response(null, { status: 301, headers: { location: CONSOLE_PATH } });
   const res = await assets.fetch(req);

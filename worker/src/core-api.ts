@@ -170,17 +170,7 @@ export class Core {
     windowEnd: number,
     engines: [string, string] = ["simd128", "scalar"],
   ): void {
-    this.wasm.erasureCrossCheck(
-      dataShards,
-      parityShards,
-      pieceBytes,
-      seed,
-      Uint32Array.from(lost),
-      windowStart,
-      windowEnd,
-      engines[0],
-      engines[1],
-    );
+    this.wasm.erasureCrossCheck(dataShards, parityShards, pieceBytes, seed, Uint32Array.from(lost), windowStart, windowEnd, engines[0], engines[1]);
   }
 
   /** Parses a binary manifest row. Throws on a corrupted or unknown row. */

@@ -2,9 +2,7 @@
 import { S3Error } from "./s3-error";
 
 export function xmlEscape(s: string): string {
-  return s.replace(/[<>&"']/g, (ch) =>
-    ch === "<" ? "&lt;" : ch === ">" ? "&gt;" : ch === "&" ? "&amp;" : ch === '"' ? "&quot;" : "&apos;",
-  );
+  return s.replace(/[<>&"']/g, (ch) => (ch === "<" ? "&lt;" : ch === ">" ? "&gt;" : ch === "&" ? "&amp;" : ch === '"' ? "&quot;" : "&apos;"));
 }
 
 /** A fresh request id (16 upper-case hex digits, like S3's x-amz-request-id). */

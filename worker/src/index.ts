@@ -6,7 +6,7 @@
 import { Hono } from "hono";
 import pkg from "../package.json";
 import { handleS3 } from "./api/handle";
-import { type Env } from "./config";
+import type { Env } from "./config";
 import { mountConsole } from "./console";
 import { coreVersion } from "./core";
 import { armScheduler } from "./jobs/scheduler";

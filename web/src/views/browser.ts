@@ -42,18 +42,33 @@ function baseName(key: string, prefix: string): string {
 
 export async function renderBrowser(app: App, bucket: string, prefix: string): Promise<void> {
   if (!state || state.bucket !== bucket || state.prefix !== prefix) {
-    state = { bucket, prefix, filter: "", pageSize: state?.pageSize ?? 200, tokens: [null], page: 0, sort: "name", ascending: true, selected: new Set(), data: null };
+    state = {
+      bucket,
+      prefix,
+      filter: "",
+      pageSize: state?.pageSize ?? 200,
+      tokens: [null],
+      page: 0,
+      sort: "name",
+      ascending: true,
+      selected: new Set(),
+      data: null,
+    };
   }
   const st = state;
   document.title = `${bucket}/${prefix} · shardgate`;
 
   // Breadcrumbs: Buckets / bucket / folder / folder
   const crumbs: HTMLElement[] = [h("li", null, h("a", { href: "#/" }, "Buckets"))];
-  crumbs.push(h("li", null, prefix ? h("a", { href: hashOf({ view: "browser", bucket, prefix: "" }) }, bucket) : h("span", { "aria-current": "page" }, bucket)));
+  crumbs.push(
+    h("li", null, prefix ? h("a", { href: hashOf({ view: "browser", bucket, prefix: "" }) }, bucket) : h("span", { "aria-current": "page" }, bucket)),
+  );
   const segs = prefix.split("/").filter(Boolean);
   segs.forEach((seg, i) => {
     const p = `${segs.slice(0, i + 1).join("/")}/`;
-    crumbs.push(h("li", null, i === segs.length - 1 ? h("span", { "aria-current": "page" }, seg) : h("a", { href: hashOf({ view: "browser", bucket, prefix: p }) }, seg)));
+    crumbs.push(
+      h("li", null, i === segs.length - 1 ? h("span", { "aria-current": "page" }, seg) : h("a", { href: hashOf({ view: "browser", bucket, prefix: p }) }, seg)),
+    );
   });
 
   const filter = h("input", { id: "filter", type: "search", placeholder: "Name starts with…", value: st.filter, spellcheck: false, autocapitalize: "off" });
@@ -69,7 +84,14 @@ export async function renderBrowser(app: App, bucket: string, prefix: string): P
   });
 
   const pick = h("input", { id: "upload-files", type: "file", multiple: true, class: "file-input", "aria-label": "Upload files" });
-  const pickFolder = h("input", { id: "upload-folder", type: "file", multiple: true, webkitdirectory: true, class: "file-input", "aria-label": "Upload folder" });
+  const pickFolder = h("input", {
+    id: "upload-folder",
+    type: "file",
+    multiple: true,
+    webkitdirectory: true,
+    class: "file-input",
+    "aria-label": "Upload folder",
+  });
   const onPicked = (input: HTMLInputElement) => {
     const files = Array.from(input.files ?? []).map((file) => ({ file, path: file.webkitRelativePath || file.name }));
     input.value = "";
@@ -112,7 +134,13 @@ export async function renderBrowser(app: App, bucket: string, prefix: string): P
         h("button", { type: "button", onclick: () => void load(), "aria-label": "Refresh" }, icon("refresh")),
       ),
     ),
-    h("p", { class: "muted small drop-hint" }, "Drop files or folders here to upload them into ", h("strong", null, `${bucket}/${prefix}`), ". Files over 8 MiB go up in parts, 4 at a time, each with a CRC32 checksum."),
+    h(
+      "p",
+      { class: "muted small drop-hint" },
+      "Drop files or folders here to upload them into ",
+      h("strong", null, `${bucket}/${prefix}`),
+      ". Files over 8 MiB go up in parts, 4 at a time, each with a CRC32 checksum.",
+    ),
     listing,
     h("div", { class: "list-foot" }, status, pager, h("div", { class: "field inline" }, h("label", { for: "page-size" }, "Per page"), pageSize)),
   );
@@ -151,7 +179,12 @@ export async function renderBrowser(app: App, bucket: string, prefix: string): P
       const core = await loadCore();
       const failed = await app.s3.deleteObjects(bucket, keys, (body) => checksumOf(core, "CRC32", body));
       st.selected.clear();
-      toast(failed.length ? `${keys.length - failed.length} deleted; ${failed.length} could not be: ${failed[0]?.message ?? ""}` : `${keys.length} object${keys.length === 1 ? "" : "s"} deleted.`, failed.length ? "error" : "info");
+      toast(
+        failed.length
+          ? `${keys.length - failed.length} deleted; ${failed.length} could not be: ${failed[0]?.message ?? ""}`
+          : `${keys.length} object${keys.length === 1 ? "" : "s"} deleted.`,
+        failed.length ? "error" : "info",
+      );
     } catch (err) {
       toast(messageOf(err), "error");
     }
@@ -198,7 +231,14 @@ export async function renderBrowser(app: App, bucket: string, prefix: string): P
     const folders = [...data.folders].sort((a, b) => (a < b ? -1 : 1) * (st.sort === "name" && !st.ascending ? -1 : 1));
     const objects = sorted(data.objects);
     if (folders.length === 0 && objects.length === 0) {
-      mount(listing, h("p", { class: "empty" }, st.filter ? `Nothing here starts with “${st.filter}”.` : "This folder is empty. Upload files with the buttons above or drop them here."));
+      mount(
+        listing,
+        h(
+          "p",
+          { class: "empty" },
+          st.filter ? `Nothing here starts with “${st.filter}”.` : "This folder is empty. Upload files with the buttons above or drop them here.",
+        ),
+      );
     } else {
       const pageKeys = objects.map((o) => o.key);
       const selectAll = h("input", {
@@ -217,7 +257,18 @@ export async function renderBrowser(app: App, bucket: string, prefix: string): P
           "table",
           { class: "table objects" },
           h("caption", { class: "sr-only" }, `Folders and objects in ${bucket}/${prefix}`),
-          h("thead", null, h("tr", null, h("th", { scope: "col", class: "check" }, selectAll), sortHeader("name", "Name"), sortHeader("size", "Size", "num"), sortHeader("date", "Last modified", "hide-narrow"))),
+          h(
+            "thead",
+            null,
+            h(
+              "tr",
+              null,
+              h("th", { scope: "col", class: "check" }, selectAll),
+              sortHeader("name", "Name"),
+              sortHeader("size", "Size", "num"),
+              sortHeader("date", "Last modified", "hide-narrow"),
+            ),
+          ),
           h(
             "tbody",
             null,

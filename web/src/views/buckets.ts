@@ -4,7 +4,14 @@ import { confirmDialog, h, humanDate, icon, mount, toast } from "../ui";
 
 export async function renderBuckets(app: App): Promise<void> {
   const list = h("div", { class: "card" }, h("p", { class: "muted" }, "Loading buckets…"));
-  const name = h("input", { id: "new-bucket", placeholder: "my-bucket", required: true, pattern: "[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]", spellcheck: false, autocapitalize: "off" });
+  const name = h("input", {
+    id: "new-bucket",
+    placeholder: "my-bucket",
+    required: true,
+    pattern: "[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]",
+    spellcheck: false,
+    autocapitalize: "off",
+  });
   const formError = h("p", { class: "error", role: "alert" });
   const form = h(
     "form",
@@ -44,7 +51,17 @@ export async function renderBuckets(app: App): Promise<void> {
           "table",
           { class: "table" },
           h("caption", { class: "sr-only" }, "Buckets"),
-          h("thead", null, h("tr", null, h("th", { scope: "col" }, "Name"), h("th", { scope: "col", class: "hide-narrow" }, "Created"), h("th", { scope: "col" }, h("span", { class: "sr-only" }, "Actions")))),
+          h(
+            "thead",
+            null,
+            h(
+              "tr",
+              null,
+              h("th", { scope: "col" }, "Name"),
+              h("th", { scope: "col", class: "hide-narrow" }, "Created"),
+              h("th", { scope: "col" }, h("span", { class: "sr-only" }, "Actions")),
+            ),
+          ),
           h(
             "tbody",
             null,

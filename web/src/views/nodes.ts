@@ -73,10 +73,14 @@ function renderNodeTable(el: HTMLElement, nodes: NodeInfo[]): void {
           h(
             "dl",
             { class: "kv compact" },
-            h("dt", null, "Latency"), h("dd", null, typeof n.latencyMs === "number" ? `${Math.round(n.latencyMs)} ms` : "—"),
-            h("dt", null, "Requests"), h("dd", null, typeof n.requests === "number" ? n.requests.toLocaleString() : "—"),
-            h("dt", null, "Errors"), h("dd", null, typeof n.errors === "number" ? n.errors.toLocaleString() : "—"),
-            h("dt", null, "Failures in a row"), h("dd", null, typeof n.consecutiveFailures === "number" ? String(n.consecutiveFailures) : "—"),
+            h("dt", null, "Latency"),
+            h("dd", null, typeof n.latencyMs === "number" ? `${Math.round(n.latencyMs)} ms` : "—"),
+            h("dt", null, "Requests"),
+            h("dd", null, typeof n.requests === "number" ? n.requests.toLocaleString() : "—"),
+            h("dt", null, "Errors"),
+            h("dd", null, typeof n.errors === "number" ? n.errors.toLocaleString() : "—"),
+            h("dt", null, "Failures in a row"),
+            h("dd", null, typeof n.consecutiveFailures === "number" ? String(n.consecutiveFailures) : "—"),
           ),
           n.lastError ? h("p", { class: "small error-text" }, `Last error${n.lastErrorAt ? ` (${humanDate(n.lastErrorAt)})` : ""}: ${n.lastError}`) : null,
         ),
@@ -92,21 +96,35 @@ function renderQueue(el: HTMLElement, status: HealStatus): void {
   mount(
     el,
     h("h3", null, "Waiting for heal"),
-    typeof pending === "number" ? h("p", null, pending === 0 ? "No objects are waiting for heal." : `${pending} object${pending === 1 ? "" : "s"} waiting for heal.`) : notAvailable("its heal queue"),
+    typeof pending === "number"
+      ? h("p", null, pending === 0 ? "No objects are waiting for heal." : `${pending} object${pending === 1 ? "" : "s"} waiting for heal.`)
+      : notAvailable("its heal queue"),
     objects.length
       ? h(
           "table",
           { class: "table" },
-          h("thead", null, h("tr", null, h("th", { scope: "col" }, "Object"), h("th", { scope: "col" }, "Reason"), h("th", { scope: "col", class: "hide-narrow" }, "Since"))),
+          h(
+            "thead",
+            null,
+            h("tr", null, h("th", { scope: "col" }, "Object"), h("th", { scope: "col" }, "Reason"), h("th", { scope: "col", class: "hide-narrow" }, "Since")),
+          ),
           h(
             "tbody",
             null,
-            objects.map((o) => h("tr", null, h("td", { class: "mono" }, `${o.bucket ?? "?"}/${o.key ?? "?"}`), h("td", null, o.reason ?? "—"), h("td", { class: "hide-narrow" }, o.since !== undefined ? humanDate(new Date(o.since)) : "—"))),
+            objects.map((o) =>
+              h(
+                "tr",
+                null,
+                h("td", { class: "mono" }, `${o.bucket ?? "?"}/${o.key ?? "?"}`),
+                h("td", null, o.reason ?? "—"),
+                h("td", { class: "hide-narrow" }, o.since !== undefined ? humanDate(new Date(o.since)) : "—"),
+              ),
+            ),
           ),
         )
       : null,
     h("h3", null, "Scrub"),
-    scrub && typeof scrub === "object" ? generic(scrub)       : notAvailable("scrub progress"),
+    scrub && typeof scrub === "object" ? generic(scrub) : notAvailable("scrub progress"),
   );
 }
 
@@ -115,9 +133,20 @@ const label = (k: string) => k.replace(/([a-z])([A-Z])/g, "$1 $2").replace(/^./,
 /** Any JSON value as readable text: objects as nested name/value lists, time stamps as dates. */
 function generic(v: unknown, key = ""): HTMLElement | string {
   if (v === null || v === undefined) return "—";
-  if (Array.isArray(v)) return v.length === 0 ? "none" : h("ul", { class: "plain" }, v.slice(0, 20).map((x) => h("li", null, generic(x))));
+  if (Array.isArray(v))
+    return v.length === 0
+      ? "none"
+      : h(
+          "ul",
+          { class: "plain" },
+          v.slice(0, 20).map((x) => h("li", null, generic(x))),
+        );
   if (typeof v === "object") {
-    return h("dl", { class: "kv compact" }, Object.entries(v as Record<string, unknown>).flatMap(([k, x]) => [h("dt", null, label(k)), h("dd", null, generic(x, k))]));
+    return h(
+      "dl",
+      { class: "kv compact" },
+      Object.entries(v as Record<string, unknown>).flatMap(([k, x]) => [h("dt", null, label(k)), h("dd", null, generic(x, k))]),
+    );
   }
   if (typeof v === "number" && /(At|Started|Finished|Time|since)$/i.test(key) && v > 1e12) return humanDate(v);
   if (typeof v === "number") return v.toLocaleString();
@@ -136,7 +165,11 @@ function renderHealForm(app: App, el: HTMLElement): void {
   mount(
     el,
     h("h3", null, "Heal a bucket"),
-    h("p", { class: "muted small" }, "Checks that every shard file of every object is on its node at its full length, and rebuilds those that are not, parity included."),
+    h(
+      "p",
+      { class: "muted small" },
+      "Checks that every shard file of every object is on its node at its full length, and rebuilds those that are not, parity included.",
+    ),
     h(
       "form",
       {
@@ -149,14 +182,28 @@ function renderHealForm(app: App, el: HTMLElement): void {
           const show = (done: boolean) =>
             mount(
               out,
-              h("p", null, `${done ? "Done" : "Healing…"} ${totals.objectsChecked} object${totals.objectsChecked === 1 ? "" : "s"} checked, ${totals.shardsRebuilt} shard file${totals.shardsRebuilt === 1 ? "" : "s"} rebuilt, ${totals.shardsFailed} failed.`),
-              totals.failed.length ? h("ul", { class: "small" }, totals.failed.slice(0, 20).map((f) => h("li", null, `${f.key}: ${f.error}`))) : null,
+              h(
+                "p",
+                null,
+                `${done ? "Done" : "Healing…"} ${totals.objectsChecked} object${totals.objectsChecked === 1 ? "" : "s"} checked, ${totals.shardsRebuilt} shard file${totals.shardsRebuilt === 1 ? "" : "s"} rebuilt, ${totals.shardsFailed} failed.`,
+              ),
+              totals.failed.length
+                ? h(
+                    "ul",
+                    { class: "small" },
+                    totals.failed.slice(0, 20).map((f) => h("li", null, `${f.key}: ${f.error}`)),
+                  )
+                : null,
             );
           show(false);
           try {
             let startAfter: string | null = null;
             for (;;) {
-              const report: HealReport | null = await app.s3.admin<HealReport>("POST", "heal", { bucket: bucket.value, prefix: prefix.value || undefined, "start-after": startAfter ?? undefined });
+              const report: HealReport | null = await app.s3.admin<HealReport>("POST", "heal", {
+                bucket: bucket.value,
+                prefix: prefix.value || undefined,
+                "start-after": startAfter ?? undefined,
+              });
               if (!report) {
                 mount(out, notAvailable("healing"));
                 break;

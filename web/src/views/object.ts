@@ -69,7 +69,11 @@ export function openObject(app: App, bucket: string, key: string, changed: () =>
   const meta = h("div", { class: "metadata" });
   const layout = h("div", { class: "layout" }, h("p", { class: "muted" }, "Loading the layout…"));
 
-  const expiry = h("select", { id: "share-expiry" }, EXPIRIES.map(([label, s]) => h("option", { value: String(s), selected: s === 86400 }, label)));
+  const expiry = h(
+    "select",
+    { id: "share-expiry" },
+    EXPIRIES.map(([label, s]) => h("option", { value: String(s), selected: s === 86400 }, label)),
+  );
   const shareLink = h("input", { id: "share-link", readonly: true, class: "grow", hidden: true, "aria-label": "Share link" });
   const shareNote = h("p", { class: "small muted", role: "status" });
   const share = h(
@@ -99,7 +103,9 @@ export function openObject(app: App, bucket: string, key: string, changed: () =>
     "Share",
   );
   const download = h("a", { class: "button", href: "#", download: name }, "Download");
-  void app.s3.presign(bucket, key, 3600, { "response-content-disposition": `attachment; filename="${name.replace(/["\\]/g, "_")}"` }).then((u) => (download.href = u));
+  void app.s3
+    .presign(bucket, key, 3600, { "response-content-disposition": `attachment; filename="${name.replace(/["\\]/g, "_")}"` })
+    .then((u) => (download.href = u));
 
   const body = h(
     "div",
@@ -108,22 +114,33 @@ export function openObject(app: App, bucket: string, key: string, changed: () =>
     h(
       "div",
       { class: "object-side" },
-      h("section", { "aria-label": "Actions", class: "object-actions" },
-        h("div", { class: "row" }, download, h("button", {
-          type: "button",
-          class: "danger",
-          onclick: async () => {
-            if (!(await confirmDialog("Delete object", `Delete “${key}”? This cannot be undone.`, "Delete"))) return;
-            try {
-              await app.s3.request("DELETE", objectPath(bucket, key));
-              toast(`${name} deleted.`);
-              dialog.close();
-              changed();
-            } catch (err) {
-              toast(messageOf(err), "error");
-            }
-          },
-        }, "Delete")),
+      h(
+        "section",
+        { "aria-label": "Actions", class: "object-actions" },
+        h(
+          "div",
+          { class: "row" },
+          download,
+          h(
+            "button",
+            {
+              type: "button",
+              class: "danger",
+              onclick: async () => {
+                if (!(await confirmDialog("Delete object", `Delete “${key}”? This cannot be undone.`, "Delete"))) return;
+                try {
+                  await app.s3.request("DELETE", objectPath(bucket, key));
+                  toast(`${name} deleted.`);
+                  dialog.close();
+                  changed();
+                } catch (err) {
+                  toast(messageOf(err), "error");
+                }
+              },
+            },
+            "Delete",
+          ),
+        ),
         h("div", { class: "row share" }, h("label", { for: "share-expiry" }, "Link expires after"), expiry, share),
         shareLink,
         shareNote,
@@ -158,13 +175,26 @@ function renderDetails(el: HTMLElement, bucket: string, key: string, head: Objec
     h(
       "dl",
       { class: "kv" },
-      h("dt", null, "Name"), h("dd", { class: "mono" }, `${bucket}/${key}`),
-      h("dt", null, "Size"), h("dd", null, `${humanSize(head.size)} (${head.size.toLocaleString()} bytes)`),
-      h("dt", null, "ETag"), h("dd", { class: "mono" }, head.etag),
-      h("dt", null, "Content type"), h("dd", null, head.contentType || "—"),
-      h("dt", null, "Last modified"), h("dd", null, humanDate(head.lastModified)),
+      h("dt", null, "Name"),
+      h("dd", { class: "mono" }, `${bucket}/${key}`),
+      h("dt", null, "Size"),
+      h("dd", null, `${humanSize(head.size)} (${head.size.toLocaleString()} bytes)`),
+      h("dt", null, "ETag"),
+      h("dd", { class: "mono" }, head.etag),
+      h("dt", null, "Content type"),
+      h("dd", null, head.contentType || "—"),
+      h("dt", null, "Last modified"),
+      h("dd", null, humanDate(head.lastModified)),
       h("dt", null, "Checksums"),
-      h("dd", null, checksumRows.length ? checksumRows.map(([alg, v]) => h("div", { class: "mono" }, `${alg} ${v}${head.checksums.TYPE ? ` (${head.checksums.TYPE.toLowerCase().replace("_", " ")})` : ""}`)) : h("span", { class: "muted" }, "none stored")),
+      h(
+        "dd",
+        null,
+        checksumRows.length
+          ? checksumRows.map(([alg, v]) =>
+              h("div", { class: "mono" }, `${alg} ${v}${head.checksums.TYPE ? ` (${head.checksums.TYPE.toLowerCase().replace("_", " ")})` : ""}`),
+            )
+          : h("span", { class: "muted" }, "none stored"),
+      ),
     ),
   );
 }
@@ -258,7 +288,15 @@ async function renderPreview(app: App, el: HTMLElement, bucket: string, key: str
       }
       return;
     }
-    mount(el, h("div", { class: "no-preview" }, icon("file", "big"), h("p", { class: "muted" }, `No preview for ${head.contentType || "this type"}. Download it instead.`)));
+    mount(
+      el,
+      h(
+        "div",
+        { class: "no-preview" },
+        icon("file", "big"),
+        h("p", { class: "muted" }, `No preview for ${head.contentType || "this type"}. Download it instead.`),
+      ),
+    );
   } catch (err) {
     mount(el, h("p", { class: "error" }, messageOf(err)));
   }
@@ -301,7 +339,11 @@ export async function renderLayout(app: App, el: HTMLElement, bucket: string, ke
           "h4",
           null,
           `Part ${p.partNumber ?? "?"}`,
-          h("span", { class: "muted small" }, ` · ${p.size !== undefined ? humanSize(p.size) : "?"} · ${p.type === "sharded" ? `${p.dataShards ?? "?"} + ${p.parityShards ?? "?"}, ${p.blocks ?? "?"} block${p.blocks === 1 ? "" : "s"} of ${p.blockBytes !== undefined ? humanSize(p.blockBytes) : "?"}, shard files of ${p.shardFileBytes !== undefined ? humanSize(p.shardFileBytes) : "?"}` : "inline"}`),
+          h(
+            "span",
+            { class: "muted small" },
+            ` · ${p.size !== undefined ? humanSize(p.size) : "?"} · ${p.type === "sharded" ? `${p.dataShards ?? "?"} + ${p.parityShards ?? "?"}, ${p.blocks ?? "?"} block${p.blocks === 1 ? "" : "s"} of ${p.blockBytes !== undefined ? humanSize(p.blockBytes) : "?"}, shard files of ${p.shardFileBytes !== undefined ? humanSize(p.shardFileBytes) : "?"}` : "inline"}`,
+          ),
         ),
         p.type === "sharded" && Array.isArray(p.shards)
           ? h(
@@ -310,7 +352,10 @@ export async function renderLayout(app: App, el: HTMLElement, bucket: string, ke
               p.shards.map((s) =>
                 h(
                   "li",
-                  { class: `shard ${s.kind === "parity" ? "parity" : "data"} health-${s.health ?? "unknown"}`, title: `Shard ${s.index ?? "?"} (${s.kind ?? "?"}) on ${s.node ?? "?"}: ${HEALTH_TEXT[s.health ?? ""] ?? s.health ?? "unknown"}` },
+                  {
+                    class: `shard ${s.kind === "parity" ? "parity" : "data"} health-${s.health ?? "unknown"}`,
+                    title: `Shard ${s.index ?? "?"} (${s.kind ?? "?"}) on ${s.node ?? "?"}: ${HEALTH_TEXT[s.health ?? ""] ?? s.health ?? "unknown"}`,
+                  },
                   h("span", { class: "shard-index" }, `${s.kind === "parity" ? "P" : "D"}${s.index ?? "?"}`),
                   h("span", { class: "shard-node" }, s.node ?? "?"),
                   h("span", { class: "shard-health" }, HEALTH_TEXT[s.health ?? ""] ?? s.health ?? "unknown"),

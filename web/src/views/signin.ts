@@ -28,7 +28,11 @@ export function renderSignIn(root: HTMLElement, done: (c: Credentials) => void):
       },
     },
     h("h1", { id: "signin-title" }, h("span", { class: "logo", "aria-hidden": "true" }, "◆"), " shardgate"),
-    h("p", { class: "muted" }, "Sign in with the gateway's S3 access key and secret key. They stay in this browser tab only and are forgotten when you sign out or close the tab."),
+    h(
+      "p",
+      { class: "muted" },
+      "Sign in with the gateway's S3 access key and secret key. They stay in this browser tab only and are forgotten when you sign out or close the tab.",
+    ),
     h("label", { for: "access-key" }, "Access key"),
     access,
     h("label", { for: "secret-key" }, "Secret key"),

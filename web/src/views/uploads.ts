@@ -36,7 +36,11 @@ function rowFor(app: App, item: UploadItem): Row {
   const bar = h("progress", { max: 100, value: 0, "aria-label": `Progress of ${item.key}` });
   const text = h("span", { class: "small muted" });
   const state = h("span", { class: "badge" });
-  const cancel = h("button", { type: "button", class: "subtle", "aria-label": `Cancel upload of ${item.key}`, onclick: () => app.uploads.cancel(item) }, "Cancel");
+  const cancel = h(
+    "button",
+    { type: "button", class: "subtle", "aria-label": `Cancel upload of ${item.key}`, onclick: () => app.uploads.cancel(item) },
+    "Cancel",
+  );
   const retry = h("button", { type: "button", class: "subtle", "aria-label": `Retry upload of ${item.key}`, onclick: () => app.uploads.retry(item) }, "Retry");
   const el = h(
     "li",
@@ -57,18 +61,34 @@ export function renderUploadPanel(app: App, host: HTMLElement): void {
     const text = h("span", { id: "overall-text", class: "small" });
     const title = h("h2", { id: "uploads-title" }, "Uploads");
     const list = h("ul", { class: "upload-list", "aria-labelledby": "uploads-title" });
-    const toggle: HTMLButtonElement = h("button", {
-      type: "button",
-      class: "subtle",
-      "aria-expanded": "true",
-      onclick: () => {
-        const open = toggle.getAttribute("aria-expanded") !== "true";
-        toggle.setAttribute("aria-expanded", String(open));
-        toggle.textContent = open ? "Hide" : "Show";
-        list.hidden = !open;
+    const toggle: HTMLButtonElement = h(
+      "button",
+      {
+        type: "button",
+        class: "subtle",
+        "aria-expanded": "true",
+        onclick: () => {
+          const open = toggle.getAttribute("aria-expanded") !== "true";
+          toggle.setAttribute("aria-expanded", String(open));
+          toggle.textContent = open ? "Hide" : "Show";
+          list.hidden = !open;
+        },
       },
-    }, "Hide");
-    mount(host, h("div", { class: "upload-summary" }, title, bar, text, toggle, h("button", { type: "button", class: "subtle", onclick: () => app.uploads.clearFinished() }, "Clear finished")), list);
+      "Hide",
+    );
+    mount(
+      host,
+      h(
+        "div",
+        { class: "upload-summary" },
+        title,
+        bar,
+        text,
+        toggle,
+        h("button", { type: "button", class: "subtle", onclick: () => app.uploads.clearFinished() }, "Clear finished"),
+      ),
+      list,
+    );
     shell = { host, list, bar, text, title, toggle };
   }
   host.hidden = items.length === 0;

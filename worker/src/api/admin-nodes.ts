@@ -33,7 +33,12 @@ export async function adminObject(ctx: RequestContext): Promise<Response> {
       const { layout } = part;
       const expected = shardFileBytes(ctx.core, part);
       const health = await shardHealth(ctx.config, ctx.core, part);
-      const shards = layout.placement.map((node, index) => ({ index, kind: index < layout.dataShards ? ("data" as const) : ("parity" as const), node, health: health[index] }));
+      const shards = layout.placement.map((node, index) => ({
+        index,
+        kind: index < layout.dataShards ? ("data" as const) : ("parity" as const),
+        node,
+        health: health[index],
+      }));
       return {
         partNumber: i + 1,
         size: part.size,
@@ -78,7 +83,13 @@ export async function adminDrain(ctx: RequestContext, nodeId: string): Promise<R
   for (const [i, bucket] of buckets.entries()) {
     if (bucket !== fromBucket) after = null;
     const page = await bucketIndex(ctx, bucket).list({ prefix: "", delimiter: null, after, maxKeys: budget - tally.objectsChecked });
-    await healEach(ctx, bucket, page.objects.map((o) => o.key), { drain: nodeId }, tally);
+    await healEach(
+      ctx,
+      bucket,
+      page.objects.map((o) => o.key),
+      { drain: nodeId },
+      tally,
+    );
     if (page.isTruncated && page.last !== null) {
       next = { bucket, startAfter: page.last };
       break;

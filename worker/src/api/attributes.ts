@@ -38,7 +38,8 @@ export async function getObjectAttributes(ctx: RequestContext, bucket: string, k
     const shown = page.slice(0, maxParts);
     const parts = shown
       .map(({ p, n }) => {
-        const sums = p.layout.type === "sharded" ? p.layout.partChecksums.map((c) => `<Checksum${c.algorithm}>${c.value}</Checksum${c.algorithm}>`).join("") : "";
+        const sums =
+          p.layout.type === "sharded" ? p.layout.partChecksums.map((c) => `<Checksum${c.algorithm}>${c.value}</Checksum${c.algorithm}>`).join("") : "";
         return `<Part>${element("PartNumber", n)}${element("Size", p.size)}${sums}</Part>`;
       })
       .join("");

@@ -47,4 +47,3 @@ export async function getBucketLocation(ctx: RequestContext, bucket: string): Pr
   const region = ctx.config.region === "us-east-1" ? "" : ctx.config.region;
   return xmlResponse(`${XML_DECLARATION}<LocationConstraint xmlns="${S3_XMLNS}">${region}</LocationConstraint>`);
 }
-

@@ -88,7 +88,11 @@ export class RequestChecksums {
     }
     if (pending.length > 1) throw new S3Error(400, "InvalidRequest", "Expecting a single x-amz-checksum- header.");
     if (also !== null && pending.length === 1 && pending[0].algorithm !== also) {
-      throw new S3Error(400, "InvalidRequest", `Checksum Type mismatch occurred, expected checksum Type: ${also.toLowerCase()}, actual checksum Type: ${pending[0].algorithm.toLowerCase()}`);
+      throw new S3Error(
+        400,
+        "InvalidRequest",
+        `Checksum Type mismatch occurred, expected checksum Type: ${also.toLowerCase()}, actual checksum Type: ${pending[0].algorithm.toLowerCase()}`,
+      );
     }
     if (also !== null && pending.length === 0) pending.push({ algorithm: also, source: "computed", expected: null, compute: hasher(core, also) });
     return new RequestChecksums(pending);

@@ -91,7 +91,15 @@ export async function copyObject(ctx: RequestContext, bucket: string, key: strin
 type Fields = Pick<NewObject, "headers" | "userMetadata" | "tags">;
 
 /** Streams the source's bytes into a new object, computing `algorithm` on the way. */
-async function copyBytes(ctx: RequestContext, bucket: string, key: string, source: Manifest, fields: Fields, algorithm: Algorithm | null, condition: ReturnType<typeof writeCondition>) {
+async function copyBytes(
+  ctx: RequestContext,
+  bucket: string,
+  key: string,
+  source: Manifest,
+  fields: Fields,
+  algorithm: Algorithm | null,
+  condition: ReturnType<typeof writeCondition>,
+) {
   const checksums = RequestChecksums.computing(ctx.core, algorithm);
   const body = await openRange(ctx, source, 0, source.size);
   const written = await writePart(ctx.config, ctx.core, body, source.size, (b) => checksums.update(b), "copy");
@@ -106,7 +114,14 @@ async function copyBytes(ctx: RequestContext, bucket: string, key: string, sourc
  * The same data under new metadata: only the manifest changes, and only if the object is still
  * the one read (otherwise a concurrent overwrite could lose the data this manifest points to).
  */
-async function replaceInPlace(ctx: RequestContext, bucket: string, record: ObjectRecord, manifest: Manifest, fields: Fields, condition: ReturnType<typeof writeCondition>) {
+async function replaceInPlace(
+  ctx: RequestContext,
+  bucket: string,
+  record: ObjectRecord,
+  manifest: Manifest,
+  fields: Fields,
+  condition: ReturnType<typeof writeCondition>,
+) {
   if (condition?.ifNoneMatch || (condition?.ifMatch !== undefined && condition.ifMatch !== record.etag)) throw preconditionFailedOnWrite();
   const object: NewObject = { key: record.key, size: manifest.size, etag: manifest.etag, checksums: manifest.checksums, parts: manifest.parts, ...fields };
   const lastModified = Date.now();
@@ -119,6 +134,7 @@ async function replaceInPlace(ctx: RequestContext, bucket: string, record: Objec
     manifest: ctx.core.encodeManifest(next),
   });
   if (result === "missing") throw noSuchKey();
-  if (result === "changed") throw new S3Error(409, "OperationAborted", "A conflicting operation is currently in progress against this resource. Please try again.");
+  if (result === "changed")
+    throw new S3Error(409, "OperationAborted", "A conflicting operation is currently in progress against this resource. Please try again.");
   return { object, lastModified };
 }

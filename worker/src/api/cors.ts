@@ -124,7 +124,12 @@ export function preflight(rules: readonly CorsRule[], request: Request): Respons
     .map((h) => h.trim().toLowerCase())
     .filter(Boolean);
   const rule = matchRule(rules, origin, method, asked);
-  if (!rule) return new S3Error(403, "AccessForbidden", "CORSResponse: This CORS request is not allowed. This is usually because the evalution of Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers are not whitelisted by the resource's CORS spec.");
+  if (!rule)
+    return new S3Error(
+      403,
+      "AccessForbidden",
+      "CORSResponse: This CORS request is not allowed. This is usually because the evalution of Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers are not whitelisted by the resource's CORS spec.",
+    );
   const headers = allowHeaders(rule, origin);
   headers.set("Access-Control-Allow-Methods", rule.allowedMethods.join(", "));
   if (asked.length > 0) headers.set("Access-Control-Allow-Headers", asked.join(", "));

@@ -16,15 +16,7 @@ import { deleteObject, deleteObjects } from "./delete";
 import { adminDrain, adminNodes, adminObject } from "./admin-nodes";
 import { adminHeal } from "./heal";
 import { adminScrub, getHealStatus } from "./scrub";
-import {
-  abortMultipartUpload,
-  completeMultipartUpload,
-  createMultipartUpload,
-  listMultipartUploads,
-  listParts,
-  uploadPart,
-  uploadPartCopy,
-} from "./multipart";
+import { abortMultipartUpload, completeMultipartUpload, createMultipartUpload, listMultipartUploads, listParts, uploadPart, uploadPartCopy } from "./multipart";
 import { deleteObjectTagging, getObjectTagging, putObjectTagging } from "./tagging";
 import { getObject, RangeNotSatisfiable } from "./get";
 import { listBuckets, listObjects } from "./list";
@@ -53,7 +45,8 @@ export async function handleS3(request: Request, env: Env, exec: { waitUntil(pro
       return finish(answer instanceof Response ? answer : failure(answer, request, url, requestId));
     }
     // Nothing but the health check answers without valid credentials, not even NotImplemented.
-    if (!config.credentials) throw new S3Error(403, "AccessDenied", "The gateway has no credentials configured (SHARDGATE_ACCESS_KEY_ID, SHARDGATE_SECRET_ACCESS_KEY).");
+    if (!config.credentials)
+      throw new S3Error(403, "AccessDenied", "The gateway has no credentials configured (SHARDGATE_ACCESS_KEY_ID, SHARDGATE_SECRET_ACCESS_KEY).");
     const auth = await authenticate(request, config.credentials, { region: config.region, now: Date.now() });
     const ctx: RequestContext = { request, url, env, config, core, auth, requestId, waitUntil: (p) => exec.waitUntil(p) };
     return await finishWithCors(await dispatch(ctx, endpoint));

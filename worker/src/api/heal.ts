@@ -17,10 +17,19 @@ export async function adminHeal(ctx: RequestContext): Promise<Response> {
   if (bucket === "") throw new S3Error(400, "InvalidArgument", "Name the bucket to heal (?bucket=NAME), or none to work through the heal queues.");
   const prefix = params.get("prefix") ?? "";
   const index = bucketIndex(ctx, bucket);
-  const [info, page] = await Promise.all([index.info(), index.list({ prefix, delimiter: null, after: params.get("start-after") || null, maxKeys: batchSize(params) })]);
+  const [info, page] = await Promise.all([
+    index.info(),
+    index.list({ prefix, delimiter: null, after: params.get("start-after") || null, maxKeys: batchSize(params) }),
+  ]);
   if (!info) throw noSuchBucket(bucket);
   const tally = emptyTally();
-  await healEach(ctx, bucket, page.objects.map((o) => o.key), { check: true, unreachable: "heal" }, tally);
+  await healEach(
+    ctx,
+    bucket,
+    page.objects.map((o) => o.key),
+    { check: true, unreachable: "heal" },
+    tally,
+  );
   // `next`: where the next batch starts (the `start-after` to send), or null when the walk is done.
   return json({ bucket, prefix, ...tally, next: page.isTruncated ? page.last : null });
 }

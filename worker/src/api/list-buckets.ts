@@ -5,8 +5,6 @@ import { element, s3Date, S3_XMLNS, XML_DECLARATION } from "./xml";
 
 /** The buckets in the order given (the registry lists them sorted by name). */
 export function renderListBuckets(buckets: readonly BucketInfo[], owner: Owner): string {
-  const items = buckets
-    .map((b) => `<Bucket>${element("Name", b.name)}${element("CreationDate", s3Date(b.created))}</Bucket>`)
-    .join("");
+  const items = buckets.map((b) => `<Bucket>${element("Name", b.name)}${element("CreationDate", s3Date(b.created))}</Bucket>`).join("");
   return `${XML_DECLARATION}<ListAllMyBucketsResult xmlns="${S3_XMLNS}">${ownerXml(owner)}<Buckets>${items}</Buckets></ListAllMyBucketsResult>`;
 }

@@ -24,4 +24,3 @@ export async function listBuckets(ctx: RequestContext): Promise<Response> {
   const buckets = await bucketRegistry(ctx).list();
   return xmlResponse(renderListBuckets(buckets, owner(ctx)));
 }
-

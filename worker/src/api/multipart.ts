@@ -9,12 +9,31 @@ import type { PartRecord, UploadInfo } from "../meta/types";
 import { S3Error, noSuchBucket } from "../s3-error";
 import { removeParts, storageIds } from "../storage/remove";
 import { writePart, type WrittenPart } from "../storage/write-part";
-import { checksumElements, checksumHeaders, checksumValue, multipartChecksum, parseAlgorithm, RequestChecksums, uploadChecksumType, type Algorithm } from "./checksums";
+import {
+  checksumElements,
+  checksumHeaders,
+  checksumValue,
+  multipartChecksum,
+  parseAlgorithm,
+  RequestChecksums,
+  uploadChecksumType,
+  type Algorithm,
+} from "./checksums";
 import { bucketIndex, type RequestContext } from "./context";
 import { parseCopySource, readCopySource } from "./copy";
 import { openRange } from "./get";
 import { storedHeaders, userMetadata } from "./object-headers";
-import { checkKey, MAX_PUT_BYTES, parseContentMd5, partOf, preconditionFailedOnWrite, requestSize, UNDER_REPLICATED, verifyWritten, writeCondition } from "./put";
+import {
+  checkKey,
+  MAX_PUT_BYTES,
+  parseContentMd5,
+  partOf,
+  preconditionFailedOnWrite,
+  requestSize,
+  UNDER_REPLICATED,
+  verifyWritten,
+  writeCondition,
+} from "./put";
 import { parseTaggingHeader } from "./tagging";
 import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
 import { childrenNamed, childText, malformedXml, readXml } from "./xml-parse";
@@ -26,7 +45,11 @@ const MAX_PART_NUMBER = 10_000;
 const MAX_LIST = 1000;
 
 function noSuchUpload(): S3Error {
-  return new S3Error(404, "NoSuchUpload", "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.");
+  return new S3Error(
+    404,
+    "NoSuchUpload",
+    "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.",
+  );
 }
 
 export function parsePartNumber(value: string | null): number {
@@ -89,7 +112,8 @@ export async function uploadPartCopy(ctx: RequestContext, bucket: string, key: s
   const upload = await openUpload(ctx, bucket, key, uploadId);
   const { manifest } = await readCopySource(ctx, source);
   const { start, end } = copySourceRange(headers.get("x-amz-copy-source-range"), manifest.size);
-  if (end - start > MAX_PUT_BYTES) throw new S3Error(400, "InvalidRequest", "The specified copy range is larger than the maximum allowable size for a part: 5368709120");
+  if (end - start > MAX_PUT_BYTES)
+    throw new S3Error(400, "InvalidRequest", "The specified copy range is larger than the maximum allowable size for a part: 5368709120");
   const checksums = RequestChecksums.computing(ctx.core, upload.checksumAlgorithm as Algorithm | null);
   const body = await openRange(ctx, manifest, start, end);
   const written = await writePart(ctx.config, ctx.core, body, end - start, (b) => checksums.update(b), "copy");
@@ -104,7 +128,11 @@ function copySourceRange(header: string | null, size: number): { start: number; 
   if (header === null) return { start: 0, end: size };
   const m = /^bytes=(\d+)-(\d+)$/.exec(header.trim());
   if (!m || Number(m[1]) > Number(m[2])) {
-    throw new S3Error(400, "InvalidArgument", "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy");
+    throw new S3Error(
+      400,
+      "InvalidArgument",
+      "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy",
+    );
   }
   const [start, last] = [Number(m[1]), Number(m[2])];
   if (last >= size) throw new S3Error(400, "InvalidArgument", `Range specified is not valid for source object of size: ${size}`);
@@ -112,7 +140,14 @@ function copySourceRange(header: string | null, size: number): { start: number; 
 }
 
 /** Records a written part; a part it replaces has its shard files removed, and so does this one if the upload is gone. */
-async function commitPart(ctx: RequestContext, bucket: string, upload: UploadInfo, partNumber: number, written: WrittenPart, verified: ObjectChecksum[]): Promise<PartRecord> {
+async function commitPart(
+  ctx: RequestContext,
+  bucket: string,
+  upload: UploadInfo,
+  partNumber: number,
+  written: WrittenPart,
+  verified: ObjectChecksum[],
+): Promise<PartRecord> {
   const etag = hex(written.md5);
   const checksum = verified.find((c) => c.algorithm === upload.checksumAlgorithm) ?? null;
   const record: PartRecord = {
@@ -162,7 +197,11 @@ async function parseCompleteBody(body: ReadableStream<Uint8Array> | null): Promi
 }
 
 function invalidPart(): S3Error {
-  return new S3Error(400, "InvalidPart", "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not have matched the part's entity tag.");
+  return new S3Error(
+    400,
+    "InvalidPart",
+    "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not have matched the part's entity tag.",
+  );
 }
 
 export async function completeMultipartUpload(ctx: RequestContext, bucket: string, key: string, uploadId: string): Promise<Response> {
@@ -193,7 +232,13 @@ export async function completeMultipartUpload(ctx: RequestContext, bucket: strin
   };
   const record = { key, size, etag, lastModified, manifest: ctx.core.encodeManifest(manifest) };
   const missed = used.some((p) => (p.missedShards?.length ?? 0) > 0);
-  const result = await index.completeUpload(uploadId, record, used.map((p) => ({ partNumber: p.partNumber, version: p.version })), condition, missed ? UNDER_REPLICATED : null);
+  const result = await index.completeUpload(
+    uploadId,
+    record,
+    used.map((p) => ({ partNumber: p.partNumber, version: p.version })),
+    condition,
+    missed ? UNDER_REPLICATED : null,
+  );
   if (!result.ok) {
     if (result.reason === "NoSuchBucket") throw noSuchBucket(bucket);
     if (result.reason === "NoSuchUpload") throw noSuchUpload();
@@ -206,7 +251,11 @@ export async function completeMultipartUpload(ctx: RequestContext, bucket: strin
 
   const location = `${ctx.url.origin}/${encodeURIComponent(bucket)}/${key.split("/").map(encodeURIComponent).join("/")}`;
   const body = `${element("Location", location)}${element("Bucket", bucket)}${element("Key", key)}<ETag>"${etag}"</ETag>${checksumElements(checksums, used.length)}`;
-  return xmlResponse(`${XML_DECLARATION}<CompleteMultipartUploadResult xmlns="${S3_XMLNS}">${body}</CompleteMultipartUploadResult>`, 200, checksumHeaders(checksums, used.length));
+  return xmlResponse(
+    `${XML_DECLARATION}<CompleteMultipartUploadResult xmlns="${S3_XMLNS}">${body}</CompleteMultipartUploadResult>`,
+    200,
+    checksumHeaders(checksums, used.length),
+  );
 }
 
 /** The uploaded parts the client listed, checked with S3's rules (InvalidPart, EntityTooSmall). */
@@ -241,7 +290,13 @@ export async function abortMultipartUpload(ctx: RequestContext, bucket: string, 
   const { bucket: exists, parts } = await bucketIndex(ctx, bucket).abortUpload(uploadId, key);
   if (!exists) throw noSuchBucket(bucket);
   if (parts === null) throw noSuchUpload();
-  if (parts.length > 0) ctx.waitUntil(removeParts(ctx.config.nodes, parts.map((p) => p.part)));
+  if (parts.length > 0)
+    ctx.waitUntil(
+      removeParts(
+        ctx.config.nodes,
+        parts.map((p) => p.part),
+      ),
+    );
   return new Response(null, { status: 204 });
 }
 

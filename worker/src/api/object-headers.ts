@@ -1,14 +1,7 @@
 // Which request headers an object keeps, and how they come back on GET/HEAD.
 
 /** Content headers S3 stores with an object and returns as they were sent. */
-export const STORED_HEADERS = [
-  "content-type",
-  "content-disposition",
-  "content-encoding",
-  "content-language",
-  "cache-control",
-  "expires",
-] as const;
+export const STORED_HEADERS = ["content-type", "content-disposition", "content-encoding", "content-language", "cache-control", "expires"] as const;
 
 export function storedHeaders(headers: Headers): [string, string][] {
   const out: [string, string][] = [];

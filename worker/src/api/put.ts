@@ -3,7 +3,7 @@
 // superseded object's shard files after the new manifest is committed. The commit half is shared
 // with CopyObject and CompleteMultipartUpload.
 import type { Manifest, ManifestPart, ObjectChecksum } from "../core-api";
-import type { WriteCondition } from "../meta/types";
+import type { PutResult, WriteCondition } from "../meta/types";
 import { S3Error, noSuchBucket } from "../s3-error";
 import { removeParts, storageIds } from "../storage/remove";
 import { writePart, type WrittenPart } from "../storage/write-part";
@@ -44,7 +44,12 @@ export function requestSize(ctx: RequestContext): number {
  * Checks Content-MD5 and the x-amz-checksum-* of bytes just written; on a mismatch the written
  * shard files are removed (nothing references them) and the error is thrown.
  */
-export async function verifyWritten(ctx: RequestContext, written: WrittenPart, contentMd5: Uint8Array | null, checksums: RequestChecksums): Promise<ObjectChecksum[]> {
+export async function verifyWritten(
+  ctx: RequestContext,
+  written: WrittenPart,
+  contentMd5: Uint8Array | null,
+  checksums: RequestChecksums,
+): Promise<ObjectChecksum[]> {
   try {
     if (contentMd5 && !equalBytes(contentMd5, written.md5)) {
       throw new S3Error(400, "BadDigest", "The Content-MD5 you specified did not match what we received.");
@@ -73,14 +78,19 @@ export async function commitObject(
 ): Promise<{ lastModified: number }> {
   const { key, ...rest } = object;
   const manifest: Manifest = { ...rest, lastModifiedMs: Date.now() };
-  let result;
+  let result: PutResult;
   try {
     const record = { key, size: manifest.size, etag: manifest.etag, lastModified: manifest.lastModifiedMs, manifest: ctx.core.encodeManifest(manifest) };
     const missed = written.some((w) => w.missedShards.length > 0);
     result = await bucketIndex(ctx, bucket).put(record, condition, missed ? UNDER_REPLICATED : null);
     if (!result.ok) throw result.reason === "NoSuchBucket" ? noSuchBucket(bucket) : preconditionFailedOnWrite();
   } catch (e) {
-    ctx.waitUntil(removeParts(ctx.config.nodes, written.map((w) => partOf(w, "", []))));
+    ctx.waitUntil(
+      removeParts(
+        ctx.config.nodes,
+        written.map((w) => partOf(w, "", [])),
+      ),
+    );
     throw e;
   }
   if (result.previous) {
@@ -129,4 +139,3 @@ export function writeCondition(headers: Headers): WriteCondition | undefined {
   if (ifNoneMatch === null && ifMatch === null) return undefined;
   return { ifNoneMatch: ifNoneMatch !== null, ifMatch: ifMatch === null ? undefined : ifMatch.trim().replace(/^"|"$/g, "") };
 }
-

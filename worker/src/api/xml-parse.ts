@@ -101,7 +101,8 @@ class Parser {
       this.skipSpace();
       if (this.s.startsWith("<!--", this.at)) this.skipPast("-->");
       else if (this.s.startsWith("<?", this.at)) this.skipPast("?>");
-      else if (this.s.startsWith("<!", this.at)) throw malformedXml(); // DOCTYPE and the like
+      else if (this.s.startsWith("<!", this.at))
+        throw malformedXml(); // DOCTYPE and the like
       else return;
     }
   }

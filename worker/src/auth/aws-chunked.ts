@@ -60,16 +60,14 @@ export interface DecodedBody {
   trailers: Promise<Headers>;
 }
 
-const malformed = (detail: string) =>
-  new S3Error(400, "InvalidRequest", `Malformed aws-chunked payload: ${detail}.`);
+const malformed = (detail: string) => new S3Error(400, "InvalidRequest", `Malformed aws-chunked payload: ${detail}.`);
 const malformedTrailer = (detail: string) =>
   new S3Error(
     400,
     "MalformedTrailerError",
     `The request contained trailing data that was not well-formed or did not conform to our published schema: ${detail}.`,
   );
-const incomplete = () =>
-  new S3Error(400, "IncompleteBody", "The request body terminated unexpectedly before the end of the aws-chunked payload.");
+const incomplete = () => new S3Error(400, "IncompleteBody", "The request body terminated unexpectedly before the end of the aws-chunked payload.");
 const chunkSignatureMismatch = (what: string) =>
   new S3Error(
     403,
@@ -77,7 +75,7 @@ const chunkSignatureMismatch = (what: string) =>
     `The ${what} signature we calculated does not match the signature you provided. Check your key and signing method.`,
   );
 
-const enum State {
+enum State {
   ChunkHeader,
   Data,
   DataCr,
@@ -167,9 +165,7 @@ export class AwsChunkedParser {
         case State.Trailer: {
           const nl = piece.indexOf(0x0a, pos);
           const end = nl < 0 ? len : nl;
-          this.appendLine(piece.subarray(pos, end), MAX_TRAILER_BYTES - this.trailerBytes, () =>
-            malformedTrailer("the trailing headers are too large"),
-          );
+          this.appendLine(piece.subarray(pos, end), MAX_TRAILER_BYTES - this.trailerBytes, () => malformedTrailer("the trailing headers are too large"));
           pos = end;
           if (nl < 0) break;
           pos++;
@@ -262,14 +258,7 @@ export class AwsChunkedParser {
 
   private async verifyChunk(dataSha256: string): Promise<void> {
     const s = this.opts.signing!;
-    const stringToSign = [
-      "AWS4-HMAC-SHA256-PAYLOAD",
-      s.amzDate,
-      s.scope,
-      this.previousSignature,
-      EMPTY_SHA256,
-      dataSha256,
-    ].join("\n");
+    const stringToSign = ["AWS4-HMAC-SHA256-PAYLOAD", s.amzDate, s.scope, this.previousSignature, EMPTY_SHA256, dataSha256].join("\n");
     const expected = await hmacHex(s.signingKey, stringToSign);
     if (!constantTimeEqual(expected, this.chunkSignature)) throw chunkSignatureMismatch("chunk");
     this.previousSignature = expected;
@@ -312,13 +301,7 @@ export class AwsChunkedParser {
           .map(([n, v]) => `${n}:${v}\n`)
           .join("");
         const s = this.opts.signing;
-        const stringToSign = [
-          "AWS4-HMAC-SHA256-TRAILER",
-          s.amzDate,
-          s.scope,
-          this.previousSignature,
-          await sha256Hex(canonical),
-        ].join("\n");
+        const stringToSign = ["AWS4-HMAC-SHA256-TRAILER", s.amzDate, s.scope, this.previousSignature, await sha256Hex(canonical)].join("\n");
         const expected = await hmacHex(s.signingKey, stringToSign);
         if (!constantTimeEqual(expected, this.trailerSignature)) throw chunkSignatureMismatch("trailer");
       }

@@ -24,13 +24,7 @@ export async function sha256Hex(data: string | Uint8Array): Promise<string> {
 
 /** An HMAC-SHA256 signing key from raw key bytes (or a string, UTF-8). */
 export function importHmacKey(raw: ArrayBuffer | Uint8Array | string): Promise<CryptoKey> {
-  return crypto.subtle.importKey(
-    "raw",
-    typeof raw === "string" ? encoder.encode(raw) : raw,
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
+  return crypto.subtle.importKey("raw", typeof raw === "string" ? encoder.encode(raw) : raw, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
 }
 
 export async function hmac(key: CryptoKey, data: string): Promise<ArrayBuffer> {

@@ -52,8 +52,7 @@ const MAX_PRESIGNED_EXPIRES = 604800;
 // Errors
 
 const accessDenied = (message: string) => new S3Error(403, "AccessDenied", message);
-const headerMalformed = (detail: string) =>
-  new S3Error(400, "AuthorizationHeaderMalformed", `The authorization header is malformed; ${detail}`);
+const headerMalformed = (detail: string) => new S3Error(400, "AuthorizationHeaderMalformed", `The authorization header is malformed; ${detail}`);
 const queryError = (message: string) => new S3Error(400, "AuthorizationQueryParametersError", message);
 const signatureMismatch = () =>
   new S3Error(
@@ -228,16 +227,16 @@ function parseAmzDate(s: string): number | null {
 }
 
 function formatAmzDate(t: number): string {
-  return new Date(t).toISOString().replace(/[-:]/g, "").replace(/\.\d{3}/, "");
+  return new Date(t)
+    .toISOString()
+    .replace(/[-:]/g, "")
+    .replace(/\.\d{3}/, "");
 }
 
 // ---------------------------------------------------------------------------------------------
 // Payload modes
 
-type PayloadMode =
-  | { kind: "unsigned" }
-  | { kind: "sha256"; hash: string }
-  | { kind: "chunked"; signed: boolean; trailer: boolean };
+type PayloadMode = { kind: "unsigned" } | { kind: "sha256"; hash: string } | { kind: "chunked"; signed: boolean; trailer: boolean };
 
 function payloadMode(value: string): PayloadMode {
   switch (value) {
@@ -442,8 +441,7 @@ function verifySha256(source: ReadableStream<Uint8Array>, expected: string): Rea
   });
 }
 
-const contentShaMismatch = () =>
-  new S3Error(400, "XAmzContentSHA256Mismatch", "The provided 'x-amz-content-sha256' header does not match what was computed.");
+const contentShaMismatch = () => new S3Error(400, "XAmzContentSHA256Mismatch", "The provided 'x-amz-content-sha256' header does not match what was computed.");
 
 function parseLength(value: string | null, header: string): number | null {
   if (value === null) return null;
@@ -502,9 +500,7 @@ export async function authenticate(request: Request, creds: Credentials, opts: A
   }
 
   const req = presigned ? parsePresigned(query, headers, opts.now) : parseAuthorizationHeader(authorization!, headers);
-  const fail = presigned
-    ? (detail: string) => queryError(`Error parsing the X-Amz-Credential parameter; ${detail}`)
-    : headerMalformed;
+  const fail = presigned ? (detail: string) => queryError(`Error parsing the X-Amz-Credential parameter; ${detail}`) : headerMalformed;
 
   // Scope.
   if (req.region !== opts.region) throw fail(`the region '${req.region}' is wrong; expecting '${opts.region}'`);
@@ -519,11 +515,7 @@ export async function authenticate(request: Request, creds: Credentials, opts: A
   }
 
   if (!presigned && Math.abs(opts.now - req.time) > MAX_SKEW_MS) {
-    throw new S3Error(
-      403,
-      "RequestTimeTooSkewed",
-      "The difference between the request time and the current time is too large.",
-    );
+    throw new S3Error(403, "RequestTimeTooSkewed", "The difference between the request time and the current time is too large.");
   }
 
   // Every x-amz-* header (but x-amz-content-sha256, as S3 allows) and the Date the timestamp
@@ -541,9 +533,7 @@ export async function authenticate(request: Request, creds: Credentials, opts: A
   const mode = payloadMode(req.payloadHash);
 
   // The canonical request, the string to sign, the signature.
-  const canonicalHeaders = req.signedHeaders
-    .map((name) => `${name}:${canonicalHeaderValue(signedHeaderValue(request, url, name))}\n`)
-    .join("");
+  const canonicalHeaders = req.signedHeaders.map((name) => `${name}:${canonicalHeaderValue(signedHeaderValue(request, url, name))}\n`).join("");
   const canonicalRequest = [
     request.method.toUpperCase(),
     canonicalUri(url.pathname),
@@ -584,9 +574,7 @@ export async function authenticate(request: Request, creds: Credentials, opts: A
               .split(",")
               .map((t) => t.trim().toLowerCase())
               .filter((t) => t !== "");
-      const signing: ChunkSigning | null = mode.signed
-        ? { signingKey: key, amzDate: req.amzDate, scope, seedSignature: expected }
-        : null;
+      const signing: ChunkSigning | null = mode.signed ? { signingKey: key, amzDate: req.amzDate, scope, seedSignature: expected } : null;
       const decoded = decodeAwsChunked(source!, { signing, trailer: mode.trailer, declaredTrailers, decodedLength });
       return { accessKeyId: req.accessKeyId, body: decoded.body, contentLength: decodedLength, trailers: decoded.trailers };
     }

@@ -109,7 +109,7 @@ export class BucketIndex extends DurableObject {
 
   async info(): Promise<BucketInfo | null> {
     const row = this.bucketRow();
-    return row && row.present ? { name: row.name, created: row.created } : null;
+    return row?.present ? { name: row.name, created: row.created } : null;
   }
 
   /** Removes the bucket if it exists and holds no objects. */
@@ -395,7 +395,10 @@ export class BucketIndex extends DurableObject {
 
   private async removeParts(parts: PartRecord[]): Promise<void> {
     if (parts.length === 0) return;
-    await removeParts(loadConfig(this.env as Env).nodes, parts.map((p) => p.part));
+    await removeParts(
+      loadConfig(this.env as Env).nodes,
+      parts.map((p) => p.part),
+    );
   }
 
   async isEmpty(): Promise<boolean> {
@@ -460,10 +463,7 @@ export class BucketIndex extends DurableObject {
       bindings.push(end);
     }
     bindings.push(limit);
-    return this.sql.exec<SummaryRow>(
-      `SELECT key, size, etag, last_modified FROM objects WHERE ${where} ORDER BY key LIMIT ?`,
-      ...bindings,
-    );
+    return this.sql.exec<SummaryRow>(`SELECT key, size, etag, last_modified FROM objects WHERE ${where} ORDER BY key LIMIT ?`, ...bindings);
   }
 
   private get sql(): SqlStorage {
@@ -490,9 +490,7 @@ export class BucketIndex extends DurableObject {
   }
 
   private record(key: string): ObjectRecord | null {
-    const row = this.sql
-      .exec<Row>("SELECT key, size, etag, last_modified, manifest FROM objects WHERE key = ?", key)
-      .toArray()[0];
+    const row = this.sql.exec<Row>("SELECT key, size, etag, last_modified, manifest FROM objects WHERE key = ?", key).toArray()[0];
     return row ? { ...toSummary(row), manifest: new Uint8Array(row.manifest) } : null;
   }
 }

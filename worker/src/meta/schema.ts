@@ -11,10 +11,7 @@ export function migrate(storage: DurableObjectStorage, migrations: readonly (rea
   for (let version = row?.value ?? 0; version < migrations.length; version++) {
     storage.transactionSync(() => {
       for (const statement of migrations[version] ?? []) sql.exec(statement);
-      sql.exec(
-        "INSERT INTO schema_meta (name, value) VALUES ('version', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-        version + 1,
-      );
+      sql.exec("INSERT INTO schema_meta (name, value) VALUES ('version', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value", version + 1);
     });
   }
 }

@@ -44,9 +44,7 @@ export interface WriteCondition {
   ifMatch?: string;
 }
 
-export type PutResult =
-  | { ok: true; previous: ObjectRecord | null }
-  | { ok: false; reason: "NoSuchBucket" | "PreconditionFailed" };
+export type PutResult = { ok: true; previous: ObjectRecord | null } | { ok: false; reason: "NoSuchBucket" | "PreconditionFailed" };
 
 export interface BucketInfo {
   name: string;

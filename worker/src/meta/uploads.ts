@@ -76,12 +76,7 @@ function getPart(sql: SqlStorage, uploadId: string, partNumber: number): PartRec
 /** Parts numbered above `after`, in order, at most `limit`. */
 export function listPartRecords(sql: SqlStorage, uploadId: string, after: number, limit: number): PartRecord[] {
   return sql
-    .exec<{ record: string }>(
-      "SELECT record FROM parts WHERE upload_id = ? AND part_number > ? ORDER BY part_number LIMIT ?",
-      uploadId,
-      after,
-      limit,
-    )
+    .exec<{ record: string }>("SELECT record FROM parts WHERE upload_id = ? AND part_number > ? ORDER BY part_number LIMIT ?", uploadId, after, limit)
     .toArray()
     .map((r) => JSON.parse(r.record) as PartRecord);
 }
@@ -100,7 +95,10 @@ export function oldestUpload(sql: SqlStorage): number | null {
 
 /** Every upload id (for dropping the bucket). */
 export function allUploadIds(sql: SqlStorage): string[] {
-  return sql.exec<{ upload_id: string }>("SELECT upload_id FROM uploads").toArray().map((r) => r.upload_id);
+  return sql
+    .exec<{ upload_id: string }>("SELECT upload_id FROM uploads")
+    .toArray()
+    .map((r) => r.upload_id);
 }
 
 /** One page of ListMultipartUploads: uploads in (key, upload id) order, keys rolled up by delimiter. */

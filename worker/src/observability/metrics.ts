@@ -11,9 +11,11 @@ export const COUNTERS = {
   shardgate_node_bytes_read_total: "Bytes requested from storage nodes by ranged shard reads.",
   shardgate_node_bytes_written_total: "Bytes of shard files written to storage nodes.",
   shardgate_node_requests_total: "Requests to storage nodes, by node, method and outcome status.",
-  shardgate_degraded_reads_total: "Object reads (GET requests) that had to read parity because a shard file was missing, corrupt, or on a node that failed, is down or was slow.",
+  shardgate_degraded_reads_total:
+    "Object reads (GET requests) that had to read parity because a shard file was missing, corrupt, or on a node that failed, is down or was slow.",
   shardgate_checksum_failures_total: "Shard chunks whose checksum did not match (the shard file was then read around).",
-  shardgate_hedged_reads_total: "Shard files reads went around because their node was slow: it did not answer within its hedge delay, or a request a read gave up on is still unanswered (parity was read instead).",
+  shardgate_hedged_reads_total:
+    "Shard files reads went around because their node was slow: it did not answer within its hedge delay, or a request a read gave up on is still unanswered (parity was read instead).",
   shardgate_heal_shards_total: "Shard files rebuilt from the survivors and written back (result=rebuilt), or that could not be (result=failed).",
 } as const;
 

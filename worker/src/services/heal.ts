@@ -137,7 +137,12 @@ async function recordMoves(
       const stale = outcome === "replaced" ? part.layout.placement[shard] : node;
       const file = shardKey(part.layout.storageId, shard);
       if (current.has(`${stale} ${file}`)) continue;
-      removals.push(nodes.get(stale)?.delete([file]).catch(() => {}) ?? Promise.resolve());
+      removals.push(
+        nodes
+          .get(stale)
+          ?.delete([file])
+          .catch(() => {}) ?? Promise.resolve(),
+      );
     }
   }
   await Promise.all(removals);
@@ -312,4 +317,3 @@ export async function healEach(ctx: HealContext, bucket: string, keys: readonly 
   };
   await Promise.all(Array.from({ length: Math.min(HEAL_CONCURRENCY, keys.length) }, worker));
 }
-

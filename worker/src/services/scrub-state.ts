@@ -85,11 +85,34 @@ export interface ScrubState {
 export const MAX_ERRORS = 20;
 
 export function zeroCounters(): ScrubCounters {
-  return { objectsChecked: 0, partsChecked: 0, filesChecked: 0, chunksChecked: 0, bytesVerified: 0, badChunks: 0, badShards: 0, shardsRebuilt: 0, shardsMoved: 0, shardsFailed: 0, objectsFailed: 0 };
+  return {
+    objectsChecked: 0,
+    partsChecked: 0,
+    filesChecked: 0,
+    chunksChecked: 0,
+    bytesVerified: 0,
+    badChunks: 0,
+    badShards: 0,
+    shardsRebuilt: 0,
+    shardsMoved: 0,
+    shardsFailed: 0,
+    objectsFailed: 0,
+  };
 }
 
 export function initialScrubState(): ScrubState {
-  return { pass: 0, passStarted: null, passFinished: null, cursor: null, checking: null, current: zeroCounters(), lastPass: null, lastRun: null, totals: zeroCounters(), lastErrors: [] };
+  return {
+    pass: 0,
+    passStarted: null,
+    passFinished: null,
+    cursor: null,
+    checking: null,
+    current: zeroCounters(),
+    lastPass: null,
+    lastRun: null,
+    totals: zeroCounters(),
+    lastErrors: [],
+  };
 }
 
 /** Adds `delta` to every counter set in `into`. */

@@ -138,13 +138,18 @@ export async function scrubStep(env: Env, settings: ScrubSettings, trigger: "cro
     await walk();
   } catch (e) {
     // Not an object's failure (those are recorded and passed): save what was done, free the lease.
-    recordError(state, { at: new Date().toISOString(), bucket: state.cursor?.bucket ?? "", key: state.cursor?.after ?? "", error: `scrub step failed: ${e instanceof Error ? e.message : String(e)}` });
+    recordError(state, {
+      at: new Date().toISOString(),
+      bucket: state.cursor?.bucket ?? "",
+      key: state.cursor?.after ?? "",
+      error: `scrub step failed: ${e instanceof Error ? e.message : String(e)}`,
+    });
     stoppedBy = "error";
   }
 
   async function walk(): Promise<void> {
     const buckets = (await reg.list()).map((b) => b.name);
-    walk: while (stoppedBy === null) {
+    objects: while (stoppedBy === null) {
       const cursor = state.cursor as NonNullable<ScrubState["cursor"]>;
       const bucket = buckets.find((b) => b >= cursor.bucket);
       if (bucket === undefined) {
@@ -155,7 +160,12 @@ export async function scrubStep(env: Env, settings: ScrubSettings, trigger: "cro
       const index = env.BUCKET_INDEX.get(env.BUCKET_INDEX.idFromName(bucket));
       let page: Awaited<ReturnType<typeof index.list>>;
       try {
-        page = await index.list({ prefix: "", delimiter: null, after: state.cursor?.after ?? null, maxKeys: Math.min(LIST_PAGE, settings.maxObjects - run.objectsChecked + 1) });
+        page = await index.list({
+          prefix: "",
+          delimiter: null,
+          after: state.cursor?.after ?? null,
+          maxKeys: Math.min(LIST_PAGE, settings.maxObjects - run.objectsChecked + 1),
+        });
       } catch (e) {
         // A bucket that cannot be listed is recorded and passed, like a failed object.
         recordError(state, { at: new Date().toISOString(), bucket, key: "", error: `listing failed: ${e instanceof Error ? e.message : String(e)}` });
@@ -164,7 +174,7 @@ export async function scrubStep(env: Env, settings: ScrubSettings, trigger: "cro
       for (const summary of page.objects) {
         if (run.objectsChecked >= settings.maxObjects) stoppedBy = "max-objects";
         else if (run.objectsChecked > 0 && Date.now() - started >= settings.maxMs) stoppedBy = "time";
-        if (stoppedBy !== null) break walk;
+        if (stoppedBy !== null) break objects;
         const key = summary.key;
         try {
           const { object } = await index.head(key);
@@ -176,7 +186,7 @@ export async function scrubStep(env: Env, settings: ScrubSettings, trigger: "cro
               await save(false);
               if (leaseLost) {
                 stoppedBy = "lease-lost";
-                break walk;
+                break objects;
               }
             }
             const finding: ScrubFinding = { bucket, key, parts: [], rebuilt: 0, moved: 0, failed: 0 };
@@ -185,7 +195,14 @@ export async function scrubStep(env: Env, settings: ScrubSettings, trigger: "cro
             for (const [i, part] of parts.entries()) {
               if (!isSharded(part)) continue;
               const r = await scrubPart(config, core, part, settings.mode);
-              count({ partsChecked: 1, filesChecked: r.files, chunksChecked: r.chunks, bytesVerified: r.bytes, badChunks: r.badChunks, badShards: r.problems.filter((p) => p.fault !== "unavailable").length });
+              count({
+                partsChecked: 1,
+                filesChecked: r.files,
+                chunksChecked: r.chunks,
+                bytesVerified: r.bytes,
+                badChunks: r.badChunks,
+                badShards: r.problems.filter((p) => p.fault !== "unavailable").length,
+              });
               if (r.problems.length === 0) continue;
               finding.parts.push({ part: i + 1, problems: r.problems });
               // A node whose breaker is open likely still has its files: queue them, like a read does.
@@ -227,7 +244,7 @@ export async function scrubStep(env: Env, settings: ScrubSettings, trigger: "cro
         }
         if (leaseLost) {
           stoppedBy = "lease-lost";
-          break walk;
+          break objects;
         }
       }
       if (!page.isTruncated) {
@@ -248,7 +265,12 @@ export async function scrubStep(env: Env, settings: ScrubSettings, trigger: "cro
   const passCompleted = stopped === "pass-complete";
   if (passCompleted) {
     state.passFinished = new Date(finished).toISOString();
-    state.lastPass = { pass: state.pass, started: state.passStarted ?? new Date(started).toISOString(), finished: state.passFinished, counters: { ...state.current } };
+    state.lastPass = {
+      pass: state.pass,
+      started: state.passStarted ?? new Date(started).toISOString(),
+      finished: state.passFinished,
+      counters: { ...state.current },
+    };
     state.cursor = null;
   }
   const seconds = Math.max(finished - started, 1) / 1000;

@@ -41,7 +41,9 @@ export async function shardHealth(config: GatewayConfig, core: Core, part: Shard
       if (!node) return "node-unconfigured";
       // A node that answers 4xx has lost the file (e.g. its bucket); one that does not answer, or
       // answers 5xx, may still have it.
-      const size = await node.head(shardKey(part.layout.storageId, shard)).catch((e: unknown) => (e instanceof NodeAnswerError && e.status < 500 ? null : undefined));
+      const size = await node
+        .head(shardKey(part.layout.storageId, shard))
+        .catch((e: unknown) => (e instanceof NodeAnswerError && e.status < 500 ? null : undefined));
       if (size === undefined) return "node-unreachable";
       return size === null ? "missing" : size === expected ? "ok" : "wrong-size";
     }),
@@ -60,7 +62,13 @@ export async function missingShards(config: GatewayConfig, core: Core, part: Sha
 
 export function shardFileBytes(core: Core, part: ShardedPart): number {
   const { layout } = part;
-  const geometry = core.geometry({ size: part.size, blockBytes: layout.blockBytes, dataShards: layout.dataShards, parityShards: layout.parityShards, chunkBytes: layout.chunkBytes });
+  const geometry = core.geometry({
+    size: part.size,
+    blockBytes: layout.blockBytes,
+    dataShards: layout.dataShards,
+    parityShards: layout.parityShards,
+    chunkBytes: layout.chunkBytes,
+  });
   const bytes = geometry.shardFileBytes;
   geometry.free();
   return bytes;
@@ -73,7 +81,13 @@ export function shardFileBytes(core: Core, part: ShardedPart): number {
  * use yet. A shard the rebuild's own read finds bad is rebuilt too (in a later pass), so a heal
  * started from one lost shard also fixes the ones it meets.
  */
-export async function rebuildShards(config: GatewayConfig, core: Core, part: ShardedPart, shards: readonly number[], avoid: ReadonlySet<string> = new Set()): Promise<HealResult> {
+export async function rebuildShards(
+  config: GatewayConfig,
+  core: Core,
+  part: ShardedPart,
+  shards: readonly number[],
+  avoid: ReadonlySet<string> = new Set(),
+): Promise<HealResult> {
   const result: HealResult = { rebuilt: [], failed: [], moved: [] };
   const placement = [...part.layout.placement];
   const nodes = nodesById(config.nodes);
@@ -137,7 +151,13 @@ async function rebuildPass(
 ): Promise<Set<number>> {
   const { layout } = part;
   if (targets.size === 0) return new Set();
-  const geometry = core.geometry({ size: part.size, blockBytes: layout.blockBytes, dataShards: layout.dataShards, parityShards: layout.parityShards, chunkBytes: layout.chunkBytes });
+  const geometry = core.geometry({
+    size: part.size,
+    blockBytes: layout.blockBytes,
+    dataShards: layout.dataShards,
+    parityShards: layout.parityShards,
+    chunkBytes: layout.chunkBytes,
+  });
   const sinks = new Map<number, ShardSink>();
   for (const [shard, node] of targets) sinks.set(shard, new ShardSink(node, shardKey(layout.storageId, shard), geometry.shardFileBytes, config.nodeStallMs));
   const encoder = core.encoder(geometry);

@@ -198,7 +198,11 @@ export class GuardedNode implements StorageNode {
   }
 
   put(key: string, body: ReadableStream<Uint8Array>, length: number): Promise<void> {
-    return this.guard(() => this.inner.put(key, body, length), false, () => body.cancel().catch(() => {}));
+    return this.guard(
+      () => this.inner.put(key, body, length),
+      false,
+      () => body.cancel().catch(() => {}),
+    );
   }
 
   get(key: string, start: number, end: number): Promise<ReadableStream<Uint8Array> | null> {

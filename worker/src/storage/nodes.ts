@@ -145,7 +145,11 @@ export class CountedNode implements StorageNode {
   }
 
   async get(key: string, start: number, end: number): Promise<ReadableStream<Uint8Array> | null> {
-    const body = await this.count("GET", (b) => (b ? 206 : 404), () => this.inner.get(key, start, end));
+    const body = await this.count(
+      "GET",
+      (b) => (b ? 206 : 404),
+      () => this.inner.get(key, start, end),
+    );
     // What the node was asked to serve: an upper bound on what it sent when a read stops early.
     if (body) this.metrics.add("shardgate_node_bytes_read_total", end - start, { node: this.id });
     return body;
@@ -156,7 +160,11 @@ export class CountedNode implements StorageNode {
   }
 
   head(key: string): Promise<number | null> {
-    return this.count("HEAD", (size) => (size === null ? 404 : 200), () => this.inner.head(key));
+    return this.count(
+      "HEAD",
+      (size) => (size === null ? 404 : 200),
+      () => this.inner.head(key),
+    );
   }
 
   private async count<T>(method: string, status: number | ((result: T) => number), op: () => Promise<T>): Promise<T> {

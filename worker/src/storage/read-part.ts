@@ -6,7 +6,16 @@
 // ends early or fails a checksum is dropped: the rest of the range is re-planned from the last
 // byte sent, reading parity instead, so the client still gets exactly the right bytes.
 import type { GatewayConfig } from "../config";
-import { CHUNK_CHECKSUM_BYTES, ChecksumMismatchError, type Core, type ManifestPart, type RangeAssembler, type ReadPlan, type ShardedLayout, type ShardFetch } from "../core-api";
+import {
+  CHUNK_CHECKSUM_BYTES,
+  ChecksumMismatchError,
+  type Core,
+  type ManifestPart,
+  type RangeAssembler,
+  type ReadPlan,
+  type ShardedLayout,
+  type ShardFetch,
+} from "../core-api";
 import { PieceReader } from "../piece-reader";
 import { S3Error } from "../s3-error";
 import { GuardedNode, NodeUnavailableError } from "./node-health";

@@ -56,11 +56,19 @@ export async function scrubPart(config: GatewayConfig, core: Core, part: Sharded
     if (node instanceof GuardedNode && node.health.refusing) found.set(shard, { shard, node: nodeId, fault: "unavailable" });
   });
   if (mode === "deep") {
-    const geometry = core.geometry({ size: part.size, blockBytes: layout.blockBytes, dataShards: layout.dataShards, parityShards: layout.parityShards, chunkBytes: layout.chunkBytes });
+    const geometry = core.geometry({
+      size: part.size,
+      blockBytes: layout.blockBytes,
+      dataShards: layout.dataShards,
+      parityShards: layout.parityShards,
+      chunkBytes: layout.chunkBytes,
+    });
     try {
       const checks = await Promise.all(
         layout.placement.map((nodeId, shard) =>
-          found.has(shard) ? { chunks: 0, bytes: 0, problem: null } : verifyShardFile(core, geometry, nodes.get(nodeId), nodeId, layout.storageId, shard, config.readStallMs),
+          found.has(shard)
+            ? { chunks: 0, bytes: 0, problem: null }
+            : verifyShardFile(core, geometry, nodes.get(nodeId), nodeId, layout.storageId, shard, config.readStallMs),
         ),
       );
       for (const c of checks) {
@@ -111,7 +119,7 @@ async function verifyShardFile(
     }
     if (!body) return { chunks: 0, bytes: 0, problem: problem("missing") };
     const reader = body.getReader();
-    let error: unknown = undefined;
+    let error: unknown;
     try {
       for (;;) {
         const { done, value } = await readWithin(reader, stallMs);
@@ -124,7 +132,8 @@ async function verifyShardFile(
     }
     const v = verifier.finish();
     const counted = { chunks: v.chunks, bytes: v.bytes };
-    if (v.badChunks.length > 0) return { ...counted, problem: problem("checksum", { badChunks: v.badChunks, ...(error === undefined ? {} : { error: message(error) }) }) };
+    if (v.badChunks.length > 0)
+      return { ...counted, problem: problem("checksum", { badChunks: v.badChunks, ...(error === undefined ? {} : { error: message(error) }) }) };
     if (error !== undefined) return { ...counted, problem: problem("error", { error: message(error) }) };
     if (v.short) return { ...counted, problem: problem("short") };
     return { ...counted, problem: null };

@@ -53,13 +53,7 @@ async function writeInline(reader: ExactReader, size: number, observe: ByteObser
   return { size, md5, layout: { type: "inline", data: toBase64(bytes) }, missedShards: [] };
 }
 
-async function writeSharded(
-  config: GatewayConfig,
-  core: Core,
-  reader: ExactReader,
-  size: number,
-  observe: ByteObserver,
-): Promise<WrittenPart> {
+async function writeSharded(config: GatewayConfig, core: Core, reader: ExactReader, size: number, observe: ByteObserver): Promise<WrittenPart> {
   const { dataShards: k, parityShards: m } = config;
   const geometry = core.geometry({ size, blockBytes: config.blockBytes, dataShards: k, parityShards: m, chunkBytes: config.chunkBytes });
   const storageId = newStorageId();
