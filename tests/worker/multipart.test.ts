@@ -7,13 +7,17 @@ import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { expectSameBytes, randomBytes } from "../shared/core-suite";
 import { core } from "../../worker/src/core";
-import { STALE_UPLOAD_MS, type BucketIndex } from "../../worker/src/meta/bucket-index";
+import { loadConfig, type Env } from "../../worker/src/config";
+import { STALE_UPLOAD_MS } from "../../worker/src/meta/bucket-index";
+import { drainGarbage } from "../../worker/src/services/garbage";
+import type { StorageNode } from "../../worker/src/storage/nodes";
 import { s3, s3ok } from "./signed";
 
 const MIB = 1 << 20;
 const NODES = ["NODE_0", "NODE_1", "NODE_2", "NODE_3", "NODE_4", "NODE_5"];
 const node = (id: string) => (env as unknown as Record<string, R2Bucket>)[id] as R2Bucket;
 const bucket = "multipart";
+const gatewayEnv = env as unknown as Env;
 
 beforeAll(async () => {
   await s3ok(`/${bucket}`, { method: "PUT" });
@@ -197,7 +201,7 @@ describe("a multipart upload", () => {
     const stale = await create("stale.bin");
     const fresh = await create("fresh.bin");
     expect((await uploadPart("stale.bin", stale, 1, randomBytes(MIB, 6))).status).toBe(200);
-    const index = (env as unknown as { BUCKET_INDEX: DurableObjectNamespace<BucketIndex> }).BUCKET_INDEX;
+    const index = gatewayEnv.BUCKET_INDEX;
     const stub = index.get(index.idFromName(bucket));
     // Age the first upload past the limit, then run the alarm that creating it scheduled.
     await runInDurableObject(stub, async (_instance: unknown, state: DurableObjectState) => {
@@ -206,8 +210,47 @@ describe("a multipart upload", () => {
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(errorCode(await (await s3(`/${bucket}/stale.bin?uploadId=${stale}`)).text())).toBe("NoSuchUpload");
     expect((await s3(`/${bucket}/fresh.bin?uploadId=${fresh}`)).status).toBe(200);
-    await expect.poll(shardFileCount, { timeout: 5000 }).toBe(before);
+    // The Durable Object only recorded the part's shard files as garbage; the job deletes them.
+    expect(await shardFileCount()).toBe(before + 6);
+    expect(await drainGarbage(gatewayEnv, loadConfig(gatewayEnv), 100)).toEqual({ partsRemoved: 1, partsFailed: 0, pending: 0 });
+    expect(await shardFileCount()).toBe(before);
     await s3ok(`/${bucket}/fresh.bin?uploadId=${fresh}`, { method: "DELETE" }, 204);
+  });
+
+  it("keeps garbage whose files a node would not delete, and deletes it on a later run", async () => {
+    const before = await shardFileCount();
+    const stale = await create("stale-2.bin");
+    expect((await uploadPart("stale-2.bin", stale, 1, randomBytes(MIB, 7))).status).toBe(200);
+    const index = gatewayEnv.BUCKET_INDEX;
+    const stub = index.get(index.idFromName(bucket));
+    await runInDurableObject(stub, async (_instance: unknown, state: DurableObjectState) => {
+      state.storage.sql.exec("UPDATE uploads SET initiated = ? WHERE upload_id = ?", Date.now() - STALE_UPLOAD_MS - 1000, stale);
+    });
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    const config = loadConfig(gatewayEnv);
+    // One node refuses deletes: the entry stays, with the attempt counted.
+    const refusing = config.nodes.map((n, i) =>
+      i === 2 ? Object.assign(Object.create(n) as StorageNode, { delete: () => Promise.reject(new Error("node down")) }) : n,
+    );
+    expect(await drainGarbage(gatewayEnv, { ...config, nodes: refusing }, 100)).toEqual({ partsRemoved: 0, partsFailed: 1, pending: 1 });
+    expect(await shardFileCount()).toBe(before + 1); // the refusing node's file is left
+    expect((await stub.garbage(10)).entries).toHaveLength(1);
+    expect(await drainGarbage(gatewayEnv, config, 100)).toEqual({ partsRemoved: 1, partsFailed: 0, pending: 0 });
+    expect(await shardFileCount()).toBe(before);
+  });
+
+  it("deletes the shard files of uploads in progress when their bucket is deleted", async () => {
+    const other = "multipart-dropped";
+    await s3ok(`/${other}`, { method: "PUT" });
+    const before = await shardFileCount();
+    const xml = await (await s3ok(`/${other}/left.bin?uploads`, { method: "POST" })).text();
+    const uploadId = tag(xml, "UploadId") as string;
+    expect((await s3(`/${other}/left.bin?partNumber=1&uploadId=${uploadId}`, { method: "PUT", body: randomBytes(MIB, 8) })).status).toBe(200);
+    expect(await shardFileCount()).toBe(before + 6);
+    await s3ok(`/${other}`, { method: "DELETE" }, 204);
+    await expect.poll(shardFileCount, { timeout: 5000 }).toBe(before);
+    const index = gatewayEnv.BUCKET_INDEX;
+    expect((await index.get(index.idFromName(other)).garbage(10)).pending).toBe(0);
   });
 
   it("lists uploads in progress with prefix, delimiter and pagination", async () => {

@@ -3,6 +3,7 @@ import { S3Error, noSuchBucket } from "../s3-error";
 import { checkBucketName } from "./bucket-name";
 import { bucketIndex, bucketRegistry, type RequestContext } from "./context";
 import { S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
+import { drainBucketGarbage } from "../services/garbage";
 
 export async function createBucket(ctx: RequestContext, bucket: string): Promise<Response> {
   checkBucketName(bucket);
@@ -32,11 +33,16 @@ export async function headBucket(ctx: RequestContext, bucket: string): Promise<R
   return new Response(null, { status: 200, headers: { "x-amz-bucket-region": ctx.config.region } });
 }
 
+/** Garbage entries deleted right after a bucket is: its uploads' parts. */
+const DROPPED_BUCKET_GARBAGE = 10_000;
+
 export async function deleteBucket(ctx: RequestContext, bucket: string): Promise<Response> {
   const result = await bucketIndex(ctx, bucket).drop();
   if (result === "not-empty") throw new S3Error(409, "BucketNotEmpty", "The bucket you tried to delete is not empty.");
   if (result === "missing") throw noSuchBucket(bucket);
   await bucketRegistry(ctx).remove(bucket);
+  // Uploads in progress went with the bucket: their shard files now, as the registry no longer lists it for the job.
+  ctx.waitUntil(drainBucketGarbage(ctx.env, ctx.config, bucket, DROPPED_BUCKET_GARBAGE).catch(() => {}));
   return new Response(null, { status: 204 });
 }
 

@@ -1,11 +1,15 @@
-// The periodic background work (heal queues, then a scrub step), driven by a Durable Object alarm:
+// The periodic background work (heal queues, shard files to delete, then a scrub step), driven by a Durable Object alarm:
 // alarms work the same on Cloudflare, on plain workerd and under miniflare, where Cron Triggers
 // exist only on Cloudflare. One object (named "main") keeps one alarm; the Worker arms it once per
 // isolate, and every run sets the next one before it starts, so a crash mid-run never stops it.
 import { DurableObject } from "cloudflare:workers";
+import { type Env, loadConfig } from "../config";
+import { drainGarbage } from "../services/garbage";
 import { scheduledHeal } from "../services/heal";
-import type { Env } from "../config";
 import { scheduledScrub } from "../services/scrub";
+
+/** Garbage entries (parts whose shard files go) deleted per run. */
+const GARBAGE_PER_RUN = 1000;
 
 /** Default time between runs (SHARDGATE_JOB_INTERVAL_MS overrides it). */
 const DEFAULT_INTERVAL_MS = 15 * 60_000;
@@ -30,7 +34,17 @@ export class JobScheduler extends DurableObject<Env> {
 /** One round of background work; each job logs and swallows its own errors. */
 export async function runJobs(env: Env): Promise<void> {
   await scheduledHeal(env);
+  await collectGarbage(env);
   await scheduledScrub(env);
+}
+
+/** Deletes the shard files metadata gave up (services/garbage.ts), logged as one JSON line. Never throws. */
+async function collectGarbage(env: Env): Promise<void> {
+  try {
+    console.log(JSON.stringify({ garbage: await drainGarbage(env, loadConfig(env), GARBAGE_PER_RUN) }));
+  } catch (e) {
+    console.error(JSON.stringify({ garbage: { error: e instanceof Error ? e.message : String(e) } }));
+  }
 }
 
 function intervalMs(env: Env): number {

@@ -5,8 +5,10 @@
 import { DurableObject } from "cloudflare:workers";
 import { commonPrefixOf, compareKeys, prefixEnd } from "./keys";
 import { migrate } from "./schema";
+import type { ManifestPart } from "../core-api";
 import type {
   BucketInfo,
+  GarbageEntry,
   HealQueueEntry,
   CompleteResult,
   ListPage,
@@ -22,8 +24,6 @@ import type {
 } from "./types";
 import * as uploads from "./uploads";
 import { UPLOADS_SCHEMA } from "./uploads";
-import { loadConfig, type Env } from "../config";
-import { removeParts } from "../storage/remove";
 
 /** The most keys plus common prefixes one listing page returns, whatever is asked (as S3). */
 export const MAX_LIST_KEYS = 1000;
@@ -62,6 +62,18 @@ const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
        last_error TEXT,
        shards TEXT
      ) WITHOUT ROWID`,
+  ],
+  // Shard files to delete (services/garbage.ts drains it): the parts of uploads that expired or
+  // went with their bucket, recorded in the transaction that dropped them. The Durable Object
+  // never touches a node itself.
+  [
+    `CREATE TABLE garbage (
+       id INTEGER PRIMARY KEY AUTOINCREMENT,
+       part TEXT NOT NULL,
+       since INTEGER NOT NULL,
+       attempts INTEGER NOT NULL DEFAULT 0,
+       last_error TEXT
+     )`,
   ],
 ];
 
@@ -120,11 +132,11 @@ export class BucketIndex extends DurableObject {
       if (!this.empty()) return { outcome: "not-empty", parts: [] };
       // Uploads in progress go with the bucket (they are not objects, so they do not block it).
       const parts = uploads.allUploadIds(this.sql).flatMap((id) => uploads.deleteUpload(this.sql, id));
+      this.addGarbage(parts);
       this.sql.exec("UPDATE bucket SET present = 0, cors = NULL WHERE id = 1");
       return { outcome: "dropped", parts };
     });
     this.present = undefined;
-    this.removeInBackground(result.parts);
     return result.outcome;
   }
 
@@ -359,10 +371,9 @@ export class BucketIndex extends DurableObject {
   /** The alarm: aborts uploads older than STALE_UPLOAD_MS, a bounded batch per run. */
   override async alarm(): Promise<void> {
     const cutoff = Date.now() - STALE_UPLOAD_MS;
-    const parts = this.ctx.storage.transactionSync(() =>
-      uploads.staleUploadIds(this.sql, cutoff, STALE_UPLOADS_PER_ALARM).flatMap((id) => uploads.deleteUpload(this.sql, id)),
+    this.ctx.storage.transactionSync(() =>
+      this.addGarbage(uploads.staleUploadIds(this.sql, cutoff, STALE_UPLOADS_PER_ALARM).flatMap((id) => uploads.deleteUpload(this.sql, id))),
     );
-    await this.removeParts(parts);
     await this.scheduleStaleUploadCheck();
   }
 
@@ -389,16 +400,26 @@ export class BucketIndex extends DurableObject {
     return true;
   }
 
-  private removeInBackground(parts: PartRecord[]): void {
-    if (parts.length > 0) this.ctx.waitUntil(this.removeParts(parts));
+  // --- garbage: shard files to delete ----------------------------------------------------------
+
+  private addGarbage(parts: readonly PartRecord[]): void {
+    const now = Date.now();
+    for (const p of parts) this.sql.exec("INSERT INTO garbage (part, since) VALUES (?, ?)", JSON.stringify(p.part), now);
   }
 
-  private async removeParts(parts: PartRecord[]): Promise<void> {
-    if (parts.length === 0) return;
-    await removeParts(
-      loadConfig(this.env as Env).nodes,
-      parts.map((p) => p.part),
-    );
+  /** Up to `limit` entries to delete, those tried least first, and how many there are in all. */
+  async garbage(limit: number): Promise<{ pending: number; entries: GarbageEntry[] }> {
+    const pending = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM garbage").one().n;
+    const rows = this.sql.exec<{ id: number; part: string }>("SELECT id, part FROM garbage ORDER BY attempts, id LIMIT ?", limit).toArray();
+    return { pending, entries: rows.map((r) => ({ id: r.id, part: JSON.parse(r.part) as ManifestPart })) };
+  }
+
+  /** Forgets the entries whose files are gone; counts an attempt, with its error, on the others. */
+  async garbageDone(removed: number[], failed: { id: number; error: string }[]): Promise<void> {
+    this.ctx.storage.transactionSync(() => {
+      for (const id of removed) this.sql.exec("DELETE FROM garbage WHERE id = ?", id);
+      for (const f of failed) this.sql.exec("UPDATE garbage SET attempts = attempts + 1, last_error = ? WHERE id = ?", f.error, f.id);
+    });
   }
 
   async isEmpty(): Promise<boolean> {

@@ -69,6 +69,12 @@ export interface UploadInfo {
   checksumType: ChecksumKind | null;
 }
 
+/** Shard files to delete: the part whose files they are (meta/bucket-index.ts `garbage`). */
+export interface GarbageEntry {
+  id: number;
+  part: ManifestPart;
+}
+
 /** One uploaded part of a multipart upload. */
 export interface PartRecord {
   partNumber: number;

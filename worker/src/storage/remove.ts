@@ -22,3 +22,16 @@ export async function removeParts(nodes: readonly StorageNode[], parts: readonly
 export function storageIds(parts: readonly ManifestPart[]): Set<string> {
   return new Set(parts.flatMap((p) => (p.layout.type === "sharded" ? [p.layout.storageId] : [])));
 }
+
+/**
+ * Deletes one part's shard files: null when every file is gone (a node no longer configured
+ * counts as gone), else why not (the first failure; files already deleted stay deleted).
+ */
+export async function removePart(nodes: readonly StorageNode[], part: ManifestPart): Promise<string | null> {
+  if (part.layout.type !== "sharded") return null;
+  const byId = nodesById(nodes);
+  const { storageId, placement } = part.layout;
+  const results = await Promise.allSettled(placement.map((nodeId, shard) => byId.get(nodeId)?.delete([shardKey(storageId, shard)])));
+  const failed = results.find((r) => r.status === "rejected");
+  return failed ? String(failed.reason) : null;
+}
