@@ -133,6 +133,7 @@ function fakeNode(behaviour: "ok" | "stall" | "fail"): StorageNode & { stored: U
     get: () => Promise.resolve(null),
     delete: () => Promise.resolve(),
     head: () => Promise.resolve(null),
+    list: () => Promise.resolve({ files: [], cursor: null }),
   };
   return node;
 }

@@ -11,7 +11,7 @@ import { core } from "../../worker/src/core";
 import type { ManifestPart } from "../../worker/src/core-api";
 import app from "../../worker/src/index";
 import { GuardedNode, NodeHealth, nodeHealth, resetNodeHealth } from "../../worker/src/storage/node-health";
-import { shardKey, type StorageNode } from "../../worker/src/storage/nodes";
+import { shardKey, type StorageNode, type NodeListing } from "../../worker/src/storage/nodes";
 import { openPartRange, type LossReason } from "../../worker/src/storage/read-part";
 import { expectSameBytes, randomBytes } from "../shared/core-suite";
 import { CREDENTIALS } from "../shared/credentials";
@@ -181,6 +181,9 @@ class FlakyNode implements StorageNode {
   }
   head(key: string): Promise<number | null> {
     return this.inner.head(key);
+  }
+  list(cursor: string | null): Promise<NodeListing> {
+    return this.inner.list(cursor);
   }
 }
 

@@ -19,6 +19,10 @@ export interface Env {
   JOB_SCHEDULER?: DurableObjectNamespace<JobScheduler>;
   /** Time between background job runs (ms, default 15 minutes). */
   SHARDGATE_JOB_INTERVAL_MS?: string;
+  /** Time between orphan sweeps of the background jobs (ms, default a day). */
+  SHARDGATE_ORPHAN_SWEEP_MS?: string;
+  /** Age below which the orphan sweep leaves a shard file alone (ms, default a day). */
+  SHARDGATE_ORPHAN_GRACE_MS?: string;
   SHARDGATE_NODES: string;
   /**
    * S3-compatible nodes, JSON: { "<node id>": { endpoint, bucket, region, accessKeyId?,
@@ -192,4 +196,21 @@ function isR2Bucket(v: unknown): v is R2Bucket {
 
 function isFetcher(v: unknown): v is Fetcher {
   return typeof v === "object" && v !== null && "fetch" in v && typeof v.fetch === "function";
+}
+
+const DAY_MS = 24 * 3600 * 1000;
+
+/** SHARDGATE_ORPHAN_GRACE_MS: files younger than this are never swept (default a day). */
+export function orphanGraceMs(env: Env): number {
+  return positiveMs(env.SHARDGATE_ORPHAN_GRACE_MS, DAY_MS, true);
+}
+
+/** SHARDGATE_ORPHAN_SWEEP_MS: time between the background jobs' orphan sweeps (default a day). */
+export function orphanSweepMs(env: Env): number {
+  return positiveMs(env.SHARDGATE_ORPHAN_SWEEP_MS, DAY_MS, false);
+}
+
+function positiveMs(raw: string | undefined, fallback: number, zeroOk: boolean): number {
+  const n = Number(raw);
+  return raw !== undefined && raw !== "" && Number.isSafeInteger(n) && (zeroOk ? n >= 0 : n > 0) ? n : fallback;
 }

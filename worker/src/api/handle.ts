@@ -24,6 +24,7 @@ import { putObject } from "./put";
 import { metrics } from "../observability/metrics";
 import { bearerAuthorized, getMetrics } from "./metrics";
 import { routeRequest, type Endpoint } from "./router";
+import { adminSweep } from "./sweep";
 
 export async function handleS3(request: Request, env: Env, exec: { waitUntil(promise: Promise<unknown>): void }): Promise<Response> {
   const requestId = newRequestId();
@@ -145,6 +146,8 @@ function dispatch(ctx: RequestContext, e: Endpoint): Promise<Response> {
       return adminDrain(ctx, e.node);
     case "AdminObject":
       return adminObject(ctx);
+    case "AdminSweep":
+      return adminSweep(ctx);
     case "NotImplemented":
       throw new S3Error(501, "NotImplemented", `${e.name} is not implemented.`);
     default:

@@ -37,6 +37,7 @@ export type Endpoint =
   | { op: "AdminNodes" }
   | { op: "AdminDrain"; node: string }
   | { op: "AdminObject" }
+  | { op: "AdminSweep" }
   | { op: "NotImplemented"; name: string };
 
 export interface Target {
@@ -118,6 +119,7 @@ export const ADMIN_HEAL_PATH = "/_shardgate/admin/heal";
 export const ADMIN_SCRUB_PATH = "/_shardgate/admin/scrub";
 export const ADMIN_NODES_PATH = "/_shardgate/admin/nodes";
 export const ADMIN_OBJECT_PATH = "/_shardgate/admin/object";
+export const ADMIN_SWEEP_PATH = "/_shardgate/admin/sweep";
 const DRAIN_PATH = /^\/_shardgate\/admin\/nodes\/([^/]+)\/drain$/;
 
 /** The Endpoint for a request: the gateway's own endpoints first, then S3's. */
@@ -130,6 +132,7 @@ export function routeRequest(method: string, url: URL, virtualHostSuffix: string
   if (url.pathname === ADMIN_SCRUB_PATH) return method === "POST" ? { op: "AdminScrub" } : notImplemented(`${method} on the scrub endpoint`);
   if (url.pathname === ADMIN_NODES_PATH) return method === "GET" ? { op: "AdminNodes" } : notImplemented(`${method} on the nodes endpoint`);
   if (url.pathname === ADMIN_OBJECT_PATH) return method === "GET" ? { op: "AdminObject" } : notImplemented(`${method} on the object layout endpoint`);
+  if (url.pathname === ADMIN_SWEEP_PATH) return method === "POST" ? { op: "AdminSweep" } : notImplemented(`${method} on the sweep endpoint`);
   const drain = DRAIN_PATH.exec(url.pathname);
   if (drain) return method === "POST" ? { op: "AdminDrain", node: decodePath(drain[1]) } : notImplemented(`${method} on the drain endpoint`);
   return route(method, resolveTarget(url, virtualHostSuffix), url.searchParams, headers);

@@ -3,8 +3,10 @@
 // exist only on Cloudflare. One object (named "main") keeps one alarm; the Worker arms it once per
 // isolate, and every run sets the next one before it starts, so a crash mid-run never stops it.
 import { DurableObject } from "cloudflare:workers";
-import { type Env, loadConfig } from "../config";
+import { type Env, loadConfig, orphanGraceMs, orphanSweepMs } from "../config";
+import { core } from "../core";
 import { drainGarbage } from "../services/garbage";
+import { sweepOrphans } from "../services/orphans";
 import { scheduledHeal } from "../services/heal";
 import { scheduledScrub } from "../services/scrub";
 
@@ -28,6 +30,13 @@ export class JobScheduler extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     await this.ctx.storage.setAlarm(Date.now() + intervalMs(this.env));
     await runJobs(this.env);
+    // The orphan sweep reads every node and every manifest: it runs far less often than the rest.
+    const now = Date.now();
+    const last = this.ctx.storage.kv.get<number>("lastOrphanSweep") ?? 0;
+    if (now - last >= orphanSweepMs(this.env)) {
+      this.ctx.storage.kv.put("lastOrphanSweep", now);
+      await sweepOnce(this.env, now);
+    }
   }
 }
 
@@ -36,6 +45,15 @@ export async function runJobs(env: Env): Promise<void> {
   await scheduledHeal(env);
   await collectGarbage(env);
   await scheduledScrub(env);
+}
+
+/** The orphan sweep (services/orphans.ts), logged as one JSON line. Never throws. */
+async function sweepOnce(env: Env, now: number): Promise<void> {
+  try {
+    console.log(JSON.stringify({ orphanSweep: await sweepOrphans(env, loadConfig(env), core, { graceMs: orphanGraceMs(env), now }) }));
+  } catch (e) {
+    console.error(JSON.stringify({ orphanSweep: { error: e instanceof Error ? e.message : String(e) } }));
+  }
 }
 
 /** Deletes the shard files metadata gave up (services/garbage.ts), logged as one JSON line. Never throws. */

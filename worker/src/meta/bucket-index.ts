@@ -414,6 +414,23 @@ export class BucketIndex extends DurableObject {
     return { pending, entries: rows.map((r) => ({ id: r.id, part: JSON.parse(r.part) as ManifestPart })) };
   }
 
+  /**
+   * What this bucket keeps on nodes, a page at a time, for the orphan sweep: the manifests of up
+   * to `limit` objects after key `after` (null: from the start), and with the first page the parts
+   * of uploads in progress and of garbage not yet deleted. `next` continues the objects.
+   */
+  async storageRefs(after: string | null, limit: number): Promise<{ manifests: Uint8Array[]; parts: ManifestPart[]; next: string | null }> {
+    const rows = this.sql
+      .exec<{ key: string; manifest: ArrayBuffer }>("SELECT key, manifest FROM objects WHERE key > ? ORDER BY key LIMIT ?", after ?? "", limit)
+      .toArray();
+    const parts: ManifestPart[] = [];
+    if (after === null) {
+      for (const r of this.sql.exec<{ record: string }>("SELECT record FROM parts")) parts.push((JSON.parse(r.record) as PartRecord).part);
+      for (const r of this.sql.exec<{ part: string }>("SELECT part FROM garbage")) parts.push(JSON.parse(r.part) as ManifestPart);
+    }
+    return { manifests: rows.map((r) => new Uint8Array(r.manifest)), parts, next: rows.length === limit ? (rows[rows.length - 1]?.key ?? null) : null };
+  }
+
   /** Forgets the entries whose files are gone; counts an attempt, with its error, on the others. */
   async garbageDone(removed: number[], failed: { id: number; error: string }[]): Promise<void> {
     this.ctx.storage.transactionSync(() => {

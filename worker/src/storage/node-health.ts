@@ -5,7 +5,7 @@
 // waiting for a dead or stalled node. After a cool-down one request is let through as a probe
 // (half-open); its success closes the breaker, its failure opens it again. The recent latency
 // also tells a read when to stop waiting for a node and hedge with parity.
-import type { NodeKind, StorageNode } from "./nodes";
+import type { NodeKind, NodeListing, StorageNode } from "./nodes";
 import { WriteAbandoned } from "./shard-sink";
 
 export type BreakerState = "closed" | "open" | "half-open";
@@ -215,6 +215,10 @@ export class GuardedNode implements StorageNode {
 
   head(key: string): Promise<number | null> {
     return this.guard(() => this.inner.head(key), true);
+  }
+
+  list(cursor: string | null): Promise<NodeListing> {
+    return this.guard(() => this.inner.list(cursor), false);
   }
 
   private async guard<T>(op: () => Promise<T>, timed: boolean, refused?: () => void): Promise<T> {

@@ -18,6 +18,17 @@ export interface StorageNode {
   delete(keys: string[]): Promise<void>;
   /** The size of `key`, or null when the node does not have it. */
   head(key: string): Promise<number | null>;
+  /**
+   * One page of the shard files the node holds, in no particular order, from `cursor` (null: the
+   * first page); the next page's cursor, or null after the last. For the orphan sweep.
+   */
+  list(cursor: string | null): Promise<NodeListing>;
+}
+
+/** A page of a node's shard files (StorageNode.list): each key as shardKey makes it, and when it was written. */
+export interface NodeListing {
+  files: { key: string; modified: number }[];
+  cursor: string | null;
 }
 
 /**
@@ -89,6 +100,11 @@ export class R2Node implements StorageNode {
   async head(key: string): Promise<number | null> {
     return (await this.bucket.head(key))?.size ?? null;
   }
+
+  async list(cursor: string | null): Promise<NodeListing> {
+    const page = await this.bucket.list({ limit: 1000, ...(cursor ? { cursor } : {}) });
+    return { files: page.objects.map((o) => ({ key: o.key, modified: o.uploaded.getTime() })), cursor: page.truncated ? page.cursor : null };
+  }
 }
 
 /**
@@ -157,6 +173,10 @@ export class CountedNode implements StorageNode {
 
   delete(keys: string[]): Promise<void> {
     return this.count("DELETE", 204, () => this.inner.delete(keys));
+  }
+
+  list(cursor: string | null): Promise<NodeListing> {
+    return this.count("LIST", 200, () => this.inner.list(cursor));
   }
 
   head(key: string): Promise<number | null> {

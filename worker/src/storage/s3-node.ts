@@ -3,7 +3,7 @@
 // known up front), ranged GETs, HEAD, DELETE. Shard files are at most a part's size divided by k,
 // so a single PUT (S3 allows 5 GiB) carries any part a single PutObject or UploadPart can.
 import { AwsClient } from "aws4fetch";
-import { expectDeleted, expectOk, rangedBody, type StorageNode } from "./nodes";
+import { expectDeleted, expectOk, type NodeListing, rangedBody, type StorageNode } from "./nodes";
 
 export interface S3NodeSpec {
   /** Base URL, e.g. http://127.0.0.1:7070 or https://<account>.r2.cloudflarestorage.com. */
@@ -53,6 +53,22 @@ export class S3Node implements StorageNode {
     return Number(res.headers.get("content-length"));
   }
 
+  /** ListObjectsV2, a page of up to 1000 keys. */
+  async list(cursor: string | null): Promise<NodeListing> {
+    const query = new URLSearchParams({ "list-type": "2", "max-keys": "1000" });
+    if (cursor) query.set("continuation-token", cursor);
+    const signed = await this.client.sign(`${this.base}?${query}`, { method: "GET", headers: { "x-amz-content-sha256": "UNSIGNED-PAYLOAD" } });
+    const res = await this.fetchWithin(signed);
+    await expectOk(res, this.id, "LIST", "/");
+    const xml = await res.text();
+    const files = [...xml.matchAll(/<Contents>([\s\S]*?)<\/Contents>/g)].map(([, c]) => ({
+      key: xmlText(/<Key>([\s\S]*?)<\/Key>/.exec(c ?? "")?.[1] ?? ""),
+      modified: Date.parse(/<LastModified>([^<]*)<\/LastModified>/.exec(c ?? "")?.[1] ?? "") || 0,
+    }));
+    const next = /<NextContinuationToken>([^<]*)<\/NextContinuationToken>/.exec(xml)?.[1];
+    return { files, cursor: /<IsTruncated>true<\/IsTruncated>/.test(xml) && next ? xmlText(next) : null };
+  }
+
   /** fetch, failing if the headers take longer than timeoutMs (a stalled node); the body is not timed. */
   private async fetchWithin(request: Request): Promise<Response> {
     const abort = new AbortController();
@@ -68,4 +84,10 @@ export class S3Node implements StorageNode {
     const url = this.base + key.split("/").map(encodeURIComponent).join("/");
     return this.client.sign(url, { method, headers: { ...headers, "x-amz-content-sha256": "UNSIGNED-PAYLOAD" } });
   }
+}
+
+/** The text of an XML element's content (the five predefined entities). */
+function xmlText(s: string): string {
+  const entities: Record<string, string> = { lt: "<", gt: ">", quot: '"', apos: "'", amp: "&" };
+  return s.replace(/&(lt|gt|quot|apos|amp);/g, (_, e: string) => entities[e] ?? "");
 }
