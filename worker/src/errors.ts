@@ -33,5 +33,5 @@ export function textResponse(text: string | null, init: ResponseInit): Response 
 /** Anything thrown while serving a request, as the S3 error to answer with. */
 export function toS3Error(e: unknown): S3Error {
   if (e instanceof S3Error) return e;
-  return new S3Error(500, "InternalError", "We encountered an internal error. Please try again.");
+  return new S3Error("InternalError", "We encountered an internal error. Please try again.");
 }

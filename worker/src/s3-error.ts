@@ -1,22 +1,74 @@
-// An S3 error raised by request handling code that has no hono Context at hand (parsers, pure
-// helpers); the HTTP layer turns it into the XML <Error> response (errors.ts `s3Error`).
+// S3 errors: the one table of every error code the gateway answers with and its HTTP status, and
+// the error that code below the HTTP layer throws to answer with one (errors.ts turns it into the
+// XML <Error> response). Codes S3 does not have are the gateway's own (admin endpoints).
+export const S3_ERRORS = {
+  AccessDenied: 403,
+  AccessForbidden: 403,
+  AuthorizationHeaderMalformed: 400,
+  AuthorizationQueryParametersError: 400,
+  BadDigest: 400,
+  BadRequest: 400,
+  BucketAlreadyOwnedByYou: 409,
+  BucketNotEmpty: 409,
+  EntityTooLarge: 400,
+  EntityTooSmall: 400,
+  IncompleteBody: 400,
+  InternalError: 500,
+  InvalidAccessKeyId: 403,
+  InvalidArgument: 400,
+  InvalidBucketName: 400,
+  InvalidChunkSizeError: 400,
+  InvalidDigest: 400,
+  InvalidLocationConstraint: 400,
+  InvalidPart: 400,
+  InvalidPartNumber: 416,
+  InvalidPartOrder: 400,
+  InvalidRange: 416,
+  InvalidRequest: 400,
+  InvalidTag: 400,
+  KeyTooLongError: 400,
+  MalformedTrailerError: 400,
+  MalformedXML: 400,
+  MissingContentLength: 411,
+  NoSuchBucket: 404,
+  NoSuchCORSConfiguration: 404,
+  NoSuchKey: 404,
+  NoSuchUpload: 404,
+  NoSuchVersion: 404,
+  NotImplemented: 501,
+  OperationAborted: 409,
+  PreconditionFailed: 412,
+  RequestTimeTooSkewed: 403,
+  ServiceUnavailable: 503,
+  SignatureDoesNotMatch: 403,
+  XAmzContentSHA256Mismatch: 400,
+  // The gateway's own, from its admin endpoints.
+  NoSuchNode: 404,
+  NodeNotDraining: 409,
+} as const satisfies Record<string, number>;
+
+export type S3ErrorCode = keyof typeof S3_ERRORS;
+
+/** An S3 error to answer with: its code (whose status comes from S3_ERRORS) and message. */
 export class S3Error extends Error {
+  readonly status: number;
+
   constructor(
-    readonly status: number,
-    readonly code: string,
+    readonly code: S3ErrorCode,
     message: string,
   ) {
     super(message);
     this.name = "S3Error";
+    this.status = S3_ERRORS[code];
   }
 }
 
 /** The bucket named in the request does not exist (404 NoSuchBucket). */
 export function noSuchBucket(bucket: string): S3Error {
-  return new S3Error(404, "NoSuchBucket", `The specified bucket does not exist: ${bucket}.`);
+  return new S3Error("NoSuchBucket", `The specified bucket does not exist: ${bucket}.`);
 }
 
 /** The key named in the request does not exist (404 NoSuchKey). */
 export function noSuchKey(): S3Error {
-  return new S3Error(404, "NoSuchKey", "The specified key does not exist.");
+  return new S3Error("NoSuchKey", "The specified key does not exist.");
 }

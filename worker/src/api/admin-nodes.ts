@@ -22,7 +22,7 @@ export function adminNodes(ctx: RequestContext): Response {
 export async function adminObject(ctx: RequestContext): Promise<Response> {
   const bucket = ctx.url.searchParams.get("bucket") ?? "";
   const key = ctx.url.searchParams.get("key") ?? "";
-  if (!bucket || !key) throw new S3Error(400, "InvalidArgument", "Name the object: ?bucket=NAME&key=KEY.");
+  if (!bucket || !key) throw new S3Error("InvalidArgument", "Name the object: ?bucket=NAME&key=KEY.");
   const { bucket: exists, object } = await bucketIndex(ctx, bucket).head(key);
   if (!exists) throw noSuchBucket(bucket);
   if (!object) throw noSuchKey();
@@ -68,10 +68,10 @@ const DRAIN_BATCH = 50;
  * start: run the walk again) or multipart uploads still in progress placed parts on it.
  */
 export async function adminDrain(ctx: RequestContext, nodeId: string): Promise<Response> {
-  if (!ctx.config.nodes.some((n) => n.id === nodeId)) throw new S3Error(404, "NoSuchNode", `There is no node ${nodeId} in SHARDGATE_NODES.`);
+  if (!ctx.config.nodes.some((n) => n.id === nodeId)) throw new S3Error("NoSuchNode", `There is no node ${nodeId} in SHARDGATE_NODES.`);
   // Otherwise new writes would keep landing on the node while it is emptied.
   if (ctx.config.writableNodes.some((n) => n.id === nodeId)) {
-    throw new S3Error(409, "InvalidRequest", `Node ${nodeId} is not draining: list it in SHARDGATE_DRAINING_NODES first, so no new shard files go to it.`);
+    throw new S3Error("NodeNotDraining", `Node ${nodeId} is not draining: list it in SHARDGATE_DRAINING_NODES first, so no new shard files go to it.`);
   }
   const params = ctx.url.searchParams;
   const budget = batchSize(params, DRAIN_BATCH);

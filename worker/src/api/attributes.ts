@@ -17,7 +17,7 @@ export async function getObjectAttributes(ctx: RequestContext, bucket: string, k
       .filter(Boolean),
   );
   if (wanted.size === 0 || [...wanted].some((a) => !ATTRIBUTES.includes(a))) {
-    throw new S3Error(400, "InvalidArgument", "Invalid attribute name specified.");
+    throw new S3Error("InvalidArgument", "Invalid attribute name specified.");
   }
   const maxParts = Math.min(Number(headers.get("x-amz-max-parts") ?? 1000) || 1000, 1000);
   const marker = Number(headers.get("x-amz-part-number-marker") ?? 0) || 0;

@@ -3,7 +3,7 @@ import { S3Error } from "../s3-error";
 
 export function checkBucketName(name: string): void {
   const problem = bucketNameProblem(name);
-  if (problem) throw new S3Error(400, "InvalidBucketName", `The specified bucket is not valid: ${problem}.`);
+  if (problem) throw new S3Error("InvalidBucketName", `The specified bucket is not valid: ${problem}.`);
 }
 
 function bucketNameProblem(name: string): string | null {

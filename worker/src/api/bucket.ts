@@ -12,7 +12,7 @@ export async function createBucket(ctx: RequestContext, bucket: string): Promise
   // The registry decides who created it; the bucket's own index then starts accepting objects.
   const added = await bucketRegistry(ctx).add(bucket, created);
   if (added === "exists") {
-    throw new S3Error(409, "BucketAlreadyOwnedByYou", "Your previous request to create the named bucket succeeded and you already own it.");
+    throw new S3Error("BucketAlreadyOwnedByYou", "Your previous request to create the named bucket succeeded and you already own it.");
   }
   await bucketIndex(ctx, bucket).init(bucket, created);
   return new Response(null, { status: 200, headers: { Location: `/${bucket}` } });
@@ -23,7 +23,7 @@ async function checkLocationConstraint(ctx: RequestContext): Promise<void> {
   const body = ctx.auth.body ? await new Response(ctx.auth.body).text() : "";
   const location = /<LocationConstraint>([^<]*)<\/LocationConstraint>/.exec(body)?.[1] ?? "";
   if (location !== "" && location !== ctx.config.region) {
-    throw new S3Error(400, "InvalidLocationConstraint", `The specified location-constraint is not valid: this gateway serves ${ctx.config.region}.`);
+    throw new S3Error("InvalidLocationConstraint", `The specified location-constraint is not valid: this gateway serves ${ctx.config.region}.`);
   }
 }
 
@@ -38,7 +38,7 @@ const DROPPED_BUCKET_GARBAGE = 10_000;
 
 export async function deleteBucket(ctx: RequestContext, bucket: string): Promise<Response> {
   const result = await bucketIndex(ctx, bucket).drop();
-  if (result === "not-empty") throw new S3Error(409, "BucketNotEmpty", "The bucket you tried to delete is not empty.");
+  if (result === "not-empty") throw new S3Error("BucketNotEmpty", "The bucket you tried to delete is not empty.");
   if (result === "missing") throw noSuchBucket(bucket);
   await bucketRegistry(ctx).remove(bucket);
   // Uploads in progress went with the bucket: their shard files now, as the registry no longer lists it for the job.

@@ -15,7 +15,7 @@ const headerName = (a: Algorithm) => `x-amz-checksum-${a.toLowerCase()}`;
 export function parseAlgorithm(name: string | null): Algorithm | null {
   if (name === null || name === "") return null;
   const upper = name.toUpperCase();
-  if (!ALGORITHMS.includes(upper as Algorithm)) throw new S3Error(400, "InvalidRequest", `Checksum algorithm ${name} is not supported.`);
+  if (!ALGORITHMS.includes(upper as Algorithm)) throw new S3Error("InvalidRequest", `Checksum algorithm ${name} is not supported.`);
   return upper as Algorithm;
 }
 
@@ -86,10 +86,9 @@ export class RequestChecksums {
       if (expected === null && !inTrailer) continue;
       pending.push({ algorithm, source: expected !== null ? "header" : "trailer", expected, compute: hasher(core, algorithm) });
     }
-    if (pending.length > 1) throw new S3Error(400, "InvalidRequest", "Expecting a single x-amz-checksum- header.");
+    if (pending.length > 1) throw new S3Error("InvalidRequest", "Expecting a single x-amz-checksum- header.");
     if (also !== null && pending.length === 1 && pending[0].algorithm !== also) {
       throw new S3Error(
-        400,
         "InvalidRequest",
         `Checksum Type mismatch occurred, expected checksum Type: ${also.toLowerCase()}, actual checksum Type: ${pending[0].algorithm.toLowerCase()}`,
       );
@@ -119,10 +118,10 @@ export class RequestChecksums {
       const value = toBase64(await p.compute.digest());
       const expected = p.source === "header" ? p.expected : p.source === "trailer" ? (await trailers).get(headerName(p.algorithm)) : value;
       if (expected === null) {
-        throw new S3Error(400, "InvalidRequest", `The ${headerName(p.algorithm)} trailer was announced but not sent.`);
+        throw new S3Error("InvalidRequest", `The ${headerName(p.algorithm)} trailer was announced but not sent.`);
       }
       if (expected !== value) {
-        throw new S3Error(400, "BadDigest", `The ${p.algorithm} you specified did not match the calculated checksum.`);
+        throw new S3Error("BadDigest", `The ${p.algorithm} you specified did not match the calculated checksum.`);
       }
       result.push({ algorithm: p.algorithm, kind: "FULL_OBJECT", value });
     }
@@ -134,17 +133,17 @@ export class RequestChecksums {
 export function uploadChecksumType(algorithm: Algorithm | null, asked: string | null): ChecksumKind | null {
   const type = asked === null || asked === "" ? null : asked.toUpperCase();
   if (type !== null && type !== "COMPOSITE" && type !== "FULL_OBJECT") {
-    throw new S3Error(400, "InvalidRequest", `Value for x-amz-checksum-type header is invalid.`);
+    throw new S3Error("InvalidRequest", `Value for x-amz-checksum-type header is invalid.`);
   }
   if (algorithm === null) {
-    if (type !== null) throw new S3Error(400, "InvalidRequest", "The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header.");
+    if (type !== null) throw new S3Error("InvalidRequest", "The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header.");
     return null;
   }
   if (type === "FULL_OBJECT" && !COMBINABLE.includes(algorithm)) {
-    throw new S3Error(400, "InvalidRequest", `The FULL_OBJECT checksum type cannot be used with the ${algorithm.toLowerCase()} checksum algorithm.`);
+    throw new S3Error("InvalidRequest", `The FULL_OBJECT checksum type cannot be used with the ${algorithm.toLowerCase()} checksum algorithm.`);
   }
   if (type === "COMPOSITE" && algorithm === "CRC64NVME") {
-    throw new S3Error(400, "InvalidRequest", "The COMPOSITE checksum type cannot be used with the crc64nvme checksum algorithm.");
+    throw new S3Error("InvalidRequest", "The COMPOSITE checksum type cannot be used with the crc64nvme checksum algorithm.");
   }
   return (type as ChecksumKind | null) ?? (algorithm === "CRC64NVME" ? "FULL_OBJECT" : "COMPOSITE");
 }

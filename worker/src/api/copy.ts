@@ -30,10 +30,10 @@ export function parseCopySource(header: string): CopySource {
   } catch {
     key = "";
   }
-  if (slash <= 0 || key === "") throw new S3Error(400, "InvalidArgument", "Copy Source must mention the source bucket and key: sourcebucket/sourcekey.");
+  if (slash <= 0 || key === "") throw new S3Error("InvalidArgument", "Copy Source must mention the source bucket and key: sourcebucket/sourcekey.");
   const version = new URLSearchParams(query ?? "").get("versionId");
   // Buckets are unversioned: only the "null" version exists.
-  if (version !== null && version !== "null") throw new S3Error(404, "NoSuchVersion", "The specified version does not exist.");
+  if (version !== null && version !== "null") throw new S3Error("NoSuchVersion", "The specified version does not exist.");
   return { bucket: decodeURIComponent(trimmed.slice(0, slash)), key };
 }
 
@@ -46,7 +46,7 @@ export async function readCopySource(ctx: RequestContext, source: CopySource): P
 
 function directive(headers: Headers, name: string): "COPY" | "REPLACE" {
   const value = (headers.get(name) ?? "COPY").toUpperCase();
-  if (value !== "COPY" && value !== "REPLACE") throw new S3Error(400, "InvalidArgument", `Unknown ${name}: ${headers.get(name)}`);
+  if (value !== "COPY" && value !== "REPLACE") throw new S3Error("InvalidArgument", `Unknown ${name}: ${headers.get(name)}`);
   return value;
 }
 
@@ -61,14 +61,13 @@ export async function copyObject(ctx: RequestContext, bucket: string, key: strin
   const inPlace = source.bucket === bucket && source.key === key;
   if (inPlace && metadataDirective === "COPY" && taggingDirective === "COPY" && algorithm === null) {
     throw new S3Error(
-      400,
       "InvalidRequest",
       "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
     );
   }
   const { record, manifest } = await readCopySource(ctx, source);
   if (manifest.size > MAX_PUT_BYTES) {
-    throw new S3Error(400, "InvalidRequest", `The specified copy source is larger than the maximum allowable size for a copy source: ${MAX_PUT_BYTES}`);
+    throw new S3Error("InvalidRequest", `The specified copy source is larger than the maximum allowable size for a copy source: ${MAX_PUT_BYTES}`);
   }
   const fields = {
     headers: metadataDirective === "REPLACE" ? storedHeaders(headers) : manifest.headers,
@@ -134,7 +133,6 @@ async function replaceInPlace(
     manifest: ctx.core.encodeManifest(next),
   });
   if (result === "missing") throw noSuchKey();
-  if (result === "changed")
-    throw new S3Error(409, "OperationAborted", "A conflicting operation is currently in progress against this resource. Please try again.");
+  if (result === "changed") throw new S3Error("OperationAborted", "A conflicting operation is currently in progress against this resource. Please try again.");
   return { object, lastModified };
 }

@@ -27,7 +27,7 @@ export async function putBucketCors(ctx: RequestContext, bucket: string): Promis
 export async function getBucketCors(ctx: RequestContext, bucket: string): Promise<Response> {
   const stored = await bucketIndex(ctx, bucket).cors();
   if (stored === undefined) throw noSuchBucket(bucket);
-  if (stored === null) throw new S3Error(404, "NoSuchCORSConfiguration", "The CORS configuration does not exist");
+  if (stored === null) throw new S3Error("NoSuchCORSConfiguration", "The CORS configuration does not exist");
   return xmlResponse(renderCors(JSON.parse(stored) as CorsRule[]));
 }
 
@@ -44,10 +44,10 @@ function parseCorsXml(doc: XmlElement): CorsRule[] {
     const allowedOrigins = texts("AllowedOrigin");
     if (allowedMethods.length === 0 || allowedOrigins.length === 0) throw malformedXml();
     for (const m of allowedMethods) {
-      if (!METHODS.includes(m)) throw new S3Error(400, "InvalidRequest", `Found unsupported HTTP method in CORS config. Unsupported method is ${m}`);
+      if (!METHODS.includes(m)) throw new S3Error("InvalidRequest", `Found unsupported HTTP method in CORS config. Unsupported method is ${m}`);
     }
     for (const o of allowedOrigins) {
-      if (o.split("*").length > 2) throw new S3Error(400, "InvalidRequest", `AllowedOrigin "${o}" can not have more than one wildcard.`);
+      if (o.split("*").length > 2) throw new S3Error("InvalidRequest", `AllowedOrigin "${o}" can not have more than one wildcard.`);
     }
     const maxAge = childText(r, "MaxAgeSeconds")?.trim();
     if (maxAge !== undefined && !/^\d+$/.test(maxAge)) throw malformedXml();
@@ -117,7 +117,7 @@ export function preflight(rules: readonly CorsRule[], request: Request): Respons
   const origin = request.headers.get("origin");
   const method = request.headers.get("access-control-request-method");
   if (origin === null || method === null) {
-    return new S3Error(400, "BadRequest", "Insufficient information. Origin request header needed.");
+    return new S3Error("BadRequest", "Insufficient information. Origin request header needed.");
   }
   const asked = (request.headers.get("access-control-request-headers") ?? "")
     .split(",")
@@ -126,7 +126,6 @@ export function preflight(rules: readonly CorsRule[], request: Request): Respons
   const rule = matchRule(rules, origin, method, asked);
   if (!rule)
     return new S3Error(
-      403,
       "AccessForbidden",
       "CORSResponse: This CORS request is not allowed. This is usually because the evalution of Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers are not whitelisted by the resource's CORS spec.",
     );

@@ -48,11 +48,11 @@ async function parseDeleteRequest(ctx: RequestContext): Promise<DeleteRequest> {
   const contentMd5 = parseContentMd5(headers.get("content-md5"));
   const checksums = RequestChecksums.fromRequest(ctx.core, headers);
   if (!contentMd5 && checksums.isEmpty) {
-    throw new S3Error(400, "InvalidRequest", "Missing required header for this request: Content-MD5 or x-amz-checksum-*");
+    throw new S3Error("InvalidRequest", "Missing required header for this request: Content-MD5 or x-amz-checksum-*");
   }
   const bytes = await readXmlBody(ctx.auth.body);
   if (contentMd5 && !equalBytes(contentMd5, new Uint8Array(await crypto.subtle.digest("MD5", bytes)))) {
-    throw new S3Error(400, "BadDigest", "The Content-MD5 you specified did not match what we received.");
+    throw new S3Error("BadDigest", "The Content-MD5 you specified did not match what we received.");
   }
   checksums.update(bytes);
   await checksums.verify(ctx.auth.trailers);

@@ -96,7 +96,7 @@ function httpDate(value: string | null): number | null {
 }
 
 export function preconditionFailed(): S3Error {
-  return new S3Error(412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold.");
+  return new S3Error("PreconditionFailed", "At least one of the pre-conditions you specified did not hold.");
 }
 
 function objectHeaders(ctx: RequestContext, manifest: Manifest): Headers {
@@ -146,10 +146,10 @@ function select(ctx: RequestContext, manifest: Manifest): Selection {
   const partNumber = ctx.url.searchParams.get("partNumber");
   const range = ctx.request.headers.get("range");
   if (partNumber !== null) {
-    if (range !== null) throw new S3Error(400, "InvalidRequest", "Cannot specify both Range header and partNumber query parameter.");
+    if (range !== null) throw new S3Error("InvalidRequest", "Cannot specify both Range header and partNumber query parameter.");
     const n = Number(partNumber);
-    if (!Number.isInteger(n) || n < 1 || n > 10000) throw new S3Error(400, "InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive.");
-    if (n > manifest.parts.length) throw new S3Error(416, "InvalidPartNumber", "The requested partnumber is not satisfiable.");
+    if (!Number.isInteger(n) || n < 1 || n > 10000) throw new S3Error("InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive.");
+    if (n > manifest.parts.length) throw new S3Error("InvalidPartNumber", "The requested partnumber is not satisfiable.");
     const { part, offset } = all[n - 1];
     const whole = !multipart;
     return {
@@ -175,7 +175,7 @@ function covering(all: { part: ManifestPart; offset: number }[], start: number, 
 /** 416 with the Content-Range S3 sends (bytes *\/size). */
 export class RangeNotSatisfiable extends S3Error {
   constructor(readonly size: number) {
-    super(416, "InvalidRange", "The requested range is not satisfiable.");
+    super("InvalidRange", "The requested range is not satisfiable.");
   }
 }
 

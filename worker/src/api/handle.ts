@@ -47,7 +47,7 @@ export async function handleS3(request: Request, env: Env, exec: { waitUntil(pro
     }
     // Nothing but the health check answers without valid credentials, not even NotImplemented.
     if (!config.credentials)
-      throw new S3Error(403, "AccessDenied", "The gateway has no credentials configured (SHARDGATE_ACCESS_KEY_ID, SHARDGATE_SECRET_ACCESS_KEY).");
+      throw new S3Error("AccessDenied", "The gateway has no credentials configured (SHARDGATE_ACCESS_KEY_ID, SHARDGATE_SECRET_ACCESS_KEY).");
     const auth = await authenticate(request, config.credentials, { region: config.region, now: Date.now() });
     const ctx: RequestContext = { request, url, env, config, core, auth, requestId, waitUntil: (p) => exec.waitUntil(p) };
     return await finishWithCors(await dispatch(ctx, endpoint));
@@ -149,7 +149,7 @@ function dispatch(ctx: RequestContext, e: Endpoint): Promise<Response> {
     case "AdminSweep":
       return adminSweep(ctx);
     case "NotImplemented":
-      throw new S3Error(501, "NotImplemented", `${e.name} is not implemented.`);
+      throw new S3Error("NotImplemented", `${e.name} is not implemented.`);
     default:
       return unreachable(e);
   }

@@ -14,7 +14,7 @@ export async function adminHeal(ctx: RequestContext): Promise<Response> {
   const params = ctx.url.searchParams;
   const bucket = params.get("bucket");
   if (bucket === null) return json(await healQueues(ctx, batchSize(params)));
-  if (bucket === "") throw new S3Error(400, "InvalidArgument", "Name the bucket to heal (?bucket=NAME), or none to work through the heal queues.");
+  if (bucket === "") throw new S3Error("InvalidArgument", "Name the bucket to heal (?bucket=NAME), or none to work through the heal queues.");
   const prefix = params.get("prefix") ?? "";
   const index = bucketIndex(ctx, bucket);
   const [info, page] = await Promise.all([

@@ -69,14 +69,14 @@ function parseMaxKeys(value: string | null): number {
   if (value === null) return MAX_LIST_KEYS;
   const n = /^\d{1,10}$/.test(value) ? Number(value) : NaN;
   if (!(n <= MAX_KEYS_LIMIT)) {
-    throw new S3Error(400, "InvalidArgument", `Argument maxKeys must be an integer between 0 and ${MAX_KEYS_LIMIT}`);
+    throw new S3Error("InvalidArgument", `Argument maxKeys must be an integer between 0 and ${MAX_KEYS_LIMIT}`);
   }
   return Math.min(n, MAX_LIST_KEYS);
 }
 
 function parseEncodingType(value: string | null): boolean {
   if (value === null) return false;
-  if (value !== "url") throw new S3Error(400, "InvalidArgument", "Invalid Encoding Method specified in Request");
+  if (value !== "url") throw new S3Error("InvalidArgument", "Invalid Encoding Method specified in Request");
   return true;
 }
 
@@ -89,7 +89,7 @@ export function encodeContinuationToken(last: string): string {
 
 /** The `last` a continuation token carries; InvalidArgument for anything we did not issue. */
 export function decodeContinuationToken(token: string): string {
-  const invalid = () => new S3Error(400, "InvalidArgument", "The continuation token provided is incorrect");
+  const invalid = () => new S3Error("InvalidArgument", "The continuation token provided is incorrect");
   if (!/^[A-Za-z0-9_-]+$/.test(token) || token.length % 4 === 1) throw invalid();
   const binary = atob(token.replace(/-/g, "+").replace(/_/g, "/"));
   const bytes = Uint8Array.from(binary, (ch) => ch.charCodeAt(0));

@@ -15,7 +15,7 @@ export function bearerAuthorized(request: Request, env: Env): boolean {
   if (!header?.startsWith("Bearer ")) return false;
   const token = env.SHARDGATE_METRICS_TOKEN;
   if (token && constantTimeEqual(token, header.slice("Bearer ".length))) return true;
-  throw new S3Error(403, "AccessDenied", "The bearer token is not valid for the metrics endpoint.");
+  throw new S3Error("AccessDenied", "The bearer token is not valid for the metrics endpoint.");
 }
 
 export async function getMetrics(env: Env): Promise<Response> {

@@ -45,16 +45,12 @@ const MAX_PART_NUMBER = 10_000;
 const MAX_LIST = 1000;
 
 function noSuchUpload(): S3Error {
-  return new S3Error(
-    404,
-    "NoSuchUpload",
-    "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.",
-  );
+  return new S3Error("NoSuchUpload", "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.");
 }
 
 export function parsePartNumber(value: string | null): number {
   const n = value !== null && /^\d{1,5}$/.test(value) ? Number(value) : NaN;
-  if (!(n >= 1 && n <= MAX_PART_NUMBER)) throw new S3Error(400, "InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive");
+  if (!(n >= 1 && n <= MAX_PART_NUMBER)) throw new S3Error("InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive");
   return n;
 }
 
@@ -113,7 +109,7 @@ export async function uploadPartCopy(ctx: RequestContext, bucket: string, key: s
   const { manifest } = await readCopySource(ctx, source);
   const { start, end } = copySourceRange(headers.get("x-amz-copy-source-range"), manifest.size);
   if (end - start > MAX_PUT_BYTES)
-    throw new S3Error(400, "InvalidRequest", "The specified copy range is larger than the maximum allowable size for a part: 5368709120");
+    throw new S3Error("InvalidRequest", "The specified copy range is larger than the maximum allowable size for a part: 5368709120");
   const checksums = RequestChecksums.computing(ctx.core, upload.checksumAlgorithm as Algorithm | null);
   const body = await openRange(ctx, manifest, start, end);
   const written = await writePart(ctx.config, ctx.core, body, end - start, (b) => checksums.update(b), "copy");
@@ -129,13 +125,12 @@ function copySourceRange(header: string | null, size: number): { start: number; 
   const m = /^bytes=(\d+)-(\d+)$/.exec(header.trim());
   if (!m || Number(m[1]) > Number(m[2])) {
     throw new S3Error(
-      400,
       "InvalidArgument",
       "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy",
     );
   }
   const [start, last] = [Number(m[1]), Number(m[2])];
-  if (last >= size) throw new S3Error(400, "InvalidArgument", `Range specified is not valid for source object of size: ${size}`);
+  if (last >= size) throw new S3Error("InvalidArgument", `Range specified is not valid for source object of size: ${size}`);
   return { start, end: last + 1 };
 }
 
@@ -190,7 +185,7 @@ async function parseCompleteBody(body: ReadableStream<Uint8Array> | null): Promi
   if (parts.length === 0) throw malformedXml("You must specify at least one part");
   for (let i = 1; i < parts.length; i++) {
     if (parts[i].partNumber <= parts[i - 1].partNumber) {
-      throw new S3Error(400, "InvalidPartOrder", "The list of parts was not in ascending order. Parts must be ordered by part number.");
+      throw new S3Error("InvalidPartOrder", "The list of parts was not in ascending order. Parts must be ordered by part number.");
     }
   }
   return parts;
@@ -198,7 +193,6 @@ async function parseCompleteBody(body: ReadableStream<Uint8Array> | null): Promi
 
 function invalidPart(): S3Error {
   return new S3Error(
-    400,
     "InvalidPart",
     "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not have matched the part's entity tag.",
   );
@@ -267,7 +261,7 @@ function choosePartsUsed(upload: UploadInfo, listed: ListedPart[], parts: PartRe
     const claimed = upload.checksumAlgorithm === null ? undefined : l.checksums.get(upload.checksumAlgorithm);
     if (claimed !== undefined && claimed !== part.checksum?.value) throw invalidPart();
     if (i < listed.length - 1 && part.size < MIN_PART_BYTES) {
-      throw new S3Error(400, "EntityTooSmall", "Your proposed upload is smaller than the minimum allowed object size.");
+      throw new S3Error("EntityTooSmall", "Your proposed upload is smaller than the minimum allowed object size.");
     }
     return part;
   });
@@ -281,7 +275,7 @@ async function objectChecksums(ctx: RequestContext, upload: UploadInfo, used: Pa
   if (checksum === null) return [];
   const claimed = ctx.request.headers.get(`x-amz-checksum-${algorithm.toLowerCase()}`);
   if (claimed !== null && claimed !== checksumValue(checksum, used.length)) {
-    throw new S3Error(400, "BadDigest", `The ${algorithm} you specified did not match the calculated checksum.`);
+    throw new S3Error("BadDigest", `The ${algorithm} you specified did not match the calculated checksum.`);
   }
   return [checksum];
 }
@@ -302,7 +296,7 @@ export async function abortMultipartUpload(ctx: RequestContext, bucket: string, 
 
 function listLimit(value: string | null, name: string): number {
   if (value === null) return MAX_LIST;
-  if (!/^\d{1,10}$/.test(value)) throw new S3Error(400, "InvalidArgument", `Provided ${name} not an integer or within integer range`);
+  if (!/^\d{1,10}$/.test(value)) throw new S3Error("InvalidArgument", `Provided ${name} not an integer or within integer range`);
   return Math.min(Number(value), MAX_LIST);
 }
 
@@ -321,7 +315,7 @@ export async function listParts(ctx: RequestContext, bucket: string, key: string
   const maxParts = listLimit(params.get("max-parts"), "max-parts");
   const markerParam = params.get("part-number-marker");
   const marker = markerParam === null || markerParam === "" ? 0 : Number(markerParam);
-  if (!Number.isInteger(marker) || marker < 0) throw new S3Error(400, "InvalidArgument", "Provided part-number-marker not an integer or within integer range");
+  if (!Number.isInteger(marker) || marker < 0) throw new S3Error("InvalidArgument", "Provided part-number-marker not an integer or within integer range");
   const { bucket: exists, upload, parts } = await bucketIndex(ctx, bucket).listParts(uploadId, key, marker, maxParts + 1);
   if (!exists) throw noSuchBucket(bucket);
   if (!upload) throw noSuchUpload();
@@ -354,7 +348,7 @@ export async function listParts(ctx: RequestContext, bucket: string, key: string
 export async function listMultipartUploads(ctx: RequestContext, bucket: string): Promise<Response> {
   const params = ctx.url.searchParams;
   const encodeUrl = params.get("encoding-type") === "url";
-  if (params.has("encoding-type") && !encodeUrl) throw new S3Error(400, "InvalidArgument", "Invalid Encoding Method specified in Request");
+  if (params.has("encoding-type") && !encodeUrl) throw new S3Error("InvalidArgument", "Invalid Encoding Method specified in Request");
   const query = {
     prefix: params.get("prefix") ?? "",
     delimiter: params.get("delimiter") || null,

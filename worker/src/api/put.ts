@@ -35,8 +35,8 @@ export async function putObject(ctx: RequestContext, bucket: string, key: string
 /** The decoded body's length, required and at most MAX_PUT_BYTES. */
 export function requestSize(ctx: RequestContext): number {
   const size = ctx.auth.contentLength;
-  if (size === null) throw new S3Error(411, "MissingContentLength", "You must provide the Content-Length HTTP header.");
-  if (size > MAX_PUT_BYTES) throw new S3Error(400, "EntityTooLarge", "Your proposed upload exceeds the maximum allowed size.");
+  if (size === null) throw new S3Error("MissingContentLength", "You must provide the Content-Length HTTP header.");
+  if (size > MAX_PUT_BYTES) throw new S3Error("EntityTooLarge", "Your proposed upload exceeds the maximum allowed size.");
   return size;
 }
 
@@ -52,7 +52,7 @@ export async function verifyWritten(
 ): Promise<ObjectChecksum[]> {
   try {
     if (contentMd5 && !equalBytes(contentMd5, written.md5)) {
-      throw new S3Error(400, "BadDigest", "The Content-MD5 you specified did not match what we received.");
+      throw new S3Error("BadDigest", "The Content-MD5 you specified did not match what we received.");
     }
     return await checksums.verify(ctx.auth.trailers);
   } catch (e) {
@@ -104,7 +104,7 @@ export async function commitObject(
 export const UNDER_REPLICATED = "under-replicated write";
 
 export function preconditionFailedOnWrite(): S3Error {
-  return new S3Error(412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold.");
+  return new S3Error("PreconditionFailed", "At least one of the pre-conditions you specified did not hold.");
 }
 
 export function partOf(written: WrittenPart, etag: string, checksums: ObjectChecksum[]): ManifestPart {
@@ -114,7 +114,7 @@ export function partOf(written: WrittenPart, etag: string, checksums: ObjectChec
 
 export function checkKey(key: string): void {
   if (new TextEncoder().encode(key).length > 1024) {
-    throw new S3Error(400, "KeyTooLongError", "Your key is too long (the limit is 1024 bytes of UTF-8).");
+    throw new S3Error("KeyTooLongError", "Your key is too long (the limit is 1024 bytes of UTF-8).");
   }
 }
 
@@ -126,7 +126,7 @@ export function parseContentMd5(value: string | null): Uint8Array | null {
   } catch {
     // fall through
   }
-  throw new S3Error(400, "InvalidDigest", "The Content-MD5 you specified is not valid.");
+  throw new S3Error("InvalidDigest", "The Content-MD5 you specified is not valid.");
 }
 
 /** Conditional writes: If-None-Match: * (create only) and If-Match: <etag>. */
@@ -134,7 +134,7 @@ export function writeCondition(headers: Headers): WriteCondition | undefined {
   const ifNoneMatch = headers.get("if-none-match");
   const ifMatch = headers.get("if-match");
   if (ifNoneMatch !== null && ifNoneMatch.trim() !== "*") {
-    throw new S3Error(501, "NotImplemented", "If-None-Match on writes supports only '*'.");
+    throw new S3Error("NotImplemented", "If-None-Match on writes supports only '*'.");
   }
   if (ifNoneMatch === null && ifMatch === null) return undefined;
   return { ifNoneMatch: ifNoneMatch !== null, ifMatch: ifMatch === null ? undefined : ifMatch.trim().replace(/^"|"$/g, "") };

@@ -37,24 +37,24 @@ export async function adminScrub(ctx: RequestContext): Promise<Response> {
   const settings = { ...scrubSettings(ctx.env) };
   const mode = params.get("mode");
   if (mode !== null) {
-    if (!isScrubMode(mode)) throw new S3Error(400, "InvalidArgument", "mode must be deep or shallow.");
+    if (!isScrubMode(mode)) throw new S3Error("InvalidArgument", "mode must be deep or shallow.");
     settings.mode = mode;
   }
   settings.maxObjects = bounded(params.get("max-objects"), "max-objects", settings.maxObjects, MAX_OBJECTS);
   settings.maxMs = bounded(params.get("max-ms"), "max-ms", settings.maxMs, MAX_MS);
   const heal = params.get("heal");
   if (heal !== null) {
-    if (heal !== "true" && heal !== "false") throw new S3Error(400, "InvalidArgument", "heal must be true or false.");
+    if (heal !== "true" && heal !== "false") throw new S3Error("InvalidArgument", "heal must be true or false.");
     settings.heal = heal === "true";
   }
   const result = await scrubStep(ctx.env, settings, "admin");
-  if (!result.ok) throw new S3Error(409, "OperationAborted", `Another scrub run is in progress (its lease ends at ${result.busyUntil}).`);
+  if (!result.ok) throw new S3Error("OperationAborted", `Another scrub run is in progress (its lease ends at ${result.busyUntil}).`);
   return json({ run: result.run, status: { ...result.state, running: false, settings: scrubSettings(ctx.env) } satisfies ScrubStatusView });
 }
 
 function bounded(raw: string | null, name: string, fallback: number, max: number): number {
   if (raw === null) return fallback;
   const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n <= 0) throw new S3Error(400, "InvalidArgument", `${name} must be a positive integer.`);
+  if (!Number.isSafeInteger(n) || n <= 0) throw new S3Error("InvalidArgument", `${name} must be a positive integer.`);
   return Math.min(n, max);
 }

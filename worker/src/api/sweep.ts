@@ -11,8 +11,7 @@ export async function adminSweep(ctx: RequestContext): Promise<Response> {
   let graceMs = orphanGraceMs(ctx.env);
   if (raw !== null) {
     const n = Number(raw);
-    if (raw === "" || !Number.isSafeInteger(n) || n < 0)
-      throw new S3Error(400, "InvalidArgument", "grace-seconds must be a whole number of seconds, 0 or more.");
+    if (raw === "" || !Number.isSafeInteger(n) || n < 0) throw new S3Error("InvalidArgument", "grace-seconds must be a whole number of seconds, 0 or more.");
     graceMs = n * 1000;
   }
   return json(await sweepOrphans(ctx.env, ctx.config, ctx.core, { graceMs, now: Date.now() }));

@@ -15,12 +15,12 @@ const MAX_KEY_CHARS = 128;
 const MAX_VALUE_CHARS = 256;
 
 function invalidTag(message: string): S3Error {
-  return new S3Error(400, "InvalidTag", message);
+  return new S3Error("InvalidTag", message);
 }
 
 /** S3's rules: at most 10 tags, unique keys of 1..128 and values of 0..256 characters. */
 export function validateTags(tags: Tags): Tags {
-  if (tags.length > MAX_TAGS) throw new S3Error(400, "BadRequest", "Object tags cannot be greater than 10");
+  if (tags.length > MAX_TAGS) throw new S3Error("BadRequest", "Object tags cannot be greater than 10");
   const seen = new Set<string>();
   for (const [key, value] of tags) {
     if (key.length === 0 || [...key].length > MAX_KEY_CHARS) throw invalidTag("The TagKey you have provided is invalid");
@@ -86,5 +86,5 @@ async function updateManifest(ctx: RequestContext, bucket: string, key: string, 
     if (result === "replaced") return;
     if (result === "missing") throw noSuchKey();
   }
-  throw new S3Error(409, "OperationAborted", "A conflicting conditional operation is currently in progress against this resource. Please try again.");
+  throw new S3Error("OperationAborted", "A conflicting conditional operation is currently in progress against this resource. Please try again.");
 }

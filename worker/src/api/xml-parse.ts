@@ -16,7 +16,7 @@ export interface XmlElement {
 export const MAX_XML_BYTES = 2 * 1024 * 1024;
 
 export function malformedXml(detail = "The XML you provided was not well-formed or did not validate against our published schema."): S3Error {
-  return new S3Error(400, "MalformedXML", detail);
+  return new S3Error("MalformedXML", detail);
 }
 
 /** Parses a document and returns its root element. */

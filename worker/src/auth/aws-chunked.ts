@@ -60,20 +60,12 @@ export interface DecodedBody {
   trailers: Promise<Headers>;
 }
 
-const malformed = (detail: string) => new S3Error(400, "InvalidRequest", `Malformed aws-chunked payload: ${detail}.`);
+const malformed = (detail: string) => new S3Error("InvalidRequest", `Malformed aws-chunked payload: ${detail}.`);
 const malformedTrailer = (detail: string) =>
-  new S3Error(
-    400,
-    "MalformedTrailerError",
-    `The request contained trailing data that was not well-formed or did not conform to our published schema: ${detail}.`,
-  );
-const incomplete = () => new S3Error(400, "IncompleteBody", "The request body terminated unexpectedly before the end of the aws-chunked payload.");
+  new S3Error("MalformedTrailerError", `The request contained trailing data that was not well-formed or did not conform to our published schema: ${detail}.`);
+const incomplete = () => new S3Error("IncompleteBody", "The request body terminated unexpectedly before the end of the aws-chunked payload.");
 const chunkSignatureMismatch = (what: string) =>
-  new S3Error(
-    403,
-    "SignatureDoesNotMatch",
-    `The ${what} signature we calculated does not match the signature you provided. Check your key and signing method.`,
-  );
+  new S3Error("SignatureDoesNotMatch", `The ${what} signature we calculated does not match the signature you provided. Check your key and signing method.`);
 
 enum State {
   ChunkHeader,
@@ -223,7 +215,7 @@ export class AwsChunkedParser {
     if (!/^[0-9a-fA-F]{1,16}$/.test(hex)) throw malformed("invalid chunk size");
     const size = parseInt(hex, 16);
     if (size > this.maxChunk) {
-      throw new S3Error(400, "InvalidChunkSizeError", `Chunk size ${size} exceeds the maximum of ${this.maxChunk} bytes.`);
+      throw new S3Error("InvalidChunkSizeError", `Chunk size ${size} exceeds the maximum of ${this.maxChunk} bytes.`);
     }
     if (this.opts.signing) {
       const m = /^;chunk-signature=([0-9a-fA-F]{64})$/.exec(ext);

@@ -51,17 +51,13 @@ const MAX_PRESIGNED_EXPIRES = 604800;
 // ---------------------------------------------------------------------------------------------
 // Errors
 
-const accessDenied = (message: string) => new S3Error(403, "AccessDenied", message);
-const headerMalformed = (detail: string) => new S3Error(400, "AuthorizationHeaderMalformed", `The authorization header is malformed; ${detail}`);
-const queryError = (message: string) => new S3Error(400, "AuthorizationQueryParametersError", message);
+const accessDenied = (message: string) => new S3Error("AccessDenied", message);
+const headerMalformed = (detail: string) => new S3Error("AuthorizationHeaderMalformed", `The authorization header is malformed; ${detail}`);
+const queryError = (message: string) => new S3Error("AuthorizationQueryParametersError", message);
 const signatureMismatch = () =>
-  new S3Error(
-    403,
-    "SignatureDoesNotMatch",
-    "The request signature we calculated does not match the signature you provided. Check your key and signing method.",
-  );
+  new S3Error("SignatureDoesNotMatch", "The request signature we calculated does not match the signature you provided. Check your key and signing method.");
 const unsupportedMechanism = () =>
-  new S3Error(400, "InvalidRequest", "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256.");
+  new S3Error("InvalidRequest", "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256.");
 
 // ---------------------------------------------------------------------------------------------
 // Encoding
@@ -250,11 +246,10 @@ function payloadMode(value: string): PayloadMode {
       return { kind: "chunked", signed: false, trailer: true };
     case "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD":
     case "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD-TRAILER":
-      throw new S3Error(501, "NotImplemented", `x-amz-content-sha256 ${value} (SigV4a) is not implemented.`);
+      throw new S3Error("NotImplemented", `x-amz-content-sha256 ${value} (SigV4a) is not implemented.`);
   }
   if (/^[0-9a-fA-F]{64}$/.test(value)) return { kind: "sha256", hash: value.toLowerCase() };
   throw new S3Error(
-    400,
     "InvalidArgument",
     "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-UNSIGNED-PAYLOAD-TRAILER, " +
       "STREAMING-AWS4-HMAC-SHA256-PAYLOAD, STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER, " +
@@ -309,7 +304,7 @@ function parseAuthorizationHeader(authorization: string, headers: Headers): Sign
   const scheme = space < 0 ? trimmed : trimmed.slice(0, space);
   if (scheme !== ALGORITHM) {
     if (scheme === "AWS" || scheme === "AWS4-ECDSA-P256-SHA256") throw unsupportedMechanism();
-    throw new S3Error(400, "InvalidArgument", "Unsupported Authorization Type");
+    throw new S3Error("InvalidArgument", "Unsupported Authorization Type");
   }
   const fields = new Map<string, string>();
   for (const component of trimmed.slice(space + 1).split(",")) {
@@ -347,7 +342,7 @@ function parseAuthorizationHeader(authorization: string, headers: Headers): Sign
 
   const payloadHash = headers.get("x-amz-content-sha256");
   if (payloadHash === null) {
-    throw new S3Error(400, "InvalidRequest", "Missing required header for this request: x-amz-content-sha256");
+    throw new S3Error("InvalidRequest", "Missing required header for this request: x-amz-content-sha256");
   }
   return {
     ...cred,
@@ -441,12 +436,12 @@ function verifySha256(source: ReadableStream<Uint8Array>, expected: string): Rea
   });
 }
 
-const contentShaMismatch = () => new S3Error(400, "XAmzContentSHA256Mismatch", "The provided 'x-amz-content-sha256' header does not match what was computed.");
+const contentShaMismatch = () => new S3Error("XAmzContentSHA256Mismatch", "The provided 'x-amz-content-sha256' header does not match what was computed.");
 
 function parseLength(value: string | null, header: string): number | null {
   if (value === null) return null;
   const v = value.trim();
-  if (!/^\d{1,15}$/.test(v)) throw new S3Error(400, "InvalidArgument", `${header} must be a non-negative integer.`);
+  if (!/^\d{1,15}$/.test(v)) throw new S3Error("InvalidArgument", `${header} must be a non-negative integer.`);
   return Number(v);
 }
 
@@ -488,7 +483,6 @@ export async function authenticate(request: Request, creds: Credentials, opts: A
   const presigned = query.has("X-Amz-Algorithm") || query.has("X-Amz-Credential") || query.has("X-Amz-Signature");
   if (presigned && authorization !== null) {
     throw new S3Error(
-      400,
       "InvalidArgument",
       "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature query string parameter or the Authorization header should be specified",
     );
@@ -511,11 +505,11 @@ export async function authenticate(request: Request, creds: Credentials, opts: A
   }
 
   if (req.accessKeyId !== creds.accessKeyId) {
-    throw new S3Error(403, "InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
+    throw new S3Error("InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
   }
 
   if (!presigned && Math.abs(opts.now - req.time) > MAX_SKEW_MS) {
-    throw new S3Error(403, "RequestTimeTooSkewed", "The difference between the request time and the current time is too large.");
+    throw new S3Error("RequestTimeTooSkewed", "The difference between the request time and the current time is too large.");
   }
 
   // Every x-amz-* header (but x-amz-content-sha256, as S3 allows) and the Date the timestamp
@@ -563,7 +557,7 @@ export async function authenticate(request: Request, creds: Credentials, opts: A
       return { accessKeyId: req.accessKeyId, body: verifySha256(source!, mode.hash), contentLength, trailers: NO_TRAILERS() };
     case "chunked": {
       if (noBody) {
-        throw new S3Error(400, "IncompleteBody", "The request body terminated unexpectedly before the end of the aws-chunked payload.");
+        throw new S3Error("IncompleteBody", "The request body terminated unexpectedly before the end of the aws-chunked payload.");
       }
       const decodedLength = parseLength(headers.get("x-amz-decoded-content-length"), "x-amz-decoded-content-length");
       const announced = headers.get("x-amz-trailer");

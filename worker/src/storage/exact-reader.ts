@@ -73,7 +73,7 @@ export class ExactReader {
   async expectEnd(): Promise<void> {
     // One byte is enough to tell: a larger read would wait for bytes that never come.
     if (this.leftover.length > 0 || (await this.next(1))) {
-      throw new S3Error(400, "IncompleteBody", "The request body is longer than its declared length.");
+      throw new S3Error("IncompleteBody", "The request body is longer than its declared length.");
     }
   }
 
@@ -122,5 +122,5 @@ export class ExactReader {
 }
 
 function incomplete(): S3Error {
-  return new S3Error(400, "IncompleteBody", "You did not provide the number of bytes specified by the Content-Length HTTP header.");
+  return new S3Error("IncompleteBody", "You did not provide the number of bytes specified by the Content-Length HTTP header.");
 }

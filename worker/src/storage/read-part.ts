@@ -237,7 +237,7 @@ class ShardedRangeReader implements RangeSource {
       }
       return plan;
     } catch {
-      throw new S3Error(503, "ServiceUnavailable", "Too many storage nodes are unavailable to read this object right now.");
+      throw new S3Error("ServiceUnavailable", "Too many storage nodes are unavailable to read this object right now.");
     } finally {
       geometry.free();
     }

@@ -121,7 +121,7 @@ function preferAvailable(nodes: readonly StorageNode[], count: number): readonly
 
 function quorumLost(sinks: ShardSink[], config: GatewayConfig): S3Error {
   const ok = sinks.filter((s) => !s.failed).length;
-  return new S3Error(503, "ServiceUnavailable", `Only ${ok} of ${sinks.length} storage nodes accepted the data; ${config.writeQuorum} are needed.`);
+  return new S3Error("ServiceUnavailable", `Only ${ok} of ${sinks.length} storage nodes accepted the data; ${config.writeQuorum} are needed.`);
 }
 
 /** Removes whatever a failed write left on its nodes (best effort: nothing references it). */
