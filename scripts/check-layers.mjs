@@ -12,9 +12,8 @@
 // from config.ts (the Env and GatewayConfig types), and config.ts imports only types from above. Within api/, an operation module never imports
 // another operation module: only the helpers listed in API_HELPERS (handle.ts dispatches to them all).
 //
-// KNOWN lists the wrong-way imports that exist today (issue #16 removes them): the check fails on
-// any other, and on a KNOWN entry that no longer occurs, so the list only shrinks.
-// Exit status 1 on a violation; `--list` prints every module's layer and imports.
+// Exit status 1 on a violation, naming each import and the rule; `--list` prints every module's
+// layer and imports.
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -44,28 +43,15 @@ const API_HELPERS = new Set([
   "api/object-headers.ts",
   "api/checksums.ts",
   "api/bucket-name.ts",
+  "api/conditions.ts",
+  "api/object-request.ts",
+  "api/tags.ts",
+  "api/copy-source.ts",
+  "api/list-objects.ts",
+  "api/list-buckets.ts",
 ]);
 /** api/ modules that may import operations: the dispatcher. */
 const API_DISPATCH = new Set(["api/handle.ts"]);
-
-/** Wrong-way imports that exist today ("from -> to"); each removal shrinks the list. */
-const KNOWN = new Set([
-  // operation modules that share code through each other (planned: services/ and api helpers).
-  "api/attributes.ts -> api/get.ts",
-  "api/copy.ts -> api/get.ts",
-  "api/copy.ts -> api/put.ts",
-  "api/copy.ts -> api/tagging.ts",
-  "api/delete.ts -> api/put.ts",
-  "api/list.ts -> api/list-buckets.ts",
-  "api/list.ts -> api/list-objects.ts",
-  "api/list-buckets.ts -> api/list-objects.ts",
-  "api/multipart.ts -> api/copy.ts",
-  "api/multipart.ts -> api/get.ts",
-  "api/multipart.ts -> api/put.ts",
-  "api/multipart.ts -> api/tagging.ts",
-  "api/put.ts -> api/tagging.ts",
-  "api/tagging.ts -> api/get.ts",
-]);
 
 function sources(dir, out = []) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -109,7 +95,6 @@ const files = sources(root)
   .map((f) => relative(root, f))
   .sort();
 const problems = [];
-const seenKnown = new Set();
 for (const from of files) {
   if (process.argv.includes("--list"))
     console.log(
@@ -120,16 +105,13 @@ for (const from of files) {
   for (const imp of imports(join(root, from))) {
     const why = violation(from, imp);
     if (!why) continue;
-    const edge = `${from} -> ${imp.to}`;
-    if (KNOWN.has(edge)) seenKnown.add(edge);
-    else problems.push(`${edge}: ${why}`);
+    problems.push(`${from} -> ${imp.to}: ${why}`);
   }
 }
-for (const edge of KNOWN) if (!seenKnown.has(edge)) problems.push(`${edge}: gone, remove it from KNOWN in scripts/check-layers.mjs`);
 
 if (problems.length) {
   console.error(`check-layers: ${problems.length} import(s) against the layering (docs/architecture.md):`);
   for (const p of problems) console.error(`  ${p}`);
   process.exit(1);
 }
-console.log(`check-layers: ${files.length} modules, imports go one way (${KNOWN.size} known exceptions left, issue #16)`);
+console.log(`check-layers: ${files.length} modules, imports go one way`);

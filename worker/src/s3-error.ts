@@ -72,3 +72,8 @@ export function noSuchBucket(bucket: string): S3Error {
 export function noSuchKey(): S3Error {
   return new S3Error("NoSuchKey", "The specified key does not exist.");
 }
+
+/** A condition of the request (If-Match, If-Unmodified-Since, …) did not hold (412). */
+export function preconditionFailed(): S3Error {
+  return new S3Error("PreconditionFailed", "At least one of the pre-conditions you specified did not hold.");
+}

@@ -3,8 +3,8 @@
 import { S3Error } from "../s3-error";
 import { checksumValue } from "./checksums";
 import type { RequestContext } from "./context";
-import { existingObject } from "./get";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
+import { existingObject } from "../services/objects";
 
 const ATTRIBUTES = ["ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSize"];
 

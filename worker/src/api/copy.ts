@@ -1,48 +1,19 @@
-// CopyObject, and the copy source that UploadPartCopy shares: the source streams out of its
-// shard files and into new ones (never buffered whole); a copy onto itself that only replaces
-// metadata moves no bytes at all.
+// CopyObject: the source (api/copy-source.ts) streams out of its shard files and into new ones
+// (never buffered whole); a copy onto itself that only replaces metadata moves no bytes at all.
 import type { Manifest } from "../core-api";
 import type { ObjectRecord } from "../meta/types";
-import { S3Error, noSuchKey } from "../s3-error";
+import { S3Error, noSuchKey, preconditionFailed } from "../s3-error";
+import { parseCopySource, readCopySource } from "./copy-source";
 import { writePart } from "../storage/write-part";
 import { checksumElements, parseAlgorithm, RequestChecksums, type Algorithm } from "./checksums";
 import { bucketIndex, type RequestContext } from "./context";
-import { checkConditions, existingObject, openRange, preconditionFailed, requestConditions } from "./get";
 import { storedHeaders, userMetadata } from "./object-headers";
-import { checkKey, commitObject, MAX_PUT_BYTES, partOf, preconditionFailedOnWrite, writeCondition, type NewObject } from "./put";
-import { parseTaggingHeader } from "./tagging";
 import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
 import { hex } from "../bytes";
-
-export interface CopySource {
-  bucket: string;
-  key: string;
-}
-
-/** `x-amz-copy-source`: `[/]bucket/key[?versionId=…]`, the key URL-encoded. */
-export function parseCopySource(header: string): CopySource {
-  const [path, query] = header.split("?", 2);
-  const trimmed = path.startsWith("/") ? path.slice(1) : path;
-  const slash = trimmed.indexOf("/");
-  let key: string;
-  try {
-    key = decodeURIComponent(trimmed.slice(slash + 1));
-  } catch {
-    key = "";
-  }
-  if (slash <= 0 || key === "") throw new S3Error("InvalidArgument", "Copy Source must mention the source bucket and key: sourcebucket/sourcekey.");
-  const version = new URLSearchParams(query ?? "").get("versionId");
-  // Buckets are unversioned: only the "null" version exists.
-  if (version !== null && version !== "null") throw new S3Error("NoSuchVersion", "The specified version does not exist.");
-  return { bucket: decodeURIComponent(trimmed.slice(0, slash)), key };
-}
-
-/** The source object, after its x-amz-copy-source-if-* conditions (any failure is a 412). */
-export async function readCopySource(ctx: RequestContext, source: CopySource): Promise<{ record: ObjectRecord; manifest: Manifest }> {
-  const object = await existingObject(ctx, source.bucket, source.key);
-  if (checkConditions(requestConditions(ctx.request.headers, "x-amz-copy-source-if-"), object)) throw preconditionFailed();
-  return { record: object, manifest: ctx.core.decodeManifest(object.manifest) };
-}
+import { writeCondition } from "./conditions";
+import { openRange, commitObject, partOf, type NewObject } from "../services/objects";
+import { checkKey, MAX_PUT_BYTES } from "./object-request";
+import { parseTaggingHeader } from "./tags";
 
 function directive(headers: Headers, name: string): "COPY" | "REPLACE" {
   const value = (headers.get(name) ?? "COPY").toUpperCase();
@@ -121,7 +92,7 @@ async function replaceInPlace(
   fields: Fields,
   condition: ReturnType<typeof writeCondition>,
 ) {
-  if (condition?.ifNoneMatch || (condition?.ifMatch !== undefined && condition.ifMatch !== record.etag)) throw preconditionFailedOnWrite();
+  if (condition?.ifNoneMatch || (condition?.ifMatch !== undefined && condition.ifMatch !== record.etag)) throw preconditionFailed();
   const object: NewObject = { key: record.key, size: manifest.size, etag: manifest.etag, checksums: manifest.checksums, parts: manifest.parts, ...fields };
   const lastModified = Date.now();
   const next: Manifest = { ...manifest, ...fields, lastModifiedMs: lastModified };

@@ -5,10 +5,10 @@ import { S3Error, noSuchBucket } from "../s3-error";
 import { removeParts } from "../storage/remove";
 import { RequestChecksums } from "./checksums";
 import { bucketIndex, type RequestContext } from "./context";
-import { parseContentMd5 } from "./put";
 import { equalBytes } from "../bytes";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
 import { childrenNamed, childText, malformedXml, parseXmlBytes, readXmlBody } from "./xml-parse";
+import { parseContentMd5 } from "./object-request";
 
 /** S3's limit on keys per DeleteObjects request. */
 const MAX_DELETE_KEYS = 1000;

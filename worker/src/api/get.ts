@@ -1,28 +1,20 @@
 // GetObject and HeadObject: one metadata call, then (GET only) one parallel wave of shard
 // requests for exactly the bytes asked for, streamed to the client as they are verified.
-import type { Manifest, ManifestPart } from "../core-api";
-import type { ObjectRecord } from "../meta/types";
-import { S3Error, noSuchBucket, noSuchKey } from "../s3-error";
-import { metrics } from "../observability/metrics";
-import { openPartSource, sourceStream, type LossReason, type RangeSource, type ReadEvents } from "../storage/read-part";
+import type { Manifest } from "../core-api";
+import { S3Error } from "../s3-error";
+import type { RangeSource } from "../storage/read-part";
 import { checksumHeaders } from "./checksums";
-import { bucketIndex, type RequestContext } from "./context";
+import type { RequestContext } from "./context";
 import { healAfterRead, type LostShards } from "../services/heal";
+import { existingObject, openRangeSource, partOffsets } from "../services/objects";
 import { RESPONSE_OVERRIDES } from "./object-headers";
+import { checkConditions, requestConditions } from "./conditions";
 
 interface Selection {
   status: 200 | 206;
   start: number;
   end: number;
   partsCount: number | null;
-}
-
-/** The object under `key` (one metadata call), or NoSuchBucket / NoSuchKey. */
-export async function existingObject(ctx: RequestContext, bucket: string, key: string): Promise<ObjectRecord> {
-  const { bucket: exists, object } = await bucketIndex(ctx, bucket).head(key);
-  if (!exists) throw noSuchBucket(bucket);
-  if (!object) throw noSuchKey();
-  return object;
 }
 
 export async function getObject(ctx: RequestContext, bucket: string, key: string, head: boolean): Promise<Response> {
@@ -45,58 +37,6 @@ export async function getObject(ctx: RequestContext, bucket: string, key: string
   // Heal on read: once the response is out, put back what the read had to go around.
   ctx.waitUntil(sent.then(() => healAfterRead(ctx, bucket, key, object.manifest, lost)));
   return new Response(fixed.readable, { status: sel.status, headers });
-}
-
-/** The four conditional headers of a GET/HEAD (or, for a copy, of its x-amz-copy-source-if-*). */
-export interface Conditions {
-  ifMatch: string | null;
-  ifNoneMatch: string | null;
-  ifModifiedSince: string | null;
-  ifUnmodifiedSince: string | null;
-}
-
-export function requestConditions(headers: Headers, prefix = "if-"): Conditions {
-  return {
-    ifMatch: headers.get(`${prefix}match`),
-    ifNoneMatch: headers.get(`${prefix}none-match`),
-    ifModifiedSince: headers.get(`${prefix}modified-since`),
-    ifUnmodifiedSince: headers.get(`${prefix}unmodified-since`),
-  };
-}
-
-/**
- * S3's precedence: If-Match / If-Unmodified-Since failing → 412 (thrown); If-None-Match /
- * If-Modified-Since failing → true ("not modified": 304 on GET, 412 on a copy).
- */
-export function checkConditions(c: Conditions, object: Pick<ObjectRecord, "etag" | "lastModified">): boolean {
-  const etag = `"${object.etag}"`;
-  const modified = Math.floor(object.lastModified / 1000) * 1000;
-  const ifModifiedSince = httpDate(c.ifModifiedSince);
-  const ifUnmodifiedSince = httpDate(c.ifUnmodifiedSince);
-  if (c.ifMatch !== null) {
-    if (!etagMatches(c.ifMatch, etag)) throw preconditionFailed();
-  } else if (ifUnmodifiedSince !== null && modified > ifUnmodifiedSince) {
-    throw preconditionFailed();
-  }
-  if (c.ifNoneMatch !== null) return etagMatches(c.ifNoneMatch, etag);
-  return ifModifiedSince !== null && modified <= ifModifiedSince;
-}
-
-function etagMatches(header: string, etag: string): boolean {
-  return header.split(",").some((t) => {
-    const v = t.trim();
-    return v === "*" || v === etag || `"${v}"` === etag;
-  });
-}
-
-function httpDate(value: string | null): number | null {
-  if (value === null) return null;
-  const t = Date.parse(value);
-  return Number.isNaN(t) ? null : t;
-}
-
-export function preconditionFailed(): S3Error {
-  return new S3Error("PreconditionFailed", "At least one of the pre-conditions you specified did not hold.");
 }
 
 function objectHeaders(ctx: RequestContext, manifest: Manifest): Headers {
@@ -168,54 +108,11 @@ function select(ctx: RequestContext, manifest: Manifest): Selection {
   return { status: 200, start: 0, end: manifest.size, partsCount: null };
 }
 
-function covering(all: { part: ManifestPart; offset: number }[], start: number, end: number) {
-  return all.filter(({ part, offset }) => offset < end && offset + part.size > start);
-}
-
 /** 416 with the Content-Range S3 sends (bytes *\/size). */
 export class RangeNotSatisfiable extends S3Error {
   constructor(readonly size: number) {
     super("InvalidRange", "The requested range is not satisfiable.");
   }
-}
-
-/**
- * Object bytes [start, end) as one source: the first part covered opens now (so errors become
- * statuses), later parts open when the read reaches them.
- */
-export async function openRangeSource(
-  ctx: Pick<RequestContext, "config" | "core">,
-  manifest: Manifest,
-  start: number,
-  end: number,
-  lost: LostShards = new Map(),
-): Promise<RangeSource> {
-  const ranges = covering(partOffsets(manifest), start, end).map(({ part, offset }) => ({
-    part,
-    start: Math.max(start, offset) - offset,
-    end: Math.min(end, offset + part.size) - offset,
-  }));
-  const events = readEvents(lost);
-  const open = (i: number) => openPartSource(ctx.config, ctx.core, ranges[i].part, ranges[i].start, ranges[i].end, events);
-  let index = 0;
-  let current: RangeSource | null = ranges.length > 0 ? await open(0) : null;
-  return {
-    async next() {
-      while (current) {
-        const piece = await current.next();
-        if (piece) return piece;
-        index += 1;
-        current = index < ranges.length ? await open(index) : null;
-      }
-      return null;
-    },
-    close: () => current?.close(),
-  };
-}
-
-/** openRangeSource as a stream (a copy's source, an UploadPartCopy's). */
-export async function openRange(...args: Parameters<typeof openRangeSource>): Promise<ReadableStream<Uint8Array>> {
-  return sourceStream(await openRangeSource(...args));
 }
 
 /**
@@ -232,33 +129,4 @@ async function send(source: RangeSource, writable: WritableStream<Uint8Array>): 
     source.close();
     await writer.abort(e).catch(() => {});
   }
-}
-
-/** Each part with the object offset of its first byte. */
-function partOffsets(manifest: Manifest): { part: ManifestPart; offset: number }[] {
-  let at = 0;
-  return manifest.parts.map((part) => {
-    const offset = at;
-    at += part.size;
-    return { part, offset };
-  });
-}
-
-/** A shard's worst reason wins: once it is known missing, failed or rotten, it stays so. */
-const HEAL_WORTHY: ReadonlySet<LossReason> = new Set(["missing", "error", "checksum"]);
-
-/** Counts one degraded read per request and every checksum failure; notes the shards lost. */
-function readEvents(lost: LostShards): ReadEvents {
-  let degraded = false;
-  return {
-    shardLost(storageId, shard, why) {
-      if (!degraded) metrics.add("shardgate_degraded_reads_total");
-      degraded = true;
-      if (why === "checksum") metrics.add("shardgate_checksum_failures_total");
-      if (why === "slow") metrics.add("shardgate_hedged_reads_total");
-      const shards = lost.get(storageId) ?? new Map<number, LossReason>();
-      if (!HEAL_WORTHY.has(shards.get(shard) ?? "slow")) shards.set(shard, why);
-      lost.set(storageId, shards);
-    },
-  };
 }

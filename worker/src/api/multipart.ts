@@ -6,7 +6,7 @@
 import type { ChecksumKind, ObjectChecksum } from "../core-api";
 import { newUploadId } from "../meta/uploads";
 import type { PartRecord, UploadInfo } from "../meta/types";
-import { S3Error, noSuchBucket } from "../s3-error";
+import { S3Error, noSuchBucket, preconditionFailed } from "../s3-error";
 import { removeParts, storageIds } from "../storage/remove";
 import { writePart, type WrittenPart } from "../storage/write-part";
 import {
@@ -20,24 +20,15 @@ import {
   type Algorithm,
 } from "./checksums";
 import { bucketIndex, type RequestContext } from "./context";
-import { parseCopySource, readCopySource } from "./copy";
-import { openRange } from "./get";
+import { parseCopySource, readCopySource } from "./copy-source";
 import { storedHeaders, userMetadata } from "./object-headers";
-import {
-  checkKey,
-  MAX_PUT_BYTES,
-  parseContentMd5,
-  partOf,
-  preconditionFailedOnWrite,
-  requestSize,
-  UNDER_REPLICATED,
-  verifyWritten,
-  writeCondition,
-} from "./put";
-import { parseTaggingHeader } from "./tagging";
 import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
 import { childrenNamed, childText, malformedXml, readXml } from "./xml-parse";
 import { hex } from "../bytes";
+import { openRange, partOf, UNDER_REPLICATED } from "../services/objects";
+import { checkKey, MAX_PUT_BYTES, parseContentMd5, requestSize, verifyWritten } from "./object-request";
+import { writeCondition } from "./conditions";
+import { parseTaggingHeader } from "./tags";
 
 /** S3's smallest part, except the last. */
 export const MIN_PART_BYTES = 5 * 1024 * 1024;
@@ -237,7 +228,7 @@ export async function completeMultipartUpload(ctx: RequestContext, bucket: strin
     if (result.reason === "NoSuchBucket") throw noSuchBucket(bucket);
     if (result.reason === "NoSuchUpload") throw noSuchUpload();
     if (result.reason === "InvalidPart") throw invalidPart();
-    throw preconditionFailedOnWrite();
+    throw preconditionFailed();
   }
   const superseded = result.previous ? ctx.core.decodeManifest(result.previous.manifest).parts : [];
   const unused = result.unused.map((p) => p.part);

@@ -1,0 +1,149 @@
+// Objects as a service: plain functions over the metadata and the nodes that the S3 operations
+// share (no Request, no Response). Finding an object, committing a new version (and removing what
+// it supersedes), and reading a byte range of an object across its parts.
+import type { Env, GatewayConfig } from "../config";
+import type { Core, Manifest, ManifestPart, ObjectChecksum } from "../core-api";
+import { bucketIndex } from "../meta/stubs";
+import type { ObjectRecord, PutResult, WriteCondition } from "../meta/types";
+import { metrics } from "../observability/metrics";
+import { noSuchBucket, noSuchKey, preconditionFailed } from "../s3-error";
+import { openPartSource, sourceStream, type LossReason, type RangeSource, type ReadEvents } from "../storage/read-part";
+import { removeParts, storageIds } from "../storage/remove";
+import type { WrittenPart } from "../storage/write-part";
+import type { LostShards } from "./heal";
+
+/** What the object service needs: no request. */
+export interface ObjectContext {
+  env: Env;
+  config: GatewayConfig;
+  core: Core;
+  /** Work that may finish after the answer (removing superseded shard files). */
+  waitUntil(promise: Promise<unknown>): void;
+}
+
+/** The object under `key` (one metadata call), or NoSuchBucket / NoSuchKey. */
+export async function existingObject(ctx: Pick<ObjectContext, "env">, bucket: string, key: string): Promise<ObjectRecord> {
+  const { bucket: exists, object } = await bucketIndex(ctx.env, bucket).head(key);
+  if (!exists) throw noSuchBucket(bucket);
+  if (!object) throw noSuchKey();
+  return object;
+}
+
+/** What a new object version is made of (the manifest less its timestamp). */
+export type NewObject = Omit<Manifest, "lastModifiedMs"> & { key: string };
+
+/**
+ * Commits a manifest atomically, with the write's conditions. On failure the data this request
+ * wrote (`written`) is removed; on success the superseded version's shard files are, except any
+ * the new manifest still references (a copy onto itself that replaced only metadata).
+ */
+export async function commitObject(
+  ctx: ObjectContext,
+  bucket: string,
+  object: NewObject,
+  condition: WriteCondition | undefined,
+  written: readonly WrittenPart[],
+): Promise<{ lastModified: number }> {
+  const { key, ...rest } = object;
+  const manifest: Manifest = { ...rest, lastModifiedMs: Date.now() };
+  let result: PutResult;
+  try {
+    const record = { key, size: manifest.size, etag: manifest.etag, lastModified: manifest.lastModifiedMs, manifest: ctx.core.encodeManifest(manifest) };
+    const missed = written.some((w) => w.missedShards.length > 0);
+    result = await bucketIndex(ctx.env, bucket).put(record, condition, missed ? UNDER_REPLICATED : null);
+    if (!result.ok) throw result.reason === "NoSuchBucket" ? noSuchBucket(bucket) : preconditionFailed();
+  } catch (e) {
+    ctx.waitUntil(
+      removeParts(
+        ctx.config.nodes,
+        written.map((w) => partOf(w, "", [])),
+      ),
+    );
+    throw e;
+  }
+  if (result.previous) {
+    const previous = ctx.core.decodeManifest(result.previous.manifest);
+    ctx.waitUntil(removeParts(ctx.config.nodes, previous.parts, storageIds(manifest.parts)));
+  }
+  return { lastModified: manifest.lastModifiedMs };
+}
+
+/** The heal-queue reason of a write that stored fewer than k + m shard files. */
+export const UNDER_REPLICATED = "under-replicated write";
+
+export function partOf(written: WrittenPart, etag: string, checksums: ObjectChecksum[]): ManifestPart {
+  const layout = written.layout.type === "sharded" ? { ...written.layout, partChecksums: checksums } : written.layout;
+  return { size: written.size, etag, layout };
+}
+
+/**
+ * Object bytes [start, end) as one source: the first part covered opens now (so errors become
+ * statuses), later parts open when the read reaches them.
+ */
+export async function openRangeSource(
+  ctx: Pick<ObjectContext, "config" | "core">,
+  manifest: Manifest,
+  start: number,
+  end: number,
+  lost: LostShards = new Map(),
+): Promise<RangeSource> {
+  const ranges = covering(partOffsets(manifest), start, end).map(({ part, offset }) => ({
+    part,
+    start: Math.max(start, offset) - offset,
+    end: Math.min(end, offset + part.size) - offset,
+  }));
+  const events = readEvents(lost);
+  const open = (i: number) => openPartSource(ctx.config, ctx.core, ranges[i].part, ranges[i].start, ranges[i].end, events);
+  let index = 0;
+  let current: RangeSource | null = ranges.length > 0 ? await open(0) : null;
+  return {
+    async next() {
+      while (current) {
+        const piece = await current.next();
+        if (piece) return piece;
+        index += 1;
+        current = index < ranges.length ? await open(index) : null;
+      }
+      return null;
+    },
+    close: () => current?.close(),
+  };
+}
+
+/** openRangeSource as a stream (a copy's source, an UploadPartCopy's). */
+export async function openRange(...args: Parameters<typeof openRangeSource>): Promise<ReadableStream<Uint8Array>> {
+  return sourceStream(await openRangeSource(...args));
+}
+
+function covering(all: { part: ManifestPart; offset: number }[], start: number, end: number) {
+  return all.filter(({ part, offset }) => offset < end && offset + part.size > start);
+}
+
+/** Each part with the object offset of its first byte. */
+export function partOffsets(manifest: Manifest): { part: ManifestPart; offset: number }[] {
+  let at = 0;
+  return manifest.parts.map((part) => {
+    const offset = at;
+    at += part.size;
+    return { part, offset };
+  });
+}
+
+/** A shard's worst reason wins: once it is known missing, failed or rotten, it stays so. */
+const HEAL_WORTHY: ReadonlySet<LossReason> = new Set(["missing", "error", "checksum"]);
+
+/** Counts one degraded read per request and every checksum failure; notes the shards lost. */
+function readEvents(lost: LostShards): ReadEvents {
+  let degraded = false;
+  return {
+    shardLost(storageId, shard, why) {
+      if (!degraded) metrics.add("shardgate_degraded_reads_total");
+      degraded = true;
+      if (why === "checksum") metrics.add("shardgate_checksum_failures_total");
+      if (why === "slow") metrics.add("shardgate_hedged_reads_total");
+      const shards = lost.get(storageId) ?? new Map<number, LossReason>();
+      if (!HEAL_WORTHY.has(shards.get(shard) ?? "slow")) shards.set(shard, why);
+      lost.set(storageId, shards);
+    },
+  };
+}
