@@ -3,7 +3,7 @@
 // or longer than declared, and shard sinks that wait for all their nodes with one stall timer.
 import { describe, expect, it } from "vitest";
 import { giveBuffer, takeBuffer } from "../../worker/src/buffer-pool";
-import { S3Error } from "../../worker/src/s3-error";
+import { toS3Error } from "../../worker/src/api/error-map";
 import { ExactReader } from "../../worker/src/storage/exact-reader";
 import type { StorageNode } from "../../worker/src/storage/nodes";
 import { ShardSink } from "../../worker/src/storage/shard-sink";
@@ -47,13 +47,14 @@ async function readBlocks(reader: ExactReader, total: number, block: number): Pr
   return out;
 }
 
+/** `p` fails with an error the S3 API answers with `code`. */
 async function expectS3Error(p: Promise<unknown>, code: string): Promise<void> {
   const e = await p.then(
     () => null,
     (err: unknown) => err,
   );
-  expect(e).toBeInstanceOf(S3Error);
-  expect((e as S3Error).code).toBe(code);
+  expect(e).toBeInstanceOf(Error);
+  expect(toS3Error(e).code).toBe(code);
 }
 
 describe("ExactReader.fillInPlace", () => {

@@ -1,5 +1,5 @@
 // S3-style error responses: an XML <Error> body as AWS S3 sends it.
-import { S3Error } from "./s3-error";
+import type { S3Error } from "./s3-error";
 
 export function xmlEscape(s: string): string {
   return s.replace(/[<>&"']/g, (ch) => (ch === "<" ? "&lt;" : ch === ">" ? "&gt;" : ch === "&" ? "&amp;" : ch === '"' ? "&quot;" : "&apos;"));
@@ -28,10 +28,4 @@ export function textResponse(text: string | null, init: ResponseInit): Response 
   const response = new Response(bytes, init);
   if (bytes) response.headers.set("Content-Length", String(bytes.length));
   return response;
-}
-
-/** Anything thrown while serving a request, as the S3 error to answer with. */
-export function toS3Error(e: unknown): S3Error {
-  if (e instanceof S3Error) return e;
-  return new S3Error("InternalError", "We encountered an internal error. Please try again.");
 }

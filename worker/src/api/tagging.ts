@@ -1,5 +1,5 @@
 // Object tagging: GetObjectTagging, PutObjectTagging, DeleteObjectTagging, and the x-amz-tagging
-// header of PutObject, CopyObject and CreateMultipartUpload. Tags live in the manifest, so a GET
+// header of PutObject, CopyObject and CreateMultipartUpload (api/tags.ts). Tags live in the manifest, so a GET
 // still needs one metadata call; changing them swaps the manifest only if nothing else did.
 import type { Manifest } from "../core-api";
 import { S3Error, noSuchKey } from "../s3-error";

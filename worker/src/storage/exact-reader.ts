@@ -2,6 +2,7 @@
 // pulling it in large pieces (piece-reader.ts) and copying each once, into the caller's block.
 import { BODY_PIECE_BYTES, PieceReader } from "../piece-reader";
 import { S3Error } from "../s3-error";
+import { BodyLengthError } from "./errors";
 
 export class ExactReader {
   private readonly reader: PieceReader | null;
@@ -73,7 +74,7 @@ export class ExactReader {
   async expectEnd(): Promise<void> {
     // One byte is enough to tell: a larger read would wait for bytes that never come.
     if (this.leftover.length > 0 || (await this.next(1))) {
-      throw new S3Error("IncompleteBody", "The request body is longer than its declared length.");
+      throw new BodyLengthError("The request body is longer than its declared length.");
     }
   }
 
@@ -121,6 +122,6 @@ export class ExactReader {
   }
 }
 
-function incomplete(): S3Error {
-  return new S3Error("IncompleteBody", "You did not provide the number of bytes specified by the Content-Length HTTP header.");
+function incomplete(): BodyLengthError {
+  return new BodyLengthError("You did not provide the number of bytes specified by the Content-Length HTTP header.");
 }

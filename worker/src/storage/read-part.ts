@@ -17,7 +17,7 @@ import {
   type ShardFetch,
 } from "../core-api";
 import { PieceReader } from "../piece-reader";
-import { S3Error } from "../s3-error";
+import { NodesUnavailableError } from "./errors";
 import { GuardedNode, NodeUnavailableError } from "./node-health";
 import { nodesById, shardKey, type StorageNode } from "./nodes";
 import { fromBase64 } from "./write-part";
@@ -237,7 +237,7 @@ class ShardedRangeReader implements RangeSource {
       }
       return plan;
     } catch {
-      throw new S3Error("ServiceUnavailable", "Too many storage nodes are unavailable to read this object right now.");
+      throw new NodesUnavailableError("Too many storage nodes are unavailable to read this object right now.");
     } finally {
       geometry.free();
     }

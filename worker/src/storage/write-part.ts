@@ -4,7 +4,7 @@
 import { giveBuffer, takeBuffer } from "../buffer-pool";
 import type { GatewayConfig } from "../config";
 import type { Core, PartLayout } from "../core-api";
-import { S3Error } from "../s3-error";
+import { WriteQuorumError } from "./errors";
 import { placeShards, shardKey, type StorageNode } from "./nodes";
 import { ExactReader } from "./exact-reader";
 import { GuardedNode } from "./node-health";
@@ -119,9 +119,9 @@ function preferAvailable(nodes: readonly StorageNode[], count: number): readonly
   return available.length >= count ? available : nodes;
 }
 
-function quorumLost(sinks: ShardSink[], config: GatewayConfig): S3Error {
+function quorumLost(sinks: ShardSink[], config: GatewayConfig): WriteQuorumError {
   const ok = sinks.filter((s) => !s.failed).length;
-  return new S3Error("ServiceUnavailable", `Only ${ok} of ${sinks.length} storage nodes accepted the data; ${config.writeQuorum} are needed.`);
+  return new WriteQuorumError(`Only ${ok} of ${sinks.length} storage nodes accepted the data; ${config.writeQuorum} are needed.`);
 }
 
 /** Removes whatever a failed write left on its nodes (best effort: nothing references it). */
