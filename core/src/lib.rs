@@ -27,6 +27,8 @@ pub mod manifest;
 pub mod plan;
 pub mod small_decoder;
 pub mod small_encoder;
+#[cfg(test)]
+mod ts_types;
 pub mod verify;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;

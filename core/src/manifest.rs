@@ -28,13 +28,16 @@ const CHUNK_ALIGN: u32 = 64;
 
 /// Everything needed to answer a GET or HEAD for one object version.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Manifest {
     /// Whole object size in bytes.
+    #[cfg_attr(test, ts(type = "number"))]
     pub size: u64,
     /// As returned to clients, without quotes.
     pub etag: String,
     /// Set by the worker (the core has no clock).
+    #[cfg_attr(test, ts(type = "number"))]
     pub last_modified_ms: u64,
     /// Stored content headers (lowercase names: content-type, content-disposition,
     /// content-encoding, content-language, cache-control, expires), in insertion order.
@@ -51,19 +54,22 @@ pub struct Manifest {
 
 /// One S3 checksum value.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ObjectChecksum {
     /// "CRC32", "CRC32C", "CRC64NVME", "SHA1" or "SHA256".
     pub algorithm: String,
     /// Whether it covers the bytes directly or is a checksum of part checksums.
     pub kind: ChecksumKind,
-    /// Raw digest bytes.
+    /// Raw digest bytes (base64 in JSON, as in the x-amz-checksum-* header).
     #[serde(with = "base64")]
+    #[cfg_attr(test, ts(type = "string"))]
     pub value: Vec<u8>,
 }
 
 /// S3's `x-amz-checksum-type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ChecksumKind {
     /// A checksum of the object's bytes.
@@ -74,9 +80,12 @@ pub enum ChecksumKind {
 
 /// One part of an object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(rename = "ManifestPart"))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Part {
     /// Bytes in this part.
+    #[cfg_attr(test, ts(type = "number"))]
     pub size: u64,
     /// Part ETag (md5 hex) without quotes.
     pub etag: String,
@@ -86,13 +95,16 @@ pub struct Part {
 
 /// Where a part's bytes live.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(rename = "PartLayout"))]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Layout {
     /// Small parts live in the manifest itself. A struct variant, not a newtype: an internally
     /// tagged enum needs the tag and the bytes side by side in one JSON object.
     Inline {
-        /// The part's bytes.
+        /// The part's bytes (base64 in JSON).
         #[serde(with = "base64")]
+        #[cfg_attr(test, ts(type = "string"))]
         data: Vec<u8>,
     },
     /// Erasure-coded across shard files on nodes.
@@ -101,6 +113,7 @@ pub enum Layout {
 
 /// How a part was erasure-coded and where its shard files are.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ShardedLayout {
     /// Bytes of the part per erasure-coded block.

@@ -6,6 +6,7 @@
 // reusable buffers, output is read from its buffers and copied once into a fresh Uint8Array.
 // Views are made right after the call that sizes them, since a memory.grow detaches old views.
 import type * as Bindings from "../../core/pkg/shardgate_core.js";
+import type { Manifest } from "./core-types";
 
 export type CoreBindings = typeof Bindings;
 
@@ -32,66 +33,14 @@ export interface ShardFetch {
 
 // A manifest in the JSON form the core exchanges (core/src/manifest.rs): bytes are standard base64
 // strings, name/value pairs are [name, value] arrays, sizes are numbers. The core rejects unknown
-// fields, since the binary row would silently drop them.
+// fields, since the binary row would silently drop them. The types come from the core's Rust
+// definitions, generated into core-types.ts by a test of the core, so the two cannot drift apart.
+export type { ChecksumKind, Manifest, ManifestPart, ObjectChecksum, PartLayout, ShardedLayout } from "./core-types";
 
-/** S3's x-amz-checksum-type: over the object's bytes, or over the parts' checksums. */
-export type ChecksumKind = "FULL_OBJECT" | "COMPOSITE";
-
-/** One S3 checksum. */
-export interface ObjectChecksum {
-  /** "CRC32", "CRC32C", "CRC64NVME", "SHA1" or "SHA256". */
-  algorithm: string;
-  kind: ChecksumKind;
-  /** The raw digest, base64 (as in the x-amz-checksum-* header). */
-  value: string;
-}
-
-/** How a part was erasure-coded and where its shard files are. */
-export interface ShardedLayout {
-  blockBytes: number;
-  dataShards: number;
-  parityShards: number;
-  /** A positive multiple of 64. */
-  chunkBytes: number;
-  /** Shard file i is node object "<storageId>/<i>". */
-  storageId: string;
-  /** Node id holding shard file i: exactly dataShards + parityShards entries. */
-  placement: string[];
-  /** Per-part checksums (for COMPOSITE multipart checksums). */
-  partChecksums: ObjectChecksum[];
-}
-
-/** Where a part's bytes are: in the manifest (base64 `data`, length = part size) or sharded. */
-export type PartLayout = { type: "inline"; data: string } | ({ type: "sharded" } & ShardedLayout);
-
-export interface ManifestPart {
-  size: number;
-  /** md5 hex, without quotes. */
-  etag: string;
-  layout: PartLayout;
-}
-
-/** Everything needed to answer a GET or HEAD for one object version. */
-export interface Manifest {
-  /** Must equal the sum of the parts' sizes. */
-  size: number;
-  /** Without quotes. */
-  etag: string;
-  lastModifiedMs: number;
-  /** Stored content headers, lowercase names, in order. */
-  headers: [string, string][];
-  /** x-amz-meta-*: lowercase name without the prefix, and value. */
-  userMetadata: [string, string][];
-  checksums: ObjectChecksum[];
-  tags: [string, string][];
-  /** One for a single PUT, N for multipart, in order. */
-  parts: ManifestPart[];
-}
-
-/** A chunk of a shard file failed its checksum: treat the shard as unavailable and re-plan. */
 /** Bytes of the checksum after every chunk of a shard file (core/src/frame.rs CHECKSUM_BYTES). */
 export const CHUNK_CHECKSUM_BYTES = 8;
 
+/** A chunk of a shard file failed its checksum: treat the shard as unavailable and re-plan. */
 export class ChecksumMismatchError extends Error {
   constructor(
     readonly shard: number,

@@ -1,0 +1,102 @@
+// Generated from core/src/manifest.rs by core/src/ts_types.rs (`UPDATE_CORE_TYPES=1 cargo test ts_types`): do not edit.
+
+export type Manifest = { 
+/**
+ * Whole object size in bytes.
+ */
+size: number, 
+/**
+ * As returned to clients, without quotes.
+ */
+etag: string, 
+/**
+ * Set by the worker (the core has no clock).
+ */
+lastModifiedMs: number, 
+/**
+ * Stored content headers (lowercase names: content-type, content-disposition,
+ * content-encoding, content-language, cache-control, expires), in insertion order.
+ */
+headers: Array<[string, string]>, 
+/**
+ * `x-amz-meta-*`: lowercase name without the prefix, and value.
+ */
+userMetadata: Array<[string, string]>, 
+/**
+ * S3 checksums of the whole object.
+ */
+checksums: Array<ObjectChecksum>, 
+/**
+ * Object tags.
+ */
+tags: Array<[string, string]>, 
+/**
+ * One for a single PUT, N for multipart, in order.
+ */
+parts: Array<ManifestPart>, };
+
+export type ManifestPart = { 
+/**
+ * Bytes in this part.
+ */
+size: number, 
+/**
+ * Part ETag (md5 hex) without quotes.
+ */
+etag: string, 
+/**
+ * Where the part's bytes are.
+ */
+layout: PartLayout, };
+
+export type PartLayout = { "type": "inline", 
+/**
+ * The part's bytes (base64 in JSON).
+ */
+data: string, } | { "type": "sharded" } & ShardedLayout;
+
+export type ShardedLayout = { 
+/**
+ * Bytes of the part per erasure-coded block.
+ */
+blockBytes: number, 
+/**
+ * k: data shards.
+ */
+dataShards: number, 
+/**
+ * m: parity shards.
+ */
+parityShards: number, 
+/**
+ * Bytes per checksummed chunk of a shard file; a multiple of 64.
+ */
+chunkBytes: number, 
+/**
+ * Unique id of this part's shard files: node object key = "<storage_id>/<shard index>".
+ */
+storageId: string, 
+/**
+ * Node id holding shard file i; exactly k + m entries.
+ */
+placement: Array<string>, 
+/**
+ * Per-part S3 checksums (for COMPOSITE multipart).
+ */
+partChecksums: Array<ObjectChecksum>, };
+
+export type ObjectChecksum = { 
+/**
+ * "CRC32", "CRC32C", "CRC64NVME", "SHA1" or "SHA256".
+ */
+algorithm: string, 
+/**
+ * Whether it covers the bytes directly or is a checksum of part checksums.
+ */
+kind: ChecksumKind, 
+/**
+ * Raw digest bytes (base64 in JSON, as in the x-amz-checksum-* header).
+ */
+value: string, };
+
+export type ChecksumKind = "FULL_OBJECT" | "COMPOSITE";
