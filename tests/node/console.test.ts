@@ -1,7 +1,7 @@
 // The web console end to end: the gateway as `npm start` serves it, driven through real Debian
 // Chromium (/usr/bin/chromium, installed by scripts/setup.sh) with playwright-core. Every step is
 // checked against the gateway itself over S3 (bytes compared by SHA-256), and the main views are
-// written to docs/screenshots/*.png for the README.
+// written to docs/screenshots/*.png for docs/console.md.
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -7,7 +7,7 @@ import { isSharded, shardFileBytes, shardHealth } from "../storage/heal";
 import { GuardedNode, nodeHealth } from "../storage/node-health";
 import { bucketIndex, bucketRegistry, type RequestContext } from "./context";
 import { emptyTally, healEach } from "../services/heal";
-import { batchSize, json } from "./admin";
+import { json } from "./json";
 
 export function adminNodes(ctx: RequestContext): Response {
   const draining = new Set(ctx.config.nodes.filter((n) => !ctx.config.writableNodes.includes(n)).map((n) => n.id));
@@ -19,10 +19,7 @@ export function adminNodes(ctx: RequestContext): Response {
 }
 
 /** An object's parts, geometry and shard placement, with a HEAD of every shard file (shallow health). */
-export async function adminObject(ctx: RequestContext): Promise<Response> {
-  const bucket = ctx.url.searchParams.get("bucket") ?? "";
-  const key = ctx.url.searchParams.get("key") ?? "";
-  if (!bucket || !key) throw new S3Error("InvalidArgument", "Name the object: ?bucket=NAME&key=KEY.");
+export async function adminObject(ctx: RequestContext, { bucket, key }: { bucket: string; key: string }): Promise<Response> {
   const { bucket: exists, object } = await bucketIndex(ctx, bucket).head(key);
   if (!exists) throw noSuchBucket(bucket);
   if (!object) throw noSuchKey();
@@ -57,8 +54,6 @@ export async function adminObject(ctx: RequestContext): Promise<Response> {
   return json({ bucket, key, size: object.size, etag: object.etag, lastModified: object.lastModified, parts });
 }
 
-const DRAIN_BATCH = 50;
-
 /**
  * `POST /_shardgate/admin/nodes/{id}/drain[?bucket=B&start-after=K][&max-objects=N]`: rebuilds
  * every shard file the node holds onto other nodes and points the manifests at them, up to N
@@ -67,16 +62,19 @@ const DRAIN_BATCH = 50;
  * is over. The node is empty then unless objects failed (reported, passed, never retried from the
  * start: run the walk again) or multipart uploads still in progress placed parts on it.
  */
-export async function adminDrain(ctx: RequestContext, nodeId: string): Promise<Response> {
+export async function adminDrain(
+  ctx: RequestContext,
+  nodeId: string,
+  q: { bucket: string; "start-after": string | null; "max-objects": number },
+): Promise<Response> {
   if (!ctx.config.nodes.some((n) => n.id === nodeId)) throw new S3Error("NoSuchNode", `There is no node ${nodeId} in SHARDGATE_NODES.`);
   // Otherwise new writes would keep landing on the node while it is emptied.
   if (ctx.config.writableNodes.some((n) => n.id === nodeId)) {
     throw new S3Error("NodeNotDraining", `Node ${nodeId} is not draining: list it in SHARDGATE_DRAINING_NODES first, so no new shard files go to it.`);
   }
-  const params = ctx.url.searchParams;
-  const budget = batchSize(params, DRAIN_BATCH);
-  const fromBucket = params.get("bucket") ?? "";
-  let after = params.get("start-after") || null;
+  const budget = q["max-objects"];
+  const fromBucket = q.bucket;
+  let after = q["start-after"];
   const tally = emptyTally();
   let next: { bucket: string; startAfter: string } | null = null;
   const buckets = (await bucketRegistry(ctx).list()).map((b) => b.name).filter((name) => name >= fromBucket);

@@ -14,9 +14,7 @@ import { getObjectAttributes } from "./attributes";
 import { copyObject } from "./copy";
 import { applyCors, corsRules, deleteBucketCors, getBucketCors, preflight, putBucketCors, type CorsRule } from "./cors";
 import { deleteObject, deleteObjects } from "./delete";
-import { adminDrain, adminNodes, adminObject } from "./admin-nodes";
-import { adminHeal } from "./heal";
-import { adminScrub, getHealStatus } from "./scrub";
+import { adminApp } from "./admin-app";
 import { abortMultipartUpload, completeMultipartUpload, createMultipartUpload, listMultipartUploads, listParts, uploadPart, uploadPartCopy } from "./multipart";
 import { deleteObjectTagging, getObjectTagging, putObjectTagging } from "./tagging";
 import { getObject, RangeNotSatisfiable } from "./get";
@@ -25,7 +23,6 @@ import { putObject } from "./put";
 import { metrics } from "../observability/metrics";
 import { bearerAuthorized, getMetrics } from "./metrics";
 import { routeRequest, type Endpoint } from "./router";
-import { adminSweep } from "./sweep";
 
 export async function handleS3(request: Request, env: Env, exec: { waitUntil(promise: Promise<unknown>): void }): Promise<Response> {
   const requestId = newRequestId();
@@ -135,20 +132,8 @@ function dispatch(ctx: RequestContext, e: Endpoint): Promise<Response> {
       throw new Error("preflights are answered before authentication");
     case "GetMetrics":
       return getMetrics(ctx.env);
-    case "AdminHeal":
-      return adminHeal(ctx);
-    case "GetHealStatus":
-      return getHealStatus(ctx);
-    case "AdminScrub":
-      return adminScrub(ctx);
-    case "AdminNodes":
-      return Promise.resolve(adminNodes(ctx));
-    case "AdminDrain":
-      return adminDrain(ctx, e.node);
-    case "AdminObject":
-      return adminObject(ctx);
-    case "AdminSweep":
-      return adminSweep(ctx);
+    case "Admin":
+      return Promise.resolve(adminApp.fetch(ctx.request, { ctx }));
     case "NotImplemented":
       throw new S3Error("NotImplemented", `${e.name} is not implemented.`);
     default:

@@ -1,7 +1,7 @@
 // The admin API of healing: `POST /_shardgate/admin/heal` (services/heal.ts does the work).
 import { S3Error, noSuchBucket } from "../s3-error";
 import { emptyTally, healEach, healQueues } from "../services/heal";
-import { batchSize, json } from "./admin";
+import { json } from "./json";
 import { bucketIndex, type RequestContext } from "./context";
 
 /**
@@ -10,17 +10,15 @@ import { bucketIndex, type RequestContext } from "./context";
  * not, and answers a JSON report with the key to continue after. Without `bucket`: works through
  * the heal queues of every bucket (up to N objects).
  */
-export async function adminHeal(ctx: RequestContext): Promise<Response> {
-  const params = ctx.url.searchParams;
-  const bucket = params.get("bucket");
-  if (bucket === null) return json(await healQueues(ctx, batchSize(params)));
+export async function adminHeal(
+  ctx: RequestContext,
+  q: { bucket: string | null; prefix: string; "start-after": string | null; "max-objects": number },
+): Promise<Response> {
+  const { bucket, prefix } = q;
+  if (bucket === null) return json(await healQueues(ctx, q["max-objects"]));
   if (bucket === "") throw new S3Error("InvalidArgument", "Name the bucket to heal (?bucket=NAME), or none to work through the heal queues.");
-  const prefix = params.get("prefix") ?? "";
   const index = bucketIndex(ctx, bucket);
-  const [info, page] = await Promise.all([
-    index.info(),
-    index.list({ prefix, delimiter: null, after: params.get("start-after") || null, maxKeys: batchSize(params) }),
-  ]);
+  const [info, page] = await Promise.all([index.info(), index.list({ prefix, delimiter: null, after: q["start-after"], maxKeys: q["max-objects"] })]);
   if (!info) throw noSuchBucket(bucket);
   const tally = emptyTally();
   await healEach(

@@ -31,13 +31,7 @@ export type Endpoint =
   | { op: "DeleteBucketCors"; bucket: string }
   | { op: "PreflightCors"; bucket: string }
   | { op: "GetMetrics" }
-  | { op: "AdminHeal" }
-  | { op: "GetHealStatus" }
-  | { op: "AdminScrub" }
-  | { op: "AdminNodes" }
-  | { op: "AdminDrain"; node: string }
-  | { op: "AdminObject" }
-  | { op: "AdminSweep" }
+  | { op: "Admin"; path: string }
   | { op: "NotImplemented"; name: string };
 
 export interface Target {
@@ -115,26 +109,13 @@ const VERB: Record<string, string> = { GET: "Get", HEAD: "Get", PUT: "Put", DELE
 
 /** The gateway's own signed endpoint (no bucket may start with "_", so it cannot shadow one). */
 export const METRICS_PATH = "/_shardgate/metrics";
-export const ADMIN_HEAL_PATH = "/_shardgate/admin/heal";
-export const ADMIN_SCRUB_PATH = "/_shardgate/admin/scrub";
-export const ADMIN_NODES_PATH = "/_shardgate/admin/nodes";
-export const ADMIN_OBJECT_PATH = "/_shardgate/admin/object";
-export const ADMIN_SWEEP_PATH = "/_shardgate/admin/sweep";
-const DRAIN_PATH = /^\/_shardgate\/admin\/nodes\/([^/]+)\/drain$/;
+/** The admin API's paths: api/admin-app.ts routes within them. */
+const ADMIN_PATHS = "/_shardgate/admin/";
 
 /** The Endpoint for a request: the gateway's own endpoints first, then S3's. */
 export function routeRequest(method: string, url: URL, virtualHostSuffix: string, headers: Headers): Endpoint {
   if (url.pathname === METRICS_PATH) return method === "GET" ? { op: "GetMetrics" } : notImplemented(`${method} on the metrics endpoint`);
-  if (url.pathname === ADMIN_HEAL_PATH) {
-    if (method === "POST") return { op: "AdminHeal" };
-    return method === "GET" ? { op: "GetHealStatus" } : notImplemented(`${method} on the heal endpoint`);
-  }
-  if (url.pathname === ADMIN_SCRUB_PATH) return method === "POST" ? { op: "AdminScrub" } : notImplemented(`${method} on the scrub endpoint`);
-  if (url.pathname === ADMIN_NODES_PATH) return method === "GET" ? { op: "AdminNodes" } : notImplemented(`${method} on the nodes endpoint`);
-  if (url.pathname === ADMIN_OBJECT_PATH) return method === "GET" ? { op: "AdminObject" } : notImplemented(`${method} on the object layout endpoint`);
-  if (url.pathname === ADMIN_SWEEP_PATH) return method === "POST" ? { op: "AdminSweep" } : notImplemented(`${method} on the sweep endpoint`);
-  const drain = DRAIN_PATH.exec(url.pathname);
-  if (drain) return method === "POST" ? { op: "AdminDrain", node: decodePath(drain[1]) } : notImplemented(`${method} on the drain endpoint`);
+  if (url.pathname.startsWith(ADMIN_PATHS)) return { op: "Admin", path: url.pathname.slice(ADMIN_PATHS.length) };
   return route(method, resolveTarget(url, virtualHostSuffix), url.searchParams, headers);
 }
 
