@@ -8,6 +8,8 @@
 //     → meta/ and storage/  (siblings that never import each other: metadata does no node I/O)
 //     → base        core, core-api, auth/, observability/, piece-reader, buffer-pool, errors, s3-error
 //
+// In the console (web/src), nothing imports main.ts, its entry: what views share is in app.ts.
+//
 // A module may import its own layer and any layer below it; below config.ts, only `import type`
 // from config.ts (the Env and GatewayConfig types), and config.ts imports only types from above. Within api/, an operation module never imports
 // another operation module: only the helpers listed in API_HELPERS (handle.ts and admin-app.ts
@@ -63,15 +65,15 @@ function sources(dir, out = []) {
   return out;
 }
 
-/** Relative imports of a module: { to, typeOnly }. */
-function imports(file) {
+/** Relative imports of a module: { to (relative to `base`), typeOnly }. */
+function imports(file, base = root) {
   const text = readFileSync(file, "utf8");
   const found = [];
   const re = /^\s*(import|export)\s+(type\s+)?(?:[^;'"]*?\s+from\s+)?["'](\.[^"']+)["']/gms;
   for (const m of text.matchAll(re)) {
     let target = resolve(dirname(file), m[3]);
     if (!/\.(ts|js|json|wasm)$/.test(target)) target += ".ts";
-    found.push({ to: relative(root, target), typeOnly: Boolean(m[2]) });
+    found.push({ to: relative(base, target), typeOnly: Boolean(m[2]) });
   }
   return found;
 }
@@ -107,6 +109,15 @@ for (const from of files) {
     const why = violation(from, imp);
     if (!why) continue;
     problems.push(`${from} -> ${imp.to}: ${why}`);
+  }
+}
+
+// The console (web/src): main.ts is its entry and imports the views; nothing imports main.ts.
+const web = resolve(root, "../../web/src");
+for (const from of sources(web).map((f) => relative(web, f))) {
+  for (const imp of imports(join(web, from), web)) {
+    if (imp.to === "main.ts")
+      problems.push(`web/src/${from} -> web/src/main.ts: the console's entry imports its views, never the other way (shared code: web/src/app.ts)`);
   }
 }
 

@@ -6,36 +6,13 @@
 import "./style.css";
 import { S3Client, session, type Credentials } from "./s3";
 import { h, mount, perFrame } from "./ui";
+import { type App, routeOf } from "./app";
 import { Uploads } from "./upload";
 import { renderBuckets } from "./views/buckets";
 import { renderBrowser, refreshListingSoon } from "./views/browser";
 import { renderNodes } from "./views/nodes";
 import { renderSignIn } from "./views/signin";
 import { renderUploadPanel } from "./views/uploads";
-
-export interface App {
-  s3: S3Client;
-  uploads: Uploads;
-  accessKeyId: string;
-  /** Where the current view renders. */
-  main: HTMLElement;
-  navigate(hash: string): void;
-}
-
-export type Route = { view: "buckets" } | { view: "browser"; bucket: string; prefix: string } | { view: "nodes" };
-
-export function routeOf(hash: string): Route {
-  const parts = hash.replace(/^#\/?/, "").split("/");
-  if (parts[0] === "b" && parts[1]) return { view: "browser", bucket: decodeURIComponent(parts[1]), prefix: decodeURIComponent(parts.slice(2).join("/")) };
-  if (parts[0] === "nodes") return { view: "nodes" };
-  return { view: "buckets" };
-}
-
-export function hashOf(route: Route): string {
-  if (route.view === "browser") return `#/b/${encodeURIComponent(route.bucket)}/${encodeURIComponent(route.prefix)}`;
-  if (route.view === "nodes") return "#/nodes";
-  return "#/";
-}
 
 const root = document.getElementById("app") as HTMLElement;
 let app: App | null = null;

@@ -3,7 +3,7 @@
 // thousands of objects load no faster or slower than small ones.
 import { loadCore, checksumOf } from "../core";
 import { messageOf } from "../errors";
-import { hashOf, routeOf, type App } from "../main";
+import { hashOf, routeOf, type App } from "../app";
 import type { ListPage, ObjectEntry } from "../s3";
 import { confirmDialog, h, humanDate, humanSize, icon, mount, toast } from "../ui";
 import { filesFromDrop } from "../upload";

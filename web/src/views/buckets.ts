@@ -1,5 +1,5 @@
 import { messageOf } from "../errors";
-import { hashOf, type App } from "../main";
+import { hashOf, type App } from "../app";
 import { confirmDialog, h, humanDate, icon, mount, toast } from "../ui";
 
 export async function renderBuckets(app: App): Promise<void> {

@@ -1,7 +1,7 @@
 // Storage nodes (circuit-breaker state, latency, errors), objects waiting for heal, scrub progress,
 // and a heal of a bucket (POST /_shardgate/admin/heal, batch after batch until `next` is null).
 import { messageOf } from "../errors";
-import type { App } from "../main";
+import type { App } from "../app";
 import { h, humanDate, mount } from "../ui";
 
 interface NodeInfo {

@@ -2,7 +2,7 @@
 // copying the object onto itself) and its erasure layout (GET /_shardgate/admin/object).
 import { messageOf } from "../errors";
 import { markdownToHtml } from "../markdown";
-import type { App } from "../main";
+import type { App } from "../app";
 import { objectPath, type ObjectHead } from "../s3";
 import { confirmDialog, h, humanDate, humanSize, icon, mount, openDialog, toast } from "../ui";
 

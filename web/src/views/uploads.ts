@@ -1,7 +1,7 @@
 // The upload panel: overall and per-file progress with speed and time left, cancel and retry.
 // Rows are created once per file and updated in place (at most once per animation frame), so
 // buttons keep focus and the page stays smooth while parts stream.
-import type { App } from "../main";
+import type { App } from "../app";
 import { h, humanDuration, humanSize, mount } from "../ui";
 import type { UploadItem } from "../upload";
 
