@@ -57,6 +57,16 @@ describe("the orphan sweep", () => {
     expect((await sweep(0)).removed).toBe(6);
   });
 
+  it("runs from POST /_shardgate/admin/sweep and counts what it removed in the metrics", async () => {
+    const orphan = await plantOrphan();
+    await new Promise((r) => setTimeout(r, 1100)); // older than a grace period of 0 s, by the node's clock too
+    const report = (await (await s3ok("/_shardgate/admin/sweep?grace-seconds=0", { method: "POST" })).json()) as { removed: number };
+    expect(report.removed).toBe(6);
+    expect(await filesOf(orphan)).toEqual([]);
+    const metrics = await (await s3ok("/_shardgate/metrics")).text();
+    expect(Number(/^shardgate_orphan_files_total\{result="removed"\} (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(6);
+  });
+
   it("reads a storage id only from a shard file's key", () => {
     expect(storageIdOf("20261124/0b6f0d2e-2a8f-4c43-9a55-3f0c4f1e9b10/5")).toBe("20261124/0b6f0d2e-2a8f-4c43-9a55-3f0c4f1e9b10");
     for (const key of [
