@@ -11,12 +11,12 @@ import { adminHeal } from "./heal";
 import { adminScrub, getHealStatus } from "./scrub";
 import { adminSweep } from "./sweep";
 
-export const ADMIN_PREFIX = "/_shardgate/admin";
+const ADMIN_PREFIX = "/_shardgate/admin";
 
 type AdminEnv = { Bindings: { ctx: RequestContext } };
 
 /** Reads one query parameter (null when absent) into its value, or throws the 400 to answer. */
-export type Param<T> = (raw: string | null) => T;
+type Param<T> = (raw: string | null) => T;
 
 /** Validates the query against `spec`: each handler gets `c.req.valid("query")`, typed. */
 function query<S extends Record<string, Param<unknown>>>(spec: S) {
@@ -32,37 +32,37 @@ function query<S extends Record<string, Param<unknown>>>(spec: S) {
 const invalid = (message: string) => new S3Error("InvalidArgument", message);
 
 /** The raw value, null when absent. */
-export const raw: Param<string | null> = (v) => v;
+const raw: Param<string | null> = (v) => v;
 /** The value, `fallback` when absent. */
-export const text =
+const text =
   (fallback = ""): Param<string> =>
   (v) =>
     v ?? fallback;
 /** The value, null when absent or empty. */
-export const optional: Param<string | null> = (v) => (v === null || v === "" ? null : v);
+const optional: Param<string | null> = (v) => (v === null || v === "" ? null : v);
 /** A required, non-empty value. */
-export const required =
+const required =
   (message: string): Param<string> =>
   (v) => {
     if (!v) throw invalid(message);
     return v;
   };
 /** A batch size: `fallback` when absent or not a number, clamped into 1..max. */
-export const count =
+const count =
   (fallback: number, max: number): Param<number> =>
   (v) =>
     Math.min(Math.max(Number(v ?? fallback) || fallback, 1), max);
 /** A whole number in [min, ∞), capped at max; `fallback` when absent. */
-export const whole =
+const whole =
   (name: string, fallback: number | null, min: number, max = Number.MAX_SAFE_INTEGER): Param<number | null> =>
   (v) => {
     if (v === null) return fallback;
     const n = Number(v);
-    if (v === "" || !Number.isSafeInteger(n) || n < min) throw invalid(`${name} must be a whole number${min > 0 ? `, ${min} or more` : ", 0 or more"}.`);
+    if (v === "" || !Number.isSafeInteger(n) || n < min) throw invalid(`${name} must be a whole number, ${min} or more.`);
     return Math.min(n, max);
   };
 /** One of `values`, null when absent. */
-export const oneOf =
+const oneOf =
   <V extends string>(message: string, values: readonly V[]): Param<V | null> =>
   (v) => {
     if (v === null) return null;
@@ -71,7 +71,7 @@ export const oneOf =
   };
 
 /** Admin walks take at most this many objects per call. */
-export const MAX_BATCH = 1000;
+const MAX_BATCH = 1000;
 
 // --- the routes ---------------------------------------------------------------------------------
 
