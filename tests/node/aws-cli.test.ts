@@ -123,6 +123,16 @@ describe("the AWS CLI (v1) against the gateway", () => {
     expect(all.map((l) => l.replace(/^\S+ \S+ +/, ""))).toEqual([`${five.length} five.bin`, `24 ${nestedKey}`]);
   });
 
+  it("aws s3api list-object-versions shows each object once, as version null (the bucket is unversioned)", async () => {
+    const out = JSON.parse(await awsOk(["s3api", "list-object-versions", "--bucket", "demo", "--max-items", "10"])) as {
+      Versions: { Key: string; VersionId: string; IsLatest: boolean; Size: number }[];
+    };
+    expect(out.Versions.map((v) => [v.Key, v.VersionId, v.IsLatest, v.Size])).toEqual([
+      ["five.bin", "null", true, five.length],
+      [nestedKey, "null", true, 24],
+    ]);
+  });
+
   it("aws s3api get-object --range returns exactly those bytes", async () => {
     for (const [range, from, to] of [
       ["bytes=1000000-2000099", 1_000_000, 2_000_099],

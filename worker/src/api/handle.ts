@@ -18,7 +18,7 @@ import { adminApp } from "./admin-app";
 import { abortMultipartUpload, completeMultipartUpload, createMultipartUpload, listMultipartUploads, listParts, uploadPart, uploadPartCopy } from "./multipart";
 import { deleteObjectTagging, getObjectTagging, putObjectTagging } from "./tagging";
 import { getObject, RangeNotSatisfiable } from "./get";
-import { listBuckets, listObjects } from "./list";
+import { listBuckets, listObjects, listObjectVersions } from "./list";
 import { putObject } from "./put";
 import { metrics } from "../observability/metrics";
 import { bearerAuthorized, getMetrics } from "./metrics";
@@ -88,6 +88,8 @@ function dispatch(ctx: RequestContext, e: Endpoint): Promise<Response> {
     case "ListObjectsV2":
     case "ListObjects":
       return listObjects(ctx, e.bucket);
+    case "ListObjectVersions":
+      return listObjectVersions(ctx, e.bucket);
     case "GetObject":
       return getObject(ctx, e.bucket, e.key, false);
     case "HeadObject":

@@ -1,6 +1,6 @@
-// ListObjectsV2 (`GET /bucket?list-type=2`) and ListObjects v1 (`GET /bucket`): the query
-// parameters in, a ListQuery for the BucketIndex, and its page out as S3's ListBucketResult XML.
-// Pure functions, no I/O.
+// ListObjectsV2 (`GET /bucket?list-type=2`), ListObjects v1 (`GET /bucket`) and
+// ListObjectVersions (`GET /bucket?versions`): the query parameters in, a ListQuery for the
+// BucketIndex, and its page out as S3's XML. Pure functions, no I/O.
 import type { ListPage, ListQuery, ObjectSummary } from "../meta/types";
 import { S3Error } from "../s3-error";
 import { element, s3Date, S3_XMLNS, XML_DECLARATION } from "./xml";
@@ -179,5 +179,74 @@ function contentsXml(o: ObjectSummary, enc: Encode, owner: Owner | null): string
     (owner ? ownerXml(owner) : "") +
     element("StorageClass", "STANDARD") +
     "</Contents>"
+  );
+}
+
+/** A parsed ListObjectVersions request. Buckets are unversioned: each key has one version, `null`. */
+export interface ListVersionsRequest {
+  query: ListQuery;
+  encodeUrl: boolean;
+  /** key-marker and version-id-marker as sent ("" when none; always echoed). */
+  keyMarker: string;
+  versionIdMarker: string;
+}
+
+export function parseListVersionsParams(params: URLSearchParams): ListVersionsRequest {
+  const keyMarker = params.get("key-marker") ?? "";
+  const versionIdMarker = params.get("version-id-marker") ?? "";
+  if (versionIdMarker !== "" && keyMarker === "") {
+    throw new S3Error("InvalidArgument", "A version-id marker cannot be specified without a key marker.");
+  }
+  // Versions of key-marker after version-id-marker come first, then later keys: with one version
+  // per key, that is everything after key-marker. Any other version id names nothing here.
+  if (versionIdMarker !== "" && versionIdMarker !== "null") throw new S3Error("InvalidArgument", "Invalid version id specified");
+  return {
+    query: {
+      prefix: params.get("prefix") ?? "",
+      delimiter: params.get("delimiter") || null,
+      after: keyMarker || null,
+      maxKeys: parseMaxKeys(params.get("max-keys")),
+    },
+    encodeUrl: parseEncodingType(params.get("encoding-type")),
+    keyMarker,
+    versionIdMarker,
+  };
+}
+
+/** The ListVersionsResult for one page: every object as its latest and only version, `null`. */
+export function renderListVersions(bucket: string, req: ListVersionsRequest, page: ListPage, owner: Owner): string {
+  const enc = req.encodeUrl ? s3UrlEncode : (s: string) => s;
+  const parts = [
+    element("Name", bucket),
+    element("Prefix", enc(req.query.prefix)),
+    element("KeyMarker", enc(req.keyMarker)),
+    element("VersionIdMarker", req.versionIdMarker),
+  ];
+  if (page.isTruncated && page.last !== null) {
+    parts.push(element("NextKeyMarker", enc(page.last)));
+    // A page that ends on a common prefix continues after it; one that ends on a key, after its version.
+    if (!page.commonPrefixes.includes(page.last)) parts.push(element("NextVersionIdMarker", "null"));
+  }
+  parts.push(element("MaxKeys", req.query.maxKeys));
+  if (req.query.delimiter !== null) parts.push(element("Delimiter", enc(req.query.delimiter)));
+  if (req.encodeUrl) parts.push(element("EncodingType", "url"));
+  parts.push(element("IsTruncated", page.isTruncated));
+  const versions = page.objects.map((o) => versionXml(o, enc, owner)).join("");
+  const prefixes = page.commonPrefixes.map((p) => `<CommonPrefixes>${element("Prefix", enc(p))}</CommonPrefixes>`).join("");
+  return `${XML_DECLARATION}<ListVersionsResult xmlns="${S3_XMLNS}">${parts.join("")}${versions}${prefixes}</ListVersionsResult>`;
+}
+
+function versionXml(o: ObjectSummary, enc: Encode, owner: Owner): string {
+  return (
+    "<Version>" +
+    element("Key", enc(o.key)) +
+    element("VersionId", "null") +
+    element("IsLatest", true) +
+    element("LastModified", s3Date(o.lastModified)) +
+    element("ETag", `"${o.etag}"`) +
+    element("Size", o.size) +
+    ownerXml(owner) +
+    element("StorageClass", "STANDARD") +
+    "</Version>"
   );
 }

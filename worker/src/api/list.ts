@@ -1,8 +1,8 @@
-// ListObjects (v1 and v2) and ListBuckets: an indexed range query in the metadata Durable Object,
-// rendered as S3's XML.
+// ListObjects (v1 and v2), ListObjectVersions and ListBuckets: an indexed range query in the
+// metadata Durable Object, rendered as S3's XML.
 import { bucketIndex, bucketRegistry, type RequestContext } from "./context";
 import { renderListBuckets } from "./list-buckets";
-import { parseListObjectsParams, renderListObjects, type Owner } from "./list-objects";
+import { parseListObjectsParams, parseListVersionsParams, renderListObjects, renderListVersions, type Owner } from "./list-objects";
 import { xmlResponse } from "./xml";
 import { noSuchBucket } from "../s3-error";
 
@@ -18,6 +18,15 @@ export async function listObjects(ctx: RequestContext, bucket: string): Promise<
   const [info, page] = await Promise.all([index.info(), index.list(req.query)]);
   if (info === null) throw noSuchBucket(bucket);
   return xmlResponse(renderListObjects(bucket, req, page, owner(ctx)));
+}
+
+/** Buckets are unversioned: every object is its one version, `null`, and the latest. */
+export async function listObjectVersions(ctx: RequestContext, bucket: string): Promise<Response> {
+  const req = parseListVersionsParams(ctx.url.searchParams);
+  const index = bucketIndex(ctx, bucket);
+  const [info, page] = await Promise.all([index.info(), index.list(req.query)]);
+  if (info === null) throw noSuchBucket(bucket);
+  return xmlResponse(renderListVersions(bucket, req, page, owner(ctx)));
 }
 
 export async function listBuckets(ctx: RequestContext): Promise<Response> {

@@ -9,6 +9,7 @@ export type Endpoint =
   | { op: "GetBucketLocation"; bucket: string }
   | { op: "ListObjectsV2"; bucket: string }
   | { op: "ListObjects"; bucket: string }
+  | { op: "ListObjectVersions"; bucket: string }
   | { op: "GetObject"; bucket: string; key: string }
   | { op: "HeadObject"; bucket: string; key: string }
   | { op: "PutObject"; bucket: string; key: string }
@@ -89,7 +90,6 @@ const BUCKET_SUBRESOURCES: Record<string, string> = {
   requestPayment: "BucketRequestPayment",
   tagging: "BucketTagging",
   versioning: "BucketVersioning",
-  versions: "ObjectVersions",
   website: "BucketWebsite",
   accelerate: "BucketAccelerateConfiguration",
 };
@@ -140,6 +140,7 @@ function routeBucket(method: string, bucket: string, query: URLSearchParams): En
     if (query.has(name)) return notImplemented(`${VERB[method] ?? method}${op}`);
   }
   if (query.has("uploads")) return method === "GET" ? { op: "ListMultipartUploads", bucket } : notImplemented(`${method} on uploads`);
+  if (query.has("versions")) return method === "GET" ? { op: "ListObjectVersions", bucket } : notImplemented(`${method} on versions`);
   if (query.has("delete")) return method === "POST" ? { op: "DeleteObjects", bucket } : notImplemented(`${method} on delete`);
   switch (method) {
     case "GET":
