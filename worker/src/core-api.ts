@@ -6,7 +6,7 @@
 // reusable buffers, output is read from its buffers and copied once into a fresh Uint8Array.
 // Views are made right after the call that sizes them, since a memory.grow detaches old views.
 import type * as Bindings from "../../core/pkg/shardgate_core.js";
-import type { Manifest } from "./core-types";
+import type { Manifest, ShardedLayout } from "./core-types";
 
 export type CoreBindings = typeof Bindings;
 
@@ -22,6 +22,11 @@ export interface GeometrySpec {
   dataShards: number;
   parityShards: number;
   chunkBytes: number;
+}
+
+/** The geometry of a stored part: its size and the layout its manifest recorded. */
+export function partGeometry(size: number, layout: Pick<ShardedLayout, "blockBytes" | "dataShards" | "parityShards" | "chunkBytes">): GeometrySpec {
+  return { size, blockBytes: layout.blockBytes, dataShards: layout.dataShards, parityShards: layout.parityShards, chunkBytes: layout.chunkBytes };
 }
 
 /** One ranged request to make: bytes [start, end) of shard file `shard`. */

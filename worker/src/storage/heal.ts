@@ -5,7 +5,7 @@
 // gone, refusing or does not take it, on a replacement (the caller records the move in the
 // manifest). Memory is a block plus the sinks' queues, whatever the part's size.
 import type { GatewayConfig } from "../config";
-import type { Core, ManifestPart, ShardedLayout } from "../core-api";
+import { partGeometry, type Core, type ManifestPart, type ShardedLayout } from "../core-api";
 import { ExactReader } from "./exact-reader";
 import { GuardedNode } from "./node-health";
 import { NodeAnswerError, nodesById, placeShards, shardKey, type StorageNode } from "./nodes";
@@ -62,13 +62,7 @@ export async function missingShards(config: GatewayConfig, core: Core, part: Sha
 
 export function shardFileBytes(core: Core, part: ShardedPart): number {
   const { layout } = part;
-  const geometry = core.geometry({
-    size: part.size,
-    blockBytes: layout.blockBytes,
-    dataShards: layout.dataShards,
-    parityShards: layout.parityShards,
-    chunkBytes: layout.chunkBytes,
-  });
+  const geometry = core.geometry(partGeometry(part.size, layout));
   const bytes = geometry.shardFileBytes;
   geometry.free();
   return bytes;
@@ -151,13 +145,7 @@ async function rebuildPass(
 ): Promise<Set<number>> {
   const { layout } = part;
   if (targets.size === 0) return new Set();
-  const geometry = core.geometry({
-    size: part.size,
-    blockBytes: layout.blockBytes,
-    dataShards: layout.dataShards,
-    parityShards: layout.parityShards,
-    chunkBytes: layout.chunkBytes,
-  });
+  const geometry = core.geometry(partGeometry(part.size, layout));
   const sinks = new Map<number, ShardSink>();
   for (const [shard, node] of targets) sinks.set(shard, new ShardSink(node, shardKey(layout.storageId, shard), geometry.shardFileBytes, config.nodeStallMs));
   const encoder = core.encoder(geometry);

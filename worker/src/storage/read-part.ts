@@ -15,6 +15,7 @@ import {
   type ReadPlan,
   type ShardedLayout,
   type ShardFetch,
+  partGeometry,
 } from "../core-api";
 import { PieceReader } from "../piece-reader";
 import { NodesUnavailableError } from "./errors";
@@ -200,13 +201,7 @@ class ShardedRangeReader implements RangeSource {
    * the code can spare them, otherwise they are waited for after all. 503 when even that fails.
    */
   private plan(start: number): ReadPlan {
-    const geometry = this.core.geometry({
-      size: this.size,
-      blockBytes: this.layout.blockBytes,
-      dataShards: this.layout.dataShards,
-      parityShards: this.layout.parityShards,
-      chunkBytes: this.layout.chunkBytes,
-    });
+    const geometry = this.core.geometry(partGeometry(this.size, this.layout));
     try {
       const others: number[] = []; // on nodes another read found slow just now
       this.layout.placement.forEach((nodeId, shard) => {

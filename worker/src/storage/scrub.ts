@@ -6,7 +6,7 @@
 // bad shard files (services/scrub.ts, with services/heal.ts's healObject: rebuilt from the survivors,
 // bit-identical to the ones first written).
 import type { GatewayConfig } from "../config";
-import type { Core } from "../core-api";
+import { partGeometry, type Core } from "../core-api";
 import { metrics } from "../observability/metrics";
 import { missingShards, type ShardedPart } from "./heal";
 import { GuardedNode, NodeUnavailableError } from "./node-health";
@@ -56,13 +56,7 @@ export async function scrubPart(config: GatewayConfig, core: Core, part: Sharded
     if (node instanceof GuardedNode && node.health.refusing) found.set(shard, { shard, node: nodeId, fault: "unavailable" });
   });
   if (mode === "deep") {
-    const geometry = core.geometry({
-      size: part.size,
-      blockBytes: layout.blockBytes,
-      dataShards: layout.dataShards,
-      parityShards: layout.parityShards,
-      chunkBytes: layout.chunkBytes,
-    });
+    const geometry = core.geometry(partGeometry(part.size, layout));
     try {
       const checks = await Promise.all(
         layout.placement.map((nodeId, shard) =>
