@@ -1,5 +1,6 @@
 // ListObjects (v1 and v2), ListObjectVersions and ListBuckets: an indexed range query in the
 // metadata Durable Object, rendered as S3's XML.
+import type { ListPage, ListQuery } from "../meta/types";
 import { bucketIndex, bucketRegistry, type RequestContext } from "./context";
 import { renderListBuckets } from "./list-buckets";
 import { parseListObjectsParams, parseListVersionsParams, renderListObjects, renderListVersions, type Owner } from "./list-objects";
@@ -11,22 +12,24 @@ function owner(ctx: RequestContext): Owner {
   return { id: ctx.auth.accessKeyId, displayName: ctx.auth.accessKeyId };
 }
 
-export async function listObjects(ctx: RequestContext, bucket: string): Promise<Response> {
-  const req = parseListObjectsParams(ctx.url.searchParams);
+/** One page of the bucket's keys, or NoSuchBucket. */
+async function listPage(ctx: RequestContext, bucket: string, query: ListQuery): Promise<ListPage> {
   const index = bucketIndex(ctx, bucket);
   // Both in parallel: one round trip of latency.
-  const [info, page] = await Promise.all([index.info(), index.list(req.query)]);
+  const [info, page] = await Promise.all([index.info(), index.list(query)]);
   if (info === null) throw noSuchBucket(bucket);
-  return xmlResponse(renderListObjects(bucket, req, page, owner(ctx)));
+  return page;
+}
+
+export async function listObjects(ctx: RequestContext, bucket: string): Promise<Response> {
+  const req = parseListObjectsParams(ctx.url.searchParams);
+  return xmlResponse(renderListObjects(bucket, req, await listPage(ctx, bucket, req.query), owner(ctx)));
 }
 
 /** Buckets are unversioned: every object is its one version, `null`, and the latest. */
 export async function listObjectVersions(ctx: RequestContext, bucket: string): Promise<Response> {
   const req = parseListVersionsParams(ctx.url.searchParams);
-  const index = bucketIndex(ctx, bucket);
-  const [info, page] = await Promise.all([index.info(), index.list(req.query)]);
-  if (info === null) throw noSuchBucket(bucket);
-  return xmlResponse(renderListVersions(bucket, req, page, owner(ctx)));
+  return xmlResponse(renderListVersions(bucket, req, await listPage(ctx, bucket, req.query), owner(ctx)));
 }
 
 export async function listBuckets(ctx: RequestContext): Promise<Response> {
