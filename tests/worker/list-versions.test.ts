@@ -1,5 +1,7 @@
-// ListObjectVersions on an unversioned bucket: every object once, as its latest and only version
-// `null`, with prefix, delimiter, key-marker / version-id-marker paging, max-keys and encoding-type.
+// Versions on an unversioned bucket: ListObjectVersions shows every object once, as its latest and
+// only version `null` (prefix, delimiter, key-marker / version-id-marker paging, max-keys,
+// encoding-type); GetBucketVersioning answers an empty configuration; object requests may name
+// version `null` and no other.
 import { beforeAll, describe, expect, it } from "vitest";
 import { s3, s3ok } from "./signed";
 
@@ -59,5 +61,31 @@ describe("ListObjectVersions", () => {
     expect(await code(`/${bucket}?versions&key-marker=a&version-id-marker=3HL4kqtJlcpXroDTDmJ`)).toBe("InvalidArgument");
     expect(await code(`/no-such-bucket?versions`)).toBe("NoSuchBucket");
     expect(await code(`/${bucket}?versions`, { method: "POST" })).toBe("NotImplemented");
+  });
+});
+
+describe("versions of an unversioned bucket", () => {
+  const code = async (path: string, init?: RequestInit) => {
+    const res = await s3(path, init);
+    return [res.status, tag(await res.text(), "Code")];
+  };
+
+  it("answers GetBucketVersioning with an empty configuration, and refuses to turn versioning on", async () => {
+    const xml = await (await s3ok(`/${bucket}?versioning`)).text();
+    expect(xml).toContain("<VersioningConfiguration");
+    expect(xml).not.toContain("<Status>");
+    expect(await code(`/no-such-bucket?versioning`)).toEqual([404, "NoSuchBucket"]);
+    const enable = `<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>Enabled</Status></VersioningConfiguration>`;
+    expect(await code(`/${bucket}?versioning`, { method: "PUT", body: enable })).toEqual([501, "NotImplemented"]);
+  });
+
+  it("serves version null of an object, and no other", async () => {
+    expect(await (await s3ok(`/${bucket}/a?versionId=null`)).text()).toBe("body of a");
+    expect((await s3(`/${bucket}/a?versionId=null`, { method: "HEAD" })).status).toBe(200);
+    expect(await code(`/${bucket}/a?versionId=3HL4kqtJlcpXroDTDmJ`)).toEqual([404, "NoSuchVersion"]);
+    expect(await code(`/${bucket}/a?versionId=3HL4kqtJlcpXroDTDmJ`, { method: "DELETE" })).toEqual([404, "NoSuchVersion"]);
+    expect(await (await s3ok(`/${bucket}/a`)).text()).toBe("body of a"); // still there
+    await s3ok(`/${bucket}/a?versionId=null`, { method: "DELETE" }, 204);
+    expect((await s3(`/${bucket}/a`)).status).toBe(404);
   });
 });

@@ -9,6 +9,12 @@ import type { WrittenPart } from "../storage/write-part";
 import type { RequestChecksums } from "./checksums";
 import type { RequestContext } from "./context";
 
+/** Buckets are unversioned: an object request may name its one version, `null`, and no other. */
+export function onlyNullVersion(url: URL): void {
+  const versionId = url.searchParams.get("versionId");
+  if (versionId !== null && versionId !== "null") throw new S3Error("NoSuchVersion", "The specified version does not exist.");
+}
+
 /** S3's limit for a single PUT (and a single part, and a CopyObject). */
 export const MAX_PUT_BYTES = 5 * 1024 ** 3;
 

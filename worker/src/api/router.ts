@@ -7,6 +7,7 @@ export type Endpoint =
   | { op: "HeadBucket"; bucket: string }
   | { op: "DeleteBucket"; bucket: string }
   | { op: "GetBucketLocation"; bucket: string }
+  | { op: "GetBucketVersioning"; bucket: string }
   | { op: "ListObjectsV2"; bucket: string }
   | { op: "ListObjects"; bucket: string }
   | { op: "ListObjectVersions"; bucket: string }
@@ -89,7 +90,6 @@ const BUCKET_SUBRESOURCES: Record<string, string> = {
   replication: "BucketReplication",
   requestPayment: "BucketRequestPayment",
   tagging: "BucketTagging",
-  versioning: "BucketVersioning",
   website: "BucketWebsite",
   accelerate: "BucketAccelerateConfiguration",
 };
@@ -141,6 +141,8 @@ function routeBucket(method: string, bucket: string, query: URLSearchParams): En
   }
   if (query.has("uploads")) return method === "GET" ? { op: "ListMultipartUploads", bucket } : notImplemented(`${method} on uploads`);
   if (query.has("versions")) return method === "GET" ? { op: "ListObjectVersions", bucket } : notImplemented(`${method} on versions`);
+  // Buckets are unversioned; versioning cannot be turned on (yet).
+  if (query.has("versioning")) return method === "GET" ? { op: "GetBucketVersioning", bucket } : notImplemented(`${VERB[method] ?? method}BucketVersioning`);
   if (query.has("delete")) return method === "POST" ? { op: "DeleteObjects", bucket } : notImplemented(`${method} on delete`);
   switch (method) {
     case "GET":
