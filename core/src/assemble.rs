@@ -31,6 +31,11 @@ pub enum AssembleError {
     TooMuchData {
         shard: usize,
     },
+    /// `advance` past the bytes the last `peek` returned.
+    AdvancePastPeek {
+        n: usize,
+        peeked: usize,
+    },
     Erasure(ErasureError),
 }
 
@@ -43,6 +48,12 @@ impl fmt::Display for AssembleError {
             Self::UnexpectedShard(s) => write!(f, "shard {s} is not part of this read plan"),
             Self::TooMuchData { shard } => {
                 write!(f, "shard {shard} sent more bytes than were requested")
+            }
+            Self::AdvancePastPeek { n, peeked } => {
+                write!(
+                    f,
+                    "cannot advance {n} bytes: the last peek returned {peeked}"
+                )
             }
             Self::Erasure(e) => e.fmt(f),
         }
@@ -70,13 +81,16 @@ struct Stream {
 }
 
 impl Stream {
-    fn new(fetch: &Fetch, chunk_bytes: u64) -> Self {
+    /// `hold`: the most verified bytes the stream keeps at once (its look-ahead), reserved up
+    /// front so that arriving chunks never regrow (and recopy) the buffer.
+    fn new(fetch: &Fetch, chunk_bytes: u64, hold: u64) -> Self {
+        let len = fetch.logical.end - fetch.logical.start;
         Self {
             shard: fetch.shard,
             next_chunk: fetch.logical.start / chunk_bytes,
             last_chunk: fetch.logical.end.div_ceil(chunk_bytes),
             pending: Vec::new(),
-            data: Vec::new(),
+            data: Vec::with_capacity(len.min(hold) as usize),
             base: fetch.logical.start,
         }
     }
@@ -123,14 +137,18 @@ pub struct Assembler {
     pos: u64,
     need: Option<BlockNeed>,
     rebuilt: Option<Rebuilt>,
+    /// Length of the run the last `peek` returned: how far `advance` may go.
+    peeked: usize,
 }
 
 impl Assembler {
     pub fn new(plan: ReadPlan) -> Result<Self, AssembleError> {
         let g = plan.geometry;
         let mut streams: Vec<Option<Stream>> = (0..g.total_shards()).map(|_| None).collect();
+        // What `wants` lets a stream hold: up to two pieces ahead, plus the read that crosses.
+        let hold = 3 * g.piece_bytes(0);
         for f in &plan.fetches {
-            streams[f.shard] = Some(Stream::new(f, g.chunk_bytes()));
+            streams[f.shard] = Some(Stream::new(f, g.chunk_bytes(), hold));
         }
         Ok(Self {
             codec: Codec::new(g.data_shards(), g.parity_shards())?,
@@ -140,6 +158,7 @@ impl Assembler {
             plan,
             need: None,
             rebuilt: None,
+            peeked: 0,
         })
     }
 
@@ -204,19 +223,26 @@ impl Assembler {
     /// Returns how many were appended; 0 means more input is needed (or the read is done).
     pub fn pull(&mut self, out: &mut Vec<u8>, max: usize) -> Result<usize, AssembleError> {
         let start_len = out.len();
-        while self.pos < self.plan.range.end && out.len() - start_len < max {
-            let room = (max - (out.len() - start_len)) as u64;
-            let n = self.emit_some(out, room)?;
-            if n == 0 {
+        loop {
+            let run = self.peek(max - (out.len() - start_len))?;
+            if run.is_empty() {
                 break;
             }
-            self.pos += n;
+            out.extend_from_slice(run);
+            let n = run.len();
+            self.advance(n)?;
         }
         Ok(out.len() - start_len)
     }
 
-    /// Emits up to `room` bytes of the segment at `pos`; returns how many.
-    fn emit_some(&mut self, out: &mut Vec<u8>, room: u64) -> Result<u64, AssembleError> {
+    /// The next run of requested bytes that is ready now (at most `max`), in place: verified
+    /// stream bytes or a rebuilt window, so the caller copies them once, straight to where they
+    /// go. Empty when more input is needed (or the read is done). `advance` consumes them.
+    pub fn peek(&mut self, max: usize) -> Result<&[u8], AssembleError> {
+        self.peeked = 0;
+        if self.pos >= self.plan.range.end || max == 0 {
+            return Ok(&[]);
+        }
         let g = self.plan.geometry;
         let block = self.pos / g.block_bytes();
         self.enter_block(block);
@@ -229,27 +255,38 @@ impl Assembler {
             .as_ref()
             .and_then(|n| n.segments.iter().find(|(s, _)| *s == j))
             .map_or(local, |(_, r)| r.end);
-        let want = (seg_end - local).min(room);
+        let want = (seg_end - local).min(max as u64);
         let base = g.piece_offset(block);
         if !self.plan.unavailable[j] {
-            let Some(s) = self.streams[j].as_ref() else {
-                return Ok(0);
-            };
-            let avail = s.verified_end().saturating_sub(base + local).min(want);
-            if let Some(bytes) = s.bytes(base + local..base + local + avail) {
-                out.extend_from_slice(bytes);
-                return Ok(avail);
-            }
-            return Ok(0);
+            let run = self.streams[j].as_ref().and_then(|s| {
+                let avail = s.verified_end().saturating_sub(base + local).min(want);
+                s.bytes(base + local..base + local + avail)
+            });
+            let run = run.unwrap_or(&[]);
+            self.peeked = run.len();
+            return Ok(run);
         }
         if !self.rebuilt_covers(block, j, local) && !self.rebuild(block, j, local, seg_end)? {
-            return Ok(0);
+            return Ok(&[]);
         }
         let r = self.rebuilt.as_ref().expect("rebuilt window covers pos");
-        let n = (r.columns.end - local).min(want);
+        let n = (r.columns.end - local).min(want) as usize;
         let at = (local - r.columns.start) as usize;
-        out.extend_from_slice(&r.bytes[at..at + n as usize]);
-        Ok(n)
+        self.peeked = n;
+        Ok(&r.bytes[at..at + n])
+    }
+
+    /// Consumes the first `n` bytes of the last `peek`'s run.
+    pub fn advance(&mut self, n: usize) -> Result<(), AssembleError> {
+        if n > self.peeked {
+            return Err(AssembleError::AdvancePastPeek {
+                n,
+                peeked: self.peeked,
+            });
+        }
+        self.peeked -= n;
+        self.pos += n as u64;
+        Ok(())
     }
 
     /// On reaching a new block: compute its needs and drop what earlier blocks held.
@@ -419,6 +456,43 @@ mod tests {
             asm.push(0, &files[0][..73]),
             Err(AssembleError::TooMuchData { shard: 0 })
         );
+    }
+
+    #[test]
+    fn peeked_runs_are_consumed_in_any_steps_and_never_beyond() {
+        let g = Geometry::new(200_000, 65_536, 4, 2, 4096).unwrap();
+        let data = object(200_000, 5);
+        let files = encode_part(g, &data).unwrap();
+        let plan = ReadPlan::new(g, 1000..150_000, &[2]).unwrap();
+        let fetches = plan.fetches.clone();
+        let mut asm = Assembler::new(plan).unwrap();
+        assert_eq!(
+            asm.advance(1),
+            Err(AssembleError::AdvancePastPeek { n: 1, peeked: 0 })
+        );
+        for f in &fetches {
+            let bytes = &files[f.shard][f.physical.start as usize..f.physical.end as usize];
+            asm.push(f.shard, bytes).unwrap();
+        }
+        let mut out = Vec::new();
+        while !asm.is_done() {
+            let run = asm.peek(10_000).unwrap().to_vec();
+            assert!(!run.is_empty() && run.len() <= 10_000);
+            let half = run.len().div_ceil(2);
+            out.extend_from_slice(&run[..half]);
+            asm.advance(half).unwrap();
+            let rest = run.len() - half;
+            assert_eq!(
+                asm.advance(rest + 1),
+                Err(AssembleError::AdvancePastPeek {
+                    n: rest + 1,
+                    peeked: rest
+                })
+            );
+            out.extend_from_slice(&run[half..]);
+            asm.advance(rest).unwrap();
+        }
+        assert_eq!(out, &data[1000..150_000]);
     }
 
     fn case() -> impl Strategy<Value = (usize, usize, u64, u64, usize, Vec<usize>, u64, u64, usize)>

@@ -36,19 +36,35 @@ fn whole(n: f64, what: &str) -> Result<u64, JsError> {
     }
 }
 
-/// A byte buffer in WASM memory that JS fills through a view.
+thread_local! {
+    /// The one input buffer every object shares. JS fills it through a view and makes the call
+    /// that consumes it right away, with no other call into the core in between, so one buffer
+    /// serves them all: allocated and zero-filled only when it grows, not once per request.
+    static INPUT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A handle to the shared input buffer (the field keeps each object's API unchanged).
 #[derive(Default)]
-struct Buffer(Vec<u8>);
+struct Buffer;
 
 impl Buffer {
+    /// Pointer to at least `len` bytes of the shared input buffer.
     fn ptr(&mut self, len: usize) -> *mut u8 {
-        self.0.resize(len, 0);
-        self.0.as_mut_ptr()
+        INPUT.with_borrow_mut(|b| {
+            if b.len() < len {
+                b.resize(len, 0);
+            }
+            b.as_mut_ptr()
+        })
     }
-    fn filled(&self, len: usize) -> Result<&[u8], JsError> {
-        self.0
-            .get(..len)
-            .ok_or_else(|| JsError::new("input length exceeds the input buffer"))
+
+    /// Runs `f` on the first `len` bytes JS wrote.
+    fn with_filled<R>(&self, len: usize, f: impl FnOnce(&[u8]) -> R) -> Result<R, JsError> {
+        INPUT.with_borrow(|b| {
+            b.get(..len)
+                .map(f)
+                .ok_or_else(|| JsError::new("input length exceeds the input buffer"))
+        })
     }
 }
 
@@ -159,7 +175,8 @@ impl ReadPlan {
 pub struct Assembler {
     inner: CoreAssembler,
     input: Buffer,
-    output: Vec<u8>,
+    /// Where the bytes of the last `peek` start (inside the assembler's own buffers).
+    peeked: *const u8,
     failed_chunk: f64,
 }
 
@@ -169,8 +186,8 @@ impl Assembler {
     pub fn new(plan: &ReadPlan) -> Result<Assembler, JsError> {
         Ok(Self {
             inner: CoreAssembler::new(plan.0.clone()).map_err(err)?,
-            input: Buffer::default(),
-            output: Vec::new(),
+            input: Buffer,
+            peeked: std::ptr::null(),
             failed_chunk: -1.0,
         })
     }
@@ -185,8 +202,10 @@ impl Assembler {
     /// Returns false when a chunk failed its checksum (`failedChunk` says which); the shard must
     /// then be treated as unavailable and the rest re-planned from `position`.
     pub fn push(&mut self, shard: usize, len: usize) -> Result<bool, JsError> {
-        let bytes = self.input.filled(len)?;
-        match self.inner.push(shard, bytes) {
+        match self
+            .input
+            .with_filled(len, |bytes| self.inner.push(shard, bytes))?
+        {
             Ok(()) => Ok(true),
             Err(AssembleError::ChecksumMismatch { chunk, .. }) => {
                 self.failed_chunk = chunk as f64;
@@ -202,15 +221,22 @@ impl Assembler {
         self.failed_chunk
     }
 
-    /// Produces up to `max` output bytes into the output buffer; returns how many (0: need input).
-    pub fn pull(&mut self, max: usize) -> Result<usize, JsError> {
-        self.output.clear();
-        self.inner.pull(&mut self.output, max).map_err(err)
+    /// How many output bytes are ready now in one run (at most `max`; 0: more input is needed).
+    /// They are read in place at `outputPtr` (no copy in the core), then consumed with `advance`.
+    pub fn peek(&mut self, max: usize) -> Result<usize, JsError> {
+        let run = self.inner.peek(max).map_err(err)?;
+        self.peeked = run.as_ptr();
+        Ok(run.len())
     }
 
     #[wasm_bindgen(js_name = outputPtr)]
     pub fn output_ptr(&self) -> *const u8 {
-        self.output.as_ptr()
+        self.peeked
+    }
+
+    /// Consumes `n` bytes of the last `peek`'s run.
+    pub fn advance(&mut self, n: usize) -> Result<(), JsError> {
+        self.inner.advance(n).map_err(err)
     }
 
     /// Whether shard `shard` should be read further now (bounded look-ahead).
@@ -244,7 +270,7 @@ impl ShardVerifier {
     pub fn new(geometry: &Geometry, shard: usize) -> Result<ShardVerifier, JsError> {
         Ok(Self {
             inner: CoreShardVerifier::new(geometry.0, shard).map_err(err)?,
-            input: Buffer::default(),
+            input: Buffer,
         })
     }
 
@@ -257,8 +283,8 @@ impl ShardVerifier {
     /// Feeds the first `len` bytes of the input buffer as the file's next bytes. Returns the
     /// number of bad chunks found so far.
     pub fn push(&mut self, len: usize) -> Result<usize, JsError> {
-        let bytes = self.input.filled(len)?;
-        self.inner.push(bytes);
+        self.input
+            .with_filled(len, |bytes| self.inner.push(bytes))?;
         Ok(self.inner.bad_chunks().len())
     }
 
@@ -312,7 +338,7 @@ impl PartEncoder {
     pub fn new(geometry: &Geometry) -> Result<PartEncoder, JsError> {
         Ok(Self {
             inner: CorePartEncoder::new(geometry.0).map_err(err)?,
-            input: Buffer::default(),
+            input: Buffer,
         })
     }
 
@@ -329,8 +355,9 @@ impl PartEncoder {
 
     /// Encodes the first `len` bytes of the input buffer as the next block.
     pub fn encode(&mut self, len: usize) -> Result<(), JsError> {
-        let block = self.input.filled(len)?;
-        self.inner.encode_block(block).map_err(err)
+        self.input
+            .with_filled(len, |block| self.inner.encode_block(block))?
+            .map_err(err)
     }
 
     /// Number of shard files (k + m): the shards `outputPtr`/`outputLen` answer for.
@@ -377,7 +404,7 @@ impl Checksum {
             .ok_or_else(|| JsError::new(&format!("unsupported checksum algorithm {algorithm}")))?;
         Ok(Self {
             inner: Some(StreamingChecksum::new(kind)),
-            input: Buffer::default(),
+            input: Buffer,
         })
     }
 
@@ -387,13 +414,11 @@ impl Checksum {
     }
 
     pub fn update(&mut self, len: usize) -> Result<(), JsError> {
-        let bytes = self.input.filled(len)?;
         let inner = self
             .inner
             .as_mut()
             .ok_or_else(|| JsError::new("checksum already finished"))?;
-        inner.update(bytes);
-        Ok(())
+        self.input.with_filled(len, |bytes| inner.update(bytes))
     }
 
     /// The big-endian digest (what S3 base64-encodes). The checksum cannot be updated afterwards.

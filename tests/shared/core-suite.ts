@@ -76,11 +76,12 @@ function readRange(
   let fetched = 0;
   while (!asm.done) {
     let progressed = false;
-    for (let chunk = asm.pull(); chunk; chunk = asm.pull()) {
+    const take = (chunk: Uint8Array) => {
       out.set(chunk, written);
       written += chunk.length;
-      progressed = true;
-    }
+      return chunk.length;
+    };
+    while (asm.pull(1 << 20, take) !== null) progressed = true;
     plan.fetches.forEach((f, i) => {
       if (offsets[i] < f.end && asm.wants(f.shard)) {
         const next = Math.min(offsets[i] + step, f.end);

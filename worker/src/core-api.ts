@@ -206,11 +206,17 @@ export class RangeAssembler {
     );
   }
 
-  /** Up to `max` verified output bytes (a copy), or null when more input is needed first. */
-  pull(max = 1 << 20): Uint8Array | null {
-    const n = this.inner.pull(max);
+  /**
+   * Hands the next verified output bytes that are ready, at most `max` (one run: a shard's
+   * stretch or a rebuilt window), to `use` and returns what it returned; null when more input is
+   * needed first. The bytes are a view of the core's memory, valid only during the call.
+   */
+  pull<T>(max: number, use: (bytes: Uint8Array) => T): T | null {
+    const n = this.inner.peek(max);
     if (n === 0) return null;
-    return new Uint8Array(this.memory.buffer, this.inner.outputPtr(), n).slice();
+    const out = use(new Uint8Array(this.memory.buffer, this.inner.outputPtr(), n));
+    this.inner.advance(n);
+    return out;
   }
 
   /** Whether to read more of `shard` now: false once it is far enough ahead of the output. */

@@ -1,5 +1,6 @@
 // GetObject and HeadObject: one metadata call, then (GET only) one parallel wave of shard
 // requests for exactly the bytes asked for, streamed to the client as they are verified.
+import { writeBorrowed } from "../bytes";
 import type { Manifest } from "../core-api";
 import { S3Error } from "../s3-error";
 import type { RangeSource } from "../storage/read-part";
@@ -123,7 +124,11 @@ export class RangeNotSatisfiable extends S3Error {
 async function send(source: RangeSource, writable: WritableStream<Uint8Array>): Promise<void> {
   const writer = writable.getWriter();
   try {
-    for (let piece = await source.next(); piece; piece = await source.next()) await writer.write(piece);
+    for (;;) {
+      const written = await source.next((piece) => writeBorrowed(writer, piece));
+      if (written === null) break;
+      await written;
+    }
     await writer.close();
   } catch (e) {
     source.close();

@@ -97,10 +97,10 @@ export async function openRangeSource(
   let index = 0;
   let current: RangeSource | null = ranges.length > 0 ? await open(0) : null;
   return {
-    async next() {
+    async next(use) {
       while (current) {
-        const piece = await current.next();
-        if (piece) return piece;
+        const piece = await current.next(use);
+        if (piece !== null) return piece;
         index += 1;
         current = index < ranges.length ? await open(index) : null;
       }

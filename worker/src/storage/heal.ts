@@ -162,10 +162,11 @@ async function rebuildPass(
       const bytes = block.subarray(0, len);
       await reader.fill(bytes);
       const writes: Promise<void>[] = [];
-      // The encoder's output views are only valid during the callback: copy what is kept.
+      // The encoder's output views are only valid during the callback: each goes into its
+      // sink's stream (which copies it) before the callback returns.
       encoder.encode(bytes, (shard, framed) => {
         const sink = sinks.get(shard);
-        if (sink) writes.push(sink.write(framed.slice()));
+        if (sink) writes.push(sink.write(framed));
       });
       await Promise.all(writes);
     }

@@ -1,6 +1,7 @@
 // One shard file's upload to its node, written block by block (PUT and heal share it). A node
 // that fails, or stalls for longer than `stallMs` without taking the next block or finishing,
 // marks the sink failed instead of throwing or hanging: the writer decides what a quorum is.
+import { writeBorrowed } from "../bytes";
 import type { StorageNode } from "./nodes";
 
 /**
@@ -68,7 +69,9 @@ export class ShardSink {
 
   /**
    * Writes each sink's bytes, then waits until every node took the block before (within the
-   * stall limit): a sink whose node fails or stalls is aborted, never thrown from.
+   * stall limit): a sink whose node fails or stalls is aborted, never thrown from. Every write is
+   * handed to its stream before anything is awaited, and the runtime copies it there: the bytes
+   * may be views the caller reuses right after the call (writeBorrowed).
    */
   static async writeAll(writes: readonly (readonly [ShardSink, Uint8Array])[]): Promise<void> {
     const waiting: [ShardSink, Queued][] = [];
@@ -110,7 +113,7 @@ export class ShardSink {
   }
 
   private queue(bytes: Uint8Array): Queued {
-    const queued: Queued = { promise: this.writer.write(bytes), settled: false };
+    const queued: Queued = { promise: writeBorrowed(this.writer, bytes), settled: false };
     queued.promise.then(
       () => (queued.settled = true),
       () => {

@@ -72,8 +72,9 @@ async function writeSharded(config: GatewayConfig, core: Core, reader: ExactRead
       observe(bytes);
       await md5Writer.write(bytes);
       const writes: [ShardSink, Uint8Array][] = [];
-      // The encoder's output views are only valid during the callback: copy each out.
-      encoder.encode(bytes, (shard, framed) => writes.push([sinks[shard], framed.slice()]));
+      // The encoder's output views are valid until the next call into the core: writeAll hands
+      // them all to their streams (which copy them) before it awaits anything.
+      encoder.encode(bytes, (shard, framed) => writes.push([sinks[shard], framed]));
       await ShardSink.writeAll(writes);
       if (sinks.filter((s) => !s.failed).length < config.writeQuorum) throw quorumLost(sinks, config);
     }

@@ -1,0 +1,30 @@
+// What the byte path assumes of the runtime's own streams (worker/src/bytes.ts writeBorrowed):
+// a chunk written into a FixedLengthStream is copied inside write(), so the caller may change or
+// reuse its buffer (or hand a view of WASM memory) as soon as write() returns. GET responses and
+// shard uploads rely on it; if a runtime update stopped copying, this fails before data does.
+import { describe, expect, it } from "vitest";
+import { writeBorrowed } from "../../worker/src/bytes";
+
+describe("the runtime's writable streams", () => {
+  it("copy a written chunk inside write(): the buffer may change right after", async () => {
+    const pieces = 8;
+    const size = 64 * 1024;
+    const fixed = new FixedLengthStream(pieces * size);
+    const received = new Response(fixed.readable).arrayBuffer();
+    const writer = fixed.writable.getWriter();
+    const buffer = new Uint8Array(size);
+    for (let i = 0; i < pieces; i++) {
+      buffer.fill(i + 1);
+      const written = writeBorrowed(writer, buffer);
+      buffer.fill(0xee); // overwritten before the write completes
+      await written;
+    }
+    await writer.close();
+    const bytes = new Uint8Array(await received);
+    expect(bytes.length).toBe(pieces * size);
+    for (let i = 0; i < pieces; i++) {
+      const piece = bytes.subarray(i * size, (i + 1) * size);
+      expect(piece.every((b) => b === i + 1)).toBe(true);
+    }
+  });
+});
