@@ -37,7 +37,8 @@ const BUCKET = "bench";
 const IN_FLIGHT = quick ? [4] : [1, 4, 16];
 const ROUNDS = quick ? 1 : 2;
 const WINDOW_MS = quick ? 800 : 1500;
-const WARMUP_MS = 300;
+// WARMUP_MS=… in the environment lengthens the warm-up (docs/benchmarks.md).
+const WARMUP_MS = Number(process.env.WARMUP_MS ?? 300);
 const LIST_KEYS = 1000;
 
 // The same bytes for every target: seeded by content, so runs are comparable too.
