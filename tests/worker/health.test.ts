@@ -37,7 +37,7 @@ describe("everything else", () => {
 
   it("names an unsupported operation in a 501 NotImplemented", async () => {
     for (const [method, path, name] of [
-      ["PUT", "/some-bucket?versioning", "PutBucketVersioning"],
+      ["DELETE", "/some-bucket?versioning", "DeleteBucketVersioning"],
       ["GET", "/some-bucket?lifecycle", "GetBucketLifecycleConfiguration"],
       ["PUT", "/some-bucket/key?acl", "PutObjectAcl"],
       ["POST", "/some-bucket/key?select&select-type=2", "PostSelectObjectContent"],

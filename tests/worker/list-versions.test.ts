@@ -1,7 +1,7 @@
 // Versions on an unversioned bucket: ListObjectVersions shows every object once, as its latest and
 // only version `null` (prefix, delimiter, key-marker / version-id-marker paging, max-keys,
 // encoding-type); GetBucketVersioning answers an empty configuration; object requests may name
-// version `null` and no other.
+// version `null`, and any other version is missing. Versioned buckets: versioning.test.ts.
 import { beforeAll, describe, expect, it } from "vitest";
 import { s3, s3ok } from "./signed";
 
@@ -70,20 +70,24 @@ describe("versions of an unversioned bucket", () => {
     return [res.status, tag(await res.text(), "Code")];
   };
 
-  it("answers GetBucketVersioning with an empty configuration, and refuses to turn versioning on", async () => {
+  it("answers GetBucketVersioning with an empty configuration", async () => {
     const xml = await (await s3ok(`/${bucket}?versioning`)).text();
     expect(xml).toContain("<VersioningConfiguration");
     expect(xml).not.toContain("<Status>");
     expect(await code(`/no-such-bucket?versioning`)).toEqual([404, "NoSuchBucket"]);
-    const enable = `<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>Enabled</Status></VersioningConfiguration>`;
-    expect(await code(`/${bucket}?versioning`, { method: "PUT", body: enable })).toEqual([501, "NotImplemented"]);
+    const bad = `<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>On</Status></VersioningConfiguration>`;
+    expect(await code(`/${bucket}?versioning`, { method: "PUT", body: bad })).toEqual([400, "IllegalVersioningConfigurationException"]);
   });
 
-  it("serves version null of an object, and no other", async () => {
+  it("serves version null of an object; other versions are missing, malformed ids refused", async () => {
+    const other = "0123456789abcdef0123456789abcdef";
     expect(await (await s3ok(`/${bucket}/a?versionId=null`)).text()).toBe("body of a");
     expect((await s3(`/${bucket}/a?versionId=null`, { method: "HEAD" })).status).toBe(200);
-    expect(await code(`/${bucket}/a?versionId=3HL4kqtJlcpXroDTDmJ`)).toEqual([404, "NoSuchVersion"]);
-    expect(await code(`/${bucket}/a?versionId=3HL4kqtJlcpXroDTDmJ`, { method: "DELETE" })).toEqual([404, "NoSuchVersion"]);
+    expect(await code(`/${bucket}/a?versionId=${other}`)).toEqual([404, "NoSuchVersion"]);
+    expect(await code(`/${bucket}/a?versionId=3HL4kqtJlcpXroDTDmJ`)).toEqual([400, "InvalidArgument"]);
+    expect(await code(`/${bucket}/a?versionId=3HL4kqtJlcpXroDTDmJ`, { method: "DELETE" })).toEqual([400, "InvalidArgument"]);
+    // Deleting a version that does not exist: done already (204), nothing else touched.
+    await s3ok(`/${bucket}/a?versionId=${other}`, { method: "DELETE" }, 204);
     expect(await (await s3ok(`/${bucket}/a`)).text()).toBe("body of a"); // still there
     await s3ok(`/${bucket}/a?versionId=null`, { method: "DELETE" }, 204);
     expect((await s3(`/${bucket}/a`)).status).toBe(404);

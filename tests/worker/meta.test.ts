@@ -38,7 +38,7 @@ async function createdIndex(): Promise<DurableObjectStub<BucketIndex>> {
 }
 
 function record(key: string, etag = "etag-" + key.length, extra: Partial<ObjectRecord> = {}): ObjectRecord {
-  return { key, size: key.length * 10, etag, lastModified: 1_700_000_000_123, manifest: new Uint8Array([1, 2, 3]), ...extra };
+  return { key, versionId: null, size: key.length * 10, etag, lastModified: 1_700_000_000_123, manifest: new Uint8Array([1, 2, 3]), ...extra };
 }
 
 /** Byte-wise UTF-8 comparison: what S3 (and SQLite's BINARY collation) does. */
@@ -169,9 +169,9 @@ describe("BucketIndex: bucket lifecycle", () => {
 
   it("a missing bucket answers NoSuchBucket everywhere", async () => {
     const stub = freshIndex();
-    expect(await stub.head("k")).toEqual({ bucket: false, object: null });
+    expect(await stub.head("k")).toEqual({ bucket: false, object: null, marker: null, versioned: false });
     expect(await stub.put(record("k"))).toEqual({ ok: false, reason: "NoSuchBucket" });
-    expect(await stub.delete("k")).toEqual({ bucket: false, previous: null });
+    expect(await stub.delete("k")).toEqual({ bucket: false, outcome: null });
     expect(await stub.drop()).toBe("missing");
     expect(await stub.list({ prefix: "", delimiter: null, after: null, maxKeys: 10 })).toEqual({
       objects: [],
@@ -208,13 +208,13 @@ describe("BucketIndex: bucket lifecycle", () => {
 });
 
 describe("BucketIndex: objects", () => {
-  it("put, head, overwrite (returning the previous record) and delete", async () => {
+  it("put, head, overwrite (returning the replaced record) and delete", async () => {
     const stub = await createdIndex();
-    expect(await stub.head("a/b.txt")).toEqual({ bucket: true, object: null });
+    expect(await stub.head("a/b.txt")).toEqual({ bucket: true, object: null, marker: null, versioned: false });
     // The manifest is a view into a larger buffer: exactly its bytes must be stored.
     const backing = new Uint8Array([9, 9, 1, 2, 3, 4, 9]);
     const first = record("a/b.txt", "e1", { manifest: backing.subarray(2, 6), size: 5 });
-    expect(await stub.put(first)).toEqual({ ok: true, previous: null });
+    expect(await stub.put(first)).toEqual({ ok: true, freed: [] });
     const head = await stub.head("a/b.txt");
     expect(head.bucket).toBe(true);
     expect(head.object).toEqual({ ...first, manifest: new Uint8Array([1, 2, 3, 4]) });
@@ -222,12 +222,12 @@ describe("BucketIndex: objects", () => {
 
     const second = record("a/b.txt", "e2", { size: 7, lastModified: 5 });
     const put2 = await stub.put(second);
-    expect(put2).toEqual({ ok: true, previous: { ...first, manifest: new Uint8Array([1, 2, 3, 4]) } });
+    expect(put2).toEqual({ ok: true, freed: [{ ...first, manifest: new Uint8Array([1, 2, 3, 4]) }] });
     expect((await stub.head("a/b.txt")).object).toEqual(second);
 
-    expect(await stub.delete("a/b.txt")).toEqual({ bucket: true, previous: second });
-    expect(await stub.delete("a/b.txt")).toEqual({ bucket: true, previous: null });
-    expect(await stub.head("a/b.txt")).toEqual({ bucket: true, object: null });
+    expect(await stub.delete("a/b.txt")).toEqual({ bucket: true, outcome: { freed: [second], marker: false } });
+    expect(await stub.delete("a/b.txt")).toEqual({ bucket: true, outcome: { freed: [], marker: false } });
+    expect(await stub.head("a/b.txt")).toEqual({ bucket: true, object: null, marker: null, versioned: false });
   });
 
   it("conditional writes: If-None-Match: * and If-Match", async () => {
@@ -238,7 +238,7 @@ describe("BucketIndex: objects", () => {
     expect(await stub.put(record("k", "e2"), { ifMatch: "nope" })).toEqual({ ok: false, reason: "PreconditionFailed" });
     expect((await stub.head("k")).object?.etag).toBe("e1");
     const ok = await stub.put(record("k", "e2"), { ifMatch: "e1" });
-    expect(ok.ok && ok.previous?.etag).toBe("e1");
+    expect(ok.ok && ok.freed[0]?.etag).toBe("e1");
     expect((await stub.head("k")).object?.etag).toBe("e2");
   });
 

@@ -19,7 +19,10 @@ export function errorResponse(error: S3Error, resource: string, requestId: strin
     '<?xml version="1.0" encoding="UTF-8"?>\n' +
     `<Error><Code>${xmlEscape(error.code)}</Code><Message>${xmlEscape(error.message)}</Message>` +
     `<Resource>${xmlEscape(resource)}</Resource><RequestId>${requestId}</RequestId></Error>`;
-  return textResponse(head ? null : body, { status: error.status, headers: { "Content-Type": "application/xml", "x-amz-request-id": requestId } });
+  return textResponse(head ? null : body, {
+    status: error.status,
+    headers: { ...error.headers, "Content-Type": "application/xml", "x-amz-request-id": requestId },
+  });
 }
 
 /** A response with a text body and its Content-Length declared (what the metrics count as sent). */

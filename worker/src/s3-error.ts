@@ -12,6 +12,7 @@ export const S3_ERRORS = {
   BucketNotEmpty: 409,
   EntityTooLarge: 400,
   EntityTooSmall: 400,
+  IllegalVersioningConfigurationException: 400,
   IncompleteBody: 400,
   InternalError: 500,
   InvalidAccessKeyId: 403,
@@ -29,6 +30,7 @@ export const S3_ERRORS = {
   KeyTooLongError: 400,
   MalformedTrailerError: 400,
   MalformedXML: 400,
+  MethodNotAllowed: 405,
   MissingContentLength: 411,
   NoSuchBucket: 404,
   NoSuchCORSConfiguration: 404,
@@ -49,13 +51,17 @@ export const S3_ERRORS = {
 
 export type S3ErrorCode = keyof typeof S3_ERRORS;
 
-/** An S3 error to answer with: its code (whose status comes from S3_ERRORS) and message. */
+/**
+ * An S3 error to answer with: its code (whose status comes from S3_ERRORS), message, and any
+ * headers S3 sends with it (a delete marker's x-amz-delete-marker and x-amz-version-id).
+ */
 export class S3Error extends Error {
   readonly status: number;
 
   constructor(
     readonly code: S3ErrorCode,
     message: string,
+    readonly headers: Readonly<Record<string, string>> = {},
   ) {
     super(message);
     this.name = "S3Error";
@@ -69,8 +75,8 @@ export function noSuchBucket(bucket: string): S3Error {
 }
 
 /** The key named in the request does not exist (404 NoSuchKey). */
-export function noSuchKey(): S3Error {
-  return new S3Error("NoSuchKey", "The specified key does not exist.");
+export function noSuchKey(headers?: Record<string, string>): S3Error {
+  return new S3Error("NoSuchKey", "The specified key does not exist.", headers);
 }
 
 /** A condition of the request (If-Match, If-Unmodified-Since, …) did not hold (412). */

@@ -4,7 +4,8 @@ import { S3Error } from "../s3-error";
 import { checksumValue } from "./checksums";
 import type { RequestContext } from "./context";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
-import { existingObject } from "../services/objects";
+import { existingObject, versionHeader } from "../services/objects";
+import { requestedVersion } from "./object-request";
 
 const ATTRIBUTES = ["ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSize"];
 
@@ -22,8 +23,8 @@ export async function getObjectAttributes(ctx: RequestContext, bucket: string, k
   const maxParts = Math.min(Number(headers.get("x-amz-max-parts") ?? 1000) || 1000, 1000);
   const marker = Number(headers.get("x-amz-part-number-marker") ?? 0) || 0;
 
-  const object = await existingObject(ctx, bucket, key);
-  const manifest = ctx.core.decodeManifest(object.manifest);
+  const found = await existingObject(ctx, bucket, key, requestedVersion(ctx.url));
+  const manifest = ctx.core.decodeManifest(found.object.manifest);
   const partsCount = manifest.parts.length;
 
   let body = "";
@@ -57,5 +58,6 @@ export async function getObjectAttributes(ctx: RequestContext, bucket: string, k
   if (wanted.has("ObjectSize")) body += element("ObjectSize", manifest.size);
   return xmlResponse(`${XML_DECLARATION}<GetObjectAttributesResponse xmlns="${S3_XMLNS}">${body}</GetObjectAttributesResponse>`, 200, {
     "Last-Modified": new Date(manifest.lastModifiedMs).toUTCString(),
+    ...versionHeader(found),
   });
 }

@@ -46,13 +46,6 @@ export async function deleteBucket(ctx: RequestContext, bucket: string): Promise
   return new Response(null, { status: 204 });
 }
 
-/** Buckets are unversioned: S3 answers an empty configuration for a bucket that never had versioning. */
-export async function getBucketVersioning(ctx: RequestContext, bucket: string): Promise<Response> {
-  const info = await bucketIndex(ctx, bucket).info();
-  if (!info) throw noSuchBucket(bucket);
-  return xmlResponse(`${XML_DECLARATION}<VersioningConfiguration xmlns="${S3_XMLNS}"/>`);
-}
-
 export async function getBucketLocation(ctx: RequestContext, bucket: string): Promise<Response> {
   const info = await bucketIndex(ctx, bucket).info();
   if (!info) throw noSuchBucket(bucket);

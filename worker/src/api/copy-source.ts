@@ -3,13 +3,16 @@
 import type { Manifest } from "../core-api";
 import type { ObjectRecord } from "../meta/types";
 import { S3Error, preconditionFailed } from "../s3-error";
-import { existingObject } from "../services/objects";
+import { existingObject, versionHeader } from "../services/objects";
+import { parseVersionId } from "./object-request";
 import { checkConditions, requestConditions } from "./conditions";
 import type { RequestContext } from "./context";
 
 export interface CopySource {
   bucket: string;
   key: string;
+  /** undefined: the current version; null: the null version. */
+  versionId: string | null | undefined;
 }
 
 /** `x-amz-copy-source`: `[/]bucket/key[?versionId=…]`, the key URL-encoded. */
@@ -25,14 +28,21 @@ export function parseCopySource(header: string): CopySource {
   }
   if (slash <= 0 || key === "") throw new S3Error("InvalidArgument", "Copy Source must mention the source bucket and key: sourcebucket/sourcekey.");
   const version = new URLSearchParams(query ?? "").get("versionId");
-  // Buckets are unversioned: only the "null" version exists.
-  if (version !== null && version !== "null") throw new S3Error("NoSuchVersion", "The specified version does not exist.");
-  return { bucket: decodeURIComponent(trimmed.slice(0, slash)), key };
+  return { bucket: decodeURIComponent(trimmed.slice(0, slash)), key, versionId: version === null ? undefined : parseVersionId(version) };
 }
 
-/** The source object, after its x-amz-copy-source-if-* conditions (any failure is a 412). */
-export async function readCopySource(ctx: RequestContext, source: CopySource): Promise<{ record: ObjectRecord; manifest: Manifest }> {
-  const object = await existingObject(ctx, source.bucket, source.key);
+/**
+ * The source object, after its x-amz-copy-source-if-* conditions (any failure is a 412), and the
+ * x-amz-copy-source-version-id the answer carries (a versioned source bucket's).
+ */
+export async function readCopySource(
+  ctx: RequestContext,
+  source: CopySource,
+): Promise<{ record: ObjectRecord; manifest: Manifest; versioned: boolean; headers: Record<string, string> }> {
+  const found = await existingObject(ctx, source.bucket, source.key, source.versionId);
+  const object = found.object;
   if (checkConditions(requestConditions(ctx.request.headers, "x-amz-copy-source-if-"), object)) throw preconditionFailed();
-  return { record: object, manifest: ctx.core.decodeManifest(object.manifest) };
+  const version = versionHeader(found)["x-amz-version-id"];
+  const headers: Record<string, string> = version === undefined ? {} : { "x-amz-copy-source-version-id": version };
+  return { record: object, manifest: ctx.core.decodeManifest(object.manifest), versioned: found.versioned, headers };
 }

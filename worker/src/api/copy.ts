@@ -36,7 +36,7 @@ export async function copyObject(ctx: RequestContext, bucket: string, key: strin
       "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
     );
   }
-  const { record, manifest } = await readCopySource(ctx, source);
+  const { record, manifest, versioned, headers: sourceHeaders } = await readCopySource(ctx, source);
   if (manifest.size > MAX_PUT_BYTES) {
     throw new S3Error("InvalidRequest", `The specified copy source is larger than the maximum allowable size for a copy source: ${MAX_PUT_BYTES}`);
   }
@@ -46,16 +46,19 @@ export async function copyObject(ctx: RequestContext, bucket: string, key: strin
     tags: taggingDirective === "REPLACE" ? parseTaggingHeader(headers.get("x-amz-tagging")) : manifest.tags,
   };
 
-  let result: { object: NewObject; lastModified: number };
-  if (inPlace && (algorithm === null || manifest.checksums.some((c) => c.algorithm === algorithm))) {
+  let result: { object: NewObject; lastModified: number; versionId?: string };
+  // In a versioned bucket a copy onto itself is a new version, with shard files of its own: two
+  // versions never share files, so deleting one never takes the other's data.
+  if (inPlace && !versioned && (algorithm === null || manifest.checksums.some((c) => c.algorithm === algorithm))) {
     result = await replaceInPlace(ctx, bucket, record, manifest, fields, condition);
   } else {
     const keep = algorithm ?? (manifest.checksums[0]?.algorithm as Algorithm | undefined) ?? null;
     result = await copyBytes(ctx, bucket, key, manifest, fields, keep, condition);
   }
-  const { object, lastModified } = result;
+  const { object, lastModified, versionId } = result;
   const body = `<ETag>"${object.etag}"</ETag>${element("LastModified", s3Date(lastModified))}${checksumElements(object.checksums, object.parts.length)}`;
-  return xmlResponse(`${XML_DECLARATION}<CopyObjectResult xmlns="${S3_XMLNS}">${body}</CopyObjectResult>`);
+  const version: Record<string, string> = versionId === undefined ? {} : { "x-amz-version-id": versionId };
+  return xmlResponse(`${XML_DECLARATION}<CopyObjectResult xmlns="${S3_XMLNS}">${body}</CopyObjectResult>`, 200, { ...sourceHeaders, ...version });
 }
 
 type Fields = Pick<NewObject, "headers" | "userMetadata" | "tags">;
@@ -76,8 +79,8 @@ async function copyBytes(
   const etag = hex(written.md5);
   const verified = await checksums.verify(Promise.resolve(new Headers()));
   const object: NewObject = { key, size: source.size, etag, ...fields, checksums: verified, parts: [partOf(written, etag, [])] };
-  const { lastModified } = await commitObject(ctx, bucket, object, condition, [written]);
-  return { object, lastModified };
+  const { lastModified, versionId } = await commitObject(ctx, bucket, object, condition, [written]);
+  return { object, lastModified, versionId };
 }
 
 /**
@@ -98,6 +101,7 @@ async function replaceInPlace(
   const next: Manifest = { ...manifest, ...fields, lastModifiedMs: lastModified };
   const result = await bucketIndex(ctx, bucket).replace(record.manifest, {
     key: record.key,
+    versionId: record.versionId,
     size: record.size,
     etag: record.etag,
     lastModified,

@@ -1,45 +1,70 @@
 // DeleteObject and DeleteObjects: idempotent; the manifests go first (one metadata call for a
-// whole batch), their shard files after the response.
-import type { ObjectRecord } from "../meta/types";
+// whole batch), their shard files after the response. In a versioned bucket a delete without a
+// version id adds a delete marker; with one, it removes that version for good.
+import { isVersionId } from "../meta/versions";
+import type { DeleteOutcome } from "../meta/types";
 import { S3Error, noSuchBucket } from "../s3-error";
-import { removeParts } from "../storage/remove";
+import { removeFreed } from "../services/objects";
 import { RequestChecksums } from "./checksums";
 import { bucketIndex, type RequestContext } from "./context";
 import { equalBytes } from "../bytes";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
 import { childrenNamed, childText, malformedXml, parseXmlBytes, readXmlBody } from "./xml-parse";
-import { parseContentMd5 } from "./object-request";
+import { parseContentMd5, requestedVersion } from "./object-request";
 
 /** S3's limit on keys per DeleteObjects request. */
 const MAX_DELETE_KEYS = 1000;
 
 export async function deleteObject(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
-  const { bucket: exists, previous } = await bucketIndex(ctx, bucket).delete(key);
+  const versionId = requestedVersion(ctx.url);
+  const { bucket: exists, outcome } = await bucketIndex(ctx, bucket).delete(key, versionId);
   if (!exists) throw noSuchBucket(bucket);
-  if (previous) removeInBackground(ctx, [previous]);
-  return new Response(null, { status: 204 });
+  // A version that does not exist is already deleted: 204 as for a missing key.
+  if (!outcome) return new Response(null, { status: 204 });
+  removeFreed(ctx, outcome.freed);
+  const headers: Record<string, string> = {};
+  if (outcome.versionId !== undefined) headers["x-amz-version-id"] = outcome.versionId;
+  if (outcome.marker) headers["x-amz-delete-marker"] = "true";
+  return new Response(null, { status: 204, headers });
 }
 
 export async function deleteObjects(ctx: RequestContext, bucket: string): Promise<Response> {
   const request = await parseDeleteRequest(ctx);
-  const valid = request.keys.filter((k) => k.error === null).map((k) => k.key);
-  const { bucket: exists, previous } = await bucketIndex(ctx, bucket).deleteMany(valid);
+  const valid = request.items.filter((item) => item.error === null);
+  const { bucket: exists, outcomes } = await bucketIndex(ctx, bucket).deleteMany(valid.map(({ key, versionId }) => ({ key, versionId })));
   if (!exists) throw noSuchBucket(bucket);
-  removeInBackground(ctx, previous);
-  // S3 reports a key as deleted whether or not it existed; Quiet leaves out the successes.
-  const results = request.keys.map(({ key, error }) =>
-    error === null
-      ? request.quiet
-        ? ""
-        : `<Deleted>${element("Key", key)}</Deleted>`
-      : `<Error>${element("Key", key)}${element("Code", error.code)}${element("Message", error.message)}</Error>`,
+  removeFreed(
+    ctx,
+    outcomes.flatMap((o) => o?.freed ?? []),
   );
+  const outcomeOf = new Map(valid.map((item, i) => [item, outcomes[i] ?? null]));
+  // S3 reports a key as deleted whether or not it existed; Quiet leaves out the successes.
+  const results = request.items.map((item) => {
+    if (item.error !== null)
+      return `<Error>${element("Key", item.key)}${item.versionId === undefined ? "" : element("VersionId", item.versionId ?? "null")}${element("Code", item.error.code)}${element("Message", item.error.message)}</Error>`;
+    return request.quiet ? "" : deletedXml(item, outcomeOf.get(item) ?? null);
+  });
   return xmlResponse(`${XML_DECLARATION}<DeleteResult xmlns="${S3_XMLNS}">${results.join("")}</DeleteResult>`);
+}
+
+/** One <Deleted>: the version asked for, and the delete marker it was or that took its place. */
+function deletedXml(item: DeleteItem, outcome: DeleteOutcome | null): string {
+  let body = element("Key", item.key);
+  if (item.versionId !== undefined) body += element("VersionId", item.versionId ?? "null");
+  if (outcome?.marker) body += element("DeleteMarker", true) + element("DeleteMarkerVersionId", outcome.versionId ?? "null");
+  return `<Deleted>${body}</Deleted>`;
+}
+
+interface DeleteItem {
+  key: string;
+  /** undefined: the current version; null: the null version. */
+  versionId: string | null | undefined;
+  error: { code: string; message: string } | null;
 }
 
 interface DeleteRequest {
   quiet: boolean;
-  keys: { key: string; error: { code: string; message: string } | null }[];
+  items: DeleteItem[];
 }
 
 /** The <Delete> body, whose integrity S3 requires a Content-MD5 or x-amz-checksum-* to prove. */
@@ -60,18 +85,13 @@ async function parseDeleteRequest(ctx: RequestContext): Promise<DeleteRequest> {
   if (doc.name !== "Delete") throw malformedXml();
   const objects = childrenNamed(doc, "Object");
   if (objects.length === 0 || objects.length > MAX_DELETE_KEYS) throw malformedXml();
-  const keys = objects.map((o) => {
+  const items = objects.map((o): DeleteItem => {
     const key = childText(o, "Key");
     if (key === undefined) throw malformedXml();
     const version = childText(o, "VersionId");
-    // Buckets are unversioned: only the "null" version exists.
-    const error = version !== undefined && version !== "null" ? { code: "NoSuchVersion", message: "The specified version does not exist." } : null;
-    return { key, error };
+    if (version === undefined) return { key, versionId: undefined, error: null };
+    if (!isVersionId(version)) return { key, versionId: version, error: { code: "NoSuchVersion", message: "The specified version does not exist." } };
+    return { key, versionId: version === "null" ? null : version, error: null };
   });
-  return { quiet: childText(doc, "Quiet")?.trim().toLowerCase() === "true", keys };
-}
-
-function removeInBackground(ctx: RequestContext, records: readonly ObjectRecord[]): void {
-  const parts = records.flatMap((r) => ctx.core.decodeManifest(r.manifest).parts);
-  if (parts.length > 0) ctx.waitUntil(removeParts(ctx.config.nodes, parts));
+  return { quiet: childText(doc, "Quiet")?.trim().toLowerCase() === "true", items };
 }

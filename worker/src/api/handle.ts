@@ -8,7 +8,8 @@ import { core } from "../core";
 import { errorResponse, newRequestId } from "../errors";
 import { toS3Error } from "./error-map";
 import { S3Error } from "../s3-error";
-import { createBucket, deleteBucket, getBucketLocation, getBucketVersioning, headBucket } from "./bucket";
+import { createBucket, deleteBucket, getBucketLocation, headBucket } from "./bucket";
+import { getBucketVersioning, putBucketVersioning } from "./versioning";
 import type { RequestContext } from "./context";
 import { getObjectAttributes } from "./attributes";
 import { copyObject } from "./copy";
@@ -23,7 +24,7 @@ import { putObject } from "./put";
 import { metrics } from "../observability/metrics";
 import { bearerAuthorized, getMetrics } from "./metrics";
 import { routeRequest, type Endpoint } from "./router";
-import { onlyNullVersion } from "./object-request";
+import { requestedVersion } from "./object-request";
 
 export async function handleS3(request: Request, env: Env, exec: { waitUntil(promise: Promise<unknown>): void }): Promise<Response> {
   const requestId = newRequestId();
@@ -49,7 +50,7 @@ export async function handleS3(request: Request, env: Env, exec: { waitUntil(pro
       throw new S3Error("AccessDenied", "The gateway has no credentials configured (SHARDGATE_ACCESS_KEY_ID, SHARDGATE_SECRET_ACCESS_KEY).");
     const auth = await authenticate(request, config.credentials, { region: config.region, now: Date.now() });
     const ctx: RequestContext = { request, url, env, config, core, auth, requestId, waitUntil: (p) => exec.waitUntil(p) };
-    if ("key" in endpoint) onlyNullVersion(url);
+    if ("key" in endpoint) requestedVersion(url); // a malformed versionId is refused whatever the operation
     return await finishWithCors(await dispatch(ctx, endpoint));
   } catch (e) {
     return finishWithCors(failure(e, request, url, requestId));
@@ -89,6 +90,8 @@ function dispatch(ctx: RequestContext, e: Endpoint): Promise<Response> {
       return getBucketLocation(ctx, e.bucket);
     case "GetBucketVersioning":
       return getBucketVersioning(ctx, e.bucket);
+    case "PutBucketVersioning":
+      return putBucketVersioning(ctx, e.bucket);
     case "ListObjectsV2":
     case "ListObjects":
       return listObjects(ctx, e.bucket);

@@ -1,8 +1,9 @@
 // ListObjectsV2 (`GET /bucket?list-type=2`), ListObjects v1 (`GET /bucket`) and
 // ListObjectVersions (`GET /bucket?versions`): the query parameters in, a ListQuery for the
 // BucketIndex, and its page out as S3's XML. Pure functions, no I/O.
-import type { ListPage, ListQuery, ObjectSummary } from "../meta/types";
+import type { ListPage, ListQuery, ListVersionsPage, ListVersionsQuery, ObjectSummary, VersionSummary } from "../meta/types";
 import { S3Error } from "../s3-error";
+import { parseVersionId } from "./object-request";
 import { element, s3Date, S3_XMLNS, XML_DECLARATION } from "./xml";
 
 /** The bucket owner as S3 shows it; DisplayName is left out when not given. */
@@ -182,9 +183,9 @@ function contentsXml(o: ObjectSummary, enc: Encode, owner: Owner | null): string
   );
 }
 
-/** A parsed ListObjectVersions request. Buckets are unversioned: each key has one version, `null`. */
+/** A parsed ListObjectVersions request. */
 export interface ListVersionsRequest {
-  query: ListQuery;
+  query: ListVersionsQuery;
   encodeUrl: boolean;
   /** key-marker and version-id-marker as sent ("" when none; always echoed). */
   keyMarker: string;
@@ -197,14 +198,13 @@ export function parseListVersionsParams(params: URLSearchParams): ListVersionsRe
   if (versionIdMarker !== "" && keyMarker === "") {
     throw new S3Error("InvalidArgument", "A version-id marker cannot be specified without a key marker.");
   }
-  // Versions of key-marker after version-id-marker come first, then later keys: with one version
-  // per key, that is everything after key-marker. Any other version id names nothing here.
-  if (versionIdMarker !== "" && versionIdMarker !== "null") throw new S3Error("InvalidArgument", "Invalid version id specified");
+  // Versions of key-marker older than version-id-marker come first, then later keys.
   return {
     query: {
       prefix: params.get("prefix") ?? "",
       delimiter: params.get("delimiter") || null,
-      after: keyMarker || null,
+      keyMarker: keyMarker || null,
+      versionIdMarker: versionIdMarker === "" ? undefined : parseVersionId(versionIdMarker),
       maxKeys: parseMaxKeys(params.get("max-keys")),
     },
     encodeUrl: parseEncodingType(params.get("encoding-type")),
@@ -213,8 +213,8 @@ export function parseListVersionsParams(params: URLSearchParams): ListVersionsRe
   };
 }
 
-/** The ListVersionsResult for one page: every object as its latest and only version, `null`. */
-export function renderListVersions(bucket: string, req: ListVersionsRequest, page: ListPage, owner: Owner): string {
+/** The ListVersionsResult for one page: versions and delete markers in order, then common prefixes. */
+export function renderListVersions(bucket: string, req: ListVersionsRequest, page: ListVersionsPage, owner: Owner): string {
   const enc = req.encodeUrl ? s3UrlEncode : (s: string) => s;
   const parts = [
     element("Name", bucket),
@@ -222,31 +222,26 @@ export function renderListVersions(bucket: string, req: ListVersionsRequest, pag
     element("KeyMarker", enc(req.keyMarker)),
     element("VersionIdMarker", req.versionIdMarker),
   ];
-  if (page.isTruncated && page.last !== null) {
-    parts.push(element("NextKeyMarker", enc(page.last)));
-    // A page that ends on a common prefix continues after it; one that ends on a key, after its version.
-    if (!page.commonPrefixes.includes(page.last)) parts.push(element("NextVersionIdMarker", "null"));
+  if (page.isTruncated && page.nextKeyMarker !== null) {
+    parts.push(element("NextKeyMarker", enc(page.nextKeyMarker)));
+    // A page that ends on a common prefix continues after it; one that ends on a version, after that version.
+    if (page.nextVersionIdMarker !== null) parts.push(element("NextVersionIdMarker", page.nextVersionIdMarker));
   }
   parts.push(element("MaxKeys", req.query.maxKeys));
   if (req.query.delimiter !== null) parts.push(element("Delimiter", enc(req.query.delimiter)));
   if (req.encodeUrl) parts.push(element("EncodingType", "url"));
   parts.push(element("IsTruncated", page.isTruncated));
-  const versions = page.objects.map((o) => versionXml(o, enc, owner)).join("");
+  const versions = page.versions.map((v) => versionXml(v, enc, owner)).join("");
   const prefixes = page.commonPrefixes.map((p) => `<CommonPrefixes>${element("Prefix", enc(p))}</CommonPrefixes>`).join("");
   return `${XML_DECLARATION}<ListVersionsResult xmlns="${S3_XMLNS}">${parts.join("")}${versions}${prefixes}</ListVersionsResult>`;
 }
 
-function versionXml(o: ObjectSummary, enc: Encode, owner: Owner): string {
-  return (
-    "<Version>" +
-    element("Key", enc(o.key)) +
-    element("VersionId", "null") +
-    element("IsLatest", true) +
-    element("LastModified", s3Date(o.lastModified)) +
-    element("ETag", `"${o.etag}"`) +
-    element("Size", o.size) +
-    ownerXml(owner) +
-    element("StorageClass", "STANDARD") +
-    "</Version>"
-  );
+function versionXml(v: VersionSummary, enc: Encode, owner: Owner): string {
+  const head =
+    element("Key", enc(v.key)) +
+    element("VersionId", v.versionId ?? "null") +
+    element("IsLatest", v.isLatest) +
+    element("LastModified", s3Date(v.lastModified));
+  if (v.deleteMarker) return `<DeleteMarker>${head}${ownerXml(owner)}</DeleteMarker>`;
+  return `<Version>${head}${element("ETag", `"${v.etag}"`)}${element("Size", v.size)}${ownerXml(owner)}${element("StorageClass", "STANDARD")}</Version>`;
 }

@@ -26,10 +26,11 @@ export async function listObjects(ctx: RequestContext, bucket: string): Promise<
   return xmlResponse(renderListObjects(bucket, req, await listPage(ctx, bucket, req.query), owner(ctx)));
 }
 
-/** Buckets are unversioned: every object is its one version, `null`, and the latest. */
 export async function listObjectVersions(ctx: RequestContext, bucket: string): Promise<Response> {
   const req = parseListVersionsParams(ctx.url.searchParams);
-  return xmlResponse(renderListVersions(bucket, req, await listPage(ctx, bucket, req.query), owner(ctx)));
+  const page = await bucketIndex(ctx, bucket).listVersions(req.query);
+  if (page === null) throw noSuchBucket(bucket);
+  return xmlResponse(renderListVersions(bucket, req, page, owner(ctx)));
 }
 
 export async function listBuckets(ctx: RequestContext): Promise<Response> {

@@ -215,7 +215,7 @@ export async function completeMultipartUpload(ctx: RequestContext, bucket: strin
     checksums,
     parts: used.map((p) => p.part),
   };
-  const record = { key, size, etag, lastModified, manifest: ctx.core.encodeManifest(manifest) };
+  const record = { key, versionId: null, size, etag, lastModified, manifest: ctx.core.encodeManifest(manifest) };
   const missed = used.some((p) => (p.missedShards?.length ?? 0) > 0);
   const result = await index.completeUpload(
     uploadId,
@@ -230,17 +230,17 @@ export async function completeMultipartUpload(ctx: RequestContext, bucket: strin
     if (result.reason === "InvalidPart") throw invalidPart();
     throw preconditionFailed();
   }
-  const superseded = result.previous ? ctx.core.decodeManifest(result.previous.manifest).parts : [];
+  const superseded = result.freed.flatMap((r) => ctx.core.decodeManifest(r.manifest).parts);
   const unused = result.unused.map((p) => p.part);
   if (superseded.length + unused.length > 0) ctx.waitUntil(removeParts(ctx.config.nodes, [...superseded, ...unused], storageIds(manifest.parts)));
+  const version: Record<string, string> = result.versionId === undefined ? {} : { "x-amz-version-id": result.versionId };
 
   const location = `${ctx.url.origin}/${encodeURIComponent(bucket)}/${key.split("/").map(encodeURIComponent).join("/")}`;
   const body = `${element("Location", location)}${element("Bucket", bucket)}${element("Key", key)}<ETag>"${etag}"</ETag>${checksumElements(checksums, used.length)}`;
-  return xmlResponse(
-    `${XML_DECLARATION}<CompleteMultipartUploadResult xmlns="${S3_XMLNS}">${body}</CompleteMultipartUploadResult>`,
-    200,
-    checksumHeaders(checksums, used.length),
-  );
+  return xmlResponse(`${XML_DECLARATION}<CompleteMultipartUploadResult xmlns="${S3_XMLNS}">${body}</CompleteMultipartUploadResult>`, 200, {
+    ...checksumHeaders(checksums, used.length),
+    ...version,
+  });
 }
 
 /** The uploaded parts the client listed, checked with S3's rules (InvalidPart, EntityTooSmall). */

@@ -2,6 +2,7 @@
 // and the check of the written bytes against them (PutObject, UploadPart).
 import { equalBytes } from "../bytes";
 import type { ObjectChecksum } from "../core-api";
+import { isVersionId } from "../meta/versions";
 import { S3Error } from "../s3-error";
 import { partOf } from "../services/objects";
 import { removeParts } from "../storage/remove";
@@ -9,10 +10,20 @@ import type { WrittenPart } from "../storage/write-part";
 import type { RequestChecksums } from "./checksums";
 import type { RequestContext } from "./context";
 
-/** Buckets are unversioned: an object request may name its one version, `null`, and no other. */
-export function onlyNullVersion(url: URL): void {
+/**
+ * The version an object request names with `?versionId`: undefined for none (the current one),
+ * null for the null version. One that this gateway could not have made is InvalidArgument.
+ */
+export function requestedVersion(url: URL): string | null | undefined {
   const versionId = url.searchParams.get("versionId");
-  if (versionId !== null && versionId !== "null") throw new S3Error("NoSuchVersion", "The specified version does not exist.");
+  if (versionId === null) return undefined;
+  return parseVersionId(versionId);
+}
+
+/** A version id as sent ("null": the null version); InvalidArgument when malformed. */
+export function parseVersionId(versionId: string): string | null {
+  if (!isVersionId(versionId)) throw new S3Error("InvalidArgument", "Invalid version id specified");
+  return versionId === "null" ? null : versionId;
 }
 
 /** S3's limit for a single PUT (and a single part, and a CopyObject). */

@@ -24,6 +24,9 @@ export async function putObject(ctx: RequestContext, bucket: string, key: string
   const written = await writePart(ctx.config, ctx.core, ctx.auth.body, size, (b) => checksums.update(b));
   const etag = hex(written.md5);
   const verified = await verifyWritten(ctx, written, contentMd5, checksums);
-  await commitObject(ctx, bucket, { key, size, etag, ...fields, checksums: verified, parts: [partOf(written, etag, [])] }, condition, [written]);
-  return new Response(null, { status: 200, headers: { ETag: `"${etag}"`, ...checksumHeaders(verified) } });
+  const { versionId } = await commitObject(ctx, bucket, { key, size, etag, ...fields, checksums: verified, parts: [partOf(written, etag, [])] }, condition, [
+    written,
+  ]);
+  const version: Record<string, string> = versionId === undefined ? {} : { "x-amz-version-id": versionId };
+  return new Response(null, { status: 200, headers: { ETag: `"${etag}"`, ...checksumHeaders(verified), ...version } });
 }

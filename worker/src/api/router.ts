@@ -8,6 +8,7 @@ export type Endpoint =
   | { op: "DeleteBucket"; bucket: string }
   | { op: "GetBucketLocation"; bucket: string }
   | { op: "GetBucketVersioning"; bucket: string }
+  | { op: "PutBucketVersioning"; bucket: string }
   | { op: "ListObjectsV2"; bucket: string }
   | { op: "ListObjects"; bucket: string }
   | { op: "ListObjectVersions"; bucket: string }
@@ -142,7 +143,10 @@ function routeBucket(method: string, bucket: string, query: URLSearchParams): En
   if (query.has("uploads")) return method === "GET" ? { op: "ListMultipartUploads", bucket } : notImplemented(`${method} on uploads`);
   if (query.has("versions")) return method === "GET" ? { op: "ListObjectVersions", bucket } : notImplemented(`${method} on versions`);
   // Buckets are unversioned; versioning cannot be turned on (yet).
-  if (query.has("versioning")) return method === "GET" ? { op: "GetBucketVersioning", bucket } : notImplemented(`${VERB[method] ?? method}BucketVersioning`);
+  if (query.has("versioning")) {
+    if (method === "GET") return { op: "GetBucketVersioning", bucket };
+    return method === "PUT" ? { op: "PutBucketVersioning", bucket } : notImplemented(`${VERB[method] ?? method}BucketVersioning`);
+  }
   if (query.has("delete")) return method === "POST" ? { op: "DeleteObjects", bucket } : notImplemented(`${method} on delete`);
   switch (method) {
     case "GET":

@@ -6,7 +6,8 @@ import { S3Error, noSuchKey } from "../s3-error";
 import { bucketIndex, type RequestContext } from "./context";
 import { xmlResponse } from "./xml";
 import { childrenNamed, childText, malformedXml, readXml } from "./xml-parse";
-import { existingObject } from "../services/objects";
+import { existingObject, versionHeader } from "../services/objects";
+import { requestedVersion } from "./object-request";
 import { type Tags, validateTags, renderTagging } from "./tags";
 
 async function parseTaggingXml(body: ReadableStream<Uint8Array> | null): Promise<Tags> {
@@ -23,35 +24,35 @@ async function parseTaggingXml(body: ReadableStream<Uint8Array> | null): Promise
 }
 
 export async function getObjectTagging(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
-  const { manifest } = await currentObject(ctx, bucket, key);
-  return xmlResponse(renderTagging(manifest.tags));
+  const found = await existingObject(ctx, bucket, key, requestedVersion(ctx.url));
+  return xmlResponse(renderTagging(ctx.core.decodeManifest(found.object.manifest).tags), 200, versionHeader(found));
 }
 
 export async function putObjectTagging(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
   const tags = await parseTaggingXml(ctx.auth.body);
-  await updateManifest(ctx, bucket, key, (m) => ({ ...m, tags }));
-  return new Response(null, { status: 200 });
+  const headers = await updateManifest(ctx, bucket, key, (m) => ({ ...m, tags }));
+  return new Response(null, { status: 200, headers });
 }
 
 export async function deleteObjectTagging(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
-  await updateManifest(ctx, bucket, key, (m) => ({ ...m, tags: [] }));
-  return new Response(null, { status: 204 });
+  const headers = await updateManifest(ctx, bucket, key, (m) => ({ ...m, tags: [] }));
+  return new Response(null, { status: 204, headers });
 }
 
-async function currentObject(ctx: RequestContext, bucket: string, key: string) {
-  const object = await existingObject(ctx, bucket, key);
-  return { object, manifest: ctx.core.decodeManifest(object.manifest) };
-}
-
-/** Rewrites an object's manifest; retried when a concurrent write changed the object meanwhile. */
-async function updateManifest(ctx: RequestContext, bucket: string, key: string, change: (m: Manifest) => Manifest): Promise<void> {
+/**
+ * Rewrites the manifest of the version the request names (or the current one); retried when a
+ * concurrent write changed it meanwhile. Returns the answer's version header.
+ */
+async function updateManifest(ctx: RequestContext, bucket: string, key: string, change: (m: Manifest) => Manifest): Promise<Record<string, string>> {
+  const versionId = requestedVersion(ctx.url);
   for (let attempt = 0; attempt < 5; attempt++) {
-    const { object, manifest } = await currentObject(ctx, bucket, key);
-    const next = change(manifest);
-    const record = { key, size: object.size, etag: object.etag, lastModified: object.lastModified, manifest: ctx.core.encodeManifest(next) };
+    const found = await existingObject(ctx, bucket, key, versionId);
+    const { object } = found;
+    const next = change(ctx.core.decodeManifest(object.manifest));
+    const record = { ...object, manifest: ctx.core.encodeManifest(next) };
     const result = await bucketIndex(ctx, bucket).replace(object.manifest, record);
-    if (result === "replaced") return;
-    if (result === "missing") throw noSuchKey();
+    if (result === "replaced") return versionHeader(found);
+    if (result === "missing") throw versionId === undefined ? noSuchKey() : new S3Error("NoSuchVersion", "The specified version does not exist.");
   }
   throw new S3Error("OperationAborted", "A conflicting conditional operation is currently in progress against this resource. Please try again.");
 }

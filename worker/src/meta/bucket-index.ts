@@ -11,6 +11,8 @@ import type {
   GarbageEntry,
   HealQueueEntry,
   CompleteResult,
+  DeleteOutcome,
+  HeadResult,
   ListPage,
   ListQuery,
   ListUploadsPage,
@@ -20,10 +22,15 @@ import type {
   PartRecord,
   PutResult,
   UploadInfo,
+  ListVersionsPage,
+  ListVersionsQuery,
+  VersioningStatus,
   WriteCondition,
 } from "./types";
 import * as uploads from "./uploads";
 import { UPLOADS_SCHEMA } from "./uploads";
+import * as versions from "./versions";
+import { VERSIONS_SCHEMA } from "./versions";
 
 /** The most keys plus common prefixes one listing page returns, whatever is asked (as S3). */
 export const MAX_LIST_KEYS = 1000;
@@ -75,6 +82,8 @@ const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
        last_error TEXT
      )`,
   ],
+  // Versioning: the bucket's state, and every version that is not a key's current object.
+  VERSIONS_SCHEMA,
 ];
 
 /** Multipart uploads not completed within this long are aborted and their parts removed. */
@@ -133,96 +142,108 @@ export class BucketIndex extends DurableObject {
       // Uploads in progress go with the bucket (they are not objects, so they do not block it).
       const parts = uploads.allUploadIds(this.sql).flatMap((id) => uploads.deleteUpload(this.sql, id));
       this.addGarbage(parts);
-      this.sql.exec("UPDATE bucket SET present = 0, cors = NULL WHERE id = 1");
+      this.sql.exec("UPDATE bucket SET present = 0, cors = NULL, versioning = NULL WHERE id = 1");
       return { outcome: "dropped", parts };
     });
     this.present = undefined;
+    this.status = undefined;
     return result.outcome;
   }
 
-  /** Whether the bucket exists and, if so, the object under `key`: a GET's one metadata call. */
-  async head(key: string): Promise<{ bucket: boolean; object: ObjectRecord | null }> {
-    if (!this.exists()) return { bucket: false, object: null };
-    return { bucket: true, object: this.record(key) };
+  /**
+   * Whether the bucket exists and, if so, the object under `key`: its current version, or with
+   * `versionId` (null: the null version) that version. A GET's one metadata call.
+   */
+  async head(key: string, versionId?: string | null): Promise<HeadResult> {
+    if (!this.exists()) return { bucket: false, object: null, marker: null, versioned: false };
+    const versioned = this.versioningStatus() !== null;
+    if (versionId === undefined) {
+      const object = this.record(key);
+      const marker = object || !versioned ? null : versions.currentMarker(this.sql, key);
+      return { bucket: true, object, marker: marker && { versionId: marker.versionId, lastModified: marker.lastModified }, versioned };
+    }
+    const found = versions.findVersion(this.sql, key, versionId);
+    if (found?.marker) return { bucket: true, object: null, marker: { versionId: found.versionId, lastModified: found.lastModified }, versioned };
+    if (!found) return { bucket: true, object: null, marker: null, versioned };
+    const { marker: _, seq: __, ...object } = found;
+    return { bucket: true, object, marker: null, versioned };
   }
 
   /**
-   * Replaces the object under `record.key` if `condition` holds, and returns the record it
-   * superseded so the caller can delete that version's shard files once this has committed.
+   * Makes `record` the current version of its key if `condition` holds (meta/versions.ts: a new
+   * version, or a replacement when the bucket is unversioned). Returns the versions replaced for
+   * good so the caller can delete their shard files once this has committed.
    */
   async put(record: ObjectRecord, condition: WriteCondition = {}, heal: string | null = null): Promise<PutResult> {
     return this.ctx.storage.transactionSync((): PutResult => {
       if (!this.exists()) return { ok: false, reason: "NoSuchBucket" };
-      const previous = this.record(record.key);
-      if (!conditionHolds(previous, condition)) return { ok: false, reason: "PreconditionFailed" };
-      this.writeRecord(record);
+      if (!conditionHolds(this.record(record.key), condition)) return { ok: false, reason: "PreconditionFailed" };
+      const change = versions.putVersion(this.sql, record);
       this.setHeal(record.key, heal);
-      return { ok: true, previous };
-    });
-  }
-
-  private writeRecord(record: ObjectRecord): void {
-    this.sql.exec(
-      `INSERT INTO objects (key, size, etag, last_modified, manifest) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (key) DO UPDATE SET size = excluded.size, etag = excluded.etag,
-         last_modified = excluded.last_modified, manifest = excluded.manifest`,
-      record.key,
-      record.size,
-      record.etag,
-      record.lastModified,
-      toArrayBuffer(record.manifest),
-    );
-  }
-
-  /** Removes the object under `key` (a no-op when there is none) and returns what was there. */
-  async delete(key: string): Promise<{ bucket: boolean; previous: ObjectRecord | null }> {
-    return this.ctx.storage.transactionSync(() => {
-      if (!this.exists()) return { bucket: false, previous: null };
-      const previous = this.record(key);
-      if (previous) this.sql.exec("DELETE FROM objects WHERE key = ?", key);
-      this.setHeal(key, null);
-      return { bucket: true, previous };
+      return { ok: true, ...change };
     });
   }
 
   /**
-   * Deletes many keys at once (DeleteObjects): one transaction, one round trip. Returns the
-   * records removed, whose shard files the caller deletes.
+   * Deletes the current version of `key` (a delete marker in a versioned bucket) or, with
+   * `versionId`, that version for good. The outcome is null when there is no such version.
    */
-  async deleteMany(keys: string[]): Promise<{ bucket: boolean; previous: ObjectRecord[] }> {
+  async delete(key: string, versionId?: string | null): Promise<{ bucket: boolean; outcome: DeleteOutcome | null }> {
     return this.ctx.storage.transactionSync(() => {
-      if (!this.exists()) return { bucket: false, previous: [] };
-      const previous: ObjectRecord[] = [];
-      for (const key of keys) {
-        const record = this.record(key);
-        if (!record) continue;
-        this.sql.exec("DELETE FROM objects WHERE key = ?", key);
-        this.setHeal(key, null);
-        previous.push(record);
-      }
-      return { bucket: true, previous };
+      if (!this.exists()) return { bucket: false, outcome: null };
+      return { bucket: true, outcome: this.deleteOne(key, versionId) };
     });
   }
 
   /**
-   * Replaces an object's record only if its manifest is still exactly `expected` (a change of
-   * tags or metadata that must not undo a concurrent overwrite).
+   * Deletes many keys or versions at once (DeleteObjects): one transaction, one round trip. The
+   * outcome of each, in order (null: no such version).
+   */
+  async deleteMany(items: { key: string; versionId?: string | null }[]): Promise<{ bucket: boolean; outcomes: (DeleteOutcome | null)[] }> {
+    return this.ctx.storage.transactionSync(() => {
+      if (!this.exists()) return { bucket: false, outcomes: [] };
+      return { bucket: true, outcomes: items.map((item) => this.deleteOne(item.key, item.versionId)) };
+    });
+  }
+
+  private deleteOne(key: string, versionId: string | null | undefined): DeleteOutcome | null {
+    const before = this.record(key);
+    const outcome = versionId === undefined ? versions.deleteCurrent(this.sql, key, Date.now()) : versions.deleteVersion(this.sql, key, versionId);
+    // The heal entry follows the current object: gone with it, or stale once another took its place.
+    const after = this.record(key);
+    if (!after || !before || after.versionId !== before.versionId) this.setHeal(key, null);
+    return outcome;
+  }
+
+  /**
+   * Replaces the record of version `record.versionId` of its key only if its manifest is still
+   * exactly `expected` (a change of tags or metadata that must not undo a concurrent overwrite).
    */
   async replace(expected: Uint8Array, record: ObjectRecord): Promise<"replaced" | "changed" | "missing"> {
-    return this.ctx.storage.transactionSync(() => {
-      const current = this.exists() ? this.record(record.key) : null;
-      if (!current) return "missing";
-      if (!equalBytes(current.manifest, expected)) return "changed";
-      this.sql.exec(
-        "UPDATE objects SET size = ?, etag = ?, last_modified = ?, manifest = ? WHERE key = ?",
-        record.size,
-        record.etag,
-        record.lastModified,
-        toArrayBuffer(record.manifest),
-        record.key,
-      );
-      return "replaced";
-    });
+    return this.ctx.storage.transactionSync(() => (this.exists() ? versions.replaceVersion(this.sql, expected, record) : "missing"));
+  }
+
+  // --- versioning -----------------------------------------------------------------------------
+
+  /** The bucket's versioning state; undefined when there is no bucket. */
+  async versioning(): Promise<VersioningStatus | undefined> {
+    return this.exists() ? this.versioningStatus() : undefined;
+  }
+
+  /** Enables or suspends versioning (never back to unversioned, as S3); false: no bucket. */
+  async setVersioning(status: "Enabled" | "Suspended"): Promise<boolean> {
+    if (!this.exists()) return false;
+    versions.setVersioning(this.sql, status);
+    this.status = status;
+    return true;
+  }
+
+  /** One page of ListObjectVersions, or null when there is no bucket. */
+  async listVersions(q: ListVersionsQuery): Promise<ListVersionsPage | null> {
+    if (!this.exists()) return null;
+    const maxKeys = Math.min(Math.max(Math.trunc(q.maxKeys) || 0, 0), MAX_LIST_KEYS);
+    if (maxKeys === 0) return { versions: [], commonPrefixes: [], isTruncated: false, nextKeyMarker: null, nextVersionIdMarker: null };
+    return versions.listVersions(this.sql, q, maxKeys);
   }
 
   // --- the heal queue ---------------------------------------------------------------------------
@@ -348,13 +369,12 @@ export class BucketIndex extends DurableObject {
       if (!upload || upload.key !== record.key) return { ok: false, reason: "NoSuchUpload" };
       const parts = new Map(uploads.listPartRecords(this.sql, uploadId, 0, Number.MAX_SAFE_INTEGER).map((p) => [p.partNumber, p]));
       if (used.some((u) => parts.get(u.partNumber)?.version !== u.version)) return { ok: false, reason: "InvalidPart" };
-      const previous = this.record(record.key);
-      if (!conditionHolds(previous, condition)) return { ok: false, reason: "PreconditionFailed" };
-      this.writeRecord(record);
+      if (!conditionHolds(this.record(record.key), condition)) return { ok: false, reason: "PreconditionFailed" };
+      const change = versions.putVersion(this.sql, record);
       this.setHeal(record.key, heal);
       uploads.deleteUpload(this.sql, uploadId);
       for (const u of used) parts.delete(u.partNumber);
-      return { ok: true, previous, unused: [...parts.values()] };
+      return { ok: true, ...change, unused: [...parts.values()] };
     });
   }
 
@@ -416,19 +436,28 @@ export class BucketIndex extends DurableObject {
 
   /**
    * What this bucket keeps on nodes, a page at a time, for the orphan sweep: the manifests of up
-   * to `limit` objects after key `after` (null: from the start), and with the first page the parts
-   * of uploads in progress and of garbage not yet deleted. `next` continues the objects.
+   * to `limit` versions, current objects first, then the other versions, from the opaque cursor
+   * `after` (null: from the start); with the first page the parts of uploads in progress and of
+   * garbage not yet deleted. `next` continues (null: done).
    */
   async storageRefs(after: string | null, limit: number): Promise<{ manifests: Uint8Array[]; parts: ManifestPart[]; next: string | null }> {
-    const rows = this.sql
-      .exec<{ key: string; manifest: ArrayBuffer }>("SELECT key, manifest FROM objects WHERE key > ? ORDER BY key LIMIT ?", after ?? "", limit)
-      .toArray();
     const parts: ManifestPart[] = [];
     if (after === null) {
       for (const r of this.sql.exec<{ record: string }>("SELECT record FROM parts")) parts.push((JSON.parse(r.record) as PartRecord).part);
       for (const r of this.sql.exec<{ part: string }>("SELECT part FROM garbage")) parts.push(JSON.parse(r.part) as ManifestPart);
     }
-    return { manifests: rows.map((r) => new Uint8Array(r.manifest)), parts, next: rows.length === limit ? (rows[rows.length - 1]?.key ?? null) : null };
+    type Cursor = { table: "objects"; key: string } | { table: "versions"; key: string; seq: number };
+    const cursor: Cursor = after === null ? { table: "objects", key: "" } : (JSON.parse(after) as Cursor);
+    if (cursor.table === "objects") {
+      const rows = this.sql
+        .exec<{ key: string; manifest: ArrayBuffer }>("SELECT key, manifest FROM objects WHERE key > ? ORDER BY key LIMIT ?", cursor.key, limit)
+        .toArray();
+      const last = rows[rows.length - 1];
+      const next = rows.length === limit && last ? { table: "objects", key: last.key } : { table: "versions", key: "", seq: Number.MAX_SAFE_INTEGER };
+      return { manifests: rows.map((r) => new Uint8Array(r.manifest)), parts, next: JSON.stringify(next) };
+    }
+    const page = versions.versionManifests(this.sql, cursor.key === "" ? null : cursor, limit);
+    return { manifests: page.manifests, parts, next: page.next && JSON.stringify({ table: "versions", ...page.next }) };
   }
 
   /** Forgets the entries whose files are gone; counts an attempt, with its error, on the others. */
@@ -509,6 +538,13 @@ export class BucketIndex extends DurableObject {
   }
 
   private present: boolean | undefined;
+  /** The versioning state, remembered like `present` (only this instance changes it). */
+  private status: VersioningStatus | undefined;
+
+  private versioningStatus(): VersioningStatus {
+    this.status ??= versions.versioning(this.sql);
+    return this.status;
+  }
 
   private bucketRow(): BucketRow | null {
     return this.sql.exec<BucketRow>("SELECT name, created, present FROM bucket WHERE id = 1").toArray()[0] ?? null;
@@ -523,13 +559,17 @@ export class BucketIndex extends DurableObject {
     return this.present;
   }
 
+  /** No objects and no other versions (delete markers included): S3's condition to drop a bucket. */
   private empty(): boolean {
-    return this.sql.exec("SELECT 1 FROM objects LIMIT 1").toArray().length === 0;
+    return this.sql.exec("SELECT 1 FROM objects LIMIT 1").toArray().length === 0 && !versions.hasOtherVersions(this.sql);
   }
 
+  /** The key's current object. */
   private record(key: string): ObjectRecord | null {
-    const row = this.sql.exec<Row>("SELECT key, size, etag, last_modified, manifest FROM objects WHERE key = ?", key).toArray()[0];
-    return row ? { ...toSummary(row), manifest: new Uint8Array(row.manifest) } : null;
+    const current = versions.currentObject(this.sql, key);
+    if (!current) return null;
+    const { seq: _, ...record } = current;
+    return record;
   }
 }
 
@@ -555,9 +595,4 @@ function toSummary(row: SummaryRow): ObjectSummary {
 
 function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
-}
-
-/** SQLite binds BLOBs from ArrayBuffers only; copy out exactly the view's bytes. */
-function toArrayBuffer(bytes: Uint8Array): ArrayBuffer {
-  return bytes.slice().buffer;
 }

@@ -6,6 +6,8 @@ import type { ChecksumKind, ManifestPart, ObjectChecksum } from "../core-api";
 /** One object version as the index holds it. */
 export interface ObjectRecord {
   key: string;
+  /** Null: the null version (written while the bucket was unversioned or suspended). */
+  versionId: string | null;
   size: number;
   /** Without quotes. */
   etag: string;
@@ -16,7 +18,61 @@ export interface ObjectRecord {
 }
 
 /** What a listing returns per object. */
-export type ObjectSummary = Omit<ObjectRecord, "manifest">;
+export type ObjectSummary = Omit<ObjectRecord, "manifest" | "versionId">;
+
+/** A bucket's versioning state; null: never configured (unversioned). */
+export type VersioningStatus = "Enabled" | "Suspended" | null;
+
+/** What ListObjectVersions returns per version: an object's, or a delete marker. */
+export type VersionSummary = { key: string; versionId: string | null; isLatest: boolean; lastModified: number } & (
+  | { deleteMarker: false; size: number; etag: string }
+  | { deleteMarker: true }
+);
+
+export interface ListVersionsQuery {
+  prefix: string;
+  delimiter: string | null;
+  /** Versions after this key (or, with versionIdMarker, after that version of it); null: from the start. */
+  keyMarker: string | null;
+  /** undefined: none given; null: the null version. */
+  versionIdMarker?: string | null;
+  maxKeys: number;
+}
+
+export interface ListVersionsPage {
+  versions: VersionSummary[];
+  commonPrefixes: string[];
+  isTruncated: boolean;
+  nextKeyMarker: string | null;
+  /** When the page ends on a version: its id ("null" for the null version). */
+  nextVersionIdMarker: string | null;
+}
+
+/** A delete marker that is (or was asked for as) a key's version. */
+export interface DeleteMarkerInfo {
+  versionId: string | null;
+  lastModified: number;
+}
+
+/** The one metadata call of a GET or HEAD (BucketIndex.head). */
+export interface HeadResult {
+  bucket: boolean;
+  object: ObjectRecord | null;
+  /** Instead of an object: the delete marker that is the current version, or the version asked for. */
+  marker: DeleteMarkerInfo | null;
+  /** Whether the bucket has versioning configured (its objects carry x-amz-version-id). */
+  versioned: boolean;
+}
+
+/** What a delete did: the version it removed or the marker it added. */
+export interface DeleteOutcome {
+  /** x-amz-version-id of the answer: the marker made or the version removed; absent when unversioned. */
+  versionId?: string;
+  /** Whether that version is a delete marker. */
+  marker: boolean;
+  /** Versions gone for good: their shard files are deleted after the answer. */
+  freed: ObjectRecord[];
+}
 
 export interface ListQuery {
   prefix: string;
@@ -44,7 +100,9 @@ export interface WriteCondition {
   ifMatch?: string;
 }
 
-export type PutResult = { ok: true; previous: ObjectRecord | null } | { ok: false; reason: "NoSuchBucket" | "PreconditionFailed" };
+/** A committed write: the new version's id for x-amz-version-id (absent when the bucket is
+ *  unversioned), and the versions it replaced for good (their shard files are to be deleted). */
+export type PutResult = { ok: true; versionId?: string; freed: ObjectRecord[] } | { ok: false; reason: "NoSuchBucket" | "PreconditionFailed" };
 
 export interface BucketInfo {
   name: string;
@@ -122,5 +180,5 @@ export interface ListUploadsPage {
 }
 
 export type CompleteResult =
-  | { ok: true; previous: ObjectRecord | null; unused: PartRecord[] }
+  | { ok: true; versionId?: string; freed: ObjectRecord[]; unused: PartRecord[] }
   | { ok: false; reason: "NoSuchBucket" | "NoSuchUpload" | "InvalidPart" | "PreconditionFailed" };

@@ -11,7 +11,7 @@ import { loadConfig, type Env, type GatewayConfig } from "../config";
 import { core } from "../core";
 import type { Core, Manifest, ManifestPart } from "../core-api";
 import { bucketIndex as indexOf, bucketRegistry as registryOf } from "../meta/stubs";
-import type { HealQueueEntry } from "../meta/types";
+import type { HealQueueEntry, ObjectRecord } from "../meta/types";
 import { metrics } from "../observability/metrics";
 import { isBad, isSharded, rebuildShards, shardFileBytes, shardHealth, type HealResult } from "../storage/heal";
 import { nodesById, shardKey } from "../storage/nodes";
@@ -104,13 +104,7 @@ export async function healObject(ctx: HealContext, bucket: string, key: string, 
  * then removes the old files (best effort: their node may be gone). If the object changed
  * meanwhile, the new files are removed instead and the heal fails.
  */
-async function recordMoves(
-  ctx: HealContext,
-  bucket: string,
-  object: { key: string; size: number; etag: string; lastModified: number; manifest: Uint8Array },
-  manifest: Manifest,
-  moves: Map<string, [number, string][]>,
-): Promise<void> {
+async function recordMoves(ctx: HealContext, bucket: string, object: ObjectRecord, manifest: Manifest, moves: Map<string, [number, string][]>): Promise<void> {
   const parts = manifest.parts.map((part): ManifestPart => {
     if (!isSharded(part) || !moves.has(part.layout.storageId)) return part;
     const placement = [...part.layout.placement];

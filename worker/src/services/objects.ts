@@ -6,7 +6,7 @@ import type { Core, Manifest, ManifestPart, ObjectChecksum } from "../core-api";
 import { bucketIndex } from "../meta/stubs";
 import type { ObjectRecord, PutResult, WriteCondition } from "../meta/types";
 import { metrics } from "../observability/metrics";
-import { noSuchBucket, noSuchKey, preconditionFailed } from "../s3-error";
+import { noSuchBucket, noSuchKey, preconditionFailed, S3Error } from "../s3-error";
 import { openPartSource, sourceStream, type LossReason, type RangeSource, type ReadEvents } from "../storage/read-part";
 import { removeParts, storageIds } from "../storage/remove";
 import type { WrittenPart } from "../storage/write-part";
@@ -21,12 +21,35 @@ export interface ObjectContext {
   waitUntil(promise: Promise<unknown>): void;
 }
 
-/** The object under `key` (one metadata call), or NoSuchBucket / NoSuchKey. */
-export async function existingObject(ctx: Pick<ObjectContext, "env">, bucket: string, key: string): Promise<ObjectRecord> {
-  const { bucket: exists, object } = await bucketIndex(ctx.env, bucket).head(key);
+/** An object version found, and whether its bucket is versioned (its answers name the version). */
+export interface FoundObject {
+  object: ObjectRecord;
+  versioned: boolean;
+}
+
+/**
+ * The object under `key` (one metadata call): its current version, or with `versionId` (null:
+ * the null version) that version. Otherwise S3's error: NoSuchBucket; NoSuchKey, with the delete
+ * marker's headers when one is the current version; NoSuchVersion; MethodNotAllowed when the
+ * version asked for is a delete marker.
+ */
+export async function existingObject(ctx: Pick<ObjectContext, "env">, bucket: string, key: string, versionId?: string | null): Promise<FoundObject> {
+  const { bucket: exists, object, marker, versioned } = await bucketIndex(ctx.env, bucket).head(key, versionId);
   if (!exists) throw noSuchBucket(bucket);
-  if (!object) throw noSuchKey();
-  return object;
+  if (object) return { object, versioned };
+  if (marker) {
+    const headers = { "x-amz-delete-marker": "true", "x-amz-version-id": marker.versionId ?? "null" };
+    if (versionId === undefined) throw noSuchKey(headers);
+    const lastModified = new Date(marker.lastModified).toUTCString();
+    throw new S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.", { ...headers, "Last-Modified": lastModified });
+  }
+  if (versionId === undefined) throw noSuchKey();
+  throw new S3Error("NoSuchVersion", "The specified version does not exist.");
+}
+
+/** The x-amz-version-id an answer about `object` carries: only in a versioned bucket. */
+export function versionHeader(found: FoundObject): Record<string, string> {
+  return found.versioned ? { "x-amz-version-id": found.object.versionId ?? "null" } : {};
 }
 
 /** What a new object version is made of (the manifest less its timestamp). */
@@ -43,12 +66,20 @@ export async function commitObject(
   object: NewObject,
   condition: WriteCondition | undefined,
   written: readonly WrittenPart[],
-): Promise<{ lastModified: number }> {
+): Promise<{ lastModified: number; versionId?: string }> {
   const { key, ...rest } = object;
   const manifest: Manifest = { ...rest, lastModifiedMs: Date.now() };
   let result: PutResult;
   try {
-    const record = { key, size: manifest.size, etag: manifest.etag, lastModified: manifest.lastModifiedMs, manifest: ctx.core.encodeManifest(manifest) };
+    // The index gives the version its id as it commits it.
+    const record = {
+      key,
+      versionId: null,
+      size: manifest.size,
+      etag: manifest.etag,
+      lastModified: manifest.lastModifiedMs,
+      manifest: ctx.core.encodeManifest(manifest),
+    };
     const missed = written.some((w) => w.missedShards.length > 0);
     result = await bucketIndex(ctx.env, bucket).put(record, condition, missed ? UNDER_REPLICATED : null);
     if (!result.ok) throw result.reason === "NoSuchBucket" ? noSuchBucket(bucket) : preconditionFailed();
@@ -61,11 +92,17 @@ export async function commitObject(
     );
     throw e;
   }
-  if (result.previous) {
-    const previous = ctx.core.decodeManifest(result.previous.manifest);
-    ctx.waitUntil(removeParts(ctx.config.nodes, previous.parts, storageIds(manifest.parts)));
-  }
-  return { lastModified: manifest.lastModifiedMs };
+  removeFreed(ctx, result.freed, storageIds(manifest.parts));
+  return { lastModified: manifest.lastModifiedMs, versionId: result.versionId };
+}
+
+/**
+ * Deletes, after the answer, the shard files of versions gone for good, except those of parts
+ * in `keep` (still referenced by the version that replaced them: a copy onto itself).
+ */
+export function removeFreed(ctx: Pick<ObjectContext, "config" | "core" | "waitUntil">, freed: readonly ObjectRecord[], keep?: ReadonlySet<string>): void {
+  const parts = freed.flatMap((r) => ctx.core.decodeManifest(r.manifest).parts);
+  if (parts.length > 0) ctx.waitUntil(removeParts(ctx.config.nodes, parts, keep));
 }
 
 /** The heal-queue reason of a write that stored fewer than k + m shard files. */

@@ -1,0 +1,376 @@
+// The versions half of a bucket's index (BucketIndex calls these inside its transactions).
+//
+// `objects` keeps one row per key: its current version when that is an object, which is all a
+// GET, a HEAD and ListObjects read, as fast as in an unversioned bucket. Every other version (the
+// noncurrent ones, and delete markers, current or not) is a row of `versions`. A version's `seq`
+// orders it among its key's versions (higher: newer); the current object, when there is one, has
+// the highest. The null version (version id NULL: written while the bucket was unversioned or
+// suspended) is at most one per key.
+import { commonPrefixOf, compareKeys, prefixEnd } from "./keys";
+import type { ListVersionsPage, ListVersionsQuery, ObjectRecord, VersionSummary, VersioningStatus } from "./types";
+
+/** Schema version 5 of the bucket index (see BUCKET_INDEX_SCHEMA). */
+export const VERSIONS_SCHEMA: readonly string[] = [
+  // NULL: versioning never configured (every write replaces the null version).
+  "ALTER TABLE bucket ADD COLUMN versioning TEXT",
+  "ALTER TABLE bucket ADD COLUMN version_seq INTEGER NOT NULL DEFAULT 0",
+  "ALTER TABLE objects ADD COLUMN version_id TEXT",
+  "ALTER TABLE objects ADD COLUMN seq INTEGER NOT NULL DEFAULT 0",
+  // Newest first within a key: a listing reads (key, seq DESC) straight off the B-tree.
+  `CREATE TABLE versions (
+     key TEXT NOT NULL,
+     seq INTEGER NOT NULL,
+     version_id TEXT,
+     marker INTEGER NOT NULL,
+     size INTEGER NOT NULL,
+     etag TEXT NOT NULL,
+     last_modified INTEGER NOT NULL,
+     manifest BLOB,
+     PRIMARY KEY (key, seq DESC)
+   ) WITHOUT ROWID`,
+  "CREATE INDEX versions_by_id ON versions (key, version_id)",
+];
+
+/** A version id: 128 random bits in hex. "null" names the null version. */
+export function newVersionId(): string {
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Whether `id` could name a version here ("null", or an id newVersionId made). */
+export function isVersionId(id: string): boolean {
+  return id === "null" || /^[0-9a-f]{32}$/.test(id);
+}
+
+/** A stored version: an object's record, or a delete marker (no manifest). */
+export type StoredVersion =
+  | (ObjectRecord & { marker: false; seq: number })
+  | { key: string; versionId: string | null; marker: true; seq: number; lastModified: number };
+
+type ObjectRow = { key: string; size: number; etag: string; last_modified: number; manifest: ArrayBuffer; version_id: string | null; seq: number };
+type VersionRow = Omit<ObjectRow, "manifest"> & { marker: number; manifest: ArrayBuffer | null };
+
+const OBJECT_COLUMNS = "key, size, etag, last_modified, manifest, version_id, seq";
+const VERSION_COLUMNS = "key, size, etag, last_modified, manifest, version_id, seq, marker";
+
+export function versioning(sql: SqlStorage): VersioningStatus {
+  return sql.exec<{ versioning: VersioningStatus }>("SELECT versioning FROM bucket WHERE id = 1").toArray()[0]?.versioning ?? null;
+}
+
+export function setVersioning(sql: SqlStorage, status: "Enabled" | "Suspended"): void {
+  sql.exec("UPDATE bucket SET versioning = ? WHERE id = 1", status);
+}
+
+/** The next version's place in its key's order (one counter per bucket). */
+function nextSeq(sql: SqlStorage): number {
+  return sql.exec<{ version_seq: number }>("UPDATE bucket SET version_seq = version_seq + 1 WHERE id = 1 RETURNING version_seq").one().version_seq;
+}
+
+/** The key's current object (its row in `objects`), or null. */
+export function currentObject(sql: SqlStorage, key: string): (ObjectRecord & { seq: number }) | null {
+  const row = sql.exec<ObjectRow>(`SELECT ${OBJECT_COLUMNS} FROM objects WHERE key = ?`, key).toArray()[0];
+  return row ? { ...objectOf(row), seq: row.seq } : null;
+}
+
+/** The key's newest version in `versions` (a delete marker when it is the current version). */
+function newestOther(sql: SqlStorage, key: string): StoredVersion | null {
+  const row = sql.exec<VersionRow>(`SELECT ${VERSION_COLUMNS} FROM versions WHERE key = ? ORDER BY seq DESC LIMIT 1`, key).toArray()[0];
+  return row ? versionOf(row) : null;
+}
+
+/** The key's current version when that is a delete marker, else null. */
+export function currentMarker(sql: SqlStorage, key: string): StoredVersion | null {
+  if (currentObject(sql, key)) return null;
+  const newest = newestOther(sql, key);
+  return newest?.marker ? newest : null;
+}
+
+/** Version `versionId` (null: the null version) of `key`, wherever it is stored. */
+export function findVersion(sql: SqlStorage, key: string, versionId: string | null): StoredVersion | null {
+  const current = currentObject(sql, key);
+  if (current && current.versionId === versionId) return { ...current, marker: false };
+  const which = versionId === null ? "version_id IS NULL" : "version_id = ?";
+  const row = sql
+    .exec<VersionRow>(`SELECT ${VERSION_COLUMNS} FROM versions WHERE key = ? AND ${which}`, key, ...(versionId === null ? [] : [versionId]))
+    .toArray()[0];
+  return row ? versionOf(row) : null;
+}
+
+/** What a write or delete did to the key's versions. */
+export interface VersionChange {
+  /** The new version's id for the response header ("null" for the null version); absent when the
+   *  bucket was never versioned. */
+  versionId?: string;
+  /** Versions gone for good: the caller deletes their shard files once this has committed. */
+  freed: ObjectRecord[];
+}
+
+/**
+ * Makes `record` the key's current version, as the bucket's versioning says: unversioned, it
+ * replaces the current object; enabled, the current object becomes noncurrent and the new one gets
+ * a fresh id; suspended, it becomes the null version, replacing the old null version.
+ */
+export function putVersion(sql: SqlStorage, record: ObjectRecord): VersionChange {
+  const status = versioning(sql);
+  const current = currentObject(sql, record.key);
+  if (status === null) {
+    writeObject(sql, { ...record, versionId: null }, 0);
+    return { freed: current ? [withoutSeq(current)] : [] };
+  }
+  const versionId = status === "Enabled" ? newVersionId() : null;
+  const freed = makeRoom(sql, record.key, current, versionId === null);
+  writeObject(sql, { ...record, versionId }, nextSeq(sql));
+  return { versionId: versionId ?? "null", freed };
+}
+
+/**
+ * Deletes the key's current version the way S3 does in a versioned bucket: a delete marker
+ * becomes the current version (the null version when suspended); unversioned, the object goes.
+ */
+export function deleteCurrent(sql: SqlStorage, key: string, now: number): VersionChange & { marker: boolean } {
+  const status = versioning(sql);
+  const current = currentObject(sql, key);
+  if (status === null) {
+    if (current) sql.exec("DELETE FROM objects WHERE key = ?", key);
+    return { freed: current ? [withoutSeq(current)] : [], marker: false };
+  }
+  const versionId = status === "Enabled" ? newVersionId() : null;
+  const freed = makeRoom(sql, key, current, versionId === null);
+  insertVersion(sql, { key, versionId, marker: true, seq: nextSeq(sql), lastModified: now });
+  return { versionId: versionId ?? "null", freed, marker: true };
+}
+
+/**
+ * Deletes one version for good. When it was the current version, the newest remaining one takes
+ * its place. Null when the key has no such version.
+ */
+export function deleteVersion(sql: SqlStorage, key: string, versionId: string | null): (VersionChange & { marker: boolean }) | null {
+  const found = findVersion(sql, key, versionId);
+  if (!found) return null;
+  const current = currentObject(sql, key);
+  if (current && current.seq === found.seq) sql.exec("DELETE FROM objects WHERE key = ?", key);
+  else sql.exec("DELETE FROM versions WHERE key = ? AND seq = ?", key, found.seq);
+  promoteNewest(sql, key);
+  return { versionId: versionId ?? "null", freed: found.marker ? [] : [recordOf(found)], marker: found.marker };
+}
+
+/**
+ * Replaces the stored record of version `record.versionId` if its manifest is still `expected`
+ * (tags or metadata changed in place, never undoing a concurrent change).
+ */
+export function replaceVersion(sql: SqlStorage, expected: Uint8Array, record: ObjectRecord): "replaced" | "changed" | "missing" {
+  const found = findVersion(sql, record.key, record.versionId);
+  if (!found || found.marker) return "missing";
+  if (!equalBytes(found.manifest, expected)) return "changed";
+  const table = currentObject(sql, record.key)?.seq === found.seq ? "objects" : "versions";
+  sql.exec(
+    `UPDATE ${table} SET size = ?, etag = ?, last_modified = ?, manifest = ? WHERE key = ? AND seq = ?`,
+    record.size,
+    record.etag,
+    record.lastModified,
+    toArrayBuffer(record.manifest),
+    record.key,
+    found.seq,
+  );
+  return "replaced";
+}
+
+/** Whether the key has any version besides its current object (noncurrent or a marker). */
+export function hasOtherVersions(sql: SqlStorage): boolean {
+  return sql.exec("SELECT 1 FROM versions LIMIT 1").toArray().length > 0;
+}
+
+/** Manifests of stored versions after (key, seq) (null: from the start), at most `limit`, for sweeps. */
+export function versionManifests(
+  sql: SqlStorage,
+  after: { key: string; seq: number } | null,
+  limit: number,
+): { manifests: Uint8Array[]; next: { key: string; seq: number } | null } {
+  const rows = sql
+    .exec<{ key: string; seq: number; manifest: ArrayBuffer }>(
+      `SELECT key, seq, manifest FROM versions WHERE marker = 0 AND (key > ? OR (key = ? AND seq < ?)) ORDER BY key, seq DESC LIMIT ?`,
+      after?.key ?? "",
+      after?.key ?? "",
+      after?.seq ?? Number.MAX_SAFE_INTEGER,
+      limit,
+    )
+    .toArray();
+  const last = rows[rows.length - 1];
+  return { manifests: rows.map((r) => new Uint8Array(r.manifest)), next: rows.length === limit && last ? { key: last.key, seq: last.seq } : null };
+}
+
+/**
+ * One page of ListObjectVersions: every version of every key in (key, newest first) order, the
+ * current object from `objects` merged with the rest from `versions`, keys rolled up into common
+ * prefixes as in ListObjects. One entry more than `maxKeys` is read to tell whether it goes on.
+ */
+export function listVersions(sql: SqlStorage, q: ListVersionsQuery, maxKeys: number): ListVersionsPage {
+  const entries: ({ kind: "version"; v: VersionSummary } | { kind: "prefix"; prefix: string })[] = [];
+  const limit = maxKeys + 1;
+  const end = q.prefix === "" ? null : prefixEnd(q.prefix);
+  // The rest of key-marker's versions first (those older than version-id-marker), then later keys.
+  let from: { key: string; inclusive: boolean } | null = { key: q.prefix, inclusive: true };
+  if (q.keyMarker !== null && compareKeys(q.keyMarker, q.prefix) >= 0) {
+    from = { key: q.keyMarker, inclusive: false };
+    const marker = q.versionIdMarker === undefined ? null : findVersion(sql, q.keyMarker, q.versionIdMarker);
+    if (marker && commonPrefixOf(q.keyMarker, q.prefix, q.delimiter) === null) {
+      for (const v of keyVersions(sql, q.keyMarker, marker.seq, limit)) entries.push({ kind: "version", v });
+    }
+  }
+  while (from !== null && entries.length < limit) {
+    let next: { key: string; inclusive: boolean } | null = null;
+    for (const v of mergedVersions(sql, from, end, limit - entries.length)) {
+      const common = commonPrefixOf(v.key, q.prefix, q.delimiter);
+      if (common === null) {
+        entries.push({ kind: "version", v });
+        continue;
+      }
+      if (q.keyMarker === null || compareKeys(common, q.keyMarker) > 0) entries.push({ kind: "prefix", prefix: common });
+      const past = prefixEnd(common);
+      next = past === null ? null : { key: past, inclusive: true };
+      break;
+    }
+    from = next;
+  }
+  const page = entries.slice(0, maxKeys);
+  const last = page[page.length - 1];
+  const isTruncated = entries.length > maxKeys;
+  return {
+    versions: page.flatMap((e) => (e.kind === "version" ? [e.v] : [])),
+    commonPrefixes: page.flatMap((e) => (e.kind === "prefix" ? [e.prefix] : [])),
+    isTruncated,
+    nextKeyMarker: isTruncated && last ? (last.kind === "version" ? last.v.key : last.prefix) : null,
+    nextVersionIdMarker: isTruncated && last?.kind === "version" ? (last.v.versionId ?? "null") : null,
+  };
+}
+
+/** `key`'s versions older than `belowSeq`, newest first. */
+function keyVersions(sql: SqlStorage, key: string, belowSeq: number, limit: number): VersionSummary[] {
+  const current = currentObject(sql, key);
+  const out: VersionSummary[] = [];
+  if (current && current.seq < belowSeq) out.push(summaryOf({ ...current, marker: false }, true));
+  const rows = sql
+    .exec<VersionRow>(`SELECT ${VERSION_COLUMNS} FROM versions WHERE key = ? AND seq < ? ORDER BY seq DESC LIMIT ?`, key, belowSeq, limit)
+    .toArray();
+  const latestSeq = current?.seq ?? newestOther(sql, key)?.seq;
+  for (const row of rows) out.push(summaryOf(versionOf(row), row.seq === latestSeq));
+  return out;
+}
+
+/**
+ * Versions of the keys from `from` up to `end` (exclusive; null: no bound), in (key, newest first)
+ * order, at most `limit`: the two tables' ordered range queries merged. The first version of
+ * each key is its latest.
+ */
+function* mergedVersions(sql: SqlStorage, from: { key: string; inclusive: boolean }, end: string | null, limit: number): Generator<VersionSummary> {
+  const where = `key ${from.inclusive ? ">=" : ">"} ?${end === null ? "" : " AND key < ?"}`;
+  const bindings = end === null ? [from.key, limit] : [from.key, end, limit];
+  const current = sql.exec<ObjectRow>(`SELECT ${OBJECT_COLUMNS} FROM objects WHERE ${where} ORDER BY key LIMIT ?`, ...bindings).toArray();
+  const others = sql.exec<VersionRow>(`SELECT ${VERSION_COLUMNS} FROM versions WHERE ${where} ORDER BY key, seq DESC LIMIT ?`, ...bindings).toArray();
+  let i = 0;
+  let j = 0;
+  let lastKey: string | null = null;
+  for (let n = 0; n < limit && (i < current.length || j < others.length); n++) {
+    const a = current[i];
+    const b = others[j];
+    // The current object sorts before its key's other versions (it is the newest).
+    const takeCurrent = a !== undefined && (b === undefined || compareKeys(a.key, b.key) <= 0);
+    const v: StoredVersion = takeCurrent ? { ...objectOf(a), seq: a.seq, marker: false } : versionOf(b as VersionRow);
+    if (takeCurrent) i++;
+    else j++;
+    yield summaryOf(v, v.key !== lastKey);
+    lastKey = v.key;
+  }
+}
+
+/**
+ * Before a new current version goes in: the current object becomes noncurrent, unless it is the
+ * null version and the new one is too (then it is replaced); a new null version also replaces an
+ * older null version stored among the others. Returns the versions replaced.
+ */
+function makeRoom(sql: SqlStorage, key: string, current: (ObjectRecord & { seq: number }) | null, nullVersion: boolean): ObjectRecord[] {
+  const freed: ObjectRecord[] = [];
+  if (current) {
+    sql.exec("DELETE FROM objects WHERE key = ?", key);
+    if (nullVersion && current.versionId === null) freed.push(withoutSeq(current));
+    else insertVersion(sql, { ...current, marker: false });
+  }
+  if (nullVersion) {
+    const old = sql.exec<VersionRow>(`SELECT ${VERSION_COLUMNS} FROM versions WHERE key = ? AND version_id IS NULL`, key).toArray()[0];
+    if (old) {
+      sql.exec("DELETE FROM versions WHERE key = ? AND seq = ?", key, old.seq);
+      const version = versionOf(old);
+      if (!version.marker) freed.push(recordOf(version));
+    }
+  }
+  return freed;
+}
+
+/** After the current version went: the newest remaining one, if an object, becomes current. */
+function promoteNewest(sql: SqlStorage, key: string): void {
+  if (currentObject(sql, key)) return;
+  const newest = newestOther(sql, key);
+  if (!newest || newest.marker) return;
+  sql.exec("DELETE FROM versions WHERE key = ? AND seq = ?", key, newest.seq);
+  writeObject(sql, recordOf(newest), newest.seq);
+}
+
+function writeObject(sql: SqlStorage, record: ObjectRecord, seq: number): void {
+  sql.exec(
+    `INSERT INTO objects (key, size, etag, last_modified, manifest, version_id, seq) VALUES (?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (key) DO UPDATE SET size = excluded.size, etag = excluded.etag, last_modified = excluded.last_modified,
+       manifest = excluded.manifest, version_id = excluded.version_id, seq = excluded.seq`,
+    record.key,
+    record.size,
+    record.etag,
+    record.lastModified,
+    toArrayBuffer(record.manifest),
+    record.versionId,
+    seq,
+  );
+}
+
+function insertVersion(sql: SqlStorage, v: StoredVersion): void {
+  sql.exec(
+    `INSERT INTO versions (key, seq, version_id, marker, size, etag, last_modified, manifest) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    v.key,
+    v.seq,
+    v.versionId,
+    v.marker ? 1 : 0,
+    v.marker ? 0 : v.size,
+    v.marker ? "" : v.etag,
+    v.lastModified,
+    v.marker ? null : toArrayBuffer(v.manifest),
+  );
+}
+
+function objectOf(row: ObjectRow): ObjectRecord {
+  return { key: row.key, versionId: row.version_id, size: row.size, etag: row.etag, lastModified: row.last_modified, manifest: new Uint8Array(row.manifest) };
+}
+
+function versionOf(row: VersionRow): StoredVersion {
+  if (row.marker) return { key: row.key, versionId: row.version_id, marker: true, seq: row.seq, lastModified: row.last_modified };
+  return { ...objectOf({ ...row, manifest: row.manifest as ArrayBuffer }), marker: false, seq: row.seq };
+}
+
+function withoutSeq(current: ObjectRecord & { seq: number }): ObjectRecord {
+  const { seq: _, ...record } = current;
+  return record;
+}
+
+function recordOf(v: StoredVersion & { marker: false }): ObjectRecord {
+  return { key: v.key, versionId: v.versionId, size: v.size, etag: v.etag, lastModified: v.lastModified, manifest: v.manifest };
+}
+
+function summaryOf(v: StoredVersion, isLatest: boolean): VersionSummary {
+  const common = { key: v.key, versionId: v.versionId, isLatest, lastModified: v.lastModified };
+  return v.marker ? { ...common, deleteMarker: true } : { ...common, deleteMarker: false, size: v.size, etag: v.etag };
+}
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+/** SQLite binds BLOBs from ArrayBuffers only; copy out exactly the view's bytes. */
+function toArrayBuffer(bytes: Uint8Array): ArrayBuffer {
+  return bytes.slice().buffer;
+}
