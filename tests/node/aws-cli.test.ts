@@ -133,6 +133,35 @@ describe("the AWS CLI (v1) against the gateway", () => {
     ]);
   });
 
+  it("aws s3api versioning: put-bucket-versioning, versions by id, a delete marker, list-object-versions, delete-object --version-id", async () => {
+    await awsOk(["s3api", "create-bucket", "--bucket", "cli-versions"]);
+    await awsOk(["s3api", "put-bucket-versioning", "--bucket", "cli-versions", "--versioning-configuration", "Status=Enabled"]);
+    expect(JSON.parse(await awsOk(["s3api", "get-bucket-versioning", "--bucket", "cli-versions"]))).toEqual({ Status: "Enabled" });
+    writeFileSync(join(dir, "v1.txt"), "first");
+    writeFileSync(join(dir, "v2.txt"), "second");
+    const put = async (file: string) =>
+      (JSON.parse(await awsOk(["s3api", "put-object", "--bucket", "cli-versions", "--key", "k", "--body", file])) as { VersionId: string }).VersionId;
+    const v1 = await put("v1.txt");
+    const v2 = await put("v2.txt");
+    const got = JSON.parse(await awsOk(["s3api", "get-object", "--bucket", "cli-versions", "--key", "k", "--version-id", v1, "got.txt"])) as { VersionId: string };
+    expect(got.VersionId).toBe(v1);
+    expect(readFileSync(join(dir, "got.txt"), "utf8")).toBe("first");
+    const marker = JSON.parse(await awsOk(["s3api", "delete-object", "--bucket", "cli-versions", "--key", "k"])) as { DeleteMarker: boolean; VersionId: string };
+    expect(marker.DeleteMarker).toBe(true);
+    const listed = JSON.parse(await awsOk(["s3api", "list-object-versions", "--bucket", "cli-versions"])) as {
+      Versions: { VersionId: string; IsLatest: boolean }[];
+      DeleteMarkers: { VersionId: string; IsLatest: boolean }[];
+    };
+    expect(listed.Versions.map((v) => [v.VersionId, v.IsLatest])).toEqual([
+      [v2, false],
+      [v1, false],
+    ]);
+    expect(listed.DeleteMarkers.map((v) => [v.VersionId, v.IsLatest])).toEqual([[marker.VersionId, true]]);
+    await awsOk(["s3api", "delete-object", "--bucket", "cli-versions", "--key", "k", "--version-id", marker.VersionId]);
+    await awsOk(["s3api", "get-object", "--bucket", "cli-versions", "--key", "k", "back.txt"]);
+    expect(readFileSync(join(dir, "back.txt"), "utf8")).toBe("second");
+  });
+
   it("aws s3api get-object --range returns exactly those bytes", async () => {
     for (const [range, from, to] of [
       ["bytes=1000000-2000099", 1_000_000, 2_000_099],

@@ -174,6 +174,45 @@ describe("boto3 against the gateway", () => {
     expect(r.wrong_stored).toEqual({ code: "404", status: 404 });
   });
 
+  it("versioning: versions by id, delete markers, DeleteObjects by VersionId, copies of a version, concurrent writers, suspension", async () => {
+    const r = await boto3("versioning", { bucket: "boto3-versions" });
+    const [v1, v2] = r.ids as string[];
+    expect(r.before).toBeNull();
+    expect(r.status).toBe("Suspended");
+    expect(v1).not.toBe(v2);
+    expect(r.by_id).toEqual({ body: "one", version: v1 });
+    expect(r.marker.delete_marker).toBe(true);
+    expect(r.listed).toEqual({
+      versions: [
+        [v2, false],
+        [v1, false],
+      ],
+      markers: [[r.marker.version, true]],
+    });
+    expect(r.after_marker).toEqual({ code: "NoSuchKey", status: 404 });
+    expect(r.restored).toBe("two");
+    expect(r.after_delete_v2).toEqual({ body: "one", version: v1 });
+    expect(r.copy.source_version).toBe(v1);
+    expect(r.copy.version).toMatch(/^[0-9a-f]{32}$/);
+    expect(r.batch.errors).toEqual([]);
+    expect(r.batch.deleted).toEqual([
+      ["doc", v1, false],
+      ["copy", null, true],
+    ]);
+    expect(r.race.ids).toBe(16);
+    expect(r.race.listed).toBe(16);
+    expect(r.race.latest).toEqual([r.race.current]);
+    expect(r.suspended.put_versions).toEqual(["null", "null"]);
+    expect(r.suspended.body).toBe("suspended 2");
+    expect(r.suspended.versions).toHaveLength(17);
+    expect(r.suspended.versions[0]).toEqual(["null", true]);
+  });
+
+  it("pages list_object_versions over 2,500 versions of 25 keys, each key newest first", async () => {
+    const r = await boto3("many-versions", { bucket: "boto3-many-versions", keys: 25, versions: 2500 }, 170_000);
+    expect(r).toEqual({ written: 2500, listed: 2500, pages: 3, order_ok: true, latest_ok: true });
+  }, 180_000);
+
   it("copy_object (COPY and REPLACE metadata) and delete_objects", async () => {
     const r = await boto3("copy-delete", { bucket: "boto3", size: 2 * MIB + 3 });
     expect(r.copy_etag).toBe(`"${r.md5}"`);

@@ -322,6 +322,97 @@ def cmd_copy_delete(args):
     }
 
 
+def cmd_versioning(args):
+    """A versioned bucket end to end: versions by id, a delete marker and its undoing, a version
+    deleted for good, DeleteObjects with VersionId, a copy from a version, concurrent overwrites,
+    and suspension (the null version overwritten in place)."""
+    s3 = client(pool=16)
+    bucket = args["bucket"]
+    s3.create_bucket(Bucket=bucket)
+    before = s3.get_bucket_versioning(Bucket=bucket).get("Status")
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    v1 = s3.put_object(Bucket=bucket, Key="doc", Body=b"one")["VersionId"]
+    v2 = s3.put_object(Bucket=bucket, Key="doc", Body=b"two")["VersionId"]
+    by_id = s3.get_object(Bucket=bucket, Key="doc", VersionId=v1)
+    marker = s3.delete_object(Bucket=bucket, Key="doc")
+    listed = s3.list_object_versions(Bucket=bucket, Prefix="doc")
+    after_marker = error_of(lambda: s3.get_object(Bucket=bucket, Key="doc"))
+    s3.delete_object(Bucket=bucket, Key="doc", VersionId=marker["VersionId"])
+    restored = s3.get_object(Bucket=bucket, Key="doc")
+    s3.delete_object(Bucket=bucket, Key="doc", VersionId=v2)
+    after_delete_v2 = s3.get_object(Bucket=bucket, Key="doc")
+    copy = s3.copy_object(Bucket=bucket, Key="copy", CopySource={"Bucket": bucket, "Key": "doc", "VersionId": v1})
+    batch = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": "doc", "VersionId": v1}, {"Key": "copy"}]})
+
+    def put(i):
+        return s3.put_object(Bucket=bucket, Key="race", Body=f"writer-{i}".encode())["VersionId"]
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        race_ids = list(pool.map(put, range(16)))
+    race = s3.list_object_versions(Bucket=bucket, Prefix="race")["Versions"]
+    race_current = s3.head_object(Bucket=bucket, Key="race")["VersionId"]
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Suspended"})
+    null1 = s3.put_object(Bucket=bucket, Key="race", Body=b"suspended 1")
+    null2 = s3.put_object(Bucket=bucket, Key="race", Body=b"suspended 2")
+    race_after = s3.list_object_versions(Bucket=bucket, Prefix="race")["Versions"]
+    return {
+        "before": before,
+        "status": s3.get_bucket_versioning(Bucket=bucket).get("Status"),
+        "ids": [v1, v2],
+        "by_id": {"body": by_id["Body"].read().decode(), "version": by_id["VersionId"]},
+        "marker": {"delete_marker": marker.get("DeleteMarker"), "version": marker.get("VersionId")},
+        "listed": {
+            "versions": [[v["VersionId"], v["IsLatest"]] for v in listed.get("Versions", [])],
+            "markers": [[m["VersionId"], m["IsLatest"]] for m in listed.get("DeleteMarkers", [])],
+        },
+        "after_marker": after_marker,
+        "restored": restored["Body"].read().decode(),
+        "after_delete_v2": {"body": after_delete_v2["Body"].read().decode(), "version": after_delete_v2["VersionId"]},
+        "copy": {"source_version": copy.get("CopySourceVersionId"), "version": copy.get("VersionId")},
+        "batch": {
+            "deleted": [[d["Key"], d.get("VersionId"), d.get("DeleteMarker", False)] for d in batch.get("Deleted", [])],
+            "errors": batch.get("Errors", []),
+        },
+        "race": {
+            "ids": len(set(race_ids)),
+            "listed": len(race),
+            "latest": [v["VersionId"] for v in race if v["IsLatest"]],
+            "current": race_current,
+        },
+        "suspended": {
+            "put_versions": [null1.get("VersionId"), null2.get("VersionId")],
+            "versions": [[v["VersionId"], v["IsLatest"]] for v in race_after],
+            "body": s3.get_object(Bucket=bucket, Key="race")["Body"].read().decode(),
+        },
+    }
+
+
+def cmd_many_versions(args):
+    """Puts `versions` versions spread over `keys` keys (in parallel), then pages through
+    list_object_versions; reports each key's listed ids in order against the ids it was given."""
+    workers = args.get("workers", 16)
+    s3 = client(pool=workers)
+    bucket = args["bucket"]
+    s3.create_bucket(Bucket=bucket)
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    keys = [f"key-{k:03d}" for k in range(args["keys"])]
+
+    def put_all(key):
+        # One key's versions in order (a thread per key): newest last.
+        return [s3.put_object(Bucket=bucket, Key=key, Body=f"{key}-{i}".encode())["VersionId"] for i in range(args["versions"] // len(keys))]
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        written = dict(zip(keys, pool.map(put_all, keys)))
+    listed, pages = {}, 0
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket, PaginationConfig={"PageSize": args.get("page_size", 1000)}):
+        pages += 1
+        for v in page.get("Versions", []):
+            listed.setdefault(v["Key"], []).append([v["VersionId"], v["IsLatest"]])
+    ok = all([v for v, _ in listed.get(k, [])] == list(reversed(ids)) for k, ids in written.items())
+    latest_ok = all([latest for _, latest in listed[k]] == [True] + [False] * (len(listed[k]) - 1) for k in listed)
+    return {"written": sum(len(v) for v in written.values()), "listed": sum(len(v) for v in listed.values()), "pages": pages, "order_ok": ok, "latest_ok": latest_ok}
+
+
 COMMANDS = {
     "transfer": cmd_transfer,
     "checksums": cmd_checksums,
@@ -332,6 +423,8 @@ COMMANDS = {
     "list": cmd_list,
     "overwrite-delete": cmd_overwrite_delete,
     "head": cmd_head,
+    "versioning": cmd_versioning,
+    "many-versions": cmd_many_versions,
 }
 
 
