@@ -103,6 +103,33 @@ describe("rclone against the gateway", () => {
     }
   });
 
+  it("ls --s3-versions shows each object of the unversioned bucket once (ListObjectVersions)", async () => {
+    const listed = (await rcloneOk("ls", "sg:rclone/data", "--s3-versions"))
+      .trim()
+      .split("\n")
+      .map((l) => l.trim().split(/\s+/).pop());
+    expect(listed.sort()).toEqual(Object.keys(files).sort());
+  });
+
+  it("versioning through rclone: backend versioning Enabled, then --s3-versions lists the old version beside the current one", async () => {
+    await rcloneOk("mkdir", "sg:rclone-versions");
+    await rcloneOk("backend", "versioning", "sg:rclone-versions", "Enabled");
+    expect((await rcloneOk("backend", "versioning", "sg:rclone-versions")).trim()).toBe('"Enabled"');
+    const file = join(dir, "note.txt");
+    writeFileSync(file, "first version\n");
+    await rcloneOk("copyto", file, "sg:rclone-versions/note.txt");
+    writeFileSync(file, "second, longer version\n");
+    await rcloneOk("copyto", file, "sg:rclone-versions/note.txt");
+    const names = (await rcloneOk("ls", "sg:rclone-versions", "--s3-versions"))
+      .trim()
+      .split("\n")
+      .map((l) => l.trim().split(/\s+/).pop() as string);
+    expect(names).toHaveLength(2);
+    expect(names).toContain("note.txt");
+    expect(names.find((n) => n !== "note.txt")).toMatch(/^note-v\d{4}-\d\d-\d\d-\d{6}-\d{3}\.txt$/);
+    expect(await rcloneOk("cat", "sg:rclone-versions/note.txt")).toBe("second, longer version\n");
+  });
+
   it("copy back down byte for byte, then purge", async () => {
     const down = join(dir, "down");
     await rcloneOk("copy", "sg:rclone/data", down);
