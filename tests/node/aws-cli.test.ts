@@ -143,10 +143,15 @@ describe("the AWS CLI (v1) against the gateway", () => {
       (JSON.parse(await awsOk(["s3api", "put-object", "--bucket", "cli-versions", "--key", "k", "--body", file])) as { VersionId: string }).VersionId;
     const v1 = await put("v1.txt");
     const v2 = await put("v2.txt");
-    const got = JSON.parse(await awsOk(["s3api", "get-object", "--bucket", "cli-versions", "--key", "k", "--version-id", v1, "got.txt"])) as { VersionId: string };
+    const got = JSON.parse(await awsOk(["s3api", "get-object", "--bucket", "cli-versions", "--key", "k", "--version-id", v1, "got.txt"])) as {
+      VersionId: string;
+    };
     expect(got.VersionId).toBe(v1);
     expect(readFileSync(join(dir, "got.txt"), "utf8")).toBe("first");
-    const marker = JSON.parse(await awsOk(["s3api", "delete-object", "--bucket", "cli-versions", "--key", "k"])) as { DeleteMarker: boolean; VersionId: string };
+    const marker = JSON.parse(await awsOk(["s3api", "delete-object", "--bucket", "cli-versions", "--key", "k"])) as {
+      DeleteMarker: boolean;
+      VersionId: string;
+    };
     expect(marker.DeleteMarker).toBe(true);
     const listed = JSON.parse(await awsOk(["s3api", "list-object-versions", "--bucket", "cli-versions"])) as {
       Versions: { VersionId: string; IsLatest: boolean }[];

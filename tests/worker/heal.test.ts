@@ -14,9 +14,9 @@ beforeAll(async () => {
 });
 
 /** PUTs `data` and returns its shard files: index → [node id, key, bytes as stored]. */
-async function put(key: string, data: Uint8Array): Promise<Map<number, [string, string, Uint8Array]>> {
+async function put(key: string, data: Uint8Array, into = bucket): Promise<Map<number, [string, string, Uint8Array]>> {
   const before = await shardFiles();
-  await s3ok(`/${bucket}/${key}`, { method: "PUT", body: data });
+  await s3ok(`/${into}/${key}`, { method: "PUT", body: data });
   const shards = new Map<number, [string, string, Uint8Array]>();
   for (const [file, id] of await shardFiles()) {
     if (before.has(file)) continue;
@@ -44,6 +44,21 @@ describe("heal on read", () => {
     const lost = shards.get(1) as [string, string, Uint8Array];
     await node(lost[0]).delete(lost[1]);
     expectSameBytes(new Uint8Array(await (await s3ok(`/${bucket}/missing.bin`)).arrayBuffer()), data);
+    await expectRestored(lost);
+  });
+
+  it("puts back a missing shard file of a noncurrent version read by its id", async () => {
+    const versioned = `${bucket}-versions`;
+    await s3ok(`/${versioned}`, { method: "PUT" });
+    await s3ok(`/${versioned}?versioning`, { method: "PUT", body: "<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>" });
+    const data = randomBytes(2 * MIB + 9, 5);
+    const shards = await put("old.bin", data, versioned);
+    const listed = await (await s3ok(`/${versioned}?versions`)).text();
+    const oldId = /<VersionId>([0-9a-f]+)<\/VersionId>/.exec(listed)?.[1] as string;
+    await s3ok(`/${versioned}/old.bin`, { method: "PUT", body: randomBytes(MIB, 6) });
+    const lost = shards.get(0) as [string, string, Uint8Array];
+    await node(lost[0]).delete(lost[1]);
+    expectSameBytes(new Uint8Array(await (await s3ok(`/${versioned}/old.bin?versionId=${oldId}`)).arrayBuffer()), data);
     await expectRestored(lost);
   });
 

@@ -49,7 +49,7 @@ interface Run {
   pass: number;
   passCompleted: boolean;
   stoppedBy: string;
-  cursor: { bucket: string; after: string | null } | null;
+  cursor: { bucket: string; after: string | null; afterVersion?: string } | null;
   last: { bucket: string; key: string } | null;
   counters: Counters;
   mibPerSecond: number;
@@ -59,7 +59,7 @@ interface Status {
   pass: number;
   passStarted: string | null;
   passFinished: string | null;
-  cursor: { bucket: string; after: string | null } | null;
+  cursor: { bucket: string; after: string | null; afterVersion?: string } | null;
   current: Counters;
   lastPass: { pass: number; counters: Counters } | null;
   lastRun: Run | null;
@@ -74,9 +74,9 @@ async function stored(id: string, file: string): Promise<Uint8Array | null> {
 }
 
 /** PUTs `data` and returns its shard files by shard index, as first written. */
-async function put(key: string, data: Uint8Array): Promise<Map<number, ShardFile>> {
+async function put(key: string, data: Uint8Array, into = bucket): Promise<Map<number, ShardFile>> {
   const before = await shardFiles();
-  await s3ok(`/${bucket}/${key}`, { method: "PUT", body: data });
+  await s3ok(`/${into}/${key}`, { method: "PUT", body: data });
   const groups = new Map<string, Map<number, ShardFile>>();
   for (const [file, id] of await shardFiles()) {
     if (before.has(file)) continue;
@@ -223,6 +223,29 @@ describe("shallow scrub", () => {
     expectSameBytes(new Uint8Array(await (await s3ok(`/${bucket}/shallow/c.bin`)).arrayBuffer()), c);
   }, 120_000);
 
+  it("covers noncurrent versions: a deleted shard file of an old version is found and rebuilt", async () => {
+    const versioned = "scrub-a-versions"; // sorts before the bucket the walk test ends on
+    await s3ok(`/${versioned}`, { method: "PUT" });
+    const enable = `<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>`;
+    await s3ok(`/${versioned}?versioning`, { method: "PUT", body: enable });
+    const old = randomBytes(MIB + 77, 15);
+    const shards = await put("v/old.bin", old, versioned);
+    await s3ok(`/${versioned}/v/old.bin`, { method: "PUT", body: "the current version" });
+    const oldId = /<Version><Key>v\/old.bin<\/Key><VersionId>([0-9a-f]+)<\/VersionId><IsLatest>false/.exec(
+      await (await s3ok(`/${versioned}?versions`)).text(),
+    )?.[1];
+    const gone = shards.get(2) as ShardFile;
+    await node(gone.node).delete(gone.file);
+    const runs = await pass("mode=shallow");
+    const found = runs
+      .flatMap((r) => r.findings)
+      .filter((f) => f.bucket === versioned)
+      .flatMap((f) => f.parts.flatMap((p) => p.problems.map((pr) => `${f.key} ${pr.shard} ${pr.fault}`)));
+    expect(found).toEqual(["v/old.bin 2 length"]);
+    expectSameBytes((await stored(gone.node, gone.file)) as Uint8Array, gone.bytes);
+    expectSameBytes(new Uint8Array(await (await s3ok(`/${versioned}/v/old.bin?versionId=${oldId}`)).arrayBuffer()), old);
+  }, 120_000);
+
   it("a deep scrub names the fault of a missing and a short shard file", async () => {
     const d = randomBytes(MIB + 5000, 14);
     const sd = await put("shallow/d.bin", d);
@@ -260,15 +283,18 @@ describe("the walk", () => {
       } else {
         expect(run.counters.objectsChecked).toBe(1);
         expect(run.stoppedBy).toBe("max-objects");
-        expect(run.cursor).toEqual({ bucket: run.last?.bucket, after: run.last?.key });
+        // After the last version of a bucket the cursor moves on to the start of the next one.
+        if (run.cursor?.bucket === run.last?.bucket)
+          expect(run.cursor).toEqual({ bucket: run.last?.bucket, after: run.last?.key, afterVersion: expect.any(String) });
+        else expect(run.cursor?.after === null && (run.cursor?.bucket ?? "") > (run.last?.bucket ?? "")).toBe(true);
         expect(status.cursor).toEqual(run.cursor);
       }
     }
     expect(completed).toBe(true);
-    // Each object once, in (bucket, key) order, ours among them.
+    // Each object version once, in (bucket, key) order (a key's versions one after another), ours among them.
     for (let i = 1; i < visited.length; i++) {
       const [[b0, k0], [b1, k1]] = [visited[i - 1] as [string, string], visited[i] as [string, string]];
-      expect(b0 < b1 || (b0 === b1 && k0 < k1), `${b0}/${k0} before ${b1}/${k1}`).toBe(true);
+      expect(b0 < b1 || (b0 === b1 && k0 <= k1), `${b0}/${k0} before ${b1}/${k1}`).toBe(true);
     }
     const ours = visited.filter(([b]) => b === bucket).map(([, k]) => k);
     expect(ours).toEqual(["deep/a.bin", "deep/b.bin", "deep/inline.txt", "shallow/c.bin", "shallow/d.bin", "walk/x1", "walk/x2", "walk/x3"]);

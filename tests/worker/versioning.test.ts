@@ -17,7 +17,8 @@ const tags = (xml: string, name: string) => [...xml.matchAll(new RegExp(`<${name
 const tag = (xml: string, name: string) => tags(xml, name)[0];
 const MIB = 1 << 20;
 
-const config = (status: string) => `<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>${status}</Status></VersioningConfiguration>`;
+const config = (status: string) =>
+  `<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>${status}</Status></VersioningConfiguration>`;
 
 async function versionedBucket(name: string): Promise<void> {
   await s3ok(`/${name}`, { method: "PUT" });

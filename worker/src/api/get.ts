@@ -39,7 +39,7 @@ export async function getObject(ctx: RequestContext, bucket: string, key: string
   const fixed = new FixedLengthStream(sel.end - sel.start);
   const sent = send(source, fixed.writable);
   // Heal on read: once the response is out, put back what the read had to go around.
-  ctx.waitUntil(sent.then(() => healAfterRead(ctx, bucket, key, object.manifest, lost)));
+  ctx.waitUntil(sent.then(() => healAfterRead(ctx, bucket, key, object, lost)));
   return new Response(fixed.readable, { status: sel.status, headers });
 }
 

@@ -55,6 +55,8 @@ export interface HealOptions {
   unreachable?: "defer" | "heal";
   /** Move every shard file off this node (drain). */
   drain?: string;
+  /** The version to heal (null: the null version); absent: the current one. */
+  versionId?: string | null;
 }
 
 /**
@@ -64,7 +66,7 @@ export interface HealOptions {
  */
 export async function healObject(ctx: HealContext, bucket: string, key: string, opts: HealOptions): Promise<ObjectHeal> {
   const index = bucketIndex(ctx, bucket);
-  const { object } = await index.head(key);
+  const { object } = await index.head(key, opts.versionId);
   if (!object) return NOTHING;
   const manifest = ctx.core.decodeManifest(object.manifest);
   const avoid = new Set(opts.drain ? [opts.drain] : []);
@@ -158,7 +160,7 @@ function errorText(e: unknown): string {
  * are only queued (the node may come back with them), and so is anything the rebuild could not
  * fix. Never throws.
  */
-export async function healAfterRead(ctx: HealContext, bucket: string, key: string, read: Uint8Array, lost: LostShards): Promise<void> {
+export async function healAfterRead(ctx: HealContext, bucket: string, key: string, read: ObjectRecord, lost: LostShards): Promise<void> {
   const now = new Map<string, number[]>();
   const later = new Map<string, number[]>();
   for (const [storageId, shards] of lost) {
@@ -170,14 +172,15 @@ export async function healAfterRead(ctx: HealContext, bucket: string, key: strin
   }
   if (now.size + later.size === 0) return;
   const index = bucketIndex(ctx, bucket);
-  const queue = (reason: string, shards: Map<string, number[]>) => index.queueHeal(key, read, reason, Object.fromEntries(shards));
+  // The queue holds current objects (a noncurrent version read around a node is left to the scrub).
+  const queue = (reason: string, shards: Map<string, number[]>) => index.queueHeal(key, read.manifest, reason, Object.fromEntries(shards));
   try {
     if (later.size > 0) await queue("read around a failed or unavailable node", later);
     if (now.size === 0) return;
     // An overwrite or delete since removes these shard files on purpose: do not put them back.
-    const { object } = await index.head(key);
-    if (!object || !equalBytes(object.manifest, read)) return;
-    const result = await healObject(ctx, bucket, key, { known: now });
+    const { object } = await index.head(key, read.versionId);
+    if (!object || !equalBytes(object.manifest, read.manifest)) return;
+    const result = await healObject(ctx, bucket, key, { known: now, versionId: read.versionId });
     if (result.failed > 0) await queue("read found shard files it could not rebuild", now);
   } catch (e) {
     console.error(JSON.stringify({ requestId: ctx.requestId, heal: `${bucket}/${key}`, error: errorText(e) }));

@@ -36,6 +36,8 @@ export interface ScrubError {
 export interface ScrubCursor {
   bucket: string;
   after: string | null;
+  /** The version of `after` checked last ("null": the null version); absent: all of its versions. */
+  afterVersion?: string;
 }
 
 export interface ScrubPassSummary {

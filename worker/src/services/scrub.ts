@@ -8,6 +8,7 @@
 // that object recorded as failed by the next run, which goes on after it. Nothing ever sends the
 // walk back to the start of a pass.
 import { bucketRegistry, metricsStore } from "../meta/stubs";
+import type { ListVersionsPage } from "../meta/types";
 import { healObject } from "./heal";
 import { loadConfig, type Env } from "../config";
 import { core } from "../core";
@@ -158,26 +159,35 @@ export async function scrubStep(env: Env, settings: ScrubSettings, trigger: "cro
       }
       if (bucket !== cursor.bucket) state.cursor = { bucket, after: null };
       const index = env.BUCKET_INDEX.get(env.BUCKET_INDEX.idFromName(bucket));
-      let page: Awaited<ReturnType<typeof index.list>>;
+      // Every version of every object (noncurrent ones keep shard files too), delete markers aside.
+      let page: ListVersionsPage | null;
       try {
-        page = await index.list({
+        const afterVersion = state.cursor?.afterVersion;
+        page = await index.listVersions({
           prefix: "",
           delimiter: null,
-          after: state.cursor?.after ?? null,
+          keyMarker: state.cursor?.after ?? null,
+          versionIdMarker: afterVersion === undefined ? undefined : afterVersion === "null" ? null : afterVersion,
           maxKeys: Math.min(LIST_PAGE, settings.maxObjects - run.objectsChecked + 1),
         });
       } catch (e) {
         // A bucket that cannot be listed is recorded and passed, like a failed object.
         recordError(state, { at: new Date().toISOString(), bucket, key: "", error: `listing failed: ${e instanceof Error ? e.message : String(e)}` });
-        page = { objects: [], commonPrefixes: [], isTruncated: false, last: null };
+        page = null;
       }
-      for (const summary of page.objects) {
+      page ??= { versions: [], commonPrefixes: [], isTruncated: false, nextKeyMarker: null, nextVersionIdMarker: null };
+      for (const summary of page.versions) {
         if (run.objectsChecked >= settings.maxObjects) stoppedBy = "max-objects";
         else if (run.objectsChecked > 0 && Date.now() - started >= settings.maxMs) stoppedBy = "time";
         if (stoppedBy !== null) break objects;
         const key = summary.key;
+        const versionId = summary.versionId;
+        if (summary.deleteMarker) {
+          state.cursor = { bucket, after: key, afterVersion: versionId ?? "null" };
+          continue;
+        }
         try {
-          const { object } = await index.head(key);
+          const { object } = await index.head(key, versionId);
           if (object) {
             const manifest = core.decodeManifest(object.manifest);
             const parts = manifest.parts;
@@ -219,7 +229,7 @@ export async function scrubStep(env: Env, settings: ScrubSettings, trigger: "cro
               // healObject rebuilds them only if the object still has these shard files (an
               // overwrite or delete since removed them on purpose).
               try {
-                const heal = await healObject({ env, config, core }, bucket, key, { known });
+                const heal = await healObject({ env, config, core }, bucket, key, { known, versionId });
                 Object.assign(finding, heal);
               } catch (e) {
                 finding.failed = [...known.values()].reduce((n, shards) => n + shards.length, 0);
@@ -234,7 +244,7 @@ export async function scrubStep(env: Env, settings: ScrubSettings, trigger: "cro
           fail(bucket, key, e instanceof Error ? e.message : String(e));
         }
         count({ objectsChecked: 1 });
-        state.cursor = { bucket, after: key };
+        state.cursor = { bucket, after: key, afterVersion: versionId ?? "null" };
         last = { bucket, key };
         if (state.checking) {
           state.checking = null;
