@@ -626,6 +626,40 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     await page.getByRole("button", { name: "Close" }).click();
   });
 
+  it("turns versioning on, lists an object's versions, restores an old one and deletes one", async () => {
+    const bucket = "console-versions";
+    expect((await s3.fetch(`${gw.base}/${bucket}`, { method: "PUT" })).status).toBe(200);
+    await showBucket(bucket);
+    await expect.poll(() => page.locator("#versioning-status").textContent()).toContain("Versioning is off");
+    await page.getByRole("button", { name: "Enable versioning" }).click();
+    await page.getByRole("dialog").getByRole("button", { name: "Enable" }).click();
+    await expect.poll(() => page.locator("#versioning-status").textContent()).toContain("Versioning is on");
+    expect(await (await s3.fetch(`${gw.base}/${bucket}?versioning`)).text()).toContain("<Status>Enabled</Status>");
+
+    const put = async (text: string) =>
+      (await s3.fetch(objectUrl("note.txt", bucket), { method: "PUT", body: text })).headers.get("x-amz-version-id") as string;
+    const v1 = await put("first draft\n");
+    const v2 = await put("second draft\n");
+    await page.getByRole("button", { name: "Refresh" }).click();
+    await page.getByRole("button", { name: "note.txt", exact: true }).click();
+    const versions = page.getByRole("list", { name: "Versions of note.txt" });
+    await expect.poll(() => versions.locator("li").count()).toBe(2);
+    expect(await versions.locator("li.latest").textContent()).toContain(v2.slice(0, 12));
+    await shot("object-versions");
+
+    await page.getByRole("button", { name: `Restore version ${v1}` }).click();
+    await expect.poll(() => versions.locator("li").count()).toBe(3);
+    expect(await (await s3.fetch(objectUrl("note.txt", bucket))).text()).toBe("first draft\n");
+
+    await page.getByRole("button", { name: `Delete version ${v2}` }).click();
+    await page.getByRole("dialog", { name: "Delete version" }).getByRole("button", { name: "Delete" }).click();
+    await expect.poll(() => versions.locator("li").count()).toBe(2);
+    const listed = await (await s3.fetch(`${gw.base}/${bucket}?versions`)).text();
+    expect(listed).not.toContain(v2);
+    expect(listed).toContain(v1);
+    await page.getByRole("button", { name: "Close" }).click();
+  });
+
   it("shows the nodes dashboard, heals the bucket, refuses to delete a non-empty bucket, and signs out", async () => {
     await page.getByRole("link", { name: "Nodes" }).click();
     await page.getByRole("heading", { name: "Storage nodes" }).waitFor();

@@ -44,6 +44,20 @@ export interface ObjectHead {
   headers: Headers;
 }
 
+/** One version of an object (or a delete marker), as ListObjectVersions shows it. */
+export interface ObjectVersion {
+  key: string;
+  versionId: string;
+  isLatest: boolean;
+  deleteMarker: boolean;
+  size: number;
+  etag: string;
+  lastModified: Date | null;
+}
+
+/** A bucket's versioning: "Enabled", "Suspended", or null (never enabled). */
+export type VersioningStatus = "Enabled" | "Suspended" | null;
+
 export interface XhrResult {
   status: number;
   header(name: string): string | null;
@@ -196,6 +210,56 @@ export class S3Client {
 
   async createBucket(name: string): Promise<void> {
     await this.request("PUT", `/${encodeSegment(name)}`);
+  }
+
+  async getVersioning(bucket: string): Promise<VersioningStatus> {
+    const root = parseXml(await (await this.request("GET", `/${encodeSegment(bucket)}`, { query: { versioning: "" } })).text());
+    const status = childText(root, "Status");
+    return status === "Enabled" || status === "Suspended" ? status : null;
+  }
+
+  async setVersioning(bucket: string, status: "Enabled" | "Suspended"): Promise<void> {
+    const body = `<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>${status}</Status></VersioningConfiguration>`;
+    await this.request("PUT", `/${encodeSegment(bucket)}`, { query: { versioning: "" }, body });
+  }
+
+  /** Every version of `key` (and its delete markers), newest first, page after page. */
+  async listKeyVersions(bucket: string, key: string): Promise<ObjectVersion[]> {
+    const out: ObjectVersion[] = [];
+    let keyMarker: string | null = null;
+    let versionMarker: string | null = null;
+    for (;;) {
+      const query: Query = { versions: "", prefix: key, "key-marker": keyMarker, "version-id-marker": versionMarker };
+      const root = parseXml(await (await this.request("GET", `/${encodeSegment(bucket)}`, { query })).text());
+      for (const el of Array.from(root.children)) {
+        if (el.localName !== "Version" && el.localName !== "DeleteMarker") continue;
+        if (childText(el, "Key") !== key) continue; // longer keys that share the prefix
+        out.push({
+          key,
+          versionId: childText(el, "VersionId"),
+          isLatest: childText(el, "IsLatest") === "true",
+          deleteMarker: el.localName === "DeleteMarker",
+          size: Number(childText(el, "Size") || 0),
+          etag: childText(el, "ETag").replace(/"/g, ""),
+          lastModified: dateOf(childText(el, "LastModified")),
+        });
+      }
+      if (childText(root, "IsTruncated") !== "true") return out;
+      keyMarker = childText(root, "NextKeyMarker");
+      versionMarker = childText(root, "NextVersionIdMarker") || null;
+      if (keyMarker > key) return out;
+    }
+  }
+
+  /** Makes an old version current again: a copy of it onto its own key (a new version). */
+  async restoreVersion(bucket: string, key: string, versionId: string): Promise<void> {
+    const source = `${objectPath(bucket, key)}?versionId=${encodeURIComponent(versionId)}`;
+    await this.request("PUT", objectPath(bucket, key), { headers: { "x-amz-copy-source": source } });
+  }
+
+  /** Deletes one version (or delete marker) for good. */
+  async deleteVersion(bucket: string, key: string, versionId: string): Promise<void> {
+    await this.request("DELETE", objectPath(bucket, key), { query: { versionId } });
   }
 
   async deleteBucket(name: string): Promise<void> {

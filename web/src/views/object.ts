@@ -5,6 +5,7 @@ import { markdownToHtml } from "../markdown";
 import type { App } from "../app";
 import { objectPath, type ObjectHead } from "../s3";
 import { confirmDialog, h, humanDate, humanSize, icon, mount, openDialog, toast } from "../ui";
+import { renderVersions } from "./versions";
 
 const EXPIRIES: [string, number][] = [
   ["1 hour", 3600],
@@ -68,6 +69,7 @@ export function openObject(app: App, bucket: string, key: string, changed: () =>
   const details = h("div", { class: "details" });
   const meta = h("div", { class: "metadata" });
   const layout = h("div", { class: "layout" }, h("p", { class: "muted" }, "Loading the layout…"));
+  const versions = h("div", { class: "versions-list" }, h("p", { class: "muted small" }, "Loading the versions…"));
 
   const expiry = h(
     "select",
@@ -127,7 +129,11 @@ export function openObject(app: App, bucket: string, key: string, changed: () =>
               type: "button",
               class: "danger",
               onclick: async () => {
-                if (!(await confirmDialog("Delete object", `Delete “${key}”? This cannot be undone.`, "Delete"))) return;
+                const versioned = (await app.s3.getVersioning(bucket).catch(() => null)) === "Enabled";
+                const text = versioned
+                  ? `Delete “${key}”? Its versions are kept: a delete marker becomes the current version.`
+                  : `Delete “${key}”? This cannot be undone.`;
+                if (!(await confirmDialog("Delete object", text, "Delete"))) return;
                 try {
                   await app.s3.request("DELETE", objectPath(bucket, key));
                   toast(`${name} deleted.`);
@@ -147,6 +153,7 @@ export function openObject(app: App, bucket: string, key: string, changed: () =>
       ),
       h("section", { "aria-labelledby": "details-title" }, h("h3", { id: "details-title" }, "Details"), details),
       h("section", { "aria-labelledby": "meta-title" }, h("h3", { id: "meta-title" }, "User metadata"), meta),
+      h("section", { "aria-labelledby": "versions-title" }, h("h3", { id: "versions-title" }, "Versions"), versions),
     ),
     h("section", { class: "object-layout", "aria-labelledby": "layout-title" }, h("h3", { id: "layout-title" }, "Erasure layout"), layout),
   );
@@ -166,6 +173,7 @@ export function openObject(app: App, bucket: string, key: string, changed: () =>
     await renderPreview(app, preview, bucket, key, head);
   })();
   void renderLayout(app, layout, bucket, key);
+  void renderVersions(app, versions, bucket, key, changed);
 }
 
 function renderDetails(el: HTMLElement, bucket: string, key: string, head: ObjectHead): void {
