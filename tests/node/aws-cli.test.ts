@@ -167,6 +167,32 @@ describe("the AWS CLI (v1) against the gateway", () => {
     expect(readFileSync(join(dir, "back.txt"), "utf8")).toBe("second");
   });
 
+  it("aws s3api bucket tagging and ACLs: put/get/delete-bucket-tagging, get-bucket-acl, put-object-acl --acl private (public-read refused)", async () => {
+    await awsOk(["s3api", "create-bucket", "--bucket", "cli-settings", "--acl", "private"]);
+    await awsOk(["s3api", "put-bucket-tagging", "--bucket", "cli-settings", "--tagging", "TagSet=[{Key=team,Value=edge},{Key=app,Value=gw}]"]);
+    expect(JSON.parse(await awsOk(["s3api", "get-bucket-tagging", "--bucket", "cli-settings"]))).toEqual({
+      TagSet: [
+        { Key: "app", Value: "gw" },
+        { Key: "team", Value: "edge" },
+      ],
+    });
+    await awsOk(["s3api", "delete-bucket-tagging", "--bucket", "cli-settings"]);
+    const none = await aws(["s3api", "get-bucket-tagging", "--bucket", "cli-settings"]);
+    expect(none.code).not.toBe(0);
+    expect(none.stderr).toContain("NoSuchTagSet");
+    const acl = JSON.parse(await awsOk(["s3api", "get-bucket-acl", "--bucket", "cli-settings"])) as {
+      Owner: { ID: string };
+      Grants: { Grantee: { ID: string }; Permission: string }[];
+    };
+    expect(acl.Grants.map((g) => [g.Grantee.ID, g.Permission])).toEqual([[acl.Owner.ID, "FULL_CONTROL"]]);
+    writeFileSync(join(dir, "acl.txt"), "acl");
+    await awsOk(["s3", "cp", "--acl", "private", "acl.txt", "s3://cli-settings/acl.txt"]);
+    await awsOk(["s3api", "put-object-acl", "--bucket", "cli-settings", "--key", "acl.txt", "--acl", "private"]);
+    const refused = await aws(["s3api", "put-object-acl", "--bucket", "cli-settings", "--key", "acl.txt", "--acl", "public-read"]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain("NotImplemented");
+  });
+
   it("aws s3api get-object --range returns exactly those bytes", async () => {
     for (const [range, from, to] of [
       ["bytes=1000000-2000099", 1_000_000, 2_000_099],

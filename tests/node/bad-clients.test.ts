@@ -220,7 +220,7 @@ describe(`bad clients (${gateway.runtime})`, () => {
     badSignature.authorization = (badSignature.authorization ?? "").replace(/Signature=[0-9a-f]+/, `Signature=${"0".repeat(64)}`);
     expectError(await streamingPut(`/${bucket}/forged`, badSignature, big), 403, "SignatureDoesNotMatch");
     expectError(await streamingPut(`/${bucket}/anonymous`, {}, big), 403, "AccessDenied");
-    expectError(await streamingPut(`/${bucket}/key?acl`, await signedFor(`/${bucket}/key?acl`), big), 501, "NotImplemented");
+    expectError(await streamingPut(`/${bucket}/key?torrent`, await signedFor(`/${bucket}/key?torrent`), big), 501, "NotImplemented");
     // A precondition that fails only once the body is stored: 412, and the old object stays.
     await stillServes();
     expectError(await streamingPut(`/${bucket}/probe`, await signedFor(`/${bucket}/probe`, { "if-none-match": "*" }), 4 * MiB), 412, "PreconditionFailed");

@@ -213,6 +213,29 @@ describe("boto3 against the gateway", () => {
     expect(r).toEqual({ written: 2500, listed: 2500, pages: 3, order_ok: true, latest_ok: true });
   }, 180_000);
 
+  it("bucket tagging, ACLs, If-None-Match with an ETag, sorted and bare tags, StartAfter with a token, ObjectParts paging", async () => {
+    const r = await boto3("bucket-settings", { bucket: "boto3-settings" });
+    expect(r.no_tags).toEqual({ code: "NoSuchTagSet", status: 404 });
+    expect(r.tags).toEqual([
+      ["app", "gw"],
+      ["team", "edge"],
+    ]);
+    expect(r.deleted_tags).toEqual({ code: "NoSuchTagSet", status: 404 });
+    expect(r.bucket_grants).toEqual([[r.owner, "FULL_CONTROL"]]);
+    expect(r.object_grants).toEqual([[r.owner, "FULL_CONTROL"]]);
+    expect(r.public).toEqual({ code: "NotImplemented", status: 501 });
+    expect(r.object_tags).toEqual([
+      ["alpha", ""],
+      ["mid", "2"],
+      ["zeta", "1"],
+    ]);
+    expect(r.if_none_match).toEqual({ code: "PreconditionFailed", status: 412 });
+    expect(r.body).toBe("x");
+    expect(r.start_after).toEqual(["list/0", "list/0"]);
+    expect(r.listed).toEqual(["list/1", "list/2", "list/3", "list/4"]);
+    expect(r.parts).toEqual({ count: 3, first: [1, 2], truncated: true, next: [3] });
+  });
+
   it("copy_object (COPY and REPLACE metadata) and delete_objects", async () => {
     const r = await boto3("copy-delete", { bucket: "boto3", size: 2 * MIB + 3 });
     expect(r.copy_etag).toBe(`"${r.md5}"`);

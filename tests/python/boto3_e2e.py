@@ -387,6 +387,62 @@ def cmd_versioning(args):
     }
 
 
+def cmd_bucket_settings(args):
+    """Bucket tagging and ACLs as boto3 sends them, and the conformance details an S3 test suite
+    checks: If-None-Match with an ETag, tags sorted by key, a bare tag in x-amz-tagging,
+    StartAfter echoed with a continuation token, ObjectParts of a multipart object."""
+    s3 = client()
+    bucket = args["bucket"]
+    s3.create_bucket(Bucket=bucket, ACL="private")
+    no_tags = error_of(lambda: s3.get_bucket_tagging(Bucket=bucket))
+    s3.put_bucket_tagging(Bucket=bucket, Tagging={"TagSet": [{"Key": "team", "Value": "edge"}, {"Key": "app", "Value": "gw"}]})
+    tags = s3.get_bucket_tagging(Bucket=bucket)["TagSet"]
+    s3.delete_bucket_tagging(Bucket=bucket)
+    deleted_tags = error_of(lambda: s3.get_bucket_tagging(Bucket=bucket))
+    bucket_acl = s3.get_bucket_acl(Bucket=bucket)
+    s3.put_bucket_acl(Bucket=bucket, ACL="private")
+    etag = s3.put_object(Bucket=bucket, Key="obj", Body=b"x", ACL="private", Tagging="zeta=1&alpha&mid=2")["ETag"]
+    object_acl = s3.get_object_acl(Bucket=bucket, Key="obj")
+    s3.put_object_acl(Bucket=bucket, Key="obj", ACL="private")
+    public = error_of(lambda: s3.put_object_acl(Bucket=bucket, Key="obj", ACL="public-read"))
+    object_tags = s3.get_object_tagging(Bucket=bucket, Key="obj")["TagSet"]
+    if_none_match = error_of(lambda: s3.put_object(Bucket=bucket, Key="obj", Body=b"y", IfNoneMatch=etag))
+    for i in range(5):
+        s3.put_object(Bucket=bucket, Key=f"list/{i}", Body=b"")
+    first = s3.list_objects_v2(Bucket=bucket, Prefix="list/", StartAfter="list/0", MaxKeys=2)
+    second = s3.list_objects_v2(Bucket=bucket, Prefix="list/", StartAfter="list/0", MaxKeys=2, ContinuationToken=first["NextContinuationToken"])
+    upload = s3.create_multipart_upload(Bucket=bucket, Key="parts", ACL="private")["UploadId"]
+    parts = [
+        {"PartNumber": n, "ETag": s3.upload_part(Bucket=bucket, Key="parts", UploadId=upload, PartNumber=n, Body=bytes([n]) * (5 * 1024 * 1024 if n < 3 else 10))["ETag"]}
+        for n in (1, 2, 3)
+    ]
+    s3.complete_multipart_upload(Bucket=bucket, Key="parts", UploadId=upload, MultipartUpload={"Parts": parts})
+    attrs = s3.get_object_attributes(Bucket=bucket, Key="parts", ObjectAttributes=["ObjectParts"], MaxParts=2)
+    attrs2 = s3.get_object_attributes(Bucket=bucket, Key="parts", ObjectAttributes=["ObjectParts"], MaxParts=2, PartNumberMarker=2)
+    grants = lambda acl: [[g["Grantee"].get("ID"), g["Permission"]] for g in acl["Grants"]]  # noqa: E731
+    return {
+        "no_tags": no_tags,
+        "tags": [[t["Key"], t["Value"]] for t in tags],
+        "deleted_tags": deleted_tags,
+        "owner": bucket_acl["Owner"]["ID"],
+        "bucket_grants": grants(bucket_acl),
+        "object_grants": grants(object_acl),
+        "public": public,
+        "object_tags": [[t["Key"], t["Value"]] for t in object_tags],
+        "if_none_match": if_none_match,
+        "body": s3.get_object(Bucket=bucket, Key="obj")["Body"].read().decode(),
+        "start_after": [first.get("StartAfter"), second.get("StartAfter")],
+        "listed": [o["Key"] for o in first["Contents"] + second["Contents"]],
+        "parts": {
+            # botocore's name for the PartsCount element.
+            "count": attrs["ObjectParts"].get("TotalPartsCount"),
+            "first": [p["PartNumber"] for p in attrs["ObjectParts"]["Parts"]],
+            "truncated": attrs["ObjectParts"]["IsTruncated"],
+            "next": [p["PartNumber"] for p in attrs2["ObjectParts"]["Parts"]],
+        },
+    }
+
+
 def cmd_many_versions(args):
     """Puts `versions` versions spread over `keys` keys (in parallel), then pages through
     list_object_versions; reports each key's listed ids in order against the ids it was given."""
@@ -425,6 +481,7 @@ COMMANDS = {
     "head": cmd_head,
     "versioning": cmd_versioning,
     "many-versions": cmd_many_versions,
+    "bucket-settings": cmd_bucket_settings,
 }
 
 

@@ -39,7 +39,7 @@ describe("everything else", () => {
     for (const [method, path, name] of [
       ["DELETE", "/some-bucket?versioning", "DeleteBucketVersioning"],
       ["GET", "/some-bucket?lifecycle", "GetBucketLifecycleConfiguration"],
-      ["PUT", "/some-bucket/key?acl", "PutObjectAcl"],
+      ["GET", "/some-bucket/key?torrent", "GetObjectTorrent"],
       ["POST", "/some-bucket/key?select&select-type=2", "PostSelectObjectContent"],
     ] as const) {
       const res = await s3(path, { method, body: method === "GET" ? undefined : "" });

@@ -122,6 +122,21 @@ describe("a multipart upload", () => {
     expect(second.headers.get("content-range")).toBe(`bytes ${5 * MIB}-${10 * MIB + 2}/${whole.length}`);
     expectSameBytes(new Uint8Array(await second.arrayBuffer()), parts[1]);
 
+    // GetObjectAttributes describes the parts, a page at a time (x-amz-max-parts, x-amz-part-number-marker).
+    const attributes = async (headers: Record<string, string>) =>
+      (await s3ok(`/${bucket}/${key}?attributes`, { headers: { "x-amz-object-attributes": "ObjectParts", ...headers } })).text();
+    const page1 = await attributes({ "x-amz-max-parts": "2" });
+    expect(tag(page1, "PartsCount")).toBe("3");
+    expect(tag(page1, "IsTruncated")).toBe("true");
+    expect(tag(page1, "NextPartNumberMarker")).toBe("2");
+    expect([...page1.matchAll(/<Part><PartNumber>(\d+)<\/PartNumber><Size>(\d+)<\/Size>/g)].map((m) => [Number(m[1]), Number(m[2])])).toEqual([
+      [1, parts[0].length],
+      [2, parts[1].length],
+    ]);
+    const page2 = await attributes({ "x-amz-max-parts": "2", "x-amz-part-number-marker": "2" });
+    expect(tag(page2, "IsTruncated")).toBe("false");
+    expect([...page2.matchAll(/<PartNumber>(\d+)<\/PartNumber>/g)].map((m) => m[1])).toEqual(["3"]);
+
     // The upload is gone; only the object's parts are left on the nodes (3 parts × 6 shard files).
     expect(errorCode(await (await s3(`/${bucket}/${key}?uploadId=${uploadId}`)).text())).toBe("NoSuchUpload");
     await expect.poll(shardFileCount, { timeout: 5000 }).toBe(18);

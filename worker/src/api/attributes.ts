@@ -46,7 +46,7 @@ export async function getObjectAttributes(ctx: RequestContext, bucket: string, k
       .join("");
     body +=
       "<ObjectParts>" +
-      element("TotalPartsCount", partsCount) +
+      element("PartsCount", partsCount) +
       element("PartNumberMarker", marker) +
       element("NextPartNumberMarker", shown.length > 0 ? shown[shown.length - 1].n : marker) +
       element("MaxParts", maxParts) +

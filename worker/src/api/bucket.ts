@@ -1,12 +1,14 @@
 // Bucket operations: CreateBucket, HeadBucket, DeleteBucket, GetBucketLocation.
 import { S3Error, noSuchBucket } from "../s3-error";
 import { checkBucketName } from "./bucket-name";
+import { checkAclHeaders } from "./acl-policy";
 import { bucketIndex, bucketRegistry, type RequestContext } from "./context";
 import { S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
 import { drainBucketGarbage } from "../services/garbage";
 
 export async function createBucket(ctx: RequestContext, bucket: string): Promise<Response> {
   checkBucketName(bucket);
+  checkAclHeaders(ctx.request.headers);
   await checkLocationConstraint(ctx);
   const created = Date.now();
   // The registry decides who created it; the bucket's own index then starts accepting objects.

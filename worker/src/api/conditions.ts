@@ -1,6 +1,6 @@
 // Conditional requests: the If-* headers of a read (GET, HEAD, a copy's source) and of a write.
 import type { ObjectRecord, WriteCondition } from "../meta/types";
-import { S3Error, preconditionFailed } from "../s3-error";
+import { preconditionFailed } from "../s3-error";
 
 /** The four conditional headers of a GET/HEAD (or, for a copy, of its x-amz-copy-source-if-*). */
 export interface Conditions {
@@ -50,13 +50,21 @@ function httpDate(value: string | null): number | null {
   return Number.isNaN(t) ? null : t;
 }
 
-/** Conditional writes: If-None-Match: * (create only) and If-Match: <etag>. */
+/**
+ * Conditional writes: If-None-Match: * (create only), If-None-Match: <etag> (not over that
+ * object) and If-Match: <etag>.
+ */
 export function writeCondition(headers: Headers): WriteCondition | undefined {
-  const ifNoneMatch = headers.get("if-none-match");
+  const ifNoneMatch = headers.get("if-none-match")?.trim() ?? null;
   const ifMatch = headers.get("if-match");
-  if (ifNoneMatch !== null && ifNoneMatch.trim() !== "*") {
-    throw new S3Error("NotImplemented", "If-None-Match on writes supports only '*'.");
-  }
   if (ifNoneMatch === null && ifMatch === null) return undefined;
-  return { ifNoneMatch: ifNoneMatch !== null, ifMatch: ifMatch === null ? undefined : ifMatch.trim().replace(/^"|"$/g, "") };
+  return {
+    ifNoneMatch: ifNoneMatch === "*",
+    ifNoneMatchEtag: ifNoneMatch === null || ifNoneMatch === "*" ? undefined : unquote(ifNoneMatch),
+    ifMatch: ifMatch === null ? undefined : unquote(ifMatch.trim()),
+  };
+}
+
+function unquote(etag: string): string {
+  return etag.replace(/^"|"$/g, "");
 }

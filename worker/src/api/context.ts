@@ -17,6 +17,11 @@ export interface RequestContext {
   waitUntil(promise: Promise<unknown>): void;
 }
 
+/** Who owns every bucket and object: the gateway has one set of credentials, and its key owns all. */
+export function owner(ctx: Pick<RequestContext, "auth">): { id: string; displayName: string } {
+  return { id: ctx.auth.accessKeyId, displayName: ctx.auth.accessKeyId };
+}
+
 export function bucketIndex(ctx: Pick<RequestContext, "env">, bucket: string) {
   return stubs.bucketIndex(ctx.env, bucket);
 }

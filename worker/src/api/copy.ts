@@ -11,6 +11,7 @@ import { storedHeaders, userMetadata } from "./object-headers";
 import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
 import { hex } from "../bytes";
 import { writeCondition } from "./conditions";
+import { checkAclHeaders } from "./acl-policy";
 import { openRange, commitObject, partOf, type NewObject } from "../services/objects";
 import { checkKey, MAX_PUT_BYTES } from "./object-request";
 import { parseTaggingHeader } from "./tags";
@@ -24,12 +25,14 @@ function directive(headers: Headers, name: string): "COPY" | "REPLACE" {
 export async function copyObject(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
   const headers = ctx.request.headers;
   checkKey(key);
+  checkAclHeaders(headers);
   const source = parseCopySource(headers.get("x-amz-copy-source") ?? "");
   const metadataDirective = directive(headers, "x-amz-metadata-directive");
   const taggingDirective = directive(headers, "x-amz-tagging-directive");
   const algorithm = parseAlgorithm(headers.get("x-amz-checksum-algorithm"));
   const condition = writeCondition(headers);
-  const inPlace = source.bucket === bucket && source.key === key;
+  // A copy of an earlier version onto its own key restores it: not a copy onto itself.
+  const inPlace = source.bucket === bucket && source.key === key && source.versionId === undefined;
   if (inPlace && metadataDirective === "COPY" && taggingDirective === "COPY" && algorithm === null) {
     throw new S3Error(
       "InvalidRequest",
@@ -95,7 +98,9 @@ async function replaceInPlace(
   fields: Fields,
   condition: ReturnType<typeof writeCondition>,
 ) {
-  if (condition?.ifNoneMatch || (condition?.ifMatch !== undefined && condition.ifMatch !== record.etag)) throw preconditionFailed();
+  if (condition?.ifNoneMatch || condition?.ifNoneMatchEtag === record.etag || (condition?.ifMatch !== undefined && condition.ifMatch !== record.etag)) {
+    throw preconditionFailed();
+  }
   const object: NewObject = { key: record.key, size: manifest.size, etag: manifest.etag, checksums: manifest.checksums, parts: manifest.parts, ...fields };
   const lastModified = Date.now();
   const next: Manifest = { ...manifest, ...fields, lastModifiedMs: lastModified };

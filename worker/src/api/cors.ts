@@ -20,19 +20,19 @@ const MAX_RULES = 100;
 
 export async function putBucketCors(ctx: RequestContext, bucket: string): Promise<Response> {
   const rules = parseCorsXml(await readXml(ctx.auth.body));
-  if (!(await bucketIndex(ctx, bucket).setCors(JSON.stringify(rules)))) throw noSuchBucket(bucket);
+  if (!(await bucketIndex(ctx, bucket).setSetting("cors", JSON.stringify(rules)))) throw noSuchBucket(bucket);
   return new Response(null, { status: 200 });
 }
 
 export async function getBucketCors(ctx: RequestContext, bucket: string): Promise<Response> {
-  const stored = await bucketIndex(ctx, bucket).cors();
+  const stored = await bucketIndex(ctx, bucket).setting("cors");
   if (stored === undefined) throw noSuchBucket(bucket);
   if (stored === null) throw new S3Error("NoSuchCORSConfiguration", "The CORS configuration does not exist");
   return xmlResponse(renderCors(JSON.parse(stored) as CorsRule[]));
 }
 
 export async function deleteBucketCors(ctx: RequestContext, bucket: string): Promise<Response> {
-  if (!(await bucketIndex(ctx, bucket).setCors(null))) throw noSuchBucket(bucket);
+  if (!(await bucketIndex(ctx, bucket).setSetting("cors", null))) throw noSuchBucket(bucket);
   return new Response(null, { status: 204 });
 }
 
@@ -108,7 +108,7 @@ export function matchRule(rules: readonly CorsRule[], origin: string, method: st
 
 /** Reads a bucket's rules for a request that came with an Origin; none when it has none. */
 export async function corsRules(ctx: Pick<RequestContext, "env">, bucket: string): Promise<CorsRule[]> {
-  const stored = await ctx.env.BUCKET_INDEX.get(ctx.env.BUCKET_INDEX.idFromName(bucket)).cors();
+  const stored = await ctx.env.BUCKET_INDEX.get(ctx.env.BUCKET_INDEX.idFromName(bucket)).setting("cors");
   return stored ? (JSON.parse(stored) as CorsRule[]) : [];
 }
 

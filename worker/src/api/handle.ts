@@ -18,6 +18,8 @@ import { deleteObject, deleteObjects } from "./delete";
 import { adminApp } from "./admin-app";
 import { abortMultipartUpload, completeMultipartUpload, createMultipartUpload, listMultipartUploads, listParts, uploadPart, uploadPartCopy } from "./multipart";
 import { deleteObjectTagging, getObjectTagging, putObjectTagging } from "./tagging";
+import { deleteBucketTagging, getBucketTagging, putBucketTagging } from "./bucket-tagging";
+import { getBucketAcl, getObjectAcl, putBucketAcl, putObjectAcl } from "./acl";
 import { getObject, RangeNotSatisfiable } from "./get";
 import { listBuckets, listObjects, listObjectVersions } from "./list";
 import { putObject } from "./put";
@@ -131,6 +133,20 @@ function dispatch(ctx: RequestContext, e: Endpoint): Promise<Response> {
       return putObjectTagging(ctx, e.bucket, e.key);
     case "DeleteObjectTagging":
       return deleteObjectTagging(ctx, e.bucket, e.key);
+    case "GetBucketTagging":
+      return getBucketTagging(ctx, e.bucket);
+    case "PutBucketTagging":
+      return putBucketTagging(ctx, e.bucket);
+    case "DeleteBucketTagging":
+      return deleteBucketTagging(ctx, e.bucket);
+    case "GetBucketAcl":
+      return getBucketAcl(ctx, e.bucket);
+    case "PutBucketAcl":
+      return putBucketAcl(ctx, e.bucket);
+    case "GetObjectAcl":
+      return getObjectAcl(ctx, e.bucket, e.key);
+    case "PutObjectAcl":
+      return putObjectAcl(ctx, e.bucket, e.key);
     case "GetBucketCors":
       return getBucketCors(ctx, e.bucket);
     case "PutBucketCors":

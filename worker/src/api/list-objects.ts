@@ -20,7 +20,7 @@ export interface ListObjectsRequest {
   encodeUrl: boolean;
   /** V2's fetch-owner=true (V1 always shows the owner). */
   fetchOwner: boolean;
-  /** V2: start-after as sent, echoed unless a continuation token displaced it; null: none. */
+  /** V2: start-after as sent, echoed (as S3 does) even when a continuation token took over; null: none. */
   startAfter: string | null;
   /** V2: the continuation token as sent (echoed verbatim); null: none. */
   continuationToken: string | null;
@@ -60,7 +60,7 @@ export function parseListObjectsParams(params: URLSearchParams): ListObjectsRequ
     query: { prefix, delimiter, after, maxKeys },
     encodeUrl,
     fetchOwner: params.get("fetch-owner")?.toLowerCase() === "true",
-    startAfter: continuationToken !== null ? null : startAfter,
+    startAfter,
     continuationToken,
     marker: "",
   };

@@ -1,16 +1,11 @@
 // ListObjects (v1 and v2), ListObjectVersions and ListBuckets: an indexed range query in the
 // metadata Durable Object, rendered as S3's XML.
 import type { ListPage, ListQuery } from "../meta/types";
-import { bucketIndex, bucketRegistry, type RequestContext } from "./context";
+import { bucketIndex, bucketRegistry, owner, type RequestContext } from "./context";
 import { renderListBuckets } from "./list-buckets";
-import { parseListObjectsParams, parseListVersionsParams, renderListObjects, renderListVersions, type Owner } from "./list-objects";
+import { parseListObjectsParams, parseListVersionsParams, renderListObjects, renderListVersions } from "./list-objects";
 import { xmlResponse } from "./xml";
 import { noSuchBucket } from "../s3-error";
-
-/** The gateway has one set of credentials: its access key owns every bucket. */
-function owner(ctx: RequestContext): Owner {
-  return { id: ctx.auth.accessKeyId, displayName: ctx.auth.accessKeyId };
-}
 
 /** One page of the bucket's keys, or NoSuchBucket. */
 async function listPage(ctx: RequestContext, bucket: string, query: ListQuery): Promise<ListPage> {

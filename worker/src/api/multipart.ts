@@ -19,6 +19,7 @@ import {
   uploadChecksumType,
   type Algorithm,
 } from "./checksums";
+import { checkAclHeaders } from "./acl-policy";
 import { bucketIndex, type RequestContext } from "./context";
 import { parseCopySource, readCopySource } from "./copy-source";
 import { storedHeaders, userMetadata } from "./object-headers";
@@ -48,6 +49,7 @@ export function parsePartNumber(value: string | null): number {
 export async function createMultipartUpload(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
   const headers = ctx.request.headers;
   checkKey(key);
+  checkAclHeaders(headers);
   const algorithm = parseAlgorithm(headers.get("x-amz-checksum-algorithm"));
   const checksumType = uploadChecksumType(algorithm, headers.get("x-amz-checksum-type"));
   const now = Date.now();

@@ -10,11 +10,13 @@ import { hex } from "../bytes";
 import { parseTaggingHeader } from "./tags";
 import { commitObject, partOf } from "../services/objects";
 import { writeCondition } from "./conditions";
+import { checkAclHeaders } from "./acl-policy";
 import { checkKey, parseContentMd5, requestSize, verifyWritten } from "./object-request";
 
 export async function putObject(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
   const headers = ctx.request.headers;
   checkKey(key);
+  checkAclHeaders(headers);
   const size = requestSize(ctx);
   const contentMd5 = parseContentMd5(headers.get("content-md5"));
   const condition = writeCondition(headers);

@@ -29,6 +29,13 @@ export type Endpoint =
   | { op: "GetObjectTagging"; bucket: string; key: string }
   | { op: "PutObjectTagging"; bucket: string; key: string }
   | { op: "DeleteObjectTagging"; bucket: string; key: string }
+  | { op: "GetBucketTagging"; bucket: string }
+  | { op: "PutBucketTagging"; bucket: string }
+  | { op: "DeleteBucketTagging"; bucket: string }
+  | { op: "GetBucketAcl"; bucket: string }
+  | { op: "PutBucketAcl"; bucket: string }
+  | { op: "GetObjectAcl"; bucket: string; key: string }
+  | { op: "PutObjectAcl"; bucket: string; key: string }
   | { op: "GetBucketCors"; bucket: string }
   | { op: "PutBucketCors"; bucket: string }
   | { op: "DeleteBucketCors"; bucket: string }
@@ -137,12 +144,20 @@ function routeBucket(method: string, bucket: string, query: URLSearchParams): En
     if (method === "PUT") return { op: "PutBucketCors", bucket };
     if (method === "DELETE") return { op: "DeleteBucketCors", bucket };
   }
+  if (query.has("tagging")) {
+    if (method === "GET") return { op: "GetBucketTagging", bucket };
+    if (method === "PUT") return { op: "PutBucketTagging", bucket };
+    if (method === "DELETE") return { op: "DeleteBucketTagging", bucket };
+  }
+  if (query.has("acl")) {
+    if (method === "GET") return { op: "GetBucketAcl", bucket };
+    if (method === "PUT") return { op: "PutBucketAcl", bucket };
+  }
   for (const [name, op] of Object.entries(BUCKET_SUBRESOURCES)) {
     if (query.has(name)) return notImplemented(`${VERB[method] ?? method}${op}`);
   }
   if (query.has("uploads")) return method === "GET" ? { op: "ListMultipartUploads", bucket } : notImplemented(`${method} on uploads`);
   if (query.has("versions")) return method === "GET" ? { op: "ListObjectVersions", bucket } : notImplemented(`${method} on versions`);
-  // Buckets are unversioned; versioning cannot be turned on (yet).
   if (query.has("versioning")) {
     if (method === "GET") return { op: "GetBucketVersioning", bucket };
     return method === "PUT" ? { op: "PutBucketVersioning", bucket } : notImplemented(`${VERB[method] ?? method}BucketVersioning`);
@@ -170,6 +185,10 @@ function routeObject(method: string, bucket: string, key: string, query: URLSear
     if (method === "DELETE") return { op: "DeleteObjectTagging", bucket, key };
   }
   if (query.has("attributes") && method === "GET") return { op: "GetObjectAttributes", bucket, key };
+  if (query.has("acl")) {
+    if (method === "GET") return { op: "GetObjectAcl", bucket, key };
+    if (method === "PUT") return { op: "PutObjectAcl", bucket, key };
+  }
   for (const [name, op] of Object.entries(OBJECT_SUBRESOURCES)) {
     if (query.has(name)) return notImplemented(`${VERB[method] ?? method}${op}`);
   }

@@ -5,23 +5,9 @@ import type { Manifest } from "../core-api";
 import { S3Error, noSuchKey } from "../s3-error";
 import { bucketIndex, type RequestContext } from "./context";
 import { xmlResponse } from "./xml";
-import { childrenNamed, childText, malformedXml, readXml } from "./xml-parse";
 import { existingObject, versionHeader } from "../services/objects";
 import { requestedVersion } from "./object-request";
-import { type Tags, validateTags, renderTagging } from "./tags";
-
-async function parseTaggingXml(body: ReadableStream<Uint8Array> | null): Promise<Tags> {
-  const doc = await readXml(body);
-  const tagSet = doc.name === "Tagging" ? childrenNamed(doc, "TagSet") : [];
-  if (tagSet.length !== 1) throw malformedXml();
-  const tags: Tags = childrenNamed(tagSet[0], "Tag").map((tag) => {
-    const key = childText(tag, "Key");
-    const value = childText(tag, "Value");
-    if (key === undefined || value === undefined) throw malformedXml();
-    return [key, value];
-  });
-  return validateTags(tags);
-}
+import { parseTaggingXml, renderTagging } from "./tags";
 
 export async function getObjectTagging(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
   const found = await existingObject(ctx, bucket, key, requestedVersion(ctx.url));

@@ -383,7 +383,8 @@ function parsePresigned(query: Map<string, string>, headers: Headers, now: numbe
   if (time === null) throw queryError(`X-Amz-Date must be in the ISO8601 Long Format "yyyyMMdd'T'HHmmss'Z'"`);
   if (!/^\d{1,7}$/.test(expires)) throw queryError("X-Amz-Expires should be a number");
   const seconds = Number(expires);
-  if (seconds < 1) throw queryError("X-Amz-Expires must be non-negative");
+  // S3 treats a URL valid for 0 seconds as expired, not as malformed.
+  if (seconds < 1) throw accessDenied("Request has expired");
   if (seconds > MAX_PRESIGNED_EXPIRES) {
     throw queryError("X-Amz-Expires must be less than a week (in seconds) that is 604800");
   }

@@ -84,7 +84,13 @@ const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
   ],
   // Versioning: the bucket's state, and every version that is not a key's current object.
   VERSIONS_SCHEMA,
+  // The bucket's tags (JSON), or NULL.
+  ["ALTER TABLE bucket ADD COLUMN tags TEXT"],
 ];
+
+/** Per-bucket settings kept as JSON in a column of the bucket row (the table names the column). */
+export type BucketSetting = "cors" | "tags";
+const SETTING_COLUMNS: Record<BucketSetting, string> = { cors: "cors", tags: "tags" };
 
 /** Multipart uploads not completed within this long are aborted and their parts removed. */
 export const STALE_UPLOAD_MS = 7 * 24 * 3600 * 1000;
@@ -142,7 +148,7 @@ export class BucketIndex extends DurableObject {
       // Uploads in progress go with the bucket (they are not objects, so they do not block it).
       const parts = uploads.allUploadIds(this.sql).flatMap((id) => uploads.deleteUpload(this.sql, id));
       this.addGarbage(parts);
-      this.sql.exec("UPDATE bucket SET present = 0, cors = NULL, versioning = NULL WHERE id = 1");
+      this.sql.exec("UPDATE bucket SET present = 0, cors = NULL, tags = NULL, versioning = NULL WHERE id = 1");
       return { outcome: "dropped", parts };
     });
     this.present = undefined;
@@ -405,18 +411,19 @@ export class BucketIndex extends DurableObject {
     if (current === null || current > due) await this.ctx.storage.setAlarm(due);
   }
 
-  // --- CORS -------------------------------------------------------------------------------------
+  // --- bucket settings: CORS rules, tags --------------------------------------------------------
 
-  /** The bucket's CORS configuration as stored (JSON), null when none; undefined: no bucket. */
-  async cors(): Promise<string | null | undefined> {
+  /** A setting of the bucket as stored (JSON), null when none; undefined: no bucket. */
+  async setting(name: BucketSetting): Promise<string | null | undefined> {
     if (!this.exists()) return undefined;
-    return this.sql.exec<{ cors: string | null }>("SELECT cors FROM bucket WHERE id = 1").toArray()[0]?.cors ?? null;
+    const row = this.sql.exec<Record<string, string | null>>(`SELECT ${SETTING_COLUMNS[name]} AS value FROM bucket WHERE id = 1`).toArray()[0];
+    return row?.value ?? null;
   }
 
-  /** Sets (or with null removes) the CORS configuration; false when the bucket does not exist. */
-  async setCors(cors: string | null): Promise<boolean> {
+  /** Sets (or with null removes) a setting; false when the bucket does not exist. */
+  async setSetting(name: BucketSetting, value: string | null): Promise<boolean> {
     if (!this.exists()) return false;
-    this.sql.exec("UPDATE bucket SET cors = ? WHERE id = 1", cors);
+    this.sql.exec(`UPDATE bucket SET ${SETTING_COLUMNS[name]} = ? WHERE id = 1`, value);
     return true;
   }
 
@@ -581,6 +588,7 @@ function startOf(prefix: string, after: string | null): Lower {
 
 function conditionHolds(current: ObjectRecord | null, condition: WriteCondition): boolean {
   if (condition.ifNoneMatch && current !== null) return false;
+  if (condition.ifNoneMatchEtag !== undefined && current?.etag === condition.ifNoneMatchEtag) return false;
   if (condition.ifMatch !== undefined && current?.etag !== condition.ifMatch) return false;
   return true;
 }

@@ -96,6 +96,8 @@ export interface ListPage {
 export interface WriteCondition {
   /** Only if no object exists under the key (If-None-Match: *). */
   ifNoneMatch?: boolean;
+  /** Only if the current object's ETag is not this (If-None-Match: <etag>), without quotes. */
+  ifNoneMatchEtag?: string;
   /** Only if the current object's ETag is this (If-Match), without quotes. */
   ifMatch?: string;
 }

@@ -1,0 +1,123 @@
+// Bucket tagging (api/bucket-tagging.ts) and ACLs answered as a single-owner service does
+// (api/acl.ts, api/acl-policy.ts): the owner always has FULL_CONTROL, ACLs that say exactly that are
+// accepted, anything granting access to someone else is refused by name.
+import { describe, expect, it } from "vitest";
+import { s3, s3ok } from "./signed";
+
+const errorCode = (xml: string) => xml.match(/<Code>([^<]+)<\/Code>/)?.[1];
+const values = (xml: string, name: string) => [...xml.matchAll(new RegExp(`<${name}>([^<]*)</${name}>`, "g"))].map((m) => m[1]);
+
+const tagging = (pairs: [string, string][]) =>
+  `<Tagging xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><TagSet>${pairs
+    .map(([k, v]) => `<Tag><Key>${k}</Key><Value>${v}</Value></Tag>`)
+    .join("")}</TagSet></Tagging>`;
+
+async function expectError(res: Response, status: number, code: string): Promise<string> {
+  const xml = await res.text();
+  expect(res.status, xml).toBe(status);
+  expect(errorCode(xml)).toBe(code);
+  return xml;
+}
+
+describe("bucket tagging", () => {
+  it("stores, returns (sorted by key), replaces and deletes a bucket's tag set", async () => {
+    await s3ok("/tagged-bucket", { method: "PUT" });
+    await expectError(await s3("/tagged-bucket?tagging"), 404, "NoSuchTagSet");
+
+    const put = await s3ok(
+      "/tagged-bucket?tagging",
+      {
+        method: "PUT",
+        body: tagging([
+          ["team", "edge"],
+          ["cost-center", "42"],
+        ]),
+      },
+      204,
+    );
+    expect(put.status).toBe(204);
+    const xml = await (await s3ok("/tagged-bucket?tagging")).text();
+    expect(values(xml, "Key")).toEqual(["cost-center", "team"]);
+    expect(values(xml, "Value")).toEqual(["42", "edge"]);
+
+    await s3ok("/tagged-bucket?tagging", { method: "PUT", body: tagging([["only", ""]]) }, 204);
+    const replaced = await (await s3ok("/tagged-bucket?tagging")).text();
+    expect(values(replaced, "Key")).toEqual(["only"]);
+    expect(values(replaced, "Value")).toEqual([""]);
+
+    expect((await s3ok("/tagged-bucket?tagging", { method: "DELETE" }, 204)).status).toBe(204);
+    await expectError(await s3("/tagged-bucket?tagging"), 404, "NoSuchTagSet");
+  });
+
+  it("refuses bad tag sets and keeps the old one", async () => {
+    await s3ok("/tagged-bad", { method: "PUT" });
+    await s3ok("/tagged-bad?tagging", { method: "PUT", body: tagging([["keep", "me"]]) }, 204);
+    const tooMany = tagging(Array.from({ length: 51 }, (_, i) => [`k${i}`, "v"] as [string, string]));
+    await expectError(await s3("/tagged-bad?tagging", { method: "PUT", body: tooMany }), 400, "InvalidTag");
+    await expectError(
+      await s3("/tagged-bad?tagging", {
+        method: "PUT",
+        body: tagging([
+          ["dup", "1"],
+          ["dup", "2"],
+        ]),
+      }),
+      400,
+      "InvalidTag",
+    );
+    await expectError(await s3("/tagged-bad?tagging", { method: "PUT", body: "<Tagging><TagSet>" }), 400, "MalformedXML");
+    expect(values(await (await s3ok("/tagged-bad?tagging")).text(), "Key")).toEqual(["keep"]);
+  });
+
+  it("answers NoSuchBucket for a missing bucket, and a recreated bucket starts without tags", async () => {
+    await expectError(await s3("/no-such-tagged?tagging"), 404, "NoSuchBucket");
+    await expectError(await s3("/no-such-tagged?tagging", { method: "PUT", body: tagging([["a", "b"]]) }), 404, "NoSuchBucket");
+    await s3ok("/tagged-again", { method: "PUT" });
+    await s3ok("/tagged-again?tagging", { method: "PUT", body: tagging([["a", "b"]]) }, 204);
+    await s3ok("/tagged-again", { method: "DELETE" }, 204);
+    await s3ok("/tagged-again", { method: "PUT" });
+    await expectError(await s3("/tagged-again?tagging"), 404, "NoSuchTagSet");
+  });
+});
+
+describe("ACLs", () => {
+  it("shows the owner with FULL_CONTROL on buckets and objects", async () => {
+    await s3ok("/acl-bucket", { method: "PUT" });
+    await s3ok("/acl-bucket/obj", { method: "PUT", body: "x" });
+    const owner = values(await (await s3ok("/?x-id=ListBuckets")).text(), "ID")[0];
+    for (const path of ["/acl-bucket?acl", "/acl-bucket/obj?acl"]) {
+      const xml = await (await s3ok(path)).text();
+      expect(xml).toContain("<AccessControlPolicy");
+      expect(values(xml, "ID")).toEqual([owner, owner]);
+      expect(values(xml, "Permission")).toEqual(["FULL_CONTROL"]);
+    }
+    await expectError(await s3("/acl-bucket/missing?acl"), 404, "NoSuchKey");
+    await expectError(await s3("/no-such-acl-bucket?acl"), 404, "NoSuchBucket");
+  });
+
+  it("accepts the private canned ACL and an owner-only policy, refuses grants to others by name", async () => {
+    await s3ok("/acl-put", { method: "PUT", headers: { "x-amz-acl": "private" } });
+    await s3ok("/acl-put/obj", { method: "PUT", body: "x", headers: { "x-amz-acl": "bucket-owner-full-control" } });
+    await s3ok("/acl-put?acl", { method: "PUT", headers: { "x-amz-acl": "private" } });
+    await s3ok("/acl-put/obj?acl", { method: "PUT", headers: { "x-amz-acl": "private" } });
+
+    const acl = await (await s3ok("/acl-put/obj?acl")).text();
+    await s3ok("/acl-put/obj?acl", { method: "PUT", body: acl });
+
+    const publicRead = await expectError(await s3("/acl-put/obj?acl", { method: "PUT", headers: { "x-amz-acl": "public-read" } }), 501, "NotImplemented");
+    expect(publicRead).toContain("public-read");
+    await expectError(await s3("/acl-put/other", { method: "PUT", body: "y", headers: { "x-amz-acl": "public-read" } }), 501, "NotImplemented");
+    await expectError(
+      await s3("/acl-put?acl", { method: "PUT", headers: { "x-amz-grant-read": 'uri="http://acs.amazonaws.com/groups/global/AllUsers"' } }),
+      501,
+      "NotImplemented",
+    );
+    const everyone = acl.replace(
+      "</AccessControlList>",
+      `<Grant><Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="Group"><URI>http://acs.amazonaws.com/groups/global/AllUsers</URI></Grantee><Permission>READ</Permission></Grant></AccessControlList>`,
+    );
+    await expectError(await s3("/acl-put/obj?acl", { method: "PUT", body: everyone }), 501, "NotImplemented");
+    // Refused writes store nothing.
+    await expectError(await s3("/acl-put/other"), 404, "NoSuchKey");
+  });
+});
