@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { AwsClient } from "aws4fetch";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "../shared/core-suite";
 import { CREDENTIALS, Gateway } from "./gateway";
@@ -191,6 +192,30 @@ describe("the AWS CLI (v1) against the gateway", () => {
     const refused = await aws(["s3api", "put-object-acl", "--bucket", "cli-settings", "--key", "acl.txt", "--acl", "public-read"]);
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain("NotImplemented");
+  });
+
+  it("aws s3api lifecycle: put/get/delete-bucket-lifecycle-configuration, Expiration on put-object, expiry once the clock moves on", async () => {
+    await awsOk(["s3api", "create-bucket", "--bucket", "cli-lifecycle"]);
+    const rules = { Rules: [{ ID: "tmp", Filter: { Prefix: "tmp/" }, Status: "Enabled", Expiration: { Days: 2 } }] };
+    writeFileSync(join(dir, "lifecycle.json"), JSON.stringify(rules));
+    await awsOk(["s3api", "put-bucket-lifecycle-configuration", "--bucket", "cli-lifecycle", "--lifecycle-configuration", "file://lifecycle.json"]);
+    expect(JSON.parse(await awsOk(["s3api", "get-bucket-lifecycle-configuration", "--bucket", "cli-lifecycle"]))).toEqual(rules);
+    writeFileSync(join(dir, "tmp.txt"), "temporary");
+    const put = JSON.parse(await awsOk(["s3api", "put-object", "--bucket", "cli-lifecycle", "--key", "tmp/a.txt", "--body", "tmp.txt"])) as {
+      Expiration: string;
+    };
+    expect(put.Expiration).toMatch(/ 00:00:00 GMT", rule-id="tmp"$/);
+    await awsOk(["s3api", "put-object", "--bucket", "cli-lifecycle", "--key", "keep/b.txt", "--body", "tmp.txt"]);
+    // The admin API applies the rules as of three days from now.
+    const admin = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1", retries: 0 });
+    const now = encodeURIComponent(new Date(Date.now() + 3 * 24 * 3600 * 1000).toISOString());
+    const ran = await admin.fetch(`${gateway.base}/_shardgate/admin/lifecycle?bucket=cli-lifecycle&now=${now}`, { method: "POST" });
+    expect(((await ran.json()) as { expired: { current: number } }).expired.current).toBe(1);
+    const left = JSON.parse(await awsOk(["s3api", "list-objects-v2", "--bucket", "cli-lifecycle"])) as { Contents: { Key: string }[] };
+    expect(left.Contents.map((o) => o.Key)).toEqual(["keep/b.txt"]);
+    await awsOk(["s3api", "delete-bucket-lifecycle", "--bucket", "cli-lifecycle"]);
+    const none = await aws(["s3api", "get-bucket-lifecycle-configuration", "--bucket", "cli-lifecycle"]);
+    expect(none.stderr).toContain("NoSuchLifecycleConfiguration");
   });
 
   it("aws s3api get-object --range returns exactly those bytes", async () => {

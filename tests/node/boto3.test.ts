@@ -236,6 +236,39 @@ describe("boto3 against the gateway", () => {
     expect(r.parts).toEqual({ count: 3, first: [1, 2], truncated: true, next: [3] });
   });
 
+  it("lifecycle: rules set and read back, x-amz-expiration, and expiry with the clock moved 3 days on (delete markers, noncurrent versions, uploads)", async () => {
+    const r = await boto3("lifecycle", { bucket: "boto3-lifecycle", days: 3 });
+    expect(r.missing).toEqual({ code: "NoSuchLifecycleConfiguration", status: 404 });
+    expect(r.rules).toEqual([
+      { ID: "logs", Filter: { Prefix: "logs/" }, Status: "Enabled", Expiration: { Days: 1 } },
+      { ID: "scratch", Filter: { Tag: { Key: "kind", Value: "scratch" } }, Status: "Enabled", Expiration: { Days: 2 } },
+      {
+        ID: "history",
+        Filter: { Prefix: "" },
+        Status: "Enabled",
+        NoncurrentVersionExpiration: { NoncurrentDays: 1, NewerNoncurrentVersions: 1 },
+        AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 },
+      },
+    ]);
+    expect(r.bad).toEqual({ code: "InvalidArgument", status: 400 });
+    expect(r.put_expiration).toMatch(/^expiry-date="[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} 00:00:00 GMT", rule-id="logs"$/);
+    expect(r.head_expiration).toBe(r.put_expiration);
+    expect(r.expired).toEqual({ current: 2, noncurrent: 1, deleteMarkers: 0, uploads: 1 });
+    // logs/a.log and notes/n.txt are delete markers over their data; doc.txt keeps v3 and one noncurrent version.
+    expect(r.versions).toEqual([
+      ["doc.txt", false],
+      ["doc.txt", true],
+      ["logs/a.log", false],
+      ["notes/n.txt", false],
+    ]);
+    expect(r.markers).toEqual([
+      ["logs/a.log", true],
+      ["notes/n.txt", true],
+    ]);
+    expect(r.uploads).toEqual([]);
+    expect(r.deleted).toEqual({ code: "NoSuchLifecycleConfiguration", status: 404 });
+  });
+
   it("copy_object (COPY and REPLACE metadata) and delete_objects", async () => {
     const r = await boto3("copy-delete", { bucket: "boto3", size: 2 * MIB + 3 });
     expect(r.copy_etag).toBe(`"${r.md5}"`);

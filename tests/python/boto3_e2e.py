@@ -52,6 +52,19 @@ def record_request_headers(s3, operation):
     return sent
 
 
+def admin_post(s3, path):
+    """A SigV4-signed POST to the gateway's admin API (same credentials); its JSON answer."""
+    from urllib.request import Request, urlopen
+
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+
+    request = AWSRequest(method="POST", url=os.environ["SHARDGATE_ENDPOINT"] + path, data=b"")
+    S3SigV4Auth(s3._request_signer._credentials, "s3", "us-east-1").add_auth(request)
+    with urlopen(Request(request.url, data=b"", headers=dict(request.headers.items()), method="POST")) as res:
+        return json.loads(res.read())
+
+
 def sha256(b):
     return hashlib.sha256(b).hexdigest()
 
@@ -443,6 +456,56 @@ def cmd_bucket_settings(args):
     }
 
 
+def cmd_lifecycle(args):
+    """Lifecycle rules set and read back with boto3, x-amz-expiration on put and head, then the
+    rules applied as of `days` days from now (the admin API moves the clock) and what is left."""
+    from datetime import datetime, timedelta, timezone
+    from urllib.parse import quote
+
+    s3 = client()
+    bucket = args["bucket"]
+    s3.create_bucket(Bucket=bucket)
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    missing = error_of(lambda: s3.get_bucket_lifecycle_configuration(Bucket=bucket))
+    rules = [
+        {"ID": "logs", "Filter": {"Prefix": "logs/"}, "Status": "Enabled", "Expiration": {"Days": 1}},
+        {"ID": "scratch", "Filter": {"Tag": {"Key": "kind", "Value": "scratch"}}, "Status": "Enabled", "Expiration": {"Days": 2}},
+        {
+            "ID": "history",
+            "Filter": {"Prefix": ""},
+            "Status": "Enabled",
+            "NoncurrentVersionExpiration": {"NoncurrentDays": 1, "NewerNoncurrentVersions": 1},
+            "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1},
+        },
+    ]
+    s3.put_bucket_lifecycle_configuration(Bucket=bucket, LifecycleConfiguration={"Rules": rules})
+    got = s3.get_bucket_lifecycle_configuration(Bucket=bucket)["Rules"]
+    bad = error_of(lambda: s3.put_bucket_lifecycle_configuration(Bucket=bucket, LifecycleConfiguration={"Rules": [{"ID": "x", "Filter": {}, "Status": "Enabled", "Expiration": {"Days": 0}}]}))
+    put = s3.put_object(Bucket=bucket, Key="logs/a.log", Body=b"log")
+    head = s3.head_object(Bucket=bucket, Key="logs/a.log")
+    s3.put_object(Bucket=bucket, Key="notes/n.txt", Body=b"scratch", Tagging="kind=scratch")
+    for body in (b"v1", b"v2", b"v3"):
+        s3.put_object(Bucket=bucket, Key="doc.txt", Body=body)
+    upload = s3.create_multipart_upload(Bucket=bucket, Key="big.bin")["UploadId"]
+    at = (datetime.now(timezone.utc) + timedelta(days=args["days"])).strftime("%Y-%m-%dT%H:%M:%SZ")
+    report = admin_post(s3, f"/_shardgate/admin/lifecycle?bucket={bucket}&now={quote(at, safe='')}")
+    listed = s3.list_object_versions(Bucket=bucket)
+    uploads = s3.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
+    s3.delete_bucket_lifecycle(Bucket=bucket)
+    return {
+        "missing": missing,
+        "rules": got,
+        "bad": bad,
+        "put_expiration": put.get("Expiration"),
+        "head_expiration": head.get("Expiration"),
+        "expired": report["expired"],
+        "versions": sorted([v["Key"], v["IsLatest"]] for v in listed.get("Versions", [])),
+        "markers": sorted([m["Key"], m["IsLatest"]] for m in listed.get("DeleteMarkers", [])),
+        "uploads": [u["UploadId"] for u in uploads if u["UploadId"] == upload],
+        "deleted": error_of(lambda: s3.get_bucket_lifecycle_configuration(Bucket=bucket)),
+    }
+
+
 def cmd_many_versions(args):
     """Puts `versions` versions spread over `keys` keys (in parallel), then pages through
     list_object_versions; reports each key's listed ids in order against the ids it was given."""
@@ -482,6 +545,7 @@ COMMANDS = {
     "versioning": cmd_versioning,
     "many-versions": cmd_many_versions,
     "bucket-settings": cmd_bucket_settings,
+    "lifecycle": cmd_lifecycle,
 }
 
 

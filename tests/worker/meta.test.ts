@@ -210,11 +210,11 @@ describe("BucketIndex: bucket lifecycle", () => {
 describe("BucketIndex: objects", () => {
   it("put, head, overwrite (returning the replaced record) and delete", async () => {
     const stub = await createdIndex();
-    expect(await stub.head("a/b.txt")).toEqual({ bucket: true, object: null, marker: null, versioned: false });
+    expect(await stub.head("a/b.txt")).toEqual({ bucket: true, object: null, marker: null, versioned: false, expiry: null });
     // The manifest is a view into a larger buffer: exactly its bytes must be stored.
     const backing = new Uint8Array([9, 9, 1, 2, 3, 4, 9]);
     const first = record("a/b.txt", "e1", { manifest: backing.subarray(2, 6), size: 5 });
-    expect(await stub.put(first)).toEqual({ ok: true, freed: [] });
+    expect(await stub.put(first)).toEqual({ ok: true, freed: [], expiry: null });
     const head = await stub.head("a/b.txt");
     expect(head.bucket).toBe(true);
     expect(head.object).toEqual({ ...first, manifest: new Uint8Array([1, 2, 3, 4]) });
@@ -222,12 +222,12 @@ describe("BucketIndex: objects", () => {
 
     const second = record("a/b.txt", "e2", { size: 7, lastModified: 5 });
     const put2 = await stub.put(second);
-    expect(put2).toEqual({ ok: true, freed: [{ ...first, manifest: new Uint8Array([1, 2, 3, 4]) }] });
+    expect(put2).toEqual({ ok: true, freed: [{ ...first, manifest: new Uint8Array([1, 2, 3, 4]) }], expiry: null });
     expect((await stub.head("a/b.txt")).object).toEqual(second);
 
     expect(await stub.delete("a/b.txt")).toEqual({ bucket: true, outcome: { freed: [second], marker: false } });
     expect(await stub.delete("a/b.txt")).toEqual({ bucket: true, outcome: { freed: [], marker: false } });
-    expect(await stub.head("a/b.txt")).toEqual({ bucket: true, object: null, marker: null, versioned: false });
+    expect(await stub.head("a/b.txt")).toEqual({ bucket: true, object: null, marker: null, versioned: false, expiry: null });
   });
 
   it("conditional writes: If-None-Match: * and If-Match", async () => {

@@ -35,6 +35,7 @@ export const S3_ERRORS = {
   NoSuchBucket: 404,
   NoSuchCORSConfiguration: 404,
   NoSuchKey: 404,
+  NoSuchLifecycleConfiguration: 404,
   NoSuchTagSet: 404,
   NoSuchUpload: 404,
   NoSuchVersion: 404,

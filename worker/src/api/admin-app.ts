@@ -8,6 +8,7 @@ import { S3Error } from "../s3-error";
 import type { RequestContext } from "./context";
 import { adminDrain, adminNodes, adminObject } from "./admin-nodes";
 import { adminHeal } from "./heal";
+import { adminLifecycle } from "./admin-lifecycle";
 import { adminScrub, getHealStatus } from "./scrub";
 import { adminSweep } from "./sweep";
 
@@ -70,6 +71,16 @@ const oneOf =
     return v as V;
   };
 
+/** An ISO 8601 time; the current time when absent. */
+const instant =
+  (name: string): Param<number> =>
+  (v) => {
+    if (v === null) return Date.now();
+    const ms = Date.parse(v);
+    if (Number.isNaN(ms)) throw invalid(`${name} must be an ISO 8601 time.`);
+    return ms;
+  };
+
 /** Admin walks take at most this many objects per call. */
 const MAX_BATCH = 1000;
 
@@ -98,6 +109,7 @@ adminApp.post(
   }),
   (c) => adminScrub(c.env.ctx, c.req.valid("query")),
 );
+adminApp.post("/lifecycle", query({ bucket: optional, now: instant("now") }), (c) => adminLifecycle(c.env.ctx, c.req.valid("query")));
 adminApp.post("/sweep", query({ "grace-seconds": whole("grace-seconds", null, 0) }), (c) => adminSweep(c.env.ctx, c.req.valid("query")));
 
 // Errors go back to api/handle.ts, which answers them like any S3 error.

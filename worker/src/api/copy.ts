@@ -1,7 +1,7 @@
 // CopyObject: the source (api/copy-source.ts) streams out of its shard files and into new ones
 // (never buffered whole); a copy onto itself that only replaces metadata moves no bytes at all.
 import type { Manifest } from "../core-api";
-import type { ObjectRecord } from "../meta/types";
+import type { Expiry, ObjectRecord } from "../meta/types";
 import { S3Error, noSuchKey, preconditionFailed } from "../s3-error";
 import { parseCopySource, readCopySource } from "./copy-source";
 import { writePart } from "../storage/write-part";
@@ -12,7 +12,7 @@ import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
 import { hex } from "../bytes";
 import { writeCondition } from "./conditions";
 import { checkAclHeaders } from "./acl-policy";
-import { openRange, commitObject, partOf, type NewObject } from "../services/objects";
+import { openRange, commitObject, partOf, writtenHeaders, type NewObject } from "../services/objects";
 import { checkKey, MAX_PUT_BYTES } from "./object-request";
 import { parseTaggingHeader } from "./tags";
 
@@ -49,7 +49,7 @@ export async function copyObject(ctx: RequestContext, bucket: string, key: strin
     tags: taggingDirective === "REPLACE" ? parseTaggingHeader(headers.get("x-amz-tagging")) : manifest.tags,
   };
 
-  let result: { object: NewObject; lastModified: number; versionId?: string };
+  let result: { object: NewObject; lastModified: number; versionId?: string; expiry?: Expiry | null };
   // In a versioned bucket a copy onto itself is a new version, with shard files of its own: two
   // versions never share files, so deleting one never takes the other's data.
   if (inPlace && !versioned && (algorithm === null || manifest.checksums.some((c) => c.algorithm === algorithm))) {
@@ -58,10 +58,12 @@ export async function copyObject(ctx: RequestContext, bucket: string, key: strin
     const keep = algorithm ?? (manifest.checksums[0]?.algorithm as Algorithm | undefined) ?? null;
     result = await copyBytes(ctx, bucket, key, manifest, fields, keep, condition);
   }
-  const { object, lastModified, versionId } = result;
+  const { object, lastModified } = result;
   const body = `<ETag>"${object.etag}"</ETag>${element("LastModified", s3Date(lastModified))}${checksumElements(object.checksums, object.parts.length)}`;
-  const version: Record<string, string> = versionId === undefined ? {} : { "x-amz-version-id": versionId };
-  return xmlResponse(`${XML_DECLARATION}<CopyObjectResult xmlns="${S3_XMLNS}">${body}</CopyObjectResult>`, 200, { ...sourceHeaders, ...version });
+  return xmlResponse(`${XML_DECLARATION}<CopyObjectResult xmlns="${S3_XMLNS}">${body}</CopyObjectResult>`, 200, {
+    ...sourceHeaders,
+    ...writtenHeaders(result),
+  });
 }
 
 type Fields = Pick<NewObject, "headers" | "userMetadata" | "tags">;
@@ -82,8 +84,7 @@ async function copyBytes(
   const etag = hex(written.md5);
   const verified = await checksums.verify(Promise.resolve(new Headers()));
   const object: NewObject = { key, size: source.size, etag, ...fields, checksums: verified, parts: [partOf(written, etag, [])] };
-  const { lastModified, versionId } = await commitObject(ctx, bucket, object, condition, [written]);
-  return { object, lastModified, versionId };
+  return { object, ...(await commitObject(ctx, bucket, object, condition, [written])) };
 }
 
 /**

@@ -7,7 +7,7 @@ import type { RangeSource } from "../storage/read-part";
 import { checksumHeaders } from "./checksums";
 import type { RequestContext } from "./context";
 import { healAfterRead, type LostShards } from "../services/heal";
-import { existingObject, openRangeSource, partOffsets, versionHeader } from "../services/objects";
+import { existingObject, expiryHeader, openRangeSource, partOffsets, versionHeader } from "../services/objects";
 import { requestedVersion } from "./object-request";
 import { RESPONSE_OVERRIDES } from "./object-headers";
 import { checkConditions, requestConditions } from "./conditions";
@@ -25,7 +25,7 @@ export async function getObject(ctx: RequestContext, bucket: string, key: string
   const notModified = checkConditions(requestConditions(ctx.request.headers), object);
   const manifest = ctx.core.decodeManifest(object.manifest);
   const headers = objectHeaders(ctx, manifest);
-  for (const [name, value] of Object.entries(versionHeader(found))) headers.set(name, value);
+  for (const [name, value] of Object.entries({ ...versionHeader(found), ...expiryHeader(found.expiry) })) headers.set(name, value);
   if (notModified) return new Response(null, { status: 304, headers: notModifiedHeaders(headers) });
   const sel = select(ctx, manifest);
   headers.set("Content-Length", String(sel.end - sel.start));

@@ -20,6 +20,7 @@ import { abortMultipartUpload, completeMultipartUpload, createMultipartUpload, l
 import { deleteObjectTagging, getObjectTagging, putObjectTagging } from "./tagging";
 import { deleteBucketTagging, getBucketTagging, putBucketTagging } from "./bucket-tagging";
 import { getBucketAcl, getObjectAcl, putBucketAcl, putObjectAcl } from "./acl";
+import { deleteBucketLifecycle, getBucketLifecycle, putBucketLifecycle } from "./lifecycle";
 import { getObject, RangeNotSatisfiable } from "./get";
 import { listBuckets, listObjects, listObjectVersions } from "./list";
 import { putObject } from "./put";
@@ -139,6 +140,12 @@ function dispatch(ctx: RequestContext, e: Endpoint): Promise<Response> {
       return putBucketTagging(ctx, e.bucket);
     case "DeleteBucketTagging":
       return deleteBucketTagging(ctx, e.bucket);
+    case "GetBucketLifecycleConfiguration":
+      return getBucketLifecycle(ctx, e.bucket);
+    case "PutBucketLifecycleConfiguration":
+      return putBucketLifecycle(ctx, e.bucket);
+    case "DeleteBucketLifecycle":
+      return deleteBucketLifecycle(ctx, e.bucket);
     case "GetBucketAcl":
       return getBucketAcl(ctx, e.bucket);
     case "PutBucketAcl":

@@ -26,7 +26,7 @@ import { storedHeaders, userMetadata } from "./object-headers";
 import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
 import { childrenNamed, childText, malformedXml, readXml } from "./xml-parse";
 import { hex } from "../bytes";
-import { openRange, partOf, UNDER_REPLICATED } from "../services/objects";
+import { openRange, partOf, UNDER_REPLICATED, writtenHeaders } from "../services/objects";
 import { checkKey, MAX_PUT_BYTES, parseContentMd5, requestSize, verifyWritten } from "./object-request";
 import { writeCondition } from "./conditions";
 import { parseTaggingHeader } from "./tags";
@@ -235,13 +235,12 @@ export async function completeMultipartUpload(ctx: RequestContext, bucket: strin
   const superseded = result.freed.flatMap((r) => ctx.core.decodeManifest(r.manifest).parts);
   const unused = result.unused.map((p) => p.part);
   if (superseded.length + unused.length > 0) ctx.waitUntil(removeParts(ctx.config.nodes, [...superseded, ...unused], storageIds(manifest.parts)));
-  const version: Record<string, string> = result.versionId === undefined ? {} : { "x-amz-version-id": result.versionId };
 
   const location = `${ctx.url.origin}/${encodeURIComponent(bucket)}/${key.split("/").map(encodeURIComponent).join("/")}`;
   const body = `${element("Location", location)}${element("Bucket", bucket)}${element("Key", key)}<ETag>"${etag}"</ETag>${checksumElements(checksums, used.length)}`;
   return xmlResponse(`${XML_DECLARATION}<CompleteMultipartUploadResult xmlns="${S3_XMLNS}">${body}</CompleteMultipartUploadResult>`, 200, {
     ...checksumHeaders(checksums, used.length),
-    ...version,
+    ...writtenHeaders(result),
   });
 }
 

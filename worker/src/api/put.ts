@@ -8,7 +8,7 @@ import type { RequestContext } from "./context";
 import { storedHeaders, userMetadata } from "./object-headers";
 import { hex } from "../bytes";
 import { parseTaggingHeader } from "./tags";
-import { commitObject, partOf } from "../services/objects";
+import { commitObject, partOf, writtenHeaders } from "../services/objects";
 import { writeCondition } from "./conditions";
 import { checkAclHeaders } from "./acl-policy";
 import { checkKey, parseContentMd5, requestSize, verifyWritten } from "./object-request";
@@ -26,9 +26,8 @@ export async function putObject(ctx: RequestContext, bucket: string, key: string
   const written = await writePart(ctx.config, ctx.core, ctx.auth.body, size, (b) => checksums.update(b));
   const etag = hex(written.md5);
   const verified = await verifyWritten(ctx, written, contentMd5, checksums);
-  const { versionId } = await commitObject(ctx, bucket, { key, size, etag, ...fields, checksums: verified, parts: [partOf(written, etag, [])] }, condition, [
+  const committed = await commitObject(ctx, bucket, { key, size, etag, ...fields, checksums: verified, parts: [partOf(written, etag, [])] }, condition, [
     written,
   ]);
-  const version: Record<string, string> = versionId === undefined ? {} : { "x-amz-version-id": versionId };
-  return new Response(null, { status: 200, headers: { ETag: `"${etag}"`, ...checksumHeaders(verified), ...version } });
+  return new Response(null, { status: 200, headers: { ETag: `"${etag}"`, ...checksumHeaders(verified), ...writtenHeaders(committed) } });
 }

@@ -32,6 +32,9 @@ export type Endpoint =
   | { op: "GetBucketTagging"; bucket: string }
   | { op: "PutBucketTagging"; bucket: string }
   | { op: "DeleteBucketTagging"; bucket: string }
+  | { op: "GetBucketLifecycleConfiguration"; bucket: string }
+  | { op: "PutBucketLifecycleConfiguration"; bucket: string }
+  | { op: "DeleteBucketLifecycle"; bucket: string }
   | { op: "GetBucketAcl"; bucket: string }
   | { op: "PutBucketAcl"; bucket: string }
   | { op: "GetObjectAcl"; bucket: string; key: string }
@@ -148,6 +151,11 @@ function routeBucket(method: string, bucket: string, query: URLSearchParams): En
     if (method === "GET") return { op: "GetBucketTagging", bucket };
     if (method === "PUT") return { op: "PutBucketTagging", bucket };
     if (method === "DELETE") return { op: "DeleteBucketTagging", bucket };
+  }
+  if (query.has("lifecycle")) {
+    if (method === "GET") return { op: "GetBucketLifecycleConfiguration", bucket };
+    if (method === "PUT") return { op: "PutBucketLifecycleConfiguration", bucket };
+    if (method === "DELETE") return { op: "DeleteBucketLifecycle", bucket };
   }
   if (query.has("acl")) {
     if (method === "GET") return { op: "GetBucketAcl", bucket };

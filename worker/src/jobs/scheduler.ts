@@ -1,4 +1,4 @@
-// The periodic background work (heal queues, shard files to delete, then a scrub step), driven by a Durable Object alarm:
+// The periodic background work (heal queues, lifecycle rules, shard files to delete, then a scrub step), driven by a Durable Object alarm:
 // alarms work the same on Cloudflare, on plain workerd and under miniflare, where Cron Triggers
 // exist only on Cloudflare. One object (named "main") keeps one alarm; the Worker arms it once per
 // isolate, and every run sets the next one before it starts, so a crash mid-run never stops it.
@@ -6,12 +6,16 @@ import { DurableObject } from "cloudflare:workers";
 import { type Env, loadConfig, orphanGraceMs, orphanSweepMs } from "../config";
 import { core } from "../core";
 import { drainGarbage } from "../services/garbage";
+import { runLifecycle } from "../services/lifecycle";
 import { sweepOrphans } from "../services/orphans";
 import { scheduledHeal } from "../services/heal";
 import { scheduledScrub } from "../services/scrub";
 
 /** Garbage entries (parts whose shard files go) deleted per run. */
 const GARBAGE_PER_RUN = 1000;
+
+/** Time one run gives the lifecycle rules (a bucket's pass goes on in the next run). */
+const LIFECYCLE_BUDGET_MS = 30_000;
 
 /** Default time between runs (SHARDGATE_JOB_INTERVAL_MS overrides it). */
 const DEFAULT_INTERVAL_MS = 15 * 60_000;
@@ -43,6 +47,7 @@ export class JobScheduler extends DurableObject<Env> {
 /** One round of background work; each job logs and swallows its own errors. */
 export async function runJobs(env: Env): Promise<void> {
   await scheduledHeal(env);
+  await applyLifecycle(env);
   await collectGarbage(env);
   await scheduledScrub(env);
 }
@@ -53,6 +58,15 @@ async function sweepOnce(env: Env, now: number): Promise<void> {
     console.log(JSON.stringify({ orphanSweep: await sweepOrphans(env, loadConfig(env), core, { graceMs: orphanGraceMs(env), now }) }));
   } catch (e) {
     console.error(JSON.stringify({ orphanSweep: { error: e instanceof Error ? e.message : String(e) } }));
+  }
+}
+
+/** The buckets' lifecycle rules as of now (services/lifecycle.ts), logged as one JSON line. Never throws. */
+async function applyLifecycle(env: Env): Promise<void> {
+  try {
+    console.log(JSON.stringify({ lifecycle: await runLifecycle(env, { now: Date.now(), budgetMs: LIFECYCLE_BUDGET_MS }) }));
+  } catch (e) {
+    console.error(JSON.stringify({ lifecycle: { error: e instanceof Error ? e.message : String(e) } }));
   }
 }
 

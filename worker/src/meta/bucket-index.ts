@@ -3,7 +3,9 @@
 // synchronous SQL calls cannot interleave with another request, so every read-check-write below
 // is done without an `await` in between and is atomic.
 import { DurableObject } from "cloudflare:workers";
+import { core } from "../core";
 import { commonPrefixOf, compareKeys, prefixEnd } from "./keys";
+import { applyRules, currentExpiry, type LifecycleCounts, type LifecycleRule } from "./lifecycle";
 import { migrate } from "./schema";
 import type { ManifestPart } from "../core-api";
 import type {
@@ -12,6 +14,7 @@ import type {
   HealQueueEntry,
   CompleteResult,
   DeleteOutcome,
+  Expiry,
   HeadResult,
   ListPage,
   ListQuery,
@@ -86,11 +89,16 @@ const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
   VERSIONS_SCHEMA,
   // The bucket's tags (JSON), or NULL.
   ["ALTER TABLE bucket ADD COLUMN tags TEXT"],
+  // Lifecycle rules (JSON, meta/lifecycle.ts), or NULL, and where their pass goes on.
+  ["ALTER TABLE bucket ADD COLUMN lifecycle TEXT", "ALTER TABLE bucket ADD COLUMN lifecycle_cursor TEXT"],
 ];
 
 /** Per-bucket settings kept as JSON in a column of the bucket row (the table names the column). */
-export type BucketSetting = "cors" | "tags";
-const SETTING_COLUMNS: Record<BucketSetting, string> = { cors: "cors", tags: "tags" };
+export type BucketSetting = "cors" | "tags" | "lifecycle";
+const SETTING_COLUMNS: Record<BucketSetting, string> = { cors: "cors", tags: "tags", lifecycle: "lifecycle" };
+
+/** Versions one lifecycle call visits at most (a key's versions are never split). */
+const LIFECYCLE_BATCH = 2000;
 
 /** Multipart uploads not completed within this long are aborted and their parts removed. */
 export const STALE_UPLOAD_MS = 7 * 24 * 3600 * 1000;
@@ -148,11 +156,12 @@ export class BucketIndex extends DurableObject {
       // Uploads in progress go with the bucket (they are not objects, so they do not block it).
       const parts = uploads.allUploadIds(this.sql).flatMap((id) => uploads.deleteUpload(this.sql, id));
       this.addGarbage(parts);
-      this.sql.exec("UPDATE bucket SET present = 0, cors = NULL, tags = NULL, versioning = NULL WHERE id = 1");
+      this.sql.exec("UPDATE bucket SET present = 0, cors = NULL, tags = NULL, versioning = NULL, lifecycle = NULL, lifecycle_cursor = NULL WHERE id = 1");
       return { outcome: "dropped", parts };
     });
     this.present = undefined;
     this.status = undefined;
+    this.rules = undefined;
     return result.outcome;
   }
 
@@ -166,7 +175,13 @@ export class BucketIndex extends DurableObject {
     if (versionId === undefined) {
       const object = this.record(key);
       const marker = object || !versioned ? null : versions.currentMarker(this.sql, key);
-      return { bucket: true, object, marker: marker && { versionId: marker.versionId, lastModified: marker.lastModified }, versioned };
+      return {
+        bucket: true,
+        object,
+        marker: marker && { versionId: marker.versionId, lastModified: marker.lastModified },
+        versioned,
+        expiry: object ? this.expiryOf(object) : null,
+      };
     }
     const found = versions.findVersion(this.sql, key, versionId);
     if (found?.marker) return { bucket: true, object: null, marker: { versionId: found.versionId, lastModified: found.lastModified }, versioned };
@@ -186,7 +201,7 @@ export class BucketIndex extends DurableObject {
       if (!conditionHolds(this.record(record.key), condition)) return { ok: false, reason: "PreconditionFailed" };
       const change = versions.putVersion(this.sql, record);
       this.setHeal(record.key, heal);
-      return { ok: true, ...change };
+      return { ok: true, ...change, expiry: this.expiryOf(record) };
     });
   }
 
@@ -380,7 +395,7 @@ export class BucketIndex extends DurableObject {
       this.setHeal(record.key, heal);
       uploads.deleteUpload(this.sql, uploadId);
       for (const u of used) parts.delete(u.partNumber);
-      return { ok: true, ...change, unused: [...parts.values()] };
+      return { ok: true, ...change, unused: [...parts.values()], expiry: this.expiryOf(record) };
     });
   }
 
@@ -424,14 +439,59 @@ export class BucketIndex extends DurableObject {
   async setSetting(name: BucketSetting, value: string | null): Promise<boolean> {
     if (!this.exists()) return false;
     this.sql.exec(`UPDATE bucket SET ${SETTING_COLUMNS[name]} = ? WHERE id = 1`, value);
+    if (name === "lifecycle") {
+      this.rules = undefined;
+      // New rules start a new pass.
+      this.sql.exec("UPDATE bucket SET lifecycle_cursor = NULL WHERE id = 1");
+    }
     return true;
+  }
+
+  // --- lifecycle ------------------------------------------------------------------------------
+
+  /**
+   * One bounded step of the lifecycle pass as of `now` (meta/lifecycle.ts), in one transaction:
+   * what it expired, and whether the pass is done (the next call starts a new one). The shard
+   * files of versions deleted for good and of aborted uploads go to the garbage queue. Null when
+   * the bucket does not exist or has no rules.
+   */
+  async runLifecycle(now: number, budget = LIFECYCLE_BATCH): Promise<{ counts: LifecycleCounts; done: boolean } | null> {
+    const rules = this.exists() ? this.lifecycleRules() : [];
+    if (rules.length === 0) return null;
+    return this.ctx.storage.transactionSync(() => {
+      const cursor = this.sql.exec<{ c: string | null }>("SELECT lifecycle_cursor AS c FROM bucket WHERE id = 1").one().c;
+      const step = applyRules(this.sql, rules, now, cursor, budget, (m) => core.decodeManifest(m).tags);
+      this.sql.exec("UPDATE bucket SET lifecycle_cursor = ? WHERE id = 1", step.next);
+      for (const key of new Set(step.freed.map((r) => r.key))) if (!this.record(key)) this.setHeal(key, null);
+      this.addGarbageParts([...step.freed.flatMap((r) => core.decodeManifest(r.manifest).parts), ...step.abortedParts.map((p) => p.part)]);
+      return { counts: step.counts, done: step.next === null };
+    });
+  }
+
+  /** The bucket's lifecycle rules, parsed once per instance (only this instance changes them). */
+  private lifecycleRules(): LifecycleRule[] {
+    if (this.rules === undefined) {
+      const row = this.sql.exec<{ lifecycle: string | null }>("SELECT lifecycle FROM bucket WHERE id = 1").toArray()[0];
+      this.rules = row?.lifecycle ? (JSON.parse(row.lifecycle) as LifecycleRule[]) : [];
+    }
+    return this.rules;
+  }
+
+  /** When the current object `record` expires by the rules (x-amz-expiration), or null. */
+  private expiryOf(record: ObjectRecord): Expiry | null {
+    const rules = this.lifecycleRules();
+    return rules.length === 0 ? null : currentExpiry(rules, record, () => core.decodeManifest(record.manifest).tags);
   }
 
   // --- garbage: shard files to delete ----------------------------------------------------------
 
   private addGarbage(parts: readonly PartRecord[]): void {
+    this.addGarbageParts(parts.map((p) => p.part));
+  }
+
+  private addGarbageParts(parts: readonly ManifestPart[]): void {
     const now = Date.now();
-    for (const p of parts) this.sql.exec("INSERT INTO garbage (part, since) VALUES (?, ?)", JSON.stringify(p.part), now);
+    for (const part of parts) this.sql.exec("INSERT INTO garbage (part, since) VALUES (?, ?)", JSON.stringify(part), now);
   }
 
   /** Up to `limit` entries to delete, those tried least first, and how many there are in all. */
@@ -547,6 +607,7 @@ export class BucketIndex extends DurableObject {
   private present: boolean | undefined;
   /** The versioning state, remembered like `present` (only this instance changes it). */
   private status: VersioningStatus | undefined;
+  private rules: LifecycleRule[] | undefined;
 
   private versioningStatus(): VersioningStatus {
     this.status ??= versions.versioning(this.sql);

@@ -62,6 +62,14 @@ export interface HeadResult {
   marker: DeleteMarkerInfo | null;
   /** Whether the bucket has versioning configured (its objects carry x-amz-version-id). */
   versioned: boolean;
+  /** When the current object expires by the bucket's lifecycle rules (x-amz-expiration). */
+  expiry?: Expiry | null;
+}
+
+/** When a lifecycle rule expires an object, and which rule. */
+export interface Expiry {
+  at: number;
+  ruleId: string;
 }
 
 /** What a delete did: the version it removed or the marker it added. */
@@ -104,7 +112,9 @@ export interface WriteCondition {
 
 /** A committed write: the new version's id for x-amz-version-id (absent when the bucket is
  *  unversioned), and the versions it replaced for good (their shard files are to be deleted). */
-export type PutResult = { ok: true; versionId?: string; freed: ObjectRecord[] } | { ok: false; reason: "NoSuchBucket" | "PreconditionFailed" };
+export type PutResult =
+  | { ok: true; versionId?: string; freed: ObjectRecord[]; expiry: Expiry | null }
+  | { ok: false; reason: "NoSuchBucket" | "PreconditionFailed" };
 
 export interface BucketInfo {
   name: string;
@@ -182,5 +192,5 @@ export interface ListUploadsPage {
 }
 
 export type CompleteResult =
-  | { ok: true; versionId?: string; freed: ObjectRecord[]; unused: PartRecord[] }
+  | { ok: true; versionId?: string; freed: ObjectRecord[]; unused: PartRecord[]; expiry: Expiry | null }
   | { ok: false; reason: "NoSuchBucket" | "NoSuchUpload" | "InvalidPart" | "PreconditionFailed" };

@@ -89,6 +89,16 @@ export function staleUploadIds(sql: SqlStorage, cutoff: number, limit: number): 
     .map((r) => r.upload_id);
 }
 
+/** Uploads of keys in [prefix, end) (end null: no bound) initiated at or before `cutoff`, at most `limit`. */
+export function uploadsInitiatedBy(sql: SqlStorage, prefix: string, end: string | null, cutoff: number, limit: number): string[] {
+  const range = end === null ? "key >= ?" : "key >= ? AND key < ?";
+  const bindings = end === null ? [prefix] : [prefix, end];
+  return sql
+    .exec<{ upload_id: string }>(`SELECT upload_id FROM uploads WHERE ${range} AND initiated <= ? ORDER BY initiated LIMIT ?`, ...bindings, cutoff, limit)
+    .toArray()
+    .map((r) => r.upload_id);
+}
+
 export function oldestUpload(sql: SqlStorage): number | null {
   return sql.exec<{ initiated: number }>("SELECT initiated FROM uploads ORDER BY initiated LIMIT 1").toArray()[0]?.initiated ?? null;
 }

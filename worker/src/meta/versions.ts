@@ -179,6 +179,27 @@ export function hasOtherVersions(sql: SqlStorage): boolean {
   return sql.exec("SELECT 1 FROM versions LIMIT 1").toArray().length > 0;
 }
 
+/** Keys that have any version, after `after` (or from it, `inclusive`), in order, at most `limit`. */
+export function keysAfter(sql: SqlStorage, after: string, inclusive: boolean, limit: number): string[] {
+  const op = inclusive ? ">=" : ">";
+  return sql
+    .exec<{ key: string }>(
+      `SELECT key FROM objects WHERE key ${op} ? UNION SELECT key FROM versions WHERE key ${op} ? ORDER BY key LIMIT ?`,
+      after,
+      after,
+      limit,
+    )
+    .toArray()
+    .map((r) => r.key);
+}
+
+/** Every version of `key`, newest first (the current one first). */
+export function allVersions(sql: SqlStorage, key: string): StoredVersion[] {
+  const current = currentObject(sql, key);
+  const others = sql.exec<VersionRow>(`SELECT ${VERSION_COLUMNS} FROM versions WHERE key = ? ORDER BY seq DESC`, key).toArray().map(versionOf);
+  return current ? [{ ...current, marker: false }, ...others] : others;
+}
+
 /** Manifests of stored versions after (key, seq) (null: from the start), at most `limit`, for sweeps. */
 export function versionManifests(
   sql: SqlStorage,

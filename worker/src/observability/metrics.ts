@@ -21,6 +21,8 @@ export const COUNTERS = {
     "Shard files on nodes that nothing referenced, older than the grace period, deleted by the orphan sweep (result=removed) or not (result=failed).",
   shardgate_garbage_parts_total:
     "Parts whose shard files metadata gave up (expired or dropped uploads) and that were deleted (result=removed), or not yet (result=failed).",
+  shardgate_lifecycle_expired_total:
+    "What lifecycle rules expired, by action: current objects (deleted, or a delete marker added), noncurrent versions and lone delete markers deleted, incomplete multipart uploads aborted.",
 } as const;
 
 export type CounterName = keyof typeof COUNTERS;
@@ -156,4 +158,5 @@ const COUNTER_LABELS: Record<CounterName, boolean> = {
   shardgate_heal_shards_total: true,
   shardgate_garbage_parts_total: true,
   shardgate_orphan_files_total: true,
+  shardgate_lifecycle_expired_total: true,
 };

@@ -4,7 +4,8 @@
 import type { Env, GatewayConfig } from "../config";
 import type { Core, Manifest, ManifestPart, ObjectChecksum } from "../core-api";
 import { bucketIndex } from "../meta/stubs";
-import type { ObjectRecord, PutResult, WriteCondition } from "../meta/types";
+import { expirationHeader } from "../meta/lifecycle";
+import type { Expiry, ObjectRecord, PutResult, WriteCondition } from "../meta/types";
 import { metrics } from "../observability/metrics";
 import { noSuchBucket, noSuchKey, preconditionFailed, S3Error } from "../s3-error";
 import { openPartSource, sourceStream, type LossReason, type RangeSource, type ReadEvents } from "../storage/read-part";
@@ -25,6 +26,8 @@ export interface ObjectContext {
 export interface FoundObject {
   object: ObjectRecord;
   versioned: boolean;
+  /** When a lifecycle rule expires it (current objects only). */
+  expiry: Expiry | null;
 }
 
 /**
@@ -34,9 +37,9 @@ export interface FoundObject {
  * version asked for is a delete marker.
  */
 export async function existingObject(ctx: Pick<ObjectContext, "env">, bucket: string, key: string, versionId?: string | null): Promise<FoundObject> {
-  const { bucket: exists, object, marker, versioned } = await bucketIndex(ctx.env, bucket).head(key, versionId);
+  const { bucket: exists, object, marker, versioned, expiry } = await bucketIndex(ctx.env, bucket).head(key, versionId);
   if (!exists) throw noSuchBucket(bucket);
-  if (object) return { object, versioned };
+  if (object) return { object, versioned, expiry: expiry ?? null };
   if (marker) {
     const headers = { "x-amz-delete-marker": "true", "x-amz-version-id": marker.versionId ?? "null" };
     if (versionId === undefined) throw noSuchKey(headers);
@@ -50,6 +53,16 @@ export async function existingObject(ctx: Pick<ObjectContext, "env">, bucket: st
 /** The x-amz-version-id an answer about `object` carries: only in a versioned bucket. */
 export function versionHeader(found: FoundObject): Record<string, string> {
   return found.versioned ? { "x-amz-version-id": found.object.versionId ?? "null" } : {};
+}
+
+/** The headers of an answer to a write: the new version's id (versioned buckets) and its expiry. */
+export function writtenHeaders(written: { versionId?: string; expiry?: Expiry | null }): Record<string, string> {
+  return { ...(written.versionId === undefined ? {} : { "x-amz-version-id": written.versionId }), ...expiryHeader(written.expiry) };
+}
+
+/** x-amz-expiration, when a lifecycle rule expires the object. */
+export function expiryHeader(expiry: Expiry | null | undefined): Record<string, string> {
+  return expiry ? { "x-amz-expiration": expirationHeader(expiry) } : {};
 }
 
 /** What a new object version is made of (the manifest less its timestamp). */
@@ -66,7 +79,7 @@ export async function commitObject(
   object: NewObject,
   condition: WriteCondition | undefined,
   written: readonly WrittenPart[],
-): Promise<{ lastModified: number; versionId?: string }> {
+): Promise<{ lastModified: number; versionId?: string; expiry: Expiry | null }> {
   const { key, ...rest } = object;
   const manifest: Manifest = { ...rest, lastModifiedMs: Date.now() };
   let result: PutResult;
@@ -93,7 +106,7 @@ export async function commitObject(
     throw e;
   }
   removeFreed(ctx, result.freed, storageIds(manifest.parts));
-  return { lastModified: manifest.lastModifiedMs, versionId: result.versionId };
+  return { lastModified: manifest.lastModifiedMs, versionId: result.versionId, expiry: result.expiry };
 }
 
 /**
