@@ -218,6 +218,57 @@ describe("the AWS CLI (v1) against the gateway", () => {
     expect(none.stderr).toContain("NoSuchLifecycleConfiguration");
   });
 
+  it("aws s3api object lock: create-bucket --object-lock-enabled-for-bucket, lock configuration, retention and legal hold, deletes refused and bypassed", async () => {
+    await awsOk(["s3api", "create-bucket", "--bucket", "cli-lock", "--object-lock-enabled-for-bucket"]);
+    expect(JSON.parse(await awsOk(["s3api", "get-bucket-versioning", "--bucket", "cli-lock"]))).toEqual({ Status: "Enabled" });
+    const config = { ObjectLockEnabled: "Enabled", Rule: { DefaultRetention: { Mode: "COMPLIANCE", Days: 1 } } };
+    writeFileSync(join(dir, "lock.json"), JSON.stringify(config));
+    await awsOk(["s3api", "put-object-lock-configuration", "--bucket", "cli-lock", "--object-lock-configuration", "file://lock.json"]);
+    expect(JSON.parse(await awsOk(["s3api", "get-object-lock-configuration", "--bucket", "cli-lock"]))).toEqual({ ObjectLockConfiguration: config });
+    writeFileSync(join(dir, "locked.txt"), "locked");
+    const until = new Date(Date.now() + 7 * 24 * 3600 * 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
+    const put = JSON.parse(
+      await awsOk([
+        ...["s3api", "put-object", "--bucket", "cli-lock", "--key", "g.txt", "--body", "locked.txt"],
+        ...["--object-lock-mode", "GOVERNANCE", "--object-lock-retain-until-date", until, "--object-lock-legal-hold-status", "ON"],
+      ]),
+    ) as { VersionId: string };
+    const head = JSON.parse(await awsOk(["s3api", "head-object", "--bucket", "cli-lock", "--key", "g.txt"])) as Record<string, string>;
+    expect([head.ObjectLockMode, head.ObjectLockLegalHoldStatus, Date.parse(head.ObjectLockRetainUntilDate as string)]).toEqual([
+      "GOVERNANCE",
+      "ON",
+      Date.parse(until),
+    ]);
+    const version = ["--bucket", "cli-lock", "--key", "g.txt", "--version-id", put.VersionId];
+    const held = await aws(["s3api", "delete-object", ...version, "--bypass-governance-retention"]);
+    expect(held.stderr).toContain("AccessDenied");
+    await awsOk(["s3api", "put-object-legal-hold", ...version, "--legal-hold", "Status=OFF"]);
+    expect(JSON.parse(await awsOk(["s3api", "get-object-legal-hold", ...version]))).toEqual({ LegalHold: { Status: "OFF" } });
+    const governed = await aws(["s3api", "delete-object", ...version]);
+    expect(governed.stderr).toContain("AccessDenied");
+    const retention = JSON.parse(await awsOk(["s3api", "get-object-retention", ...version])) as { Retention: { Mode: string } };
+    expect(retention.Retention.Mode).toBe("GOVERNANCE");
+    await awsOk(["s3api", "delete-object", ...version, "--bypass-governance-retention"]);
+    // The bucket's default COMPLIANCE retention covers a plain put; the CLI sends the checksum it needs.
+    await awsOk(["s3", "cp", "locked.txt", "s3://cli-lock/c.txt"]);
+    const sealed = JSON.parse(await awsOk(["s3api", "get-object-retention", "--bucket", "cli-lock", "--key", "c.txt"])) as { Retention: { Mode: string } };
+    expect(sealed.Retention.Mode).toBe("COMPLIANCE");
+    const versions = JSON.parse(await awsOk(["s3api", "list-object-versions", "--bucket", "cli-lock"])) as { Versions: { Key: string; VersionId: string }[] };
+    expect(versions.Versions.map((v) => v.Key)).toEqual(["c.txt"]);
+    const compliance = await aws([
+      "s3api",
+      "delete-object",
+      "--bucket",
+      "cli-lock",
+      "--key",
+      "c.txt",
+      "--version-id",
+      versions.Versions[0]?.VersionId as string,
+      "--bypass-governance-retention",
+    ]);
+    expect(compliance.stderr).toContain("AccessDenied");
+  });
+
   it("aws s3api get-object --range returns exactly those bytes", async () => {
     for (const [range, from, to] of [
       ["bytes=1000000-2000099", 1_000_000, 2_000_099],

@@ -269,6 +269,26 @@ describe("boto3 against the gateway", () => {
     expect(r.deleted).toEqual({ code: "NoSuchLifecycleConfiguration", status: 404 });
   });
 
+  it("object lock: default GOVERNANCE retention, COMPLIANCE and legal hold refuse concurrent deletes; the bypass and a lifted hold allow them", async () => {
+    const r = await boto3("object-lock", { bucket: "boto3-lock", parallel: 12 });
+    expect(r.versioning).toBe("Enabled");
+    expect(r.config).toEqual({ ObjectLockEnabled: "Enabled", Rule: { DefaultRetention: { Mode: "GOVERNANCE", Days: 1 } } });
+    expect(r.suspend).toEqual({ code: "InvalidBucketState", status: 409 });
+    expect(r.head).toEqual(["GOVERNANCE", true]);
+    expect(r.refused).toEqual(Array(12).fill({ code: "AccessDenied", status: 403 }));
+    expect(r.batch_errors).toEqual([
+      ["held", "AccessDenied"],
+      ["sealed", "AccessDenied"],
+    ]);
+    expect(r.shorten).toEqual({ code: "AccessDenied", status: 403 });
+    expect(r.retention).toEqual(["COMPLIANCE", true]);
+    expect(r.hold).toBe("ON");
+    expect(r.bypassed).toBeNull();
+    expect(r.unheld).toBeNull();
+    expect(r.still_sealed).toBe("s");
+    expect(r.left).toEqual(["sealed"]);
+  });
+
   it("copy_object (COPY and REPLACE metadata) and delete_objects", async () => {
     const r = await boto3("copy-delete", { bucket: "boto3", size: 2 * MIB + 3 });
     expect(r.copy_etag).toBe(`"${r.md5}"`);

@@ -506,6 +506,61 @@ def cmd_lifecycle(args):
     }
 
 
+def cmd_object_lock(args):
+    """Object lock as backup tools use it: a bucket created with lock, a default GOVERNANCE
+    retention, a COMPLIANCE retention and a legal hold set with boto3, then deletes that the
+    locks refuse (also `parallel` at once) and those the bypass or a lifted hold allow."""
+    from datetime import datetime, timedelta, timezone
+
+    s3 = client(pool=args["parallel"])
+    bucket = args["bucket"]
+    s3.create_bucket(Bucket=bucket, ObjectLockEnabledForBucket=True)
+    versioning = s3.get_bucket_versioning(Bucket=bucket).get("Status")
+    default = {"ObjectLockEnabled": "Enabled", "Rule": {"DefaultRetention": {"Mode": "GOVERNANCE", "Days": 1}}}
+    s3.put_object_lock_configuration(Bucket=bucket, ObjectLockConfiguration=default)
+    config = s3.get_object_lock_configuration(Bucket=bucket)["ObjectLockConfiguration"]
+    suspend = error_of(lambda: s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Suspended"}))
+
+    # boto3 sends a CRC32 of every body: the proof of integrity object lock asks for.
+    governed = s3.put_object(Bucket=bucket, Key="governed", Body=b"g")["VersionId"]
+    head = s3.head_object(Bucket=bucket, Key="governed")
+    until = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(days=30)
+    sealed = s3.put_object(Bucket=bucket, Key="sealed", Body=b"s", ObjectLockMode="COMPLIANCE", ObjectLockRetainUntilDate=until)["VersionId"]
+    held = s3.put_object(Bucket=bucket, Key="held", Body=b"h")["VersionId"]
+    s3.put_object_legal_hold(Bucket=bucket, Key="held", VersionId=held, LegalHold={"Status": "ON"})
+
+    def delete(key, version, **kw):
+        return error_of(lambda: s3.delete_object(Bucket=bucket, Key=key, VersionId=version, **kw))
+
+    with ThreadPoolExecutor(max_workers=args["parallel"]) as pool:
+        refused = list(pool.map(lambda i: delete(*[("governed", governed), ("sealed", sealed), ("held", held)][i % 3]), range(args["parallel"])))
+    batch = s3.delete_objects(
+        Bucket=bucket,
+        BypassGovernanceRetention=True,
+        Delete={"Objects": [{"Key": "sealed", "VersionId": sealed}, {"Key": "held", "VersionId": held}]},
+    )
+    shorten = error_of(lambda: s3.put_object_retention(Bucket=bucket, Key="sealed", VersionId=sealed, Retention={"Mode": "COMPLIANCE", "RetainUntilDate": until - timedelta(days=1)}, BypassGovernanceRetention=True))
+    retention = s3.get_object_retention(Bucket=bucket, Key="sealed", VersionId=sealed)["Retention"]
+    hold = s3.get_object_legal_hold(Bucket=bucket, Key="held", VersionId=held)["LegalHold"]["Status"]
+    s3.put_object_legal_hold(Bucket=bucket, Key="held", VersionId=held, LegalHold={"Status": "OFF"})
+    return {
+        "versioning": versioning,
+        "config": config,
+        "suspend": suspend,
+        "head": [head.get("ObjectLockMode"), head["ObjectLockRetainUntilDate"] > datetime.now(timezone.utc)],
+        "refused": refused,
+        "batch_errors": sorted([e["Key"], e["Code"]] for e in batch.get("Errors", [])),
+        "shorten": shorten,
+        "retention": [retention["Mode"], retention["RetainUntilDate"] == until],
+        "hold": hold,
+        "bypassed": delete("governed", governed, BypassGovernanceRetention=True),
+        # held also has the default GOVERNANCE retention: with the hold lifted, the bypass deletes it.
+        "unheld": delete("held", held, BypassGovernanceRetention=True),
+        "still_sealed": s3.get_object(Bucket=bucket, Key="sealed", VersionId=sealed)["Body"].read().decode(),
+        "left": sorted(v["Key"] for v in s3.list_object_versions(Bucket=bucket).get("Versions", [])),
+    }
+
+
 def cmd_many_versions(args):
     """Puts `versions` versions spread over `keys` keys (in parallel), then pages through
     list_object_versions; reports each key's listed ids in order against the ids it was given."""
@@ -546,6 +601,7 @@ COMMANDS = {
     "many-versions": cmd_many_versions,
     "bucket-settings": cmd_bucket_settings,
     "lifecycle": cmd_lifecycle,
+    "object-lock": cmd_object_lock,
 }
 
 

@@ -16,7 +16,8 @@ export async function createBucket(ctx: RequestContext, bucket: string): Promise
   if (added === "exists") {
     throw new S3Error("BucketAlreadyOwnedByYou", "Your previous request to create the named bucket succeeded and you already own it.");
   }
-  await bucketIndex(ctx, bucket).init(bucket, created);
+  const objectLock = ctx.request.headers.get("x-amz-bucket-object-lock-enabled")?.trim().toLowerCase() === "true";
+  await bucketIndex(ctx, bucket).init(bucket, created, objectLock);
   return new Response(null, { status: 200, headers: { Location: `/${bucket}` } });
 }
 

@@ -13,6 +13,7 @@ import { hex } from "../bytes";
 import { writeCondition } from "./conditions";
 import { checkAclHeaders } from "./acl-policy";
 import { openRange, commitObject, partOf, writtenHeaders, type NewObject } from "../services/objects";
+import { lockFromHeaders } from "./object-lock-headers";
 import { checkKey, MAX_PUT_BYTES } from "./object-request";
 import { parseTaggingHeader } from "./tags";
 
@@ -31,6 +32,8 @@ export async function copyObject(ctx: RequestContext, bucket: string, key: strin
   const taggingDirective = directive(headers, "x-amz-tagging-directive");
   const algorithm = parseAlgorithm(headers.get("x-amz-checksum-algorithm"));
   const condition = writeCondition(headers);
+  // The copy's own lock (a source's retention is not copied, as in S3).
+  const lock = lockFromHeaders(headers);
   // A copy of an earlier version onto its own key restores it: not a copy onto itself.
   const inPlace = source.bucket === bucket && source.key === key && source.versionId === undefined;
   if (inPlace && metadataDirective === "COPY" && taggingDirective === "COPY" && algorithm === null) {
@@ -52,11 +55,11 @@ export async function copyObject(ctx: RequestContext, bucket: string, key: strin
   let result: { object: NewObject; lastModified: number; versionId?: string; expiry?: Expiry | null };
   // In a versioned bucket a copy onto itself is a new version, with shard files of its own: two
   // versions never share files, so deleting one never takes the other's data.
-  if (inPlace && !versioned && (algorithm === null || manifest.checksums.some((c) => c.algorithm === algorithm))) {
+  if (inPlace && !versioned && !lock && (algorithm === null || manifest.checksums.some((c) => c.algorithm === algorithm))) {
     result = await replaceInPlace(ctx, bucket, record, manifest, fields, condition);
   } else {
     const keep = algorithm ?? (manifest.checksums[0]?.algorithm as Algorithm | undefined) ?? null;
-    result = await copyBytes(ctx, bucket, key, manifest, fields, keep, condition);
+    result = await copyBytes(ctx, bucket, key, manifest, { ...fields, ...(lock ? { lock } : {}) }, keep, { ...condition, integrity: true });
   }
   const { object, lastModified } = result;
   const body = `<ETag>"${object.etag}"</ETag>${element("LastModified", s3Date(lastModified))}${checksumElements(object.checksums, object.parts.length)}`;
@@ -74,7 +77,7 @@ async function copyBytes(
   bucket: string,
   key: string,
   source: Manifest,
-  fields: Fields,
+  fields: Fields & Pick<NewObject, "lock">,
   algorithm: Algorithm | null,
   condition: ReturnType<typeof writeCondition>,
 ) {

@@ -11,16 +11,18 @@ import { equalBytes } from "../bytes";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
 import { childrenNamed, childText, malformedXml, parseXmlBytes, readXmlBody } from "./xml-parse";
 import { parseContentMd5, requestedVersion } from "./object-request";
+import { bypassGovernance } from "./object-lock-headers";
 
 /** S3's limit on keys per DeleteObjects request. */
 const MAX_DELETE_KEYS = 1000;
 
 export async function deleteObject(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
   const versionId = requestedVersion(ctx.url);
-  const { bucket: exists, outcome } = await bucketIndex(ctx, bucket).delete(key, versionId);
+  const { bucket: exists, outcome } = await bucketIndex(ctx, bucket).delete(key, versionId, bypassGovernance(ctx.request.headers));
   if (!exists) throw noSuchBucket(bucket);
   // A version that does not exist is already deleted: 204 as for a missing key.
   if (!outcome) return new Response(null, { status: 204 });
+  if (outcome.denied) throw new S3Error("AccessDenied", outcome.denied);
   removeFreed(ctx, outcome.freed);
   const headers: Record<string, string> = {};
   if (outcome.versionId !== undefined) headers["x-amz-version-id"] = outcome.versionId;
@@ -31,13 +33,17 @@ export async function deleteObject(ctx: RequestContext, bucket: string, key: str
 export async function deleteObjects(ctx: RequestContext, bucket: string): Promise<Response> {
   const request = await parseDeleteRequest(ctx);
   const valid = request.items.filter((item) => item.error === null);
-  const { bucket: exists, outcomes } = await bucketIndex(ctx, bucket).deleteMany(valid.map(({ key, versionId }) => ({ key, versionId })));
+  const { bucket: exists, outcomes } = await bucketIndex(ctx, bucket).deleteMany(
+    valid.map(({ key, versionId }) => ({ key, versionId })),
+    bypassGovernance(ctx.request.headers),
+  );
   if (!exists) throw noSuchBucket(bucket);
   removeFreed(
     ctx,
     outcomes.flatMap((o) => o?.freed ?? []),
   );
   const outcomeOf = new Map(valid.map((item, i) => [item, outcomes[i] ?? null]));
+  for (const [item, outcome] of outcomeOf) if (outcome?.denied) item.error = { code: "AccessDenied", message: outcome.denied };
   // S3 reports a key as deleted whether or not it existed; Quiet leaves out the successes.
   const results = request.items.map((item) => {
     if (item.error !== null)

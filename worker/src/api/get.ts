@@ -8,6 +8,7 @@ import { checksumHeaders } from "./checksums";
 import type { RequestContext } from "./context";
 import { healAfterRead, type LostShards } from "../services/heal";
 import { existingObject, expiryHeader, openRangeSource, partOffsets, versionHeader } from "../services/objects";
+import { lockHeaders } from "./object-lock-headers";
 import { requestedVersion } from "./object-request";
 import { RESPONSE_OVERRIDES } from "./object-headers";
 import { checkConditions, requestConditions } from "./conditions";
@@ -25,7 +26,9 @@ export async function getObject(ctx: RequestContext, bucket: string, key: string
   const notModified = checkConditions(requestConditions(ctx.request.headers), object);
   const manifest = ctx.core.decodeManifest(object.manifest);
   const headers = objectHeaders(ctx, manifest);
-  for (const [name, value] of Object.entries({ ...versionHeader(found), ...expiryHeader(found.expiry) })) headers.set(name, value);
+  for (const [name, value] of Object.entries({ ...versionHeader(found), ...expiryHeader(found.expiry), ...lockHeaders(object.lock) })) {
+    headers.set(name, value);
+  }
   if (notModified) return new Response(null, { status: 304, headers: notModifiedHeaders(headers) });
   const sel = select(ctx, manifest);
   headers.set("Content-Length", String(sel.end - sel.start));

@@ -21,6 +21,14 @@ import { deleteObjectTagging, getObjectTagging, putObjectTagging } from "./taggi
 import { deleteBucketTagging, getBucketTagging, putBucketTagging } from "./bucket-tagging";
 import { getBucketAcl, getObjectAcl, putBucketAcl, putObjectAcl } from "./acl";
 import { deleteBucketLifecycle, getBucketLifecycle, putBucketLifecycle } from "./lifecycle";
+import {
+  getObjectLegalHold,
+  getObjectLockConfiguration,
+  getObjectRetention,
+  putObjectLegalHold,
+  putObjectLockConfiguration,
+  putObjectRetention,
+} from "./object-lock";
 import { getObject, RangeNotSatisfiable } from "./get";
 import { listBuckets, listObjects, listObjectVersions } from "./list";
 import { putObject } from "./put";
@@ -146,6 +154,18 @@ function dispatch(ctx: RequestContext, e: Endpoint): Promise<Response> {
       return putBucketLifecycle(ctx, e.bucket);
     case "DeleteBucketLifecycle":
       return deleteBucketLifecycle(ctx, e.bucket);
+    case "GetObjectLockConfiguration":
+      return getObjectLockConfiguration(ctx, e.bucket);
+    case "PutObjectLockConfiguration":
+      return putObjectLockConfiguration(ctx, e.bucket);
+    case "GetObjectRetention":
+      return getObjectRetention(ctx, e.bucket, e.key);
+    case "PutObjectRetention":
+      return putObjectRetention(ctx, e.bucket, e.key);
+    case "GetObjectLegalHold":
+      return getObjectLegalHold(ctx, e.bucket, e.key);
+    case "PutObjectLegalHold":
+      return putObjectLegalHold(ctx, e.bucket, e.key);
     case "GetBucketAcl":
       return getBucketAcl(ctx, e.bucket);
     case "PutBucketAcl":

@@ -26,7 +26,8 @@ import { storedHeaders, userMetadata } from "./object-headers";
 import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
 import { childrenNamed, childText, malformedXml, readXml } from "./xml-parse";
 import { hex } from "../bytes";
-import { openRange, partOf, UNDER_REPLICATED, writtenHeaders } from "../services/objects";
+import { openRange, partOf, UNDER_REPLICATED, writeRefused, writtenHeaders } from "../services/objects";
+import { lockFromHeaders } from "./object-lock-headers";
 import { checkKey, MAX_PUT_BYTES, parseContentMd5, requestSize, verifyWritten } from "./object-request";
 import { writeCondition } from "./conditions";
 import { parseTaggingHeader } from "./tags";
@@ -63,7 +64,10 @@ export async function createMultipartUpload(ctx: RequestContext, bucket: string,
     checksumAlgorithm: algorithm,
     checksumType,
   };
-  if (!(await bucketIndex(ctx, bucket).createUpload(upload))) throw noSuchBucket(bucket);
+  const lock = lockFromHeaders(headers, now);
+  if (lock) upload.lock = lock;
+  const created = await bucketIndex(ctx, bucket).createUpload(upload);
+  if (created !== "ok") throw writeRefused(bucket, created);
   const response = new Headers();
   if (algorithm !== null && checksumType !== null) {
     response.set("x-amz-checksum-algorithm", algorithm);
@@ -217,7 +221,7 @@ export async function completeMultipartUpload(ctx: RequestContext, bucket: strin
     checksums,
     parts: used.map((p) => p.part),
   };
-  const record = { key, versionId: null, size, etag, lastModified, manifest: ctx.core.encodeManifest(manifest) };
+  const record = { key, versionId: null, size, etag, lastModified, manifest: ctx.core.encodeManifest(manifest), ...(upload.lock ? { lock: upload.lock } : {}) };
   const missed = used.some((p) => (p.missedShards?.length ?? 0) > 0);
   const result = await index.completeUpload(
     uploadId,
@@ -227,10 +231,9 @@ export async function completeMultipartUpload(ctx: RequestContext, bucket: strin
     missed ? UNDER_REPLICATED : null,
   );
   if (!result.ok) {
-    if (result.reason === "NoSuchBucket") throw noSuchBucket(bucket);
     if (result.reason === "NoSuchUpload") throw noSuchUpload();
     if (result.reason === "InvalidPart") throw invalidPart();
-    throw preconditionFailed();
+    throw writeRefused(bucket, result.reason);
   }
   const superseded = result.freed.flatMap((r) => ctx.core.decodeManifest(r.manifest).parts);
   const unused = result.unused.map((p) => p.part);

@@ -8,7 +8,8 @@ import type { RequestContext } from "./context";
 import { storedHeaders, userMetadata } from "./object-headers";
 import { hex } from "../bytes";
 import { parseTaggingHeader } from "./tags";
-import { commitObject, partOf, writtenHeaders } from "../services/objects";
+import { commitObject, partOf, writeRefused, writtenHeaders } from "../services/objects";
+import { lockFromHeaders } from "./object-lock-headers";
 import { writeCondition } from "./conditions";
 import { checkAclHeaders } from "./acl-policy";
 import { checkKey, parseContentMd5, requestSize, verifyWritten } from "./object-request";
@@ -22,12 +23,16 @@ export async function putObject(ctx: RequestContext, bucket: string, key: string
   const condition = writeCondition(headers);
   const checksums = RequestChecksums.fromRequest(ctx.core, headers);
   const fields = { headers: storedHeaders(headers), userMetadata: userMetadata(headers), tags: parseTaggingHeader(headers.get("x-amz-tagging")) };
+  const lock = lockFromHeaders(headers);
+  // Object lock wants the body's integrity proven when a retention applies (the index decides).
+  const integrity = contentMd5 !== null || !checksums.isEmpty;
+  // Asked for in the headers: refused before a byte is stored.
+  if (lock?.mode !== undefined && !integrity) throw writeRefused(bucket, "IntegrityRequired");
 
   const written = await writePart(ctx.config, ctx.core, ctx.auth.body, size, (b) => checksums.update(b));
   const etag = hex(written.md5);
   const verified = await verifyWritten(ctx, written, contentMd5, checksums);
-  const committed = await commitObject(ctx, bucket, { key, size, etag, ...fields, checksums: verified, parts: [partOf(written, etag, [])] }, condition, [
-    written,
-  ]);
+  const object = { key, size, etag, ...fields, checksums: verified, parts: [partOf(written, etag, [])], ...(lock ? { lock } : {}) };
+  const committed = await commitObject(ctx, bucket, object, { ...condition, integrity }, [written]);
   return new Response(null, { status: 200, headers: { ETag: `"${etag}"`, ...checksumHeaders(verified), ...writtenHeaders(committed) } });
 }

@@ -35,6 +35,12 @@ export type Endpoint =
   | { op: "GetBucketLifecycleConfiguration"; bucket: string }
   | { op: "PutBucketLifecycleConfiguration"; bucket: string }
   | { op: "DeleteBucketLifecycle"; bucket: string }
+  | { op: "GetObjectLockConfiguration"; bucket: string }
+  | { op: "PutObjectLockConfiguration"; bucket: string }
+  | { op: "GetObjectRetention"; bucket: string; key: string }
+  | { op: "PutObjectRetention"; bucket: string; key: string }
+  | { op: "GetObjectLegalHold"; bucket: string; key: string }
+  | { op: "PutObjectLegalHold"; bucket: string; key: string }
   | { op: "GetBucketAcl"; bucket: string }
   | { op: "PutBucketAcl"; bucket: string }
   | { op: "GetObjectAcl"; bucket: string; key: string }
@@ -108,7 +114,7 @@ const BUCKET_SUBRESOURCES: Record<string, string> = {
 const OBJECT_SUBRESOURCES: Record<string, string> = {
   acl: "ObjectAcl",
   attributes: "ObjectAttributes",
-  legalHold: "ObjectLegalHold",
+  "legal-hold": "ObjectLegalHold",
   retention: "ObjectRetention",
   tagging: "ObjectTagging",
   torrent: "ObjectTorrent",
@@ -157,6 +163,10 @@ function routeBucket(method: string, bucket: string, query: URLSearchParams): En
     if (method === "PUT") return { op: "PutBucketLifecycleConfiguration", bucket };
     if (method === "DELETE") return { op: "DeleteBucketLifecycle", bucket };
   }
+  if (query.has("object-lock")) {
+    if (method === "GET") return { op: "GetObjectLockConfiguration", bucket };
+    if (method === "PUT") return { op: "PutObjectLockConfiguration", bucket };
+  }
   if (query.has("acl")) {
     if (method === "GET") return { op: "GetBucketAcl", bucket };
     if (method === "PUT") return { op: "PutBucketAcl", bucket };
@@ -193,6 +203,14 @@ function routeObject(method: string, bucket: string, key: string, query: URLSear
     if (method === "DELETE") return { op: "DeleteObjectTagging", bucket, key };
   }
   if (query.has("attributes") && method === "GET") return { op: "GetObjectAttributes", bucket, key };
+  if (query.has("retention")) {
+    if (method === "GET") return { op: "GetObjectRetention", bucket, key };
+    if (method === "PUT") return { op: "PutObjectRetention", bucket, key };
+  }
+  if (query.has("legal-hold")) {
+    if (method === "GET") return { op: "GetObjectLegalHold", bucket, key };
+    if (method === "PUT") return { op: "PutObjectLegalHold", bucket, key };
+  }
   if (query.has("acl")) {
     if (method === "GET") return { op: "GetObjectAcl", bucket, key };
     if (method === "PUT") return { op: "PutObjectAcl", bucket, key };

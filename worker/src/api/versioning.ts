@@ -28,6 +28,10 @@ export async function putBucketVersioning(ctx: RequestContext, bucket: string): 
   if (status !== "Enabled" && status !== "Suspended") {
     throw new S3Error("IllegalVersioningConfigurationException", "The versioning configuration specified in the request is invalid.");
   }
-  if (!(await index.setVersioning(status))) throw noSuchBucket(bucket);
+  const result = await index.setVersioning(status);
+  if (result === "missing") throw noSuchBucket(bucket);
+  if (result === "locked") {
+    throw new S3Error("InvalidBucketState", "An Object Lock configuration is present on this bucket, so the versioning state cannot be changed.");
+  }
   return new Response(null, { status: 200 });
 }

@@ -6,6 +6,7 @@ import { DurableObject } from "cloudflare:workers";
 import { core } from "../core";
 import { commonPrefixOf, compareKeys, prefixEnd } from "./keys";
 import { applyRules, currentExpiry, type LifecycleCounts, type LifecycleRule } from "./lifecycle";
+import { defaultLock, deleteForbidden, type LockConfig, type ObjectLock, retained, retentionChangeForbidden } from "./object-lock";
 import { migrate } from "./schema";
 import type { ManifestPart } from "../core-api";
 import type {
@@ -15,6 +16,7 @@ import type {
   CompleteResult,
   DeleteOutcome,
   Expiry,
+  LockRefusal,
   HeadResult,
   ListPage,
   ListQuery,
@@ -91,6 +93,8 @@ const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
   ["ALTER TABLE bucket ADD COLUMN tags TEXT"],
   // Lifecycle rules (JSON, meta/lifecycle.ts), or NULL, and where their pass goes on.
   ["ALTER TABLE bucket ADD COLUMN lifecycle TEXT", "ALTER TABLE bucket ADD COLUMN lifecycle_cursor TEXT"],
+  // Object lock: the bucket's configuration (JSON, meta/object-lock.ts) and each version's lock.
+  ["ALTER TABLE bucket ADD COLUMN object_lock TEXT", "ALTER TABLE objects ADD COLUMN lock TEXT", "ALTER TABLE versions ADD COLUMN lock TEXT"],
 ];
 
 /** Per-bucket settings kept as JSON in a column of the bucket row (the table names the column). */
@@ -129,16 +133,28 @@ export class BucketIndex extends DurableObject {
     migrate(ctx.storage, BUCKET_INDEX_SCHEMA);
   }
 
-  /** Marks the bucket as existing; "exists" (and no change) when it already does. */
-  async init(name: string, created: number): Promise<"created" | "exists"> {
+  /**
+   * Marks the bucket as existing; "exists" (and no change) when it already does. With
+   * `objectLock`, it starts versioned with object lock enabled (CreateBucket's
+   * x-amz-bucket-object-lock-enabled).
+   */
+  async init(name: string, created: number, objectLock = false): Promise<"created" | "exists"> {
     if (this.exists()) return "exists";
     this.present = undefined;
-    this.sql.exec(
-      `INSERT INTO bucket (id, name, created, present) VALUES (1, ?, ?, 1)
-       ON CONFLICT (id) DO UPDATE SET name = excluded.name, created = excluded.created, present = 1`,
-      name,
-      created,
-    );
+    this.status = undefined;
+    this.lock = undefined;
+    this.ctx.storage.transactionSync(() => {
+      this.sql.exec(
+        `INSERT INTO bucket (id, name, created, present) VALUES (1, ?, ?, 1)
+         ON CONFLICT (id) DO UPDATE SET name = excluded.name, created = excluded.created, present = 1`,
+        name,
+        created,
+      );
+      if (objectLock) {
+        versions.setVersioning(this.sql, "Enabled");
+        this.sql.exec("UPDATE bucket SET object_lock = ? WHERE id = 1", JSON.stringify({ enabled: true } satisfies LockConfig));
+      }
+    });
     return "created";
   }
 
@@ -156,12 +172,15 @@ export class BucketIndex extends DurableObject {
       // Uploads in progress go with the bucket (they are not objects, so they do not block it).
       const parts = uploads.allUploadIds(this.sql).flatMap((id) => uploads.deleteUpload(this.sql, id));
       this.addGarbage(parts);
-      this.sql.exec("UPDATE bucket SET present = 0, cors = NULL, tags = NULL, versioning = NULL, lifecycle = NULL, lifecycle_cursor = NULL WHERE id = 1");
+      this.sql.exec(
+        "UPDATE bucket SET present = 0, cors = NULL, tags = NULL, versioning = NULL, lifecycle = NULL, lifecycle_cursor = NULL, object_lock = NULL WHERE id = 1",
+      );
       return { outcome: "dropped", parts };
     });
     this.present = undefined;
     this.status = undefined;
     this.rules = undefined;
+    this.lock = undefined;
     return result.outcome;
   }
 
@@ -199,7 +218,9 @@ export class BucketIndex extends DurableObject {
     return this.ctx.storage.transactionSync((): PutResult => {
       if (!this.exists()) return { ok: false, reason: "NoSuchBucket" };
       if (!conditionHolds(this.record(record.key), condition)) return { ok: false, reason: "PreconditionFailed" };
-      const change = versions.putVersion(this.sql, record);
+      const locked = this.withLock(record, condition);
+      if (typeof locked === "string") return { ok: false, reason: locked };
+      const change = versions.putVersion(this.sql, locked);
       this.setHeal(record.key, heal);
       return { ok: true, ...change, expiry: this.expiryOf(record) };
     });
@@ -209,10 +230,10 @@ export class BucketIndex extends DurableObject {
    * Deletes the current version of `key` (a delete marker in a versioned bucket) or, with
    * `versionId`, that version for good. The outcome is null when there is no such version.
    */
-  async delete(key: string, versionId?: string | null): Promise<{ bucket: boolean; outcome: DeleteOutcome | null }> {
+  async delete(key: string, versionId?: string | null, bypassGovernance = false): Promise<{ bucket: boolean; outcome: DeleteOutcome | null }> {
     return this.ctx.storage.transactionSync(() => {
       if (!this.exists()) return { bucket: false, outcome: null };
-      return { bucket: true, outcome: this.deleteOne(key, versionId) };
+      return { bucket: true, outcome: this.deleteOne(key, versionId, bypassGovernance) };
     });
   }
 
@@ -220,14 +241,23 @@ export class BucketIndex extends DurableObject {
    * Deletes many keys or versions at once (DeleteObjects): one transaction, one round trip. The
    * outcome of each, in order (null: no such version).
    */
-  async deleteMany(items: { key: string; versionId?: string | null }[]): Promise<{ bucket: boolean; outcomes: (DeleteOutcome | null)[] }> {
+  async deleteMany(
+    items: { key: string; versionId?: string | null }[],
+    bypassGovernance = false,
+  ): Promise<{ bucket: boolean; outcomes: (DeleteOutcome | null)[] }> {
     return this.ctx.storage.transactionSync(() => {
       if (!this.exists()) return { bucket: false, outcomes: [] };
-      return { bucket: true, outcomes: items.map((item) => this.deleteOne(item.key, item.versionId)) };
+      return { bucket: true, outcomes: items.map((item) => this.deleteOne(item.key, item.versionId, bypassGovernance)) };
     });
   }
 
-  private deleteOne(key: string, versionId: string | null | undefined): DeleteOutcome | null {
+  private deleteOne(key: string, versionId: string | null | undefined, bypassGovernance: boolean): DeleteOutcome | null {
+    if (versionId !== undefined) {
+      // Deleting a version for good: object lock decides, in this transaction.
+      const found = versions.findVersion(this.sql, key, versionId);
+      const denied = found && !found.marker ? deleteForbidden(found.lock, Date.now(), bypassGovernance) : null;
+      if (denied) return { versionId: versionId ?? "null", marker: false, freed: [], denied };
+    }
     const before = this.record(key);
     const outcome = versionId === undefined ? versions.deleteCurrent(this.sql, key, Date.now()) : versions.deleteVersion(this.sql, key, versionId);
     // The heal entry follows the current object: gone with it, or stale once another took its place.
@@ -251,12 +281,13 @@ export class BucketIndex extends DurableObject {
     return this.exists() ? this.versioningStatus() : undefined;
   }
 
-  /** Enables or suspends versioning (never back to unversioned, as S3); false: no bucket. */
-  async setVersioning(status: "Enabled" | "Suspended"): Promise<boolean> {
-    if (!this.exists()) return false;
+  /** Enables or suspends versioning (never back to unversioned, as S3; never suspended under object lock). */
+  async setVersioning(status: "Enabled" | "Suspended"): Promise<"ok" | "missing" | "locked"> {
+    if (!this.exists()) return "missing";
+    if (status === "Suspended" && this.lockConfig()) return "locked";
     versions.setVersioning(this.sql, status);
     this.status = status;
-    return true;
+    return "ok";
   }
 
   /** One page of ListObjectVersions, or null when there is no bucket. */
@@ -339,11 +370,12 @@ export class BucketIndex extends DurableObject {
 
   // --- multipart uploads ----------------------------------------------------------------------
 
-  async createUpload(upload: UploadInfo): Promise<boolean> {
-    if (!this.exists()) return false;
+  async createUpload(upload: UploadInfo): Promise<"ok" | "NoSuchBucket" | "NoObjectLockConfiguration"> {
+    if (!this.exists()) return "NoSuchBucket";
+    if (upload.lock && !this.lockConfig()) return "NoObjectLockConfiguration";
     uploads.insertUpload(this.sql, upload);
     await this.scheduleStaleUploadCheck();
-    return true;
+    return "ok";
   }
 
   /** The upload (null when there is no such upload for `key`), and whether the bucket exists. */
@@ -391,7 +423,9 @@ export class BucketIndex extends DurableObject {
       const parts = new Map(uploads.listPartRecords(this.sql, uploadId, 0, Number.MAX_SAFE_INTEGER).map((p) => [p.partNumber, p]));
       if (used.some((u) => parts.get(u.partNumber)?.version !== u.version)) return { ok: false, reason: "InvalidPart" };
       if (!conditionHolds(this.record(record.key), condition)) return { ok: false, reason: "PreconditionFailed" };
-      const change = versions.putVersion(this.sql, record);
+      const locked = this.withLock(record, { ...condition, integrity: true });
+      if (typeof locked === "string") return { ok: false, reason: locked };
+      const change = versions.putVersion(this.sql, locked);
       this.setHeal(record.key, heal);
       uploads.deleteUpload(this.sql, uploadId);
       for (const u of used) parts.delete(u.partNumber);
@@ -445,6 +479,78 @@ export class BucketIndex extends DurableObject {
       this.sql.exec("UPDATE bucket SET lifecycle_cursor = NULL WHERE id = 1");
     }
     return true;
+  }
+
+  // --- object lock ----------------------------------------------------------------------------
+
+  /** The bucket's object lock configuration; null: none; undefined: no bucket. */
+  async objectLock(): Promise<LockConfig | null | undefined> {
+    return this.exists() ? this.lockConfig() : undefined;
+  }
+
+  /** Enables object lock (versioning must be Enabled) and sets its default retention. */
+  async setObjectLock(config: LockConfig): Promise<"ok" | "missing" | "not-versioned"> {
+    if (!this.exists()) return "missing";
+    if (this.versioningStatus() !== "Enabled") return "not-versioned";
+    this.sql.exec("UPDATE bucket SET object_lock = ? WHERE id = 1", JSON.stringify(config));
+    this.lock = config;
+    return "ok";
+  }
+
+  /**
+   * Sets a version's retention (mode and date; both absent: removes it) or legal hold, by S3's
+   * rules (meta/object-lock.ts), in one transaction with the check. `versionId` undefined: the
+   * current version.
+   */
+  async setVersionLock(
+    key: string,
+    versionId: string | null | undefined,
+    change: { retention: Pick<ObjectLock, "mode" | "until"> } | { legalHold: boolean },
+    bypassGovernance = false,
+  ): Promise<{ result: "ok" | "no-bucket" | "no-lock" | "no-key" | "no-version" | "marker" } | { result: "denied"; reason: string }> {
+    return this.ctx.storage.transactionSync(() => {
+      if (!this.exists()) return { result: "no-bucket" as const };
+      if (!this.lockConfig()) return { result: "no-lock" as const };
+      const found = versionId === undefined ? this.currentVersion(key) : versions.findVersion(this.sql, key, versionId);
+      if (!found) return { result: versionId === undefined ? ("no-key" as const) : ("no-version" as const) };
+      if (found.marker) return { result: "marker" as const };
+      const current = found.lock ?? {};
+      let next: ObjectLock;
+      if ("legalHold" in change) next = { ...current, legalHold: change.legalHold };
+      else {
+        const reason = retentionChangeForbidden(current, change.retention, Date.now(), bypassGovernance);
+        if (reason) return { result: "denied" as const, reason };
+        next = { ...(current.legalHold !== undefined ? { legalHold: current.legalHold } : {}), ...change.retention };
+      }
+      versions.setLock(this.sql, key, found.seq, next);
+      return { result: "ok" as const };
+    });
+  }
+
+  /** The key's current version (an object or a delete marker), with its place. */
+  private currentVersion(key: string): versions.StoredVersion | null {
+    const current = versions.currentObject(this.sql, key);
+    return current ? { ...current, marker: false } : versions.currentMarker(this.sql, key);
+  }
+
+  /**
+   * `record` with the lock it is written with: its own, or the bucket's default retention. A
+   * string when object lock refuses the write.
+   */
+  private withLock(record: ObjectRecord, condition: WriteCondition): ObjectRecord | LockRefusal {
+    const config = this.lockConfig();
+    if (record.lock && !config) return "NoObjectLockConfiguration";
+    const lock = record.lock?.mode !== undefined ? record.lock : { ...defaultLock(config, record.lastModified), ...record.lock };
+    if ((retained(lock, record.lastModified) || lock.legalHold) && !condition.integrity) return "IntegrityRequired";
+    return lock.mode !== undefined || lock.legalHold !== undefined ? { ...record, lock } : record;
+  }
+
+  private lockConfig(): LockConfig | null {
+    if (this.lock === undefined) {
+      const row = this.sql.exec<{ object_lock: string | null }>("SELECT object_lock FROM bucket WHERE id = 1").toArray()[0];
+      this.lock = row?.object_lock ? (JSON.parse(row.object_lock) as LockConfig) : null;
+    }
+    return this.lock;
   }
 
   // --- lifecycle ------------------------------------------------------------------------------
@@ -608,6 +714,7 @@ export class BucketIndex extends DurableObject {
   /** The versioning state, remembered like `present` (only this instance changes it). */
   private status: VersioningStatus | undefined;
   private rules: LifecycleRule[] | undefined;
+  private lock: LockConfig | null | undefined;
 
   private versioningStatus(): VersioningStatus {
     this.status ??= versions.versioning(this.sql);

@@ -2,6 +2,7 @@
 // them to a bucket's index a bounded batch at a time (BucketIndex calls it inside a transaction, so
 // every decision is made on the state it changes). The clock is an argument: tests move it.
 import { prefixEnd } from "./keys";
+import { deleteForbidden } from "./object-lock";
 import type { Expiry, ObjectRecord, PartRecord } from "./types";
 import * as uploads from "./uploads";
 import * as versions from "./versions";
@@ -158,7 +159,8 @@ function applyToKey(
       if (!n || newerNoncurrent < (n.newerVersions ?? 0) || afterDays(since, n.days) > now) return false;
       return matches(r.filter, key, v.marker ? null : v.size, () => (v.marker ? [] : tagsOf(v.manifest)));
     });
-    if (!due) continue;
+    // Object lock outranks lifecycle: a retained or held version stays.
+    if (!due || (!v.marker && deleteForbidden(v.lock, now, false))) continue;
     const gone = versions.deleteVersion(sql, key, v.versionId);
     if (gone) freed.push(...gone.freed);
     counts.noncurrent++;

@@ -2,6 +2,7 @@
 // encoding (core/src/manifest.rs): the index keeps it in one piece, next to the few fields listing
 // needs, so a GET is one metadata call.
 import type { ChecksumKind, ManifestPart, ObjectChecksum } from "../core-api";
+import type { ObjectLock } from "./object-lock";
 
 /** One object version as the index holds it. */
 export interface ObjectRecord {
@@ -15,10 +16,12 @@ export interface ObjectRecord {
   lastModified: number;
   /** The core's binary manifest (Core.encodeManifest). */
   manifest: Uint8Array;
+  /** Retention and legal hold (object lock); absent: none. */
+  lock?: ObjectLock;
 }
 
 /** What a listing returns per object. */
-export type ObjectSummary = Omit<ObjectRecord, "manifest" | "versionId">;
+export type ObjectSummary = Omit<ObjectRecord, "manifest" | "versionId" | "lock">;
 
 /** A bucket's versioning state; null: never configured (unversioned). */
 export type VersioningStatus = "Enabled" | "Suspended" | null;
@@ -80,6 +83,8 @@ export interface DeleteOutcome {
   marker: boolean;
   /** Versions gone for good: their shard files are deleted after the answer. */
   freed: ObjectRecord[];
+  /** Why object lock refused the delete (nothing changed). */
+  denied?: string;
 }
 
 export interface ListQuery {
@@ -108,13 +113,19 @@ export interface WriteCondition {
   ifNoneMatchEtag?: string;
   /** Only if the current object's ETag is this (If-Match), without quotes. */
   ifMatch?: string;
+  /** The write carried Content-MD5 or a checksum: object lock requires one when a retention applies. */
+  integrity?: boolean;
 }
 
 /** A committed write: the new version's id for x-amz-version-id (absent when the bucket is
  *  unversioned), and the versions it replaced for good (their shard files are to be deleted). */
 export type PutResult =
   | { ok: true; versionId?: string; freed: ObjectRecord[]; expiry: Expiry | null }
-  | { ok: false; reason: "NoSuchBucket" | "PreconditionFailed" };
+  | { ok: false; reason: "NoSuchBucket" | "PreconditionFailed" | LockRefusal };
+
+/** Why object lock refused a write: lock headers on a bucket without object lock, or a retained
+ *  write without Content-MD5 or a checksum. */
+export type LockRefusal = "NoObjectLockConfiguration" | "IntegrityRequired";
 
 export interface BucketInfo {
   name: string;
@@ -137,6 +148,8 @@ export interface UploadInfo {
   checksumAlgorithm: string | null;
   /** x-amz-checksum-type, or null when the upload has no checksum algorithm. */
   checksumType: ChecksumKind | null;
+  /** The object lock the object gets when completed. */
+  lock?: ObjectLock;
 }
 
 /** Shard files to delete: the part whose files they are (meta/bucket-index.ts `garbage`). */
@@ -193,4 +206,4 @@ export interface ListUploadsPage {
 
 export type CompleteResult =
   | { ok: true; versionId?: string; freed: ObjectRecord[]; unused: PartRecord[]; expiry: Expiry | null }
-  | { ok: false; reason: "NoSuchBucket" | "NoSuchUpload" | "InvalidPart" | "PreconditionFailed" };
+  | { ok: false; reason: "NoSuchBucket" | "NoSuchUpload" | "InvalidPart" | "PreconditionFailed" | LockRefusal };

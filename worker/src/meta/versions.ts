@@ -7,6 +7,7 @@
 // the highest. The null version (version id NULL: written while the bucket was unversioned or
 // suspended) is at most one per key.
 import { commonPrefixOf, compareKeys, prefixEnd } from "./keys";
+import type { ObjectLock } from "./object-lock";
 import type { ListVersionsPage, ListVersionsQuery, ObjectRecord, VersionSummary, VersioningStatus } from "./types";
 
 /** Schema version 5 of the bucket index (see BUCKET_INDEX_SCHEMA). */
@@ -46,11 +47,20 @@ export type StoredVersion =
   | (ObjectRecord & { marker: false; seq: number })
   | { key: string; versionId: string | null; marker: true; seq: number; lastModified: number };
 
-type ObjectRow = { key: string; size: number; etag: string; last_modified: number; manifest: ArrayBuffer; version_id: string | null; seq: number };
+type ObjectRow = {
+  key: string;
+  size: number;
+  etag: string;
+  last_modified: number;
+  manifest: ArrayBuffer;
+  version_id: string | null;
+  seq: number;
+  lock: string | null;
+};
 type VersionRow = Omit<ObjectRow, "manifest"> & { marker: number; manifest: ArrayBuffer | null };
 
-const OBJECT_COLUMNS = "key, size, etag, last_modified, manifest, version_id, seq";
-const VERSION_COLUMNS = "key, size, etag, last_modified, manifest, version_id, seq, marker";
+const OBJECT_COLUMNS = "key, size, etag, last_modified, manifest, version_id, seq, lock";
+const VERSION_COLUMNS = "key, size, etag, last_modified, manifest, version_id, seq, marker, lock";
 
 export function versioning(sql: SqlStorage): VersioningStatus {
   return sql.exec<{ versioning: VersioningStatus }>("SELECT versioning FROM bucket WHERE id = 1").toArray()[0]?.versioning ?? null;
@@ -337,9 +347,9 @@ function promoteNewest(sql: SqlStorage, key: string): void {
 
 function writeObject(sql: SqlStorage, record: ObjectRecord, seq: number): void {
   sql.exec(
-    `INSERT INTO objects (key, size, etag, last_modified, manifest, version_id, seq) VALUES (?, ?, ?, ?, ?, ?, ?)
+    `INSERT INTO objects (key, size, etag, last_modified, manifest, version_id, seq, lock) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (key) DO UPDATE SET size = excluded.size, etag = excluded.etag, last_modified = excluded.last_modified,
-       manifest = excluded.manifest, version_id = excluded.version_id, seq = excluded.seq`,
+       manifest = excluded.manifest, version_id = excluded.version_id, seq = excluded.seq, lock = excluded.lock`,
     record.key,
     record.size,
     record.etag,
@@ -347,12 +357,24 @@ function writeObject(sql: SqlStorage, record: ObjectRecord, seq: number): void {
     toArrayBuffer(record.manifest),
     record.versionId,
     seq,
+    lockColumn(record.lock),
   );
+}
+
+/** The `lock` column: JSON, or NULL for none. */
+function lockColumn(lock: ObjectLock | undefined): string | null {
+  return lock && (lock.mode !== undefined || lock.legalHold !== undefined) ? JSON.stringify(lock) : null;
+}
+
+/** Replaces the lock of version `versionId` of `key` (it exists: the caller found it). */
+export function setLock(sql: SqlStorage, key: string, seq: number, lock: ObjectLock): void {
+  const table = currentObject(sql, key)?.seq === seq ? "objects" : "versions";
+  sql.exec(`UPDATE ${table} SET lock = ? WHERE key = ? AND seq = ?`, lockColumn(lock), key, seq);
 }
 
 function insertVersion(sql: SqlStorage, v: StoredVersion): void {
   sql.exec(
-    `INSERT INTO versions (key, seq, version_id, marker, size, etag, last_modified, manifest) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO versions (key, seq, version_id, marker, size, etag, last_modified, manifest, lock) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     v.key,
     v.seq,
     v.versionId,
@@ -361,11 +383,21 @@ function insertVersion(sql: SqlStorage, v: StoredVersion): void {
     v.marker ? "" : v.etag,
     v.lastModified,
     v.marker ? null : toArrayBuffer(v.manifest),
+    v.marker ? null : lockColumn(v.lock),
   );
 }
 
 function objectOf(row: ObjectRow): ObjectRecord {
-  return { key: row.key, versionId: row.version_id, size: row.size, etag: row.etag, lastModified: row.last_modified, manifest: new Uint8Array(row.manifest) };
+  const record: ObjectRecord = {
+    key: row.key,
+    versionId: row.version_id,
+    size: row.size,
+    etag: row.etag,
+    lastModified: row.last_modified,
+    manifest: new Uint8Array(row.manifest),
+  };
+  if (row.lock !== null) record.lock = JSON.parse(row.lock) as ObjectLock;
+  return record;
 }
 
 function versionOf(row: VersionRow): StoredVersion {
@@ -379,7 +411,8 @@ function withoutSeq(current: ObjectRecord & { seq: number }): ObjectRecord {
 }
 
 function recordOf(v: StoredVersion & { marker: false }): ObjectRecord {
-  return { key: v.key, versionId: v.versionId, size: v.size, etag: v.etag, lastModified: v.lastModified, manifest: v.manifest };
+  const { marker: _, seq: __, ...record } = v;
+  return record;
 }
 
 function summaryOf(v: StoredVersion, isLatest: boolean): VersionSummary {

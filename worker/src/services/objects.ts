@@ -5,6 +5,7 @@ import type { Env, GatewayConfig } from "../config";
 import type { Core, Manifest, ManifestPart, ObjectChecksum } from "../core-api";
 import { bucketIndex } from "../meta/stubs";
 import { expirationHeader } from "../meta/lifecycle";
+import type { ObjectLock } from "../meta/object-lock";
 import type { Expiry, ObjectRecord, PutResult, WriteCondition } from "../meta/types";
 import { metrics } from "../observability/metrics";
 import { noSuchBucket, noSuchKey, preconditionFailed, S3Error } from "../s3-error";
@@ -65,8 +66,22 @@ export function expiryHeader(expiry: Expiry | null | undefined): Record<string, 
   return expiry ? { "x-amz-expiration": expirationHeader(expiry) } : {};
 }
 
-/** What a new object version is made of (the manifest less its timestamp). */
-export type NewObject = Omit<Manifest, "lastModifiedMs"> & { key: string };
+/** What a new object version is made of (the manifest less its timestamp), and its lock. */
+export type NewObject = Omit<Manifest, "lastModifiedMs"> & { key: string; lock?: ObjectLock };
+
+/** The S3 error for a write the index refused. */
+export function writeRefused(bucket: string, reason: Exclude<PutResult, { ok: true }>["reason"]): S3Error {
+  switch (reason) {
+    case "NoSuchBucket":
+      return noSuchBucket(bucket);
+    case "PreconditionFailed":
+      return preconditionFailed();
+    case "NoObjectLockConfiguration":
+      return new S3Error("InvalidRequest", "Bucket is missing Object Lock Configuration");
+    case "IntegrityRequired":
+      return new S3Error("InvalidRequest", "Content-MD5 OR x-amz-checksum- HTTP header is required for Put Object requests with Object Lock parameters");
+  }
+}
 
 /**
  * Commits a manifest atomically, with the write's conditions. On failure the data this request
@@ -80,7 +95,7 @@ export async function commitObject(
   condition: WriteCondition | undefined,
   written: readonly WrittenPart[],
 ): Promise<{ lastModified: number; versionId?: string; expiry: Expiry | null }> {
-  const { key, ...rest } = object;
+  const { key, lock, ...rest } = object;
   const manifest: Manifest = { ...rest, lastModifiedMs: Date.now() };
   let result: PutResult;
   try {
@@ -92,10 +107,11 @@ export async function commitObject(
       etag: manifest.etag,
       lastModified: manifest.lastModifiedMs,
       manifest: ctx.core.encodeManifest(manifest),
+      ...(lock ? { lock } : {}),
     };
     const missed = written.some((w) => w.missedShards.length > 0);
     result = await bucketIndex(ctx.env, bucket).put(record, condition, missed ? UNDER_REPLICATED : null);
-    if (!result.ok) throw result.reason === "NoSuchBucket" ? noSuchBucket(bucket) : preconditionFailed();
+    if (!result.ok) throw writeRefused(bucket, result.reason);
   } catch (e) {
     ctx.waitUntil(
       removeParts(
