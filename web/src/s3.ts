@@ -3,6 +3,7 @@
 // with XMLHttpRequest, the only browser API that reports upload progress.
 import { AwsClient } from "aws4fetch";
 import { errorFrom, errorFromText, S3Error } from "./errors";
+import { childText, children, dateOf, parseXml, xmlEscape } from "./xml";
 
 export interface Credentials {
   accessKeyId: string;
@@ -98,32 +99,7 @@ export function objectPath(bucket: string, key = ""): string {
   return `/${encodeSegment(bucket)}/${key.split("/").map(encodeSegment).join("/")}`;
 }
 
-type Query = Record<string, string | number | null | undefined>;
-
-function childText(el: Element, name: string): string {
-  for (const c of Array.from(el.children)) if (c.localName === name) return c.textContent ?? "";
-  return "";
-}
-
-function children(el: Element, name: string): Element[] {
-  return Array.from(el.children).filter((c) => c.localName === name);
-}
-
-function parseXml(text: string): Element {
-  const doc = new DOMParser().parseFromString(text, "application/xml");
-  if (doc.querySelector("parsererror")) throw new S3Error(502, "MalformedResponse", "The gateway sent a response the console cannot read");
-  return doc.documentElement;
-}
-
-function dateOf(s: string): Date | null {
-  if (!s) return null;
-  const d = new Date(s);
-  return Number.isNaN(d.getTime()) ? null : d;
-}
-
-function xmlEscape(s: string): string {
-  return s.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
+export type Query = Record<string, string | number | null | undefined>;
 
 export class S3Client {
   private readonly aws: AwsClient;
@@ -208,8 +184,9 @@ export class S3Client {
     return Array.from(list).map((b) => ({ name: childText(b, "Name"), created: dateOf(childText(b, "CreationDate")) }));
   }
 
-  async createBucket(name: string): Promise<void> {
-    await this.request("PUT", `/${encodeSegment(name)}`);
+  /** Creates a bucket; with `objectLock`, versioned for good and able to lock versions (WORM). */
+  async createBucket(name: string, objectLock = false): Promise<void> {
+    await this.request("PUT", `/${encodeSegment(name)}`, { headers: objectLock ? { "x-amz-bucket-object-lock-enabled": "true" } : {} });
   }
 
   async getVersioning(bucket: string): Promise<VersioningStatus> {

@@ -8,6 +8,7 @@ import type { ListPage, ObjectEntry } from "../s3";
 import { confirmDialog, h, humanDate, humanSize, icon, mount, toast } from "../ui";
 import { filesFromDrop } from "../upload";
 import { openObject } from "./object";
+import { protectionPanel } from "./protection";
 import { versioningSwitch } from "./versions";
 
 type SortKey = "name" | "size" | "date";
@@ -160,7 +161,13 @@ export async function renderBrowser(app: App, bucket: string, prefix: string): P
     if (files.length) app.uploads.add(bucket, prefix, files);
   });
 
-  mount(app.main, h("nav", { "aria-label": "Breadcrumb", class: "crumbs" }, h("ol", null, crumbs)), versioningSwitch(app, bucket), card);
+  mount(
+    app.main,
+    h("nav", { "aria-label": "Breadcrumb", class: "crumbs" }, h("ol", null, crumbs)),
+    versioningSwitch(app, bucket),
+    protectionPanel(app, bucket),
+    card,
+  );
 
   function isCurrent(): boolean {
     const r = routeOf(location.hash);

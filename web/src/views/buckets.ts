@@ -12,6 +12,7 @@ export async function renderBuckets(app: App): Promise<void> {
     spellcheck: false,
     autocapitalize: "off",
   });
+  const objectLock = h("input", { id: "new-bucket-lock", type: "checkbox" });
   const formError = h("p", { class: "error", role: "alert" });
   const form = h(
     "form",
@@ -22,9 +23,10 @@ export async function renderBuckets(app: App): Promise<void> {
         formError.textContent = "";
         const bucket = name.value.trim();
         try {
-          await app.s3.createBucket(bucket);
-          toast(`Bucket ${bucket} created.`);
+          await app.s3.createBucket(bucket, objectLock.checked);
+          toast(objectLock.checked ? `Bucket ${bucket} created, versioned, with object lock.` : `Bucket ${bucket} created.`);
           name.value = "";
+          objectLock.checked = false;
           await load();
         } catch (err) {
           formError.textContent = messageOf(err);
@@ -33,6 +35,7 @@ export async function renderBuckets(app: App): Promise<void> {
     },
     h("label", { for: "new-bucket" }, "New bucket name"),
     name,
+    h("label", { class: "check small", title: "Versions can be locked against deletion (WORM); versioning stays on for good." }, objectLock, " Object lock"),
     h("button", { type: "submit", class: "primary" }, "Create bucket"),
   );
   mount(app.main, h("div", { class: "page-head" }, h("h1", null, "Buckets")), h("div", { class: "card" }, form, formError), list);

@@ -5,6 +5,7 @@ import { markdownToHtml } from "../markdown";
 import type { App } from "../app";
 import { objectPath, type ObjectHead } from "../s3";
 import { confirmDialog, h, humanDate, humanSize, icon, mount, openDialog, toast } from "../ui";
+import { renderObjectLock } from "./protection";
 import { renderVersions } from "./versions";
 
 const EXPIRIES: [string, number][] = [
@@ -70,6 +71,7 @@ export function openObject(app: App, bucket: string, key: string, changed: () =>
   const meta = h("div", { class: "metadata" });
   const layout = h("div", { class: "layout" }, h("p", { class: "muted" }, "Loading the layout…"));
   const versions = h("div", { class: "versions-list" }, h("p", { class: "muted small" }, "Loading the versions…"));
+  const objectLock = h("div", { class: "object-lock" });
 
   const expiry = h(
     "select",
@@ -153,6 +155,7 @@ export function openObject(app: App, bucket: string, key: string, changed: () =>
       ),
       h("section", { "aria-labelledby": "details-title" }, h("h3", { id: "details-title" }, "Details"), details),
       h("section", { "aria-labelledby": "meta-title" }, h("h3", { id: "meta-title" }, "User metadata"), meta),
+      h("section", { "aria-labelledby": "object-lock-title" }, h("h3", { id: "object-lock-title" }, "Object lock"), objectLock),
       h("section", { "aria-labelledby": "versions-title" }, h("h3", { id: "versions-title" }, "Versions"), versions),
     ),
     h("section", { class: "object-layout", "aria-labelledby": "layout-title" }, h("h3", { id: "layout-title" }, "Erasure layout"), layout),
@@ -170,6 +173,7 @@ export function openObject(app: App, bucket: string, key: string, changed: () =>
     }
     renderDetails(details, bucket, key, head);
     renderMetadata(app, meta, bucket, key, head, changed);
+    void renderObjectLock(app, objectLock, bucket, key, head.headers);
     await renderPreview(app, preview, bucket, key, head);
   })();
   void renderLayout(app, layout, bucket, key);

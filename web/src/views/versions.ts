@@ -3,6 +3,7 @@
 // for good), delete markers included.
 import { messageOf } from "../errors";
 import type { App } from "../app";
+import { lockState } from "../protection";
 import type { ObjectVersion, VersioningStatus } from "../s3";
 import { confirmDialog, h, humanDate, humanSize, mount, toast } from "../ui";
 
@@ -43,10 +44,15 @@ export function versioningSwitch(app: App, bucket: string): HTMLElement {
       toast(messageOf(err), "error");
     }
   });
-  void app.s3.getVersioning(bucket).then(
-    (s) => {
+  void Promise.all([app.s3.getVersioning(bucket), lockState(app.s3, bucket)]).then(
+    ([s, lock]) => {
       status = s;
       show();
+      // Object lock keeps versioning on for good: nothing to switch.
+      if (lock) {
+        text.textContent = "Versioning is on for good (the bucket has object lock): every upload and delete keeps the previous versions.";
+        button.hidden = true;
+      }
     },
     (err) => (text.textContent = messageOf(err)),
   );

@@ -6,7 +6,7 @@
 import type { ChecksumKind, ObjectChecksum } from "../core-api";
 import { newUploadId } from "../meta/uploads";
 import type { PartRecord, UploadInfo } from "../meta/types";
-import { S3Error, noSuchBucket, preconditionFailed } from "../s3-error";
+import { S3Error, noSuchBucket } from "../s3-error";
 import { removeParts, storageIds } from "../storage/remove";
 import { writePart, type WrittenPart } from "../storage/write-part";
 import {
