@@ -11,7 +11,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
-import { CREDENTIALS, METRICS_TOKEN } from "./tests/shared/credentials";
+import { CREDENTIALS, MASTER_KEY, METRICS_TOKEN } from "./tests/shared/credentials";
 
 const root = fileURLToPath(new URL(".", import.meta.url));
 
@@ -43,6 +43,7 @@ export default defineConfig({
                 SHARDGATE_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
                 SHARDGATE_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey,
                 SHARDGATE_METRICS_TOKEN: METRICS_TOKEN,
+                SHARDGATE_MASTER_KEY: MASTER_KEY,
               },
             },
           }),

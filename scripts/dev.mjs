@@ -7,10 +7,11 @@
 // Credentials: SHARDGATE_ACCESS_KEY_ID / SHARDGATE_SECRET_ACCESS_KEY from the environment, or the
 // local defaults (never built into the Worker: a deployment without secrets refuses all).
 import { spawn } from "node:child_process";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { freePort } from "./lib/free-port.mjs";
-import { LOCAL_DEFAULTS, printBanner, waitHealthy } from "./lib/serving.mjs";
+import { LOCAL_DEFAULTS, masterKey, printBanner, waitHealthy } from "./lib/serving.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
@@ -40,6 +41,7 @@ const wrangler = spawn(
     ...["--ip", opts.ip, "--port", opts.port, "--inspector-port", String(inspectorPort)],
     "--show-interactive-dev-session=false",
     ...["--var", `SHARDGATE_ACCESS_KEY_ID:${credentials.accessKeyId}`, "--var", `SHARDGATE_SECRET_ACCESS_KEY:${credentials.secretAccessKey}`],
+    ...["--var", `SHARDGATE_MASTER_KEY:${masterKey(opts["persist-to"] ?? join(root, ".wrangler/state"))}`],
     ...(opts["persist-to"] ? ["--persist-to", opts["persist-to"]] : []),
     ...wranglerArgs,
   ],

@@ -5,6 +5,10 @@
 // `Expect: 100-continue` themselves once the Worker reads the body, so the AWS SDKs, the AWS CLI
 // and curl do not wait before sending it (tests/node/dev-server.test.ts checks that on both).
 
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
 /**
  * Polls `url` until it answers 200; false after `timeoutMs` or once `gone()` says the server exited.
  * @param {string} url
@@ -21,6 +25,22 @@ export async function waitHealthy(url, { timeoutMs, gone }) {
     await new Promise((r) => setTimeout(r, 100));
   }
   return false;
+}
+
+/**
+ * The master key access keys' secrets are sealed under (SHARDGATE_MASTER_KEY): from the environment,
+ * else kept in `dir`/master.key, made at the first start (64 random hex digits, readable by the
+ * owner only). Losing it makes every access key but the root key unusable.
+ * @param {string} dir
+ */
+export function masterKey(dir) {
+  if (process.env.SHARDGATE_MASTER_KEY) return process.env.SHARDGATE_MASTER_KEY;
+  const file = join(dir, "master.key");
+  if (!existsSync(file)) {
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(file, `${randomBytes(32).toString("hex")}\n`, { mode: 0o600, flag: "wx" });
+  }
+  return readFileSync(file, "utf8").trim();
 }
 
 /** The credentials `npm start` and `npm run dev` use when the environment sets none. */

@@ -12,6 +12,7 @@
 //         "region": "us-east-1", "accessKeyId": "…", "secretAccessKey": "…" }
 //     ],
 //     "credentials": { "accessKeyId": "…", "secretAccessKey": "…" },   // the S3 API's root key
+//     "masterKey": "…",                      // seals other access keys' secrets (default: dataDir/master.key, made once)
 //     "vars": { "SHARDGATE_INLINE_BYTES": "4096" }                      // any other Worker var
 //   }
 //
@@ -19,7 +20,7 @@
 // the file; without either, the local defaults are used and said so.
 import { existsSync, readFileSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
-import { LOCAL_DEFAULTS } from "./serving.mjs";
+import { LOCAL_DEFAULTS, masterKey } from "./serving.mjs";
 
 const DEFAULT_NODES = 6;
 
@@ -47,7 +48,19 @@ export function loadShardgateConfig({ root, file, overrides }) {
       ? { accessKeyId: env.SHARDGATE_ACCESS_KEY_ID, secretAccessKey: env.SHARDGATE_SECRET_ACCESS_KEY }
       : (raw.credentials ?? LOCAL_DEFAULTS);
   if (!credentials.accessKeyId || !credentials.secretAccessKey) throw new Error("config: credentials need accessKeyId and secretAccessKey");
-  return { file: existsSync(path) ? path : null, ip, port, dataDir, dataShards, parityShards, nodes, credentials, vars: stringVars(raw.vars ?? {}) };
+  const master = env.SHARDGATE_MASTER_KEY || raw.masterKey || masterKey(dataDir);
+  return {
+    file: existsSync(path) ? path : null,
+    ip,
+    port,
+    dataDir,
+    dataShards,
+    parityShards,
+    nodes,
+    credentials,
+    masterKey: master,
+    vars: stringVars(raw.vars ?? {}),
+  };
 }
 
 function parseJson(path) {

@@ -37,6 +37,7 @@ export function workerdConfig({ wrangler, config, bundle, configDir, assetsDir, 
     SHARDGATE_PARITY_SHARDS: String(config.parityShards),
     SHARDGATE_ACCESS_KEY_ID: config.credentials.accessKeyId,
     SHARDGATE_SECRET_ACCESS_KEY: config.credentials.secretAccessKey,
+    SHARDGATE_MASTER_KEY: config.masterKey,
   };
   if (diskNodes.length) vars.SHARDGATE_DISK_NODES = diskNodes.map((n) => n.id).join(",");
   if (s3Nodes.length) vars.SHARDGATE_S3_NODES = JSON.stringify(Object.fromEntries(s3Nodes.map(({ id, type: _, ...spec }) => [id, spec])));

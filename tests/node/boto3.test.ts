@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { AwsClient } from "aws4fetch";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CREDENTIALS, Gateway } from "./gateway";
 import { clientEnv, pythonTool, ROOT, runOk } from "./tools";
@@ -287,6 +288,48 @@ describe("boto3 against the gateway", () => {
     expect(r.unheld).toBeNull();
     expect(r.still_sealed).toBe("s");
     expect(r.left).toEqual(["sealed"]);
+  });
+
+  it("access keys made through the admin API: each does what its rights on the bucket allow, and a disabled key nothing", async () => {
+    const admin = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1", retries: 0 });
+    const call = async (method: string, path: string, body?: unknown) => {
+      const res = await admin.fetch(`${gateway.base}/_shardgate/admin${path}`, { method, body: body === undefined ? undefined : JSON.stringify(body) });
+      expect(res.status, await res.clone().text()).toBeLessThan(300);
+      return res.status === 204 ? null : ((await res.json()) as { id: string; secret: string });
+    };
+    await admin.fetch(`${gateway.base}/boto3-keys`, { method: "PUT" });
+    await admin.fetch(`${gateway.base}/boto3-keys/shared.txt`, { method: "PUT", body: "shared" });
+    const keys: Record<string, { id: string; secret: string }> = {};
+    for (const [name, rights] of [
+      ["reader", { read: true }],
+      ["writer", { write: true }],
+      ["owner", { read: true, write: true, owner: true }],
+      ["stranger", null],
+    ] as const) {
+      const key = (await call("POST", "/keys", { name })) as { id: string; secret: string };
+      if (rights) await call("PUT", `/keys/${key.id}/buckets/boto3-keys`, rights);
+      keys[name] = { id: key.id, secret: key.secret };
+    }
+    const denied = { code: "AccessDenied", status: 403 };
+    const r = await boto3("access-keys", { bucket: "boto3-keys", keys });
+    expect(r.reader).toEqual({ buckets: ["boto3-keys"], put: denied, get: null, list: null, delete: denied, versioning: denied, presigned: "shared" });
+    expect(r.writer).toEqual({ buckets: ["boto3-keys"], put: null, get: denied, list: denied, delete: null, versioning: denied, presigned: 403 });
+    expect(r.owner).toEqual({ buckets: ["boto3-keys"], put: null, get: null, list: null, delete: null, versioning: null, presigned: "shared" });
+    expect(r.stranger).toEqual({ buckets: [], put: denied, get: denied, list: denied, delete: denied, versioning: denied, presigned: 403 });
+
+    // Disabled: refused at once (the admin call and the requests reach the same Worker).
+    await call("PATCH", `/keys/${keys.reader.id}`, { enabled: false });
+    const off = await boto3("access-keys", { bucket: "boto3-keys", keys: { reader: keys.reader } });
+    const invalid = { code: "InvalidAccessKeyId", status: 403 };
+    expect(off.reader).toEqual({
+      buckets: "InvalidAccessKeyId",
+      put: invalid,
+      get: invalid,
+      list: invalid,
+      delete: invalid,
+      versioning: invalid,
+      presigned: 403,
+    });
   });
 
   it("copy_object (COPY and REPLACE metadata) and delete_objects", async () => {

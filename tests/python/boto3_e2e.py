@@ -31,12 +31,16 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 
-def client(pool=10):
+def client(pool=10, key=None):
+    """A client with the environment's credentials, or with `key` ({"id", "secret"}) when given
+    (then presigning with SigV4: botocore's default for a custom endpoint is Signature V2)."""
+    creds = {"aws_access_key_id": key["id"], "aws_secret_access_key": key["secret"]} if key else {}
     s3 = boto3.client(
         "s3",
         endpoint_url=os.environ["SHARDGATE_ENDPOINT"],
         region_name="us-east-1",
-        config=Config(retries={"total_max_attempts": 1}, max_pool_connections=pool),
+        config=Config(retries={"total_max_attempts": 1}, max_pool_connections=pool, **({"signature_version": "s3v4"} if key else {})),
+        **creds,
     )
     return s3
 
@@ -587,6 +591,35 @@ def cmd_many_versions(args):
     return {"written": sum(len(v) for v in written.values()), "listed": sum(len(v) for v in listed.values()), "pages": pages, "order_ok": ok, "latest_ok": latest_ok}
 
 
+def cmd_access_keys(args):
+    """What keys made through the admin API may do, each with its own boto3 client: the buckets it
+    lists, and per operation on `bucket` its result or S3 error code."""
+    import urllib.request
+
+    bucket = args["bucket"]
+    out = {}
+    for name, key in args["keys"].items():
+        s3 = client(key=key)
+        r = {}
+        try:
+            r["buckets"] = [b["Name"] for b in s3.list_buckets()["Buckets"]]
+        except ClientError as e:
+            r["buckets"] = e.response["Error"]["Code"]
+        r["put"] = error_of(lambda: s3.put_object(Bucket=bucket, Key=f"by-{name}.txt", Body=name.encode()))
+        r["get"] = error_of(lambda: s3.get_object(Bucket=bucket, Key="shared.txt")["Body"].read())
+        r["list"] = error_of(lambda: s3.list_objects_v2(Bucket=bucket))
+        r["delete"] = error_of(lambda: s3.delete_object(Bucket=bucket, Key="nothing-here.txt"))
+        r["versioning"] = error_of(lambda: s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"}))
+        url = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "shared.txt"}, ExpiresIn=300)
+        try:
+            with urllib.request.urlopen(url) as res:
+                r["presigned"] = res.read().decode()
+        except urllib.error.HTTPError as e:
+            r["presigned"] = e.code
+        out[name] = r
+    return out
+
+
 COMMANDS = {
     "transfer": cmd_transfer,
     "checksums": cmd_checksums,
@@ -602,6 +635,7 @@ COMMANDS = {
     "bucket-settings": cmd_bucket_settings,
     "lifecycle": cmd_lifecycle,
     "object-lock": cmd_object_lock,
+    "access-keys": cmd_access_keys,
 }
 
 

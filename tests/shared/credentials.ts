@@ -4,3 +4,6 @@ export const CREDENTIALS = { accessKeyId: "shardgate", secretAccessKey: "shardga
 
 /** SHARDGATE_METRICS_TOKEN in the workers test pool. */
 export const METRICS_TOKEN = "test-metrics-token";
+
+/** SHARDGATE_MASTER_KEY in the workers test pool (other gateways make their own: scripts/lib/serving.mjs). */
+export const MASTER_KEY = "test-master-key-0123456789abcdef0123456789abcdef";

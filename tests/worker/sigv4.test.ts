@@ -5,7 +5,7 @@ import { AwsV4Signer } from "aws4fetch";
 import { describe, expect, it } from "vitest";
 import { decodeAwsChunked } from "../../worker/src/auth/aws-chunked";
 import { constantTimeEqual } from "../../worker/src/auth/crypto";
-import { authenticate, canonicalUri, type Authenticated, type Credentials } from "../../worker/src/auth/sigv4";
+import { authenticate, canonicalUri, onlyKey, type Authenticated, type Credentials } from "../../worker/src/auth/sigv4";
 import { S3Error } from "../../worker/src/s3-error";
 
 const CREDS: Credentials = { accessKeyId: "AKIDSHARDGATETEST", secretAccessKey: "s3cr3t/with+special=chars" };
@@ -197,7 +197,7 @@ describe("authenticate: Authorization header", () => {
   it("accepts a signed GET (UNSIGNED-PAYLOAD) and reports the key, no body, no trailers", async () => {
     const req = await signed(`${HOST}/bucket/key.txt`);
     expect(req.headers.get("authorization")).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIDSHARDGATETEST\//);
-    const auth = await authenticate(req, CREDS, OPTS);
+    const auth = await authenticate(req, onlyKey(CREDS), OPTS);
     expect(auth.accessKeyId).toBe(CREDS.accessKeyId);
     expect(auth.body).toBeNull();
     expect([...(await auth.trailers)]).toEqual([]);
@@ -206,7 +206,7 @@ describe("authenticate: Authorization header", () => {
   it("passes an UNSIGNED-PAYLOAD body through with its content-length", async () => {
     const body = randomBytes(100_000);
     const req = await signed(`${HOST}/bucket/big.bin`, { method: "PUT", body, headers: { "content-length": String(body.length) } });
-    const auth = await authenticate(req, CREDS, OPTS);
+    const auth = await authenticate(req, onlyKey(CREDS), OPTS);
     expect(auth.contentLength).toBe(body.length);
     expectBytes(await readAll(auth.body), body);
   });
@@ -218,7 +218,7 @@ describe("authenticate: Authorization header", () => {
       body,
       headers: { "x-amz-content-sha256": await sha256(body) },
     });
-    const auth = await authenticate(req, CREDS, OPTS);
+    const auth = await authenticate(req, onlyKey(CREDS), OPTS);
     expectBytes(await readAll(auth.body), body);
   });
 
@@ -230,15 +230,15 @@ describe("authenticate: Authorization header", () => {
       headers: { "x-amz-content-sha256": await sha256(body) },
     });
     const tampered = alter(req, { body: "the fake body" });
-    const auth = await authenticate(tampered, CREDS, OPTS);
+    const auth = await authenticate(tampered, onlyKey(CREDS), OPTS);
     await expectError(readAll(auth.body), 400, "XAmzContentSHA256Mismatch");
   });
 
   it("checks the signed hash of an empty body at once", async () => {
     const ok = await signed(`${HOST}/bucket/empty`, { method: "PUT", headers: { "x-amz-content-sha256": await sha256("") } });
-    expect((await authenticate(ok, CREDS, OPTS)).body).toBeNull();
+    expect((await authenticate(ok, onlyKey(CREDS), OPTS)).body).toBeNull();
     const bad = await signed(`${HOST}/bucket/empty`, { method: "PUT", headers: { "x-amz-content-sha256": await sha256("x") } });
-    await expectError(authenticate(bad, CREDS, OPTS), 400, "XAmzContentSHA256Mismatch");
+    await expectError(authenticate(bad, onlyKey(CREDS), OPTS), 400, "XAmzContentSHA256Mismatch");
   });
 
   it("accepts keys with spaces, unicode and special characters", async () => {
@@ -255,12 +255,12 @@ describe("authenticate: Authorization header", () => {
       // Encode each segment, as SDKs do (they differ on the details; decode-then-encode copes).
       const path = key.split("/").map(encodeURIComponent).join("/");
       const req = await signed(`${HOST}/bucket/${path}`, { method: "PUT", body: "x" });
-      const auth = await authenticate(req, CREDS, OPTS);
+      const auth = await authenticate(req, onlyKey(CREDS), OPTS);
       expect(auth.accessKeyId, key).toBe(CREDS.accessKeyId);
     }
     // A raw (unencoded) path as a client might send it: the URL parser encodes it on the way.
     const raw = await signed(`${HOST}/bucket/raw path/ü/it's (1).txt`);
-    await authenticate(raw, CREDS, OPTS);
+    await authenticate(raw, onlyKey(CREDS), OPTS);
   });
 
   it("accepts query strings with special characters and empty values", async () => {
@@ -274,11 +274,11 @@ describe("authenticate: Authorization header", () => {
       "weird!'()*": "~._-",
     });
     const req = await signed(`${HOST}/bucket?${q.toString()}&uploads`);
-    await authenticate(req, CREDS, OPTS);
+    await authenticate(req, onlyKey(CREDS), OPTS);
     // Equivalent escaping of the same parameters verifies too (decode-then-encode).
     const reencoded = alter(req, { url: req.url.replace("prefix=dir+with+space", "prefix=dir%20with%20space") });
     expect(reencoded.url).not.toBe(req.url);
-    await authenticate(reencoded, CREDS, OPTS);
+    await authenticate(reencoded, onlyKey(CREDS), OPTS);
   });
 
   it("rejects a tampered method, path, query or signed header (SignatureDoesNotMatch)", async () => {
@@ -287,7 +287,7 @@ describe("authenticate: Authorization header", () => {
       body: "data",
       headers: { "x-amz-meta-color": "blue", "content-type": "text/plain" },
     });
-    await authenticate(alter(req, {}), CREDS, OPTS);
+    await authenticate(alter(req, {}), onlyKey(CREDS), OPTS);
     const cases = [
       alter(req, { method: "POST" }),
       alter(req, { url: `${HOST}/bucket/key.txT?versionId=1` }),
@@ -300,13 +300,13 @@ describe("authenticate: Authorization header", () => {
       alter(req, { headers: { "x-amz-content-sha256": await sha256("data") } }),
     ];
     for (const bad of cases) {
-      await expectError(authenticate(bad, CREDS, OPTS), 403, "SignatureDoesNotMatch");
+      await expectError(authenticate(bad, onlyKey(CREDS), OPTS), 403, "SignatureDoesNotMatch");
     }
   });
 
   it("tolerates whitespace differences in header values (trimmed, runs collapsed)", async () => {
     const req = await signed(`${HOST}/bucket/k`, { headers: { "x-amz-meta-note": "a  b   c" } });
-    await authenticate(alter(req, { headers: { "x-amz-meta-note": "  a b c " } }), CREDS, OPTS);
+    await authenticate(alter(req, { headers: { "x-amz-meta-note": "  a b c " } }), onlyKey(CREDS), OPTS);
   });
 
   it("verifies a signed Accept-Encoding against the client's value, which the runtime keeps in cf", async () => {
@@ -315,50 +315,50 @@ describe("authenticate: Authorization header", () => {
     const req = await signed(`${HOST}/bucket/k`, { headers: { "accept-encoding": "identity" } });
     const asSeen = alter(req, { headers: { "accept-encoding": "br, gzip" } });
     const withCf = new Request(asSeen, { cf: { clientAcceptEncoding: "identity" } });
-    await authenticate(withCf, CREDS, OPTS);
+    await authenticate(withCf, onlyKey(CREDS), OPTS);
     const lied = new Request(asSeen, { cf: { clientAcceptEncoding: "gzip" } });
-    await expect(authenticate(lied, CREDS, OPTS)).rejects.toMatchObject({ code: "SignatureDoesNotMatch" });
+    await expect(authenticate(lied, onlyKey(CREDS), OPTS)).rejects.toMatchObject({ code: "SignatureDoesNotMatch" });
   });
 
   it("rejects a wrong secret and an unknown access key", async () => {
     const wrongSecret = await signed(`${HOST}/bucket/k`, { creds: { ...CREDS, secretAccessKey: "not-the-secret" } });
-    await expectError(authenticate(wrongSecret, CREDS, OPTS), 403, "SignatureDoesNotMatch");
+    await expectError(authenticate(wrongSecret, onlyKey(CREDS), OPTS), 403, "SignatureDoesNotMatch");
     const unknownKey = await signed(`${HOST}/bucket/k`, { creds: { ...CREDS, accessKeyId: "AKIDSOMEONEELSE" } });
-    await expectError(authenticate(unknownKey, CREDS, OPTS), 403, "InvalidAccessKeyId");
+    await expectError(authenticate(unknownKey, onlyKey(CREDS), OPTS), 403, "InvalidAccessKeyId");
     // The signing key cache is per secret: the right secret still verifies after a wrong one.
-    await authenticate(await signed(`${HOST}/bucket/k`), CREDS, OPTS);
+    await authenticate(await signed(`${HOST}/bucket/k`), onlyKey(CREDS), OPTS);
   });
 
   it("enforces the 15-minute clock skew", async () => {
     const req = await signed(`${HOST}/bucket/k`);
     const min = 60_000;
-    await authenticate(req, CREDS, { region: REGION, now: NOW + 14 * min });
-    await authenticate(req, CREDS, { region: REGION, now: NOW - 14 * min });
-    await expectError(authenticate(req, CREDS, { region: REGION, now: NOW + 16 * min }), 403, "RequestTimeTooSkewed");
-    await expectError(authenticate(req, CREDS, { region: REGION, now: NOW - 16 * min }), 403, "RequestTimeTooSkewed");
+    await authenticate(req, onlyKey(CREDS), { region: REGION, now: NOW + 14 * min });
+    await authenticate(req, onlyKey(CREDS), { region: REGION, now: NOW - 14 * min });
+    await expectError(authenticate(req, onlyKey(CREDS), { region: REGION, now: NOW + 16 * min }), 403, "RequestTimeTooSkewed");
+    await expectError(authenticate(req, onlyKey(CREDS), { region: REGION, now: NOW - 16 * min }), 403, "RequestTimeTooSkewed");
   });
 
   it("rejects a request without any credentials (AccessDenied)", async () => {
-    await expectError(authenticate(new Request(`${HOST}/bucket/k`), CREDS, OPTS), 403, "AccessDenied");
-    await expectError(authenticate(new Request(`${HOST}/`, { method: "PUT", body: "x" }), CREDS, OPTS), 403, "AccessDenied");
+    await expectError(authenticate(new Request(`${HOST}/bucket/k`), onlyKey(CREDS), OPTS), 403, "AccessDenied");
+    await expectError(authenticate(new Request(`${HOST}/`, { method: "PUT", body: "x" }), onlyKey(CREDS), OPTS), 403, "AccessDenied");
   });
 
   it("rejects a wrong region, service or scope date (AuthorizationHeaderMalformed)", async () => {
     const eu = await signed(`${HOST}/bucket/k`, { region: "eu-west-1" });
-    await expectError(authenticate(eu, CREDS, OPTS), 400, "AuthorizationHeaderMalformed", "the region 'eu-west-1' is wrong; expecting 'us-east-1'");
+    await expectError(authenticate(eu, onlyKey(CREDS), OPTS), 400, "AuthorizationHeaderMalformed", "the region 'eu-west-1' is wrong; expecting 'us-east-1'");
     const auto = await signed(`${HOST}/bucket/k`, { region: "auto" });
-    await expectError(authenticate(auto, CREDS, OPTS), 400, "AuthorizationHeaderMalformed");
+    await expectError(authenticate(auto, onlyKey(CREDS), OPTS), 400, "AuthorizationHeaderMalformed");
 
     const req = await signed(`${HOST}/bucket/k`);
     const authz = req.headers.get("authorization")!;
     const service = alter(req, { headers: { authorization: authz.replace("/s3/", "/ec2/") } });
-    await expectError(authenticate(service, CREDS, OPTS), 400, "AuthorizationHeaderMalformed", "incorrect service");
+    await expectError(authenticate(service, onlyKey(CREDS), OPTS), 400, "AuthorizationHeaderMalformed", "incorrect service");
     const date = alter(req, { headers: { authorization: authz.replace("/20260301/", "/20260302/") } });
-    await expectError(authenticate(date, CREDS, OPTS), 400, "AuthorizationHeaderMalformed", "Invalid credential date");
+    await expectError(authenticate(date, onlyKey(CREDS), OPTS), 400, "AuthorizationHeaderMalformed", "Invalid credential date");
     const credential = alter(req, { headers: { authorization: authz.replace(/Credential=[^,]+/, "Credential=AKID/20260301") } });
-    await expectError(authenticate(credential, CREDS, OPTS), 400, "AuthorizationHeaderMalformed", "Credential is mal-formed");
+    await expectError(authenticate(credential, onlyKey(CREDS), OPTS), 400, "AuthorizationHeaderMalformed", "Credential is mal-formed");
     const noSignature = alter(req, { headers: { authorization: authz.replace(/, Signature=.*/, "") } });
-    await expectError(authenticate(noSignature, CREDS, OPTS), 400, "AuthorizationHeaderMalformed");
+    await expectError(authenticate(noSignature, onlyKey(CREDS), OPTS), 400, "AuthorizationHeaderMalformed");
   });
 
   it("requires host among the signed headers", async () => {
@@ -366,19 +366,19 @@ describe("authenticate: Authorization header", () => {
     const authz = req.headers.get("authorization")!;
     expect(authz).toContain("SignedHeaders=host;");
     const noHost = alter(req, { headers: { authorization: authz.replace("SignedHeaders=host;", "SignedHeaders=") } });
-    await expectError(authenticate(noHost, CREDS, OPTS), 400, "AuthorizationHeaderMalformed", "host");
+    await expectError(authenticate(noHost, onlyKey(CREDS), OPTS), 400, "AuthorizationHeaderMalformed", "host");
   });
 
   it("accepts the header in AWS's compact form (no spaces after commas)", async () => {
     const req = await signed(`${HOST}/bucket/k`);
     const compact = req.headers.get("authorization")!.replace(/, /g, ",");
-    await authenticate(alter(req, { headers: { authorization: compact } }), CREDS, OPTS);
+    await authenticate(alter(req, { headers: { authorization: compact } }), onlyKey(CREDS), OPTS);
   });
 
   it("rejects x-amz-* headers that were not signed (AccessDenied)", async () => {
     const req = await signed(`${HOST}/bucket/k`, { method: "PUT", body: "x" });
     const err = await expectError(
-      authenticate(alter(req, { headers: { "x-amz-copy-source": "/bucket/secret" } }), CREDS, OPTS),
+      authenticate(alter(req, { headers: { "x-amz-copy-source": "/bucket/secret" } }), onlyKey(CREDS), OPTS),
       403,
       "AccessDenied",
       /not signed.*x-amz-copy-source/,
@@ -388,20 +388,25 @@ describe("authenticate: Authorization header", () => {
 
   it("requires x-amz-content-sha256 and a valid date", async () => {
     const req = await signed(`${HOST}/bucket/k`);
-    await expectError(authenticate(alter(req, { headers: { "x-amz-content-sha256": null } }), CREDS, OPTS), 400, "InvalidRequest", "x-amz-content-sha256");
-    await expectError(authenticate(alter(req, { headers: { "x-amz-date": null } }), CREDS, OPTS), 403, "AccessDenied", /Date/);
-    await expectError(authenticate(alter(req, { headers: { "x-amz-date": "2026-03-01T10:15:00Z" } }), CREDS, OPTS), 403, "AccessDenied", /Date/);
+    await expectError(
+      authenticate(alter(req, { headers: { "x-amz-content-sha256": null } }), onlyKey(CREDS), OPTS),
+      400,
+      "InvalidRequest",
+      "x-amz-content-sha256",
+    );
+    await expectError(authenticate(alter(req, { headers: { "x-amz-date": null } }), onlyKey(CREDS), OPTS), 403, "AccessDenied", /Date/);
+    await expectError(authenticate(alter(req, { headers: { "x-amz-date": "2026-03-01T10:15:00Z" } }), onlyKey(CREDS), OPTS), 403, "AccessDenied", /Date/);
   });
 
   it("answers unknown payload modes with InvalidArgument and SigV4a with NotImplemented", async () => {
     const bogus = await signed(`${HOST}/bucket/k`, { method: "PUT", body: "x", headers: { "x-amz-content-sha256": "GIBBERISH" } });
-    await expectError(authenticate(bogus, CREDS, OPTS), 400, "InvalidArgument", /x-amz-content-sha256 must be UNSIGNED-PAYLOAD/);
+    await expectError(authenticate(bogus, onlyKey(CREDS), OPTS), 400, "InvalidArgument", /x-amz-content-sha256 must be UNSIGNED-PAYLOAD/);
     const ecdsa = await signed(`${HOST}/bucket/k`, {
       method: "PUT",
       body: "x",
       headers: { "x-amz-content-sha256": "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD" },
     });
-    await expectError(authenticate(ecdsa, CREDS, OPTS), 501, "NotImplemented");
+    await expectError(authenticate(ecdsa, onlyKey(CREDS), OPTS), 501, "NotImplemented");
   });
 
   it("takes the timestamp from Date when there is no x-amz-date (and Date must be signed)", async () => {
@@ -430,18 +435,18 @@ describe("authenticate: Authorization header", () => {
       });
     };
     const req = await sign(["date", "host", "x-amz-content-sha256"]);
-    expect((await authenticate(req, CREDS, OPTS)).accessKeyId).toBe(CREDS.accessKeyId);
-    await expectError(authenticate(req, CREDS, { region: REGION, now: NOW + 20 * 60_000 }), 403, "RequestTimeTooSkewed");
-    await expectError(authenticate(await sign(["host", "x-amz-content-sha256"]), CREDS, OPTS), 403, "AccessDenied", /date/);
+    expect((await authenticate(req, onlyKey(CREDS), OPTS)).accessKeyId).toBe(CREDS.accessKeyId);
+    await expectError(authenticate(req, onlyKey(CREDS), { region: REGION, now: NOW + 20 * 60_000 }), 403, "RequestTimeTooSkewed");
+    await expectError(authenticate(await sign(["host", "x-amz-content-sha256"]), onlyKey(CREDS), OPTS), 403, "AccessDenied", /date/);
   });
 
   it("rejects other authorization schemes", async () => {
     const v2 = new Request(`${HOST}/bucket/k`, { headers: { authorization: "AWS AKIDSHARDGATETEST:c2lnbmF0dXJl" } });
-    await expectError(authenticate(v2, CREDS, OPTS), 400, "InvalidRequest", /AWS4-HMAC-SHA256/);
+    await expectError(authenticate(v2, onlyKey(CREDS), OPTS), 400, "InvalidRequest", /AWS4-HMAC-SHA256/);
     const bearer = new Request(`${HOST}/bucket/k`, { headers: { authorization: "Bearer abc" } });
-    await expectError(authenticate(bearer, CREDS, OPTS), 400, "InvalidArgument");
+    await expectError(authenticate(bearer, onlyKey(CREDS), OPTS), 400, "InvalidArgument");
     const v2query = new Request(`${HOST}/bucket/k?AWSAccessKeyId=AKID&Expires=1&Signature=abc`);
-    await expectError(authenticate(v2query, CREDS, OPTS), 400, "InvalidRequest");
+    await expectError(authenticate(v2query, onlyKey(CREDS), OPTS), 400, "InvalidRequest");
   });
 });
 
@@ -451,12 +456,12 @@ describe("authenticate: presigned URLs", () => {
     const url = new URL(req.url);
     expect(url.searchParams.get("X-Amz-Signature")).toMatch(/^[0-9a-f]{64}$/);
     expect(req.headers.get("authorization")).toBeNull();
-    const auth = await authenticate(req, CREDS, OPTS);
+    const auth = await authenticate(req, onlyKey(CREDS), OPTS);
     expect(auth.accessKeyId).toBe(CREDS.accessKeyId);
     // Not subject to the 15-minute skew: valid for the whole hour.
-    await authenticate(req, CREDS, { region: REGION, now: NOW + 3600_000 });
-    await expectError(authenticate(req, CREDS, { region: REGION, now: NOW + 3601_000 }), 403, "AccessDenied", "Request has expired");
-    await expectError(authenticate(req, CREDS, { region: REGION, now: NOW - 3600_000 }), 403, "AccessDenied", "not valid yet");
+    await authenticate(req, onlyKey(CREDS), { region: REGION, now: NOW + 3600_000 });
+    await expectError(authenticate(req, onlyKey(CREDS), { region: REGION, now: NOW + 3601_000 }), 403, "AccessDenied", "Request has expired");
+    await expectError(authenticate(req, onlyKey(CREDS), { region: REGION, now: NOW - 3600_000 }), 403, "AccessDenied", "not valid yet");
   });
 
   it("accepts a presigned PUT with a body (UNSIGNED-PAYLOAD) and query parameters", async () => {
@@ -466,7 +471,7 @@ describe("authenticate: presigned URLs", () => {
       body,
       signQuery: true,
     });
-    const auth = await authenticate(req, CREDS, OPTS);
+    const auth = await authenticate(req, onlyKey(CREDS), OPTS);
     expectBytes(await readAll(auth.body), body);
   });
 
@@ -486,37 +491,37 @@ describe("authenticate: presigned URLs", () => {
       alter(req, { url: withParam("extra", "1") }),
       alter(req, { method: "DELETE" }),
     ];
-    for (const bad of cases) await expectError(authenticate(bad, CREDS, OPTS), 403, "SignatureDoesNotMatch");
+    for (const bad of cases) await expectError(authenticate(bad, onlyKey(CREDS), OPTS), 403, "SignatureDoesNotMatch");
   });
 
   it("checks X-Amz-Expires (1..604800), the algorithm and the parameters", async () => {
     const week = await signed(`${HOST}/bucket/k?X-Amz-Expires=604800`, { signQuery: true });
-    await authenticate(week, CREDS, OPTS);
+    await authenticate(week, onlyKey(CREDS), OPTS);
     // A URL valid for 0 seconds has expired (403, as S3), not a malformed one.
     const zero = await signed(`${HOST}/bucket/k?X-Amz-Expires=0`, { signQuery: true });
-    await expectError(authenticate(zero, CREDS, OPTS), 403, "AccessDenied", "Request has expired");
+    await expectError(authenticate(zero, onlyKey(CREDS), OPTS), 403, "AccessDenied", "Request has expired");
     for (const expires of ["604801", "-5", "abc"]) {
       const req = await signed(`${HOST}/bucket/k?X-Amz-Expires=${expires}`, { signQuery: true });
-      await expectError(authenticate(req, CREDS, OPTS), 400, "AuthorizationQueryParametersError");
+      await expectError(authenticate(req, onlyKey(CREDS), OPTS), 400, "AuthorizationQueryParametersError");
     }
     const req = await signed(`${HOST}/bucket/k`, { signQuery: true });
     const u = new URL(req.url);
     u.searchParams.set("X-Amz-Algorithm", "AWS4-HMAC-SHA1");
-    await expectError(authenticate(new Request(u), CREDS, OPTS), 400, "AuthorizationQueryParametersError");
+    await expectError(authenticate(new Request(u), onlyKey(CREDS), OPTS), 400, "AuthorizationQueryParametersError");
     const v = new URL(req.url);
     v.searchParams.delete("X-Amz-Date");
-    await expectError(authenticate(new Request(v), CREDS, OPTS), 400, "AuthorizationQueryParametersError");
+    await expectError(authenticate(new Request(v), onlyKey(CREDS), OPTS), 400, "AuthorizationQueryParametersError");
   });
 
   it("rejects a wrong region, an unknown key and a second auth mechanism", async () => {
     const eu = await signed(`${HOST}/bucket/k`, { signQuery: true, region: "eu-west-1" });
-    await expectError(authenticate(eu, CREDS, OPTS), 400, "AuthorizationQueryParametersError", "the region 'eu-west-1' is wrong");
+    await expectError(authenticate(eu, onlyKey(CREDS), OPTS), 400, "AuthorizationQueryParametersError", "the region 'eu-west-1' is wrong");
     const other = await signed(`${HOST}/bucket/k`, { signQuery: true, creds: { accessKeyId: "AKIDX", secretAccessKey: "y" } });
-    await expectError(authenticate(other, CREDS, OPTS), 403, "InvalidAccessKeyId");
+    await expectError(authenticate(other, onlyKey(CREDS), OPTS), 403, "InvalidAccessKeyId");
     const both = await signed(`${HOST}/bucket/k`, { signQuery: true });
     const header = await signed(`${HOST}/bucket/k`);
     await expectError(
-      authenticate(alter(both, { headers: { authorization: header.headers.get("authorization") } }), CREDS, OPTS),
+      authenticate(alter(both, { headers: { authorization: header.headers.get("authorization") } }), onlyKey(CREDS), OPTS),
       400,
       "InvalidArgument",
       "Only one auth mechanism",
@@ -525,7 +530,7 @@ describe("authenticate: presigned URLs", () => {
 
   it("rejects x-amz-* headers added to a presigned request", async () => {
     const req = await signed(`${HOST}/bucket/k`, { method: "PUT", signQuery: true, body: "x" });
-    await expectError(authenticate(alter(req, { headers: { "x-amz-copy-source": "/bucket/other" } }), CREDS, OPTS), 403, "AccessDenied");
+    await expectError(authenticate(alter(req, { headers: { "x-amz-copy-source": "/bucket/other" } }), onlyKey(CREDS), OPTS), 403, "AccessDenied");
   });
 
   it("uses x-amz-content-sha256 as the payload hash when a presigned request carries it", async () => {
@@ -536,9 +541,9 @@ describe("authenticate: presigned URLs", () => {
       signQuery: true,
       headers: { "x-amz-content-sha256": await sha256(body) },
     });
-    const auth = await authenticate(req, CREDS, OPTS);
+    const auth = await authenticate(req, onlyKey(CREDS), OPTS);
     expect(td.decode(await readAll(auth.body))).toBe("presigned with hash");
-    const bad = await authenticate(alter(req, { body: "something else" }), CREDS, OPTS);
+    const bad = await authenticate(alter(req, { body: "something else" }), onlyKey(CREDS), OPTS);
     await expectError(readAll(bad.body), 400, "XAmzContentSHA256Mismatch");
   });
 });
@@ -594,7 +599,7 @@ describe("aws-chunked, signed (STREAMING-AWS4-HMAC-SHA256-PAYLOAD)", () => {
   it("AWS's example: the seed signature verifies and the body decodes to 66560 'a's", async () => {
     const body = exampleBody();
     expect(body.length).toBe(66824);
-    const auth = await authenticate(exampleRequest(body), EXAMPLE.creds, EXAMPLE_OPTS);
+    const auth = await authenticate(exampleRequest(body), onlyKey(EXAMPLE.creds), EXAMPLE_OPTS);
     expect(auth.accessKeyId).toBe("AKIAIOSFODNN7EXAMPLE");
     expect(auth.contentLength).toBe(66560);
     const decoded = await readAll(auth.body);
@@ -605,7 +610,7 @@ describe("aws-chunked, signed (STREAMING-AWS4-HMAC-SHA256-PAYLOAD)", () => {
 
   it("decodes the same whatever the network's piece boundaries, passing pieces through", async () => {
     for (const sizes of [[7], [1, 7, 4096, 13], [65536 + 90], [100_000]]) {
-      const auth = await authenticate(exampleRequest(piecewise(exampleBody(), sizes)), EXAMPLE.creds, EXAMPLE_OPTS);
+      const auth = await authenticate(exampleRequest(piecewise(exampleBody(), sizes)), onlyKey(EXAMPLE.creds), EXAMPLE_OPTS);
       const [a, b] = auth.body!.tee();
       const [decoded, sizesOut] = await Promise.all([readAll(a), pieces(b)]);
       expect(decoded.length, String(sizes)).toBe(66560);
@@ -618,7 +623,7 @@ describe("aws-chunked, signed (STREAMING-AWS4-HMAC-SHA256-PAYLOAD)", () => {
     const tiny = exampleBody();
     const auth = await authenticate(
       exampleRequest(piecewise(tiny, [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 5000])),
-      EXAMPLE.creds,
+      onlyKey(EXAMPLE.creds),
       EXAMPLE_OPTS,
     );
     expect((await readAll(auth.body)).length).toBe(66560);
@@ -628,7 +633,7 @@ describe("aws-chunked, signed (STREAMING-AWS4-HMAC-SHA256-PAYLOAD)", () => {
     for (const at of [100, 65536 + 88 + 2 + 86 + 500]) {
       const body = exampleBody();
       body[at] = 0x62;
-      const auth = await authenticate(exampleRequest(piecewise(body, [8192])), EXAMPLE.creds, EXAMPLE_OPTS);
+      const auth = await authenticate(exampleRequest(piecewise(body, [8192])), onlyKey(EXAMPLE.creds), EXAMPLE_OPTS);
       await expectError(readAll(auth.body), 403, "SignatureDoesNotMatch");
     }
   });
@@ -636,7 +641,7 @@ describe("aws-chunked, signed (STREAMING-AWS4-HMAC-SHA256-PAYLOAD)", () => {
   it("errors at the chunk that fails, after passing on only what came before it", async () => {
     const body = exampleBody();
     body[65536 + 88 + 2 + 86 + 10] = 0x62; // in the second chunk
-    const auth = await authenticate(exampleRequest(piecewise(body, [4096])), EXAMPLE.creds, EXAMPLE_OPTS);
+    const auth = await authenticate(exampleRequest(piecewise(body, [4096])), onlyKey(EXAMPLE.creds), EXAMPLE_OPTS);
     const reader = auth.body!.getReader();
     let received = 0;
     const err = await (async () => {
@@ -659,32 +664,32 @@ describe("aws-chunked, signed (STREAMING-AWS4-HMAC-SHA256-PAYLOAD)", () => {
     expect(text.startsWith("10000;chunk-signature=ad80")).toBe(true);
     const wrongFirst = body.slice();
     wrongFirst[30] = wrongFirst[30] === 0x30 ? 0x31 : 0x30;
-    await expectError(readAll((await authenticate(exampleRequest(wrongFirst), EXAMPLE.creds, EXAMPLE_OPTS)).body), 403, "SignatureDoesNotMatch");
+    await expectError(readAll((await authenticate(exampleRequest(wrongFirst), onlyKey(EXAMPLE.creds), EXAMPLE_OPTS)).body), 403, "SignatureDoesNotMatch");
     const wrongFinal = body.slice();
     wrongFinal[body.length - 10] = wrongFinal[body.length - 10] === 0x30 ? 0x31 : 0x30;
-    await expectError(readAll((await authenticate(exampleRequest(wrongFinal), EXAMPLE.creds, EXAMPLE_OPTS)).body), 403, "SignatureDoesNotMatch");
+    await expectError(readAll((await authenticate(exampleRequest(wrongFinal), onlyKey(EXAMPLE.creds), EXAMPLE_OPTS)).body), 403, "SignatureDoesNotMatch");
     const req = exampleRequest(body);
     const badSeed = alter(req, { headers: { authorization: req.headers.get("authorization")!.replace("Signature=4f23", "Signature=4f24") } });
-    await expectError(authenticate(badSeed, EXAMPLE.creds, EXAMPLE_OPTS), 403, "SignatureDoesNotMatch");
+    await expectError(authenticate(badSeed, onlyKey(EXAMPLE.creds), EXAMPLE_OPTS), 403, "SignatureDoesNotMatch");
   });
 
   it("a truncated body is IncompleteBody", async () => {
     const body = exampleBody();
     for (const cut of [10, 88, 30_000, 65536 + 88, 65536 + 89, 66824 - 86, 66824 - 3]) {
-      const auth = await authenticate(exampleRequest(body.slice(0, cut)), EXAMPLE.creds, EXAMPLE_OPTS);
+      const auth = await authenticate(exampleRequest(body.slice(0, cut)), onlyKey(EXAMPLE.creds), EXAMPLE_OPTS);
       await expectError(readAll(auth.body), 400, "IncompleteBody");
     }
     // The end of the body may stand in for the last empty line.
-    const auth = await authenticate(exampleRequest(body.slice(0, 66822)), EXAMPLE.creds, EXAMPLE_OPTS);
+    const auth = await authenticate(exampleRequest(body.slice(0, 66822)), onlyKey(EXAMPLE.creds), EXAMPLE_OPTS);
     expect((await readAll(auth.body)).length).toBe(66560);
   });
 
   it("rejects extra data after the final chunk and broken framing", async () => {
     const extra = concat(exampleBody(), "junk");
-    await expectError(readAll((await authenticate(exampleRequest(extra), EXAMPLE.creds, EXAMPLE_OPTS)).body), 400, "InvalidRequest");
+    await expectError(readAll((await authenticate(exampleRequest(extra), onlyKey(EXAMPLE.creds), EXAMPLE_OPTS)).body), 400, "InvalidRequest");
     const noCrlf = exampleBody();
     noCrlf[88 + 65536] = 0x41; // the \r after the first chunk's data
-    await expectError(readAll((await authenticate(exampleRequest(noCrlf), EXAMPLE.creds, EXAMPLE_OPTS)).body), 400, "InvalidRequest");
+    await expectError(readAll((await authenticate(exampleRequest(noCrlf), onlyKey(EXAMPLE.creds), EXAMPLE_OPTS)).body), 400, "InvalidRequest");
   });
 
   it("chains chunk signatures from an aws4fetch-signed seed, for many chunks of any size", async () => {
@@ -710,7 +715,7 @@ describe("aws-chunked, signed (STREAMING-AWS4-HMAC-SHA256-PAYLOAD)", () => {
       parts.push(`${size.toString(16)};chunk-signature=${prev}\r\n`, chunk, "\r\n");
     }
     const body = concat(...parts);
-    const auth = await authenticate(alter(req, { body: piecewise(body, [3, 1000, 77_777]) }), CREDS, OPTS);
+    const auth = await authenticate(alter(req, { body: piecewise(body, [3, 1000, 77_777]) }), onlyKey(CREDS), OPTS);
     expect(auth.contentLength).toBe(data.length);
     expectBytes(await readAll(auth.body), data);
 
@@ -720,7 +725,7 @@ describe("aws-chunked, signed (STREAMING-AWS4-HMAC-SHA256-PAYLOAD)", () => {
     swapped.set(body.subarray(first + 65536 + 2 + 88, first + 65536 + 2 + 88 + 65536), first);
     swapped.set(body.subarray(first, first + 65536), first + 65536 + 2 + 88);
     if (!data.subarray(0, 65536).every((b, i) => b === data[65536 + i])) {
-      const bad = await authenticate(alter(req, { body: swapped }), CREDS, OPTS);
+      const bad = await authenticate(alter(req, { body: swapped }), onlyKey(CREDS), OPTS);
       await expectError(readAll(bad.body), 403, "SignatureDoesNotMatch");
     }
 
@@ -729,15 +734,15 @@ describe("aws-chunked, signed (STREAMING-AWS4-HMAC-SHA256-PAYLOAD)", () => {
       method: "PUT",
       headers: { ...headers, "x-amz-decoded-content-length": "1000" },
     });
-    const short = await authenticate(alter(shortReq, { body }), CREDS, OPTS);
+    const short = await authenticate(alter(shortReq, { body }), onlyKey(CREDS), OPTS);
     await expectError(readAll(short.body), 400, "InvalidRequest", /x-amz-decoded-content-length/);
   });
 
   it("caps the chunk size (InvalidChunkSizeError) and requires a chunk signature", async () => {
     const huge = concat(`1000001;chunk-signature=${"0".repeat(64)}\r\n`, new Uint8Array(10));
-    await expectError(readAll((await authenticate(exampleRequest(huge), EXAMPLE.creds, EXAMPLE_OPTS)).body), 400, "InvalidChunkSizeError");
+    await expectError(readAll((await authenticate(exampleRequest(huge), onlyKey(EXAMPLE.creds), EXAMPLE_OPTS)).body), 400, "InvalidChunkSizeError");
     const unsignedChunk = concat("400\r\n", new Uint8Array(1024), "\r\n0\r\n\r\n");
-    await expectError(readAll((await authenticate(exampleRequest(unsignedChunk), EXAMPLE.creds, EXAMPLE_OPTS)).body), 403, "SignatureDoesNotMatch");
+    await expectError(readAll((await authenticate(exampleRequest(unsignedChunk), onlyKey(EXAMPLE.creds), EXAMPLE_OPTS)).body), 403, "SignatureDoesNotMatch");
   });
 
   it("an aws-chunked request without a body is IncompleteBody", async () => {
@@ -745,7 +750,7 @@ describe("aws-chunked, signed (STREAMING-AWS4-HMAC-SHA256-PAYLOAD)", () => {
       method: "PUT",
       headers: { "x-amz-content-sha256": "STREAMING-AWS4-HMAC-SHA256-PAYLOAD" },
     });
-    await expectError(authenticate(req, CREDS, OPTS), 400, "IncompleteBody");
+    await expectError(authenticate(req, onlyKey(CREDS), OPTS), 400, "IncompleteBody");
   });
 });
 
@@ -769,7 +774,7 @@ describe("aws-chunked with trailers", () => {
     expect(crc32(te.encode("123456789"))).toBe(0xcbf43926);
     const req = await signed(`${HOST}/bucket/trailer.txt`, { method: "PUT", headers: trailerHeaders });
     for (const sizes of [[1], [7], [1, 7], [5000]]) {
-      const auth = await authenticate(alter(req, { body: piecewise(unsignedBody(), sizes) }), CREDS, OPTS);
+      const auth = await authenticate(alter(req, { body: piecewise(unsignedBody(), sizes) }), onlyKey(CREDS), OPTS);
       expect(auth.contentLength).toBe(data.length);
       const [decoded, trailers] = await Promise.all([readAll(auth.body), auth.trailers]);
       expect(td.decode(decoded)).toBe(td.decode(data));
@@ -779,7 +784,7 @@ describe("aws-chunked with trailers", () => {
 
   it("passes data on as it arrives (views of the network's pieces)", async () => {
     const req = await signed(`${HOST}/bucket/trailer.txt`, { method: "PUT", headers: trailerHeaders });
-    const auth = await authenticate(alter(req, { body: piecewise(unsignedBody(), [100]) }), CREDS, OPTS);
+    const auth = await authenticate(alter(req, { body: piecewise(unsignedBody(), [100]) }), onlyKey(CREDS), OPTS);
     const sizes = await pieces(auth.body!);
     expect(sizes.reduce((a, b) => a + b, 0)).toBe(data.length);
     expect(Math.max(...sizes)).toBeLessThanOrEqual(100);
@@ -791,7 +796,7 @@ describe("aws-chunked with trailers", () => {
       method: "PUT",
       headers: { ...trailerHeaders, "x-amz-trailer": "" },
     });
-    const auth = await authenticate(alter(req, { body: unsignedBody("") }), CREDS, OPTS);
+    const auth = await authenticate(alter(req, { body: unsignedBody("") }), onlyKey(CREDS), OPTS);
     expect((await readAll(auth.body)).length).toBe(data.length);
     expect([...(await auth.trailers)]).toEqual([]);
   });
@@ -799,7 +804,7 @@ describe("aws-chunked with trailers", () => {
   it("rejects malformed framing, truncation and undeclared or missing trailers", async () => {
     const req = await signed(`${HOST}/bucket/t`, { method: "PUT", headers: trailerHeaders });
     const run = async (body: Uint8Array) => {
-      const auth = await authenticate(alter(req, { body: piecewise(body, [1, 7]) }), CREDS, OPTS);
+      const auth = await authenticate(alter(req, { body: piecewise(body, [1, 7]) }), onlyKey(CREDS), OPTS);
       return Promise.all([readAll(auth.body), auth.trailers]);
     };
     await expectError(run(concat("zz\r\n", data)), 400, "InvalidRequest", /chunk size/);
@@ -835,23 +840,23 @@ describe("aws-chunked with trailers", () => {
       parts.push(`x-amz-checksum-crc32:${trailerValue}\r\n`, `x-amz-trailer-signature:${trailerSig}\r\n`, "\r\n");
       return concat(...parts);
     };
-    const auth = await authenticate(alter(req, { body: piecewise(await build(crc), [1, 7, 333]) }), CREDS, OPTS);
+    const auth = await authenticate(alter(req, { body: piecewise(await build(crc), [1, 7, 333]) }), onlyKey(CREDS), OPTS);
     const [decoded, trailers] = await Promise.all([readAll(auth.body), auth.trailers]);
     expectBytes(decoded, data);
     expect(trailers.get("x-amz-checksum-crc32")).toBe(crc);
 
     // A trailer changed after signing.
-    const forged = await authenticate(alter(req, { body: await build("AAAAAA==", crc) }), CREDS, OPTS);
+    const forged = await authenticate(alter(req, { body: await build("AAAAAA==", crc) }), onlyKey(CREDS), OPTS);
     await expectError(Promise.all([readAll(forged.body), forged.trailers]), 403, "SignatureDoesNotMatch");
     // No trailer signature at all.
     const unsignedTrailer = concat(...[await build(crc)].map((b) => td.decode(b).replace(/x-amz-trailer-signature:[0-9a-f]+\r\n/, "")));
-    const missing = await authenticate(alter(req, { body: unsignedTrailer }), CREDS, OPTS);
+    const missing = await authenticate(alter(req, { body: unsignedTrailer }), onlyKey(CREDS), OPTS);
     await expectError(readAll(missing.body), 400, "MalformedTrailerError");
   });
 
   it("trailer lines are refused in a mode without trailers", async () => {
     const withTrailer = concat(exampleBody().subarray(0, 66824 - 2), `x-amz-checksum-crc32:${crc}\r\n\r\n`);
-    const auth = await authenticate(exampleRequest(withTrailer), EXAMPLE.creds, EXAMPLE_OPTS);
+    const auth = await authenticate(exampleRequest(withTrailer), onlyKey(EXAMPLE.creds), EXAMPLE_OPTS);
     await expectError(readAll(auth.body), 400, "MalformedTrailerError");
   });
 
@@ -890,7 +895,7 @@ describe("helpers", () => {
   });
 
   it("exposes the Authenticated shape", async () => {
-    const auth: Authenticated = await authenticate(await signed(`${HOST}/b/k`), CREDS, OPTS);
+    const auth: Authenticated = await authenticate(await signed(`${HOST}/b/k`), onlyKey(CREDS), OPTS);
     expect(Object.keys(auth).sort()).toEqual(["accessKeyId", "body", "contentLength", "trailers"]);
   });
 });

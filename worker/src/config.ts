@@ -5,6 +5,7 @@ import type { JobScheduler } from "./jobs/scheduler";
 import type { BucketIndex } from "./meta/bucket-index";
 import type { BucketRegistry } from "./meta/registry";
 import { metrics } from "./observability/metrics";
+import type { KeyStore } from "./meta/key-store";
 import type { MetricsStore } from "./meta/metrics-store";
 import { nodeHealth, GuardedNode } from "./storage/node-health";
 import { DiskNode } from "./storage/disk-node";
@@ -15,6 +16,12 @@ export interface Env {
   BUCKET_INDEX: DurableObjectNamespace<BucketIndex>;
   BUCKET_REGISTRY: DurableObjectNamespace<BucketRegistry>;
   METRICS_STORE: DurableObjectNamespace<MetricsStore>;
+  KEY_STORE: DurableObjectNamespace<KeyStore>;
+  /**
+   * The master key (a secret, any string of 32 characters or more): access keys' secrets are
+   * stored sealed under a key derived from it. Without it, only the root key works.
+   */
+  SHARDGATE_MASTER_KEY?: string;
   /** Runs the background jobs on an alarm (worker/src/jobs/scheduler.ts). */
   JOB_SCHEDULER?: DurableObjectNamespace<JobScheduler>;
   /** Time between background job runs (ms, default 15 minutes). */

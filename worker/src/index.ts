@@ -30,4 +30,5 @@ export default {
 export { JobScheduler } from "./jobs/scheduler";
 export { BucketIndex } from "./meta/bucket-index";
 export { BucketRegistry } from "./meta/registry";
+export { KeyStore } from "./meta/key-store";
 export { MetricsStore } from "./meta/metrics-store";

@@ -8,6 +8,7 @@ import { S3Error } from "../s3-error";
 import type { RequestContext } from "./context";
 import { adminDrain, adminNodes, adminObject } from "./admin-nodes";
 import { adminHeal } from "./heal";
+import { adminBucketKeys, adminCreateKey, adminDeleteKey, adminGrantBucket, adminListKeys, adminUpdateKey } from "./admin-keys";
 import { adminLifecycle } from "./admin-lifecycle";
 import { adminScrub, getHealStatus } from "./scrub";
 import { adminSweep } from "./sweep";
@@ -110,6 +111,12 @@ adminApp.post(
   (c) => adminScrub(c.env.ctx, c.req.valid("query")),
 );
 adminApp.post("/lifecycle", query({ bucket: optional, now: instant("now") }), (c) => adminLifecycle(c.env.ctx, c.req.valid("query")));
+adminApp.get("/keys", (c) => adminListKeys(c.env.ctx));
+adminApp.post("/keys", (c) => adminCreateKey(c.env.ctx));
+adminApp.patch("/keys/:id", (c) => adminUpdateKey(c.env.ctx, c.req.param("id")));
+adminApp.delete("/keys/:id", (c) => adminDeleteKey(c.env.ctx, c.req.param("id")));
+adminApp.put("/keys/:id/buckets/:bucket", (c) => adminGrantBucket(c.env.ctx, c.req.param("id"), c.req.param("bucket")));
+adminApp.get("/buckets/:bucket/keys", (c) => adminBucketKeys(c.env.ctx, c.req.param("bucket")));
 adminApp.post("/sweep", query({ "grace-seconds": whole("grace-seconds", null, 0) }), (c) => adminSweep(c.env.ctx, c.req.valid("query")));
 
 // Errors go back to api/handle.ts, which answers them like any S3 error.

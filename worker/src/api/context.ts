@@ -4,6 +4,7 @@ import type { Authenticated } from "../auth/sigv4";
 import type { Env, GatewayConfig } from "../config";
 import type { Core } from "../core-api";
 import * as stubs from "../meta/stubs";
+import type { Principal } from "../services/access-keys";
 
 export interface RequestContext {
   request: Request;
@@ -12,14 +13,17 @@ export interface RequestContext {
   config: GatewayConfig;
   core: Core;
   auth: Authenticated;
+  /** Who signed it, and what they may do (api/permissions.ts). */
+  principal: Principal;
   requestId: string;
   /** Work that may finish after the response (cleanup of superseded shard files). */
   waitUntil(promise: Promise<unknown>): void;
 }
 
-/** Who owns every bucket and object: the gateway has one set of credentials, and its key owns all. */
-export function owner(ctx: Pick<RequestContext, "auth">): { id: string; displayName: string } {
-  return { id: ctx.auth.accessKeyId, displayName: ctx.auth.accessKeyId };
+/** Who owns every bucket and object: the gateway is one account, named by its root key; other keys act within it. */
+export function owner(ctx: Pick<RequestContext, "auth" | "config">): { id: string; displayName: string } {
+  const id = ctx.config.credentials?.accessKeyId ?? ctx.auth.accessKeyId;
+  return { id, displayName: id };
 }
 
 export function bucketIndex(ctx: Pick<RequestContext, "env">, bucket: string) {

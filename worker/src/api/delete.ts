@@ -18,7 +18,7 @@ const MAX_DELETE_KEYS = 1000;
 
 export async function deleteObject(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
   const versionId = requestedVersion(ctx.url);
-  const { bucket: exists, outcome } = await bucketIndex(ctx, bucket).delete(key, versionId, bypassGovernance(ctx.request.headers));
+  const { bucket: exists, outcome } = await bucketIndex(ctx, bucket).delete(key, versionId, bypassGovernance(ctx, bucket));
   if (!exists) throw noSuchBucket(bucket);
   // A version that does not exist is already deleted: 204 as for a missing key.
   if (!outcome) return new Response(null, { status: 204 });
@@ -35,7 +35,7 @@ export async function deleteObjects(ctx: RequestContext, bucket: string): Promis
   const valid = request.items.filter((item) => item.error === null);
   const { bucket: exists, outcomes } = await bucketIndex(ctx, bucket).deleteMany(
     valid.map(({ key, versionId }) => ({ key, versionId })),
-    bypassGovernance(ctx.request.headers),
+    bypassGovernance(ctx, bucket),
   );
   if (!exists) throw noSuchBucket(bucket);
   removeFreed(

@@ -1,4 +1,4 @@
-// One S3 request, start to finish: authenticate, route to an Endpoint, dispatch exhaustively,
+// One S3 request, start to finish: route to an Endpoint, authenticate, authorize, dispatch exhaustively,
 // render any failure as an S3 XML error, stamp x-amz-request-id, and log one JSON line.
 import { authenticate } from "../auth/sigv4";
 import { BODY_PIECE_BYTES, PieceReader } from "../piece-reader";
@@ -35,6 +35,8 @@ import { putObject } from "./put";
 import { metrics } from "../observability/metrics";
 import { bearerAuthorized, getMetrics } from "./metrics";
 import { routeRequest, type Endpoint } from "./router";
+import { authorize } from "./permissions";
+import { resolveKey, type Principal } from "../services/access-keys";
 import { requestedVersion } from "./object-request";
 
 export async function handleS3(request: Request, env: Env, exec: { waitUntil(promise: Promise<unknown>): void }): Promise<Response> {
@@ -59,8 +61,18 @@ export async function handleS3(request: Request, env: Env, exec: { waitUntil(pro
     // Nothing but the health check answers without valid credentials, not even NotImplemented.
     if (!config.credentials)
       throw new S3Error("AccessDenied", "The gateway has no credentials configured (SHARDGATE_ACCESS_KEY_ID, SHARDGATE_SECRET_ACCESS_KEY).");
-    const auth = await authenticate(request, config.credentials, { region: config.region, now: Date.now() });
-    const ctx: RequestContext = { request, url, env, config, core, auth, requestId, waitUntil: (p) => exec.waitUntil(p) };
+    const root = config.credentials;
+    let principal: Principal = { kind: "root", keyId: root.accessKeyId };
+    // The root key is known without a lookup; any other key comes from the key store.
+    const secretOf = async (id: string): Promise<string | null> => {
+      if (id === root.accessKeyId) return root.secretAccessKey;
+      const key = await resolveKey(env, id);
+      if (key) principal = key.principal;
+      return key?.secret ?? null;
+    };
+    const auth = await authenticate(request, secretOf, { region: config.region, now: Date.now() });
+    authorize(principal, endpoint, request.headers);
+    const ctx: RequestContext = { request, url, env, config, core, auth, principal, requestId, waitUntil: (p) => exec.waitUntil(p) };
     if ("key" in endpoint) requestedVersion(url); // a malformed versionId is refused whatever the operation
     return await finishWithCors(await dispatch(ctx, endpoint));
   } catch (e) {

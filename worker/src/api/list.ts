@@ -5,6 +5,7 @@ import { bucketIndex, bucketRegistry, owner, type RequestContext } from "./conte
 import { renderListBuckets } from "./list-buckets";
 import { parseListObjectsParams, parseListVersionsParams, renderListObjects, renderListVersions } from "./list-objects";
 import { xmlResponse } from "./xml";
+import { sees } from "./permissions";
 import { noSuchBucket } from "../s3-error";
 
 /** One page of the bucket's keys, or NoSuchBucket. */
@@ -29,6 +30,7 @@ export async function listObjectVersions(ctx: RequestContext, bucket: string): P
 }
 
 export async function listBuckets(ctx: RequestContext): Promise<Response> {
-  const buckets = await bucketRegistry(ctx).list();
+  // A key sees the buckets it has a right on (the root key: all).
+  const buckets = (await bucketRegistry(ctx).list()).filter((b) => sees(ctx.principal, b.name));
   return xmlResponse(renderListBuckets(buckets, owner(ctx)));
 }

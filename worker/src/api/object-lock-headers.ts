@@ -3,6 +3,8 @@
 // rules before any byte is stored), those GET and HEAD answer, and the governance bypass.
 import type { ObjectLock, RetentionMode } from "../meta/object-lock";
 import { S3Error } from "../s3-error";
+import type { RequestContext } from "./context";
+import { holds } from "./permissions";
 
 const MODES = new Set<string>(["GOVERNANCE", "COMPLIANCE"]);
 
@@ -52,9 +54,10 @@ export function lockHeaders(lock: ObjectLock | undefined): Record<string, string
 }
 
 /**
- * Whether the request bypasses GOVERNANCE retention. S3 lets keys with
- * s3:BypassGovernanceRetention do it; the gateway's one key has every permission.
+ * Whether the request bypasses GOVERNANCE retention: it asks to, and its key may (S3's
+ * s3:BypassGovernanceRetention; here the owner right on the bucket, which the root key has).
  */
-export function bypassGovernance(headers: Headers): boolean {
-  return headers.get("x-amz-bypass-governance-retention")?.trim().toLowerCase() === "true";
+export function bypassGovernance(ctx: Pick<RequestContext, "request" | "principal">, bucket: string): boolean {
+  const asked = ctx.request.headers.get("x-amz-bypass-governance-retention")?.trim().toLowerCase() === "true";
+  return asked && holds(ctx.principal, bucket, "owner");
 }

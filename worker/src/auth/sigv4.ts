@@ -23,6 +23,14 @@ export interface Credentials {
   secretAccessKey: string;
 }
 
+/** The secret of an access key, or null when there is no such key (or it may not be used). */
+export type SecretLookup = (accessKeyId: string) => string | null | Promise<string | null>;
+
+/** A lookup that knows one key. */
+export function onlyKey(creds: Credentials): SecretLookup {
+  return (id) => (id === creds.accessKeyId ? creds.secretAccessKey : null);
+}
+
 export interface AuthOptions {
   region: string;
   /** ms since epoch */
@@ -466,14 +474,14 @@ function signedHeaderValue(request: Request, url: URL, name: string): string {
 
 /**
  * Authenticates an S3 request signed with AWS Signature Version 4 (Authorization header or
- * presigned URL) against `creds`, and returns the payload to store, verified as it streams.
+ * presigned URL) with the secret `secretOf` finds for its key, and returns the payload to store, verified as it streams.
  * Throws an S3Error: 403 AccessDenied (no credentials, unsigned x-amz-* headers, expired or
  * not-yet-valid presigned URL, no valid date), 403 InvalidAccessKeyId, 403 SignatureDoesNotMatch,
  * 403 RequestTimeTooSkewed, 400 AuthorizationHeaderMalformed / AuthorizationQueryParametersError,
  * 400 InvalidArgument / InvalidRequest (unsupported mechanism or payload mode, missing
  * x-amz-content-sha256), 400 XAmzContentSHA256Mismatch (empty body), 501 NotImplemented (SigV4a).
  */
-export async function authenticate(request: Request, creds: Credentials, opts: AuthOptions): Promise<Authenticated> {
+export async function authenticate(request: Request, secretOf: SecretLookup, opts: AuthOptions): Promise<Authenticated> {
   const url = new URL(request.url);
   const headers = request.headers;
   const params = parseQuery(url.search);
@@ -505,9 +513,8 @@ export async function authenticate(request: Request, creds: Credentials, opts: A
     throw fail(`Invalid credential date "${req.scopeDate}". This date is not the same as X-Amz-Date: "${req.amzDate.slice(0, 8)}".`);
   }
 
-  if (req.accessKeyId !== creds.accessKeyId) {
-    throw new S3Error("InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
-  }
+  const secret = await secretOf(req.accessKeyId);
+  if (secret === null) throw new S3Error("InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
 
   if (!presigned && Math.abs(opts.now - req.time) > MAX_SKEW_MS) {
     throw new S3Error("RequestTimeTooSkewed", "The difference between the request time and the current time is too large.");
@@ -539,7 +546,7 @@ export async function authenticate(request: Request, creds: Credentials, opts: A
   ].join("\n");
   const scope = `${req.scopeDate}/${req.region}/${SERVICE}/${TERMINAL}`;
   const stringToSign = [ALGORITHM, req.amzDate, scope, await sha256Hex(canonicalRequest)].join("\n");
-  const key = await signingKey(creds.secretAccessKey, req.scopeDate, req.region);
+  const key = await signingKey(secret, req.scopeDate, req.region);
   const expected = await hmacHex(key, stringToSign);
   if (!constantTimeEqual(expected, req.signature)) throw signatureMismatch();
 

@@ -1,4 +1,5 @@
-// The metadata Durable Objects by name: each bucket's index, the registry of buckets, the metrics.
+// The metadata Durable Objects by name: each bucket's index, the registry of buckets, the metrics,
+// the access keys.
 import type { Env } from "../config";
 
 export function bucketIndex(env: Env, bucket: string) {
@@ -11,4 +12,8 @@ export function bucketRegistry(env: Env) {
 
 export function metricsStore(env: Env) {
   return env.METRICS_STORE.get(env.METRICS_STORE.idFromName("metrics"));
+}
+
+export function keyStore(env: Env) {
+  return env.KEY_STORE.get(env.KEY_STORE.idFromName("keys"));
 }

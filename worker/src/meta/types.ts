@@ -207,3 +207,29 @@ export interface ListUploadsPage {
 export type CompleteResult =
   | { ok: true; versionId?: string; freed: ObjectRecord[]; unused: PartRecord[]; expiry: Expiry | null }
   | { ok: false; reason: "NoSuchBucket" | "NoSuchUpload" | "InvalidPart" | "PreconditionFailed" | LockRefusal };
+
+/** An access key besides the root key, as listed (never with its secret). */
+export interface KeyRecord {
+  /** The access key id. */
+  id: string;
+  name: string;
+  /** Milliseconds since the epoch. */
+  created: number;
+  enabled: boolean;
+  /** Whether the key may create buckets (it then holds every right on those it creates). */
+  createBucket: boolean;
+}
+
+/** A key's rights on one bucket. */
+export interface BucketGrant {
+  bucket: string;
+  read: boolean;
+  write: boolean;
+  owner: boolean;
+}
+
+/** A key as authentication needs it: its secret sealed under the master key, and its grants. */
+export interface KeyWithGrants extends KeyRecord {
+  sealedSecret: string;
+  grants: BucketGrant[];
+}

@@ -1,0 +1,310 @@
+// Access keys and per-bucket permissions (services/access-keys.ts, meta/key-store.ts,
+// api/permissions.ts, api/admin-keys.ts): keys made through the admin API sign like the root key;
+// their secrets are stored sealed under the master key; a disabled or deleted key is refused at
+// once; ListBuckets shows a key only its buckets; and every S3 operation is walked with a key
+// holding no right, read, write or owner on the bucket, checking that exactly the right the table
+// names lets it through.
+import { AwsClient } from "aws4fetch";
+import { runInDurableObject } from "cloudflare:test";
+import { env as workersEnv, exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { Env } from "../../worker/src/config";
+import { NEEDS } from "../../worker/src/api/permissions";
+import type { Endpoint } from "../../worker/src/api/router";
+import { GATEWAY, s3, s3ok } from "./signed";
+
+type Key = { id: string; secret: string; name: string; created: number; enabled: boolean; createBucket: boolean };
+
+const env = workersEnv as unknown as Env;
+const errorCode = (xml: string) => xml.match(/<Code>([^<]+)<\/Code>/)?.[1];
+
+async function admin(method: string, path: string, body?: unknown): Promise<Response> {
+  return s3(`/_shardgate/admin${path}`, { method, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+}
+
+async function newKey(name: string, createBucket = false): Promise<Key> {
+  const res = await admin("POST", "/keys", { name, createBucket });
+  expect(res.status).toBe(201);
+  return (await res.json()) as Key;
+}
+
+async function grant(key: Key, bucket: string, rights: { read?: boolean; write?: boolean; owner?: boolean }): Promise<void> {
+  const res = await admin("PUT", `/keys/${key.id}/buckets/${bucket}`, rights);
+  expect(res.status, await res.clone().text()).toBe(200);
+}
+
+/** Requests signed with `key` instead of the root key. */
+function as(key: Pick<Key, "id" | "secret">) {
+  const client = new AwsClient({ accessKeyId: key.id, secretAccessKey: key.secret, service: "s3", region: "us-east-1" });
+  return async (path: string, init: RequestInit = {}): Promise<Response> => exports.default.fetch(await client.sign(`${GATEWAY}${path}`, init));
+}
+
+async function md5(text: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("MD5", new TextEncoder().encode(text)));
+  return btoa(String.fromCharCode(...digest));
+}
+
+const bucketsOf = (xml: string) => [...xml.matchAll(/<Name>([^<]*)<\/Name>/g)].map((m) => m[1]);
+
+describe("access keys", () => {
+  it("creates a key whose secret is shown once and stored only sealed; it signs like the root key", async () => {
+    const key = await newKey("backup job");
+    expect(key.id).toMatch(/^SG[A-Z0-9]{18}$/);
+    expect(key.secret).toMatch(/^[A-Za-z0-9]{40}$/);
+    expect(key).toMatchObject({ name: "backup job", enabled: true, createBucket: false });
+
+    const listed = await (await admin("GET", "/keys")).text();
+    expect(listed).toContain(key.id);
+    expect(listed).not.toContain(key.secret);
+    const stub = env.KEY_STORE.get(env.KEY_STORE.idFromName("keys"));
+    const rows = await runInDurableObject(stub, async (_i: unknown, state: DurableObjectState) =>
+      state.storage.sql
+        .exec("SELECT * FROM keys")
+        .toArray()
+        .map((r) => JSON.stringify(r)),
+    );
+    expect(rows.some((r) => r.includes(key.id))).toBe(true);
+    expect(rows.some((r) => r.includes(key.secret))).toBe(false);
+
+    // A new key may list buckets (it sees none) but not read one it has no right on.
+    const req = as(key);
+    const list = await req("/");
+    expect(list.status).toBe(200);
+    expect(bucketsOf(await list.text())).toEqual([]);
+    await s3ok("/keys-private", { method: "PUT" });
+    const head = await req("/keys-private/x", { method: "GET" });
+    expect(head.status).toBe(403);
+    expect(errorCode(await head.text())).toBe("AccessDenied");
+    // A wrong secret for a real key is a signature mismatch, as S3 answers.
+    const wrong = await as({ id: key.id, secret: "x".repeat(40) })("/");
+    expect(errorCode(await wrong.text())).toBe("SignatureDoesNotMatch");
+  });
+
+  it("refuses a disabled key at once, takes it back when enabled, and forgets a deleted one", async () => {
+    await s3ok("/keys-toggle", { method: "PUT" });
+    const key = await newKey("toggled");
+    await grant(key, "keys-toggle", { read: true });
+    const req = as(key);
+    expect((await req("/keys-toggle")).status).toBe(200);
+
+    expect((await admin("PATCH", `/keys/${key.id}`, { enabled: false })).status).toBe(200);
+    const off = await req("/keys-toggle");
+    expect(off.status).toBe(403);
+    expect(errorCode(await off.text())).toBe("InvalidAccessKeyId");
+
+    expect((await admin("PATCH", `/keys/${key.id}`, { enabled: true })).status).toBe(200);
+    expect((await req("/keys-toggle")).status).toBe(200);
+
+    expect((await admin("DELETE", `/keys/${key.id}`)).status).toBe(204);
+    expect(errorCode(await (await req("/keys-toggle")).text())).toBe("InvalidAccessKeyId");
+    expect((await admin("DELETE", `/keys/${key.id}`)).status).toBe(400);
+    expect(await (await admin("GET", "/keys")).text()).not.toContain(key.id);
+  });
+
+  it("a sealed secret opens only for its own key: copied onto another key's row, that key is refused", async () => {
+    const a = await newKey("a");
+    const b = await newKey("b");
+    const stub = env.KEY_STORE.get(env.KEY_STORE.idFromName("keys"));
+    await runInDurableObject(stub, async (_i: unknown, state: DurableObjectState) => {
+      const sealed = state.storage.sql.exec<{ sealed_secret: string }>("SELECT sealed_secret FROM keys WHERE id = ?", a.id).one().sealed_secret;
+      state.storage.sql.exec("UPDATE keys SET sealed_secret = ? WHERE id = ?", sealed, b.id);
+    });
+    expect(errorCode(await (await as({ id: b.id, secret: a.secret })("/")).text())).toBe("InvalidAccessKeyId");
+    expect((await as(a)("/")).status).toBe(200);
+  });
+
+  it("a key allowed to create buckets owns those it creates; others do not see them; the grants go with the bucket", async () => {
+    const maker = await newKey("maker", true);
+    const other = await newKey("other");
+    expect((await as(other)("/keys-made-by-other", { method: "PUT" })).status).toBe(403);
+    expect((await as(maker)("/keys-made", { method: "PUT" })).status).toBe(200);
+    const req = as(maker);
+    expect((await req("/keys-made/a.txt", { method: "PUT", body: "a" })).status).toBe(200);
+    expect(await (await req("/keys-made/a.txt")).text()).toBe("a");
+    expect(
+      (await req("/keys-made?versioning", { method: "PUT", body: "<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>" })).status,
+    ).toBe(200);
+    expect(bucketsOf(await (await req("/")).text())).toEqual(["keys-made"]);
+    expect(bucketsOf(await (await as(other)("/")).text())).toEqual([]);
+    expect(bucketsOf(await (await s3("/")).text())).toContain("keys-made");
+    const grants = (await (await admin("GET", "/buckets/keys-made/keys")).json()) as { keys: { keyId: string }[] };
+    expect(grants.keys.map((k) => k.keyId)).toEqual([maker.id]);
+
+    // Deleted and made again by the root key: the maker's rights did not survive the bucket.
+    expect((await s3("/keys-made/a.txt?versions")).status).toBe(200);
+    const versions = [...(await (await s3("/keys-made?versions")).text()).matchAll(/<VersionId>([^<]+)<\/VersionId>/g)].map((m) => m[1]);
+    for (const v of versions) await s3ok(`/keys-made/a.txt?versionId=${v}`, { method: "DELETE" }, 204);
+    expect((await req("/keys-made", { method: "DELETE" })).status).toBe(204);
+    await s3ok("/keys-made", { method: "PUT" });
+    expect((await req("/keys-made/a.txt", { method: "PUT", body: "a" })).status).toBe(403);
+  });
+
+  it("a copy needs read on the source's bucket as well as write on the target's", async () => {
+    await s3ok("/keys-source", { method: "PUT" });
+    await s3ok("/keys-target", { method: "PUT" });
+    await s3ok("/keys-source/s.txt", { method: "PUT", body: "source" });
+    const key = await newKey("copier");
+    await grant(key, "keys-target", { write: true });
+    const copy = () => as(key)("/keys-target/c.txt", { method: "PUT", headers: { "x-amz-copy-source": "/keys-source/s.txt" } });
+    expect((await copy()).status).toBe(403);
+    await grant(key, "keys-source", { read: true });
+    expect((await copy()).status).toBe(200);
+    expect(await (await s3("/keys-target/c.txt")).text()).toBe("source");
+  });
+
+  it("bypassing GOVERNANCE retention takes the owner right on the bucket", async () => {
+    const bucket = "keys-locked";
+    await s3ok(`/${bucket}`, { method: "PUT", headers: { "x-amz-bucket-object-lock-enabled": "true" } });
+    const body = "kept";
+    const sum = btoa(String.fromCharCode(...new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(body)))));
+    const until = new Date(Date.now() + 86_400_000).toISOString();
+    const put = await s3ok(`/${bucket}/k.txt`, {
+      method: "PUT",
+      body,
+      headers: { "x-amz-checksum-sha256": sum, "x-amz-object-lock-mode": "GOVERNANCE", "x-amz-object-lock-retain-until-date": until },
+    });
+    const version = put.headers.get("x-amz-version-id") as string;
+    const writer = await newKey("lock writer");
+    await grant(writer, bucket, { read: true, write: true });
+    const owner = await newKey("lock owner");
+    await grant(owner, bucket, { read: true, write: true, owner: true });
+    const bypass = { method: "DELETE", headers: { "x-amz-bypass-governance-retention": "true" } };
+    const refused = await as(writer)(`/${bucket}/k.txt?versionId=${version}`, bypass);
+    expect(refused.status).toBe(403);
+    expect(errorCode(await refused.text())).toBe("AccessDenied");
+    expect((await as(owner)(`/${bucket}/k.txt?versionId=${version}`, bypass)).status).toBe(204);
+  });
+
+  it("the admin API is the root key's alone, and checks what it is given", async () => {
+    const key = await newKey("not root");
+    await grant(key, "keys-private", { read: true, write: true, owner: true });
+    for (const [method, path] of [
+      ["GET", "/_shardgate/admin/keys"],
+      ["POST", "/_shardgate/admin/keys"],
+      ["GET", "/_shardgate/admin/nodes"],
+    ] as const) {
+      const res = await as(key)(path, { method, ...(method === "POST" ? { body: "{}" } : {}) });
+      expect(res.status, path).toBe(403);
+    }
+    expect((await admin("POST", "/keys", { name: "" })).status).toBe(400);
+    expect((await admin("POST", "/keys", { name: "x", createBucket: "yes" })).status).toBe(400);
+    expect((await s3("/_shardgate/admin/keys", { method: "POST", body: "not json" })).status).toBe(400);
+    expect((await admin("PATCH", "/keys/SGNOSUCHKEY", { enabled: false })).status).toBe(400);
+    expect((await admin("PUT", "/keys/SGNOSUCHKEY/buckets/keys-private", { read: true })).status).toBe(400);
+  });
+});
+
+// --- the permission matrix ------------------------------------------------------------------------
+
+const B = "perm-matrix";
+type Op = Exclude<Endpoint["op"], "PreflightCors" | "GetMetrics" | "Admin" | "NotImplemented" | "ListBuckets" | "CreateBucket">;
+type Call = { path: string; init?: RequestInit; md5?: string };
+
+const UPLOAD = "2~notAnUpload";
+const COPY = { "x-amz-copy-source": `/${B}/o.txt` };
+const CALLS: Record<Op, Call> = {
+  HeadBucket: { path: `/${B}`, init: { method: "HEAD" } },
+  DeleteBucket: { path: `/${B}`, init: { method: "DELETE" } }, // not empty: 409 for the owner
+  GetBucketLocation: { path: `/${B}?location` },
+  GetBucketVersioning: { path: `/${B}?versioning` },
+  PutBucketVersioning: {
+    path: `/${B}?versioning`,
+    init: { method: "PUT", body: "<VersioningConfiguration><Status>Suspended</Status></VersioningConfiguration>" },
+  },
+  ListObjectsV2: { path: `/${B}?list-type=2` },
+  ListObjects: { path: `/${B}` },
+  ListObjectVersions: { path: `/${B}?versions` },
+  GetObject: { path: `/${B}/o.txt` },
+  HeadObject: { path: `/${B}/o.txt`, init: { method: "HEAD" } },
+  PutObject: { path: `/${B}/w.txt`, init: { method: "PUT", body: "w" } },
+  DeleteObject: { path: `/${B}/gone.txt`, init: { method: "DELETE" } },
+  DeleteObjects: { path: `/${B}?delete`, init: { method: "POST", body: "<Delete><Object><Key>gone.txt</Key></Object></Delete>" }, md5: "body" },
+  CopyObject: { path: `/${B}/copy.txt`, init: { method: "PUT", headers: COPY } },
+  GetObjectAttributes: { path: `/${B}/o.txt?attributes`, init: { headers: { "x-amz-object-attributes": "ETag" } } },
+  CreateMultipartUpload: { path: `/${B}/mp?uploads`, init: { method: "POST" } },
+  UploadPart: { path: `/${B}/mp?partNumber=1&uploadId=${UPLOAD}`, init: { method: "PUT", body: "p" } },
+  UploadPartCopy: { path: `/${B}/mp?partNumber=1&uploadId=${UPLOAD}`, init: { method: "PUT", headers: COPY } },
+  CompleteMultipartUpload: {
+    path: `/${B}/mp?uploadId=${UPLOAD}`,
+    init: { method: "POST", body: "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>x</ETag></Part></CompleteMultipartUpload>" },
+  },
+  AbortMultipartUpload: { path: `/${B}/mp?uploadId=${UPLOAD}`, init: { method: "DELETE" } },
+  ListParts: { path: `/${B}/mp?uploadId=${UPLOAD}` },
+  ListMultipartUploads: { path: `/${B}?uploads` },
+  GetObjectTagging: { path: `/${B}/o.txt?tagging` },
+  PutObjectTagging: {
+    path: `/${B}/o.txt?tagging`,
+    init: { method: "PUT", body: "<Tagging><TagSet><Tag><Key>k</Key><Value>v</Value></Tag></TagSet></Tagging>" },
+  },
+  DeleteObjectTagging: { path: `/${B}/o.txt?tagging`, init: { method: "DELETE" } },
+  GetBucketTagging: { path: `/${B}?tagging` },
+  PutBucketTagging: { path: `/${B}?tagging`, init: { method: "PUT", body: "<Tagging><TagSet><Tag><Key>k</Key><Value>v</Value></Tag></TagSet></Tagging>" } },
+  DeleteBucketTagging: { path: `/${B}?tagging`, init: { method: "DELETE" } },
+  GetBucketLifecycleConfiguration: { path: `/${B}?lifecycle` },
+  PutBucketLifecycleConfiguration: {
+    path: `/${B}?lifecycle`,
+    init: {
+      method: "PUT",
+      body: "<LifecycleConfiguration><Rule><ID>r</ID><Filter><Prefix>tmp/</Prefix></Filter><Status>Enabled</Status><Expiration><Days>9</Days></Expiration></Rule></LifecycleConfiguration>",
+    },
+    md5: "body",
+  },
+  DeleteBucketLifecycle: { path: `/${B}?lifecycle`, init: { method: "DELETE" } },
+  GetObjectLockConfiguration: { path: `/${B}?object-lock` },
+  PutObjectLockConfiguration: {
+    path: `/${B}?object-lock`,
+    init: { method: "PUT", body: "<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled></ObjectLockConfiguration>" },
+  },
+  GetObjectRetention: { path: `/${B}/o.txt?retention` },
+  PutObjectRetention: {
+    path: `/${B}/o.txt?retention`,
+    init: { method: "PUT", body: "<Retention><Mode>GOVERNANCE</Mode><RetainUntilDate>2099-01-01T00:00:00Z</RetainUntilDate></Retention>" },
+  },
+  GetObjectLegalHold: { path: `/${B}/o.txt?legal-hold` },
+  PutObjectLegalHold: { path: `/${B}/o.txt?legal-hold`, init: { method: "PUT", body: "<LegalHold><Status>ON</Status></LegalHold>" } },
+  GetBucketAcl: { path: `/${B}?acl` },
+  PutBucketAcl: { path: `/${B}?acl`, init: { method: "PUT", headers: { "x-amz-acl": "private" } } },
+  GetObjectAcl: { path: `/${B}/o.txt?acl` },
+  PutObjectAcl: { path: `/${B}/o.txt?acl`, init: { method: "PUT", headers: { "x-amz-acl": "private" } } },
+  GetBucketCors: { path: `/${B}?cors` },
+  PutBucketCors: {
+    path: `/${B}?cors`,
+    init: {
+      method: "PUT",
+      body: "<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod></CORSRule></CORSConfiguration>",
+    },
+    md5: "body",
+  },
+  DeleteBucketCors: { path: `/${B}?cors`, init: { method: "DELETE" } },
+};
+
+describe("the permission matrix", () => {
+  it("every operation on a bucket passes with exactly the right the table names, and is AccessDenied without it", async () => {
+    await s3ok(`/${B}`, { method: "PUT" });
+    await s3ok(`/${B}/o.txt`, { method: "PUT", body: "object" });
+    const rights = ["none", "read", "write", "owner"] as const;
+    const keys = new Map<(typeof rights)[number], Key>();
+    for (const right of rights) {
+      const key = await newKey(`matrix ${right}`);
+      if (right !== "none") await grant(key, B, { [right]: true });
+      keys.set(right, key);
+    }
+    const cells: string[] = [];
+    for (const [op, call] of Object.entries(CALLS) as [Op, Call][]) {
+      for (const right of rights) {
+        const headers = new Headers(call.init?.headers);
+        if (call.md5) headers.set("content-md5", await md5(String(call.init?.body)));
+        const res = await as(keys.get(right) as Key)(call.path, { ...call.init, headers });
+        const body = await res.text();
+        // A copy also reads its source, here in the same bucket: no single right is enough (the
+        // copier test above gives write and read).
+        const allowed = NEEDS[op] === right && op !== "CopyObject" && op !== "UploadPartCopy";
+        const denied = res.status === 403 && (call.init?.method === "HEAD" || errorCode(body) === "AccessDenied");
+        if (allowed === denied) cells.push(`${op} with ${right}: ${res.status} ${errorCode(body) ?? ""} (needs ${NEEDS[op]})`);
+      }
+    }
+    expect(cells).toEqual([]);
+    // And the root key still does all of it.
+    expect((await s3(`/${B}/o.txt`)).status).toBe(200);
+  });
+});

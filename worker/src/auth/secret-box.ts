@@ -1,0 +1,57 @@
+// Sealing access keys' secrets under the master key (SHARDGATE_MASTER_KEY), so that the key store's
+// storage only ever holds ciphertext. AES-256-GCM with a random 96-bit nonce per secret; the key
+// is derived from the master key with HKDF-SHA-256, and the access key id is the associated data,
+// so a sealed secret copied onto another key's row does not open. Format: "v1." base64(nonce ‖
+// ciphertext ‖ tag).
+
+const VERSION = "v1.";
+const NONCE_BYTES = 12;
+/** A master key shorter than this is refused: it would be guessable. */
+export const MIN_MASTER_KEY_LENGTH = 32;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Derived keys by master key (one per isolate: the master key does not change while it runs). */
+const derived = new Map<string, CryptoKey>();
+
+async function boxKey(master: string): Promise<CryptoKey> {
+  const known = derived.get(master);
+  if (known) return known;
+  const raw = await crypto.subtle.importKey("raw", encoder.encode(master), "HKDF", false, ["deriveKey"]);
+  const key = await crypto.subtle.deriveKey(
+    { name: "HKDF", hash: "SHA-256", salt: encoder.encode("shardgate"), info: encoder.encode("access key secrets v1") },
+    raw,
+    { name: "AES-GCM", length: 256 },
+    false,
+    ["encrypt", "decrypt"],
+  );
+  derived.set(master, key);
+  return key;
+}
+
+/** Seals `secret` for the key `keyId`. */
+export async function sealSecret(master: string, keyId: string, secret: string): Promise<string> {
+  const nonce = crypto.getRandomValues(new Uint8Array(NONCE_BYTES));
+  const sealed = await crypto.subtle.encrypt(
+    { name: "AES-GCM", iv: nonce, additionalData: encoder.encode(keyId) },
+    await boxKey(master),
+    encoder.encode(secret),
+  );
+  const out = new Uint8Array(NONCE_BYTES + sealed.byteLength);
+  out.set(nonce);
+  out.set(new Uint8Array(sealed), NONCE_BYTES);
+  return VERSION + btoa(String.fromCharCode(...out));
+}
+
+/** Opens a sealed secret of the key `keyId`; throws when it was not sealed for it under `master`. */
+export async function openSecret(master: string, keyId: string, sealed: string): Promise<string> {
+  if (!sealed.startsWith(VERSION)) throw new Error("unknown sealed secret format");
+  const bytes = Uint8Array.from(atob(sealed.slice(VERSION.length)), (c) => c.charCodeAt(0));
+  const plain = await crypto.subtle.decrypt(
+    { name: "AES-GCM", iv: bytes.subarray(0, NONCE_BYTES), additionalData: encoder.encode(keyId) },
+    await boxKey(master),
+    bytes.subarray(NONCE_BYTES),
+  );
+  return decoder.decode(plain);
+}

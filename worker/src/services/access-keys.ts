@@ -1,0 +1,123 @@
+// Access keys besides the root key: creating one (its secret returned once, stored sealed under the
+// master key), listing, changing, deleting, granting rights on buckets; and resolving the key of a
+// request to its secret and rights. Resolved keys are remembered per isolate for KEY_CACHE_MS at
+// most, so a disabled or deleted key is refused everywhere within that time (at once in the isolate
+// that made the change).
+import { MIN_MASTER_KEY_LENGTH, openSecret, sealSecret } from "../auth/secret-box";
+import type { Env } from "../config";
+import type { KeyChange } from "../meta/key-store";
+import { keyStore } from "../meta/stubs";
+import type { BucketGrant, KeyRecord } from "../meta/types";
+import { S3Error } from "../s3-error";
+
+/** How long an isolate trusts what it looked up about a key (ms). */
+export const KEY_CACHE_MS = 5_000;
+const KEY_CACHE_ENTRIES = 1_000;
+
+/** Who signed a request: the root key (from the environment) or a key of the key store. */
+export type Principal = { kind: "root"; keyId: string } | { kind: "key"; keyId: string; createBucket: boolean; grants: ReadonlyMap<string, BucketGrant> };
+
+/** A key a request may be signed with: its secret and who it is. */
+export interface ResolvedKey {
+  secret: string;
+  principal: Principal;
+}
+
+const ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+const SECRET_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+/** `n` characters drawn uniformly from `alphabet` (rejection sampling: no modulo bias). */
+function randomText(alphabet: string, n: number): string {
+  const limit = 256 - (256 % alphabet.length);
+  let out = "";
+  while (out.length < n) {
+    for (const b of crypto.getRandomValues(new Uint8Array(n * 2))) {
+      if (b < limit && out.length < n) out += alphabet[b % alphabet.length];
+    }
+  }
+  return out;
+}
+
+function masterKey(env: Env): string {
+  const master = env.SHARDGATE_MASTER_KEY ?? "";
+  if (master.length < MIN_MASTER_KEY_LENGTH) {
+    throw new S3Error("InvalidRequest", `Access keys need a master key: set SHARDGATE_MASTER_KEY to a secret of ${MIN_MASTER_KEY_LENGTH} characters or more.`);
+  }
+  return master;
+}
+
+/** Creates a key; the secret is in the answer and nowhere else in clear. */
+export async function createKey(env: Env, opts: { name: string; createBucket: boolean }, now = Date.now()): Promise<KeyRecord & { secret: string }> {
+  const master = masterKey(env);
+  for (;;) {
+    const record: KeyRecord = { id: `SG${randomText(ID_ALPHABET, 18)}`, name: opts.name, created: now, enabled: true, createBucket: opts.createBucket };
+    const secret = randomText(SECRET_ALPHABET, 40);
+    const sealedSecret = await sealSecret(master, record.id, secret);
+    if (await keyStore(env).create({ ...record, sealedSecret })) return { ...record, secret };
+  }
+}
+
+export function listKeys(env: Env): Promise<(KeyRecord & { grants: BucketGrant[] })[]> {
+  return keyStore(env).list();
+}
+
+export async function updateKey(env: Env, id: string, change: KeyChange): Promise<KeyRecord | null> {
+  const key = await keyStore(env).update(id, change);
+  resolved.delete(id);
+  return key;
+}
+
+export async function deleteKey(env: Env, id: string): Promise<boolean> {
+  const gone = await keyStore(env).remove(id);
+  resolved.delete(id);
+  return gone;
+}
+
+export async function grantBucket(env: Env, id: string, grant: BucketGrant): Promise<boolean> {
+  const ok = await keyStore(env).grant(id, grant);
+  resolved.delete(id);
+  return ok;
+}
+
+export function bucketGrants(env: Env, bucket: string): Promise<{ keyId: string; grant: BucketGrant }[]> {
+  return keyStore(env).bucketGrants(bucket);
+}
+
+/** Forgets the grants on a deleted bucket. */
+export async function dropBucketGrants(env: Env, bucket: string): Promise<void> {
+  await keyStore(env).dropBucket(bucket);
+  resolved.clear();
+}
+
+/** What this isolate looked up, by key id, and when (values, never promises: a promise one request created and another awaits can make workerd cancel the second as hung). */
+const resolved = new Map<string, { at: number; key: ResolvedKey | null }>();
+
+/**
+ * The key `id` of the key store, or null when there is none, it is disabled, or its secret does
+ * not open under the master key (which then was changed: logged). Remembered for KEY_CACHE_MS.
+ */
+export async function resolveKey(env: Env, id: string, now = Date.now()): Promise<ResolvedKey | null> {
+  const known = resolved.get(id);
+  if (known && now - known.at < KEY_CACHE_MS) return known.key;
+  const key = await lookup(env, id);
+  resolved.delete(id);
+  resolved.set(id, { at: now, key });
+  while (resolved.size > KEY_CACHE_ENTRIES) resolved.delete(resolved.keys().next().value as string);
+  return key;
+}
+
+async function lookup(env: Env, id: string): Promise<ResolvedKey | null> {
+  const master = env.SHARDGATE_MASTER_KEY ?? "";
+  if (master.length < MIN_MASTER_KEY_LENGTH) return null; // no key but the root key can exist
+  const row = await keyStore(env).lookup(id);
+  if (!row?.enabled) return null;
+  let secret: string;
+  try {
+    secret = await openSecret(master, id, row.sealedSecret);
+  } catch (e) {
+    console.error(JSON.stringify({ accessKey: id, error: `secret does not open under the master key: ${String(e)}` }));
+    return null;
+  }
+  const grants = new Map(row.grants.map((g) => [g.bucket, g]));
+  return { secret, principal: { kind: "key", keyId: id, createBucket: row.createBucket, grants } };
+}
