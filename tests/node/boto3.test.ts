@@ -332,6 +332,22 @@ describe("boto3 against the gateway", () => {
     });
   });
 
+  it("bucket policy: a public-read prefix served to an unsigned client, nothing else; MalformedPolicy; deleted", async () => {
+    const r = await boto3("bucket-policy", { bucket: "boto3-policy" });
+    const denied = { code: "AccessDenied", status: 403 };
+    expect(r).toEqual({
+      malformed: { code: "MalformedPolicy", status: 400 },
+      stored: true,
+      public: true,
+      anonymous_get: "hello",
+      anonymous_private: denied,
+      anonymous_put: denied,
+      anonymous_list: denied,
+      after_delete: denied,
+      no_policy: { code: "NoSuchBucketPolicy", status: 404 },
+    });
+  });
+
   it("copy_object (COPY and REPLACE metadata) and delete_objects", async () => {
     const r = await boto3("copy-delete", { bucket: "boto3", size: 2 * MIB + 3 });
     expect(r.copy_etag).toBe(`"${r.md5}"`);

@@ -620,6 +620,39 @@ def cmd_access_keys(args):
     return out
 
 
+def cmd_bucket_policy(args):
+    """A public-read prefix set with put_bucket_policy, read back, then used by an unsigned boto3
+    client (what a browser or curl does): allowed under the prefix, AccessDenied elsewhere."""
+    from botocore import UNSIGNED
+
+    s3 = client()
+    bucket = args["bucket"]
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="public/hello.txt", Body=b"hello")
+    s3.put_object(Bucket=bucket, Key="private/secret.txt", Body=b"secret")
+    policy = json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{bucket}/public/*"}],
+        }
+    )
+    out = {"malformed": error_of(lambda: s3.put_bucket_policy(Bucket=bucket, Policy='{"Statement": []}'))}
+    s3.put_bucket_policy(Bucket=bucket, Policy=policy)
+    out["stored"] = s3.get_bucket_policy(Bucket=bucket)["Policy"] == policy
+    out["public"] = s3.get_bucket_policy_status(Bucket=bucket)["PolicyStatus"]["IsPublic"]
+    anon = boto3.client(
+        "s3", endpoint_url=os.environ["SHARDGATE_ENDPOINT"], region_name="us-east-1", config=Config(signature_version=UNSIGNED, retries={"total_max_attempts": 1})
+    )
+    out["anonymous_get"] = anon.get_object(Bucket=bucket, Key="public/hello.txt")["Body"].read().decode()
+    out["anonymous_private"] = error_of(lambda: anon.get_object(Bucket=bucket, Key="private/secret.txt"))
+    out["anonymous_put"] = error_of(lambda: anon.put_object(Bucket=bucket, Key="public/new.txt", Body=b"x"))
+    out["anonymous_list"] = error_of(lambda: anon.list_objects_v2(Bucket=bucket))
+    s3.delete_bucket_policy(Bucket=bucket)
+    out["after_delete"] = error_of(lambda: anon.get_object(Bucket=bucket, Key="public/hello.txt"))
+    out["no_policy"] = error_of(lambda: s3.get_bucket_policy(Bucket=bucket))
+    return out
+
+
 COMMANDS = {
     "transfer": cmd_transfer,
     "checksums": cmd_checksums,
@@ -636,6 +669,7 @@ COMMANDS = {
     "lifecycle": cmd_lifecycle,
     "object-lock": cmd_object_lock,
     "access-keys": cmd_access_keys,
+    "bucket-policy": cmd_bucket_policy,
 }
 
 

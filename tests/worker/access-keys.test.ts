@@ -276,6 +276,16 @@ const CALLS: Record<Op, Call> = {
     md5: "body",
   },
   DeleteBucketCors: { path: `/${B}?cors`, init: { method: "DELETE" } },
+  GetBucketPolicy: { path: `/${B}?policy` },
+  PutBucketPolicy: {
+    path: `/${B}?policy`,
+    init: {
+      method: "PUT",
+      body: JSON.stringify({ Statement: [{ Effect: "Allow", Principal: { AWS: "SGNOBODY" }, Action: "s3:GetObject", Resource: `arn:aws:s3:::${B}/none/*` }] }),
+    },
+  },
+  DeleteBucketPolicy: { path: `/${B}?policy`, init: { method: "DELETE" } },
+  GetBucketPolicyStatus: { path: `/${B}?policyStatus` },
 };
 
 describe("the permission matrix", () => {
@@ -306,5 +316,111 @@ describe("the permission matrix", () => {
     expect(cells).toEqual([]);
     // And the root key still does all of it.
     expect((await s3(`/${B}/o.txt`)).status).toBe(200);
+  });
+});
+
+// --- bucket policies -------------------------------------------------------------------------------
+
+/** Requests without credentials. */
+const anonymous = (path: string, init: RequestInit = {}) => exports.default.fetch(new Request(`${GATEWAY}${path}`, init));
+
+const policy = (...statements: Record<string, unknown>[]) => JSON.stringify({ Version: "2012-10-17", Statement: statements });
+
+describe("bucket policies", () => {
+  it("a public-read prefix: anonymous GETs under it succeed, everything else stays AccessDenied", async () => {
+    const b = "policy-public";
+    await s3ok(`/${b}`, { method: "PUT" });
+    await s3ok(`/${b}/public/a.txt`, { method: "PUT", body: "public a" });
+    await s3ok(`/${b}/private/b.txt`, { method: "PUT", body: "private b" });
+    expect((await anonymous(`/${b}/public/a.txt`)).status).toBe(403);
+    expect(errorCode(await (await s3(`/${b}?policy`)).text())).toBe("NoSuchBucketPolicy");
+
+    const doc = policy({ Sid: "PublicRead", Effect: "Allow", Principal: "*", Action: ["s3:GetObject"], Resource: [`arn:aws:s3:::${b}/public/*`] });
+    await s3ok(`/${b}?policy`, { method: "PUT", body: doc }, 204);
+    expect(await (await s3ok(`/${b}?policy`)).text()).toBe(doc);
+    expect(await (await s3ok(`/${b}?policyStatus`)).text()).toContain("<IsPublic>true</IsPublic>");
+
+    const got = await anonymous(`/${b}/public/a.txt`);
+    expect(got.status).toBe(200);
+    expect(await got.text()).toBe("public a");
+    expect((await anonymous(`/${b}/public/a.txt`, { method: "HEAD" })).status).toBe(200);
+    for (const [path, init] of [
+      [`/${b}/private/b.txt`, {}],
+      [`/${b}`, {}],
+      [`/${b}/public/new.txt`, { method: "PUT", body: "x" }],
+      [`/${b}/public/a.txt`, { method: "DELETE" }],
+      [`/${b}?policy`, {}],
+      ["/", {}],
+    ] as const) {
+      const res = await anonymous(path, init);
+      expect(res.status, `${init.method ?? "GET"} ${path}`).toBe(403);
+      expect(errorCode(await res.text())).toBe("AccessDenied");
+    }
+
+    await s3ok(`/${b}?policy`, { method: "DELETE" }, 204);
+    expect((await anonymous(`/${b}/public/a.txt`)).status).toBe(403);
+  });
+
+  it("Allow gives a key more than its grants, Deny takes away what they give; the root key is not bound", async () => {
+    const b = "policy-keys";
+    await s3ok(`/${b}`, { method: "PUT" });
+    await s3ok(`/${b}/keep.txt`, { method: "PUT", body: "keep" });
+    const uploader = await newKey("uploader");
+    const editor = await newKey("editor");
+    await grant(editor, b, { read: true, write: true });
+    const doc = policy(
+      { Effect: "Allow", Principal: { AWS: [uploader.id] }, Action: "s3:PutObject", Resource: `arn:aws:s3:::${b}/inbox/*` },
+      { Effect: "Deny", Principal: { AWS: editor.id }, Action: ["s3:DeleteObject"], Resource: `arn:aws:s3:::${b}/*` },
+    );
+    await s3ok(`/${b}?policy`, { method: "PUT", body: doc }, 204);
+    expect(await (await s3ok(`/${b}?policyStatus`)).text()).toContain("<IsPublic>false</IsPublic>");
+
+    expect((await as(uploader)(`/${b}/inbox/a.txt`, { method: "PUT", body: "a" })).status).toBe(200);
+    expect((await as(uploader)(`/${b}/elsewhere.txt`, { method: "PUT", body: "a" })).status).toBe(403);
+    expect((await as(uploader)(`/${b}/inbox/a.txt`)).status).toBe(403); // PutObject only
+
+    expect((await as(editor)(`/${b}/new.txt`, { method: "PUT", body: "n" })).status).toBe(200);
+    const denied = await as(editor)(`/${b}/keep.txt`, { method: "DELETE" });
+    expect(denied.status).toBe(403);
+    expect(errorCode(await denied.text())).toBe("AccessDenied");
+    expect((await s3(`/${b}/keep.txt`, { method: "DELETE" })).status).toBe(204);
+  });
+
+  it("anonymous uploads into a drop box prefix, when a policy allows them", async () => {
+    const b = "policy-dropbox";
+    await s3ok(`/${b}`, { method: "PUT" });
+    await s3ok(
+      `/${b}?policy`,
+      { method: "PUT", body: policy({ Effect: "Allow", Principal: "*", Action: "s3:PutObject", Resource: `arn:aws:s3:::${b}/drop/*` }) },
+      204,
+    );
+    const put = await anonymous(`/${b}/drop/file.txt`, { method: "PUT", body: "dropped" });
+    expect(put.status, await put.clone().text()).toBe(200);
+    expect(await (await s3ok(`/${b}/drop/file.txt`)).text()).toBe("dropped");
+    expect((await anonymous(`/${b}/drop/file.txt`)).status).toBe(403);
+  });
+
+  it("refuses policies it cannot enforce with MalformedPolicy and the reason, storing nothing", async () => {
+    const b = "policy-bad";
+    await s3ok(`/${b}`, { method: "PUT" });
+    const stmt = { Effect: "Allow", Principal: "*", Action: "s3:GetObject", Resource: `arn:aws:s3:::${b}/*` };
+    for (const [doc, reason] of [
+      ["{not json", /invalid Json/],
+      [JSON.stringify({ Version: "2012-10-17" }), /Statement/],
+      [policy({ ...stmt, Condition: { IpAddress: { "aws:SourceIp": "10.0.0.0/8" } } }), /Conditions are not supported/],
+      [policy({ ...stmt, Resource: "arn:aws:s3:::another-bucket/*" }), /invalid resource/],
+      [policy({ ...stmt, Action: "s3:MakeCoffee" }), /invalid action/],
+      [policy({ ...stmt, Effect: "Maybe" }), /Invalid effect/],
+      [policy({ Effect: "Allow", Action: "s3:GetObject", Resource: `arn:aws:s3:::${b}/*` }), /Principal/],
+      [policy({ ...stmt, Principal: { Service: "s3.amazonaws.com" } }), /principal/],
+    ] as const) {
+      const res = await s3(`/${b}?policy`, { method: "PUT", body: doc });
+      const xml = await res.text();
+      expect(res.status, doc).toBe(400);
+      expect(errorCode(xml)).toBe("MalformedPolicy");
+      expect(xml).toMatch(reason);
+    }
+    expect(errorCode(await (await s3(`/${b}?policy`)).text())).toBe("NoSuchBucketPolicy");
+    expect(errorCode(await (await s3("/policy-nowhere?policy", { method: "PUT", body: policy(stmt) })).text())).toBe("MalformedPolicy");
   });
 });

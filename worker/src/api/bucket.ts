@@ -6,6 +6,7 @@ import { bucketIndex, bucketRegistry, type RequestContext } from "./context";
 import { S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
 import { drainBucketGarbage } from "../services/garbage";
 import { dropBucketGrants, grantBucket } from "../services/access-keys";
+import { forgetBucketPolicy } from "../services/bucket-policy";
 
 export async function createBucket(ctx: RequestContext, bucket: string): Promise<Response> {
   checkBucketName(bucket);
@@ -48,6 +49,7 @@ export async function deleteBucket(ctx: RequestContext, bucket: string): Promise
   if (result === "missing") throw noSuchBucket(bucket);
   await bucketRegistry(ctx).remove(bucket);
   await dropBucketGrants(ctx.env, bucket);
+  forgetBucketPolicy(bucket);
   // Uploads in progress went with the bucket: their shard files now, as the registry no longer lists it for the job.
   ctx.waitUntil(drainBucketGarbage(ctx.env, ctx.config, bucket, DROPPED_BUCKET_GARBAGE).catch(() => {}));
   return new Response(null, { status: 204 });

@@ -1,6 +1,6 @@
 // One S3 request, start to finish: route to an Endpoint, authenticate, authorize, dispatch exhaustively,
 // render any failure as an S3 XML error, stamp x-amz-request-id, and log one JSON line.
-import { authenticate } from "../auth/sigv4";
+import { anonymousRequest, authenticate, hasCredentials } from "../auth/sigv4";
 import { BODY_PIECE_BYTES, PieceReader } from "../piece-reader";
 import { loadConfig, type Env } from "../config";
 import { metricsStore } from "../meta/stubs";
@@ -20,6 +20,7 @@ import { abortMultipartUpload, completeMultipartUpload, createMultipartUpload, l
 import { deleteObjectTagging, getObjectTagging, putObjectTagging } from "./tagging";
 import { deleteBucketTagging, getBucketTagging, putBucketTagging } from "./bucket-tagging";
 import { getBucketAcl, getObjectAcl, putBucketAcl, putObjectAcl } from "./acl";
+import { deleteBucketPolicy, getBucketPolicy, getBucketPolicyStatus, putBucketPolicy } from "./bucket-policy";
 import { deleteBucketLifecycle, getBucketLifecycle, putBucketLifecycle } from "./lifecycle";
 import {
   getObjectLegalHold,
@@ -37,6 +38,7 @@ import { bearerAuthorized, getMetrics } from "./metrics";
 import { routeRequest, type Endpoint } from "./router";
 import { authorize } from "./permissions";
 import { resolveKey, type Principal } from "../services/access-keys";
+import { bucketPolicy } from "../services/bucket-policy";
 import { requestedVersion } from "./object-request";
 
 export async function handleS3(request: Request, env: Env, exec: { waitUntil(promise: Promise<unknown>): void }): Promise<Response> {
@@ -62,16 +64,20 @@ export async function handleS3(request: Request, env: Env, exec: { waitUntil(pro
     if (!config.credentials)
       throw new S3Error("AccessDenied", "The gateway has no credentials configured (SHARDGATE_ACCESS_KEY_ID, SHARDGATE_SECRET_ACCESS_KEY).");
     const root = config.credentials;
-    let principal: Principal = { kind: "root", keyId: root.accessKeyId };
-    // The root key is known without a lookup; any other key comes from the key store.
+    let principal: Principal = { kind: "anonymous" };
+    // The root key is known without a lookup; any other key comes from the key store. A request
+    // without credentials gets only what a bucket policy allows everyone.
     const secretOf = async (id: string): Promise<string | null> => {
-      if (id === root.accessKeyId) return root.secretAccessKey;
+      if (id === root.accessKeyId) {
+        principal = { kind: "root", keyId: id };
+        return root.secretAccessKey;
+      }
       const key = await resolveKey(env, id);
       if (key) principal = key.principal;
       return key?.secret ?? null;
     };
-    const auth = await authenticate(request, secretOf, { region: config.region, now: Date.now() });
-    authorize(principal, endpoint, request.headers);
+    const auth = hasCredentials(request, url) ? await authenticate(request, secretOf, { region: config.region, now: Date.now() }) : anonymousRequest(request);
+    await authorize(principal, endpoint, request.headers, (bucket) => bucketPolicy(env, bucket));
     const ctx: RequestContext = { request, url, env, config, core, auth, principal, requestId, waitUntil: (p) => exec.waitUntil(p) };
     if ("key" in endpoint) requestedVersion(url); // a malformed versionId is refused whatever the operation
     return await finishWithCors(await dispatch(ctx, endpoint));
@@ -192,6 +198,14 @@ function dispatch(ctx: RequestContext, e: Endpoint): Promise<Response> {
       return putBucketCors(ctx, e.bucket);
     case "DeleteBucketCors":
       return deleteBucketCors(ctx, e.bucket);
+    case "GetBucketPolicy":
+      return getBucketPolicy(ctx, e.bucket);
+    case "PutBucketPolicy":
+      return putBucketPolicy(ctx, e.bucket);
+    case "DeleteBucketPolicy":
+      return deleteBucketPolicy(ctx, e.bucket);
+    case "GetBucketPolicyStatus":
+      return getBucketPolicyStatus(ctx, e.bucket);
     case "PreflightCors":
       throw new Error("preflights are answered before authentication");
     case "GetMetrics":

@@ -48,6 +48,10 @@ export type Endpoint =
   | { op: "GetBucketCors"; bucket: string }
   | { op: "PutBucketCors"; bucket: string }
   | { op: "DeleteBucketCors"; bucket: string }
+  | { op: "GetBucketPolicy"; bucket: string }
+  | { op: "PutBucketPolicy"; bucket: string }
+  | { op: "DeleteBucketPolicy"; bucket: string }
+  | { op: "GetBucketPolicyStatus"; bucket: string }
   | { op: "PreflightCors"; bucket: string }
   | { op: "GetMetrics" }
   | { op: "Admin"; path: string }
@@ -101,8 +105,6 @@ const BUCKET_SUBRESOURCES: Record<string, string> = {
   notification: "BucketNotificationConfiguration",
   "object-lock": "ObjectLockConfiguration",
   ownershipControls: "BucketOwnershipControls",
-  policy: "BucketPolicy",
-  policyStatus: "BucketPolicyStatus",
   publicAccessBlock: "PublicAccessBlock",
   replication: "BucketReplication",
   requestPayment: "BucketRequestPayment",
@@ -167,6 +169,12 @@ function routeBucket(method: string, bucket: string, query: URLSearchParams): En
     if (method === "GET") return { op: "GetObjectLockConfiguration", bucket };
     if (method === "PUT") return { op: "PutObjectLockConfiguration", bucket };
   }
+  if (query.has("policy")) {
+    if (method === "GET") return { op: "GetBucketPolicy", bucket };
+    if (method === "PUT") return { op: "PutBucketPolicy", bucket };
+    if (method === "DELETE") return { op: "DeleteBucketPolicy", bucket };
+  }
+  if (query.has("policyStatus") && method === "GET") return { op: "GetBucketPolicyStatus", bucket };
   if (query.has("acl")) {
     if (method === "GET") return { op: "GetBucketAcl", bucket };
     if (method === "PUT") return { op: "PutBucketAcl", bucket };

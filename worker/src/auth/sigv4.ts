@@ -456,6 +456,20 @@ function parseLength(value: string | null, header: string): number | null {
 
 const NO_TRAILERS: () => Promise<Headers> = () => Promise.resolve(new Headers());
 
+/** Whether the request carries credentials of any kind (else it is anonymous). */
+export function hasCredentials(request: Request, url: URL): boolean {
+  if (request.headers.has("authorization")) return true;
+  const q = url.searchParams;
+  return q.has("X-Amz-Algorithm") || q.has("X-Amz-Credential") || q.has("X-Amz-Signature") || q.has("AWSAccessKeyId") || q.has("Signature");
+}
+
+/** An anonymous request's payload, as is (only a bucket policy can let such a request write). */
+export function anonymousRequest(request: Request): Authenticated {
+  const contentLength = parseLength(request.headers.get("content-length"), "Content-Length");
+  const body = request.body === null || contentLength === 0 ? null : request.body;
+  return { accessKeyId: "", body, contentLength, trailers: NO_TRAILERS() };
+}
+
 /**
  * A signed header's value as the client sent it. The runtime replaces Accept-Encoding with its
  * own ("br, gzip", on Cloudflare's edge as under workerd) and keeps the client's value in

@@ -95,11 +95,13 @@ const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
   ["ALTER TABLE bucket ADD COLUMN lifecycle TEXT", "ALTER TABLE bucket ADD COLUMN lifecycle_cursor TEXT"],
   // Object lock: the bucket's configuration (JSON, meta/object-lock.ts) and each version's lock.
   ["ALTER TABLE bucket ADD COLUMN object_lock TEXT", "ALTER TABLE objects ADD COLUMN lock TEXT", "ALTER TABLE versions ADD COLUMN lock TEXT"],
+  // The bucket policy (its JSON document as given), or NULL.
+  ["ALTER TABLE bucket ADD COLUMN policy TEXT"],
 ];
 
 /** Per-bucket settings kept as JSON in a column of the bucket row (the table names the column). */
-export type BucketSetting = "cors" | "tags" | "lifecycle";
-const SETTING_COLUMNS: Record<BucketSetting, string> = { cors: "cors", tags: "tags", lifecycle: "lifecycle" };
+export type BucketSetting = "cors" | "tags" | "lifecycle" | "policy";
+const SETTING_COLUMNS: Record<BucketSetting, string> = { cors: "cors", tags: "tags", lifecycle: "lifecycle", policy: "policy" };
 
 /** Versions one lifecycle call visits at most (a key's versions are never split). */
 const LIFECYCLE_BATCH = 2000;
@@ -173,7 +175,7 @@ export class BucketIndex extends DurableObject {
       const parts = uploads.allUploadIds(this.sql).flatMap((id) => uploads.deleteUpload(this.sql, id));
       this.addGarbage(parts);
       this.sql.exec(
-        "UPDATE bucket SET present = 0, cors = NULL, tags = NULL, versioning = NULL, lifecycle = NULL, lifecycle_cursor = NULL, object_lock = NULL WHERE id = 1",
+        "UPDATE bucket SET present = 0, cors = NULL, tags = NULL, versioning = NULL, lifecycle = NULL, lifecycle_cursor = NULL, object_lock = NULL, policy = NULL WHERE id = 1",
       );
       return { outcome: "dropped", parts };
     });
@@ -460,7 +462,7 @@ export class BucketIndex extends DurableObject {
     if (current === null || current > due) await this.ctx.storage.setAlarm(due);
   }
 
-  // --- bucket settings: CORS rules, tags --------------------------------------------------------
+  // --- bucket settings: CORS rules, tags, lifecycle rules, policy --------------------------------------------------------
 
   /** A setting of the bucket as stored (JSON), null when none; undefined: no bucket. */
   async setting(name: BucketSetting): Promise<string | null | undefined> {

@@ -14,8 +14,11 @@ import { S3Error } from "../s3-error";
 export const KEY_CACHE_MS = 5_000;
 const KEY_CACHE_ENTRIES = 1_000;
 
-/** Who signed a request: the root key (from the environment) or a key of the key store. */
-export type Principal = { kind: "root"; keyId: string } | { kind: "key"; keyId: string; createBucket: boolean; grants: ReadonlyMap<string, BucketGrant> };
+/** Who signed a request: the root key (from the environment), a key of the key store, or nobody. */
+export type Principal =
+  | { kind: "root"; keyId: string }
+  | { kind: "anonymous" }
+  | { kind: "key"; keyId: string; createBucket: boolean; grants: ReadonlyMap<string, BucketGrant> };
 
 /** A key a request may be signed with: its secret and who it is. */
 export interface ResolvedKey {
