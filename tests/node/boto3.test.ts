@@ -348,6 +348,27 @@ describe("boto3 against the gateway", () => {
     });
   });
 
+  it("Signature Version 2: boto3's default presigned URLs (GET, PUT), expiry, tampering, permissions, and V2 header signing", async () => {
+    const admin = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1", retries: 0 });
+    const made = await admin.fetch(`${gateway.base}/_shardgate/admin/keys`, { method: "POST", body: JSON.stringify({ name: "v2 stranger" }) });
+    const stranger = (await made.json()) as { id: string; secret: string };
+    const r = await boto3("sigv2", { bucket: "boto3-v2", stranger: { id: stranger.id, secret: stranger.secret } });
+    expect(r).toEqual({
+      v2_url: true,
+      get: "hello v2",
+      put: "",
+      stranger_get: 403,
+      stranger_v4: { code: "AccessDenied", status: 403 },
+      uploaded: "put with v2",
+      expired: 403,
+      tampered: 403,
+      header_get: ["header v2", { note: "v2" }],
+      header_list: ["header/a+b.txt"],
+      header_tagging: null,
+      header_deleted: { code: "404", status: 404 },
+    });
+  });
+
   it("copy_object (COPY and REPLACE metadata) and delete_objects", async () => {
     const r = await boto3("copy-delete", { bucket: "boto3", size: 2 * MIB + 3 });
     expect(r.copy_etag).toBe(`"${r.md5}"`);

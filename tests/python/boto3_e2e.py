@@ -653,6 +653,71 @@ def cmd_bucket_policy(args):
     return out
 
 
+def cmd_sigv2(args):
+    """Signature Version 2 as boto3 makes it: generate_presigned_url's default for a custom
+    endpoint (AWSAccessKeyId/Signature/Expires), a presigned PUT, an expired URL, a key without
+    the right, and a client signing its headers with V2 (signature_version "s3")."""
+    import time
+    import urllib.request
+
+    bucket = args["bucket"]
+    s3 = client()
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="dir/hello world.txt", Body=b"hello v2")
+
+    def fetch(url, method="GET", data=None, headers=None):
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, method=method, data=data, headers=headers or {})) as res:
+                return res.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code
+
+    get_url = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "dir/hello world.txt"}, ExpiresIn=300)
+    # Content-Type is signed in V2: the URL names the one the upload sends.
+    put_url = s3.generate_presigned_url("put_object", Params={"Bucket": bucket, "Key": "uploaded.txt", "ContentType": "text/plain"}, ExpiresIn=300)
+    short = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "dir/hello world.txt"}, ExpiresIn=1)
+    stranger = client(key=args["stranger"])
+    stranger_v2 = boto3.client(
+        "s3",
+        endpoint_url=os.environ["SHARDGATE_ENDPOINT"],
+        region_name="us-east-1",
+        aws_access_key_id=args["stranger"]["id"],
+        aws_secret_access_key=args["stranger"]["secret"],
+        config=Config(retries={"total_max_attempts": 1}),
+    )
+    out = {
+        "v2_url": "AWSAccessKeyId=" in get_url and "Signature=" in get_url and "X-Amz-Signature" not in get_url,
+        "get": fetch(get_url),
+        "put": fetch(put_url, "PUT", b"put with v2", {"Content-Type": "text/plain"}),
+        "stranger_get": fetch(stranger_v2.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "dir/hello world.txt"})),
+        "stranger_v4": error_of(lambda: stranger.get_object(Bucket=bucket, Key="dir/hello world.txt")),
+    }
+    out["uploaded"] = s3.get_object(Bucket=bucket, Key="uploaded.txt")["Body"].read().decode()
+    time.sleep(2.2)
+    out["expired"] = fetch(short)
+    tampered = get_url.replace("hello%20world", "hello%20there")
+    out["tampered"] = fetch(tampered)
+
+    header = client_with(signature_version="s3")
+    header.put_object(Bucket=bucket, Key="header/a+b.txt", Body=b"header v2", ContentType="text/plain", Metadata={"note": "v2"})
+    got = header.get_object(Bucket=bucket, Key="header/a+b.txt")
+    out["header_get"] = [got["Body"].read().decode(), got["Metadata"]]
+    out["header_list"] = [o["Key"] for o in header.list_objects_v2(Bucket=bucket, Prefix="header/")["Contents"]]
+    out["header_tagging"] = error_of(lambda: header.put_object_tagging(Bucket=bucket, Key="header/a+b.txt", Tagging={"TagSet": [{"Key": "k", "Value": "v"}]}))
+    header.delete_object(Bucket=bucket, Key="header/a+b.txt")
+    out["header_deleted"] = error_of(lambda: header.head_object(Bucket=bucket, Key="header/a+b.txt"))
+    return out
+
+
+def client_with(**config):
+    return boto3.client(
+        "s3",
+        endpoint_url=os.environ["SHARDGATE_ENDPOINT"],
+        region_name="us-east-1",
+        config=Config(retries={"total_max_attempts": 1}, **config),
+    )
+
+
 COMMANDS = {
     "transfer": cmd_transfer,
     "checksums": cmd_checksums,
@@ -670,6 +735,7 @@ COMMANDS = {
     "object-lock": cmd_object_lock,
     "access-keys": cmd_access_keys,
     "bucket-policy": cmd_bucket_policy,
+    "sigv2": cmd_sigv2,
 }
 
 

@@ -22,6 +22,8 @@ export interface Env {
    * stored sealed under a key derived from it. Without it, only the root key works.
    */
   SHARDGATE_MASTER_KEY?: string;
+  /** "off" refuses Signature Version 2 (default "on": accepted, as MinIO does). */
+  SHARDGATE_SIGV2?: string;
   /** Runs the background jobs on an alarm (worker/src/jobs/scheduler.ts). */
   JOB_SCHEDULER?: DurableObjectNamespace<JobScheduler>;
   /** Time between background job runs (ms, default 15 minutes). */
@@ -80,6 +82,8 @@ export interface GatewayConfig {
   /** Absent when no credentials are configured: every S3 request is then refused. */
   credentials: { accessKeyId: string; secretAccessKey: string } | undefined;
   virtualHostSuffix: string;
+  /** Whether Signature Version 2 (header and presigned URLs) is accepted (SHARDGATE_SIGV2, default on). */
+  sigV2: boolean;
 }
 
 const cache = new WeakMap<Env, GatewayConfig>();
@@ -143,7 +147,15 @@ function parseConfig(env: Env): GatewayConfig {
         ? { accessKeyId: env.SHARDGATE_ACCESS_KEY_ID, secretAccessKey: env.SHARDGATE_SECRET_ACCESS_KEY }
         : undefined, // local defaults are passed in by scripts/serve.mjs, never built in
     virtualHostSuffix: env.SHARDGATE_VIRTUAL_HOST_SUFFIX || "localhost",
+    sigV2: parseSwitch(env.SHARDGATE_SIGV2, "SHARDGATE_SIGV2", true),
   };
+}
+
+function parseSwitch(raw: string | undefined, name: string, fallback: boolean): boolean {
+  if (raw === undefined || raw === "") return fallback;
+  if (raw === "on") return true;
+  if (raw === "off") return false;
+  throw new Error(`configuration: ${name} must be on or off, got ${raw}`);
 }
 
 function originNode(env: Env, id: string, s3Nodes: Map<string, S3NodeSpec>, diskNodes: Set<string>, stallMs: number): StorageNode {

@@ -1,6 +1,7 @@
 // One S3 request, start to finish: route to an Endpoint, authenticate, authorize, dispatch exhaustively,
 // render any failure as an S3 XML error, stamp x-amz-request-id, and log one JSON line.
 import { anonymousRequest, authenticate, hasCredentials } from "../auth/sigv4";
+import { authenticateV2, isSigV2 } from "../auth/sigv2";
 import { BODY_PIECE_BYTES, PieceReader } from "../piece-reader";
 import { loadConfig, type Env } from "../config";
 import { metricsStore } from "../meta/stubs";
@@ -76,7 +77,11 @@ export async function handleS3(request: Request, env: Env, exec: { waitUntil(pro
       if (key) principal = key.principal;
       return key?.secret ?? null;
     };
-    const auth = hasCredentials(request, url) ? await authenticate(request, secretOf, { region: config.region, now: Date.now() }) : anonymousRequest(request);
+    const auth = !hasCredentials(request, url)
+      ? anonymousRequest(request)
+      : config.sigV2 && isSigV2(request, url)
+        ? await authenticateV2(request, secretOf, { now: Date.now(), virtualHostSuffix: config.virtualHostSuffix })
+        : await authenticate(request, secretOf, { region: config.region, now: Date.now() });
     await authorize(principal, endpoint, request.headers, (bucket) => bucketPolicy(env, bucket));
     const ctx: RequestContext = { request, url, env, config, core, auth, principal, requestId, waitUntil: (p) => exec.waitUntil(p) };
     if ("key" in endpoint) requestedVersion(url); // a malformed versionId is refused whatever the operation
