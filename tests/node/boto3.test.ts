@@ -369,6 +369,29 @@ describe("boto3 against the gateway", () => {
     });
   });
 
+  it("generate_presigned_post: a form upload with conditions stored byte-exact; too large and changed fields refused", async () => {
+    const r = await boto3("presigned-post", { bucket: "boto3-post" });
+    expect(r.fields).toEqual([
+      "Content-Type",
+      "key",
+      "policy",
+      "success_action_status",
+      "x-amz-algorithm",
+      "x-amz-credential",
+      "x-amz-date",
+      "x-amz-meta-by",
+      "x-amz-signature",
+    ]);
+    expect(r.stored.status).toBe(201);
+    expect(r.stored.body).toContain("<Key>forms/photo.png</Key>");
+    expect(r.same).toBe(true);
+    expect(r.type).toBe("image/png");
+    expect(r.metadata).toEqual({ by: "boto3" });
+    expect(r.too_large).toEqual({ status: 400, code: "EntityTooLarge" });
+    expect(r.big_stored).toEqual({ code: "404", status: 404 });
+    expect(r.changed_type).toEqual({ status: 403, code: "AccessDenied" });
+  });
+
   it("copy_object (COPY and REPLACE metadata) and delete_objects", async () => {
     const r = await boto3("copy-delete", { bucket: "boto3", size: 2 * MIB + 3 });
     expect(r.copy_etag).toBe(`"${r.md5}"`);

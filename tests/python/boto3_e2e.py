@@ -718,6 +718,58 @@ def client_with(**config):
     )
 
 
+def cmd_presigned_post(args):
+    """Browser form uploads as boto3 prepares them (generate_presigned_post, SigV4 fields and a
+    policy with conditions), posted as multipart/form-data the way browsers encode it."""
+    import urllib.request
+    import uuid
+
+    bucket = args["bucket"]
+    s3 = client_with(signature_version="s3v4")
+    s3.create_bucket(Bucket=bucket)
+
+    def post_form(fields, filename, data):
+        boundary = uuid.uuid4().hex
+        body = b""
+        for name, value in fields.items():
+            body += f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode()
+        body += f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{filename}"\r\nContent-Type: application/octet-stream\r\n\r\n'.encode()
+        body += data + f"\r\n--{boundary}--\r\n".encode()
+        req = urllib.request.Request(post["url"], data=body, method="POST", headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+        try:
+            with urllib.request.urlopen(req) as res:
+                return {"status": res.status, "body": res.read().decode()}
+        except urllib.error.HTTPError as e:
+            xml = e.read().decode()
+            return {"status": e.code, "code": xml.split("<Code>")[1].split("</Code>")[0] if "<Code>" in xml else None}
+
+    data = os.urandom(300_000)
+    post = s3.generate_presigned_post(
+        bucket,
+        "forms/${filename}",
+        Fields={"Content-Type": "image/png", "success_action_status": "201", "x-amz-meta-by": "boto3"},
+        Conditions=[
+            ["starts-with", "$key", "forms/"],
+            {"Content-Type": "image/png"},
+            {"success_action_status": "201"},
+            {"x-amz-meta-by": "boto3"},
+            ["content-length-range", 1, 1_000_000],
+        ],
+        ExpiresIn=300,
+    )
+    out = {"fields": sorted(post["fields"].keys())}
+    out["stored"] = post_form(post["fields"], "photo.png", data)
+    obj = s3.get_object(Bucket=bucket, Key="forms/photo.png")
+    out["same"] = obj["Body"].read() == data
+    out["type"] = obj["ContentType"]
+    out["metadata"] = obj["Metadata"]
+    out["too_large"] = post_form(post["fields"], "big.png", os.urandom(1_000_001))
+    out["big_stored"] = error_of(lambda: s3.head_object(Bucket=bucket, Key="forms/big.png"))
+    changed = dict(post["fields"], **{"Content-Type": "text/html"})
+    out["changed_type"] = post_form(changed, "evil.html", b"<script></script>")
+    return out
+
+
 COMMANDS = {
     "transfer": cmd_transfer,
     "checksums": cmd_checksums,
@@ -736,6 +788,7 @@ COMMANDS = {
     "access-keys": cmd_access_keys,
     "bucket-policy": cmd_bucket_policy,
     "sigv2": cmd_sigv2,
+    "presigned-post": cmd_presigned_post,
 }
 
 

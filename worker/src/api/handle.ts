@@ -34,11 +34,12 @@ import {
 import { getObject, RangeNotSatisfiable } from "./get";
 import { listBuckets, listObjects, listObjectVersions } from "./list";
 import { putObject } from "./put";
+import { postObject } from "./post-object";
 import { metrics } from "../observability/metrics";
 import { bearerAuthorized, getMetrics } from "./metrics";
 import { routeRequest, type Endpoint } from "./router";
 import { authorize } from "./permissions";
-import { resolveKey, type Principal } from "../services/access-keys";
+import { signerOf, type Principal } from "../services/access-keys";
 import { bucketPolicy } from "../services/bucket-policy";
 import { requestedVersion } from "./object-request";
 
@@ -69,20 +70,18 @@ export async function handleS3(request: Request, env: Env, exec: { waitUntil(pro
     // The root key is known without a lookup; any other key comes from the key store. A request
     // without credentials gets only what a bucket policy allows everyone.
     const secretOf = async (id: string): Promise<string | null> => {
-      if (id === root.accessKeyId) {
-        principal = { kind: "root", keyId: id };
-        return root.secretAccessKey;
-      }
-      const key = await resolveKey(env, id);
+      const key = await signerOf(env, root, id);
       if (key) principal = key.principal;
       return key?.secret ?? null;
     };
-    const auth = !hasCredentials(request, url)
-      ? anonymousRequest(request)
-      : config.sigV2 && isSigV2(request, url)
-        ? await authenticateV2(request, secretOf, { now: Date.now(), virtualHostSuffix: config.virtualHostSuffix })
-        : await authenticate(request, secretOf, { region: config.region, now: Date.now() });
-    await authorize(principal, endpoint, request.headers, (bucket) => bucketPolicy(env, bucket));
+    // A browser form's POST carries its credentials in the form: the operation checks them.
+    const auth =
+      !hasCredentials(request, url) || endpoint.op === "PostObject"
+        ? anonymousRequest(request)
+        : config.sigV2 && isSigV2(request, url)
+          ? await authenticateV2(request, secretOf, { now: Date.now(), virtualHostSuffix: config.virtualHostSuffix })
+          : await authenticate(request, secretOf, { region: config.region, now: Date.now() });
+    if (endpoint.op !== "PostObject") await authorize(principal, endpoint, request.headers, (bucket) => bucketPolicy(env, bucket));
     const ctx: RequestContext = { request, url, env, config, core, auth, principal, requestId, waitUntil: (p) => exec.waitUntil(p) };
     if ("key" in endpoint) requestedVersion(url); // a malformed versionId is refused whatever the operation
     return await finishWithCors(await dispatch(ctx, endpoint));
@@ -137,6 +136,8 @@ function dispatch(ctx: RequestContext, e: Endpoint): Promise<Response> {
       return getObject(ctx, e.bucket, e.key, true);
     case "PutObject":
       return putObject(ctx, e.bucket, e.key);
+    case "PostObject":
+      return postObject(ctx, e.bucket);
     case "DeleteObject":
       return deleteObject(ctx, e.bucket, e.key);
     case "DeleteObjects":

@@ -29,6 +29,7 @@ export const NEEDS: Record<Endpoint["op"], Need> = {
   GetObject: "read",
   HeadObject: "read",
   PutObject: "write",
+  PostObject: "write", // checked by the operation, with the key that signed the form
   DeleteObject: "write",
   DeleteObjects: "write",
   CopyObject: "write", // and read on the source's bucket
@@ -87,6 +88,7 @@ export const ACTIONS: Record<Endpoint["op"], PolicyAction | null> = {
   GetObject: "s3:GetObject",
   HeadObject: "s3:GetObject",
   PutObject: "s3:PutObject",
+  PostObject: "s3:PutObject",
   DeleteObject: "s3:DeleteObject",
   DeleteObjects: "s3:DeleteObject",
   CopyObject: "s3:PutObject",

@@ -15,6 +15,7 @@ export type Endpoint =
   | { op: "GetObject"; bucket: string; key: string }
   | { op: "HeadObject"; bucket: string; key: string }
   | { op: "PutObject"; bucket: string; key: string }
+  | { op: "PostObject"; bucket: string }
   | { op: "DeleteObject"; bucket: string; key: string }
   | { op: "DeleteObjects"; bucket: string }
   | { op: "CopyObject"; bucket: string; key: string }
@@ -145,11 +146,11 @@ export function route(method: string, target: Target, query: URLSearchParams, he
   }
   // Preflights are answered by the bucket's CORS rules, without credentials.
   if (method === "OPTIONS") return { op: "PreflightCors", bucket };
-  if (key === null) return routeBucket(method, bucket, query);
+  if (key === null) return routeBucket(method, bucket, query, headers);
   return routeObject(method, bucket, key, query, headers);
 }
 
-function routeBucket(method: string, bucket: string, query: URLSearchParams): Endpoint {
+function routeBucket(method: string, bucket: string, query: URLSearchParams, headers: Headers): Endpoint {
   if (query.has("cors")) {
     if (method === "GET") return { op: "GetBucketCors", bucket };
     if (method === "PUT") return { op: "PutBucketCors", bucket };
@@ -199,6 +200,10 @@ function routeBucket(method: string, bucket: string, query: URLSearchParams): En
       return { op: "CreateBucket", bucket };
     case "DELETE":
       return { op: "DeleteBucket", bucket };
+    case "POST":
+      // A browser form upload (presigned POST).
+      if (/^multipart\/form-data\b/i.test(headers.get("content-type") ?? "")) return { op: "PostObject", bucket };
+      return notImplemented(`${method} on a bucket`);
     default:
       return notImplemented(`${method} on a bucket`);
   }

@@ -116,6 +116,16 @@ export async function authenticateV2(request: Request, secretOf: SecretLookup, o
   throw signatureMismatch();
 }
 
+/** The Signature Version 2 of a browser form's POST policy (its base64 text, as sent). */
+export async function postPolicySignatureV2(secret: string, policy: string): Promise<string> {
+  return hmacSha1Base64(secret, policy);
+}
+
+async function hmacSha1Base64(secret: string, text: string): Promise<string> {
+  const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-1" }, false, ["sign"]);
+  return btoa(String.fromCharCode(...new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(text)))));
+}
+
 /** x-amz-* headers, lower-cased and sorted, `name:value\n` each (inner whitespace folded). */
 function canonicalAmzHeaders(headers: Headers): string {
   const amz: [string, string][] = [];

@@ -205,6 +205,14 @@ async function signingKey(secret: string, date: string, region: string): Promise
   return key;
 }
 
+/**
+ * The SigV4 signature of a browser form's POST policy (its base64 text, as sent): the policy is
+ * the string to sign, with the signing key of `scopeDate` and `region`.
+ */
+export async function postPolicySignatureV4(secret: string, scopeDate: string, region: string, policy: string): Promise<string> {
+  return hmacHex(await signingKey(secret, scopeDate, region), policy);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Dates
 

@@ -92,6 +92,12 @@ export async function dropBucketGrants(env: Env, bucket: string): Promise<void> 
   resolved.clear();
 }
 
+/** The key `id` signs with: the root key (no lookup), or a key of the key store (resolveKey). */
+export async function signerOf(env: Env, root: { accessKeyId: string; secretAccessKey: string }, id: string): Promise<ResolvedKey | null> {
+  if (id === root.accessKeyId) return { secret: root.secretAccessKey, principal: { kind: "root", keyId: id } };
+  return resolveKey(env, id);
+}
+
 /** What this isolate looked up, by key id, and when (values, never promises: a promise one request created and another awaits can make workerd cancel the second as hung). */
 const resolved = new Map<string, { at: number; key: ResolvedKey | null }>();
 
