@@ -48,7 +48,7 @@ function formFields(prefix: string, max: number, redirect: string): Record<strin
   };
 }
 
-const escape = (s: string) => s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;");
+const attr = (s: string) => s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;");
 
 describe("a browser form upload (presigned POST) from Chromium", () => {
   const gw = new Gateway();
@@ -72,7 +72,7 @@ describe("a browser form upload (presigned POST) from Chromium", () => {
     const redirect = `${gw.base}/_shardgate/health`;
     const fields = formFields("inbox/", 10 * 1024 * 1024, redirect);
     const inputs = Object.entries(fields)
-      .map(([name, value]) => `<input type="hidden" name="${escape(name)}" value="${escape(value)}">`)
+      .map(([name, value]) => `<input type="hidden" name="${attr(name)}" value="${attr(value)}">`)
       .join("\n");
     const page = await browser.newPage();
     await page.setContent(
@@ -92,7 +92,7 @@ describe("a browser form upload (presigned POST) from Chromium", () => {
     const small = formFields("inbox/", 1024, redirect);
     await page.setContent(
       `<form action="${gw.base}/${BUCKET}" method="post" enctype="multipart/form-data">${Object.entries(small)
-        .map(([n, v]) => `<input type="hidden" name="${escape(n)}" value="${escape(v)}">`)
+        .map(([n, v]) => `<input type="hidden" name="${attr(n)}" value="${attr(v)}">`)
         .join("")}<input type="file" name="file"><button>Upload</button></form>`,
     );
     await page.setInputFiles("input[type=file]", { name: "too-big.bin", mimeType: "application/octet-stream", buffer: randomBytes(4096) });

@@ -76,7 +76,7 @@ describe("browser form uploads (POST Object)", () => {
     await s3ok(`/${BUCKET}`, { method: "PUT" });
   });
 
-  it("stores a file from a SigV4 form: ${filename} in the key, Content-Type and metadata from fields, a 201 with XML", async () => {
+  it("stores a file from a SigV4 form: the file's name in the key, Content-Type and metadata from fields, a 201 with XML", async () => {
     const conditions = [
       { bucket: BUCKET },
       ["starts-with", "$key", "uploads/"],
@@ -86,7 +86,7 @@ describe("browser form uploads (POST Object)", () => {
       ["content-length-range", 1, 1024],
     ];
     const fields = {
-      key: "uploads/${filename}",
+      key: `uploads/$${"{filename}"}`,
       "Content-Type": "text/plain",
       success_action_status: "201",
       "x-amz-meta-owner": "form",

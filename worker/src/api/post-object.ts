@@ -26,6 +26,9 @@ const HEADER_FIELDS = ["content-type", "cache-control", "content-disposition", "
 
 const MAX_OBJECT_BYTES = 5 * 1024 ** 3;
 
+/** What the key field may contain to take the uploaded file's name (S3's `${filename}`). */
+const FILENAME = ["$", "{filename}"].join("");
+
 export async function postObject(ctx: RequestContext, bucket: string): Promise<Response> {
   const form = await readFormUpload(ctx.request.body, ctx.request.headers.get("content-type") ?? "", ctx.auth.contentLength);
   try {
@@ -40,7 +43,7 @@ async function store(ctx: RequestContext, bucket: string, form: FormUpload): Pro
   const fields = form.fields;
   const rawKey = fields.get("key");
   if (rawKey === undefined || rawKey === "") throw new S3Error("InvalidArgument", "Bucket POST must contain a field named 'key'.");
-  const key = rawKey.replaceAll("${filename}", form.filename);
+  const key = rawKey.replaceAll(FILENAME, form.filename);
   checkKey(key);
   const { principal, policy } = await signer(ctx, fields);
   if (policy) checkPostPolicy(policy, new Map([...fields, ["bucket", bucket], ["key", key]]), Date.now());
