@@ -732,6 +732,88 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     await page.getByRole("button", { name: "Close" }).click();
   });
 
+  it("manages access keys: creates one (secret shown once), gives it rights and a public prefix from the bucket's Permissions panel, disables it", async () => {
+    const bucket = "console-keys";
+    expect((await s3.fetch(`${gw.base}/${bucket}`, { method: "PUT" })).status).toBe(200);
+    expect((await s3.fetch(objectUrl("pub/hello.txt", bucket), { method: "PUT", body: "public hello" })).status).toBe(200);
+    await page.locator("#nav-keys").click();
+    await page.getByLabel("Key name").fill("console writer");
+    await page.getByRole("button", { name: "Create key" }).click();
+    const created = page.getByRole("dialog", { name: "New access key" });
+    await created.waitFor();
+    const id = (await page.locator("#created-key-id").textContent()) as string;
+    const secret = (await page.locator("#created-key-secret").textContent()) as string;
+    expect(id).toMatch(/^SG[A-Z0-9]{18}$/);
+    expect(secret).toMatch(/^[A-Za-z0-9]{40}$/);
+    await created.getByRole("button", { name: "Close" }).click();
+    const row = page.locator(`tr[data-key="${id}"]`);
+    await expect.poll(() => row.textContent()).toContain("Enabled");
+    expect(await row.textContent()).toContain("console writer");
+    const writer = new AwsClient({ accessKeyId: id, secretAccessKey: secret, service: "s3", region: "us-east-1", retries: 0 });
+    expect((await writer.fetch(objectUrl("by-key.txt", bucket), { method: "PUT", body: "k" })).status).toBe(403);
+    await shot("keys");
+
+    // The bucket's Permissions panel: read and write for the new key, a public prefix, a refused policy.
+    await showBucket(bucket);
+    const panel = page.locator("details.permissions");
+    await panel.locator("summary").click();
+    await page.getByLabel("Key to give rights to").selectOption(id);
+    await page.locator("#grant-write").check();
+    await page.getByRole("button", { name: "Give rights" }).click();
+    await expect.poll(() => panel.locator("summary").textContent()).toContain("Permissions: 1 key");
+    expect((await writer.fetch(objectUrl("by-key.txt", bucket), { method: "PUT", body: "k" })).status).toBe(200);
+    expect(await page.getByLabel("owner for console writer").isChecked()).toBe(false);
+
+    expect((await fetch(objectUrl("pub/hello.txt", bucket))).status).toBe(403);
+    await page.locator("#public-prefix").fill("pub/");
+    await page.getByRole("button", { name: "Make public" }).click();
+    await expect.poll(() => panel.locator("summary").textContent()).toContain("Public: “pub/”");
+    const anonymous = await fetch(objectUrl("pub/hello.txt", bucket));
+    expect(anonymous.status).toBe(200);
+    expect(await anonymous.text()).toBe("public hello");
+    expect((await fetch(objectUrl("by-key.txt", bucket))).status).toBe(403);
+    expect(await page.locator("#bucket-policy").inputValue()).toContain("ConsolePublicRead");
+    await shot("bucket-permissions");
+
+    const conditioned = JSON.stringify({
+      Statement: [
+        {
+          Effect: "Allow",
+          Principal: "*",
+          Action: "s3:GetObject",
+          Resource: `arn:aws:s3:::${bucket}/*`,
+          Condition: { Bool: { "aws:SecureTransport": "true" } },
+        },
+      ],
+    });
+    await page.locator("#bucket-policy").fill(conditioned);
+    await page.getByRole("button", { name: "Save policy" }).click();
+    await expect.poll(() => page.locator("#policy-error").textContent()).toContain("Conditions are not supported");
+    await page.getByRole("button", { name: "Make pub/ private" }).click();
+    await expect.poll(() => panel.locator("summary").textContent()).toContain("Public: no");
+    expect((await fetch(objectUrl("pub/hello.txt", bucket))).status).toBe(403);
+
+    // Signed in with the new key, the Keys page says who may use it.
+    const other = await browser.newContext();
+    const page2 = await other.newPage();
+    await page2.goto(`${gw.base}/_console/`);
+    await page2.getByLabel("Access key").fill(id);
+    await page2.getByLabel("Secret key").fill(secret);
+    await page2.getByRole("button", { name: "Sign in" }).click();
+    await page2.locator("#nav-keys").click();
+    await expect.poll(() => page2.locator("#keys-error").textContent()).toContain("Only the root key can manage access keys");
+    await other.close();
+
+    // Disabled: refused at once.
+    await page.locator("#nav-keys").click();
+    await page.getByRole("button", { name: "Disable key console writer" }).click();
+    await expect.poll(() => page.locator(`tr[data-key="${id}"]`).textContent()).toContain("Disabled");
+    const refused = await writer.fetch(objectUrl("by-key.txt", bucket));
+    expect(refused.status).toBe(403);
+    expect(await refused.text()).toContain("InvalidAccessKeyId");
+    await page.locator("#nav-buckets").click();
+  });
+
   it("shows the nodes dashboard, heals the bucket, refuses to delete a non-empty bucket, and signs out", async () => {
     await page.getByRole("link", { name: "Nodes" }).click();
     await page.getByRole("heading", { name: "Storage nodes" }).waitFor();

@@ -2,7 +2,8 @@
 // (<Error><Code>…</Code><Message>…</Message></Error>); the console never shows that XML.
 
 const SENTENCES: Record<string, string> = {
-  AccessDenied: "Access denied: these credentials may not do that.",
+  AccessDenied:
+    "This key may not do that. Ask the gateway's owner for the right it needs on this bucket (read, write or owner); keys and the admin pages need the root key.",
   InvalidAccessKeyId: "The access key is not known to this gateway. Check it and sign in again.",
   SignatureDoesNotMatch: "The secret key does not match the access key. Check it and sign in again.",
   RequestTimeTooSkewed: "Your computer's clock is more than 15 minutes off. Correct it and try again.",
@@ -29,6 +30,7 @@ const SENTENCES: Record<string, string> = {
   InvalidArgument: "The gateway rejected a parameter of the request.",
   MalformedXML: "The request was malformed.",
   ExpiredToken: "The session has expired. Sign in again.",
+  NoSuchBucketPolicy: "This bucket has no policy.",
 };
 
 export class S3Error extends Error {

@@ -3,6 +3,7 @@
 //   #/                  buckets
 //   #/b/BUCKET/PREFIX   a bucket's objects under PREFIX (folders via the "/" delimiter)
 //   #/nodes             storage nodes and healing
+//   #/keys              access keys (root key only)
 import "./style.css";
 import { S3Client, session, type Credentials } from "./s3";
 import { h, mount, perFrame } from "./ui";
@@ -10,6 +11,7 @@ import { type App, routeOf } from "./app";
 import { Uploads } from "./upload";
 import { renderBuckets } from "./views/buckets";
 import { renderBrowser, refreshListingSoon } from "./views/browser";
+import { renderKeys } from "./views/keys";
 import { renderNodes } from "./views/nodes";
 import { renderSignIn } from "./views/signin";
 import { renderUploadPanel } from "./views/uploads";
@@ -43,7 +45,13 @@ function signedIn(creds: Credentials): void {
   current.uploads = new Uploads(s3, renderUploads, (item) => refreshListingSoon(item.bucket));
   app = current;
 
-  const nav = h("nav", { "aria-label": "Main" }, h("a", { href: "#/", id: "nav-buckets" }, "Buckets"), h("a", { href: "#/nodes", id: "nav-nodes" }, "Nodes"));
+  const nav = h(
+    "nav",
+    { "aria-label": "Main" },
+    h("a", { href: "#/", id: "nav-buckets" }, "Buckets"),
+    h("a", { href: "#/keys", id: "nav-keys" }, "Keys"),
+    h("a", { href: "#/nodes", id: "nav-nodes" }, "Nodes"),
+  );
   mount(
     root,
     h("a", { class: "skip", href: "#main", onclick: (e: Event) => (e.preventDefault(), main.focus()) }, "Skip to content"),
@@ -69,13 +77,15 @@ function signedIn(creds: Credentials): void {
 async function render(): Promise<void> {
   if (!app) return;
   const route = routeOf(location.hash);
+  const here = route.view === "nodes" ? "#/nodes" : route.view === "keys" ? "#/keys" : "#/";
   for (const a of Array.from(root.querySelectorAll("nav a"))) {
-    const active = (route.view === "nodes") === (a.getAttribute("href") === "#/nodes");
+    const active = a.getAttribute("href") === here;
     if (active) a.setAttribute("aria-current", "page");
     else a.removeAttribute("aria-current");
   }
   if (route.view === "browser") await renderBrowser(app, route.bucket, route.prefix);
   else if (route.view === "nodes") await renderNodes(app);
+  else if (route.view === "keys") await renderKeys(app);
   else await renderBuckets(app);
 }
 

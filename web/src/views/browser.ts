@@ -8,6 +8,7 @@ import type { ListPage, ObjectEntry } from "../s3";
 import { confirmDialog, h, humanDate, humanSize, icon, mount, toast } from "../ui";
 import { filesFromDrop } from "../upload";
 import { openObject } from "./object";
+import { permissionsPanel } from "./permissions";
 import { protectionPanel } from "./protection";
 import { versioningSwitch } from "./versions";
 
@@ -166,6 +167,7 @@ export async function renderBrowser(app: App, bucket: string, prefix: string): P
     h("nav", { "aria-label": "Breadcrumb", class: "crumbs" }, h("ol", null, crumbs)),
     versioningSwitch(app, bucket),
     protectionPanel(app, bucket),
+    permissionsPanel(app, bucket),
     card,
   );
 
