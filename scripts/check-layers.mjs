@@ -55,6 +55,7 @@ const API_HELPERS = new Set([
   "api/acl-policy.ts",
   "api/permissions.ts",
   "api/form-upload.ts",
+  "api/sse-headers.ts",
   "api/object-lock-headers.ts",
 ]);
 /** api/ modules that may import operations: the dispatchers (S3, and the admin sub-app). */

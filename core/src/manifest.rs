@@ -17,7 +17,14 @@ use std::fmt;
 use xxhash_rust::xxh3::xxh3_64;
 
 const MAGIC: &[u8; 3] = b"SGM";
+/// Version 1: no encryption section. Version 2: an encryption section after the parts. A manifest
+/// without encryption is still written as version 1, byte for byte as before.
 const VERSION: u8 = 1;
+const VERSION_ENCRYPTED: u8 = 2;
+const MODE_SSE_S3: u8 = 0;
+const MODE_SSE_C: u8 = 1;
+/// The AES-GCM tag each encrypted segment carries after its ciphertext.
+pub const SEGMENT_TAG_BYTES: u64 = 16;
 const HASH_BYTES: usize = 8;
 const LAYOUT_INLINE: u8 = 0;
 const LAYOUT_SHARDED: u8 = 1;
@@ -50,6 +57,65 @@ pub struct Manifest {
     pub tags: Vec<(String, String)>,
     /// One for a single PUT, N for multipart, in order.
     pub parts: Vec<Part>,
+    /// Server-side encryption: absent for a plain object. When present, every part stores
+    /// ciphertext (its `size` is the stored size) and `size` is the plaintext's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub encryption: Option<Encryption>,
+}
+
+/// How an object's parts are encrypted (docs/storage-format.md, "Encryption"): each part's bytes
+/// in segments of `segment_bytes` plaintext, each stored as its AES-256-GCM ciphertext and tag.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Encryption {
+    /// Whose key: the gateway's (SSE-S3) or the client's (SSE-C).
+    pub mode: EncryptionMode,
+    /// Plaintext bytes per segment (the last one may be shorter).
+    pub segment_bytes: u32,
+    /// SSE-S3: the object's data key sealed under the master key. SSE-C: the salt the object key
+    /// is derived with from the customer's key. Base64.
+    pub key: String,
+    /// SSE-C: an HMAC of the customer's key that tells a wrong key from the right one (base64);
+    /// empty for SSE-S3.
+    pub key_check: String,
+    /// Per part, in order: the random salt its key is derived with (base64), so that no two
+    /// writes, a retried part included, ever encrypt under the same key and nonce.
+    pub part_salts: Vec<String>,
+}
+
+/// Who holds the key of an encrypted object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum EncryptionMode {
+    /// S3's SSE-S3 (`x-amz-server-side-encryption: AES256`).
+    #[serde(rename = "SSE-S3")]
+    SseS3,
+    /// S3's SSE-C (`x-amz-server-side-encryption-customer-*`).
+    #[serde(rename = "SSE-C")]
+    SseC,
+}
+
+/// Plaintext bytes of a part stored encrypted in `stored` bytes (segments of `segment_bytes`
+/// plaintext, each followed by its tag); `None` when no segmentation gives that stored size.
+pub fn plain_size(stored: u64, segment_bytes: u32) -> Option<u64> {
+    let framed = u64::from(segment_bytes) + SEGMENT_TAG_BYTES;
+    let (whole, rest) = (stored / framed, stored % framed);
+    if segment_bytes == 0 || (rest != 0 && rest <= SEGMENT_TAG_BYTES) {
+        return None;
+    }
+    let tail = if rest == 0 {
+        0
+    } else {
+        rest - SEGMENT_TAG_BYTES
+    };
+    Some(whole * u64::from(segment_bytes) + tail)
+}
+
+/// Stored bytes of `plain` plaintext bytes encrypted in segments of `segment_bytes`.
+pub fn stored_size(plain: u64, segment_bytes: u32) -> u64 {
+    plain + plain.div_ceil(u64::from(segment_bytes.max(1))) * SEGMENT_TAG_BYTES
 }
 
 /// One S3 checksum value.
@@ -151,6 +217,10 @@ pub enum ManifestError {
     UnknownLayout(u8),
     /// An unknown checksum kind byte.
     UnknownChecksumKind(u8),
+    /// An unknown encryption mode byte.
+    UnknownEncryptionMode(u8),
+    /// An encrypted manifest without one key salt per part.
+    PartSaltsMismatch,
     /// Bytes after the last field (before the hash).
     TrailingBytes,
     /// The parts' sizes do not add up to the object size.
@@ -212,6 +282,10 @@ impl fmt::Display for ManifestError {
             ManifestError::InvalidUtf8 => f.write_str("string is not valid UTF-8"),
             ManifestError::UnknownLayout(t) => write!(f, "unknown layout tag {t}"),
             ManifestError::UnknownChecksumKind(t) => write!(f, "unknown checksum kind {t}"),
+            ManifestError::UnknownEncryptionMode(t) => write!(f, "unknown encryption mode {t}"),
+            ManifestError::PartSaltsMismatch => {
+                f.write_str("encrypted manifest without one key salt per part")
+            }
             ManifestError::TrailingBytes => f.write_str("trailing bytes after manifest"),
             ManifestError::SizeMismatch {
                 declared,
@@ -236,7 +310,11 @@ impl Manifest {
         self.validate()?;
         let mut w = Writer::default();
         w.raw(MAGIC);
-        w.raw(&[VERSION]);
+        w.raw(&[if self.encryption.is_some() {
+            VERSION_ENCRYPTED
+        } else {
+            VERSION
+        }]);
         self.write(&mut w);
         let hash = xxh3_64(&w.buf);
         w.raw(&hash.to_le_bytes());
@@ -245,9 +323,12 @@ impl Manifest {
 
     /// Parses and validates untrusted bytes.
     pub fn decode(bytes: &[u8]) -> Result<Manifest, ManifestError> {
-        let body = check_envelope(bytes)?;
+        let (version, body) = check_envelope(bytes)?;
         let mut r = Reader { rest: body };
-        let manifest = Manifest::read(&mut r)?;
+        let mut manifest = Manifest::read(&mut r)?;
+        if version == VERSION_ENCRYPTED {
+            manifest.encryption = Some(Encryption::read(&mut r)?);
+        }
         if !r.rest.is_empty() {
             return Err(ManifestError::TrailingBytes);
         }
@@ -256,15 +337,25 @@ impl Manifest {
     }
 
     fn validate(&self) -> Result<(), ManifestError> {
+        // Encrypted parts store more than they hold: their plaintext sizes add up to the object's.
+        let plain = |p: &Part| match &self.encryption {
+            None => Some(p.size),
+            Some(e) => plain_size(p.size, e.segment_bytes),
+        };
         let parts_total = self
             .parts
             .iter()
-            .try_fold(0u64, |acc, p| acc.checked_add(p.size));
+            .try_fold(0u64, |acc, p| acc.checked_add(plain(p)?));
         if parts_total != Some(self.size) {
             return Err(ManifestError::SizeMismatch {
                 declared: self.size,
                 parts_total,
             });
+        }
+        if let Some(e) = &self.encryption {
+            if e.part_salts.len() != self.parts.len() {
+                return Err(ManifestError::PartSaltsMismatch);
+            }
         }
         self.parts
             .iter()
@@ -281,6 +372,9 @@ impl Manifest {
         w.list(&self.checksums, ObjectChecksum::write);
         w.list(&self.tags, |w, kv| w.pair(kv));
         w.list(&self.parts, Part::write);
+        if let Some(e) = &self.encryption {
+            e.write(w);
+        }
     }
 
     fn read(r: &mut Reader) -> Result<Self, ManifestError> {
@@ -293,18 +387,47 @@ impl Manifest {
             checksums: r.list(ObjectChecksum::read)?,
             tags: r.list(Reader::pair)?,
             parts: r.list(Part::read)?,
+            encryption: None,
         })
     }
 }
 
-/// Checks magic, version and hash; returns the fields between header and hash.
-fn check_envelope(bytes: &[u8]) -> Result<&[u8], ManifestError> {
+impl Encryption {
+    fn write(&self, w: &mut Writer) {
+        w.raw(&[match self.mode {
+            EncryptionMode::SseS3 => MODE_SSE_S3,
+            EncryptionMode::SseC => MODE_SSE_C,
+        }]);
+        w.varint(u64::from(self.segment_bytes));
+        w.string(&self.key);
+        w.string(&self.key_check);
+        w.list(&self.part_salts, |w, salt| w.string(salt));
+    }
+
+    fn read(r: &mut Reader) -> Result<Self, ManifestError> {
+        let mode = match r.byte()? {
+            MODE_SSE_S3 => EncryptionMode::SseS3,
+            MODE_SSE_C => EncryptionMode::SseC,
+            other => return Err(ManifestError::UnknownEncryptionMode(other)),
+        };
+        Ok(Encryption {
+            mode,
+            segment_bytes: r.varint_u32()?,
+            key: r.string()?,
+            key_check: r.string()?,
+            part_salts: r.list(Reader::string)?,
+        })
+    }
+}
+
+/// Checks magic, version and hash; returns the version and the fields between header and hash.
+fn check_envelope(bytes: &[u8]) -> Result<(u8, &[u8]), ManifestError> {
     let magic = bytes.get(..MAGIC.len()).ok_or(ManifestError::Truncated)?;
     if magic != MAGIC {
         return Err(ManifestError::BadMagic);
     }
     let version = *bytes.get(MAGIC.len()).ok_or(ManifestError::Truncated)?;
-    if version != VERSION {
+    if version != VERSION && version != VERSION_ENCRYPTED {
         return Err(ManifestError::UnsupportedVersion(version));
     }
     let header = MAGIC.len() + 1;
@@ -317,7 +440,7 @@ fn check_envelope(bytes: &[u8]) -> Result<&[u8], ManifestError> {
     if xxh3_64(hashed).to_le_bytes() != stored {
         return Err(ManifestError::HashMismatch);
     }
-    Ok(&hashed[header..])
+    Ok((version, &hashed[header..]))
 }
 
 impl ObjectChecksum {
@@ -623,6 +746,7 @@ mod tests {
                     layout: Layout::Sharded(sharded(4, 2)),
                 },
             ],
+            encryption: None,
         }
     }
 
@@ -640,7 +764,66 @@ mod tests {
                 etag: "d41d8cd98f00b204e9800998ecf8427e".into(),
                 layout: Layout::Inline { data: vec![] },
             }],
+            encryption: None,
         }
+    }
+
+    /// An encrypted object of 100,000 bytes in two parts (segments of 16,368 plaintext bytes).
+    fn encrypted() -> Manifest {
+        let seg = 16_368;
+        let mut m = sample();
+        m.parts[0].size = stored_size(5, seg);
+        m.parts[0].layout = Layout::Inline {
+            data: vec![7; stored_size(5, seg) as usize],
+        };
+        m.parts[1].size = stored_size(99_995, seg);
+        m.size = 100_000;
+        m.encryption = Some(Encryption {
+            mode: EncryptionMode::SseC,
+            segment_bytes: seg,
+            key: "c2FsdA==".into(),
+            key_check: "Y2hlY2s=".into(),
+            part_salts: vec!["AAAA".into(), "BBBB".into()],
+        });
+        m
+    }
+
+    #[test]
+    fn encrypted_manifests_round_trip_as_version_2_and_plain_ones_stay_version_1() {
+        let m = encrypted();
+        let bytes = m.encode().unwrap();
+        assert_eq!(bytes[MAGIC.len()], VERSION_ENCRYPTED);
+        assert_eq!(Manifest::decode(&bytes).unwrap(), m);
+        let json = serde_json::to_string(&m).unwrap();
+        assert!(json.contains(r#""encryption":{"mode":"SSE-C","segmentBytes":16368"#));
+        assert_eq!(serde_json::from_str::<Manifest>(&json).unwrap(), m);
+        let plain = sample().encode().unwrap();
+        assert_eq!(plain[MAGIC.len()], VERSION);
+        assert!(!serde_json::to_string(&sample())
+            .unwrap()
+            .contains("encryption"));
+    }
+
+    #[test]
+    fn encrypted_parts_must_hold_the_plaintext_size() {
+        let mut m = encrypted();
+        m.size += 1;
+        assert!(matches!(
+            m.encode(),
+            Err(ManifestError::SizeMismatch { .. })
+        ));
+        let mut m = encrypted();
+        m.parts[1].size = 16_384 * 3 + 10; // a last segment shorter than its tag: no plaintext size
+        assert!(matches!(
+            m.encode(),
+            Err(ManifestError::SizeMismatch {
+                parts_total: None,
+                ..
+            })
+        ));
+        let mut m = encrypted();
+        m.encryption.as_mut().unwrap().part_salts.pop();
+        assert_eq!(m.encode(), Err(ManifestError::PartSaltsMismatch));
     }
 
     /// Re-hashes a hand-edited body so decoding reaches the field checks.
@@ -764,11 +947,11 @@ mod tests {
         assert_eq!(Manifest::decode(b"SGM"), Err(ManifestError::Truncated));
         assert_eq!(Manifest::decode(b"SGM\x01"), Err(ManifestError::Truncated));
         assert_eq!(Manifest::decode(b"XGM\x01"), Err(ManifestError::BadMagic));
-        let mut v2 = good.clone();
-        v2[3] = 2;
+        let mut v3 = good.clone();
+        v3[3] = 3;
         assert_eq!(
-            Manifest::decode(&v2),
-            Err(ManifestError::UnsupportedVersion(2))
+            Manifest::decode(&v3),
+            Err(ManifestError::UnsupportedVersion(3))
         );
         let mut flipped = good.clone();
         flipped[10] ^= 1;
@@ -1116,12 +1299,20 @@ mod tests {
                         checksums,
                         tags,
                         parts,
+                        encryption: None,
                     }
                 },
             )
     }
 
     proptest! {
+        #[test]
+        fn segment_sizes_map_both_ways(plain in 0u64..10_000_000, seg in 1u32..70_000) {
+            let stored = stored_size(plain, seg);
+            prop_assert_eq!(plain_size(stored, seg), Some(plain));
+            prop_assert!(stored >= plain);
+        }
+
         #[test]
         fn round_trips(m in manifest()) {
             let bytes = m.encode().unwrap();

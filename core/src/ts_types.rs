@@ -2,7 +2,9 @@
 //! Worker and the core share one source: `worker/src/core-types.ts`. This test fails when the
 //! file is not what the types generate; `UPDATE_CORE_TYPES=1 cargo test ts_types` rewrites it.
 
-use crate::manifest::{ChecksumKind, Layout, Manifest, ObjectChecksum, Part, ShardedLayout};
+use crate::manifest::{
+    ChecksumKind, Encryption, EncryptionMode, Layout, Manifest, ObjectChecksum, Part, ShardedLayout,
+};
 use ts_rs::{Config, TS};
 
 const FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../worker/src/core-types.ts");
@@ -17,6 +19,8 @@ fn generated() -> String {
         ShardedLayout::decl(&cfg),
         ObjectChecksum::decl(&cfg),
         ChecksumKind::decl(&cfg),
+        Encryption::decl(&cfg),
+        EncryptionMode::decl(&cfg),
     ];
     let mut out = String::from(
         "// Generated from core/src/manifest.rs by core/src/ts_types.rs (`UPDATE_CORE_TYPES=1 cargo test ts_types`): do not edit.\n",

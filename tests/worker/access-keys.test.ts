@@ -277,6 +277,15 @@ const CALLS: Record<Op, Call> = {
     md5: "body",
   },
   DeleteBucketCors: { path: `/${B}?cors`, init: { method: "DELETE" } },
+  GetBucketEncryption: { path: `/${B}?encryption` },
+  PutBucketEncryption: {
+    path: `/${B}?encryption`,
+    init: {
+      method: "PUT",
+      body: "<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault></Rule></ServerSideEncryptionConfiguration>",
+    },
+  },
+  DeleteBucketEncryption: { path: `/${B}?encryption`, init: { method: "DELETE" } },
   GetBucketPolicy: { path: `/${B}?policy` },
   PutBucketPolicy: {
     path: `/${B}?policy`,

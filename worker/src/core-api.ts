@@ -40,7 +40,7 @@ export interface ShardFetch {
 // strings, name/value pairs are [name, value] arrays, sizes are numbers. The core rejects unknown
 // fields, since the binary row would silently drop them. The types come from the core's Rust
 // definitions, generated into core-types.ts by a test of the core, so the two cannot drift apart.
-export type { ChecksumKind, Manifest, ManifestPart, ObjectChecksum, PartLayout, ShardedLayout } from "./core-types";
+export type { ChecksumKind, Encryption, EncryptionMode, Manifest, ManifestPart, ObjectChecksum, PartLayout, ShardedLayout } from "./core-types";
 
 /** Bytes of the checksum after every chunk of a shard file (core/src/frame.rs CHECKSUM_BYTES). */
 export const CHUNK_CHECKSUM_BYTES = 8;

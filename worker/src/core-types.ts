@@ -33,7 +33,12 @@ tags: Array<[string, string]>,
 /**
  * One for a single PUT, N for multipart, in order.
  */
-parts: Array<ManifestPart>, };
+parts: Array<ManifestPart>, 
+/**
+ * Server-side encryption: absent for a plain object. When present, every part stores
+ * ciphertext (its `size` is the stored size) and `size` is the plaintext's.
+ */
+encryption?: Encryption, };
 
 export type ManifestPart = { 
 /**
@@ -100,3 +105,30 @@ kind: ChecksumKind,
 value: string, };
 
 export type ChecksumKind = "FULL_OBJECT" | "COMPOSITE";
+
+export type Encryption = { 
+/**
+ * Whose key: the gateway's (SSE-S3) or the client's (SSE-C).
+ */
+mode: EncryptionMode, 
+/**
+ * Plaintext bytes per segment (the last one may be shorter).
+ */
+segmentBytes: number, 
+/**
+ * SSE-S3: the object's data key sealed under the master key. SSE-C: the salt the object key
+ * is derived with from the customer's key. Base64.
+ */
+key: string, 
+/**
+ * SSE-C: an HMAC of the customer's key that tells a wrong key from the right one (base64);
+ * empty for SSE-S3.
+ */
+keyCheck: string, 
+/**
+ * Per part, in order: the random salt its key is derived with (base64), so that no two
+ * writes, a retried part included, ever encrypt under the same key and nonce.
+ */
+partSalts: Array<string>, };
+
+export type EncryptionMode = "SSE-S3" | "SSE-C";

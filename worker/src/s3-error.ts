@@ -51,6 +51,7 @@ export const S3_ERRORS = {
   OperationAborted: 409,
   PreconditionFailed: 412,
   RequestTimeTooSkewed: 403,
+  ServerSideEncryptionConfigurationNotFoundError: 404,
   ServiceUnavailable: 503,
   SignatureDoesNotMatch: 403,
   XAmzContentSHA256Mismatch: 400,

@@ -4,7 +4,7 @@ import { S3Error } from "../s3-error";
 import { checksumValue } from "./checksums";
 import type { RequestContext } from "./context";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
-import { existingObject, versionHeader } from "../services/objects";
+import { existingObject, partOffsets, versionHeader } from "../services/objects";
 import { requestedVersion } from "./object-request";
 
 const ATTRIBUTES = ["ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSize"];
@@ -35,13 +35,14 @@ export async function getObjectAttributes(ctx: RequestContext, bucket: string, k
   }
   // S3 describes parts only for objects made by a multipart upload.
   if (wanted.has("ObjectParts") && /-\d+$/.test(manifest.etag)) {
-    const page = manifest.parts.map((p, i) => ({ p, n: i + 1 })).filter(({ n }) => n > marker);
+    const spans = partOffsets(manifest);
+    const page = manifest.parts.map((p, i) => ({ p, n: i + 1, size: spans[i]?.size ?? p.size })).filter(({ n }) => n > marker);
     const shown = page.slice(0, maxParts);
     const parts = shown
-      .map(({ p, n }) => {
+      .map(({ p, n, size }) => {
         const sums =
           p.layout.type === "sharded" ? p.layout.partChecksums.map((c) => `<Checksum${c.algorithm}>${c.value}</Checksum${c.algorithm}>`).join("") : "";
-        return `<Part>${element("PartNumber", n)}${element("Size", p.size)}${sums}</Part>`;
+        return `<Part>${element("PartNumber", n)}${element("Size", size)}${sums}</Part>`;
       })
       .join("");
     body +=

@@ -4,12 +4,12 @@ import type { Manifest } from "../core-api";
 import type { Expiry, ObjectRecord } from "../meta/types";
 import { S3Error, noSuchKey, preconditionFailed } from "../s3-error";
 import { parseCopySource, readCopySource } from "./copy-source";
-import { writePart } from "../storage/write-part";
+import { type Cipher, encryptionOf, newCipher, objectEtag, objectKeyOf, writeObjectPart } from "../services/encryption";
+import { customerKey, sseHeaders, sseRequest } from "./sse-headers";
 import { checksumElements, parseAlgorithm, RequestChecksums, type Algorithm } from "./checksums";
 import { bucketIndex, type RequestContext } from "./context";
 import { storedHeaders, userMetadata } from "./object-headers";
 import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
-import { hex } from "../bytes";
 import { writeCondition } from "./conditions";
 import { checkAclHeaders } from "./acl-policy";
 import { openRange, commitObject, partOf, writtenHeaders, type NewObject } from "../services/objects";
@@ -36,7 +36,8 @@ export async function copyObject(ctx: RequestContext, bucket: string, key: strin
   const lock = lockFromHeaders(headers);
   // A copy of an earlier version onto its own key restores it: not a copy onto itself.
   const inPlace = source.bucket === bucket && source.key === key && source.versionId === undefined;
-  if (inPlace && metadataDirective === "COPY" && taggingDirective === "COPY" && algorithm === null) {
+  const sse = await sseRequest(headers);
+  if (inPlace && metadataDirective === "COPY" && taggingDirective === "COPY" && algorithm === null && sse === null) {
     throw new S3Error(
       "InvalidRequest",
       "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
@@ -52,20 +53,30 @@ export async function copyObject(ctx: RequestContext, bucket: string, key: strin
     tags: taggingDirective === "REPLACE" ? parseTaggingHeader(headers.get("x-amz-tagging")) : manifest.tags,
   };
 
+  // The source's key (SSE-C: from the x-amz-copy-source-server-side-encryption-customer-* headers);
+  // the copy is encrypted as its own request or its bucket's default says, not as the source was.
+  const sourceCustomer = await customerKey(headers, true);
+  const sourceKey = manifest.encryption ? await objectKeyOf(ctx.env, manifest.encryption, sourceCustomer?.key ?? null) : null;
+  const cipher = await newCipher(ctx.env, ctx.config, bucket, sse);
+
   let result: { object: NewObject; lastModified: number; versionId?: string; expiry?: Expiry | null };
   // In a versioned bucket a copy onto itself is a new version, with shard files of its own: two
-  // versions never share files, so deleting one never takes the other's data.
-  if (inPlace && !versioned && !lock && (algorithm === null || manifest.checksums.some((c) => c.algorithm === algorithm))) {
+  // versions never share files, so deleting one never takes the other's data. Only plain objects
+  // that stay plain keep their bytes (anything else is re-encrypted under a new key).
+  const samePlain = !manifest.encryption && !cipher;
+  if (inPlace && samePlain && !versioned && !lock && (algorithm === null || manifest.checksums.some((c) => c.algorithm === algorithm))) {
     result = await replaceInPlace(ctx, bucket, record, manifest, fields, condition);
   } else {
     const keep = algorithm ?? (manifest.checksums[0]?.algorithm as Algorithm | undefined) ?? null;
-    result = await copyBytes(ctx, bucket, key, manifest, { ...fields, ...(lock ? { lock } : {}) }, keep, { ...condition, integrity: true });
+    const target = { ...fields, ...(lock ? { lock } : {}) };
+    result = await copyBytes(ctx, bucket, key, manifest, target, keep, { ...condition, integrity: true }, sourceKey, cipher);
   }
   const { object, lastModified } = result;
   const body = `<ETag>"${object.etag}"</ETag>${element("LastModified", s3Date(lastModified))}${checksumElements(object.checksums, object.parts.length)}`;
   return xmlResponse(`${XML_DECLARATION}<CopyObjectResult xmlns="${S3_XMLNS}">${body}</CopyObjectResult>`, 200, {
     ...sourceHeaders,
     ...writtenHeaders(result),
+    ...sseHeaders(cipher?.encryption, sse?.keyMd5),
   });
 }
 
@@ -80,13 +91,16 @@ async function copyBytes(
   fields: Fields & Pick<NewObject, "lock">,
   algorithm: Algorithm | null,
   condition: ReturnType<typeof writeCondition>,
+  sourceKey: Uint8Array | null,
+  cipher: Cipher | null,
 ) {
   const checksums = RequestChecksums.computing(ctx.core, algorithm);
-  const body = await openRange(ctx, source, 0, source.size);
-  const written = await writePart(ctx.config, ctx.core, body, source.size, (b) => checksums.update(b), "copy");
-  const etag = hex(written.md5);
+  const body = await openRange(ctx, source, 0, source.size, undefined, sourceKey);
+  const { written, md5, salt } = await writeObjectPart(ctx.config, ctx.core, body, source.size, (b) => checksums.update(b), cipher, "copy");
+  const etag = objectEtag(cipher, md5, written.md5);
   const verified = await checksums.verify(Promise.resolve(new Headers()));
-  const object: NewObject = { key, size: source.size, etag, ...fields, checksums: verified, parts: [partOf(written, etag, [])] };
+  const encryption = cipher ? { encryption: encryptionOf(cipher, [salt as string]) } : {};
+  const object: NewObject = { key, size: source.size, etag, ...fields, checksums: verified, parts: [partOf(written, etag, [])], ...encryption };
   return { object, ...(await commitObject(ctx, bucket, object, condition, [written])) };
 }
 

@@ -12,6 +12,8 @@ import { lockHeaders } from "./object-lock-headers";
 import { requestedVersion } from "./object-request";
 import { RESPONSE_OVERRIDES } from "./object-headers";
 import { checkConditions, requestConditions } from "./conditions";
+import { objectKeyOf } from "../services/encryption";
+import { customerKey, sseHeaders } from "./sse-headers";
 
 interface Selection {
   status: 200 | 206;
@@ -25,10 +27,13 @@ export async function getObject(ctx: RequestContext, bucket: string, key: string
   const object = found.object;
   const notModified = checkConditions(requestConditions(ctx.request.headers), object);
   const manifest = ctx.core.decodeManifest(object.manifest);
+  // An encrypted object's key: SSE-C answers nothing, HEAD included, without the right key.
+  const customer = await customerKey(ctx.request.headers);
+  if (customer && manifest.encryption?.mode !== "SSE-C") throw new S3Error("InvalidArgument", "The encryption parameters are not applicable to this object.");
+  const objectKey = manifest.encryption ? await objectKeyOf(ctx.env, manifest.encryption, customer?.key ?? null) : null;
   const headers = objectHeaders(ctx, manifest);
-  for (const [name, value] of Object.entries({ ...versionHeader(found), ...expiryHeader(found.expiry), ...lockHeaders(object.lock) })) {
-    headers.set(name, value);
-  }
+  const extra = { ...versionHeader(found), ...expiryHeader(found.expiry), ...lockHeaders(object.lock), ...sseHeaders(manifest.encryption, customer?.keyMd5) };
+  for (const [name, value] of Object.entries(extra)) headers.set(name, value);
   if (notModified) return new Response(null, { status: 304, headers: notModifiedHeaders(headers) });
   const sel = select(ctx, manifest);
   headers.set("Content-Length", String(sel.end - sel.start));
@@ -36,7 +41,7 @@ export async function getObject(ctx: RequestContext, bucket: string, key: string
   if (sel.partsCount !== null) headers.set("x-amz-mp-parts-count", String(sel.partsCount));
   if (head || sel.end === sel.start) return new Response(null, { status: sel.status, headers });
   const lost: LostShards = new Map();
-  const source = await openRangeSource(ctx, manifest, sel.start, sel.end, lost);
+  const source = await openRangeSource(ctx, manifest, sel.start, sel.end, lost, objectKey);
   // The runtime's fixed-length stream, written straight from the read (no stream in JS between):
   // a read that fails midway aborts the connection instead of ending with a truncated 200.
   const fixed = new FixedLengthStream(sel.end - sel.start);
@@ -97,12 +102,12 @@ function select(ctx: RequestContext, manifest: Manifest): Selection {
     const n = Number(partNumber);
     if (!Number.isInteger(n) || n < 1 || n > 10000) throw new S3Error("InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive.");
     if (n > manifest.parts.length) throw new S3Error("InvalidPartNumber", "The requested partnumber is not satisfiable.");
-    const { part, offset } = all[n - 1];
+    const { offset, size } = all[n - 1];
     const whole = !multipart;
     return {
       status: whole ? 200 : 206,
       start: offset,
-      end: offset + part.size,
+      end: offset + size,
       partsCount: multipart ? manifest.parts.length : null,
     };
   }

@@ -22,6 +22,7 @@ import { deleteObjectTagging, getObjectTagging, putObjectTagging } from "./taggi
 import { deleteBucketTagging, getBucketTagging, putBucketTagging } from "./bucket-tagging";
 import { getBucketAcl, getObjectAcl, putBucketAcl, putObjectAcl } from "./acl";
 import { deleteBucketPolicy, getBucketPolicy, getBucketPolicyStatus, putBucketPolicy } from "./bucket-policy";
+import { deleteBucketEncryption, getBucketEncryption, putBucketEncryption } from "./bucket-encryption";
 import { deleteBucketLifecycle, getBucketLifecycle, putBucketLifecycle } from "./lifecycle";
 import {
   getObjectLegalHold,
@@ -204,6 +205,12 @@ function dispatch(ctx: RequestContext, e: Endpoint): Promise<Response> {
       return putBucketCors(ctx, e.bucket);
     case "DeleteBucketCors":
       return deleteBucketCors(ctx, e.bucket);
+    case "GetBucketEncryption":
+      return getBucketEncryption(ctx, e.bucket);
+    case "PutBucketEncryption":
+      return putBucketEncryption(ctx, e.bucket);
+    case "DeleteBucketEncryption":
+      return deleteBucketEncryption(ctx, e.bucket);
     case "GetBucketPolicy":
       return getBucketPolicy(ctx, e.bucket);
     case "PutBucketPolicy":

@@ -8,7 +8,8 @@ import { newUploadId } from "../meta/uploads";
 import type { PartRecord, UploadInfo } from "../meta/types";
 import { S3Error, noSuchBucket } from "../s3-error";
 import { removeParts, storageIds } from "../storage/remove";
-import { writePart, type WrittenPart } from "../storage/write-part";
+import { type Cipher, cipherOf, newCipher, objectEtag, objectKeyOf, type WrittenObjectPart, writeObjectPart } from "../services/encryption";
+import { customerKey, sseHeaders, sseRequest } from "./sse-headers";
 import {
   checksumElements,
   checksumHeaders,
@@ -66,9 +67,12 @@ export async function createMultipartUpload(ctx: RequestContext, bucket: string,
   };
   const lock = lockFromHeaders(headers, now);
   if (lock) upload.lock = lock;
+  const sse = await sseRequest(headers);
+  const cipher = await newCipher(ctx.env, ctx.config, bucket, sse);
+  if (cipher) upload.encryption = cipher.encryption;
   const created = await bucketIndex(ctx, bucket).createUpload(upload);
   if (created !== "ok") throw writeRefused(bucket, created);
-  const response = new Headers();
+  const response = new Headers(sseHeaders(cipher?.encryption, sse?.keyMd5));
   if (algorithm !== null && checksumType !== null) {
     response.set("x-amz-checksum-algorithm", algorithm);
     response.set("x-amz-checksum-type", checksumType);
@@ -91,11 +95,14 @@ export async function uploadPart(ctx: RequestContext, bucket: string, key: strin
   const size = requestSize(ctx);
   const contentMd5 = parseContentMd5(headers.get("content-md5"));
   const upload = await openUpload(ctx, bucket, key, uploadId);
+  const customer = await customerKey(headers);
+  const cipher = await uploadCipher(ctx, upload, customer?.key ?? null);
   const checksums = RequestChecksums.fromRequest(ctx.core, headers, upload.checksumAlgorithm as Algorithm | null);
-  const written = await writePart(ctx.config, ctx.core, ctx.auth.body, size, (b) => checksums.update(b));
-  const verified = await verifyWritten(ctx, written, contentMd5, checksums);
-  const record = await commitPart(ctx, bucket, upload, partNumber, written, verified);
-  return new Response(null, { status: 200, headers: { ETag: `"${record.etag}"`, ...checksumHeaders(verified) } });
+  const part = await writeObjectPart(ctx.config, ctx.core, ctx.auth.body, size, (b) => checksums.update(b), cipher);
+  const verified = await verifyWritten(ctx, { ...part.written, md5: part.md5 }, contentMd5, checksums);
+  const record = await commitPart(ctx, bucket, upload, partNumber, part, size, objectEtag(cipher, part.md5, part.written.md5), verified);
+  const answer = { ETag: `"${record.etag}"`, ...checksumHeaders(verified), ...sseHeaders(upload.encryption, customer?.keyMd5) };
+  return new Response(null, { status: 200, headers: answer });
 }
 
 export async function uploadPartCopy(ctx: RequestContext, bucket: string, key: string, uploadId: string, partNumberParam: string | null): Promise<Response> {
@@ -107,11 +114,13 @@ export async function uploadPartCopy(ctx: RequestContext, bucket: string, key: s
   const { start, end } = copySourceRange(headers.get("x-amz-copy-source-range"), manifest.size);
   if (end - start > MAX_PUT_BYTES)
     throw new S3Error("InvalidRequest", "The specified copy range is larger than the maximum allowable size for a part: 5368709120");
+  const sourceKey = manifest.encryption ? await objectKeyOf(ctx.env, manifest.encryption, (await customerKey(headers, true))?.key ?? null) : null;
+  const cipher = await uploadCipher(ctx, upload, (await customerKey(headers))?.key ?? null);
   const checksums = RequestChecksums.computing(ctx.core, upload.checksumAlgorithm as Algorithm | null);
-  const body = await openRange(ctx, manifest, start, end);
-  const written = await writePart(ctx.config, ctx.core, body, end - start, (b) => checksums.update(b), "copy");
+  const body = await openRange(ctx, manifest, start, end, undefined, sourceKey);
+  const part = await writeObjectPart(ctx.config, ctx.core, body, end - start, (b) => checksums.update(b), cipher, "copy");
   const verified = await checksums.verify(Promise.resolve(new Headers()));
-  const record = await commitPart(ctx, bucket, upload, partNumber, written, verified);
+  const record = await commitPart(ctx, bucket, upload, partNumber, part, end - start, objectEtag(cipher, part.md5, part.written.md5), verified);
   const result = `<ETag>"${record.etag}"</ETag>${element("LastModified", s3Date(record.lastModified))}${checksumElements(verified, 1, false)}`;
   return xmlResponse(`${XML_DECLARATION}<CopyPartResult xmlns="${S3_XMLNS}">${result}</CopyPartResult>`);
 }
@@ -132,25 +141,33 @@ function copySourceRange(header: string | null, size: number): { start: number; 
 }
 
 /** Records a written part; a part it replaces has its shard files removed, and so does this one if the upload is gone. */
+/** The cipher an upload's parts are written with (SSE-C: the customer's key comes with every part). */
+async function uploadCipher(ctx: RequestContext, upload: UploadInfo, customer: Uint8Array | null): Promise<Cipher | null> {
+  if (!upload.encryption) return null;
+  return cipherOf(ctx.env, { ...upload.encryption, partSalts: [] }, customer);
+}
+
 async function commitPart(
   ctx: RequestContext,
   bucket: string,
   upload: UploadInfo,
   partNumber: number,
-  written: WrittenPart,
+  { written, salt }: WrittenObjectPart,
+  size: number,
+  etag: string,
   verified: ObjectChecksum[],
 ): Promise<PartRecord> {
-  const etag = hex(written.md5);
   const checksum = verified.find((c) => c.algorithm === upload.checksumAlgorithm) ?? null;
   const record: PartRecord = {
     partNumber,
-    size: written.size,
+    size,
     etag,
     lastModified: Date.now(),
     version: crypto.randomUUID(),
     part: partOf(written, etag, checksum ? [checksum] : []),
     checksum,
     ...(written.missedShards.length > 0 ? { missedShards: written.missedShards } : {}),
+    ...(salt ? { salt } : {}),
   };
   const result = await bucketIndex(ctx, bucket).putPart(upload.uploadId, upload.key, record);
   if (!result.ok) {
@@ -220,6 +237,7 @@ export async function completeMultipartUpload(ctx: RequestContext, bucket: strin
     tags: upload.tags,
     checksums,
     parts: used.map((p) => p.part),
+    ...(upload.encryption ? { encryption: { ...upload.encryption, partSalts: used.map((p) => p.salt as string) } } : {}),
   };
   const record = { key, versionId: null, size, etag, lastModified, manifest: ctx.core.encodeManifest(manifest), ...(upload.lock ? { lock: upload.lock } : {}) };
   const missed = used.some((p) => (p.missedShards?.length ?? 0) > 0);

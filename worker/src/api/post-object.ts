@@ -6,18 +6,18 @@ import { checkPostLength, checkPostPolicy, parsePostPolicy, type PostPolicy } fr
 import { postPolicySignatureV2 } from "../auth/sigv2";
 import { postPolicySignatureV4 } from "../auth/sigv4";
 import { constantTimeEqual } from "../auth/crypto";
-import { hex } from "../bytes";
 import { S3Error } from "../s3-error";
 import { type Principal, signerOf } from "../services/access-keys";
 import { bucketPolicy } from "../services/bucket-policy";
 import { commitObject, partOf, writtenHeaders } from "../services/objects";
-import { writePart } from "../storage/write-part";
+import { encryptionOf, newCipher, objectEtag, writeObjectPart } from "../services/encryption";
 import { checkAclHeaders } from "./acl-policy";
 import { RequestChecksums } from "./checksums";
 import type { RequestContext } from "./context";
 import { type FormUpload, readFormUpload } from "./form-upload";
 import { storedHeaders, userMetadata } from "./object-headers";
 import { checkKey } from "./object-request";
+import { sseHeaders, sseRequest } from "./sse-headers";
 import { authorize } from "./permissions";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
 
@@ -62,23 +62,21 @@ async function store(ctx: RequestContext, bucket: string, form: FormUpload): Pro
   const status = successStatus(fields);
   const redirect = fields.get("success_action_redirect") ?? fields.get("redirect") ?? null;
 
+  // Encryption fields (x-amz-server-side-encryption, …-customer-*) as a PUT's headers, else the bucket's default.
+  const sseFields = new Headers([...fields].filter(([name]) => name.startsWith("x-amz-server-side-encryption")));
+  const sse = await sseRequest(sseFields);
+  const cipher = await newCipher(ctx.env, ctx.config, bucket, sse);
+
   const checksums = RequestChecksums.fromRequest(ctx.core, new Headers());
-  const written = await writePart(ctx.config, ctx.core, form.file, form.size, (b) => checksums.update(b));
+  const { written, md5, salt } = await writeObjectPart(ctx.config, ctx.core, form.file, form.size, (b) => checksums.update(b), cipher);
   await form.finish();
-  const etag = hex(written.md5);
-  const object = {
-    key,
-    size: form.size,
-    etag,
-    headers: storedHeaders(headers),
-    userMetadata: userMetadata(headers),
-    tags: [],
-    checksums: [],
-    parts: [partOf(written, etag, [])],
-  };
+  const etag = objectEtag(cipher, md5, written.md5);
+  const encryption = cipher ? { encryption: encryptionOf(cipher, [salt as string]) } : {};
+  const stored = { headers: storedHeaders(headers), userMetadata: userMetadata(headers), tags: [], checksums: [] };
+  const object = { key, size: form.size, etag, ...stored, parts: [partOf(written, etag, [])], ...encryption };
   const committed = await commitObject(ctx, bucket, object, undefined, [written]);
   const location = `${new URL(ctx.request.url).origin}/${bucket}/${encodeURIComponent(key).replaceAll("%2F", "/")}`;
-  const answer = { ETag: `"${etag}"`, Location: location, ...writtenHeaders(committed) };
+  const answer = { ETag: `"${etag}"`, Location: location, ...writtenHeaders(committed), ...sseHeaders(cipher?.encryption, sse?.keyMd5) };
   if (redirect !== null) {
     const to = new URL(redirect);
     for (const [name, value] of [

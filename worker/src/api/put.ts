@@ -2,11 +2,11 @@
 // commitObject, shared with CopyObject and CompleteMultipartUpload). Nothing is visible until the
 // commit; a failed or refused write removes its shard files; an overwrite removes the superseded
 // object's shard files after the new manifest is committed.
-import { writePart } from "../storage/write-part";
 import { checksumHeaders, RequestChecksums } from "./checksums";
 import type { RequestContext } from "./context";
 import { storedHeaders, userMetadata } from "./object-headers";
-import { hex } from "../bytes";
+import { encryptionOf, newCipher, objectEtag, writeObjectPart } from "../services/encryption";
+import { sseHeaders, sseRequest } from "./sse-headers";
 import { parseTaggingHeader } from "./tags";
 import { commitObject, partOf, writeRefused, writtenHeaders } from "../services/objects";
 import { lockFromHeaders } from "./object-lock-headers";
@@ -29,10 +29,15 @@ export async function putObject(ctx: RequestContext, bucket: string, key: string
   // Asked for in the headers: refused before a byte is stored.
   if (lock?.mode !== undefined && !integrity) throw writeRefused(bucket, "IntegrityRequired");
 
-  const written = await writePart(ctx.config, ctx.core, ctx.auth.body, size, (b) => checksums.update(b));
-  const etag = hex(written.md5);
-  const verified = await verifyWritten(ctx, written, contentMd5, checksums);
-  const object = { key, size, etag, ...fields, checksums: verified, parts: [partOf(written, etag, [])], ...(lock ? { lock } : {}) };
+  const sse = await sseRequest(headers);
+  const cipher = await newCipher(ctx.env, ctx.config, bucket, sse);
+
+  const { written, md5, salt } = await writeObjectPart(ctx.config, ctx.core, ctx.auth.body, size, (b) => checksums.update(b), cipher);
+  const etag = objectEtag(cipher, md5, written.md5);
+  const verified = await verifyWritten(ctx, { ...written, md5 }, contentMd5, checksums);
+  const encryption = cipher ? { encryption: encryptionOf(cipher, [salt as string]) } : {};
+  const object = { key, size, etag, ...fields, checksums: verified, parts: [partOf(written, etag, [])], ...encryption, ...(lock ? { lock } : {}) };
   const committed = await commitObject(ctx, bucket, object, { ...condition, integrity }, [written]);
-  return new Response(null, { status: 200, headers: { ETag: `"${etag}"`, ...checksumHeaders(verified), ...writtenHeaders(committed) } });
+  const answer = { ETag: `"${etag}"`, ...checksumHeaders(verified), ...writtenHeaders(committed), ...sseHeaders(cipher?.encryption, sse?.keyMd5) };
+  return new Response(null, { status: 200, headers: answer });
 }

@@ -49,6 +49,9 @@ export type Endpoint =
   | { op: "GetBucketCors"; bucket: string }
   | { op: "PutBucketCors"; bucket: string }
   | { op: "DeleteBucketCors"; bucket: string }
+  | { op: "GetBucketEncryption"; bucket: string }
+  | { op: "PutBucketEncryption"; bucket: string }
+  | { op: "DeleteBucketEncryption"; bucket: string }
   | { op: "GetBucketPolicy"; bucket: string }
   | { op: "PutBucketPolicy"; bucket: string }
   | { op: "DeleteBucketPolicy"; bucket: string }
@@ -97,7 +100,6 @@ const BUCKET_SUBRESOURCES: Record<string, string> = {
   acl: "BucketAcl",
   analytics: "BucketAnalyticsConfiguration",
   cors: "BucketCors",
-  encryption: "BucketEncryption",
   intelligentTiering: "BucketIntelligentTieringConfiguration",
   inventory: "BucketInventoryConfiguration",
   lifecycle: "BucketLifecycleConfiguration",
@@ -169,6 +171,11 @@ function routeBucket(method: string, bucket: string, query: URLSearchParams, hea
   if (query.has("object-lock")) {
     if (method === "GET") return { op: "GetObjectLockConfiguration", bucket };
     if (method === "PUT") return { op: "PutObjectLockConfiguration", bucket };
+  }
+  if (query.has("encryption")) {
+    if (method === "GET") return { op: "GetBucketEncryption", bucket };
+    if (method === "PUT") return { op: "PutBucketEncryption", bucket };
+    if (method === "DELETE") return { op: "DeleteBucketEncryption", bucket };
   }
   if (query.has("policy")) {
     if (method === "GET") return { op: "GetBucketPolicy", bucket };

@@ -58,6 +58,8 @@ export const POLICY_ACTIONS = [
   "s3:PutBucketAcl",
   "s3:GetBucketCORS",
   "s3:PutBucketCORS",
+  "s3:GetEncryptionConfiguration",
+  "s3:PutEncryptionConfiguration",
   "s3:GetBucketPolicy",
   "s3:PutBucketPolicy",
   "s3:DeleteBucketPolicy",

@@ -97,11 +97,13 @@ const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
   ["ALTER TABLE bucket ADD COLUMN object_lock TEXT", "ALTER TABLE objects ADD COLUMN lock TEXT", "ALTER TABLE versions ADD COLUMN lock TEXT"],
   // The bucket policy (its JSON document as given), or NULL.
   ["ALTER TABLE bucket ADD COLUMN policy TEXT"],
+  // Default server-side encryption ({"algorithm": "AES256"}), or NULL.
+  ["ALTER TABLE bucket ADD COLUMN encryption TEXT"],
 ];
 
 /** Per-bucket settings kept as JSON in a column of the bucket row (the table names the column). */
-export type BucketSetting = "cors" | "tags" | "lifecycle" | "policy";
-const SETTING_COLUMNS: Record<BucketSetting, string> = { cors: "cors", tags: "tags", lifecycle: "lifecycle", policy: "policy" };
+export type BucketSetting = "cors" | "tags" | "lifecycle" | "policy" | "encryption";
+const SETTING_COLUMNS: Record<BucketSetting, string> = { cors: "cors", tags: "tags", lifecycle: "lifecycle", policy: "policy", encryption: "encryption" };
 
 /** Versions one lifecycle call visits at most (a key's versions are never split). */
 const LIFECYCLE_BATCH = 2000;
@@ -175,7 +177,7 @@ export class BucketIndex extends DurableObject {
       const parts = uploads.allUploadIds(this.sql).flatMap((id) => uploads.deleteUpload(this.sql, id));
       this.addGarbage(parts);
       this.sql.exec(
-        "UPDATE bucket SET present = 0, cors = NULL, tags = NULL, versioning = NULL, lifecycle = NULL, lifecycle_cursor = NULL, object_lock = NULL, policy = NULL WHERE id = 1",
+        "UPDATE bucket SET present = 0, cors = NULL, tags = NULL, versioning = NULL, lifecycle = NULL, lifecycle_cursor = NULL, object_lock = NULL, policy = NULL, encryption = NULL WHERE id = 1",
       );
       return { outcome: "dropped", parts };
     });

@@ -1,7 +1,7 @@
 // What the metadata Durable Objects store and answer. The manifest itself is the core's binary
 // encoding (core/src/manifest.rs): the index keeps it in one piece, next to the few fields listing
 // needs, so a GET is one metadata call.
-import type { ChecksumKind, ManifestPart, ObjectChecksum } from "../core-api";
+import type { ChecksumKind, Encryption, ManifestPart, ObjectChecksum } from "../core-api";
 import type { ObjectLock } from "./object-lock";
 
 /** One object version as the index holds it. */
@@ -150,6 +150,8 @@ export interface UploadInfo {
   checksumType: ChecksumKind | null;
   /** The object lock the object gets when completed. */
   lock?: ObjectLock;
+  /** How its parts are encrypted (each part's salt is in its PartRecord); absent: not. */
+  encryption?: Omit<Encryption, "partSalts">;
 }
 
 /** Shard files to delete: the part whose files they are (meta/bucket-index.ts `garbage`). */
@@ -173,6 +175,8 @@ export interface PartRecord {
   checksum: ObjectChecksum | null;
   /** Shard files the write could not store (the part is under-replicated until healed). */
   missedShards?: number[];
+  /** The salt of the part's key, when the upload is encrypted. */
+  salt?: string;
 }
 
 /** An object waiting for heal. */

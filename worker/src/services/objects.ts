@@ -10,6 +10,9 @@ import type { Expiry, ObjectRecord, PutResult, WriteCondition } from "../meta/ty
 import { metrics } from "../observability/metrics";
 import { noSuchBucket, noSuchKey, preconditionFailed, S3Error } from "../s3-error";
 import { openPartSource, sourceStream, type LossReason, type RangeSource, type ReadEvents } from "../storage/read-part";
+import { partKey } from "../sse/keys";
+import { plainSize, TAG_BYTES } from "../sse/segments";
+import { decryptingSource } from "./encryption";
 import { removeParts, storageIds } from "../storage/remove";
 import type { WrittenPart } from "../storage/write-part";
 import type { LostShards } from "./heal";
@@ -152,14 +155,28 @@ export async function openRangeSource(
   start: number,
   end: number,
   lost: LostShards = new Map(),
+  objectKey: Uint8Array | null = null,
 ): Promise<RangeSource> {
-  const ranges = covering(partOffsets(manifest), start, end).map(({ part, offset }) => ({
+  const ranges = covering(partOffsets(manifest), start, end).map(({ part, offset, size, index }) => ({
     part,
+    index,
     start: Math.max(start, offset) - offset,
-    end: Math.min(end, offset + part.size) - offset,
+    end: Math.min(end, offset + size) - offset,
   }));
   const events = readEvents(lost);
-  const open = (i: number) => openPartSource(ctx.config, ctx.core, ranges[i].part, ranges[i].start, ranges[i].end, events);
+  const encryption = manifest.encryption;
+  const open = async (i: number): Promise<RangeSource> => {
+    const { part, index, start: from, end: to } = ranges[i];
+    if (!encryption) return openPartSource(ctx.config, ctx.core, part, from, to, events);
+    // Whole segments from the shard files, decrypted, then trimmed to the plaintext asked for.
+    if (!objectKey) throw new Error("an encrypted object read without its key");
+    const framed = encryption.segmentBytes + TAG_BYTES;
+    const first = Math.floor(from / encryption.segmentBytes);
+    const last = Math.ceil(to / encryption.segmentBytes);
+    const stored = await openPartSource(ctx.config, ctx.core, part, first * framed, Math.min(part.size, last * framed), events);
+    const key = await partKey(objectKey, encryption.partSalts[index] as string);
+    return decryptingSource(stored, key, encryption.segmentBytes, first, from - first * encryption.segmentBytes, to - from);
+  };
   let index = 0;
   let current: RangeSource | null = ranges.length > 0 ? await open(0) : null;
   return {
@@ -181,17 +198,27 @@ export async function openRange(...args: Parameters<typeof openRangeSource>): Pr
   return sourceStream(await openRangeSource(...args));
 }
 
-function covering(all: { part: ManifestPart; offset: number }[], start: number, end: number) {
-  return all.filter(({ part, offset }) => offset < end && offset + part.size > start);
+function covering(all: PartSpan[], start: number, end: number) {
+  return all.filter(({ offset, size }) => offset < end && offset + size > start);
 }
 
-/** Each part with the object offset of its first byte. */
-export function partOffsets(manifest: Manifest): { part: ManifestPart; offset: number }[] {
+/** A part, its index, and where its bytes sit in the object (its plaintext, when encrypted). */
+export interface PartSpan {
+  part: ManifestPart;
+  index: number;
+  offset: number;
+  size: number;
+}
+
+/** Each part with the object offset of its first byte and its size as the client sees it. */
+export function partOffsets(manifest: Manifest): PartSpan[] {
   let at = 0;
-  return manifest.parts.map((part) => {
+  const encryption = manifest.encryption;
+  return manifest.parts.map((part, index) => {
     const offset = at;
-    at += part.size;
-    return { part, offset };
+    const size = encryption ? plainSize(part.size, encryption.segmentBytes) : part.size;
+    at += size;
+    return { part, index, offset, size };
   });
 }
 

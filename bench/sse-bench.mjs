@@ -1,0 +1,123 @@
+// `npm run bench:sse [-- --json]`: what server-side encryption costs, on shardgate as `npm start`
+// serves it (plain workerd, six disk nodes, 4 + 2): the same requests into a plain bucket and
+// into one whose default encryption is SSE-S3, in alternating rounds (so load from elsewhere hits
+// both alike), 4 in flight: PUT 1 MiB, GET 1 MiB, and 4 KiB ranges of a 16 MiB object, with the
+// bytes the gateway read from its nodes per range (its shardgate_node_bytes_read_total).
+//
+// Figures on stdout as a table (or JSON with --json); progress on stderr.
+import { S3Client } from "./lib/s3-client.mjs";
+import { startTarget, TARGETS } from "./lib/targets.mjs";
+
+const json = process.argv.includes("--json");
+const ROUNDS = 4;
+const WINDOW_MS = 1500;
+const MiB = 1 << 20;
+const log = (line) => console.error(line);
+const pct = (xs, q) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.floor(s.length * q))] : null;
+};
+
+async function ok(client, method, path, opts) {
+  const r = await client.request(method, path, opts);
+  if (r.status < 200 || r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${r.body?.toString() ?? ""}`);
+  return r;
+}
+
+async function window(op, inFlight) {
+  const ms = [];
+  let next = 0;
+  const started = performance.now();
+  const deadline = started + WINDOW_MS;
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (performance.now() < deadline) ms.push((await op(next++)).ms);
+    }),
+  );
+  return { seconds: (performance.now() - started) / 1000, ms };
+}
+
+async function nodeBytesRead(client) {
+  const text = (await ok(client, "GET", "/_shardgate/metrics", { keep: true })).body.toString();
+  let sum = 0;
+  for (const line of text.split("\n")) if (line.startsWith("shardgate_node_bytes_read_total")) sum += Number(line.slice(line.lastIndexOf(" ") + 1));
+  return sum;
+}
+
+async function main() {
+  const target = await startTarget(
+    TARGETS.find((t) => t.id === "workerd"),
+    log,
+  );
+  const client = new S3Client({ endpoint: target.endpoint, ...target.credentials });
+  try {
+    const body = Buffer.alloc(MiB, 7);
+    const big = Buffer.alloc(16 * MiB);
+    for (let i = 0; i < big.length; i++) big[i] = (i * 2654435761) >>> 24;
+    await ok(client, "PUT", "/plain");
+    await ok(client, "PUT", "/sse");
+    const config =
+      '<ServerSideEncryptionConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault></Rule></ServerSideEncryptionConfiguration>';
+    await ok(client, "PUT", "/sse?encryption", { body: Buffer.from(config) });
+    for (const b of ["plain", "sse"]) {
+      for (let i = 0; i < 16; i++) await ok(client, "PUT", `/${b}/obj-${i}`, { body });
+      await ok(client, "PUT", `/${b}/big`, { body: big });
+    }
+    const head = await client.request("HEAD", "/sse/big");
+    if (head.status !== 200) throw new Error("HEAD /sse/big failed");
+
+    const results = { put: { plain: [], sse: [] }, get: { plain: [], sse: [] }, range: { plain: [], sse: [] } };
+    const rangeBytes = { plain: { node: 0, served: 0 }, sse: { node: 0, served: 0 } };
+    let x = 12345;
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = round % 2 ? ["sse", "plain"] : ["plain", "sse"];
+      for (const b of order) {
+        log(`bench:sse: round ${round + 1}/${ROUNDS}, ${b}`);
+        results.put[b].push(await window((i) => ok(client, "PUT", `/${b}/new-${round}-${i}`, { body }), 4));
+        results.get[b].push(await window((i) => ok(client, "GET", `/${b}/obj-${i % 16}`), 4));
+        const before = await nodeBytesRead(client);
+        const w = await window(async () => {
+          x = (x * 1103515245 + 12345) % 2 ** 31;
+          const start = x % (big.length - 4096);
+          const r = await ok(client, "GET", `/${b}/big`, { headers: { range: `bytes=${start}-${start + 4095}` }, keep: true });
+          if (r.bytes !== 4096 || !r.body.equals(big.subarray(start, start + 4096))) throw new Error(`range of /${b}/big at ${start}: wrong bytes`);
+          return r;
+        }, 4);
+        results.range[b].push(w);
+        rangeBytes[b].node += (await nodeBytesRead(client)) - before;
+        rangeBytes[b].served += w.ms.length * 4096;
+      }
+    }
+    const summary = (parts) => {
+      const ms = parts.flatMap((p) => p.ms);
+      return { perS: ms.length / parts.reduce((s, p) => s + p.seconds, 0), p50: pct(ms, 0.5), p99: pct(ms, 0.99) };
+    };
+    const data = Object.fromEntries(["put", "get", "range"].map((op) => [op, { plain: summary(results[op].plain), sse: summary(results[op].sse) }]));
+    data.rangeNodeBytesPerRange = {
+      plain: rangeBytes.plain.node / (rangeBytes.plain.served / 4096),
+      sse: rangeBytes.sse.node / (rangeBytes.sse.served / 4096),
+    };
+    if (json) {
+      console.log(JSON.stringify(data, null, 2));
+      return;
+    }
+    const row = (label, op, unit) => {
+      const p = data[op].plain;
+      const s = data[op].sse;
+      const cell = (v) => `${v.perS.toFixed(0)} ${unit} · ${v.p50.toFixed(1)}/${v.p99.toFixed(1)} ms`;
+      return `| ${label} | ${cell(p)} | ${cell(s)} | ${(s.perS / p.perS).toFixed(2)}× |`;
+    };
+    console.log("| 4 in flight | plain bucket | SSE-S3 by default | SSE-S3 / plain |");
+    console.log("|---|---|---|---|");
+    console.log(row("PUT 1 MiB", "put", "MiB/s"));
+    console.log(row("GET 1 MiB", "get", "MiB/s"));
+    console.log(row("GET 4 KiB ranges of 16 MiB", "range", "req/s"));
+    const nb = data.rangeNodeBytesPerRange;
+    console.log(`| node bytes read per 4 KiB range | ${nb.plain.toFixed(0)} | ${nb.sse.toFixed(0)} | ${(nb.sse / nb.plain).toFixed(2)}× |`);
+  } finally {
+    client.close();
+    await target.stop();
+  }
+}
+
+await main();

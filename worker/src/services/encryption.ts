@@ -1,0 +1,195 @@
+// Server-side encryption of objects (docs/storage-format.md, "Encryption"): what a new version is
+// encrypted with (the request's SSE-S3 or SSE-C, else the bucket's default), the object key of a
+// stored version, writing a part encrypted, and the bucket's default (cached per isolate for
+// ENCRYPTION_CACHE_MS at most, values only, forgotten at once by the isolate that changes it).
+import { hex } from "../bytes";
+import type { GatewayConfig } from "../config";
+import type { Core, Encryption } from "../core-api";
+import { bucketIndex } from "../meta/stubs";
+import { S3Error } from "../s3-error";
+import { newPartSalt, newSseCKey, newSseS3Key, openSseCKey, openSseS3Key, partKey } from "../sse/keys";
+import { BATCH, encryptingStream, nonce, segmentBytesFor, storedSize, TAG_BYTES } from "../sse/segments";
+import type { RangeSource } from "../storage/read-part";
+import { type PartSource, type WrittenPart, writePart } from "../storage/write-part";
+import type { Env } from "../config";
+
+/** What a request asks for: SSE-S3, or SSE-C with the customer's 256-bit key. */
+export type SseRequest = { mode: "SSE-S3" } | { mode: "SSE-C"; key: Uint8Array; keyMd5: string };
+
+/** An encryption ready to write with: the manifest's record (no part salts yet) and the object key. */
+export interface Cipher {
+  encryption: Omit<Encryption, "partSalts">;
+  objectKey: Uint8Array;
+}
+
+export const ENCRYPTION_CACHE_MS = 5_000;
+const defaults = new Map<string, { at: number; value: boolean }>();
+
+function masterKey(env: Env): string {
+  const master = env.SHARDGATE_MASTER_KEY ?? "";
+  if (master.length < 32) throw new S3Error("InvalidRequest", "Server-side encryption needs a master key: set SHARDGATE_MASTER_KEY.");
+  return master;
+}
+
+/** Whether the bucket encrypts new objects by default (PutBucketEncryption). */
+export async function encryptsByDefault(env: Env, bucket: string, now = Date.now()): Promise<boolean> {
+  const known = defaults.get(bucket);
+  if (known && now - known.at < ENCRYPTION_CACHE_MS) return known.value;
+  const value = (await bucketIndex(env, bucket).setting("encryption")) != null;
+  defaults.set(bucket, { at: now, value });
+  return value;
+}
+
+/** Sets or (null) removes the bucket's default encryption; false when there is no such bucket. */
+export async function setBucketEncryption(env: Env, bucket: string, algorithm: "AES256" | null): Promise<boolean> {
+  const ok = await bucketIndex(env, bucket).setSetting("encryption", algorithm === null ? null : JSON.stringify({ algorithm }));
+  defaults.delete(bucket);
+  return ok;
+}
+
+export function bucketEncryption(env: Env, bucket: string): Promise<string | null | undefined> {
+  return bucketIndex(env, bucket).setting("encryption");
+}
+
+/** The cipher of a new version: the request's, else SSE-S3 when the bucket encrypts by default, else none. */
+export async function newCipher(env: Env, config: GatewayConfig, bucket: string, request: SseRequest | null): Promise<Cipher | null> {
+  const mode = request ?? ((await encryptsByDefault(env, bucket)) ? ({ mode: "SSE-S3" } as const) : null);
+  if (!mode) return null;
+  const segmentBytes = segmentBytesFor(config.chunkBytes);
+  if (mode.mode === "SSE-S3") {
+    const { objectKey, sealed } = await newSseS3Key(masterKey(env));
+    return { encryption: { mode: "SSE-S3", segmentBytes, key: sealed, keyCheck: "" }, objectKey };
+  }
+  const { objectKey, salt, check } = await newSseCKey(mode.key);
+  return { encryption: { mode: "SSE-C", segmentBytes, key: salt, keyCheck: check }, objectKey };
+}
+
+/**
+ * The object key of a stored version: opened with the master key (SSE-S3) or derived from the
+ * customer's key (SSE-C: 400 without it, 403 AccessDenied when it is not the object's key).
+ */
+export async function objectKeyOf(env: Env, encryption: Encryption, customerKey: Uint8Array | null): Promise<Uint8Array> {
+  if (encryption.mode === "SSE-S3") return openSseS3Key(masterKey(env), encryption.key);
+  if (!customerKey) {
+    throw new S3Error(
+      "InvalidRequest",
+      "The object was stored using a form of Server Side Encryption. The correct parameters must be provided to retrieve the object.",
+    );
+  }
+  return openSseCKey(customerKey, encryption.key, encryption.keyCheck);
+}
+
+/** A written part and the MD5 of its plaintext (the ETag of S3's single-part objects). */
+export interface WrittenObjectPart {
+  written: WrittenPart;
+  md5: Uint8Array;
+  /** The part's key salt when encrypted. */
+  salt: string | null;
+}
+
+/**
+ * Writes `size` plaintext bytes of `body` as one part: as they are, or encrypted under `cipher`
+ * (segments of its size; `observe` and the MD5 see the plaintext).
+ */
+export async function writeObjectPart(
+  config: GatewayConfig,
+  core: Core,
+  body: ReadableStream<Uint8Array> | null,
+  size: number,
+  observe: (piece: Uint8Array) => void,
+  cipher: Cipher | null,
+  source: PartSource = "request",
+): Promise<WrittenObjectPart> {
+  if (!cipher) {
+    const written = await writePart(config, core, body, size, observe, source);
+    return { written, md5: written.md5, salt: null };
+  }
+  const salt = newPartSalt();
+  const key = await partKey(cipher.objectKey, salt);
+  const md5 = new crypto.DigestStream("MD5");
+  const md5Writer = md5.getWriter();
+  const segmentBytes = cipher.encryption.segmentBytes;
+  const encrypted = encryptingStream(body, size, key, segmentBytes, (piece) => {
+    observe(piece);
+    void md5Writer.write(piece.slice());
+  });
+  const written = await writePart(config, core, encrypted, storedSize(size, segmentBytes), () => {}, source);
+  await md5Writer.close();
+  return { written, md5: new Uint8Array(await md5.digest), salt };
+}
+
+/**
+ * The ETag of a part or single-part object: the MD5 of its plaintext, as S3 answers for plain and
+ * SSE-S3 objects; for SSE-C the MD5 of what is stored, so that listings never reveal the digest
+ * of data whose key the gateway does not hold.
+ */
+export function objectEtag(cipher: Cipher | null, plainMd5: Uint8Array, storedMd5: Uint8Array): string {
+  return hex(cipher?.encryption.mode === "SSE-C" ? storedMd5 : plainMd5);
+}
+
+/** The manifest's record of a cipher, with the salts of the parts written under it. */
+export function encryptionOf(cipher: Cipher, salts: string[]): Encryption {
+  return { ...cipher.encryption, partSalts: salts };
+}
+
+/** The cipher of a stored version (to write more parts or copies under the same key). */
+export async function cipherOf(env: Env, encryption: Encryption, customerKey: Uint8Array | null): Promise<Cipher> {
+  const { partSalts: _, ...rest } = encryption;
+  return { encryption: rest, objectKey: await objectKeyOf(env, encryption, customerKey) };
+}
+
+/**
+ * Plaintext bytes [skip, skip + length) of the segments that `stored` yields, starting with
+ * segment `first`: decrypted a batch at a time. A segment that fails authentication fails the
+ * read (its chunk checksums matched, so only a node rewriting it knowingly gets here).
+ */
+export function decryptingSource(stored: RangeSource, key: CryptoKey, segmentBytes: number, first: number, skip: number, length: number): RangeSource {
+  const framed = segmentBytes + TAG_BYTES;
+  let held = new Uint8Array(0);
+  let segment = first;
+  let toSkip = skip;
+  let left = length;
+  let ended = false;
+  return {
+    async next(use) {
+      while (left > 0) {
+        while (held.length < BATCH * framed && !ended) {
+          const got = await stored.next((piece) => {
+            const joined = new Uint8Array(held.length + piece.length);
+            joined.set(held);
+            joined.set(piece, held.length);
+            held = joined;
+            return {};
+          });
+          if (got === null) ended = true;
+        }
+        if (held.length === 0) return null;
+        const whole = ended ? held.length : Math.floor(held.length / framed) * framed;
+        const batch = held.subarray(0, whole);
+        held = held.slice(whole);
+        const count = Math.ceil(whole / framed);
+        const opened = await Promise.all(
+          Array.from({ length: count }, (_, i) =>
+            crypto.subtle.decrypt({ name: "AES-GCM", iv: nonce(segment + i) }, key, batch.subarray(i * framed, (i + 1) * framed)),
+          ),
+        ).catch(() => {
+          throw new Error("an encrypted segment failed authentication");
+        });
+        segment += count;
+        const plain = new Uint8Array(opened.reduce((n, o) => n + o.byteLength, 0));
+        let at = 0;
+        for (const o of opened) {
+          plain.set(new Uint8Array(o), at);
+          at += o.byteLength;
+        }
+        const from = Math.min(toSkip, plain.length);
+        toSkip -= from;
+        const piece = plain.subarray(from, from + Math.min(left, plain.length - from));
+        left -= piece.length;
+        if (piece.length > 0) return use(piece);
+      }
+      return null;
+    },
+    close: () => stored.close(),
+  };
+}
