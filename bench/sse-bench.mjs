@@ -75,6 +75,8 @@ async function main() {
         log(`bench:sse: round ${round + 1}/${ROUNDS}, ${b}`);
         results.put[b].push(await window((i) => ok(client, "PUT", `/${b}/new-${round}-${i}`, { body }), 4));
         results.get[b].push(await window((i) => ok(client, "GET", `/${b}/obj-${i % 16}`), 4));
+        // The same offsets in both buckets, round by round.
+        x = 12345 + round;
         const before = await nodeBytesRead(client);
         const w = await window(async () => {
           x = (x * 1103515245 + 12345) % 2 ** 31;

@@ -96,8 +96,9 @@ async function copyBytes(
 ) {
   const checksums = RequestChecksums.computing(ctx.core, algorithm);
   const body = await openRange(ctx, source, 0, source.size, undefined, sourceKey);
-  const { written, md5, salt } = await writeObjectPart(ctx.config, ctx.core, body, source.size, (b) => checksums.update(b), cipher, "copy");
-  const etag = objectEtag(cipher, md5, written.md5);
+  const part = await writeObjectPart(ctx.config, ctx.core, body, source.size, (b) => checksums.update(b), cipher, "copy");
+  const { written, salt } = part;
+  const etag = objectEtag(cipher, part);
   const verified = await checksums.verify(Promise.resolve(new Headers()));
   const encryption = cipher ? { encryption: encryptionOf(cipher, [salt as string]) } : {};
   const object: NewObject = { key, size: source.size, etag, ...fields, checksums: verified, parts: [partOf(written, etag, [])], ...encryption };

@@ -98,9 +98,9 @@ export async function uploadPart(ctx: RequestContext, bucket: string, key: strin
   const customer = await customerKey(headers);
   const cipher = await uploadCipher(ctx, upload, customer?.key ?? null);
   const checksums = RequestChecksums.fromRequest(ctx.core, headers, upload.checksumAlgorithm as Algorithm | null);
-  const part = await writeObjectPart(ctx.config, ctx.core, ctx.auth.body, size, (b) => checksums.update(b), cipher);
-  const verified = await verifyWritten(ctx, { ...part.written, md5: part.md5 }, contentMd5, checksums);
-  const record = await commitPart(ctx, bucket, upload, partNumber, part, size, objectEtag(cipher, part.md5, part.written.md5), verified);
+  const part = await writeObjectPart(ctx.config, ctx.core, ctx.auth.body, size, (b) => checksums.update(b), cipher, "request", contentMd5 !== null);
+  const verified = await verifyWritten(ctx, { ...part.written, md5: part.md5 ?? part.written.md5 }, contentMd5, checksums);
+  const record = await commitPart(ctx, bucket, upload, partNumber, part, size, objectEtag(cipher, part), verified);
   const answer = { ETag: `"${record.etag}"`, ...checksumHeaders(verified), ...sseHeaders(upload.encryption, customer?.keyMd5) };
   return new Response(null, { status: 200, headers: answer });
 }
@@ -120,7 +120,7 @@ export async function uploadPartCopy(ctx: RequestContext, bucket: string, key: s
   const body = await openRange(ctx, manifest, start, end, undefined, sourceKey);
   const part = await writeObjectPart(ctx.config, ctx.core, body, end - start, (b) => checksums.update(b), cipher, "copy");
   const verified = await checksums.verify(Promise.resolve(new Headers()));
-  const record = await commitPart(ctx, bucket, upload, partNumber, part, end - start, objectEtag(cipher, part.md5, part.written.md5), verified);
+  const record = await commitPart(ctx, bucket, upload, partNumber, part, end - start, objectEtag(cipher, part), verified);
   const result = `<ETag>"${record.etag}"</ETag>${element("LastModified", s3Date(record.lastModified))}${checksumElements(verified, 1, false)}`;
   return xmlResponse(`${XML_DECLARATION}<CopyPartResult xmlns="${S3_XMLNS}">${result}</CopyPartResult>`);
 }

@@ -68,9 +68,10 @@ async function store(ctx: RequestContext, bucket: string, form: FormUpload): Pro
   const cipher = await newCipher(ctx.env, ctx.config, bucket, sse);
 
   const checksums = RequestChecksums.fromRequest(ctx.core, new Headers());
-  const { written, md5, salt } = await writeObjectPart(ctx.config, ctx.core, form.file, form.size, (b) => checksums.update(b), cipher);
+  const part = await writeObjectPart(ctx.config, ctx.core, form.file, form.size, (b) => checksums.update(b), cipher);
+  const { written, salt } = part;
   await form.finish();
-  const etag = objectEtag(cipher, md5, written.md5);
+  const etag = objectEtag(cipher, part);
   const encryption = cipher ? { encryption: encryptionOf(cipher, [salt as string]) } : {};
   const stored = { headers: storedHeaders(headers), userMetadata: userMetadata(headers), tags: [], checksums: [] };
   const object = { key, size: form.size, etag, ...stored, parts: [partOf(written, etag, [])], ...encryption };

@@ -32,9 +32,10 @@ export async function putObject(ctx: RequestContext, bucket: string, key: string
   const sse = await sseRequest(headers);
   const cipher = await newCipher(ctx.env, ctx.config, bucket, sse);
 
-  const { written, md5, salt } = await writeObjectPart(ctx.config, ctx.core, ctx.auth.body, size, (b) => checksums.update(b), cipher);
-  const etag = objectEtag(cipher, md5, written.md5);
-  const verified = await verifyWritten(ctx, { ...written, md5 }, contentMd5, checksums);
+  const part = await writeObjectPart(ctx.config, ctx.core, ctx.auth.body, size, (b) => checksums.update(b), cipher, "request", contentMd5 !== null);
+  const { written, salt } = part;
+  const etag = objectEtag(cipher, part);
+  const verified = await verifyWritten(ctx, { ...written, md5: part.md5 ?? written.md5 }, contentMd5, checksums);
   const encryption = cipher ? { encryption: encryptionOf(cipher, [salt as string]) } : {};
   const object = { key, size, etag, ...fields, checksums: verified, parts: [partOf(written, etag, [])], ...encryption, ...(lock ? { lock } : {}) };
   const committed = await commitObject(ctx, bucket, object, { ...condition, integrity }, [written]);

@@ -79,17 +79,20 @@ export async function objectKeyOf(env: Env, encryption: Encryption, customerKey:
   return openSseCKey(customerKey, encryption.key, encryption.keyCheck);
 }
 
-/** A written part and the MD5 of its plaintext (the ETag of S3's single-part objects). */
+/** A written part and the MD5 of its plaintext (null when not asked for). */
 export interface WrittenObjectPart {
   written: WrittenPart;
-  md5: Uint8Array;
+  md5: Uint8Array | null;
   /** The part's key salt when encrypted. */
   salt: string | null;
 }
 
 /**
  * Writes `size` plaintext bytes of `body` as one part: as they are, or encrypted under `cipher`
- * (segments of its size; `observe` and the MD5 see the plaintext).
+ * (segments of its size; `observe` sees the plaintext). One MD5 is computed where it can be: the
+ * plaintext's for plain and SSE-S3 parts (their ETag), the stored bytes' for SSE-C (its ETag, which
+ * must not be the plaintext's), and the plaintext's too for SSE-C only with `plainMd5` (a
+ * Content-MD5 to check).
  */
 export async function writeObjectPart(
   config: GatewayConfig,
@@ -99,23 +102,25 @@ export async function writeObjectPart(
   observe: (piece: Uint8Array) => void,
   cipher: Cipher | null,
   source: PartSource = "request",
+  plainMd5 = false,
 ): Promise<WrittenObjectPart> {
   if (!cipher) {
     const written = await writePart(config, core, body, size, observe, source);
     return { written, md5: written.md5, salt: null };
   }
+  const customer = cipher.encryption.mode === "SSE-C";
   const salt = newPartSalt();
   const key = await partKey(cipher.objectKey, salt);
-  const md5 = new crypto.DigestStream("MD5");
-  const md5Writer = md5.getWriter();
+  const md5 = !customer || plainMd5 ? new crypto.DigestStream("MD5") : null;
+  const md5Writer = md5?.getWriter();
   const segmentBytes = cipher.encryption.segmentBytes;
-  const encrypted = encryptingStream(body, size, key, segmentBytes, (piece) => {
+  const encrypted = encryptingStream(body, size, key, segmentBytes, async (piece) => {
     observe(piece);
-    void md5Writer.write(piece.slice());
+    await md5Writer?.write(piece);
   });
-  const written = await writePart(config, core, encrypted, storedSize(size, segmentBytes), () => {}, source);
-  await md5Writer.close();
-  return { written, md5: new Uint8Array(await md5.digest), salt };
+  const written = await writePart(config, core, encrypted, storedSize(size, segmentBytes), () => {}, source, customer);
+  await md5Writer?.close();
+  return { written, md5: md5 ? new Uint8Array(await md5.digest) : null, salt };
 }
 
 /**
@@ -123,8 +128,8 @@ export async function writeObjectPart(
  * SSE-S3 objects; for SSE-C the MD5 of what is stored, so that listings never reveal the digest
  * of data whose key the gateway does not hold.
  */
-export function objectEtag(cipher: Cipher | null, plainMd5: Uint8Array, storedMd5: Uint8Array): string {
-  return hex(cipher?.encryption.mode === "SSE-C" ? storedMd5 : plainMd5);
+export function objectEtag(cipher: Cipher | null, part: WrittenObjectPart): string {
+  return hex(cipher?.encryption.mode === "SSE-C" ? part.written.md5 : (part.md5 as Uint8Array));
 }
 
 /** The manifest's record of a cipher, with the salts of the parts written under it. */
@@ -140,42 +145,56 @@ export async function cipherOf(env: Env, encryption: Encryption, customerKey: Ui
 
 /**
  * Plaintext bytes [skip, skip + length) of the segments that `stored` yields, starting with
- * segment `first`: decrypted a batch at a time. A segment that fails authentication fails the
- * read (its chunk checksums matched, so only a node rewriting it knowingly gets here).
+ * segment `first`, decrypted a batch at a time. Whole segments are decrypted straight from the lent
+ * pieces (WebCrypto copies its input when called); only a segment split across two pieces is
+ * gathered first. A segment that fails authentication fails the read (its chunk checksums matched,
+ * so only someone rewriting it knowingly gets here).
  */
 export function decryptingSource(stored: RangeSource, key: CryptoKey, segmentBytes: number, first: number, skip: number, length: number): RangeSource {
   const framed = segmentBytes + TAG_BYTES;
-  let held = new Uint8Array(0);
+  const partial = new Uint8Array(framed);
+  let partialLength = 0;
+  let pending: Promise<ArrayBuffer>[] = [];
   let segment = first;
   let toSkip = skip;
   let left = length;
   let ended = false;
+  const open = (bytes: Uint8Array) => pending.push(crypto.subtle.decrypt({ name: "AES-GCM", iv: nonce(segment++) }, key, bytes));
+  const take = (piece: Uint8Array): object => {
+    let at = 0;
+    if (partialLength > 0) {
+      const n = Math.min(framed - partialLength, piece.length);
+      partial.set(piece.subarray(0, n), partialLength);
+      partialLength += n;
+      at = n;
+      if (partialLength === framed) {
+        open(partial);
+        partialLength = 0;
+      }
+    }
+    for (; piece.length - at >= framed; at += framed) open(piece.subarray(at, at + framed));
+    if (at < piece.length) {
+      partial.set(piece.subarray(at), 0);
+      partialLength = piece.length - at;
+    }
+    return {};
+  };
   return {
     async next(use) {
       while (left > 0) {
-        while (held.length < BATCH * framed && !ended) {
-          const got = await stored.next((piece) => {
-            const joined = new Uint8Array(held.length + piece.length);
-            joined.set(held);
-            joined.set(piece, held.length);
-            held = joined;
-            return {};
-          });
-          if (got === null) ended = true;
+        while (pending.length < BATCH && !ended) {
+          if ((await stored.next(take)) === null) ended = true;
         }
-        if (held.length === 0) return null;
-        const whole = ended ? held.length : Math.floor(held.length / framed) * framed;
-        const batch = held.subarray(0, whole);
-        held = held.slice(whole);
-        const count = Math.ceil(whole / framed);
-        const opened = await Promise.all(
-          Array.from({ length: count }, (_, i) =>
-            crypto.subtle.decrypt({ name: "AES-GCM", iv: nonce(segment + i) }, key, batch.subarray(i * framed, (i + 1) * framed)),
-          ),
-        ).catch(() => {
+        if (ended && partialLength > 0) {
+          open(partial.subarray(0, partialLength)); // the part's last, shorter segment
+          partialLength = 0;
+        }
+        if (pending.length === 0) return null;
+        const batch = pending;
+        pending = [];
+        const opened = await Promise.all(batch).catch(() => {
           throw new Error("an encrypted segment failed authentication");
         });
-        segment += count;
         const plain = new Uint8Array(opened.reduce((n, o) => n + o.byteLength, 0));
         let at = 0;
         for (const o of opened) {

@@ -2,6 +2,8 @@
 // segments of `segmentBytes`, each stored as its AES-256-GCM ciphertext followed by the 16-byte tag,
 // with the segment's number as the nonce. With segments one stored chunk long, a range read
 // fetches and decrypts just the chunks it covers, and heal and scrub see ordinary shard files.
+import { PieceReader } from "../piece-reader";
+
 export const TAG_BYTES = 16;
 /** Segments encrypted or decrypted per batch (in parallel; about 256 KiB at the default chunk size). */
 export const BATCH = 16;
@@ -32,62 +34,61 @@ export function nonce(segment: number): Uint8Array {
 
 /**
  * The ciphertext of `plain` (exactly `size` bytes) under `key`: what the write path stores.
- * `observe` sees every plaintext byte first (checksums, MD5). Fails if the body is not `size` long.
+ * `observe` sees every plaintext byte first (checksums, MD5), and is awaited before the buffer is reused. Fails if the body is not `size` long.
+ * The body is read a batch of segments at a time (one large read, not the runtime's 4 KiB pieces),
+ * and the batch's segments are encrypted in parallel.
  */
 export function encryptingStream(
   plain: ReadableStream<Uint8Array> | null,
   size: number,
   key: CryptoKey,
   segmentBytes: number,
-  observe: (piece: Uint8Array) => void,
+  observe: (piece: Uint8Array) => void | Promise<void>,
 ): ReadableStream<Uint8Array> {
-  const reader = plain?.getReader() ?? null;
-  let held = new Uint8Array(0);
+  const batchBytes = BATCH * segmentBytes;
+  const reader = plain ? new PieceReader(plain, { pieceBytes: batchBytes, reuse: false }) : null;
+  let batch = new Uint8Array(0);
+  let filled = 0;
+  let carry: Uint8Array | null = null;
   let segment = 0;
   let read = 0;
-  let ended = false;
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
-        // Gather up to a batch of whole segments (or the rest), then encrypt them in parallel.
-        while (held.length < BATCH * segmentBytes && !ended) {
-          const r = reader ? await reader.read() : { done: true as const, value: undefined };
-          if (r.done) {
-            ended = true;
-            break;
-          }
-          observe(r.value);
-          const joined = new Uint8Array(held.length + r.value.length);
-          joined.set(held);
-          joined.set(r.value, held.length);
-          held = joined;
-        }
-        if (held.length === 0) {
-          if (read !== size) return controller.error(new Error("the body is shorter than its length"));
+        // One batch: whole segments, or what is left. A byte stream fills it in one go; another
+        // stream's pieces are gathered (and a piece that overhangs carried to the next batch).
+        const want = Math.min(batchBytes, size - read);
+        if (want <= 0) {
+          if (reader && !reader.ended && (carry?.length || (await reader.read(1)))) return controller.error(new Error("the body is longer than its length"));
           return controller.close();
         }
-        const take = Math.min(held.length, BATCH * segmentBytes);
-        const batch = held.subarray(0, take);
-        held = held.slice(take);
-        read += take;
-        if (read > size) return controller.error(new Error("the body is longer than its length"));
+        if (batch.length !== want) batch = new Uint8Array(want);
+        filled = 0;
+        while (filled < want) {
+          const piece = carry ?? (reader ? await reader.read(want - filled) : null);
+          carry = null;
+          if (!piece) return controller.error(new Error("the body is shorter than its length"));
+          const take = Math.min(piece.length, want - filled);
+          batch.set(piece.subarray(0, take), filled);
+          if (take < piece.length) carry = piece.subarray(take);
+          filled += take;
+        }
+        await observe(batch);
+        read += want;
+        const count = Math.ceil(want / segmentBytes);
         const sealed = await Promise.all(
-          Array.from({ length: Math.ceil(take / segmentBytes) }, (_, i) =>
+          Array.from({ length: count }, (_, i) =>
             crypto.subtle.encrypt({ name: "AES-GCM", iv: nonce(segment + i) }, key, batch.subarray(i * segmentBytes, (i + 1) * segmentBytes)),
           ),
         );
-        segment += sealed.length;
-        const out = new Uint8Array(sealed.reduce((n, s) => n + s.byteLength, 0));
+        segment += count;
+        const out = new Uint8Array(want + count * TAG_BYTES);
         let at = 0;
         for (const s of sealed) {
           out.set(new Uint8Array(s), at);
           at += s.byteLength;
         }
         controller.enqueue(out);
-        if (ended && held.length === 0) {
-          if (read !== size) return controller.error(new Error("the body is shorter than its length"));
-          controller.close();
-        }
       },
       cancel: (reason) => reader?.cancel(reason),
     },

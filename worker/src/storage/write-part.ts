@@ -32,11 +32,12 @@ export async function writePart(
   size: number,
   observe: ByteObserver,
   source: PartSource = "request",
+  hashMd5 = true,
 ): Promise<WrittenPart> {
   const reader = new ExactReader(body, source === "request");
   try {
     if (size <= config.inlineBytes) return await writeInline(reader, size, observe);
-    return await writeSharded(config, core, reader, size, observe);
+    return await writeSharded(config, core, reader, size, observe, hashMd5);
   } catch (e) {
     // A client's body is read to its end before the error goes out; a copy's source is closed.
     if (source === "copy") await reader.cancel();
@@ -53,7 +54,15 @@ async function writeInline(reader: ExactReader, size: number, observe: ByteObser
   return { size, md5, layout: { type: "inline", data: toBase64(bytes) }, missedShards: [] };
 }
 
-async function writeSharded(config: GatewayConfig, core: Core, reader: ExactReader, size: number, observe: ByteObserver): Promise<WrittenPart> {
+/** `hashMd5` false: no MD5 of the bytes (an encrypted part's ETag is its plaintext's); `md5` is then empty. */
+async function writeSharded(
+  config: GatewayConfig,
+  core: Core,
+  reader: ExactReader,
+  size: number,
+  observe: ByteObserver,
+  hashMd5: boolean,
+): Promise<WrittenPart> {
   const { dataShards: k, parityShards: m } = config;
   const geometry = core.geometry({ size, blockBytes: config.blockBytes, dataShards: k, parityShards: m, chunkBytes: config.chunkBytes });
   const storageId = newStorageId();
@@ -70,7 +79,7 @@ async function writeSharded(config: GatewayConfig, core: Core, reader: ExactRead
       const bytes = await reader.fillInPlace(new Uint8Array(block, 0, len));
       block = bytes.buffer as ArrayBuffer;
       observe(bytes);
-      await md5Writer.write(bytes);
+      if (hashMd5) await md5Writer.write(bytes);
       const writes: [ShardSink, Uint8Array][] = [];
       // The encoder's output views are valid until the next call into the core: writeAll hands
       // them all to their streams (which copy them) before it awaits anything.
@@ -99,7 +108,7 @@ async function writeSharded(config: GatewayConfig, core: Core, reader: ExactRead
   await md5Writer.close();
   return {
     size,
-    md5: new Uint8Array(await md5.digest),
+    md5: hashMd5 ? new Uint8Array(await md5.digest) : new Uint8Array(0),
     layout: {
       type: "sharded",
       blockBytes: config.blockBytes,
