@@ -392,6 +392,23 @@ describe("boto3 against the gateway", () => {
     expect(r.changed_type).toEqual({ status: 403, code: "AccessDenied" });
   });
 
+  it("server-side encryption: SSE-S3 (per object and as the bucket default), SSE-C (put, get, head, multipart upload_file, copy), wrong and missing keys", async () => {
+    const r = await boto3("encryption", { bucket: "boto3-sse", size: 3 * MIB + 17, dir });
+    expect(r).toEqual({
+      s3_put: ["AES256", true],
+      s3_range: ["AES256", true],
+      c_get: true,
+      c_head: "AES256",
+      c_without: { code: "InvalidRequest", status: 400 },
+      c_wrong: { code: "AccessDenied", status: 403 },
+      multi: [true, true],
+      copied: ["AES256", true],
+      default: "AES256",
+      by_default: "AES256",
+      no_default: { code: "ServerSideEncryptionConfigurationNotFoundError", status: 404 },
+    });
+  });
+
   it("copy_object (COPY and REPLACE metadata) and delete_objects", async () => {
     const r = await boto3("copy-delete", { bucket: "boto3", size: 2 * MIB + 3 });
     expect(r.copy_etag).toBe(`"${r.md5}"`);

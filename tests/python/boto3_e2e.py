@@ -770,6 +770,61 @@ def cmd_presigned_post(args):
     return out
 
 
+def cmd_encryption(args):
+    """Server-side encryption as boto3 sends it: SSE-S3 on put_object and as the bucket default
+    (put_bucket_encryption), SSE-C on put/get/head (boto3 adds the key's MD5), a multipart
+    upload_file with SSE-C (the key on every part), a copy from SSE-C to SSE-S3, and the errors
+    of a missing or wrong key."""
+    import hashlib
+
+    bucket = args["bucket"]
+    s3 = client()
+    s3.create_bucket(Bucket=bucket)
+    data = os.urandom(args["size"])
+    key = os.urandom(32)
+    wrong = os.urandom(32)
+    out = {}
+    r = s3.put_object(Bucket=bucket, Key="s3.bin", Body=data, ServerSideEncryption="AES256")
+    out["s3_put"] = [r.get("ServerSideEncryption"), r["ETag"].strip('"') == hashlib.md5(data).hexdigest()]
+    got = s3.get_object(Bucket=bucket, Key="s3.bin", Range="bytes=100-200099")
+    out["s3_range"] = [got["ServerSideEncryption"], got["Body"].read() == data[100:200100]]
+    c = {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": key}
+    s3.put_object(Bucket=bucket, Key="c.bin", Body=data, **c)
+    out["c_get"] = s3.get_object(Bucket=bucket, Key="c.bin", **c)["Body"].read() == data
+    out["c_head"] = s3.head_object(Bucket=bucket, Key="c.bin", **c)["SSECustomerAlgorithm"]
+    out["c_without"] = error_of(lambda: s3.get_object(Bucket=bucket, Key="c.bin"))
+    out["c_wrong"] = error_of(lambda: s3.get_object(Bucket=bucket, Key="c.bin", SSECustomerAlgorithm="AES256", SSECustomerKey=wrong))
+    path = os.path.join(args["dir"], "big.bin")
+    with open(path, "wb") as f:
+        f.write(data * 3)
+    from boto3.s3.transfer import TransferConfig
+
+    transfer = TransferConfig(multipart_threshold=8 * 1024 * 1024, multipart_chunksize=8 * 1024 * 1024)
+    s3.upload_file(path, bucket, "multi.bin", ExtraArgs=c, Config=transfer)
+    multi = s3.get_object(Bucket=bucket, Key="multi.bin", **c)
+    out["multi"] = [multi["ETag"].strip('"').endswith(f"-{-(-len(data) * 3 // (8 * 1024 * 1024))}"), multi["Body"].read() == data * 3]
+    s3.copy_object(
+        Bucket=bucket,
+        Key="copied.bin",
+        CopySource={"Bucket": bucket, "Key": "c.bin"},
+        CopySourceSSECustomerAlgorithm="AES256",
+        CopySourceSSECustomerKey=key,
+        ServerSideEncryption="AES256",
+    )
+    copied = s3.get_object(Bucket=bucket, Key="copied.bin")
+    out["copied"] = [copied["ServerSideEncryption"], copied["Body"].read() == data]
+    s3.put_bucket_encryption(
+        Bucket=bucket,
+        ServerSideEncryptionConfiguration={"Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]},
+    )
+    rule = s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"][0]
+    out["default"] = rule["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"]
+    out["by_default"] = s3.put_object(Bucket=bucket, Key="default.bin", Body=b"d").get("ServerSideEncryption")
+    s3.delete_bucket_encryption(Bucket=bucket)
+    out["no_default"] = error_of(lambda: s3.get_bucket_encryption(Bucket=bucket))
+    return out
+
+
 COMMANDS = {
     "transfer": cmd_transfer,
     "checksums": cmd_checksums,
@@ -789,6 +844,7 @@ COMMANDS = {
     "bucket-policy": cmd_bucket_policy,
     "sigv2": cmd_sigv2,
     "presigned-post": cmd_presigned_post,
+    "encryption": cmd_encryption,
 }
 
 
