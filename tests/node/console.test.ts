@@ -679,7 +679,7 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     await expect.poll(() => page.locator("#versioning-status").textContent()).toContain("Versioning is on for good");
     expect(await page.locator("#versioning-toggle").isHidden()).toBe(true);
     const panel = page.locator("details.protection");
-    await expect.poll(() => panel.locator("summary").textContent()).toBe("Lifecycle rules: 1 · Object lock: on");
+    await expect.poll(() => panel.locator("summary").textContent()).toBe("Lifecycle rules: 1 · Object lock: on · Encryption: off");
     await panel.locator("summary").click();
     expect(await page.locator("#object-lock-status").textContent()).toContain("Object lock is on");
     const rules = page.getByRole("list", { name: "Lifecycle rules" });
@@ -697,6 +697,10 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     const stored = await (await s3.fetch(`${gw.base}/${bucket}?lifecycle`)).text();
     expect(stored).toContain("<Filter><Prefix>tmp/</Prefix></Filter>");
     expect(stored).toContain("<NoncurrentVersionExpiration><NoncurrentDays>3</NoncurrentDays></NoncurrentVersionExpiration>");
+    // Default encryption on: the next upload is stored encrypted, and its details say so.
+    await page.locator("#default-encryption").check();
+    await expect.poll(() => panel.locator("summary").textContent()).toContain("Encryption: SSE-S3");
+    expect(await (await s3.fetch(`${gw.base}/${bucket}?encryption`)).text()).toContain("<SSEAlgorithm>AES256</SSEAlgorithm>");
     await shot("bucket-protection");
 
     await page.getByRole("button", { name: "Delete rule tmp" }).click();
@@ -722,6 +726,7 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     await page.getByRole("button", { name: "Refresh" }).click();
     await page.getByRole("button", { name: "locked.txt", exact: true }).click();
     await expect.poll(() => page.locator("#retention").textContent()).toMatch(/^GOVERNANCE until /);
+    expect(await page.locator("#object-encryption").textContent()).toContain("SSE-S3");
     expect(await page.locator("#legal-hold").textContent()).toBe("off");
     await page.getByRole("button", { name: "Place legal hold" }).click();
     await expect.poll(() => page.locator("#legal-hold").textContent()).toBe("on");

@@ -139,3 +139,23 @@ export async function setLegalHold(s3: S3Client, bucket: string, key: string, on
   const body = `<LegalHold xmlns="${S3_XMLNS}"><Status>${on ? "ON" : "OFF"}</Status></LegalHold>`;
   await s3.request("PUT", objectPath(bucket, key), { query: { "legal-hold": "" }, headers: { "content-type": "application/xml" }, body });
 }
+
+const ENCRYPTION_XML = `<ServerSideEncryptionConfiguration xmlns="${S3_XMLNS}"><Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault></Rule></ServerSideEncryptionConfiguration>`;
+
+/** Whether the bucket encrypts new objects by default (SSE-S3). */
+export async function defaultEncryption(s3: S3Client, bucket: string): Promise<boolean> {
+  try {
+    await s3.request("GET", `/${encodeSegment(bucket)}`, { query: { encryption: "" } });
+    return true;
+  } catch (err) {
+    if (err instanceof S3Error && err.code === "ServerSideEncryptionConfigurationNotFoundError") return false;
+    throw err;
+  }
+}
+
+/** Turns the bucket's default encryption (SSE-S3) on or off; objects already stored stay as they are. */
+export async function setDefaultEncryption(s3: S3Client, bucket: string, on: boolean): Promise<void> {
+  const path = `/${encodeSegment(bucket)}`;
+  if (on) await s3.request("PUT", path, { query: { encryption: "" }, headers: { "content-type": "application/xml" }, body: ENCRYPTION_XML });
+  else await s3.request("DELETE", path, { query: { encryption: "" } });
+}

@@ -180,6 +180,13 @@ export function openObject(app: App, bucket: string, key: string, changed: () =>
   void renderVersions(app, versions, bucket, key, changed);
 }
 
+/** How an object is encrypted at rest, from its HEAD. */
+function encryptionText(headers: Headers): string {
+  if (headers.get("x-amz-server-side-encryption") === "AES256") return "SSE-S3: AES-256, with a key sealed by the gateway";
+  if (headers.get("x-amz-server-side-encryption-customer-algorithm")) return "SSE-C: AES-256, with the client's own key";
+  return "none (stored as sent)";
+}
+
 function renderDetails(el: HTMLElement, bucket: string, key: string, head: ObjectHead): void {
   const checksumRows = Object.entries(head.checksums).filter(([k]) => k !== "TYPE");
   mount(
@@ -197,6 +204,8 @@ function renderDetails(el: HTMLElement, bucket: string, key: string, head: Objec
       h("dd", null, head.contentType || "—"),
       h("dt", null, "Last modified"),
       h("dd", null, humanDate(head.lastModified)),
+      h("dt", null, "Encryption"),
+      h("dd", { id: "object-encryption" }, encryptionText(head.headers)),
       h("dt", null, "Checksums"),
       h(
         "dd",

@@ -7,6 +7,8 @@ import {
   type LockState,
   lifecycleRules,
   lockState,
+  defaultEncryption,
+  setDefaultEncryption,
   type NewRule,
   objectLockOf,
   ruleXml,
@@ -52,11 +54,29 @@ function scopeOf(rule: LifecycleRule): string {
 export function protectionPanel(app: App, bucket: string): HTMLElement {
   const summary = h("summary", null, "Lifecycle rules and object lock");
   const lock = h("p", { class: "small", id: "object-lock-status" }, "Object lock: …");
+  const encrypts = h("input", { type: "checkbox", id: "default-encryption" });
+  const encryption = h(
+    "div",
+    null,
+    h("label", { class: "check" }, encrypts, " Encrypt new objects (SSE-S3: AES-256; storage nodes only ever hold ciphertext)"),
+    h("p", { class: "muted small" }, "Objects already stored stay as they are. Clients can still choose their own key (SSE-C) per object."),
+  );
+  encrypts.addEventListener("change", async () => {
+    try {
+      await setDefaultEncryption(app.s3, bucket, encrypts.checked);
+      toast(encrypts.checked ? "New objects in this bucket are now encrypted." : "New objects are no longer encrypted by default.");
+    } catch (err) {
+      encrypts.checked = !encrypts.checked;
+      toast(messageOf(err), "error");
+    }
+    await load();
+  });
   const rules = h("div", { class: "lifecycle-rules" }, h("p", { class: "muted small" }, "Loading the rules…"));
   const panel = h(
     "details",
     { class: "protection card" },
     summary,
+    h("section", { "aria-labelledby": "encryption-title" }, h("h3", { id: "encryption-title" }, "Encryption at rest"), encryption),
     h("section", { "aria-labelledby": "lock-title" }, h("h3", { id: "lock-title" }, "Object lock"), lock),
     h(
       "section",
@@ -70,10 +90,11 @@ export function protectionPanel(app: App, bucket: string): HTMLElement {
   let current: LifecycleRule[] = [];
   async function load(): Promise<void> {
     try {
-      const [list, state] = await Promise.all([lifecycleRules(app.s3, bucket), lockState(app.s3, bucket)]);
+      const [list, state, encrypted] = await Promise.all([lifecycleRules(app.s3, bucket), lockState(app.s3, bucket), defaultEncryption(app.s3, bucket)]);
       current = list;
       lock.textContent = lockText(state);
-      summary.textContent = `Lifecycle rules: ${list.length || "none"} · Object lock: ${state ? "on" : "off"}`;
+      encrypts.checked = encrypted;
+      summary.textContent = `Lifecycle rules: ${list.length || "none"} · Object lock: ${state ? "on" : "off"} · Encryption: ${encrypted ? "SSE-S3" : "off"}`;
       renderRules();
     } catch (err) {
       mount(rules, h("p", { class: "error" }, messageOf(err)));
