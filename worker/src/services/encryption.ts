@@ -23,6 +23,7 @@ export interface Cipher {
 }
 
 export const ENCRYPTION_CACHE_MS = 5_000;
+const ENCRYPTION_CACHE_ENTRIES = 1_000;
 const defaults = new Map<string, { at: number; value: boolean }>();
 
 function masterKey(env: Env): string {
@@ -36,7 +37,9 @@ export async function encryptsByDefault(env: Env, bucket: string, now = Date.now
   const known = defaults.get(bucket);
   if (known && now - known.at < ENCRYPTION_CACHE_MS) return known.value;
   const value = (await bucketIndex(env, bucket).setting("encryption")) != null;
+  defaults.delete(bucket);
   defaults.set(bucket, { at: now, value });
+  while (defaults.size > ENCRYPTION_CACHE_ENTRIES) defaults.delete(defaults.keys().next().value as string);
   return value;
 }
 
