@@ -7,35 +7,12 @@
 // Figures on stdout as a table (or JSON with --json); progress on stderr.
 import { S3Client } from "./lib/s3-client.mjs";
 import { startTarget, TARGETS } from "./lib/targets.mjs";
+import { ok, summary, window } from "./lib/windows.mjs";
 
 const json = process.argv.includes("--json");
 const ROUNDS = 4;
-const WINDOW_MS = 1500;
 const MiB = 1 << 20;
 const log = (line) => console.error(line);
-const pct = (xs, q) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? s[Math.min(s.length - 1, Math.floor(s.length * q))] : null;
-};
-
-async function ok(client, method, path, opts) {
-  const r = await client.request(method, path, opts);
-  if (r.status < 200 || r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${r.body?.toString() ?? ""}`);
-  return r;
-}
-
-async function window(op, inFlight) {
-  const ms = [];
-  let next = 0;
-  const started = performance.now();
-  const deadline = started + WINDOW_MS;
-  await Promise.all(
-    Array.from({ length: inFlight }, async () => {
-      while (performance.now() < deadline) ms.push((await op(next++)).ms);
-    }),
-  );
-  return { seconds: (performance.now() - started) / 1000, ms };
-}
 
 async function nodeBytesRead(client) {
   const text = (await ok(client, "GET", "/_shardgate/metrics", { keep: true })).body.toString();
@@ -90,10 +67,6 @@ async function main() {
         rangeBytes[b].served += w.ms.length * 4096;
       }
     }
-    const summary = (parts) => {
-      const ms = parts.flatMap((p) => p.ms);
-      return { perS: ms.length / parts.reduce((s, p) => s + p.seconds, 0), p50: pct(ms, 0.5), p99: pct(ms, 0.99) };
-    };
     const data = Object.fromEntries(["put", "get", "range"].map((op) => [op, { plain: summary(results[op].plain), sse: summary(results[op].sse) }]));
     data.rangeNodeBytesPerRange = {
       plain: rangeBytes.plain.node / (rangeBytes.plain.served / 4096),

@@ -15,41 +15,17 @@
 // Figures on stdout as a table (or JSON with --json); progress on stderr.
 import { S3Client } from "./lib/s3-client.mjs";
 import { startTarget, TARGETS } from "./lib/targets.mjs";
+import { ok, pct, summary, window } from "./lib/windows.mjs";
 
 const arg = (name, fallback) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const json = process.argv.includes("--json");
 const TOTAL_VERSIONS = Number(arg("versions", 100_000));
 const KEYS = Math.max(1, Math.round(TOTAL_VERSIONS / 100));
 const ROUNDS = 4;
-const WINDOW_MS = 1500;
 const MiB = 1 << 20;
 const log = (line) => console.error(line);
 
-const pct = (xs, q) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? s[Math.min(s.length - 1, Math.floor(s.length * q))] : null;
-};
 const tags = (xml, name) => [...xml.matchAll(new RegExp(`<${name}>([^<]*)</${name}>`, "g"))].map((m) => m[1]);
-
-async function ok(client, method, path, opts) {
-  const r = await client.request(method, path, opts);
-  if (r.status < 200 || r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${r.body?.toString() ?? ""}`);
-  return r;
-}
-
-/** `inFlight` loops of `op(i)` for WINDOW_MS: throughput (MiB/s) and latency percentiles. */
-async function window(op, inFlight) {
-  const ms = [];
-  let next = 0;
-  const started = performance.now();
-  const deadline = started + WINDOW_MS;
-  await Promise.all(
-    Array.from({ length: inFlight }, async () => {
-      while (performance.now() < deadline) ms.push((await op(next++)).ms);
-    }),
-  );
-  return { seconds: (performance.now() - started) / 1000, ms };
-}
 
 async function main() {
   const target = await startTarget(
@@ -85,10 +61,6 @@ async function main() {
         results.putSmall[b].push(await window((i) => ok(client, "PUT", `/${b}/small-${i % 16}`, { body: small }), 4));
       }
     }
-    const summary = (parts) => {
-      const ms = parts.flatMap((p) => p.ms);
-      return { perS: ms.length / parts.reduce((s, p) => s + p.seconds, 0), p50: pct(ms, 0.5), p99: pct(ms, 0.99) };
-    };
     const data = Object.fromEntries(
       ["put", "overwrite", "get", "putSmall"].map((op) => [op, { plain: summary(results[op].plain), versioned: summary(results[op].versioned) }]),
     );

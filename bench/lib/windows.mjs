@@ -1,0 +1,35 @@
+// What the A/B benches (bench:versions, bench:sse) share: a checked request, a timed window of
+// requests in flight, and its summary.
+
+/** The q-quantile of `xs` (null when empty). */
+export const pct = (xs, q) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.floor(s.length * q))] : null;
+};
+
+/** A request that must answer 2xx. */
+export async function ok(client, method, path, opts) {
+  const r = await client.request(method, path, opts);
+  if (r.status < 200 || r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${r.body?.toString() ?? ""}`);
+  return r;
+}
+
+/** `inFlight` loops of `op(i)` for `ms` milliseconds: the seconds taken and each request's latency. */
+export async function window(op, inFlight, ms = 1500) {
+  const latencies = [];
+  let next = 0;
+  const started = performance.now();
+  const deadline = started + ms;
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (performance.now() < deadline) latencies.push((await op(next++)).ms);
+    }),
+  );
+  return { seconds: (performance.now() - started) / 1000, ms: latencies };
+}
+
+/** Requests per second and p50/p99 latency over several windows. */
+export function summary(windows) {
+  const ms = windows.flatMap((w) => w.ms);
+  return { perS: ms.length / windows.reduce((s, w) => s + w.seconds, 0), p50: pct(ms, 0.5), p99: pct(ms, 0.99) };
+}
