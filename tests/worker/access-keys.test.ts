@@ -5,7 +5,7 @@
 // holding no right, read, write or owner on the bucket, checking that exactly the right the table
 // names lets it through.
 import { AwsClient } from "aws4fetch";
-import { runInDurableObject } from "cloudflare:test";
+import { listDurableObjectIds, runInDurableObject } from "cloudflare:test";
 import { env as workersEnv, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../worker/src/config";
@@ -394,6 +394,22 @@ describe("bucket policies", () => {
     expect(denied.status).toBe(403);
     expect(errorCode(await denied.text())).toBe("AccessDenied");
     expect((await s3(`/${b}/keep.txt`, { method: "DELETE" })).status).toBe(204);
+  });
+
+  it("anonymous requests and CORS preflights naming a bucket that does not exist are refused without creating its index", async () => {
+    const names = Array.from({ length: 5 }, (_, i) => `no-such-bucket-${i}-${Date.now()}`);
+    for (const name of names) {
+      const res = await anonymous(`/${name}/some/key`, { headers: { origin: "https://elsewhere.example" } });
+      expect(res.status).toBe(403);
+      expect(errorCode(await res.text())).toBe("AccessDenied");
+      const preflight = await anonymous(`/${name}/some/key`, {
+        method: "OPTIONS",
+        headers: { origin: "https://elsewhere.example", "access-control-request-method": "GET" },
+      });
+      expect(preflight.status).toBe(403);
+    }
+    const existing = new Set((await listDurableObjectIds(env.BUCKET_INDEX)).map((id) => id.toString()));
+    for (const name of names) expect(existing.has(env.BUCKET_INDEX.idFromName(name).toString()), name).toBe(false);
   });
 
   it("anonymous uploads into a drop box prefix, when a policy allows them", async () => {

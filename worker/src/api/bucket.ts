@@ -6,7 +6,7 @@ import { bucketIndex, bucketRegistry, type RequestContext } from "./context";
 import { S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
 import { drainBucketGarbage } from "../services/garbage";
 import { dropBucketGrants, grantBucket } from "../services/access-keys";
-import { forgetBucketPolicy } from "../services/bucket-policy";
+import { forgetSettings } from "../services/bucket-settings";
 
 export async function createBucket(ctx: RequestContext, bucket: string): Promise<Response> {
   checkBucketName(bucket);
@@ -20,6 +20,7 @@ export async function createBucket(ctx: RequestContext, bucket: string): Promise
   }
   const objectLock = ctx.request.headers.get("x-amz-bucket-object-lock-enabled")?.trim().toLowerCase() === "true";
   await bucketIndex(ctx, bucket).init(bucket, created, objectLock);
+  forgetSettings(bucket);
   // A key allowed to create buckets holds every right on those it creates.
   if (ctx.principal.kind === "key") await grantBucket(ctx.env, ctx.principal.keyId, { bucket, read: true, write: true, owner: true });
   return new Response(null, { status: 200, headers: { Location: `/${bucket}` } });
@@ -49,7 +50,7 @@ export async function deleteBucket(ctx: RequestContext, bucket: string): Promise
   if (result === "missing") throw noSuchBucket(bucket);
   await bucketRegistry(ctx).remove(bucket);
   await dropBucketGrants(ctx.env, bucket);
-  forgetBucketPolicy(bucket);
+  forgetSettings(bucket);
   // Uploads in progress went with the bucket: their shard files now, as the registry no longer lists it for the job.
   ctx.waitUntil(drainBucketGarbage(ctx.env, ctx.config, bucket, DROPPED_BUCKET_GARBAGE).catch(() => {}));
   return new Response(null, { status: 204 });

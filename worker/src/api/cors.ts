@@ -2,6 +2,7 @@
 // credentials, as S3 does) and the Access-Control-* headers on actual responses, so browser apps
 // on other origins can use a bucket. The rules are stored as JSON in the bucket's index.
 import { S3Error, noSuchBucket } from "../s3-error";
+import { cachedSetting, setSetting } from "../services/bucket-settings";
 import { bucketIndex, type RequestContext } from "./context";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
 import { childrenNamed, childText, malformedXml, readXml, type XmlElement } from "./xml-parse";
@@ -20,7 +21,7 @@ const MAX_RULES = 100;
 
 export async function putBucketCors(ctx: RequestContext, bucket: string): Promise<Response> {
   const rules = parseCorsXml(await readXml(ctx.auth.body));
-  if (!(await bucketIndex(ctx, bucket).setSetting("cors", JSON.stringify(rules)))) throw noSuchBucket(bucket);
+  if (!(await setSetting(ctx.env, bucket, "cors", JSON.stringify(rules)))) throw noSuchBucket(bucket);
   return new Response(null, { status: 200 });
 }
 
@@ -32,7 +33,7 @@ export async function getBucketCors(ctx: RequestContext, bucket: string): Promis
 }
 
 export async function deleteBucketCors(ctx: RequestContext, bucket: string): Promise<Response> {
-  if (!(await bucketIndex(ctx, bucket).setSetting("cors", null))) throw noSuchBucket(bucket);
+  if (!(await setSetting(ctx.env, bucket, "cors", null))) throw noSuchBucket(bucket);
   return new Response(null, { status: 204 });
 }
 
@@ -107,8 +108,9 @@ export function matchRule(rules: readonly CorsRule[], origin: string, method: st
 }
 
 /** Reads a bucket's rules for a request that came with an Origin; none when it has none. */
+/** The bucket's CORS rules (none when it has none or does not exist; cached: services/bucket-settings.ts). */
 export async function corsRules(ctx: Pick<RequestContext, "env">, bucket: string): Promise<CorsRule[]> {
-  const stored = await ctx.env.BUCKET_INDEX.get(ctx.env.BUCKET_INDEX.idFromName(bucket)).setting("cors");
+  const stored = await cachedSetting(ctx.env, bucket, "cors");
   return stored ? (JSON.parse(stored) as CorsRule[]) : [];
 }
 

@@ -1,11 +1,11 @@
 // Server-side encryption of objects (docs/storage-format.md, "Encryption"): what a new version is
 // encrypted with (the request's SSE-S3 or SSE-C, else the bucket's default), the object key of a
-// stored version, writing a part encrypted, and the bucket's default (cached per isolate for
-// ENCRYPTION_CACHE_MS at most, values only, forgotten at once by the isolate that changes it).
+// stored version, writing a part encrypted and reading one decrypted.
 import { hex } from "../bytes";
 import type { GatewayConfig } from "../config";
 import type { Core, Encryption } from "../core-api";
 import { bucketIndex } from "../meta/stubs";
+import { cachedSetting, setSetting } from "./bucket-settings";
 import { S3Error } from "../s3-error";
 import { newPartSalt, newSseCKey, newSseS3Key, openSseCKey, openSseS3Key, partKey } from "../sse/keys";
 import { BATCH, encryptingStream, nonce, segmentBytesFor, storedSize, TAG_BYTES } from "../sse/segments";
@@ -22,32 +22,20 @@ export interface Cipher {
   objectKey: Uint8Array;
 }
 
-export const ENCRYPTION_CACHE_MS = 5_000;
-const ENCRYPTION_CACHE_ENTRIES = 1_000;
-const defaults = new Map<string, { at: number; value: boolean }>();
-
 function masterKey(env: Env): string {
   const master = env.SHARDGATE_MASTER_KEY ?? "";
   if (master.length < 32) throw new S3Error("InvalidRequest", "Server-side encryption needs a master key: set SHARDGATE_MASTER_KEY.");
   return master;
 }
 
-/** Whether the bucket encrypts new objects by default (PutBucketEncryption). */
-export async function encryptsByDefault(env: Env, bucket: string, now = Date.now()): Promise<boolean> {
-  const known = defaults.get(bucket);
-  if (known && now - known.at < ENCRYPTION_CACHE_MS) return known.value;
-  const value = (await bucketIndex(env, bucket).setting("encryption")) != null;
-  defaults.delete(bucket);
-  defaults.set(bucket, { at: now, value });
-  while (defaults.size > ENCRYPTION_CACHE_ENTRIES) defaults.delete(defaults.keys().next().value as string);
-  return value;
+/** Whether the bucket encrypts new objects by default (PutBucketEncryption; cached: bucket-settings.ts). */
+export async function encryptsByDefault(env: Env, bucket: string): Promise<boolean> {
+  return (await cachedSetting(env, bucket, "encryption")) !== null;
 }
 
 /** Sets or (null) removes the bucket's default encryption; false when there is no such bucket. */
-export async function setBucketEncryption(env: Env, bucket: string, algorithm: "AES256" | null): Promise<boolean> {
-  const ok = await bucketIndex(env, bucket).setSetting("encryption", algorithm === null ? null : JSON.stringify({ algorithm }));
-  defaults.delete(bucket);
-  return ok;
+export function setBucketEncryption(env: Env, bucket: string, algorithm: "AES256" | null): Promise<boolean> {
+  return setSetting(env, bucket, "encryption", algorithm === null ? null : JSON.stringify({ algorithm }));
 }
 
 export function bucketEncryption(env: Env, bucket: string): Promise<string | null | undefined> {
