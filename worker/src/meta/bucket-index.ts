@@ -676,6 +676,8 @@ export class BucketIndex extends DurableObject {
    */
   private collect(q: ListQuery, limit: number): Entry[] {
     const end = q.prefix === "" ? null : prefixEnd(q.prefix);
+    const delimiterEnd = q.delimiter ? prefixEnd(q.delimiter) : null;
+    if (q.delimiter && delimiterEnd !== null && delimiterEnd.length === q.delimiter.length) return this.collectDelimited(q, limit, end, delimiterEnd);
     const entries: Entry[] = [];
     let lower: Lower | null = startOf(q.prefix, q.after);
     while (lower !== null && entries.length < limit) {
@@ -693,6 +695,52 @@ export class BucketIndex extends DurableObject {
         break;
       }
       lower = next;
+    }
+    return entries;
+  }
+
+  /**
+   * collect() for a delimited listing in one SQL statement: a recursive walk whose every step is
+   * one index seek, to the next key after the current one, or past the whole common prefix the
+   * current key rolls up into (the key up to its delimiter, then the delimiter's successor:
+   * `delimiterEnd`). A query per common prefix cost ~50 µs each in workerd, 50 ms for a page of
+   * 1,000; one statement walks the same seeks inside SQLite. Keys compare as UTF-8 bytes there,
+   * S3's order, and SQLite counts characters as commonPrefixOf does.
+   */
+  private collectDelimited(q: ListQuery, limit: number, end: string | null, delimiterEnd: string): Entry[] {
+    const lower = startOf(q.prefix, q.after);
+    const first = lower.inclusive ? "key >= ?1" : "key > ?1";
+    // The upper bound only when there is one: `?2 IS NULL OR key < ?2` would keep SQLite from
+    // bounding the index range, and a seek past the last key would then scan to the table's end.
+    const below = end === null ? "" : "AND key < ?2";
+    // One row more than the page: the first may be a common prefix `after` already returned.
+    const rows = this.sql.exec<SummaryRow>(
+      `WITH RECURSIVE walk(key, size, etag, last_modified, n) AS (
+         SELECT * FROM (SELECT key, size, etag, last_modified, 1 FROM objects WHERE ${first} ${below} ORDER BY key LIMIT 1)
+         UNION ALL
+         SELECT o.key, o.size, o.etag, o.last_modified, walk.n + 1 FROM walk JOIN objects o ON o.key = (
+           SELECT key FROM objects
+           WHERE key >= (CASE WHEN instr(substr(walk.key, length(?3) + 1), ?4) > 0
+                              THEN substr(walk.key, 1, length(?3) + instr(substr(walk.key, length(?3) + 1), ?4) - 1) || ?5
+                              ELSE walk.key END)
+             AND key != walk.key ${below}
+           ORDER BY key LIMIT 1)
+         WHERE walk.n < ?6
+       )
+       SELECT key, size, etag, last_modified FROM walk`,
+      lower.key,
+      end ?? "",
+      q.prefix,
+      q.delimiter as string,
+      delimiterEnd,
+      limit + 1,
+    );
+    const entries: Entry[] = [];
+    for (const row of rows) {
+      if (entries.length >= limit) break;
+      const common = commonPrefixOf(row.key, q.prefix, q.delimiter);
+      if (common === null) entries.push({ kind: "object", summary: toSummary(row) });
+      else if (q.after === null || compareKeys(common, q.after) > 0) entries.push({ kind: "prefix", prefix: common });
     }
     return entries;
   }
