@@ -2,7 +2,7 @@
 // while the body streams through, and checking them against the header or the aws-chunked trailer.
 import type { ChecksumKind, Core, ObjectChecksum, StreamingChecksum } from "../core-api";
 import { S3Error } from "../s3-error";
-import { fromBase64, toBase64 } from "../storage/write-part";
+import { fromBase64, toBase64 } from "../bytes";
 
 export const ALGORITHMS = ["CRC32", "CRC32C", "CRC64NVME", "SHA1", "SHA256"] as const;
 export type Algorithm = (typeof ALGORITHMS)[number];

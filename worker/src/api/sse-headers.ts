@@ -1,14 +1,15 @@
 // The server-side encryption headers of S3 (docs/s3-compatibility.md, "Encryption"): what a write
 // asks for (x-amz-server-side-encryption: AES256, or the three x-amz-server-side-encryption-customer-*
 // headers of SSE-C), the customer's key a read or a copy's source brings, and what answers carry.
+import { fromBase64, toBase64 } from "../bytes";
 import type { Encryption } from "../core-api";
 import { S3Error } from "../s3-error";
 import type { SseRequest } from "../services/encryption";
 
 const invalid = (message: string) => new S3Error("InvalidArgument", message);
-const fromBase64 = (text: string): Uint8Array | null => {
+const decoded = (text: string): Uint8Array | null => {
   try {
-    return Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+    return fromBase64(text);
   } catch {
     return null;
   }
@@ -25,9 +26,9 @@ export async function customerKey(headers: Headers, copySource = false): Promise
     throw invalid("Requests specifying Server Side Encryption with Customer provided keys must provide the algorithm, the key and the key's MD5.");
   }
   if (algorithm !== "AES256") throw invalid("The encryption algorithm specified is not valid: only AES256 is supported.");
-  const bytes = fromBase64(key);
+  const bytes = decoded(key);
   if (bytes?.length !== 32) throw invalid("The secret key was invalid for the specified algorithm: it must be 256 bits, base64.");
-  const digest = btoa(String.fromCharCode(...new Uint8Array(await crypto.subtle.digest("MD5", bytes))));
+  const digest = toBase64(new Uint8Array(await crypto.subtle.digest("MD5", bytes)));
   if (digest !== md5) throw invalid("The calculated MD5 hash of the key did not match the hash that was provided.");
   return { key: bytes, keyMd5: md5 };
 }

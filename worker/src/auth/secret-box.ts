@@ -3,6 +3,7 @@
 // is derived from the master key with HKDF-SHA-256, and the access key id is the associated data,
 // so a sealed secret copied onto another key's row does not open. Format: "v1." base64(nonce ‖
 // ciphertext ‖ tag).
+import { fromBase64, toBase64 } from "../bytes";
 
 const VERSION = "v1.";
 const NONCE_BYTES = 12;
@@ -41,13 +42,13 @@ export async function sealSecret(master: string, keyId: string, secret: string):
   const out = new Uint8Array(NONCE_BYTES + sealed.byteLength);
   out.set(nonce);
   out.set(new Uint8Array(sealed), NONCE_BYTES);
-  return VERSION + btoa(String.fromCharCode(...out));
+  return VERSION + toBase64(out);
 }
 
 /** Opens a sealed secret of the key `keyId`; throws when it was not sealed for it under `master`. */
 export async function openSecret(master: string, keyId: string, sealed: string): Promise<string> {
   if (!sealed.startsWith(VERSION)) throw new Error("unknown sealed secret format");
-  const bytes = Uint8Array.from(atob(sealed.slice(VERSION.length)), (c) => c.charCodeAt(0));
+  const bytes = fromBase64(sealed.slice(VERSION.length));
   const plain = await crypto.subtle.decrypt(
     { name: "AES-GCM", iv: bytes.subarray(0, NONCE_BYTES), additionalData: encoder.encode(keyId) },
     await boxKey(master),

@@ -6,6 +6,7 @@
 //   StringToSign = Method \n Content-MD5 \n Content-Type \n Date-or-Expires \n
 //                  CanonicalizedAmzHeaders CanonicalizedResource
 //   Signature    = Base64(HMAC-SHA1(secret, StringToSign))
+import { toBase64 } from "../bytes";
 import { S3Error } from "../s3-error";
 import { constantTimeEqual } from "./crypto";
 import type { Authenticated, SecretLookup } from "./sigv4";
@@ -105,7 +106,7 @@ export async function authenticateV2(request: Request, secretOf: SecretLookup, o
   if (/^\/[^/]+$/.test(url.pathname)) spellings.push(`${url.pathname}/`);
   for (const path of new Set(spellings)) {
     const toSign = `${head}\n${amz}${canonicalResource(url, path, opts.virtualHostSuffix)}`;
-    const expected = btoa(String.fromCharCode(...new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(toSign)))));
+    const expected = toBase64(new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(toSign))));
     if (constantTimeEqual(expected, signature)) {
       const length = request.headers.get("content-length");
       const contentLength = length === null ? null : Number(length);
@@ -123,7 +124,7 @@ export async function postPolicySignatureV2(secret: string, policy: string): Pro
 
 async function hmacSha1Base64(secret: string, text: string): Promise<string> {
   const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-1" }, false, ["sign"]);
-  return btoa(String.fromCharCode(...new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(text)))));
+  return toBase64(new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(text))));
 }
 
 /** x-amz-* headers, lower-cased and sorted, `name:value\n` each (inner whitespace folded). */

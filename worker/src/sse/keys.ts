@@ -7,11 +7,10 @@
 //           manifest, with an HMAC of the customer's key to tell a wrong one; the customer's key
 //           itself is never stored.
 import { constantTimeEqual } from "../auth/crypto";
+import { fromBase64, toBase64 } from "../bytes";
 import { S3Error } from "../s3-error";
 
 const encoder = new TextEncoder();
-const toBase64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
-const fromBase64 = (text: string) => Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
 
 async function hkdf(secret: Uint8Array, salt: Uint8Array, info: string, usage: "aes" | "raw"): Promise<CryptoKey | Uint8Array> {
   const base = await crypto.subtle.importKey("raw", secret, "HKDF", false, ["deriveBits", "deriveKey"]);

@@ -21,7 +21,7 @@ import { PieceReader } from "../piece-reader";
 import { NodesUnavailableError } from "./errors";
 import { GuardedNode, NodeUnavailableError } from "./node-health";
 import { nodesById, shardKey, type StorageNode } from "./nodes";
-import { fromBase64 } from "./write-part";
+import { fromBase64 } from "../bytes";
 
 /** Events a read reports (for metrics and healing). */
 export interface ReadEvents {

@@ -2,6 +2,7 @@
 // frames each block, and every shard file streams to its node with a known length. Memory is a
 // block buffer plus at most one block per shard in flight, whatever the part's size.
 import { giveBuffer, takeBuffer } from "../buffer-pool";
+import { toBase64 } from "../bytes";
 import type { GatewayConfig } from "../config";
 import type { Core, PartLayout } from "../core-api";
 import { WriteQuorumError } from "./errors";
@@ -144,17 +145,4 @@ async function cleanup(placement: StorageNode[], storageId: string, sinks: Shard
 function newStorageId(): string {
   const now = new Date().toISOString().slice(0, 10).replace(/-/g, "");
   return `${now}/${crypto.randomUUID()}`;
-}
-
-export function toBase64(bytes: Uint8Array): string {
-  let s = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(s);
-}
-
-export function fromBase64(b64: string): Uint8Array {
-  const s = atob(b64);
-  const out = new Uint8Array(s.length);
-  for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
-  return out;
 }
