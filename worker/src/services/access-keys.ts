@@ -3,12 +3,11 @@
 // request to its secret and rights. Resolved keys are remembered per isolate for KEY_CACHE_MS at
 // most, so a disabled or deleted key is refused everywhere within that time (at once in the isolate
 // that made the change).
-import { MIN_MASTER_KEY_LENGTH, openSecret, sealSecret } from "../auth/secret-box";
+import { masterKeyOf, openSecret, requireMasterKey, sealSecret } from "../auth/secret-box";
 import type { Env } from "../config";
 import type { KeyChange } from "../meta/key-store";
 import { keyStore } from "../meta/stubs";
 import type { BucketGrant, KeyRecord } from "../meta/types";
-import { S3Error } from "../s3-error";
 
 /** How long an isolate trusts what it looked up about a key (ms). */
 export const KEY_CACHE_MS = 5_000;
@@ -41,17 +40,9 @@ function randomText(alphabet: string, n: number): string {
   return out;
 }
 
-function masterKey(env: Env): string {
-  const master = env.SHARDGATE_MASTER_KEY ?? "";
-  if (master.length < MIN_MASTER_KEY_LENGTH) {
-    throw new S3Error("InvalidRequest", `Access keys need a master key: set SHARDGATE_MASTER_KEY to a secret of ${MIN_MASTER_KEY_LENGTH} characters or more.`);
-  }
-  return master;
-}
-
 /** Creates a key; the secret is in the answer and nowhere else in clear. */
 export async function createKey(env: Env, opts: { name: string; createBucket: boolean }, now = Date.now()): Promise<KeyRecord & { secret: string }> {
-  const master = masterKey(env);
+  const master = requireMasterKey(env, "Access keys");
   for (;;) {
     const record: KeyRecord = { id: `SG${randomText(ID_ALPHABET, 18)}`, name: opts.name, created: now, enabled: true, createBucket: opts.createBucket };
     const secret = randomText(SECRET_ALPHABET, 40);
@@ -116,8 +107,8 @@ export async function resolveKey(env: Env, id: string, now = Date.now()): Promis
 }
 
 async function lookup(env: Env, id: string): Promise<ResolvedKey | null> {
-  const master = env.SHARDGATE_MASTER_KEY ?? "";
-  if (master.length < MIN_MASTER_KEY_LENGTH) return null; // no key but the root key can exist
+  const master = masterKeyOf(env);
+  if (master === null) return null; // no key but the root key can exist
   const row = await keyStore(env).lookup(id);
   if (!row?.enabled) return null;
   let secret: string;

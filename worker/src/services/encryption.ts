@@ -1,6 +1,7 @@
 // Server-side encryption of objects (docs/storage-format.md, "Encryption"): what a new version is
 // encrypted with (the request's SSE-S3 or SSE-C, else the bucket's default), the object key of a
 // stored version, writing a part encrypted and reading one decrypted.
+import { requireMasterKey } from "../auth/secret-box";
 import { hex } from "../bytes";
 import type { GatewayConfig } from "../config";
 import type { Core, Encryption } from "../core-api";
@@ -20,12 +21,6 @@ export type SseRequest = { mode: "SSE-S3" } | { mode: "SSE-C"; key: Uint8Array; 
 export interface Cipher {
   encryption: Omit<Encryption, "partSalts">;
   objectKey: Uint8Array;
-}
-
-function masterKey(env: Env): string {
-  const master = env.SHARDGATE_MASTER_KEY ?? "";
-  if (master.length < 32) throw new S3Error("InvalidRequest", "Server-side encryption needs a master key: set SHARDGATE_MASTER_KEY.");
-  return master;
 }
 
 /** Whether the bucket encrypts new objects by default (PutBucketEncryption; cached: bucket-settings.ts). */
@@ -48,7 +43,7 @@ export async function newCipher(env: Env, config: GatewayConfig, bucket: string,
   if (!mode) return null;
   const segmentBytes = segmentBytesFor(config.chunkBytes);
   if (mode.mode === "SSE-S3") {
-    const { objectKey, sealed } = await newSseS3Key(masterKey(env));
+    const { objectKey, sealed } = await newSseS3Key(requireMasterKey(env, "Server-side encryption keys"));
     return { encryption: { mode: "SSE-S3", segmentBytes, key: sealed, keyCheck: "" }, objectKey };
   }
   const { objectKey, salt, check } = await newSseCKey(mode.key);
@@ -60,7 +55,7 @@ export async function newCipher(env: Env, config: GatewayConfig, bucket: string,
  * customer's key (SSE-C: 400 without it, 403 AccessDenied when it is not the object's key).
  */
 export async function objectKeyOf(env: Env, encryption: Encryption, customerKey: Uint8Array | null): Promise<Uint8Array> {
-  if (encryption.mode === "SSE-S3") return openSseS3Key(masterKey(env), encryption.key);
+  if (encryption.mode === "SSE-S3") return openSseS3Key(requireMasterKey(env, "Server-side encryption keys"), encryption.key);
   if (!customerKey) {
     throw new S3Error(
       "InvalidRequest",
