@@ -7,7 +7,7 @@
 // Figures on stdout as a table (or JSON with --json); progress on stderr.
 import { S3Client } from "./lib/s3-client.mjs";
 import { startTarget, TARGETS } from "./lib/targets.mjs";
-import { ok, summary, window } from "./lib/windows.mjs";
+import { cell, ok, summary, window } from "./lib/windows.mjs";
 
 const json = process.argv.includes("--json");
 const LEVELS = [1, 4, 16, 64];
@@ -39,10 +39,9 @@ async function main() {
       console.log(JSON.stringify(data, null, 2));
       return;
     }
-    const cell = (s) => `${s.perS.toFixed(0)}/s · ${s.p50.toFixed(1)}/${s.p99.toFixed(1)} ms`;
     console.log(`| PUT 1 KiB, in flight | one bucket (one Durable Object) | spread over ${BUCKETS} buckets |`);
     console.log("|---|---|---|");
-    for (const r of data) console.log(`| ${r.inFlight} | ${cell(r.one)} | ${cell(r.spread)} |`);
+    for (const r of data) console.log(`| ${r.inFlight} | ${cell(r.one, "req/s")} | ${cell(r.spread, "req/s")} |`);
   } finally {
     client.close();
     await target.stop();

@@ -7,7 +7,7 @@
 // Figures on stdout as a table (or JSON with --json); progress on stderr.
 import { S3Client } from "./lib/s3-client.mjs";
 import { startTarget, TARGETS } from "./lib/targets.mjs";
-import { ok, summary, window } from "./lib/windows.mjs";
+import { abRow, ok, summary, window } from "./lib/windows.mjs";
 
 const json = process.argv.includes("--json");
 const ROUNDS = 4;
@@ -76,12 +76,7 @@ async function main() {
       console.log(JSON.stringify(data, null, 2));
       return;
     }
-    const row = (label, op, unit) => {
-      const p = data[op].plain;
-      const s = data[op].sse;
-      const cell = (v) => `${v.perS.toFixed(0)} ${unit} · ${v.p50.toFixed(1)}/${v.p99.toFixed(1)} ms`;
-      return `| ${label} | ${cell(p)} | ${cell(s)} | ${(s.perS / p.perS).toFixed(2)}× |`;
-    };
+    const row = (label, op, unit) => abRow(label, data[op].plain, data[op].sse, unit);
     console.log("| 4 in flight | plain bucket | SSE-S3 by default | SSE-S3 / plain |");
     console.log("|---|---|---|---|");
     console.log(row("PUT 1 MiB", "put", "MiB/s"));

@@ -15,7 +15,7 @@
 // Figures on stdout as a table (or JSON with --json); progress on stderr.
 import { S3Client } from "./lib/s3-client.mjs";
 import { startTarget, TARGETS } from "./lib/targets.mjs";
-import { ok, pct, summary, window } from "./lib/windows.mjs";
+import { abRow, ok, pct, summary, window } from "./lib/windows.mjs";
 
 const arg = (name, fallback) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const json = process.argv.includes("--json");
@@ -120,12 +120,7 @@ async function main() {
       console.log(JSON.stringify(data, null, 2));
       return;
     }
-    const row = (label, op, unit) => {
-      const p = data[op].plain;
-      const v = data[op].versioned;
-      const cell = (x) => `${x.perS.toFixed(0)} ${unit} · ${x.p50.toFixed(1)}/${x.p99.toFixed(1)} ms`;
-      return `| ${label} | ${cell(p)} | ${cell(v)} | ${(v.perS / p.perS).toFixed(2)}× |`;
-    };
+    const row = (label, op, unit) => abRow(label, data[op].plain, data[op].versioned, unit);
     console.log("| 4 in flight | unversioned bucket | versioned bucket | versioned / unversioned |");
     console.log("|---|---|---|---|");
     console.log(row("PUT 1 MiB (every byte kept)", "put", "MiB/s"));

@@ -1,5 +1,5 @@
-// What the A/B benches (bench:versions, bench:sse) share: a checked request, a timed window of
-// requests in flight, and its summary.
+// What the A/B benches (bench:versions, bench:sse, bench:ceiling) share: a checked request, a timed
+// window of requests in flight, its summary, and a table row comparing two summaries.
 
 /** The q-quantile of `xs` (null when empty). */
 export const pct = (xs, q) => {
@@ -32,4 +32,14 @@ export async function window(op, inFlight, ms = 1500) {
 export function summary(windows) {
   const ms = windows.flatMap((w) => w.ms);
   return { perS: ms.length / windows.reduce((s, w) => s + w.seconds, 0), p50: pct(ms, 0.5), p99: pct(ms, 0.99) };
+}
+
+/** A summary as a table cell: throughput in `unit` and p50/p99 latency. */
+export function cell(s, unit) {
+  return `${s.perS.toFixed(0)} ${unit} · ${s.p50.toFixed(1)}/${s.p99.toFixed(1)} ms`;
+}
+
+/** A table row: `label`, the cells of `a` and `b`, and b's throughput over a's. */
+export function abRow(label, a, b, unit) {
+  return `| ${label} | ${cell(a, unit)} | ${cell(b, unit)} | ${(b.perS / a.perS).toFixed(2)}× |`;
 }
