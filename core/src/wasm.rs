@@ -388,22 +388,35 @@ impl PartEncoder {
     }
 }
 
-/// Streaming CRC32 / CRC32C / CRC64NVME for `x-amz-checksum-*`.
+/// What a `Checksum` computes: an S3 checksum, or MD5 (an ETag, for clients that have no MD5 of
+/// their own: browsers uploading shard files themselves).
+enum Digest {
+    S3(StreamingChecksum),
+    Md5(md5::Md5),
+}
+
+/// Streaming CRC32 / CRC32C / CRC64NVME for `x-amz-checksum-*`, and MD5.
 #[wasm_bindgen]
 pub struct Checksum {
-    inner: Option<StreamingChecksum>,
+    inner: Option<Digest>,
     input: Buffer,
 }
 
 #[wasm_bindgen]
 impl Checksum {
-    /// `algorithm` is S3's name: "CRC32", "CRC32C" or "CRC64NVME".
+    /// `algorithm` is S3's name: "CRC32", "CRC32C" or "CRC64NVME"; or "MD5".
     #[wasm_bindgen(constructor)]
     pub fn new(algorithm: &str) -> Result<Checksum, JsError> {
-        let kind = S3Checksum::from_name(algorithm)
-            .ok_or_else(|| JsError::new(&format!("unsupported checksum algorithm {algorithm}")))?;
+        let inner = if algorithm == "MD5" {
+            Digest::Md5(md5::Md5::default())
+        } else {
+            let kind = S3Checksum::from_name(algorithm).ok_or_else(|| {
+                JsError::new(&format!("unsupported checksum algorithm {algorithm}"))
+            })?;
+            Digest::S3(StreamingChecksum::new(kind))
+        };
         Ok(Self {
-            inner: Some(StreamingChecksum::new(kind)),
+            inner: Some(inner),
             input: Buffer,
         })
     }
@@ -418,7 +431,10 @@ impl Checksum {
             .inner
             .as_mut()
             .ok_or_else(|| JsError::new("checksum already finished"))?;
-        self.input.with_filled(len, |bytes| inner.update(bytes))
+        self.input.with_filled(len, |bytes| match inner {
+            Digest::S3(c) => c.update(bytes),
+            Digest::Md5(h) => md5::Digest::update(h, bytes),
+        })
     }
 
     /// The big-endian digest (what S3 base64-encodes). The checksum cannot be updated afterwards.
@@ -427,7 +443,10 @@ impl Checksum {
             .inner
             .take()
             .ok_or_else(|| JsError::new("checksum already finished"))?;
-        Ok(inner.finalize())
+        Ok(match inner {
+            Digest::S3(c) => c.finalize(),
+            Digest::Md5(h) => md5::Digest::finalize(h).to_vec(),
+        })
     }
 }
 

@@ -220,6 +220,19 @@ export function defineCoreSuite(runtime: string, getCore: () => Core): void {
       expect(() => core.checksum("MD4")).toThrow(/unsupported checksum/);
     });
 
+    it("computes MD5 in pieces (the ETag of a browser's own upload)", () => {
+      const core = getCore();
+      const hex = (d: Uint8Array) => [...d].map((b) => b.toString(16).padStart(2, "0")).join("");
+      const md5 = core.md5();
+      md5.update(new TextEncoder().encode("a"));
+      md5.update(new TextEncoder().encode("bc"));
+      expect(hex(md5.digest())).toBe("900150983cd24fb0d6963f7d28e17f72");
+      const big = new Uint8Array(1_000_000).fill(97);
+      const whole = core.md5();
+      whole.update(big);
+      expect(hex(whole.digest())).toBe("7707d6ae4e027c70eea2a935c2296f21"); // a million "a"s (RFC 1321 suite)
+    });
+
     it("resolves Range headers like S3", () => {
       const core = getCore();
       expect(core.resolveRange("bytes=0-9", 100)).toEqual({ start: 0, end: 10 });

@@ -197,8 +197,12 @@ describe("access keys", () => {
 // --- the permission matrix ------------------------------------------------------------------------
 
 const B = "perm-matrix";
-// PostObject carries its credentials in the form: post-object.test.ts checks it with keys.
-type Op = Exclude<Endpoint["op"], "PreflightCors" | "GetMetrics" | "Admin" | "NotImplemented" | "ListBuckets" | "CreateBucket" | "PostObject">;
+// PostObject carries its credentials in the form: post-object.test.ts checks it with keys. A shard
+// file's URL carries its grant (direct.test.ts).
+type Op = Exclude<
+  Endpoint["op"],
+  "PreflightCors" | "GetMetrics" | "Admin" | "NotImplemented" | "ListBuckets" | "CreateBucket" | "PostObject" | "TransferShard"
+>;
 type Call = { path: string; init?: RequestInit; md5?: string };
 
 const UPLOAD = "2~notAnUpload";
@@ -296,6 +300,11 @@ const CALLS: Record<Op, Call> = {
   },
   DeleteBucketPolicy: { path: `/${B}?policy`, init: { method: "DELETE" } },
   GetBucketPolicyStatus: { path: `/${B}?policyStatus` },
+  CreateDirectUpload: { path: `/${B}/direct.bin?shardgate-upload`, init: { method: "POST", body: JSON.stringify({ size: 100_000 }) } },
+  // Not JSON: refused as InvalidRequest by whoever may commit, AccessDenied for the rest.
+  CompleteDirectUpload: { path: `/${B}/direct.bin?shardgate-commit`, init: { method: "POST", body: "not json" } },
+  AbortDirectUpload: { path: `/${B}/direct.bin?shardgate-abort`, init: { method: "POST", body: "not json" } },
+  GetReadPlan: { path: `/${B}/o.txt?shardgate-plan` },
 };
 
 describe("the permission matrix", () => {

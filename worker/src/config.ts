@@ -60,6 +60,12 @@ export interface Env {
   SHARDGATE_METRICS_TOKEN?: string;
   /** Host suffix under which `bucket.<suffix>` is virtual-hosted style (default "localhost"). */
   SHARDGATE_VIRTUAL_HOST_SUFFIX?: string;
+  /** Object bytes per part of an upload the client codes itself (docs/browser-path.md; default 16 MiB). */
+  SHARDGATE_DIRECT_PART_BYTES?: string;
+  /** How long a browser-path upload session or read plan stays valid (ms, default 6 hours). */
+  SHARDGATE_DIRECT_SESSION_MS?: string;
+  /** Blocks of a client-coded upload read back and checked before its commit (default 4). */
+  SHARDGATE_DIRECT_VERIFY_BLOCKS?: string;
 }
 
 export interface GatewayConfig {
@@ -84,6 +90,8 @@ export interface GatewayConfig {
   virtualHostSuffix: string;
   /** Whether Signature Version 2 (header and presigned URLs) is accepted (SHARDGATE_SIGV2, default on). */
   sigV2: boolean;
+  /** The browser path: uploads and downloads that clients code themselves (docs/browser-path.md). */
+  direct: { partBytes: number; sessionMs: number; verifyBlocks: number };
 }
 
 const cache = new WeakMap<Env, GatewayConfig>();
@@ -130,12 +138,13 @@ function parseConfig(env: Env): GatewayConfig {
   if (writeQuorum < dataShards || writeQuorum > dataShards + parityShards) {
     throw new Error(`configuration: SHARDGATE_WRITE_QUORUM must be between k and k + m`);
   }
+  const blockBytes = int(env, "SHARDGATE_BLOCK_BYTES");
   return {
     nodes,
     writableNodes: writable,
     dataShards,
     parityShards,
-    blockBytes: int(env, "SHARDGATE_BLOCK_BYTES"),
+    blockBytes,
     chunkBytes: int(env, "SHARDGATE_CHUNK_BYTES"),
     inlineBytes: int(env, "SHARDGATE_INLINE_BYTES", 4096),
     writeQuorum,
@@ -148,6 +157,13 @@ function parseConfig(env: Env): GatewayConfig {
         : undefined, // local defaults are passed in by scripts/serve.mjs, never built in
     virtualHostSuffix: env.SHARDGATE_VIRTUAL_HOST_SUFFIX || "localhost",
     sigV2: parseSwitch(env.SHARDGATE_SIGV2, "SHARDGATE_SIGV2", true),
+    direct: {
+      // Whole blocks: every part but the last codes the same way.
+      partBytes: Math.ceil(int(env, "SHARDGATE_DIRECT_PART_BYTES", 16 * 1024 * 1024) / blockBytes) * blockBytes,
+      // Shorter than the orphan sweep's grace: a session's files are never swept while it can commit.
+      sessionMs: Math.min(int(env, "SHARDGATE_DIRECT_SESSION_MS", 6 * 3600 * 1000), Math.floor(orphanGraceMs(env) / 2)),
+      verifyBlocks: int(env, "SHARDGATE_DIRECT_VERIFY_BLOCKS", 4),
+    },
   };
 }
 

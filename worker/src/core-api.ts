@@ -98,6 +98,11 @@ export class Core {
     return new StreamingChecksum(this.memory, new this.wasm.Checksum(algorithm));
   }
 
+  /** Streaming MD5 (an ETag), for callers without one of their own: browsers have no MD5. */
+  md5(): StreamingChecksum {
+    return this.checksum("MD5");
+  }
+
   /** The CRC ("CRC32", "CRC32C", "CRC64NVME") of A||B from the CRCs of A and B and B's length. */
   combineChecksums(algorithm: string, crcA: Uint8Array, crcB: Uint8Array, lengthB: number): Uint8Array {
     return this.wasm.combineChecksums(algorithm, crcA, crcB, lengthB);
@@ -302,6 +307,11 @@ export class ShardVerifier {
       (len) => this.inner.inputPtr(len),
       (len) => this.inner.push(len),
     );
+  }
+
+  /** Whether a chunk pushed so far failed its checksum. */
+  get failed(): boolean {
+    return this.inner.badChunks().length > 0;
   }
 
   /** What was found (the verifier stays usable until `free`). */

@@ -35,6 +35,7 @@ import {
 import { getObject, RangeNotSatisfiable } from "./get";
 import { listBuckets, listObjects, listObjectVersions } from "./list";
 import { putObject } from "./put";
+import { abortDirectUpload, completeDirectUpload, createDirectUpload, getReadPlan, transferShard } from "./direct";
 import { postObject } from "./post-object";
 import { metrics } from "../observability/metrics";
 import { bearerAuthorized, getMetrics } from "./metrics";
@@ -75,14 +76,15 @@ export async function handleS3(request: Request, env: Env, exec: { waitUntil(pro
       if (key) principal = key.principal;
       return key?.secret ?? null;
     };
-    // A browser form's POST carries its credentials in the form: the operation checks them.
+    // A browser form's POST carries its credentials in the form, a shard file's URL its grant: the operation checks them.
+    const selfAuthorized = endpoint.op === "PostObject" || endpoint.op === "TransferShard";
     const auth =
-      !hasCredentials(request, url) || endpoint.op === "PostObject"
+      !hasCredentials(request, url) || selfAuthorized
         ? anonymousRequest(request)
         : config.sigV2 && isSigV2(request, url)
           ? await authenticateV2(request, secretOf, { now: Date.now(), virtualHostSuffix: config.virtualHostSuffix })
           : await authenticate(request, secretOf, { region: config.region, now: Date.now() });
-    if (endpoint.op !== "PostObject") await authorize(principal, endpoint, request.headers, (bucket) => bucketPolicy(env, bucket));
+    if (!selfAuthorized) await authorize(principal, endpoint, request.headers, (bucket) => bucketPolicy(env, bucket));
     const ctx: RequestContext = { request, url, env, config, core, auth, principal, requestId, waitUntil: (p) => exec.waitUntil(p) };
     if ("key" in endpoint) requestedVersion(url); // a malformed versionId is refused whatever the operation
     return await finishWithCors(await dispatch(ctx, endpoint));
@@ -221,6 +223,16 @@ function dispatch(ctx: RequestContext, e: Endpoint): Promise<Response> {
       return getBucketPolicyStatus(ctx, e.bucket);
     case "PreflightCors":
       throw new Error("preflights are answered before authentication");
+    case "CreateDirectUpload":
+      return createDirectUpload(ctx, e.bucket, e.key);
+    case "CompleteDirectUpload":
+      return completeDirectUpload(ctx, e.bucket, e.key);
+    case "AbortDirectUpload":
+      return abortDirectUpload(ctx, e.bucket, e.key);
+    case "GetReadPlan":
+      return getReadPlan(ctx, e.bucket, e.key);
+    case "TransferShard":
+      return transferShard(ctx, e.token);
     case "GetMetrics":
       return getMetrics(ctx.env);
     case "Admin":

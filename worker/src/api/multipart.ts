@@ -26,8 +26,7 @@ import { parseCopySource, readCopySource } from "./copy-source";
 import { storedHeaders, userMetadata } from "./object-headers";
 import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
 import { childrenNamed, childText, malformedXml, readXml } from "./xml-parse";
-import { hex } from "../bytes";
-import { openRange, partOf, UNDER_REPLICATED, writeRefused, writtenHeaders } from "../services/objects";
+import { multipartEtag, openRange, partOf, UNDER_REPLICATED, writeRefused, writtenHeaders } from "../services/objects";
 import { lockFromHeaders } from "./object-lock-headers";
 import { checkKey, MAX_PUT_BYTES, parseContentMd5, requestSize, verifyWritten } from "./object-request";
 import { writeCondition } from "./conditions";
@@ -222,9 +221,7 @@ export async function completeMultipartUpload(ctx: RequestContext, bucket: strin
   const upload = listing.upload as UploadInfo; // RPC typing widens its [name, value] tuples
   const used = choosePartsUsed(upload, listed, listing.parts as PartRecord[]);
 
-  const md5s = new Uint8Array(used.length * 16);
-  used.forEach((p, i) => md5s.set(hexBytes(p.etag), i * 16));
-  const etag = `${hex(new Uint8Array(await crypto.subtle.digest("MD5", md5s)))}-${used.length}`;
+  const etag = await multipartEtag(used.map((p) => p.etag));
   const checksums = await objectChecksums(ctx, upload, used);
   const size = used.reduce((n, p) => n + p.size, 0);
   const lastModified = Date.now();
@@ -394,10 +391,4 @@ export async function listMultipartUploads(ctx: RequestContext, bucket: string):
     uploads +
     prefixes;
   return xmlResponse(`${XML_DECLARATION}<ListMultipartUploadsResult xmlns="${S3_XMLNS}">${body}</ListMultipartUploadsResult>`);
-}
-
-function hexBytes(hexString: string): Uint8Array {
-  const out = new Uint8Array(hexString.length / 2);
-  for (let i = 0; i < out.length; i++) out[i] = parseInt(hexString.slice(2 * i, 2 * i + 2), 16);
-  return out;
 }

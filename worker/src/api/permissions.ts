@@ -71,6 +71,11 @@ export const NEEDS: Record<Endpoint["op"], Need> = {
   DeleteBucketPolicy: "owner",
   GetBucketPolicyStatus: "owner",
   PreflightCors: "anyKey", // answered before authentication, from the bucket's CORS rules
+  CreateDirectUpload: "write",
+  CompleteDirectUpload: "write",
+  AbortDirectUpload: "write",
+  GetReadPlan: "read",
+  TransferShard: "anyKey", // authorized by the grant in its URL alone (services/direct-shards.ts)
   GetMetrics: "root",
   Admin: "root",
   NotImplemented: "anyKey",
@@ -133,6 +138,11 @@ export const ACTIONS: Record<Endpoint["op"], PolicyAction | null> = {
   DeleteBucketPolicy: "s3:DeleteBucketPolicy",
   GetBucketPolicyStatus: "s3:GetBucketPolicyStatus",
   PreflightCors: null,
+  CreateDirectUpload: "s3:PutObject",
+  CompleteDirectUpload: "s3:PutObject",
+  AbortDirectUpload: "s3:AbortMultipartUpload",
+  GetReadPlan: "s3:GetObject",
+  TransferShard: null,
   GetMetrics: null,
   Admin: null,
   NotImplemented: null,

@@ -1,3 +1,5 @@
+import { SHARD_PATH } from "../direct-protocol";
+
 // Turns every S3 request into one Endpoint value that names its operation and parameters, so
 // dispatch is exhaustive and an operation we do not implement is refused by name (Garage's design).
 
@@ -57,6 +59,11 @@ export type Endpoint =
   | { op: "DeleteBucketPolicy"; bucket: string }
   | { op: "GetBucketPolicyStatus"; bucket: string }
   | { op: "PreflightCors"; bucket: string }
+  | { op: "CreateDirectUpload"; bucket: string; key: string }
+  | { op: "CompleteDirectUpload"; bucket: string; key: string }
+  | { op: "AbortDirectUpload"; bucket: string; key: string }
+  | { op: "GetReadPlan"; bucket: string; key: string }
+  | { op: "TransferShard"; token: string }
   | { op: "GetMetrics" }
   | { op: "Admin"; path: string }
   | { op: "NotImplemented"; name: string };
@@ -138,6 +145,7 @@ const ADMIN_PATHS = "/_shardgate/admin/";
 export function routeRequest(method: string, url: URL, virtualHostSuffix: string, headers: Headers): Endpoint {
   if (url.pathname === METRICS_PATH) return method === "GET" ? { op: "GetMetrics" } : notImplemented(`${method} on the metrics endpoint`);
   if (url.pathname.startsWith(ADMIN_PATHS)) return { op: "Admin", path: url.pathname.slice(ADMIN_PATHS.length) };
+  if (url.pathname.startsWith(SHARD_PATH)) return { op: "TransferShard", token: url.pathname.slice(SHARD_PATH.length) };
   return route(method, resolveTarget(url, virtualHostSuffix), url.searchParams, headers);
 }
 
@@ -235,6 +243,8 @@ function routeObject(method: string, bucket: string, key: string, query: URLSear
     if (method === "GET") return { op: "GetObjectAcl", bucket, key };
     if (method === "PUT") return { op: "PutObjectAcl", bucket, key };
   }
+  const direct = routeDirect(method, bucket, key, query);
+  if (direct) return direct;
   for (const [name, op] of Object.entries(OBJECT_SUBRESOURCES)) {
     if (query.has(name)) return notImplemented(`${VERB[method] ?? method}${op}`);
   }
@@ -268,6 +278,20 @@ function routeObject(method: string, bucket: string, key: string, query: URLSear
     default:
       return notImplemented(`${method} on an object`);
   }
+}
+
+/** The browser path's requests on an object (docs/browser-path.md), or null for none. */
+function routeDirect(method: string, bucket: string, key: string, query: URLSearchParams): Endpoint | null {
+  const ops = [
+    ["shardgate-upload", "POST", "CreateDirectUpload"],
+    ["shardgate-commit", "POST", "CompleteDirectUpload"],
+    ["shardgate-abort", "POST", "AbortDirectUpload"],
+    ["shardgate-plan", "GET", "GetReadPlan"],
+  ] as const;
+  for (const [name, verb, op] of ops) {
+    if (query.has(name)) return method === verb ? { op, bucket, key } : notImplemented(`${method} on ${name}`);
+  }
+  return null;
 }
 
 function notImplemented(name: string): Endpoint {

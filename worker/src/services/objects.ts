@@ -7,6 +7,7 @@ import { bucketIndex } from "../meta/stubs";
 import { expirationHeader } from "../meta/lifecycle";
 import type { ObjectLock } from "../meta/object-lock";
 import type { Expiry, ObjectRecord, PutResult, WriteCondition } from "../meta/types";
+import { hex } from "../bytes";
 import { metrics } from "../observability/metrics";
 import { noSuchBucket, noSuchKey, preconditionFailed, S3Error } from "../s3-error";
 import { openPartSource, sourceStream, type LossReason, type RangeSource, type ReadEvents } from "../storage/read-part";
@@ -135,6 +136,15 @@ export async function commitObject(
 export function removeFreed(ctx: Pick<ObjectContext, "config" | "core" | "waitUntil">, freed: readonly ObjectRecord[], keep?: ReadonlySet<string>): void {
   const parts = freed.flatMap((r) => ctx.core.decodeManifest(r.manifest).parts);
   if (parts.length > 0) ctx.waitUntil(removeParts(ctx.config.nodes, parts, keep));
+}
+
+/** S3's ETag of an object uploaded in parts: the MD5 of the parts' MD5s, a dash, the part count. */
+export async function multipartEtag(partMd5s: readonly string[]): Promise<string> {
+  const md5s = new Uint8Array(partMd5s.length * 16);
+  partMd5s.forEach((md5, i) => {
+    for (let j = 0; j < 16; j++) md5s[i * 16 + j] = parseInt(md5.slice(2 * j, 2 * j + 2), 16);
+  });
+  return `${hex(new Uint8Array(await crypto.subtle.digest("MD5", md5s)))}-${partMd5s.length}`;
 }
 
 /** The heal-queue reason of a write that stored fewer than k + m shard files. */

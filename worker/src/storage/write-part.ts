@@ -125,7 +125,7 @@ async function writeSharded(
 }
 
 /** Nodes whose breaker is closed, when there are enough of them; otherwise all of them. */
-function preferAvailable(nodes: readonly StorageNode[], count: number): readonly StorageNode[] {
+export function preferAvailable(nodes: readonly StorageNode[], count: number): readonly StorageNode[] {
   const available = nodes.filter((n) => !(n instanceof GuardedNode && n.health.refusing));
   return available.length >= count ? available : nodes;
 }
@@ -142,7 +142,7 @@ async function cleanup(placement: StorageNode[], storageId: string, sinks: Shard
 }
 
 /** Unique per written part: node keys are never overwritten in place. Time-prefixed for ops. */
-function newStorageId(): string {
+export function newStorageId(): string {
   const now = new Date().toISOString().slice(0, 10).replace(/-/g, "");
   return `${now}/${crypto.randomUUID()}`;
 }

@@ -1,0 +1,43 @@
+// Read plans (docs/browser-path.md): an object's layout and a short-lived grant per shard file, so
+// that a client fetches the shard ranges it needs itself and decodes them with the same core, as
+// storage/read-part.ts does in the Worker: data shards first, parity around a missing or slow one.
+import type { DirectReadPlan } from "../direct-protocol";
+import { SHARD_PATH } from "../direct-protocol";
+import { shardGrant } from "./direct-shards";
+import type { DirectContext } from "./direct-upload";
+import { existingObject } from "./objects";
+
+/** The plan to read bucket/key (a version of it); "classic" when only the gateway can read it. */
+export async function readPlan(
+  ctx: DirectContext,
+  bucket: string,
+  key: string,
+  versionId: string | null | undefined,
+  now = Date.now(),
+): Promise<DirectReadPlan> {
+  const found = await existingObject(ctx, bucket, key, versionId);
+  const manifest = ctx.core.decodeManifest(found.object.manifest);
+  if (manifest.encryption) return { mode: "classic", reason: "the object is encrypted: the gateway decrypts it" };
+  const expires = now + ctx.config.direct.sessionMs;
+  const parts = [];
+  for (const part of manifest.parts) {
+    const layout = part.layout;
+    if (layout.type !== "sharded") return { mode: "classic", reason: "the object is stored in its manifest" };
+    const { blockBytes, dataShards, parityShards, chunkBytes, storageId, placement } = layout;
+    const urls = await Promise.all(
+      placement.map(async (node, shard) => SHARD_PATH + (await shardGrant(ctx.rootSecret, { layout, size: part.size, shard, node, write: false, expires }))),
+    );
+    parts.push({ size: part.size, blockBytes, dataShards, parityShards, chunkBytes, storageId, placement, urls });
+  }
+  const contentType = manifest.headers.find(([name]) => name === "content-type")?.[1] ?? null;
+  return {
+    mode: "direct",
+    size: manifest.size,
+    etag: manifest.etag,
+    lastModified: manifest.lastModifiedMs,
+    contentType,
+    versionId: found.versioned ? (found.object.versionId ?? "null") : null,
+    expires,
+    parts,
+  };
+}

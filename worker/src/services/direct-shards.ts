@@ -1,0 +1,99 @@
+// Shard files moved by the client itself (docs/browser-path.md), through the gateway for nodes
+// only it can reach (disk nodes, R2 bindings): stored as they come, never decoded or re-encoded,
+// and served as byte ranges. A shard grant, signed by the gateway, says which file of which node
+// and whether it may be written; it is the whole authorization, like a presigned URL.
+import { type GrantBase, openGrant, signGrant } from "../auth/grant";
+import type { DirectGeometry } from "../direct-protocol";
+import { S3Error } from "../s3-error";
+import { CodedShardRefused, storeCodedShard } from "../storage/coded-shard";
+import { nodesById, shardKey, type StorageNode } from "../storage/nodes";
+import type { DirectContext } from "./direct-upload";
+
+interface ShardGrant extends GrantBase {
+  kind: "shard";
+  /** A write grant stores the file (once, before the commit); a read grant serves ranges of it. */
+  write: boolean;
+  storageId: string;
+  shard: number;
+  node: string;
+  /** The part's size: with the geometry, the file's length and chunking. */
+  size: number;
+  geometry: DirectGeometry;
+}
+
+export interface ShardGrantSpec {
+  layout: DirectGeometry & { storageId: string };
+  size: number;
+  shard: number;
+  node: string;
+  write: boolean;
+  expires: number;
+}
+
+export function shardGrant(rootSecret: string, spec: ShardGrantSpec): Promise<string> {
+  const { blockBytes, dataShards, parityShards, chunkBytes, storageId } = spec.layout;
+  const geometry = { blockBytes, dataShards, parityShards, chunkBytes };
+  const grant: ShardGrant = {
+    kind: "shard",
+    expires: spec.expires,
+    write: spec.write,
+    storageId,
+    shard: spec.shard,
+    node: spec.node,
+    size: spec.size,
+    geometry,
+  };
+  return signGrant(rootSecret, grant);
+}
+
+/** A shard grant's file: its node, its key, its length. */
+export interface GrantedShard {
+  node: StorageNode;
+  key: string;
+  fileBytes: number;
+  grant: ShardGrant;
+}
+
+/** The file `token` grants (for writing when `write`); AccessDenied when it does not. */
+export async function grantedShard(ctx: DirectContext, token: string, write: boolean, now = Date.now()): Promise<GrantedShard> {
+  const grant = await openGrant<ShardGrant>(ctx.rootSecret, token, "shard", now);
+  if (!grant || (write && !grant.write)) throw new S3Error("AccessDenied", "The shard grant is not valid for this request, or it has expired.");
+  const node = nodesById(ctx.config.nodes).get(grant.node);
+  if (!node) throw new S3Error("ServiceUnavailable", `Storage node ${grant.node} is no longer configured.`);
+  const geometry = ctx.core.geometry({ size: grant.size, ...grant.geometry });
+  try {
+    return { node, key: shardKey(grant.storageId, grant.shard), fileBytes: geometry.shardFileBytes, grant };
+  } finally {
+    geometry.free();
+  }
+}
+
+/**
+ * Stores a coded shard file of exactly `length` bytes, every chunk checked on the way: BadDigest
+ * for a chunk that fails its checksum or a body of the wrong length (then nothing is stored).
+ */
+export async function putShard(ctx: DirectContext, file: GrantedShard, body: ReadableStream<Uint8Array>, length: number): Promise<void> {
+  if (length !== file.fileBytes) throw new S3Error("InvalidArgument", `This shard file is ${file.fileBytes} bytes long, not ${length}.`);
+  const { grant } = file;
+  const geometry = ctx.core.geometry({ size: grant.size, ...grant.geometry });
+  const verifier = ctx.core.shardVerifier(geometry, grant.shard);
+  try {
+    await storeCodedShard(file.node, file.key, body, verifier);
+  } catch (e) {
+    if (e instanceof CodedShardRefused) throw new S3Error("BadDigest", e.message);
+    throw new S3Error("ServiceUnavailable", `Storage node ${file.node.id} did not store the shard file: ${e instanceof Error ? e.message : String(e)}`);
+  } finally {
+    verifier.free();
+    geometry.free();
+  }
+}
+
+/** Bytes [start, end) of a granted shard file as its node serves them (the client verifies them), or null when it is not there. */
+export function readShard(file: GrantedShard, start: number, end: number): Promise<ReadableStream<Uint8Array> | null> {
+  return file.node.get(file.key, start, end);
+}
+
+/** The stored length of a granted shard file, or null when it is not there (a resumed upload asks). */
+export function storedShardBytes(file: GrantedShard): Promise<number | null> {
+  return file.node.head(file.key);
+}

@@ -1,0 +1,160 @@
+// Uploads that the client codes itself (docs/browser-path.md). The gateway places the parts and
+// hands out grants; the client erasure-codes the object with the same core and sends every shard
+// file on its own (services/direct-shards.ts); the commit checks what it can without trusting the
+// client and without reading the object back, then commits the manifest like a PUT.
+//
+// Nothing is stored about a session: its grant carries the bucket, key, size and geometry, and a
+// digest of the parts' places that the commit must echo. Shard files of a session never committed
+// are removed by an abort, or else by the orphan sweep (the session expires well before its grace).
+import { digestOf, type GrantBase, openGrant, signGrant } from "../auth/grant";
+import type { GatewayConfig } from "../config";
+import type { ManifestPart, PartLayout } from "../core-api";
+import { type DirectAbort, type DirectCommit, type DirectGeometry, type DirectPartPlace, type DirectUploadSession, SHARD_PATH } from "../direct-protocol";
+import { bucketRegistry } from "../meta/stubs";
+import type { WriteCondition } from "../meta/types";
+import { noSuchBucket, S3Error } from "../s3-error";
+import { removeParts } from "../storage/remove";
+import { newStorageId, preferAvailable } from "../storage/write-part";
+import { placeShards } from "../storage/nodes";
+import { shardGrant } from "./direct-shards";
+import { verifyCodedParts } from "./direct-verify";
+import { encryptsByDefault } from "./encryption";
+import { commitObject, multipartEtag, type ObjectContext, UNDER_REPLICATED } from "./objects";
+
+/** What the browser path needs beyond an object write: the secret its grants are signed with. */
+export interface DirectContext extends ObjectContext {
+  rootSecret: string;
+}
+
+/** The largest object a session takes (PutObject's limit: bigger objects are multipart uploads). */
+export const MAX_DIRECT_BYTES = 5 * 1024 ** 3;
+
+interface UploadGrant extends GrantBase {
+  kind: "upload";
+  bucket: string;
+  key: string;
+  size: number;
+  partBytes: number;
+  geometry: DirectGeometry;
+  /** digestOf the parts' places (DirectPartPlace[]), which the commit and the abort echo. */
+  places: string;
+}
+
+export function geometryOf(config: GatewayConfig): DirectGeometry {
+  return { blockBytes: config.blockBytes, dataShards: config.dataShards, parityShards: config.parityShards, chunkBytes: config.chunkBytes };
+}
+
+/** A new session for `size` bytes under bucket/key: the parts' places and a grant per shard file. */
+export async function openUploadSession(ctx: DirectContext, bucket: string, key: string, size: number, now = Date.now()): Promise<DirectUploadSession> {
+  if (!Number.isSafeInteger(size) || size < 0) throw new S3Error("InvalidArgument", "size must be a whole number of bytes.");
+  if (size > MAX_DIRECT_BYTES) throw new S3Error("EntityTooLarge", `An upload session takes at most ${MAX_DIRECT_BYTES} bytes; use a multipart upload.`);
+  if (!(await bucketRegistry(ctx.env).get(bucket))) throw noSuchBucket(bucket);
+  const { config } = ctx;
+  if (size <= config.inlineBytes) return { mode: "classic", reason: "small objects are stored in their manifest: send it with PutObject" };
+  if (await encryptsByDefault(ctx.env, bucket)) return { mode: "classic", reason: "the bucket encrypts what it stores: the gateway must see the bytes" };
+  const geometry = geometryOf(config);
+  const partBytes = config.direct.partBytes;
+  const expires = now + config.direct.sessionMs;
+  const count = Math.max(1, Math.ceil(size / partBytes));
+  const width = config.dataShards + config.parityShards;
+  const nodes = preferAvailable(config.writableNodes, width);
+  const parts = await Promise.all(
+    Array.from({ length: count }, async (_, i) => {
+      const partSize = Math.min(partBytes, size - i * partBytes);
+      const storageId = newStorageId();
+      const placement = (await placeShards(nodes, storageId, width)).map((n) => n.id);
+      const layout = { ...geometry, storageId, placement };
+      const shardFileBytes = shardFileBytesOf(ctx, partSize, geometry);
+      const urls = await Promise.all(
+        placement.map(async (node, shard) => SHARD_PATH + (await shardGrant(ctx.rootSecret, { layout, size: partSize, shard, node, write: true, expires }))),
+      );
+      return { size: partSize, storageId, placement, shardFileBytes, urls };
+    }),
+  );
+  const places = await digestOf(parts.map(placeOf));
+  const upload = await signGrant(ctx.rootSecret, { kind: "upload", expires, bucket, key, size, partBytes, geometry, places } satisfies UploadGrant);
+  return { mode: "direct", upload, expires, geometry, partBytes, parts };
+}
+
+/**
+ * Commits a session: checks its grant and the parts it names, verifies the shard files (see
+ * direct-verify.ts), and commits the manifest as a PUT does (conditions, versioning, lock rules of
+ * the bucket). Refused: nothing becomes visible, and the session's shard files are removed.
+ */
+export async function commitUpload(
+  ctx: DirectContext,
+  bucket: string,
+  key: string,
+  commit: DirectCommit,
+  condition: WriteCondition | undefined,
+  fields: { headers: [string, string][]; userMetadata: [string, string][] },
+  now = Date.now(),
+): Promise<{ etag: string; versionId?: string }> {
+  const grant = await openSession(ctx, bucket, key, commit, now);
+  const parts = manifestParts(grant, commit.parts);
+  if (commit.partMd5s.length !== parts.length || !commit.partMd5s.every((m) => /^[0-9a-f]{32}$/.test(m))) {
+    throw new S3Error("InvalidRequest", `partMd5s must be one hex MD5 per part (${parts.length}).`);
+  }
+  parts.forEach((p, i) => {
+    p.etag = commit.partMd5s[i];
+  });
+  let missed: number[][];
+  try {
+    missed = await verifyCodedParts(ctx, parts);
+  } catch (e) {
+    ctx.waitUntil(removeParts(ctx.config.nodes, parts));
+    throw e;
+  }
+  const etag = parts.length === 1 ? parts[0].etag : await multipartEtag(commit.partMd5s);
+  const object = { key, size: grant.size, etag, ...fields, tags: [], checksums: [], parts };
+  const written = parts.map((p, i) => ({ size: p.size, md5: new Uint8Array(0), layout: p.layout, missedShards: missed[i] }));
+  const committed = await commitObject(ctx, bucket, object, condition, written);
+  if (missed.some((m) => m.length > 0)) console.log(JSON.stringify({ directUpload: UNDER_REPLICATED, bucket, key }));
+  return { etag, versionId: committed.versionId };
+}
+
+/** Removes an abandoned session's shard files now (the orphan sweep would, after its grace period). */
+export async function abortUpload(ctx: DirectContext, bucket: string, key: string, abort: DirectAbort, now = Date.now()): Promise<void> {
+  const grant = await openSession(ctx, bucket, key, abort, now);
+  await removeParts(ctx.config.nodes, manifestParts(grant, abort.parts));
+}
+
+/** The session's grant, if it is valid for bucket/key and `echo.parts` are the parts it placed. */
+async function openSession(
+  ctx: DirectContext,
+  bucket: string,
+  key: string,
+  echo: { upload: string; parts: DirectPartPlace[] },
+  now: number,
+): Promise<UploadGrant> {
+  const grant = typeof echo.upload === "string" ? await openGrant<UploadGrant>(ctx.rootSecret, echo.upload, "upload", now) : null;
+  if (!grant || grant.bucket !== bucket || grant.key !== key) {
+    throw new S3Error("AccessDenied", "The upload session is not valid for this object, or it has expired.");
+  }
+  const wellFormed = Array.isArray(echo.parts) && echo.parts.every((p) => typeof p?.storageId === "string" && Array.isArray(p.placement));
+  if (!wellFormed || (await digestOf(echo.parts.map(placeOf))) !== grant.places) {
+    throw new S3Error("InvalidRequest", "The parts are not the ones the upload session placed.");
+  }
+  return grant;
+}
+
+/** The manifest's parts of a session (their ETags still empty). */
+function manifestParts(grant: UploadGrant, places: DirectPartPlace[]): ManifestPart[] {
+  return places.map((place, i) => {
+    const layout: PartLayout = { type: "sharded", ...grant.geometry, storageId: place.storageId, placement: place.placement, partChecksums: [] };
+    return { size: Math.min(grant.partBytes, grant.size - i * grant.partBytes), etag: "", layout };
+  });
+}
+
+function placeOf(p: DirectPartPlace): DirectPartPlace {
+  return { storageId: String(p.storageId), placement: Array.from(p.placement, String) };
+}
+
+function shardFileBytesOf(ctx: DirectContext, size: number, geometry: DirectGeometry): number {
+  const g = ctx.core.geometry({ size, ...geometry });
+  try {
+    return g.shardFileBytes;
+  } finally {
+    g.free();
+  }
+}
