@@ -4,12 +4,13 @@
 // plain directory; the gateway reaches them as S3 nodes (SHARDGATE_S3_NODES) and answers at the
 // same address and with the same credentials as `npm start`.
 //
-//   node scripts/cluster.mjs [--ip 127.0.0.1] [--port 8787] [--data DIR] [--var NAME:VALUE]… [--quiet]
+//   node scripts/cluster.mjs [--ip 127.0.0.1] [--port 8787] [--data DIR] [--var NAME:VALUE]… [--client-urls] [--quiet]
 //
 // Prints each node's process id, port and data directory; with --quiet, only one line
 // `cluster {json}` once everything answers (what tests read), where each node also carries the
 // `argv` that starts it again on the same port and data (after a kill). `--var` passes a Worker
-// variable to the gateway (e.g. --var SHARDGATE_DATA_SHARDS:3).
+// variable to the gateway (e.g. --var SHARDGATE_DATA_SHARDS:3). `--client-urls` lets clients send
+// and fetch shard files straight from the nodes (the browser path with presigned node URLs).
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -31,6 +32,7 @@ const { values: opts } = parseArgs({
     port: { type: "string", default: "8787" },
     data: { type: "string" },
     quiet: { type: "boolean", default: false },
+    "client-urls": { type: "boolean", default: false },
     var: { type: "string", multiple: true, default: [] },
   },
 });
@@ -89,7 +91,7 @@ await Promise.all(nodes.map(createBucket));
 // The gateway on the production runtime (scripts/serve.mjs), its nodes given in a config file.
 const vars = Object.fromEntries(opts.var.map((v) => [v.slice(0, v.indexOf(":")), v.slice(v.indexOf(":") + 1)]));
 const config = {
-  nodes: nodes.map((n) => ({ id: n.id, type: "s3", endpoint: n.endpoint, bucket: BUCKET, region: "us-east-1", ...NODE_KEY })),
+  nodes: nodes.map((n) => ({ id: n.id, type: "s3", endpoint: n.endpoint, bucket: BUCKET, region: "us-east-1", ...NODE_KEY, clientUrls: opts["client-urls"] })),
   // A paused node counts as failed after 5 s without progress (30 s by default).
   vars: { SHARDGATE_NODE_STALL_MS: "5000", ...vars },
 };

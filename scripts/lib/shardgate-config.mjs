@@ -9,7 +9,8 @@
 //       { "id": "NODE_0", "type": "disk" },                      // path defaults to dataDir/nodes/<id>
 //       { "id": "far", "type": "disk", "path": "/mnt/disk2/shardgate" },
 //       { "id": "s3a", "type": "s3", "endpoint": "http://10.0.0.5:9000", "bucket": "shards",
-//         "region": "us-east-1", "accessKeyId": "…", "secretAccessKey": "…" }
+//         "region": "us-east-1", "accessKeyId": "…", "secretAccessKey": "…",
+//         "clientUrls": true }                 // clients reach it too: browser-path shard files go straight to it
 //     ],
 //     "credentials": { "accessKeyId": "…", "secretAccessKey": "…" },   // the S3 API's root key
 //     "masterKey": "…",                      // seals other access keys' secrets (default: dataDir/master.key, made once)
@@ -100,6 +101,7 @@ function node(n, dataDir) {
       region: n.region ?? "us-east-1",
       accessKeyId: n.accessKeyId,
       secretAccessKey: n.secretAccessKey,
+      clientUrls: n.clientUrls === true,
     };
   }
   throw new Error(`config: node ${n.id} has type ${JSON.stringify(n.type)}; expected "disk" or "s3"`);

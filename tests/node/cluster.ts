@@ -38,10 +38,11 @@ export class Cluster {
   /** Signs the gateway's own admin requests. */
   readonly admin = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1", retries: 0 });
 
-  /** Starts the cluster; `vars` go to the gateway (NAME:VALUE). */
-  async start(vars: string[] = []): Promise<void> {
+  /** Starts the cluster; `vars` go to the gateway (NAME:VALUE); `clientUrls`: clients reach the nodes themselves. */
+  async start(vars: string[] = [], opts: { clientUrls?: boolean } = {}): Promise<void> {
     const port = await freePort();
     const args = [join(ROOT, "scripts/cluster.mjs"), "--quiet", "--port", String(port), ...vars.flatMap((v) => ["--var", v])];
+    if (opts.clientUrls) args.push("--client-urls");
     const child = spawn(process.execPath, args, { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "inherit"] });
     this.child = child;
     this.info = await new Promise<ClusterInfo>((resolve, reject) => {

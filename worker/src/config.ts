@@ -9,7 +9,8 @@ import type { KeyStore } from "./meta/key-store";
 import type { MetricsStore } from "./meta/metrics-store";
 import { nodeHealth, GuardedNode } from "./storage/node-health";
 import { DiskNode } from "./storage/disk-node";
-import { CountedNode, R2Node, type StorageNode } from "./storage/nodes";
+import { CountedNode, type StorageNode } from "./storage/nodes";
+import { R2Node } from "./storage/r2-node";
 import { S3Node, type S3NodeSpec } from "./storage/s3-node";
 
 export interface Env {
@@ -211,6 +212,7 @@ function parseS3Nodes(env: Env): Map<string, S3NodeSpec> {
       region: field("region", "us-east-1"),
       accessKeyId: field("accessKeyId", secret("ACCESS_KEY_ID")),
       secretAccessKey: field("secretAccessKey", secret("SECRET_ACCESS_KEY")),
+      clientUrls: value?.clientUrls === true,
     });
   }
   return nodes;

@@ -24,7 +24,7 @@ export interface PieceReaderOptions {
 }
 
 export class PieceReader {
-  private readonly byob: ReadableStreamBYOBReader | null;
+  private readonly byob: AtLeastReader | null;
   private readonly plain: ReadableStreamDefaultReader<Uint8Array> | null;
   private buffer: ArrayBuffer | null = null;
   /** Whether the stream has ended (or broke): nothing more will come. */
@@ -66,7 +66,7 @@ export class PieceReader {
    * (its old buffer is detached). Only when `direct`.
    */
   async readInto(view: Uint8Array): Promise<{ view: Uint8Array; filled: number }> {
-    const reader = this.byob as ReadableStreamBYOBReader;
+    const reader = this.byob as AtLeastReader;
     // Kept apart: a transferred view reads as empty.
     const { byteOffset, length } = view;
     let buffer = view.buffer as ArrayBuffer;
@@ -98,7 +98,7 @@ export class PieceReader {
   }
 
   private async readByob(size: number): Promise<Uint8Array | null> {
-    const reader = this.byob as ReadableStreamBYOBReader;
+    const reader = this.byob as AtLeastReader;
     // A reused buffer is a whole piece, unless the read is a small one (the end-of-body probe).
     const fresh = this.options.reuse && size >= SMALL_READ_BYTES ? this.options.pieceBytes : size;
     let buffer = this.options.reuse ? this.buffer : null;
@@ -123,11 +123,24 @@ export class PieceReader {
   }
 }
 
-/** A BYOB reader when `stream` is a byte stream, else null (the stream stays unlocked). */
-function byobReader(stream: ReadableStream<Uint8Array>): ReadableStreamBYOBReader | null {
+/** workerd's BYOB reader, whose `readAtLeast` fills a view with at least `min` bytes in one call. */
+interface AtLeastReader {
+  readAtLeast(min: number, view: Uint8Array<ArrayBuffer>): Promise<{ done: boolean; value?: Uint8Array<ArrayBuffer> }>;
+  cancel(reason?: unknown): Promise<void>;
+}
+
+/**
+ * A BYOB reader when `stream` is a byte stream and the runtime has workerd's `readAtLeast`, else
+ * null (the stream stays unlocked). Browsers and Node (the client library, client/) read as it comes.
+ */
+function byobReader(stream: ReadableStream<Uint8Array>): AtLeastReader | null {
+  let reader: Partial<AtLeastReader> & { releaseLock(): void };
   try {
-    return stream.getReader({ mode: "byob" });
+    reader = stream.getReader({ mode: "byob" }) as unknown as Partial<AtLeastReader> & { releaseLock(): void };
   } catch {
     return null;
   }
+  if (typeof reader.readAtLeast === "function") return reader as AtLeastReader;
+  reader.releaseLock();
+  return null;
 }

@@ -2,8 +2,7 @@
 // that a client fetches the shard ranges it needs itself and decodes them with the same core, as
 // storage/read-part.ts does in the Worker: data shards first, parity around a missing or slow one.
 import type { DirectReadPlan } from "../direct-protocol";
-import { SHARD_PATH } from "../direct-protocol";
-import { shardGrant } from "./direct-shards";
+import { shardUrl } from "./direct-shards";
 import type { DirectContext } from "./direct-upload";
 import { existingObject } from "./objects";
 
@@ -24,9 +23,7 @@ export async function readPlan(
     const layout = part.layout;
     if (layout.type !== "sharded") return { mode: "classic", reason: "the object is stored in its manifest" };
     const { blockBytes, dataShards, parityShards, chunkBytes, storageId, placement } = layout;
-    const urls = await Promise.all(
-      placement.map(async (node, shard) => SHARD_PATH + (await shardGrant(ctx.rootSecret, { layout, size: part.size, shard, node, write: false, expires }))),
-    );
+    const urls = await Promise.all(placement.map((node, shard) => shardUrl(ctx, { layout, size: part.size, shard, node, write: false, expires }, now)));
     parts.push({ size: part.size, blockBytes, dataShards, parityShards, chunkBytes, storageId, placement, urls });
   }
   const contentType = manifest.headers.find(([name]) => name === "content-type")?.[1] ?? null;

@@ -3,7 +3,7 @@
 // and served as byte ranges. A shard grant, signed by the gateway, says which file of which node
 // and whether it may be written; it is the whole authorization, like a presigned URL.
 import { type GrantBase, openGrant, signGrant } from "../auth/grant";
-import type { DirectGeometry } from "../direct-protocol";
+import { type DirectGeometry, SHARD_PATH } from "../direct-protocol";
 import { S3Error } from "../s3-error";
 import { CodedShardRefused, storeCodedShard } from "../storage/coded-shard";
 import { nodesById, shardKey, type StorageNode } from "../storage/nodes";
@@ -30,7 +30,17 @@ export interface ShardGrantSpec {
   expires: number;
 }
 
-export function shardGrant(rootSecret: string, spec: ShardGrantSpec): Promise<string> {
+/**
+ * Where a client moves one shard file: straight to its node when the node gives clients URLs of
+ * their own (a presigned S3 URL), otherwise through the gateway (SHARD_PATH and a shard grant).
+ */
+export async function shardUrl(ctx: DirectContext, spec: ShardGrantSpec, now = Date.now()): Promise<string> {
+  const node = nodesById(ctx.config.nodes).get(spec.node);
+  if (node?.presign) return node.presign(shardKey(spec.layout.storageId, spec.shard), spec.write ? "PUT" : "GET", (spec.expires - now) / 1000);
+  return SHARD_PATH + (await shardGrant(ctx.rootSecret, spec));
+}
+
+function shardGrant(rootSecret: string, spec: ShardGrantSpec): Promise<string> {
   const { blockBytes, dataShards, parityShards, chunkBytes, storageId } = spec.layout;
   const geometry = { blockBytes, dataShards, parityShards, chunkBytes };
   const grant: ShardGrant = {

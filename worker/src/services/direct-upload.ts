@@ -9,14 +9,14 @@
 import { digestOf, type GrantBase, openGrant, signGrant } from "../auth/grant";
 import type { GatewayConfig } from "../config";
 import type { ManifestPart, PartLayout } from "../core-api";
-import { type DirectAbort, type DirectCommit, type DirectGeometry, type DirectPartPlace, type DirectUploadSession, SHARD_PATH } from "../direct-protocol";
+import type { DirectAbort, DirectCommit, DirectGeometry, DirectPartPlace, DirectUploadSession } from "../direct-protocol";
 import { bucketRegistry } from "../meta/stubs";
 import type { WriteCondition } from "../meta/types";
 import { noSuchBucket, S3Error } from "../s3-error";
 import { removeParts } from "../storage/remove";
 import { newStorageId, preferAvailable } from "../storage/write-part";
 import { placeShards } from "../storage/nodes";
-import { shardGrant } from "./direct-shards";
+import { shardUrl } from "./direct-shards";
 import { verifyCodedParts } from "./direct-verify";
 import { encryptsByDefault } from "./encryption";
 import { commitObject, multipartEtag, type ObjectContext, UNDER_REPLICATED } from "./objects";
@@ -65,9 +65,7 @@ export async function openUploadSession(ctx: DirectContext, bucket: string, key:
       const placement = (await placeShards(nodes, storageId, width)).map((n) => n.id);
       const layout = { ...geometry, storageId, placement };
       const shardFileBytes = shardFileBytesOf(ctx, partSize, geometry);
-      const urls = await Promise.all(
-        placement.map(async (node, shard) => SHARD_PATH + (await shardGrant(ctx.rootSecret, { layout, size: partSize, shard, node, write: true, expires }))),
-      );
+      const urls = await Promise.all(placement.map((node, shard) => shardUrl(ctx, { layout, size: partSize, shard, node, write: true, expires }, now)));
       return { size: partSize, storageId, placement, shardFileBytes, urls };
     }),
   );

@@ -15,3 +15,13 @@ export class WriteQuorumError extends Error {
 export class BodyLengthError extends Error {
   override name = "BodyLengthError";
 }
+
+/**
+ * Why a sink is aborted when its node did nothing wrong (the write as a whole failed or was given
+ * up): the node's breaker must not count it (node-health.ts).
+ */
+export class WriteAbandoned extends Error {
+  constructor(why: string) {
+    super(`write abandoned: ${why}`);
+  }
+}

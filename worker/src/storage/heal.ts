@@ -10,7 +10,8 @@ import { ExactReader } from "./exact-reader";
 import { GuardedNode } from "./node-health";
 import { NodeAnswerError, nodesById, placeShards, shardKey, type StorageNode } from "./nodes";
 import { HEAL_NOW, openPartRange, type LossReason } from "./read-part";
-import { ShardSink, WriteAbandoned } from "./shard-sink";
+import { ShardSink } from "./shard-sink";
+import { WriteAbandoned } from "./errors";
 
 export type ShardedPart = ManifestPart & { layout: { type: "sharded" } & ShardedLayout };
 

@@ -6,7 +6,7 @@
 // (half-open); its success closes the breaker, its failure opens it again. The recent latency
 // also tells a read when to stop waiting for a node and hedge with parity.
 import type { NodeKind, NodeListing, StorageNode } from "./nodes";
-import { WriteAbandoned } from "./shard-sink";
+import { WriteAbandoned } from "./errors";
 
 export type BreakerState = "closed" | "open" | "half-open";
 
@@ -195,6 +195,10 @@ export class GuardedNode implements StorageNode {
 
   get kind(): NodeKind {
     return this.inner.kind;
+  }
+
+  get presign(): StorageNode["presign"] {
+    return this.inner.presign;
   }
 
   put(key: string, body: ReadableStream<Uint8Array>, length: number): Promise<void> {

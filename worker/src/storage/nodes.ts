@@ -23,6 +23,12 @@ export interface StorageNode {
    * first page); the next page's cursor, or null after the last. For the orphan sweep.
    */
   list(cursor: string | null): Promise<NodeListing>;
+  /**
+   * A URL that clients may use themselves to GET (one Range) or PUT `key` until it expires:
+   * only nodes they can reach have it (S3 nodes configured with "clientUrls": the browser path,
+   * docs/browser-path.md). Others are reached through the gateway.
+   */
+  readonly presign?: (key: string, method: "GET" | "PUT", expiresSeconds: number) => Promise<string>;
 }
 
 /** A page of a node's shard files (StorageNode.list): each key as shardKey makes it, and when it was written. */
@@ -75,38 +81,6 @@ export async function expectDeleted(res: Response, node: string, key: string): P
 }
 
 /** A node backed by an R2 bucket binding (miniflare simulates and persists it locally). */
-export class R2Node implements StorageNode {
-  readonly kind = "r2";
-
-  constructor(
-    readonly id: string,
-    private readonly bucket: R2Bucket,
-  ) {}
-
-  async put(key: string, body: ReadableStream<Uint8Array>): Promise<void> {
-    const stored = await this.bucket.put(key, body);
-    if (!stored) throw new Error(`node ${this.id} refused ${key}`);
-  }
-
-  async get(key: string, start: number, end: number): Promise<ReadableStream<Uint8Array> | null> {
-    const object = await this.bucket.get(key, { range: { offset: start, length: end - start } });
-    return object ? object.body : null;
-  }
-
-  async delete(keys: string[]): Promise<void> {
-    for (let i = 0; i < keys.length; i += 1000) await this.bucket.delete(keys.slice(i, i + 1000));
-  }
-
-  async head(key: string): Promise<number | null> {
-    return (await this.bucket.head(key))?.size ?? null;
-  }
-
-  async list(cursor: string | null): Promise<NodeListing> {
-    const page = await this.bucket.list({ limit: 1000, ...(cursor ? { cursor } : {}) });
-    return { files: page.objects.map((o) => ({ key: o.key, modified: o.uploaded.getTime() })), cursor: page.truncated ? page.cursor : null };
-  }
-}
-
 /**
  * Rendezvous (highest-random-weight) placement: the `count` nodes with the highest hash of
  * (object identity, node id), in that order. Stable when nodes come and go: only the shards on a
@@ -153,6 +127,10 @@ export class CountedNode implements StorageNode {
 
   get kind(): NodeKind {
     return this.inner.kind;
+  }
+
+  get presign(): StorageNode["presign"] {
+    return this.inner.presign;
   }
 
   async put(key: string, body: ReadableStream<Uint8Array>, length: number): Promise<void> {

@@ -5,7 +5,6 @@
 // chunk by chunk, and sent on as soon as bytes are ready. A shard file that is missing, fails,
 // ends early or fails a checksum is dropped: the rest of the range is re-planned from the last
 // byte sent, reading parity instead, so the client still gets exactly the right bytes.
-import type { GatewayConfig } from "../config";
 import {
   CHUNK_CHECKSUM_BYTES,
   ChecksumMismatchError,
@@ -67,12 +66,20 @@ export interface RangeSource {
   close(): void;
 }
 
+/** What a read needs of the configuration (GatewayConfig has it): the nodes, found by id, and how
+ *  long a silent shard stream is waited for (ms). A client reading on its own (client/) passes
+ *  nodes that fetch shard ranges by URL. */
+export interface ReadSetup {
+  nodes: readonly StorageNode[];
+  readStallMs: number;
+}
+
 /**
  * Opens bytes [start, end) of a part; resolves once the shard requests have answered. Shards in
  * `avoid` are read around from the start (a heal rebuilding them).
  */
 export async function openPartSource(
-  config: GatewayConfig,
+  config: ReadSetup,
   core: Core,
   part: ManifestPart,
   start: number,
@@ -149,11 +156,11 @@ class ShardedRangeReader implements RangeSource {
   private sources: Source[] = [];
   private assembler: RangeAssembler | null = null;
   /** The stall timer (armStallTimer), and how it wakes the feed waiting on shard reads. */
-  private stallTimer: number | null = null;
+  private stallTimer: ReturnType<typeof setTimeout> | null = null;
   private wakeStalled: ((stalled: "stalled") => void) | null = null;
 
   constructor(
-    private readonly config: GatewayConfig,
+    private readonly config: ReadSetup,
     private readonly core: Core,
     private readonly layout: ShardedLayout,
     private readonly size: number,
@@ -273,7 +280,7 @@ class ShardedRangeReader implements RangeSource {
     if (!(node instanceof GuardedNode)) return request;
     const health = node.health;
     const delay = health.hedgeAfterMs();
-    let timer = 0;
+    let timer!: ReturnType<typeof setTimeout>; // set by the executor, which runs at once
     const late = new Promise<"late">((resolve) => {
       timer = setTimeout(() => resolve("late"), delay);
     });

@@ -12,12 +12,15 @@ export interface S3NodeSpec {
   region: string;
   accessKeyId: string;
   secretAccessKey: string;
+  /** Whether clients can reach the endpoint themselves (with CORS for browsers): the browser path then sends shard files straight to it. */
+  clientUrls: boolean;
 }
 
 export class S3Node implements StorageNode {
   readonly kind = "s3";
   private readonly client: AwsClient;
   private readonly base: string;
+  readonly presign?: StorageNode["presign"];
 
   constructor(
     readonly id: string,
@@ -27,6 +30,15 @@ export class S3Node implements StorageNode {
   ) {
     this.client = new AwsClient({ accessKeyId: spec.accessKeyId, secretAccessKey: spec.secretAccessKey, service: "s3", region: spec.region, retries: 0 });
     this.base = `${spec.endpoint.replace(/\/+$/, "")}/${encodeURIComponent(spec.bucket)}/`;
+    if (spec.clientUrls) this.presign = (key, method, expiresSeconds) => this.presignedUrl(key, method, expiresSeconds);
+  }
+
+  /** A presigned URL (query-string SigV4, unsigned payload) of `key` for `method`. */
+  private async presignedUrl(key: string, method: "GET" | "PUT", expiresSeconds: number): Promise<string> {
+    // S3 takes presigned URLs for at most 7 days.
+    const expires = Math.max(1, Math.min(7 * 24 * 3600, Math.floor(expiresSeconds)));
+    const url = `${this.fileUrl(key)}?X-Amz-Expires=${expires}`;
+    return (await this.client.sign(url, { method, aws: { signQuery: true } })).url;
   }
 
   async put(key: string, body: ReadableStream<Uint8Array>): Promise<void> {
@@ -81,8 +93,11 @@ export class S3Node implements StorageNode {
   }
 
   private sign(key: string, method: string, headers: Record<string, string> = {}): Promise<Request> {
-    const url = this.base + key.split("/").map(encodeURIComponent).join("/");
-    return this.client.sign(url, { method, headers: { ...headers, "x-amz-content-sha256": "UNSIGNED-PAYLOAD" } });
+    return this.client.sign(this.fileUrl(key), { method, headers: { ...headers, "x-amz-content-sha256": "UNSIGNED-PAYLOAD" } });
+  }
+
+  private fileUrl(key: string): string {
+    return this.base + key.split("/").map(encodeURIComponent).join("/");
   }
 }
 

@@ -4,16 +4,6 @@
 import { writeBorrowed } from "../bytes";
 import type { StorageNode } from "./nodes";
 
-/**
- * Why a sink is aborted when its node did nothing wrong (the write as a whole failed or was given
- * up): the node's breaker must not count it (node-health.ts).
- */
-export class WriteAbandoned extends Error {
-  constructor(why: string) {
-    super(`write abandoned: ${why}`);
-  }
-}
-
 /** One write into a sink's stream, and whether the node has taken it (or failed). */
 interface Queued {
   promise: Promise<void>;

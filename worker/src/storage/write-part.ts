@@ -5,11 +5,11 @@ import { giveBuffer, takeBuffer } from "../buffer-pool";
 import { toBase64 } from "../bytes";
 import type { GatewayConfig } from "../config";
 import type { Core, PartLayout } from "../core-api";
-import { WriteQuorumError } from "./errors";
+import { WriteAbandoned, WriteQuorumError } from "./errors";
 import { placeShards, shardKey, type StorageNode } from "./nodes";
 import { ExactReader } from "./exact-reader";
 import { GuardedNode } from "./node-health";
-import { ShardSink, WriteAbandoned } from "./shard-sink";
+import { ShardSink } from "./shard-sink";
 
 export interface WrittenPart {
   size: number;

@@ -1,0 +1,280 @@
+// The shardgate client: uploads and downloads whose erasure coding happens here, with the same
+// WASM core the gateway runs (docs/browser-path.md). Signed S3-style requests ask the gateway for
+// a session or a read plan and commit the result; shard files go straight to where the plan says.
+import { AwsClient } from "aws4fetch";
+import type { Core } from "../../worker/src/core-api";
+import type {
+  DirectCommit,
+  DirectCommitted,
+  DirectPartPlace,
+  DirectReadPlan,
+  DirectUploadPart,
+  DirectUploadSession,
+} from "../../worker/src/direct-protocol";
+import { openPlanPart, planNodes } from "./plan-nodes";
+import { codePart, type CodedPart, partMd5 } from "./coding";
+
+export interface ClientOptions {
+  /** The gateway, e.g. "http://127.0.0.1:8787". */
+  endpoint: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  region?: string;
+  /** The core, instantiated by the caller (web/src/core.ts in a browser, initSync in Node). */
+  core: Core;
+  /** A shard stream silent this long (ms) is read around (default 5 s). */
+  readStallMs?: number;
+  /** How requests go out (default: the global fetch). */
+  fetch?: Fetch;
+}
+
+export type Fetch = (request: Request) => Promise<Response>;
+
+/** What an upload has done so far: `onProgress` gets it after every shard file. */
+export interface UploadProgress {
+  totalBytes: number;
+  /** Object bytes coded into shard files. */
+  codedBytes: number;
+  /** Object bytes whose shard files have all been sent (or given up on). */
+  sentBytes: number;
+  /** Shard file bytes sent, by node. */
+  nodeBytes: Record<string, number>;
+  shards: ShardState[];
+}
+
+export interface ShardState {
+  part: number;
+  shard: number;
+  node: string;
+  bytes: number;
+  state: "waiting" | "sending" | "sent" | "stored before" | "failed";
+}
+
+export interface UploadOptions {
+  contentType?: string;
+  metadata?: Record<string, string>;
+  onProgress?(progress: UploadProgress): void;
+  /** A session this upload began before (resume): shard files already stored are not sent again. */
+  session?: DirectUploadSession;
+  /** Called with the session once it is open, to keep it for a resume. */
+  onSession?(session: DirectUploadSession): void;
+}
+
+export interface UploadResult {
+  /** "classic": the gateway asked for a plain PutObject (small object, encrypting bucket), and got it. */
+  mode: "direct" | "classic";
+  etag: string;
+  versionId?: string;
+}
+
+export interface Download {
+  mode: "direct" | "classic";
+  size: number;
+  etag: string;
+  contentType: string | null;
+  body: ReadableStream<Uint8Array>;
+  /** Shard files read around so far (missing, failed, slow or rotten), by shard and reason. */
+  readAround: { part: number; shard: number; why: string }[];
+}
+
+/** An S3 error the gateway answered with. */
+export class ShardgateError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = "ShardgateError";
+  }
+}
+
+/** Sends of one shard file before it is given up on (the commit then decides, by write quorum). */
+const SHARD_ATTEMPTS = 2;
+
+export class ShardgateClient {
+  private readonly aws: AwsClient;
+  private readonly send: Fetch;
+
+  constructor(private readonly options: ClientOptions) {
+    this.send = options.fetch ?? ((request) => fetch(request));
+    this.aws = new AwsClient({
+      accessKeyId: options.accessKeyId,
+      secretAccessKey: options.secretAccessKey,
+      service: "s3",
+      region: options.region ?? "us-east-1",
+      retries: 0,
+    });
+  }
+
+  /** Uploads `data` as bucket/key, coding it here; small objects and encrypting buckets go the classic way. */
+  async upload(bucket: string, key: string, data: Blob | Uint8Array, options: UploadOptions = {}): Promise<UploadResult> {
+    const blob = data instanceof Blob ? data : new Blob([data]);
+    const path = objectPath(bucket, key);
+    const resumed = options.session?.mode === "direct" && options.session.expires > Date.now() + 60_000 ? options.session : null;
+    const session = resumed ?? (await this.json<DirectUploadSession>(`${path}?shardgate-upload`, { method: "POST", body: JSON.stringify({ size: blob.size }) }));
+    if (session.mode === "classic") return this.putClassic(path, blob, options);
+    options.onSession?.(session);
+    const progress: UploadProgress = {
+      totalBytes: blob.size,
+      codedBytes: 0,
+      sentBytes: 0,
+      nodeBytes: {},
+      shards: session.parts.flatMap((part, p) => part.placement.map((node, shard) => ({ part: p, shard, node, bytes: part.shardFileBytes, state: "waiting" as const }))),
+    };
+    const report = () => options.onProgress?.(progress);
+    const md5s: string[] = [];
+    // One part codes while the one before it is sent: at most two parts' shard files in memory.
+    let sending: Promise<void> | null = null;
+    let offset = 0;
+    for (const [p, part] of session.parts.entries()) {
+      const bytes = new Uint8Array(await blob.slice(offset, offset + part.size).arrayBuffer());
+      offset += part.size;
+      const stored = resumed ? await this.storedShards(part) : new Set<number>();
+      const coded = stored.size === part.urls.length ? null : codePart(this.options.core, session.geometry, part, bytes);
+      md5s.push(coded?.md5 ?? partMd5(this.options.core, bytes));
+      progress.codedBytes += part.size;
+      if (sending) await sending;
+      sending = this.sendPart(p, part, coded, stored, progress, report);
+    }
+    if (sending) await sending;
+    const commit: DirectCommit = {
+      upload: session.upload,
+      parts: session.parts.map(placeOf),
+      partMd5s: md5s,
+      ...(options.contentType === undefined ? {} : { contentType: options.contentType }),
+      ...(options.metadata === undefined ? {} : { metadata: options.metadata }),
+    };
+    const committed = await this.json<DirectCommitted>(`${path}?shardgate-commit`, { method: "POST", body: JSON.stringify(commit) });
+    return { mode: "direct", ...committed };
+  }
+
+  /** Gives up on a session: its shard files are removed now. */
+  async abort(bucket: string, key: string, session: DirectUploadSession): Promise<void> {
+    if (session.mode !== "direct") return;
+    const body = JSON.stringify({ upload: session.upload, parts: session.parts.map(placeOf) });
+    const res = await this.signed(`${objectPath(bucket, key)}?shardgate-abort`, { method: "POST", body });
+    await expectOk(res);
+  }
+
+  /** Downloads bucket/key (a version of it), decoding here; parity stands in for missing or slow shard files. */
+  async download(bucket: string, key: string, options: { versionId?: string } = {}): Promise<Download> {
+    const path = objectPath(bucket, key);
+    const version = options.versionId === undefined ? "" : `&versionId=${encodeURIComponent(options.versionId)}`;
+    const plan = await this.json<DirectReadPlan>(`${path}?shardgate-plan${version}`, { method: "GET" });
+    if (plan.mode === "classic") {
+      const res = await this.signed(`${path}${version ? `?${version.slice(1)}` : ""}`, { method: "GET" });
+      await expectOk(res);
+      const size = Number(res.headers.get("content-length"));
+      const etag = (res.headers.get("etag") ?? "").replace(/"/g, "");
+      return { mode: "classic", size, etag, contentType: res.headers.get("content-type"), body: res.body ?? new Blob([]).stream(), readAround: [] };
+    }
+    const readAround: Download["readAround"] = [];
+    const setup = { nodes: planNodes(plan, (url) => this.url(url), this.send), readStallMs: this.options.readStallMs ?? 5_000 };
+    let index = 0;
+    let source: Awaited<ReturnType<typeof openPlanPart>> | null = null;
+    const body = new ReadableStream<Uint8Array>(
+      {
+        pull: async (controller) => {
+          for (;;) {
+            if (!source) {
+              if (index >= plan.parts.length) return controller.close();
+              const part = index;
+              source = await openPlanPart(setup, this.options.core, plan.parts[part], (shard, why) => readAround.push({ part, shard, why }));
+            }
+            const piece = await source.next((lent) => lent.slice());
+            if (piece) return controller.enqueue(piece);
+            source.close();
+            source = null;
+            index += 1;
+          }
+        },
+        cancel: () => source?.close(),
+      },
+      { highWaterMark: 0 },
+    );
+    return { mode: "direct", size: plan.size, etag: plan.etag, contentType: plan.contentType, body, readAround };
+  }
+
+  /** Shard files of a resumed part already stored whole. */
+  private async storedShards(part: DirectUploadPart): Promise<Set<number>> {
+    const stored = new Set<number>();
+    await Promise.all(
+      part.urls.map(async (url, shard) => {
+        const res = await this.send(new Request(this.url(url), { method: "HEAD" })).catch(() => null);
+        if (res?.ok && Number(res.headers.get("content-length")) === part.shardFileBytes) stored.add(shard);
+      }),
+    );
+    return stored;
+  }
+
+  /** Sends a part's shard files, all at once; a file that fails twice is left to the commit's quorum. */
+  private async sendPart(p: number, part: DirectUploadPart, coded: CodedPart | null, stored: Set<number>, progress: UploadProgress, report: () => void): Promise<void> {
+    const states = progress.shards.filter((s) => s.part === p);
+    await Promise.all(
+      part.urls.map(async (url, shard) => {
+        const state = states[shard];
+        if (stored.has(shard) || !coded) {
+          state.state = "stored before";
+          return;
+        }
+        state.state = "sending";
+        report();
+        for (let attempt = 1; attempt <= SHARD_ATTEMPTS; attempt++) {
+          const res = await this.send(new Request(this.url(url), { method: "PUT", body: coded.files[shard] })).catch(() => null);
+          await res?.body?.cancel();
+          if (res?.ok) {
+            state.state = "sent";
+            progress.nodeBytes[state.node] = (progress.nodeBytes[state.node] ?? 0) + state.bytes;
+            return report();
+          }
+          if (res && res.status < 500) break; // refused: sending it again changes nothing
+        }
+        state.state = "failed";
+        report();
+      }),
+    );
+    progress.sentBytes += part.size;
+    report();
+  }
+
+  private async putClassic(path: string, blob: Blob, options: UploadOptions): Promise<UploadResult> {
+    const headers: Record<string, string> = {};
+    if (options.contentType !== undefined) headers["content-type"] = options.contentType;
+    for (const [name, value] of Object.entries(options.metadata ?? {})) headers[`x-amz-meta-${name}`] = value;
+    const res = await this.signed(path, { method: "PUT", headers, body: new Uint8Array(await blob.arrayBuffer()) });
+    await expectOk(res);
+    const version = res.headers.get("x-amz-version-id");
+    return { mode: "classic", etag: (res.headers.get("etag") ?? "").replace(/"/g, ""), ...(version ? { versionId: version } : {}) };
+  }
+
+  private async json<T>(path: string, init: RequestInit): Promise<T> {
+    const res = await this.signed(path, init);
+    await expectOk(res);
+    return (await res.json()) as T;
+  }
+
+  private async signed(path: string, init: RequestInit): Promise<Response> {
+    return this.send(await this.aws.sign(this.url(path), init));
+  }
+
+  private url(path: string): string {
+    return new URL(path, this.options.endpoint).toString();
+  }
+}
+
+function placeOf(part: DirectPartPlace): DirectPartPlace {
+  return { storageId: part.storageId, placement: part.placement };
+}
+
+function objectPath(bucket: string, key: string): string {
+  return `/${encodeURIComponent(bucket)}/${key.split("/").map(encodeURIComponent).join("/")}`;
+}
+
+async function expectOk(res: Response): Promise<void> {
+  if (res.ok) return;
+  const text = await res.text().catch(() => "");
+  const code = /<Code>([^<]*)<\/Code>/.exec(text)?.[1] ?? `HTTP ${res.status}`;
+  const message = /<Message>([^<]*)<\/Message>/.exec(text)?.[1] ?? text.slice(0, 200);
+  throw new ShardgateError(res.status, code, message);
+}

@@ -1,0 +1,72 @@
+// A read plan's shard files as storage nodes, so that the gateway's own range reader
+// (worker/src/storage/read-part.ts) decodes here exactly as it does in the Worker: data shards
+// first, chunk checksums verified by the core, parity read around a node that is missing, fails,
+// or is slow (hedged by the same node health), and a broken stream resumed from the last byte.
+import type { Core, ManifestPart } from "../../worker/src/core-api";
+import type { DirectReadPart, DirectReadPlan } from "../../worker/src/direct-protocol";
+import { GuardedNode, nodeHealth } from "../../worker/src/storage/node-health";
+import { type NodeListing, rangedBody, shardKey, type StorageNode } from "../../worker/src/storage/nodes";
+import { type LossReason, openPartSource, type RangeSource, type ReadSetup } from "../../worker/src/storage/read-part";
+
+/** One node of a plan: ranged GETs of the shard files the plan grants on it, by their keys. */
+class PlanNode implements StorageNode {
+  readonly kind = "s3" as const;
+  readonly urls = new Map<string, string>();
+
+  constructor(
+    readonly id: string,
+    private readonly send: (request: Request) => Promise<Response>,
+  ) {}
+
+  async get(key: string, start: number, end: number): Promise<ReadableStream<Uint8Array> | null> {
+    const url = this.urls.get(key);
+    if (!url) return null;
+    const res = await this.send(new Request(url, { headers: { range: `bytes=${start}-${end - 1}` } }));
+    return rangedBody(res, this.id, key, start, end);
+  }
+
+  put(): Promise<void> {
+    return Promise.reject(new Error("a read plan's node is read only"));
+  }
+  delete(): Promise<void> {
+    return this.put();
+  }
+  head(): Promise<number | null> {
+    return Promise.reject(new Error("a read plan's node is read only"));
+  }
+  list(): Promise<NodeListing> {
+    return Promise.reject(new Error("a read plan's node is read only"));
+  }
+}
+
+/** The plan's nodes, guarded by this client's record of their health; `resolve` makes each URL absolute. */
+export function planNodes(
+  plan: Extract<DirectReadPlan, { mode: "direct" }>,
+  resolve: (url: string) => string,
+  send: (request: Request) => Promise<Response>,
+): StorageNode[] {
+  const nodes = new Map<string, PlanNode>();
+  for (const part of plan.parts) {
+    part.placement.forEach((id, shard) => {
+      let node = nodes.get(id);
+      if (!node) {
+        node = new PlanNode(id, send);
+        nodes.set(id, node);
+      }
+      node.urls.set(shardKey(part.storageId, shard), resolve(part.urls[shard]));
+    });
+  }
+  // Health of its own, apart from the gateway's record of the same nodes (they share an isolate in tests).
+  return [...nodes.values()].map((node) => new GuardedNode(node, nodeHealth(`client:${node.id}`)));
+}
+
+/** All of one part's bytes, decoded as they come. */
+export function openPlanPart(setup: ReadSetup, core: Core, part: DirectReadPart, lost: (shard: number, why: LossReason) => void): Promise<RangeSource> {
+  const { size, blockBytes, dataShards, parityShards, chunkBytes, storageId, placement } = part;
+  const manifestPart: ManifestPart = {
+    size,
+    etag: "",
+    layout: { type: "sharded", blockBytes, dataShards, parityShards, chunkBytes, storageId, placement, partChecksums: [] },
+  };
+  return openPartSource(setup, core, manifestPart, 0, size, { shardLost: (_, shard, why) => lost(shard, why) });
+}
