@@ -60,11 +60,17 @@ export interface UploadOptions {
   onSession?(session: DirectUploadSession): void;
 }
 
+/** "classic": the gateway declined the browser path (small object, encrypting bucket) and the object went up with PutObject. */
 export interface UploadResult {
-  /** "classic": the gateway asked for a plain PutObject (small object, encrypting bucket), and got it. */
   mode: "direct" | "classic";
   etag: string;
   versionId?: string;
+}
+
+/** What `uploadDirect` answers when the gateway declines the browser path: nothing was sent. */
+export interface Declined {
+  mode: "declined";
+  reason: string;
 }
 
 export interface Download {
@@ -107,13 +113,22 @@ export class ShardgateClient {
     });
   }
 
-  /** Uploads `data` as bucket/key, coding it here; small objects and encrypting buckets go the classic way. */
+  /** Uploads `data` as bucket/key, coding it here; small objects and encrypting buckets go up with one PutObject. */
   async upload(bucket: string, key: string, data: Blob | Uint8Array, options: UploadOptions = {}): Promise<UploadResult> {
-    const blob = data instanceof Blob ? data : new Blob([data]);
+    return (await this.uploadOr(bucket, key, data, options, false)) as UploadResult;
+  }
+
+  /** As `upload`, but where the gateway declines the browser path nothing is sent: for callers with a classic path of their own. */
+  uploadDirect(bucket: string, key: string, data: Blob | Uint8Array, options: UploadOptions = {}): Promise<UploadResult | Declined> {
+    return this.uploadOr(bucket, key, data, options, true);
+  }
+
+  private async uploadOr(bucket: string, key: string, data: Blob | Uint8Array, options: UploadOptions, decline: boolean): Promise<UploadResult | Declined> {
+    const blob = data instanceof Blob ? data : new Blob([data as Uint8Array<ArrayBuffer>]);
     const path = objectPath(bucket, key);
     const resumed = options.session?.mode === "direct" && options.session.expires > Date.now() + 60_000 ? options.session : null;
     const session = resumed ?? (await this.json<DirectUploadSession>(`${path}?shardgate-upload`, { method: "POST", body: JSON.stringify({ size: blob.size }) }));
-    if (session.mode === "classic") return this.putClassic(path, blob, options);
+    if (session.mode === "classic") return decline ? { mode: "declined", reason: session.reason } : this.putClassic(path, blob, options);
     options.onSession?.(session);
     const progress: UploadProgress = {
       totalBytes: blob.size,

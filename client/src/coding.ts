@@ -6,7 +6,7 @@ import type { DirectGeometry, DirectUploadPart } from "../../worker/src/direct-p
 
 /** A part coded: one shard file per shard (checksums included), and the MD5 of the part's bytes. */
 export interface CodedPart {
-  files: Uint8Array[];
+  files: Uint8Array<ArrayBuffer>[];
   md5: string;
 }
 

@@ -160,6 +160,8 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking"] });
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: "light" });
     await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: gw.base });
+    // The classic upload and download paths (the browser path has console-direct.test.ts).
+    await context.addInitScript(() => localStorage.setItem("shardgate.browserCoding", "off"));
     page = await context.newPage();
     page.on("pageerror", (e) => pageErrors.push(e.message));
   });

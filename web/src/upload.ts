@@ -1,8 +1,12 @@
-// Uploads: small files in one PUT, large ones as multipart uploads with several parts in flight.
-// Every body carries its CRC32 (computed by the WASM core in a Web Worker). A multipart upload is
-// remembered in localStorage (upload id + the file's name, size and modification time), so after a
-// page reload picking the same file again resumes it: ListParts, then only the missing parts.
+// Uploads: coded in this browser and sent shard file by shard file (the browser path, direct.ts)
+// where the setting and the gateway allow it; otherwise small files in one PUT, large ones as
+// multipart uploads with several parts in flight, every body with its CRC32 (computed by the WASM
+// core in a Web Worker). A multipart upload or a browser-path session is remembered in localStorage
+// (with the file's name, size and modification time), so after a page reload picking the same file
+// again resumes it: only the missing parts, or shard files, are sent.
+import type { DirectUploadSession, UploadProgress } from "../../client/src/index";
 import { checksumBlob } from "./checksums";
+import { browserCoding, directUpload } from "./direct";
 import { errorFromText, messageOf, S3Error } from "./errors";
 import { objectPath, type Part, type S3Client } from "./s3";
 
@@ -12,6 +16,11 @@ export const PARTS_IN_FLIGHT = 4;
 export const ALGORITHM = "CRC32";
 const PART_ATTEMPTS = 3;
 const RESUME_PREFIX = "shardgate.upload:";
+const DIRECT_PREFIX = "shardgate.direct:";
+/** Files this small are stored in their manifest: the gateway would decline the browser path. */
+const DIRECT_MIN_BYTES = 4096;
+/** Largest file a browser-path session takes (as PutObject); bigger ones go up in parts. */
+const DIRECT_MAX_BYTES = 5 * 1024 ** 3;
 
 export type UploadState = "queued" | "uploading" | "completing" | "done" | "failed" | "cancelled";
 
@@ -33,6 +42,18 @@ export interface UploadItem {
   failedParts: number[];
   speed: number;
   started: number;
+  /** Coded in this browser: its shard files, by node. Null on the classic path. */
+  direct: DirectProgress | null;
+}
+
+export interface DirectProgress {
+  shardsTotal: number;
+  shardsSent: number;
+  /** Shard files a resumed upload found stored already. */
+  shardsResumed: number;
+  shardsFailed: number;
+  /** Shard file bytes sent and to send, by node. */
+  nodes: Record<string, { sent: number; total: number }>;
 }
 
 interface ResumeRecord {
@@ -77,7 +98,47 @@ class Speedometer {
 }
 
 function resumeKey(bucket: string, key: string, file: File): string {
-  return `${RESUME_PREFIX}${JSON.stringify([bucket, key, file.name, file.size, file.lastModified])}`;
+  return storageKey(RESUME_PREFIX, bucket, key, file);
+}
+
+/** Where an upload of `file` to bucket/key is remembered, under `prefix`. */
+function storageKey(prefix: string, bucket: string, key: string, file: File): string {
+  return `${prefix}${JSON.stringify([bucket, key, file.name, file.size, file.lastModified])}`;
+}
+
+function loadJson<T>(key: string): T | null {
+  try {
+    const raw = localStorage.getItem(key);
+    return raw ? (JSON.parse(raw) as T) : null;
+  } catch {
+    return null;
+  }
+}
+
+function saveJson(key: string, value: unknown): void {
+  try {
+    localStorage.setItem(key, JSON.stringify(value));
+  } catch {
+    // storage full or disabled: the upload still works, it just cannot be resumed
+  }
+}
+
+function directProgress(progress: UploadProgress): DirectProgress {
+  const nodes: DirectProgress["nodes"] = {};
+  let sent = 0;
+  let resumed = 0;
+  let failed = 0;
+  for (const s of progress.shards) {
+    const node = (nodes[s.node] ??= { sent: 0, total: 0 });
+    node.total += s.bytes;
+    if (s.state === "sent" || s.state === "stored before") {
+      node.sent += s.bytes;
+      sent++;
+    }
+    if (s.state === "stored before") resumed++;
+    if (s.state === "failed") failed++;
+  }
+  return { shardsTotal: progress.shards.length, shardsSent: sent, shardsResumed: resumed, shardsFailed: failed, nodes };
 }
 
 function partSizeFor(size: number): number {
@@ -122,6 +183,7 @@ export class Uploads {
         failedParts: [],
         speed: 0,
         started: 0,
+        direct: null,
       };
       this.items.push(item);
       void this.run(item);
@@ -155,6 +217,7 @@ export class Uploads {
     const wasFailed = item.state === "failed";
     item.state = "cancelled";
     item.error = null;
+    this.abortDirect(item);
     if (item.multipart) {
       const record = this.recall(item);
       this.forget(item);
@@ -199,7 +262,10 @@ export class Uploads {
       item.state = "uploading";
       item.started ||= performance.now();
       this.onChange();
-      if (item.multipart) await this.multipart(item, abort.signal);
+      const direct = browserCoding() && item.size > DIRECT_MIN_BYTES && item.size <= DIRECT_MAX_BYTES && (await this.direct(item, abort.signal));
+      if (direct || abort.signal.aborted) {
+        // done, or cancelled
+      } else if (item.multipart) await this.multipart(item, abort.signal);
       else await this.single(item, abort.signal);
       if (abort.signal.aborted) return;
       item.loaded = item.size;
@@ -215,6 +281,40 @@ export class Uploads {
       release();
       this.aborts.delete(item.id);
     }
+  }
+
+  /** The browser path; false when the gateway declines it (the classic path then runs). */
+  private async direct(item: UploadItem, signal: AbortSignal): Promise<boolean> {
+    const key = storageKey(DIRECT_PREFIX, item.bucket, item.key, item.file);
+    const saved = loadJson<DirectUploadSession>(key);
+    const result = await directUpload(this.s3.credentials, item.bucket, item.key, item.file, {
+      session: saved,
+      signal,
+      onSession: (session) => saveJson(key, session),
+      onProgress: (progress) => {
+        item.direct = directProgress(progress);
+        const shardBytes = progress.shards.reduce((n, s) => n + s.bytes, 0);
+        const sentBytes = progress.shards.reduce((n, s) => n + (s.state === "sent" || s.state === "stored before" ? s.bytes : 0), 0);
+        item.loaded = shardBytes === 0 ? 0 : Math.floor((item.size * sentBytes) / shardBytes);
+        this.progress(item);
+      },
+    });
+    if (result.mode === "declined") {
+      item.direct = null;
+      return false;
+    }
+    localStorage.removeItem(key);
+    return true;
+  }
+
+  /** Removes a cancelled browser-path upload's shard files now (the gateway's orphan sweep would, later). */
+  private abortDirect(item: UploadItem): void {
+    const key = storageKey(DIRECT_PREFIX, item.bucket, item.key, item.file);
+    const session = loadJson<DirectUploadSession>(key);
+    localStorage.removeItem(key);
+    if (session?.mode !== "direct") return;
+    const body = JSON.stringify({ upload: session.upload, parts: session.parts.map(({ storageId, placement }) => ({ storageId, placement })) });
+    void this.s3.request("POST", objectPath(item.bucket, item.key), { query: { "shardgate-abort": "" }, body }).catch(() => undefined);
   }
 
   private async single(item: UploadItem, signal: AbortSignal): Promise<void> {

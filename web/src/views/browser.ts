@@ -6,6 +6,7 @@ import { messageOf } from "../errors";
 import { hashOf, routeOf, type App } from "../app";
 import type { ListPage, ObjectEntry } from "../s3";
 import { confirmDialog, h, humanDate, humanSize, icon, mount, toast } from "../ui";
+import { browserCoding, setBrowserCoding } from "../direct";
 import { filesFromDrop } from "../upload";
 import { openObject } from "./object";
 import { permissionsPanel } from "./permissions";
@@ -103,6 +104,14 @@ export async function renderBrowser(app: App, bucket: string, prefix: string): P
   pick.addEventListener("change", () => onPicked(pick));
   pickFolder.addEventListener("change", () => onPicked(pickFolder));
 
+  // The browser path (docs/browser-path.md): a visible setting, remembered in this browser.
+  const hint = h("span", null, uploadHint());
+  const coding = h("input", { type: "checkbox", id: "browser-coding", checked: browserCoding() });
+  coding.addEventListener("change", () => {
+    setBrowserCoding(coding.checked);
+    hint.textContent = uploadHint();
+  });
+
   const deleteButton = h("button", { type: "button", class: "danger", disabled: true, onclick: () => void deleteSelected() }, "Delete selected");
   const listing = h("div", { class: "listing", "aria-live": "polite", "aria-busy": "true" }, h("p", { class: "muted" }, "Loading…"));
   const status = h("p", { class: "muted small", id: "list-status" });
@@ -133,17 +142,17 @@ export async function renderBrowser(app: App, bucket: string, prefix: string): P
         pick,
         h("label", { class: "button", for: "upload-folder" }, "Upload folder"),
         pickFolder,
+        h(
+          "label",
+          { class: "check", for: "browser-coding", title: "Erasure-code uploads and decode downloads here, moving shard files straight to the nodes" },
+          coding,
+          "Code in this browser",
+        ),
         deleteButton,
         h("button", { type: "button", onclick: () => void load(), "aria-label": "Refresh" }, icon("refresh")),
       ),
     ),
-    h(
-      "p",
-      { class: "muted small drop-hint" },
-      "Drop files or folders here to upload them into ",
-      h("strong", null, `${bucket}/${prefix}`),
-      ". Files over 8 MiB go up in parts, 4 at a time, each with a CRC32 checksum.",
-    ),
+    h("p", { class: "muted small drop-hint" }, "Drop files or folders here to upload them into ", h("strong", null, `${bucket}/${prefix}`), ". ", hint),
     listing,
     h("div", { class: "list-foot" }, status, pager, h("div", { class: "field inline" }, h("label", { for: "page-size" }, "Per page"), pageSize)),
   );
@@ -374,4 +383,10 @@ function iconFor(key: string): string {
   if (["mp3", "wav", "ogg", "flac", "m4a"].includes(ext)) return "audio";
   if (["txt", "md", "json", "csv", "log", "yaml", "yml", "xml", "html", "pdf"].includes(ext)) return "text";
   return "file";
+}
+
+function uploadHint(): string {
+  return browserCoding()
+    ? "Files are erasure-coded in this browser and their shard files sent straight to the storage nodes (small files, and buckets that encrypt, go up the classic way)."
+    : "Files over 8 MiB go up in parts, 4 at a time, each with a CRC32 checksum.";
 }

@@ -1,5 +1,6 @@
 // One object: preview, download, share link, details (HEAD with checksums), user metadata (edited by
 // copying the object onto itself) and its erasure layout (GET /_shardgate/admin/object).
+import { browserCoding, directDownload } from "../direct";
 import { messageOf } from "../errors";
 import { markdownToHtml } from "../markdown";
 import type { App } from "../app";
@@ -107,9 +108,16 @@ export function openObject(app: App, bucket: string, key: string, changed: () =>
     "Share",
   );
   const download = h("a", { class: "button", href: "#", download: name }, "Download");
+  const downloadNote = h("p", { class: "small muted", id: "download-status", "aria-live": "polite" });
   void app.s3
     .presign(bucket, key, 3600, { "response-content-disposition": `attachment; filename="${name.replace(/["\\]/g, "_")}"` })
     .then((u) => (download.href = u));
+  // The browser path: fetched shard by shard and decoded here (a Web Worker), then saved.
+  download.addEventListener("click", (e) => {
+    if (!browserCoding() || download.getAttribute("aria-busy") === "true") return;
+    e.preventDefault();
+    void downloadHere(app, bucket, key, name, download, downloadNote);
+  });
 
   const body = h(
     "div",
@@ -125,6 +133,7 @@ export function openObject(app: App, bucket: string, key: string, changed: () =>
           "div",
           { class: "row" },
           download,
+          downloadNote,
           h(
             "button",
             {
@@ -387,4 +396,32 @@ export async function renderLayout(app: App, el: HTMLElement, bucket: string, ke
       ),
     ),
   );
+}
+
+/** Downloads through the browser path and saves the file; on failure, the classic link is there to click. */
+async function downloadHere(app: App, bucket: string, key: string, name: string, link: HTMLAnchorElement, note: HTMLElement): Promise<void> {
+  link.setAttribute("aria-busy", "true");
+  const started = performance.now();
+  const around = (n: number) => (n ? ` · ${n} shard file${n === 1 ? "" : "s"} read around` : "");
+  try {
+    const got = await directDownload(app.s3.credentials, bucket, key, (bytes, size, readAround) => {
+      const speed = bytes / Math.max(0.001, (performance.now() - started) / 1000);
+      note.textContent = `Decoding in this browser: ${Math.floor((bytes / Math.max(1, size)) * 100)}% · ${humanSize(bytes)} of ${humanSize(size)} · ${humanSize(speed)}/s${around(readAround.length)}`;
+    });
+    const seconds = (performance.now() - started) / 1000;
+    note.textContent =
+      got.mode === "direct"
+        ? `Decoded in this browser: ${humanSize(got.blob.size)} in ${seconds.toFixed(1)} s (${humanSize(got.blob.size / Math.max(0.001, seconds))}/s)${around(got.readAround.length)}.`
+        : `Downloaded through the gateway: ${humanSize(got.blob.size)}.`;
+    const url = URL.createObjectURL(got.blob);
+    const save = h("a", { href: url, download: name, hidden: true });
+    document.body.append(save);
+    save.click();
+    save.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+  } catch (err) {
+    note.textContent = `${messageOf(err)} Turn off “Code in this browser” to download through the gateway.`;
+  } finally {
+    link.removeAttribute("aria-busy");
+  }
 }

@@ -9,6 +9,8 @@ interface Row {
   el: HTMLElement;
   bar: HTMLProgressElement;
   text: HTMLElement;
+  /** Browser-path uploads: the shard files' progress by node. */
+  nodes: HTMLElement;
   state: HTMLElement;
   cancel: HTMLButtonElement;
   retry: HTMLButtonElement;
@@ -35,6 +37,7 @@ function rowFor(app: App, item: UploadItem): Row {
   if (row) return row;
   const bar = h("progress", { max: 100, value: 0, "aria-label": `Progress of ${item.key}` });
   const text = h("span", { class: "small muted" });
+  const nodes = h("span", { class: "small muted upload-nodes", "aria-label": `Shard files of ${item.key} by node` });
   const state = h("span", { class: "badge" });
   const cancel = h(
     "button",
@@ -48,8 +51,9 @@ function rowFor(app: App, item: UploadItem): Row {
     h("div", { class: "upload-head" }, h("span", { class: "upload-name", title: `${item.bucket}/${item.key}` }, item.key), state, retry, cancel),
     bar,
     text,
+    nodes,
   );
-  row = { el, bar, text, state, cancel, retry };
+  row = { el, bar, text, nodes, state, cancel, retry };
   rows.set(item, row);
   return row;
 }
@@ -114,18 +118,42 @@ export function renderUploadPanel(app: App, host: HTMLElement): void {
     row.state.textContent = STATE_TEXT[item.state];
     row.state.className = `badge ${item.state}`;
     row.el.className = `upload ${item.state}`;
-    const parts = item.multipart ? ` · part ${item.partsDone} of ${item.partsTotal}${item.partsResumed ? ` (${item.partsResumed} resumed)` : ""}` : "";
+    const parts = partsText(item);
     if (item.state === "uploading") {
       const left = item.speed > 0 ? humanDuration((item.size - item.loaded) / item.speed) : "";
       row.text.textContent = `${p}% · ${humanSize(Math.min(item.loaded, item.size))} of ${humanSize(item.size)}${item.speed > 0 ? ` · ${humanSize(item.speed)}/s` : ""}${left ? ` · ${left} left` : ""}${parts}`;
     } else if (item.state === "failed") {
       row.text.textContent = item.error ?? "Failed.";
     } else if (item.state === "done") {
-      row.text.textContent = `100% · ${humanSize(item.size)}${item.multipart ? ` in ${item.partsTotal} parts${item.partsResumed ? ` (${item.partsResumed} resumed)` : ""}` : ""}`;
+      row.text.textContent = `100% · ${humanSize(item.size)}${doneText(item)}`;
     } else {
       row.text.textContent = `${p}% · ${humanSize(item.size)}${parts}`;
+    }
+    row.nodes.hidden = !item.direct;
+    if (item.direct) {
+      row.nodes.textContent = Object.entries(item.direct.nodes)
+        .map(([node, n]) => `${node} ${Math.floor((n.sent / Math.max(1, n.total)) * 100)}%`)
+        .join(" · ");
     }
     row.cancel.hidden = item.state === "done" || item.state === "cancelled";
     row.retry.hidden = item.state !== "failed";
   }
+}
+
+/** What a row says of an upload's pieces in flight: shard files (coded here) or parts. */
+function partsText(item: UploadItem): string {
+  const d = item.direct;
+  if (d) {
+    const extra = [d.shardsResumed ? `${d.shardsResumed} resumed` : "", d.shardsFailed ? `${d.shardsFailed} failed` : ""].filter(Boolean).join(", ");
+    return ` · coded in this browser · ${d.shardsSent} of ${d.shardsTotal} shard files${extra ? ` (${extra})` : ""}`;
+  }
+  return item.multipart ? ` · part ${item.partsDone} of ${item.partsTotal}${item.partsResumed ? ` (${item.partsResumed} resumed)` : ""}` : "";
+}
+
+/** What a finished upload's row says after its size. */
+function doneText(item: UploadItem): string {
+  const d = item.direct;
+  if (d)
+    return ` coded in this browser into ${d.shardsTotal} shard files on ${Object.keys(d.nodes).length} nodes${d.shardsResumed ? ` (${d.shardsResumed} resumed)` : ""}`;
+  return item.multipart ? ` in ${item.partsTotal} parts${item.partsResumed ? ` (${item.partsResumed} resumed)` : ""}` : "";
 }

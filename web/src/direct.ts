@@ -1,0 +1,99 @@
+// The browser path in the console (docs/browser-path.md): uploads coded and downloads decoded in
+// this browser by a Web Worker (direct-worker.ts), shard files moving straight to where the
+// gateway's plan says. A visible setting turns it off; the gateway answers "classic" where it
+// cannot be used (small objects, encrypting buckets, encrypted objects) and the worker falls back.
+import type { Declined, DirectUploadSession, UploadProgress, UploadResult } from "../../client/src/index";
+import type { DirectReply, DirectRequest, ReadAround } from "./direct-worker";
+import type { Credentials } from "./s3";
+
+const SETTING_KEY = "shardgate.browserCoding";
+
+/** Whether this browser codes uploads and decodes downloads itself (on unless turned off). */
+export function browserCoding(): boolean {
+  try {
+    return localStorage.getItem(SETTING_KEY) !== "off";
+  } catch {
+    return false;
+  }
+}
+
+export function setBrowserCoding(on: boolean): void {
+  localStorage.setItem(SETTING_KEY, on ? "on" : "off");
+}
+
+export interface DirectUploadHooks {
+  session: DirectUploadSession | null;
+  onSession(session: DirectUploadSession): void;
+  onProgress(progress: UploadProgress): void;
+  signal: AbortSignal;
+}
+
+/** Runs one request in a worker of its own (ended when it answers, or when `signal` aborts). */
+function run<T>(request: DirectRequest, signal: AbortSignal | null, handle: (reply: DirectReply, done: (value: T) => void) => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const worker = new Worker(new URL("./direct-worker.ts", import.meta.url), { type: "module" });
+    const finish = () => {
+      worker.terminate();
+      signal?.removeEventListener("abort", aborted);
+    };
+    const aborted = () => {
+      finish();
+      reject(new DOMException("The transfer was cancelled.", "AbortError"));
+    };
+    signal?.addEventListener("abort", aborted);
+    worker.onmessage = (e: MessageEvent<DirectReply>) => {
+      if (e.data.type === "error") {
+        finish();
+        reject(new Error(e.data.message));
+        return;
+      }
+      handle(e.data, (value) => {
+        finish();
+        resolve(value);
+      });
+    };
+    worker.onerror = (e) => {
+      finish();
+      reject(new Error(`The browser-path worker stopped: ${e.message}`));
+    };
+    worker.postMessage(request);
+  });
+}
+
+/** Uploads `file` by the browser path; "declined" (nothing sent) where the gateway says it cannot be used. */
+export function directUpload(credentials: Credentials, bucket: string, key: string, file: File, hooks: DirectUploadHooks): Promise<UploadResult | Declined> {
+  const request: DirectRequest = {
+    op: "upload",
+    origin: location.origin,
+    credentials,
+    bucket,
+    key,
+    file,
+    contentType: file.type || "application/octet-stream",
+    session: hooks.session,
+  };
+  return run<UploadResult | Declined>(request, hooks.signal, (reply, done) => {
+    if (reply.type === "session") hooks.onSession(reply.session);
+    else if (reply.type === "upload-progress") hooks.onProgress(reply.progress);
+    else if (reply.type === "uploaded") done(reply.result);
+  });
+}
+
+export interface DirectDownload {
+  blob: Blob;
+  mode: "direct" | "classic";
+  readAround: ReadAround[];
+}
+
+export function directDownload(
+  credentials: Credentials,
+  bucket: string,
+  key: string,
+  onProgress: (bytes: number, size: number, readAround: ReadAround[]) => void,
+): Promise<DirectDownload> {
+  const request: DirectRequest = { op: "download", origin: location.origin, credentials, bucket, key, versionId: null };
+  return run<DirectDownload>(request, null, (reply, done) => {
+    if (reply.type === "download-progress") onProgress(reply.bytes, reply.size, reply.readAround);
+    else if (reply.type === "downloaded") done({ blob: reply.blob, mode: reply.mode, readAround: reply.readAround });
+  });
+}
