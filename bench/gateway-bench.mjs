@@ -1,4 +1,4 @@
-// `npm run bench [-- --json] [-- --quick] [-- --stall]`: shardgate against MinIO 4+2 and a
+// `npm run bench [-- --json] [-- --quick] [-- --stall] [-- --no-direct]`: shardgate against MinIO 4+2 and a
 // pass-through Worker, side by side in one run on this machine (bench/lib/targets.mjs):
 //   shardgate as `npm start` serves it (plain workerd) and under `wrangler dev`; the pass-through
 //   Worker on plain workerd over a disk service; MinIO in erasure mode 4+2 on six folders.
@@ -15,9 +15,12 @@
 //
 // Prints one table per case with the ratio shardgate (npm start) / MinIO, or with --json only the
 // figures on stdout; progress goes to stderr. --stall adds bench/stall-bench.mjs (a paused node).
+// Then bench/direct-bench.mjs: the browser path against the classic path (not with --no-direct,
+// nor when --targets or --cases pick a subset).
 import { createHash, randomBytes } from "node:crypto";
 import { S3Client } from "./lib/s3-client.mjs";
 import { bytesRead, startTarget, TARGETS } from "./lib/targets.mjs";
+import { directBench, directTable } from "./direct-bench.mjs";
 import { roundStallRows, stallBench, stallFootnotes, stallTable, stopStallCluster } from "./stall-bench.mjs";
 
 const args = new Set(process.argv.slice(2));
@@ -215,11 +218,19 @@ if (args.has("--stall")) {
   }
 }
 
+const direct = args.has("--no-direct") || only("targets") || only("cases") ? null : await directBench({ log });
+
 if (json) {
   const stallJson = stall && { rows: roundStallRows(stall.rows), info: stall.info };
   console.log(
     JSON.stringify(
-      { machine: { cpus: (await import("node:os")).cpus().length }, targets: TARGETS.map(({ id, label }) => ({ id, label })), results, stall: stallJson },
+      {
+        machine: { cpus: (await import("node:os")).cpus().length },
+        targets: TARGETS.map(({ id, label }) => ({ id, label })),
+        results,
+        stall: stallJson,
+        direct,
+      },
       null,
       2,
     ),
@@ -227,6 +238,7 @@ if (json) {
 } else {
   console.log(report(results));
   if (stall) console.log(`\n${stallTable(stall.rows)}\n\n${stallFootnotes(stall.info)}`);
+  if (direct) console.log(`\n${directTable(direct)}`);
 }
 
 function fmt(n, digits = 0) {

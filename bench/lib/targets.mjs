@@ -107,7 +107,7 @@ function minio(dir, port) {
 }
 
 /** Processes named `name` among the descendants of `pid`. */
-function descendants(pid, name) {
+export function descendants(pid, name) {
   const out = [];
   const walk = (p) => {
     let children = [];

@@ -95,6 +95,9 @@ export class ShardgateError extends Error {
   }
 }
 
+/** Parts whose shard files are sent at once (each part's all together), while the next one codes. */
+const PARTS_IN_FLIGHT = 2;
+
 /** Sends of one shard file before it is given up on (the commit then decides, by write quorum). */
 const SHARD_ATTEMPTS = 2;
 
@@ -139,8 +142,8 @@ export class ShardgateClient {
     };
     const report = () => options.onProgress?.(progress);
     const md5s: string[] = [];
-    // One part codes while the one before it is sent: at most two parts' shard files in memory.
-    let sending: Promise<void> | null = null;
+    // Parts code while earlier ones are sent: at most PARTS_IN_FLIGHT + 1 parts' shard files in memory.
+    const sending: Promise<void>[] = [];
     let offset = 0;
     for (const [p, part] of session.parts.entries()) {
       const bytes = new Uint8Array(await blob.slice(offset, offset + part.size).arrayBuffer());
@@ -149,10 +152,12 @@ export class ShardgateClient {
       const coded = stored.size === part.urls.length ? null : codePart(this.options.core, session.geometry, part, bytes);
       md5s.push(coded?.md5 ?? partMd5(this.options.core, bytes));
       progress.codedBytes += part.size;
-      if (sending) await sending;
-      sending = this.sendPart(p, part, coded, stored, progress, report);
+      if (sending.length >= PARTS_IN_FLIGHT) await sending.shift();
+      const sent = this.sendPart(p, part, coded, stored, progress, report);
+      sent.catch(() => {}); // awaited in turn
+      sending.push(sent);
     }
-    if (sending) await sending;
+    for (const sent of sending) await sent;
     const commit: DirectCommit = {
       upload: session.upload,
       parts: session.parts.map(placeOf),

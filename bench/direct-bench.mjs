@@ -1,0 +1,208 @@
+// The browser path against the classic path (docs/browser-path.md), part of `npm run bench` and on
+// its own as `npm run bench:direct [-- --json]`: the same 64 MiB object uploaded and downloaded
+//   - classic: one PutObject / GetObject, the gateway coding and decoding;
+//   - browser path: @shardgate/client (client/, bundled for Node here) coding and decoding in
+//     this process, shard files moving as the gateway's plan says;
+// on two set-ups: `npm start`'s six disk nodes, which only the gateway reaches (shard files pass
+// through its shard endpoint, chunk checksums checked, no coding), and `npm run cluster
+// --client-urls`, six versitygw S3 nodes that clients reach themselves (presigned node URLs: the
+// gateway sees no data byte). Rounds alternate the two paths. Per operation: the client's time and
+// throughput, the CPU time of the gateway's workerd processes (/proc/PID/stat utime + stime), and
+// the bytes the gateway handled: from and to clients, from and to nodes (its own metrics; workerd's
+// socket traffic does not show in /proc/PID/io).
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { build } from "esbuild";
+import { freePort } from "../scripts/lib/free-port.mjs";
+import { S3Client } from "./lib/s3-client.mjs";
+import { descendants, SHARDGATE_KEY, startTarget, TARGETS } from "./lib/targets.mjs";
+import { ok } from "./lib/windows.mjs";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const MiB = 1 << 20;
+const SIZE = 64 * MiB;
+const ROUNDS = 3;
+const TICK_MS = 10; // /proc/PID/stat counts CPU time in clock ticks of 1/100 s on Linux
+
+/** The client library and the core, loaded once. */
+async function loadClient() {
+  const dir = mkdtempSync(join(os.tmpdir(), "shardgate-direct-bench-"));
+  const out = join(dir, "client.mjs");
+  await build({ entryPoints: [join(root, "client/src/index.ts")], bundle: true, format: "esm", platform: "node", outfile: out, logLevel: "error" });
+  const lib = await import(pathToFileURL(out).href);
+  rmSync(dir, { recursive: true, force: true });
+  const bindings = await import(pathToFileURL(join(root, "core/pkg/shardgate_core.js")).href);
+  const memory = bindings.initSync({ module: readFileSync(join(root, "core/pkg/shardgate_core_bg.wasm")) }).memory;
+  return { ShardgateClient: lib.ShardgateClient, core: new lib.Core(bindings, memory) };
+}
+
+/** CPU time (ms) of processes so far. */
+function cpuMs(pids) {
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime
+    } catch {
+      // gone
+    }
+  }
+  return ticks * TICK_MS;
+}
+
+const HANDLED = [
+  "shardgate_client_bytes_received_total",
+  "shardgate_client_bytes_sent_total",
+  "shardgate_node_bytes_read_total",
+  "shardgate_node_bytes_written_total",
+];
+
+/** Bytes the gateway has handled so far: from and to clients, from and to its nodes. */
+async function handledBytes(s3) {
+  const text = (await ok(s3, "GET", "/_shardgate/metrics", { keep: true })).body.toString();
+  let sum = 0;
+  for (const line of text.split("\n")) if (HANDLED.some((name) => line.startsWith(name))) sum += Number(line.slice(line.lastIndexOf(" ") + 1));
+  return sum;
+}
+
+async function measure(s3, pids, fn) {
+  const bytesBefore = await handledBytes(s3);
+  const cpuBefore = cpuMs(pids);
+  const started = performance.now();
+  await fn();
+  const seconds = (performance.now() - started) / 1000;
+  const cpu = cpuMs(pids) - cpuBefore;
+  return { seconds, cpuMs: cpu, bytes: (await handledBytes(s3)) - bytesBefore };
+}
+
+/** The cluster of `npm run cluster --client-urls`, started for the bench. */
+async function startCluster(log) {
+  const port = await freePort();
+  const child = spawn(process.execPath, [join(root, "scripts/cluster.mjs"), "--quiet", "--port", String(port), "--client-urls"], {
+    cwd: root,
+    detached: true,
+    stdio: ["ignore", "pipe", "ignore"],
+  });
+  const info = await new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout.on("data", (d) => {
+      out += d.toString();
+      const line = out.split("\n").find((l) => l.startsWith("cluster "));
+      if (line) resolve(JSON.parse(line.slice("cluster ".length)));
+    });
+    child.once("exit", (code) => reject(new Error(`the cluster exited with ${code}`)));
+  });
+  log(`bench:direct: cluster on ${info.endpoint}`);
+  return {
+    endpoint: info.endpoint,
+    pids: () => descendants(info.gatewayPid, "workerd"),
+    stop: () => {
+      for (const n of info.nodes) {
+        try {
+          process.kill(n.pid, "SIGKILL");
+        } catch {
+          // gone
+        }
+      }
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // gone
+      }
+      rmSync(info.data, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Both paths, both directions, ROUNDS alternating rounds, on one gateway. */
+async function benchSetup(label, endpoint, pids, lib, log) {
+  const s3 = new S3Client({ endpoint, ...SHARDGATE_KEY });
+  const client = new lib.ShardgateClient({ endpoint, ...SHARDGATE_KEY, core: lib.core });
+  const body = randomBytes(SIZE);
+  await ok(s3, "PUT", "/direct-bench");
+  const ops = { classicPut: [], directPut: [], classicGet: [], directGet: [] };
+  for (let round = 0; round < ROUNDS; round++) {
+    const classicFirst = round % 2 === 0;
+    const put = {
+      classic: () => measure(s3, pids(), () => ok(s3, "PUT", `/direct-bench/classic-${round}`, { body })),
+      direct: () => measure(s3, pids(), () => client.upload("direct-bench", `direct-${round}`, body)),
+    };
+    for (const path of classicFirst ? ["classic", "direct"] : ["direct", "classic"]) ops[`${path}Put`].push(await put[path]());
+    const get = {
+      classic: () =>
+        measure(s3, pids(), async () => {
+          const res = await ok(s3, "GET", `/direct-bench/classic-${round}`);
+          if (res.bytes !== SIZE) throw new Error(`GET returned ${res.bytes} bytes`);
+        }),
+      direct: () =>
+        measure(s3, pids(), async () => {
+          const got = await client.download("direct-bench", `direct-${round}`);
+          let n = 0;
+          for await (const piece of got.body) n += piece.length;
+          if (n !== SIZE || got.mode !== "direct") throw new Error(`the browser path returned ${n} bytes (${got.mode})`);
+        }),
+    };
+    for (const path of classicFirst ? ["classic", "direct"] : ["direct", "classic"]) ops[`${path}Get`].push(await get[path]());
+    log(`bench:direct: ${label}: round ${round + 1}/${ROUNDS}`);
+  }
+  s3.close();
+  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const summarize = (runs) => ({
+    mibPerS: SIZE / MiB / median(runs.map((r) => r.seconds)),
+    cpuMs: median(runs.map((r) => r.cpuMs)),
+    mibMoved: median(runs.map((r) => r.bytes)) / MiB,
+  });
+  return { label, ...Object.fromEntries(Object.entries(ops).map(([k, runs]) => [k, summarize(runs)])) };
+}
+
+/** Runs both set-ups; resolves with one row per set-up and direction. */
+export async function directBench({ log }) {
+  const lib = await loadClient();
+  const rows = [];
+  const workerd = await startTarget(
+    TARGETS.find((t) => t.id === "workerd"),
+    log,
+  );
+  try {
+    rows.push(await benchSetup("disk nodes (npm start): shard files through the gateway", workerd.endpoint, workerd.readers, lib, log));
+  } finally {
+    await workerd.stop();
+  }
+  const cluster = await startCluster(log);
+  try {
+    rows.push(await benchSetup("S3 nodes clients reach (cluster --client-urls): presigned node URLs", cluster.endpoint, cluster.pids, lib, log));
+  } finally {
+    cluster.stop();
+  }
+  return rows;
+}
+
+const fmt = (n) => (n >= 100 ? Math.round(n).toLocaleString("en-US") : n.toFixed(n >= 10 ? 0 : 1));
+
+export function directTable(rows) {
+  const lines = [
+    "| 64 MiB, one client | operation | classic: client MiB/s · gateway CPU ms · MiB the gateway moved | browser path: client MiB/s · gateway CPU ms · MiB moved | gateway CPU browser / classic |",
+    "|---|---|---|---|---|",
+  ];
+  for (const r of rows) {
+    for (const [op, classic, direct] of [
+      ["upload", r.classicPut, r.directPut],
+      ["download", r.classicGet, r.directGet],
+    ]) {
+      const cell = (s) => `${fmt(s.mibPerS)} MiB/s · ${fmt(s.cpuMs)} ms · ${fmt(s.mibMoved)} MiB`;
+      const ratio = classic.cpuMs > 0 ? `${(direct.cpuMs / classic.cpuMs).toFixed(2)}×` : "–";
+      lines.push(`| ${r.label} | ${op} | ${cell(classic)} | ${cell(direct)} | ${ratio} |`);
+    }
+  }
+  return lines.join("\n");
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const rows = await directBench({ log: (l) => console.error(l) });
+  console.log(process.argv.includes("--json") ? JSON.stringify(rows, null, 2) : directTable(rows));
+}
