@@ -111,9 +111,12 @@ describe("the browser path", () => {
     const short = await putShard(s.parts[0].urls[3], coded.files[3].subarray(1));
     expect(short.status).toBe(400);
     expect(await storedFiles(s)).toBe(0);
-    // A grant whose signature is changed grants nothing.
+    // A grant whose signature is changed grants nothing, nor does one under another bucket's path.
     const forged = await putShard(`${s.parts[0].urls[0].slice(0, -3)}AAA`, coded.files[0]);
     expect(forged.status).toBe(403);
+    const elsewhere = await putShard(s.parts[0].urls[0].replace(`/${bucket}/`, "/direct-sse/"), coded.files[0]);
+    expect(elsewhere.status).toBe(403);
+    expect(await storedFiles(s)).toBe(0);
   });
 
   it("refuses a commit whose parity does not match its data (every chunk checksum valid), and nothing becomes visible", async () => {
@@ -217,6 +220,28 @@ describe("the browser path", () => {
     expect(sent).toEqual([]);
     expect(states).toContain("stored before");
     expectSameBytes(new Uint8Array(await (await s3ok(`/${bucket}/resumed.bin`)).arrayBuffer()), data);
+  });
+
+  it("shard URLs answer with their bucket's CORS rules, so apps on other origins can use them", async () => {
+    const rules =
+      "<CORSConfiguration><CORSRule><AllowedOrigin>https://app.example</AllowedOrigin><AllowedMethod>PUT</AllowedMethod><AllowedMethod>GET</AllowedMethod>" +
+      "<AllowedHeader>*</AllowedHeader><ExposeHeader>Content-Range</ExposeHeader></CORSRule></CORSConfiguration>";
+    await s3ok(`/${bucket}?cors`, {
+      method: "PUT",
+      body: rules,
+      headers: { "content-md5": btoa(String.fromCharCode(...new Uint8Array(await crypto.subtle.digest("MD5", new TextEncoder().encode(rules))))) },
+    });
+    const data = randomBytes(300_000, 61);
+    const s = await session("cors.bin", data.length);
+    const url = `${GATEWAY}${s.parts[0].urls[0]}`;
+    const preflight = await send(new Request(url, { method: "OPTIONS", headers: { origin: "https://app.example", "access-control-request-method": "PUT" } }));
+    expect(preflight.status).toBe(200);
+    expect(preflight.headers.get("access-control-allow-origin")).toBe("https://app.example");
+    const coded = codePart(core, s.geometry, s.parts[0], data);
+    const put = await send(new Request(url, { method: "PUT", body: coded.files[0], headers: { origin: "https://app.example" } }));
+    expect(put.status).toBe(200);
+    expect(put.headers.get("access-control-allow-origin")).toBe("https://app.example");
+    await s3ok(`/${bucket}?cors`, { method: "DELETE" }, 204);
   });
 
   it("small objects and buckets that encrypt go the classic way", async () => {

@@ -92,5 +92,5 @@ export type DirectReadPlan =
     }
   | { mode: "classic"; reason: string };
 
-/** Where the gateway takes and serves shard files itself: SHARD_PATH + a shard grant. */
+/** Where the gateway takes and serves shard files itself: SHARD_PATH + bucket + "/" + a shard grant. */
 export const SHARD_PATH = "/_shardgate/shards/";

@@ -44,10 +44,10 @@ export async function getReadPlan(ctx: RequestContext, bucket: string, key: stri
   return json(await readPlan(directContext(ctx), bucket, key, requestedVersion(ctx.url)));
 }
 
-/** PUT, GET (one Range or none) and HEAD of SHARD_PATH + grant. */
-export async function transferShard(ctx: RequestContext, token: string): Promise<Response> {
+/** PUT, GET (one Range or none) and HEAD of SHARD_PATH + bucket + grant. */
+export async function transferShard(ctx: RequestContext, bucket: string, token: string): Promise<Response> {
   const method = ctx.request.method;
-  const file = await grantedShard(directContext(ctx), token, method === "PUT");
+  const file = await grantedShard(directContext(ctx), bucket, token, method === "PUT");
   if (method === "PUT") {
     const length = ctx.auth.contentLength;
     if (length === null) throw new S3Error("MissingContentLength", "You must provide the Content-Length HTTP header.");

@@ -232,7 +232,7 @@ function dispatch(ctx: RequestContext, e: Endpoint): Promise<Response> {
     case "GetReadPlan":
       return getReadPlan(ctx, e.bucket, e.key);
     case "TransferShard":
-      return transferShard(ctx, e.token);
+      return transferShard(ctx, e.bucket, e.token);
     case "GetMetrics":
       return getMetrics(ctx.env);
     case "Admin":

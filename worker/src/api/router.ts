@@ -63,7 +63,7 @@ export type Endpoint =
   | { op: "CompleteDirectUpload"; bucket: string; key: string }
   | { op: "AbortDirectUpload"; bucket: string; key: string }
   | { op: "GetReadPlan"; bucket: string; key: string }
-  | { op: "TransferShard"; token: string }
+  | { op: "TransferShard"; bucket: string; token: string }
   | { op: "GetMetrics" }
   | { op: "Admin"; path: string }
   | { op: "NotImplemented"; name: string };
@@ -145,7 +145,7 @@ const ADMIN_PATHS = "/_shardgate/admin/";
 export function routeRequest(method: string, url: URL, virtualHostSuffix: string, headers: Headers): Endpoint {
   if (url.pathname === METRICS_PATH) return method === "GET" ? { op: "GetMetrics" } : notImplemented(`${method} on the metrics endpoint`);
   if (url.pathname.startsWith(ADMIN_PATHS)) return { op: "Admin", path: url.pathname.slice(ADMIN_PATHS.length) };
-  if (url.pathname.startsWith(SHARD_PATH)) return { op: "TransferShard", token: url.pathname.slice(SHARD_PATH.length) };
+  if (url.pathname.startsWith(SHARD_PATH)) return routeShard(method, url.pathname.slice(SHARD_PATH.length));
   return route(method, resolveTarget(url, virtualHostSuffix), url.searchParams, headers);
 }
 
@@ -278,6 +278,15 @@ function routeObject(method: string, bucket: string, key: string, query: URLSear
     default:
       return notImplemented(`${method} on an object`);
   }
+}
+
+/** A shard file's URL: SHARD_PATH, the bucket, the grant (docs/browser-path.md). Preflights get the bucket's CORS rules. */
+function routeShard(method: string, rest: string): Endpoint {
+  const slash = rest.indexOf("/");
+  if (slash <= 0) return notImplemented(`${method} on a shard URL without a bucket`);
+  const bucket = decodePath(rest.slice(0, slash));
+  if (method === "OPTIONS") return { op: "PreflightCors", bucket };
+  return { op: "TransferShard", bucket, token: rest.slice(slash + 1) };
 }
 
 /** The browser path's requests on an object (docs/browser-path.md), or null for none. */

@@ -23,7 +23,7 @@ export async function readPlan(
     const layout = part.layout;
     if (layout.type !== "sharded") return { mode: "classic", reason: "the object is stored in its manifest" };
     const { blockBytes, dataShards, parityShards, chunkBytes, storageId, placement } = layout;
-    const urls = await Promise.all(placement.map((node, shard) => shardUrl(ctx, { layout, size: part.size, shard, node, write: false, expires }, now)));
+    const urls = await Promise.all(placement.map((node, shard) => shardUrl(ctx, { bucket, layout, size: part.size, shard, node, write: false, expires }, now)));
     parts.push({ size: part.size, blockBytes, dataShards, parityShards, chunkBytes, storageId, placement, urls });
   }
   const contentType = manifest.headers.find(([name]) => name === "content-type")?.[1] ?? null;

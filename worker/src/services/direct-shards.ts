@@ -1,7 +1,9 @@
 // Shard files moved by the client itself (docs/browser-path.md), through the gateway for nodes
 // only it can reach (disk nodes, R2 bindings): stored as they come, never decoded or re-encoded,
 // and served as byte ranges. A shard grant, signed by the gateway, says which file of which node
-// and whether it may be written; it is the whole authorization, like a presigned URL.
+// and whether it may be written; it is the whole authorization, like a presigned URL. Its URL
+// names the bucket too (SHARD_PATH/bucket/grant), so browsers on other origins get that bucket's
+// CORS rules, as for its objects.
 import { type GrantBase, openGrant, signGrant } from "../auth/grant";
 import { type DirectGeometry, SHARD_PATH } from "../direct-protocol";
 import { S3Error } from "../s3-error";
@@ -11,6 +13,7 @@ import type { DirectContext } from "./direct-upload";
 
 interface ShardGrant extends GrantBase {
   kind: "shard";
+  bucket: string;
   /** A write grant stores the file (once, before the commit); a read grant serves ranges of it. */
   write: boolean;
   storageId: string;
@@ -22,6 +25,7 @@ interface ShardGrant extends GrantBase {
 }
 
 export interface ShardGrantSpec {
+  bucket: string;
   layout: DirectGeometry & { storageId: string };
   size: number;
   shard: number;
@@ -37,7 +41,7 @@ export interface ShardGrantSpec {
 export async function shardUrl(ctx: DirectContext, spec: ShardGrantSpec, now = Date.now()): Promise<string> {
   const node = nodesById(ctx.config.nodes).get(spec.node);
   if (node?.presign) return node.presign(shardKey(spec.layout.storageId, spec.shard), spec.write ? "PUT" : "GET", (spec.expires - now) / 1000);
-  return SHARD_PATH + (await shardGrant(ctx.rootSecret, spec));
+  return `${SHARD_PATH}${encodeURIComponent(spec.bucket)}/${await shardGrant(ctx.rootSecret, spec)}`;
 }
 
 function shardGrant(rootSecret: string, spec: ShardGrantSpec): Promise<string> {
@@ -45,6 +49,7 @@ function shardGrant(rootSecret: string, spec: ShardGrantSpec): Promise<string> {
   const geometry = { blockBytes, dataShards, parityShards, chunkBytes };
   const grant: ShardGrant = {
     kind: "shard",
+    bucket: spec.bucket,
     expires: spec.expires,
     write: spec.write,
     storageId,
@@ -64,10 +69,11 @@ export interface GrantedShard {
   grant: ShardGrant;
 }
 
-/** The file `token` grants (for writing when `write`); AccessDenied when it does not. */
-export async function grantedShard(ctx: DirectContext, token: string, write: boolean, now = Date.now()): Promise<GrantedShard> {
+/** The file `token` grants in `bucket` (for writing when `write`); AccessDenied when it does not. */
+export async function grantedShard(ctx: DirectContext, bucket: string, token: string, write: boolean, now = Date.now()): Promise<GrantedShard> {
   const grant = await openGrant<ShardGrant>(ctx.rootSecret, token, "shard", now);
-  if (!grant || (write && !grant.write)) throw new S3Error("AccessDenied", "The shard grant is not valid for this request, or it has expired.");
+  if (!grant || grant.bucket !== bucket || (write && !grant.write))
+    throw new S3Error("AccessDenied", "The shard grant is not valid for this request, or it has expired.");
   const node = nodesById(ctx.config.nodes).get(grant.node);
   if (!node) throw new S3Error("ServiceUnavailable", `Storage node ${grant.node} is no longer configured.`);
   const geometry = ctx.core.geometry({ size: grant.size, ...grant.geometry });

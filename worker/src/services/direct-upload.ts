@@ -19,7 +19,7 @@ import { placeShards } from "../storage/nodes";
 import { shardUrl } from "./direct-shards";
 import { verifyCodedParts } from "./direct-verify";
 import { encryptsByDefault } from "./encryption";
-import { commitObject, multipartEtag, type ObjectContext, UNDER_REPLICATED } from "./objects";
+import { commitObject, multipartEtag, type ObjectContext } from "./objects";
 
 /** What the browser path needs beyond an object write: the secret its grants are signed with. */
 export interface DirectContext extends ObjectContext {
@@ -65,7 +65,7 @@ export async function openUploadSession(ctx: DirectContext, bucket: string, key:
       const placement = (await placeShards(nodes, storageId, width)).map((n) => n.id);
       const layout = { ...geometry, storageId, placement };
       const shardFileBytes = shardFileBytesOf(ctx, partSize, geometry);
-      const urls = await Promise.all(placement.map((node, shard) => shardUrl(ctx, { layout, size: partSize, shard, node, write: true, expires }, now)));
+      const urls = await Promise.all(placement.map((node, shard) => shardUrl(ctx, { bucket, layout, size: partSize, shard, node, write: true, expires }, now)));
       return { size: partSize, storageId, placement, shardFileBytes, urls };
     }),
   );
@@ -89,13 +89,11 @@ export async function commitUpload(
   now = Date.now(),
 ): Promise<{ etag: string; versionId?: string }> {
   const grant = await openSession(ctx, bucket, key, commit, now);
-  const parts = manifestParts(grant, commit.parts);
-  if (commit.partMd5s.length !== parts.length || !commit.partMd5s.every((m) => /^[0-9a-f]{32}$/.test(m))) {
-    throw new S3Error("InvalidRequest", `partMd5s must be one hex MD5 per part (${parts.length}).`);
+  const md5s = commit.partMd5s;
+  if (!Array.isArray(md5s) || md5s.length !== commit.parts.length || !md5s.every((m) => typeof m === "string" && /^[0-9a-f]{32}$/.test(m))) {
+    throw new S3Error("InvalidRequest", `partMd5s must be one hex MD5 per part (${commit.parts.length}).`);
   }
-  parts.forEach((p, i) => {
-    p.etag = commit.partMd5s[i];
-  });
+  const parts = manifestParts(grant, commit.parts, md5s);
   let missed: number[][];
   try {
     missed = await verifyCodedParts(ctx, parts);
@@ -106,15 +104,15 @@ export async function commitUpload(
   const etag = parts.length === 1 ? parts[0].etag : await multipartEtag(commit.partMd5s);
   const object = { key, size: grant.size, etag, ...fields, tags: [], checksums: [], parts };
   const written = parts.map((p, i) => ({ size: p.size, md5: new Uint8Array(0), layout: p.layout, missedShards: missed[i] }));
+  // Parts with missing shard files go to the heal queue with the commit, as after a PUT.
   const committed = await commitObject(ctx, bucket, object, condition, written);
-  if (missed.some((m) => m.length > 0)) console.log(JSON.stringify({ directUpload: UNDER_REPLICATED, bucket, key }));
   return { etag, versionId: committed.versionId };
 }
 
 /** Removes an abandoned session's shard files now (the orphan sweep would, after its grace period). */
 export async function abortUpload(ctx: DirectContext, bucket: string, key: string, abort: DirectAbort, now = Date.now()): Promise<void> {
   const grant = await openSession(ctx, bucket, key, abort, now);
-  await removeParts(ctx.config.nodes, manifestParts(grant, abort.parts));
+  await removeParts(ctx.config.nodes, manifestParts(grant, abort.parts, []));
 }
 
 /** The session's grant, if it is valid for bucket/key and `echo.parts` are the parts it placed. */
@@ -136,11 +134,11 @@ async function openSession(
   return grant;
 }
 
-/** The manifest's parts of a session (their ETags still empty). */
-function manifestParts(grant: UploadGrant, places: DirectPartPlace[]): ManifestPart[] {
+/** The manifest's parts of a session, with their MD5s as ETags (none for an abort). */
+function manifestParts(grant: UploadGrant, places: DirectPartPlace[], md5s: string[]): ManifestPart[] {
   return places.map((place, i) => {
     const layout: PartLayout = { type: "sharded", ...grant.geometry, storageId: place.storageId, placement: place.placement, partChecksums: [] };
-    return { size: Math.min(grant.partBytes, grant.size - i * grant.partBytes), etag: "", layout };
+    return { size: Math.min(grant.partBytes, grant.size - i * grant.partBytes), etag: md5s[i] ?? "", layout };
   });
 }
 

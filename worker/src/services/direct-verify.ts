@@ -71,10 +71,11 @@ async function checkLengths(ctx: DirectContext, parts: ManifestPart[]): Promise<
   };
   await Promise.all(Array.from({ length: Math.min(HEADS_IN_FLIGHT, files.length) }, worker));
   const missed: number[][] = parts.map(() => []);
+  const lengths = parts.map((part) => fileBytes(ctx, part));
   files.forEach(({ p, shard }, i) => {
     const length = found[i];
     if (length === null) return void missed[p].push(shard);
-    const expected = fileBytes(ctx, parts[p]);
+    const expected = lengths[p];
     if (length !== expected) throw new S3Error("BadDigest", `Shard file ${shard} of part ${p + 1} is ${length} bytes, not ${expected}.`);
   });
   missed.forEach((m, p) => {

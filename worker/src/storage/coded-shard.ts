@@ -33,7 +33,13 @@ export async function storeCodedShard(node: StorageNode, key: string, body: Read
     await stored;
   } catch (e) {
     await writer.abort(e).catch(() => {});
-    if (!reader.ended) await reader.cancel();
+    // The rest of the body (at most the file's length: its Content-Length was checked) is read
+    // away, not cancelled, so that the client gets the answer (api/handle.ts settleUnreadBody).
+    try {
+      while (await reader.read());
+    } catch {
+      // the client went away
+    }
     throw e;
   }
 }
