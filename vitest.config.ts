@@ -47,6 +47,8 @@ export default defineConfig({
                 // Browser-path uploads in parts of 2 MiB: a few MiB make several parts.
                 SHARDGATE_DIRECT_PART_BYTES: String(2 * 1024 * 1024),
               },
+              // A node the tests add to the six of wrangler.toml (rebalance.test.ts).
+              r2Buckets: ["NODE_6"],
             },
           }),
         ],

@@ -106,6 +106,7 @@ adminApp.post(
     mode: oneOf("mode must be deep or shallow.", ["deep", "shallow"] as const),
     "max-objects": whole("max-objects", null, 1, 100_000),
     "max-ms": whole("max-ms", null, 1, 15 * 60_000),
+    "move-mib": whole("move-mib", null, 0, 1024 * 1024),
     heal: oneOf("heal must be true or false.", ["true", "false"] as const),
   }),
   (c) => adminScrub(c.env.ctx, c.req.valid("query")),

@@ -1,5 +1,5 @@
 // The background scrub's admin endpoints (SigV4-signed like every S3 request):
-//   POST /_shardgate/admin/scrub[?mode=deep|shallow][&max-objects=N][&max-ms=T][&heal=false]
+//   POST /_shardgate/admin/scrub[?mode=deep|shallow][&max-objects=N][&max-ms=T][&move-mib=M][&heal=false]
 //     runs one bounded scrub step now (what the scheduler runs; heal=false only reports) and
 //     answers its report and the scrub's status as JSON;
 //   GET /_shardgate/admin/heal
@@ -31,12 +31,13 @@ export async function getHealStatus(ctx: RequestContext): Promise<Response> {
 /** `POST /_shardgate/admin/scrub`: one scrub step now; `{ run: <report>, status: <status> }`. */
 export async function adminScrub(
   ctx: RequestContext,
-  q: { mode: ScrubSettings["mode"] | null; "max-objects": number | null; "max-ms": number | null; heal: "true" | "false" | null },
+  q: { mode: ScrubSettings["mode"] | null; "max-objects": number | null; "max-ms": number | null; "move-mib": number | null; heal: "true" | "false" | null },
 ): Promise<Response> {
   const settings = { ...scrubSettings(ctx.env) };
   if (q.mode !== null) settings.mode = q.mode;
   if (q["max-objects"] !== null) settings.maxObjects = q["max-objects"];
   if (q["max-ms"] !== null) settings.maxMs = q["max-ms"];
+  if (q["move-mib"] !== null) settings.moveMiB = q["move-mib"];
   if (q.heal !== null) settings.heal = q.heal === "true";
   const result = await scrubStep(ctx.env, settings, "admin");
   if (!result.ok) throw new S3Error("OperationAborted", `Another scrub run is in progress (its lease ends at ${result.busyUntil}).`);

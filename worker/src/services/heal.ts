@@ -13,7 +13,7 @@ import type { Core, Manifest, ManifestPart } from "../core-api";
 import { bucketIndex as indexOf, bucketRegistry as registryOf } from "../meta/stubs";
 import type { HealQueueEntry, ObjectRecord } from "../meta/types";
 import { metrics } from "../observability/metrics";
-import { isBad, isSharded, rebuildShards, shardFileBytes, shardHealth, type HealResult } from "../storage/heal";
+import { isBad, isSharded, misplacedShards, rebuildShards, shardFileBytes, shardHealth, type HealResult } from "../storage/heal";
 import { nodesById, shardKey } from "../storage/nodes";
 import { HEAL_NOW, type LossReason } from "../storage/read-part";
 
@@ -55,6 +55,8 @@ export interface HealOptions {
   unreachable?: "defer" | "heal";
   /** Move every shard file off this node (drain). */
   drain?: string;
+  /** Also move shard files that placement would put elsewhere today (storage/heal.ts misplacedShards). */
+  rebalance?: boolean;
   /** The version to heal (null: the null version); absent: the current one. */
   versionId?: string | null;
 }
@@ -85,8 +87,20 @@ export async function healObject(ctx: HealContext, bucket: string, key: string, 
         });
       }
       if (opts.drain) placement.forEach((node, shard) => node === opts.drain && want.add(shard));
+      // Misplaced shard files are rebuilt elsewhere, never where they are (and the part's own
+      // other nodes stay readable: `avoid` only keeps them from being chosen as targets).
+      // At most m shard files of a part are rebuilt at once (the rest need k to read from): the
+      // misplaced ones beyond that wait for the next pass.
+      const away = new Set(avoid);
+      if (opts.rebalance) {
+        for (const shard of await misplacedShards(ctx.config, part)) {
+          if (want.size >= part.layout.parityShards) break;
+          want.add(shard);
+          away.add(placement[shard]);
+        }
+      }
       if (want.size === 0) continue;
-      const result = await rebuildShards(ctx.config, ctx.core, part, [...want], avoid);
+      const result = await rebuildShards(ctx.config, ctx.core, part, [...want], away);
       count(result);
       total.rebuilt += result.rebuilt.length;
       total.failed += result.failed.length;

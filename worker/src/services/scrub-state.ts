@@ -18,8 +18,13 @@ export interface ScrubCounters {
   /** Shard files found missing, of the wrong length, unreadable, short or rotten. */
   badShards: number;
   shardsRebuilt: number;
-  /** Of those rebuilt, shard files that went to another node (theirs is gone or draining). */
+  /** Of those rebuilt, shard files that went to another node (theirs is gone or draining, or
+   *  placement chooses another one now: a node was added). */
   shardsMoved: number;
+  /** Shard files found on a node placement would not choose today (storage/heal.ts misplacedShards). */
+  shardsMisplaced: number;
+  /** Bytes of shard files written by the scrub's heals and moves. */
+  bytesRebuilt: number;
   shardsFailed: number;
   /** Objects whose check failed (recorded in lastErrors; the walk went on past them). */
   objectsFailed: number;
@@ -45,7 +50,12 @@ export interface ScrubPassSummary {
   started: string;
   finished: string;
   counters: ScrubCounters;
+  /** What every node held at the end of the pass. */
+  usage: NodeUsage;
 }
+
+/** Shard files and their bytes per node, as the manifests the walk checked place them (after its moves). */
+export type NodeUsage = Record<string, { files: number; bytes: number }>;
 
 export interface ScrubRunSummary {
   trigger: "cron" | "admin";
@@ -77,6 +87,8 @@ export interface ScrubState {
   checking: { bucket: string; key: string; since: string } | null;
   /** Counters of the pass in progress (or of the last pass, once it finished). */
   current: ScrubCounters;
+  /** Node usage counted so far by the pass in progress. */
+  usage: NodeUsage;
   lastPass: ScrubPassSummary | null;
   lastRun: ScrubRunSummary | null;
   totals: ScrubCounters;
@@ -97,6 +109,8 @@ export function zeroCounters(): ScrubCounters {
     badShards: 0,
     shardsRebuilt: 0,
     shardsMoved: 0,
+    shardsMisplaced: 0,
+    bytesRebuilt: 0,
     shardsFailed: 0,
     objectsFailed: 0,
   };
@@ -110,6 +124,7 @@ export function initialScrubState(): ScrubState {
     cursor: null,
     checking: null,
     current: zeroCounters(),
+    usage: {},
     lastPass: null,
     lastRun: null,
     totals: zeroCounters(),
@@ -117,10 +132,19 @@ export function initialScrubState(): ScrubState {
   };
 }
 
-/** Adds `delta` to every counter set in `into`. */
+/** Adds `delta` to every counter set in `into` (counters a state saved before they existed start at 0). */
 export function addCounters(delta: Partial<ScrubCounters>, ...into: ScrubCounters[]): void {
   for (const target of into) {
-    for (const [name, value] of Object.entries(delta) as [keyof ScrubCounters, number][]) target[name] += value;
+    for (const [name, value] of Object.entries(delta) as [keyof ScrubCounters, number][]) target[name] = (target[name] ?? 0) + value;
+  }
+}
+
+/** Counts a part's shard files on their nodes. */
+export function addUsage(usage: NodeUsage, placement: readonly string[], fileBytes: number): void {
+  for (const node of placement) {
+    const u = (usage[node] ??= { files: 0, bytes: 0 });
+    u.files += 1;
+    u.bytes += fileBytes;
   }
 }
 

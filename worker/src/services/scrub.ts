@@ -13,26 +13,30 @@ import { healObject } from "./heal";
 import { loadConfig, type Env } from "../config";
 import { core } from "../core";
 import { metrics } from "../observability/metrics";
-import { isSharded } from "../storage/heal";
+import { isSharded, misplacedShards, shardFileBytes } from "../storage/heal";
 import { scrubPart, type ScrubMode, type ShardProblem } from "../storage/scrub";
-import { addCounters, initialScrubState, recordError, zeroCounters, type ScrubCounters, type ScrubRunSummary, type ScrubState } from "./scrub-state";
+import { addCounters, addUsage, initialScrubState, recordError, zeroCounters, type ScrubCounters, type ScrubRunSummary, type ScrubState } from "./scrub-state";
 
 /** The scrub's vars (wrangler.toml [vars]); all optional. */
 interface ScrubVars {
   SHARDGATE_SCRUB_MODE?: string;
   SHARDGATE_SCRUB_OBJECTS_PER_RUN?: string;
   SHARDGATE_SCRUB_MS_PER_RUN?: string;
+  SHARDGATE_SCRUB_MOVE_MIB_PER_RUN?: string;
 }
 
 export interface ScrubSettings {
   mode: ScrubMode;
   maxObjects: number;
   maxMs: number;
+  /** Rebalancing's rate limit: once a run has written this many MiB of shard files, it moves no
+   *  more misplaced ones (bad ones are still rebuilt); the next run goes on. */
+  moveMiB: number;
   /** Rebuild what is found bad (false: only report it; `POST /_shardgate/admin/scrub?heal=false`). */
   heal: boolean;
 }
 
-export const SCRUB_DEFAULTS: ScrubSettings = { mode: "deep", maxObjects: 1000, maxMs: 20_000, heal: true };
+export const SCRUB_DEFAULTS: ScrubSettings = { mode: "deep", maxObjects: 1000, maxMs: 20_000, moveMiB: 1024, heal: true };
 const LIST_PAGE = 100;
 /** How long a run's lease outlives its last save: a run that died frees the walk after this. */
 const LEASE_GRACE_MS = 5 * 60_000;
@@ -56,6 +60,7 @@ export function scrubSettings(env: Env): ScrubSettings {
     mode,
     maxObjects: positive(vars.SHARDGATE_SCRUB_OBJECTS_PER_RUN, "SHARDGATE_SCRUB_OBJECTS_PER_RUN", SCRUB_DEFAULTS.maxObjects),
     maxMs: positive(vars.SHARDGATE_SCRUB_MS_PER_RUN, "SHARDGATE_SCRUB_MS_PER_RUN", SCRUB_DEFAULTS.maxMs),
+    moveMiB: positive(vars.SHARDGATE_SCRUB_MOVE_MIB_PER_RUN, "SHARDGATE_SCRUB_MOVE_MIB_PER_RUN", SCRUB_DEFAULTS.moveMiB),
     heal: true,
   };
 }
@@ -124,8 +129,10 @@ export async function scrubStep(env: Env, settings: ScrubSettings, trigger: "cro
     state.passStarted = new Date(started).toISOString();
     state.passFinished = null;
     state.current = zeroCounters();
+    state.usage = {};
     state.cursor = { bucket: "", after: null };
   }
+  state.usage ??= {}; // a state saved before usage was counted
 
   let lastSave = started;
   let leaseLost = false;
@@ -202,8 +209,10 @@ export async function scrubStep(env: Env, settings: ScrubSettings, trigger: "cro
             const finding: ScrubFinding = { bucket, key, parts: [], rebuilt: 0, moved: 0, failed: 0 };
             const known = new Map<string, number[]>();
             const unavailable: Record<string, number[]> = {};
+            let misplaced = 0;
             for (const [i, part] of parts.entries()) {
               if (!isSharded(part)) continue;
+              misplaced += (await misplacedShards(config, part)).length;
               const r = await scrubPart(config, core, part, settings.mode);
               count({
                 partsChecked: 1,
@@ -225,12 +234,18 @@ export async function scrubStep(env: Env, settings: ScrubSettings, trigger: "cro
               await index.queueHeal(key, object.manifest, "scrub: shard files on a node that is unavailable", unavailable);
               finding.queued = true;
             }
-            if (known.size > 0 && settings.heal) {
+            count({ shardsMisplaced: misplaced });
+            // Misplaced shard files move while the run's move budget lasts (rebalancing's rate limit).
+            const rebalance = misplaced > 0 && run.bytesRebuilt < settings.moveMiB * MIB;
+            let placed = parts;
+            if ((known.size > 0 || rebalance) && settings.heal) {
               // healObject rebuilds them only if the object still has these shard files (an
               // overwrite or delete since removed them on purpose).
               try {
-                const heal = await healObject({ env, config, core }, bucket, key, { known, versionId });
+                const heal = await healObject({ env, config, core }, bucket, key, { known, versionId, rebalance });
                 Object.assign(finding, heal);
+                count({ bytesRebuilt: heal.bytes });
+                if (heal.moved > 0) placed = core.decodeManifest((await index.head(key, versionId)).object?.manifest ?? object.manifest).parts;
               } catch (e) {
                 finding.failed = [...known.values()].reduce((n, shards) => n + shards.length, 0);
                 finding.healError = e instanceof Error ? e.message : String(e);
@@ -238,7 +253,8 @@ export async function scrubStep(env: Env, settings: ScrubSettings, trigger: "cro
               }
               count({ shardsRebuilt: finding.rebuilt, shardsMoved: finding.moved, shardsFailed: finding.failed });
             }
-            if (finding.parts.length > 0 && findings.length < MAX_FINDINGS) findings.push(finding);
+            for (const part of placed) if (isSharded(part)) addUsage(state.usage, part.layout.placement, shardFileBytes(core, part));
+            if ((finding.parts.length > 0 || finding.moved > 0) && findings.length < MAX_FINDINGS) findings.push(finding);
           }
         } catch (e) {
           fail(bucket, key, e instanceof Error ? e.message : String(e));
@@ -280,6 +296,7 @@ export async function scrubStep(env: Env, settings: ScrubSettings, trigger: "cro
       started: state.passStarted ?? new Date(started).toISOString(),
       finished: state.passFinished,
       counters: { ...state.current },
+      usage: state.usage,
     };
     state.cursor = null;
   }

@@ -61,6 +61,19 @@ export async function missingShards(config: GatewayConfig, core: Core, part: Sha
   return (await shardHealth(config, core, part)).flatMap((h, shard) => (isBad(h) ? [shard] : []));
 }
 
+/**
+ * Shard files of `part` on nodes its placement would not choose today: a node being drained (not
+ * writable), one no longer configured, or one that a node added since outranks in the part's
+ * rendezvous order. Moving these onto the nodes placement does choose (rebuildShards' replacements
+ * come in that same order) spreads data evenly over the writable nodes and empties drained ones.
+ * Parts written while a node was refusing stand out too, and go back once it takes writes again.
+ */
+export async function misplacedShards(config: GatewayConfig, part: ShardedPart): Promise<number[]> {
+  const { placement, storageId, dataShards, parityShards } = part.layout;
+  const chosen = new Set((await placeShards(config.writableNodes, storageId, dataShards + parityShards)).map((n) => n.id));
+  return placement.flatMap((node, shard) => (chosen.has(node) ? [] : [shard]));
+}
+
 export function shardFileBytes(core: Core, part: ShardedPart): number {
   const { layout } = part;
   const geometry = core.geometry(partGeometry(part.size, layout));
