@@ -1,8 +1,10 @@
-// Storage nodes (circuit-breaker state, latency, errors), objects waiting for heal, scrub progress,
-// and a heal of a bucket (POST /_shardgate/admin/heal, batch after batch until `next` is null).
+// Storage nodes (circuit-breaker state, latency, errors, what each stores, draining), rebalancing
+// (the scrub's walk moving shard files to where placement puts them now, on demand too), objects
+// waiting for heal, scrub progress, and a heal of a bucket (POST /_shardgate/admin/heal, batch
+// after batch until `next` is null).
 import { messageOf } from "../errors";
 import type { App } from "../app";
-import { h, humanDate, mount } from "../ui";
+import { h, humanDate, humanSize, mount } from "../ui";
 
 interface NodeInfo {
   id?: string;
@@ -14,6 +16,25 @@ interface NodeInfo {
   consecutiveFailures?: number;
   lastError?: string | null;
   lastErrorAt?: number | null;
+  draining?: boolean;
+}
+
+/** Shard files and bytes per node, as a pass of the scrub's walk counted them. */
+type Usage = Record<string, { files?: number; bytes?: number }>;
+
+interface PassCounters {
+  objectsChecked?: number;
+  shardsMisplaced?: number;
+  shardsMoved?: number;
+  bytesRebuilt?: number;
+}
+
+interface ScrubView {
+  pass?: number;
+  cursor?: unknown;
+  current?: PassCounters;
+  usage?: Usage;
+  lastPass?: { pass?: number; finished?: string; counters?: PassCounters; usage?: Usage } | null;
 }
 
 interface HealStatus {
@@ -49,18 +70,26 @@ export async function renderNodes(app: App): Promise<void> {
   const [n, q] = await Promise.allSettled([app.s3.admin<{ nodes?: NodeInfo[] }>("GET", "nodes"), app.s3.admin<HealStatus>("GET", "heal")]);
   if (n.status === "rejected") mount(nodes, h("p", { class: "error" }, messageOf(n.reason)));
   else if (!n.value || !Array.isArray(n.value.nodes)) mount(nodes, notAvailable("node health"));
-  else renderNodeTable(nodes, n.value.nodes);
+  else renderNodeTable(nodes, n.value.nodes, q.status === "fulfilled" ? usageOf(q.value?.scrub as ScrubView | undefined) : null);
 
   if (q.status === "rejected") mount(queue, h("p", { class: "error" }, messageOf(q.reason)));
   else if (!q.value) mount(queue, notAvailable("its heal queue"));
-  else renderQueue(queue, q.value);
+  else renderQueue(queue, q.value, app);
 }
 
-function renderNodeTable(el: HTMLElement, nodes: NodeInfo[]): void {
+/** Usage as the last finished pass counted it, or as the pass in progress has so far. */
+function usageOf(scrub: ScrubView | undefined): { usage: Usage; when: string } | null {
+  if (scrub?.lastPass?.usage) return { usage: scrub.lastPass.usage, when: `as of pass ${scrub.lastPass.pass ?? "?"}` };
+  if (scrub?.usage && Object.keys(scrub.usage).length > 0) return { usage: scrub.usage, when: "counted so far by the first pass" };
+  return null;
+}
+
+function renderNodeTable(el: HTMLElement, nodes: NodeInfo[], stored: { usage: Usage; when: string } | null): void {
   const healthy = nodes.filter((n) => n.state === "closed").length;
+  const most = Math.max(1, ...nodes.map((n) => stored?.usage[n.id ?? ""]?.bytes ?? 0));
   mount(
     el,
-    h("p", null, `${healthy} of ${nodes.length} nodes healthy.`),
+    h("p", null, `${healthy} of ${nodes.length} nodes healthy.${stored ? ` What each stores: ${stored.when} of the scrub's walk.` : ""}`),
     h(
       "div",
       { class: "node-grid" },
@@ -68,11 +97,23 @@ function renderNodeTable(el: HTMLElement, nodes: NodeInfo[]): void {
         h(
           "article",
           { class: `node state-${n.state ?? "unknown"}`, "aria-label": `Node ${n.id ?? "?"}` },
-          h("header", null, h("span", { class: "dot", "aria-hidden": "true" }), h("strong", null, n.id ?? "?"), h("span", { class: "tag" }, n.kind ?? "?")),
+          h(
+            "header",
+            null,
+            h("span", { class: "dot", "aria-hidden": "true" }),
+            h("strong", null, n.id ?? "?"),
+            h("span", { class: "tag" }, n.kind ?? "?"),
+            n.draining ? h("span", { class: "tag warn" }, "draining") : null,
+          ),
           h("p", { class: "node-state" }, STATE_TEXT[n.state ?? ""] ?? n.state ?? "Unknown"),
+          stored
+            ? h("progress", { max: most, value: stored.usage[n.id ?? ""]?.bytes ?? 0, "aria-label": `What ${n.id ?? "?"} stores, against the fullest node` })
+            : null,
           h(
             "dl",
             { class: "kv compact" },
+            h("dt", null, "Stores"),
+            h("dd", null, stored ? storedText(stored.usage[n.id ?? ""]) : "—"),
             h("dt", null, "Latency"),
             h("dd", null, typeof n.latencyMs === "number" ? `${Math.round(n.latencyMs)} ms` : "—"),
             h("dt", null, "Requests"),
@@ -89,7 +130,48 @@ function renderNodeTable(el: HTMLElement, nodes: NodeInfo[]): void {
   );
 }
 
-function renderQueue(el: HTMLElement, status: HealStatus): void {
+function storedText(u: { files?: number; bytes?: number } | undefined): string {
+  if (!u?.files) return "nothing";
+  return `${u.files.toLocaleString()} shard file${u.files === 1 ? "" : "s"} · ${humanSize(u.bytes ?? 0)}`;
+}
+
+/** Rebalancing: what the walk found misplaced and moved, and a button that runs shallow steps until a pass finds nothing to move. */
+function renderRebalance(app: App, scrub: ScrubView | undefined): HTMLElement {
+  const out = h("p", { role: "status", id: "rebalance-status" }, rebalanceText(scrub));
+  const button = h("button", { type: "button" }, "Rebalance now");
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    try {
+      for (let step = 1; ; step++) {
+        const r = await app.s3.admin<{ run?: { passCompleted?: boolean }; status?: ScrubView }>("POST", "scrub", { mode: "shallow", "max-objects": "2000" });
+        out.textContent = `Step ${step}: ${rebalanceText(r?.status)}`;
+        const last = r?.status?.lastPass?.counters;
+        if (r?.run?.passCompleted && (last?.shardsMisplaced ?? 0) === 0) break;
+      }
+      await renderNodes(app);
+    } catch (e) {
+      out.textContent = messageOf(e);
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return h("div", null, out, button);
+}
+
+function rebalanceText(scrub: ScrubView | undefined): string {
+  const c = scrub?.current;
+  const last = scrub?.lastPass?.counters;
+  const now =
+    scrub?.cursor && c
+      ? `This pass so far: ${c.objectsChecked ?? 0} objects checked, ${c.shardsMisplaced ?? 0} shard files misplaced, ${c.shardsMoved ?? 0} moved (${humanSize(c.bytesRebuilt ?? 0)} written). `
+      : "";
+  const before = last
+    ? `Last pass: ${last.shardsMisplaced ?? 0} shard files misplaced, ${last.shardsMoved ?? 0} moved${(last.shardsMisplaced ?? 0) === 0 ? ": every shard file is where placement puts it." : "."}`
+    : "No pass of the walk has finished yet.";
+  return now + before;
+}
+
+function renderQueue(el: HTMLElement, status: HealStatus, app: App): void {
   const pending = status.queue?.pending;
   const objects = status.queue?.objects ?? [];
   const scrub = status.scrub;
@@ -123,6 +205,8 @@ function renderQueue(el: HTMLElement, status: HealStatus): void {
           ),
         )
       : null,
+    h("h3", null, "Rebalancing"),
+    renderRebalance(app, scrub as ScrubView | undefined),
     h("h3", null, "Scrub"),
     scrub && typeof scrub === "object" ? generic(scrub) : notAvailable("scrub progress"),
   );

@@ -17,6 +17,8 @@ export const COUNTERS = {
   shardgate_hedged_reads_total:
     "Shard files reads went around because their node was slow: it did not answer within its hedge delay, or a request a read gave up on is still unanswered (parity was read instead).",
   shardgate_heal_shards_total: "Shard files rebuilt from the survivors and written back (result=rebuilt), or that could not be (result=failed).",
+  shardgate_rebalance_shards_total:
+    "Shard files the scrub's walk found on a node placement would not choose today, a node added or draining (state=misplaced), and those it moved (state=moved).",
   shardgate_orphan_files_total:
     "Shard files on nodes that nothing referenced, older than the grace period, deleted by the orphan sweep (result=removed) or not (result=failed).",
   shardgate_garbage_parts_total:
@@ -156,6 +158,7 @@ const COUNTER_LABELS: Record<CounterName, boolean> = {
   shardgate_checksum_failures_total: false,
   shardgate_hedged_reads_total: false,
   shardgate_heal_shards_total: true,
+  shardgate_rebalance_shards_total: true,
   shardgate_garbage_parts_total: true,
   shardgate_orphan_files_total: true,
   shardgate_lifecycle_expired_total: true,

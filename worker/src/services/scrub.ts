@@ -235,6 +235,7 @@ export async function scrubStep(env: Env, settings: ScrubSettings, trigger: "cro
               finding.queued = true;
             }
             count({ shardsMisplaced: misplaced });
+            metrics.add("shardgate_rebalance_shards_total", misplaced, { state: "misplaced" });
             // Misplaced shard files move while the run's move budget lasts (rebalancing's rate limit).
             const rebalance = misplaced > 0 && run.bytesRebuilt < settings.moveMiB * MIB;
             let placed = parts;
@@ -245,6 +246,7 @@ export async function scrubStep(env: Env, settings: ScrubSettings, trigger: "cro
                 const heal = await healObject({ env, config, core }, bucket, key, { known, versionId, rebalance });
                 Object.assign(finding, heal);
                 count({ bytesRebuilt: heal.bytes });
+                metrics.add("shardgate_rebalance_shards_total", heal.moved, { state: "moved" });
                 if (heal.moved > 0) placed = core.decodeManifest((await index.head(key, versionId)).object?.manifest ?? object.manifest).parts;
               } catch (e) {
                 finding.failed = [...known.values()].reduce((n, shards) => n + shards.length, 0);
