@@ -97,6 +97,26 @@ describe("circuit breaker", () => {
     expect(h.hedgeAfterMs()).toBe(1000);
   });
 
+  it("a node far slower than its peers is a laggard: read around, but measured again every 2 s; slow peers all alike are not", () => {
+    const at = Date.now() + 10_000; // past the peers' cached median
+    for (const id of ["p0", "p1", "p2", "p3", "p4"]) nodeHealth(id).success(2);
+    const slow = nodeHealth("p5");
+    for (let i = 0; i < 20; i++) slow.success(50); // its own hedge delay follows it: 200 ms
+    expect(slow.hedgeAfterMs()).toBe(200);
+    expect(nodeHealth("p0").laggard(at)).toBe(false);
+    expect(slow.laggard(at)).toBe(false); // the first read in a while goes to it, to measure it
+    expect(slow.laggard(at + 1)).toBe(true);
+    expect(slow.laggard(at + 1_999)).toBe(true);
+    expect(slow.laggard(at + 2_000)).toBe(false); // measured again
+    for (let i = 0; i < 40; i++) slow.success(2); // recovered
+    expect(slow.laggard(at + 2_001)).toBe(false);
+    expect(slow.laggard(at + 2_002)).toBe(false);
+    // Every node equally slow: nobody lags.
+    resetNodeHealth();
+    for (const id of ["q0", "q1", "q2"]) for (let i = 0; i < 20; i++) nodeHealth(id).success(50);
+    expect(nodeHealth("q1").laggard(at + 5_000)).toBe(false);
+  });
+
   it("GET /_shardgate/admin/nodes shows every node, its breaker, latency and errors", async () => {
     openBreaker("NODE_2");
     const { nodes } = (await (await ok("/_shardgate/admin/nodes")).json()) as {

@@ -11,6 +11,7 @@ import { nodeHealth, GuardedNode } from "./storage/node-health";
 import { DiskNode } from "./storage/disk-node";
 import { CountedNode, type StorageNode } from "./storage/nodes";
 import { R2Node } from "./storage/r2-node";
+import { DelayedNode } from "./storage/delayed-node";
 import { S3Node, type S3NodeSpec } from "./storage/s3-node";
 
 export interface Env {
@@ -55,6 +56,8 @@ export interface Env {
   SHARDGATE_READ_STALL_MS?: string;
   /** Nodes being drained (comma-separated ids of SHARDGATE_NODES): still read, never written. */
   SHARDGATE_DRAINING_NODES?: string;
+  /** Latency added to every request to some nodes, as JSON {"id": ms}: a slow node for benchmarks and tests. */
+  SHARDGATE_NODE_DELAY_MS?: string;
   SHARDGATE_ACCESS_KEY_ID?: string;
   SHARDGATE_SECRET_ACCESS_KEY?: string;
   /** When set, GET /_shardgate/metrics also accepts `Authorization: Bearer <token>`. */
@@ -124,7 +127,12 @@ function parseConfig(env: Env): GatewayConfig {
   const s3Nodes = parseS3Nodes(env);
   const nodeStallMs = int(env, "SHARDGATE_NODE_STALL_MS", 30_000);
   const diskNodes = idList(env.SHARDGATE_DISK_NODES);
-  const nodes = ids.map((id) => new GuardedNode(new CountedNode(originNode(env, id, s3Nodes, diskNodes, nodeStallMs), metrics), nodeHealth(id)));
+  const delays = parseDelays(env.SHARDGATE_NODE_DELAY_MS, ids);
+  const nodes = ids.map((id) => {
+    const origin = originNode(env, id, s3Nodes, diskNodes, nodeStallMs);
+    const delay = delays.get(id);
+    return new GuardedNode(new CountedNode(delay ? new DelayedNode(origin, delay) : origin, metrics), nodeHealth(id));
+  });
   const draining = idList(env.SHARDGATE_DRAINING_NODES);
   for (const id of draining) if (!ids.includes(id)) throw new Error(`configuration: draining node ${id} is not in SHARDGATE_NODES`);
   const dataShards = int(env, "SHARDGATE_DATA_SHARDS");
@@ -216,6 +224,25 @@ function parseS3Nodes(env: Env): Map<string, S3NodeSpec> {
     });
   }
   return nodes;
+}
+
+function parseDelays(raw: string | undefined, ids: readonly string[]): Map<string, number> {
+  if (!raw) return new Map();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new Error("configuration: SHARDGATE_NODE_DELAY_MS is not valid JSON");
+  }
+  if (typeof parsed !== "object" || parsed === null) throw new Error('configuration: SHARDGATE_NODE_DELAY_MS must be a JSON object {"node": ms}');
+  const delays = new Map<string, number>();
+  for (const [id, ms] of Object.entries(parsed)) {
+    if (!ids.includes(id)) throw new Error(`configuration: SHARDGATE_NODE_DELAY_MS names ${id}, which is not in SHARDGATE_NODES`);
+    if (typeof ms !== "number" || !Number.isSafeInteger(ms) || ms < 0)
+      throw new Error(`configuration: SHARDGATE_NODE_DELAY_MS for ${id} must be whole milliseconds`);
+    delays.set(id, ms);
+  }
+  return delays;
 }
 
 function idList(csv: string | undefined): Set<string> {

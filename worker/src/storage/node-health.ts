@@ -51,6 +51,8 @@ const HEDGE_CAP_MS = 1_000;
 const SLOW_HOLD_MS = 2_000;
 /** A node with no latency sample yet gets this long before a read hedges. */
 const HEDGE_UNKNOWN_MS = 300;
+/** A node this many times slower than the median node (and slower than the hedge floor) is a laggard. */
+const LAGGARD_FACTOR = 4;
 
 export class NodeHealth {
   state: BreakerState = "closed";
@@ -66,6 +68,8 @@ export class NodeHealth {
   private probeAt = 0;
   /** Until when reads go around the node after one of them gave up waiting for it (ms). */
   private slowUntil = 0;
+  /** When a read last went to the node although it lags (to measure it again). */
+  private laggardProbeAt = 0;
 
   constructor(
     readonly id: string,
@@ -126,6 +130,19 @@ export class NodeHealth {
     return this.refusing || Date.now() < this.slowUntil;
   }
 
+  /**
+   * Whether the node answers far slower than its peers (LAGGARD_FACTOR × their median latency).
+   * Its own hedge delay follows its own latency, so a node that is always slow never makes a read
+   * hedge: every read of it just waits. Reads plan around a laggard when the code can spare it,
+   * except one every SLOW_HOLD_MS, whose answer measures it again (it may have recovered).
+   */
+  laggard(now = Date.now()): boolean {
+    if (this.latencyMs === null || this.latencyMs <= Math.max(HEDGE_FLOOR_MS, LAGGARD_FACTOR * peerLatencyMs(now))) return false;
+    if (now - this.laggardProbeAt < SLOW_HOLD_MS) return true;
+    this.laggardProbeAt = now;
+    return false;
+  }
+
   failure(error: unknown, now = Date.now()): void {
     this.requests += 1;
     this.errors += 1;
@@ -164,6 +181,15 @@ export class NodeHealth {
 // One record per node id for the isolate's lifetime: health outlives a request's configuration.
 const registry = new Map<string, NodeHealth>();
 
+/** The median latency of the nodes measured so far (ms), recomputed at most once a second. */
+let peers = { at: 0, ms: 0 };
+function peerLatencyMs(now: number): number {
+  if (now - peers.at < 1_000) return peers.ms;
+  const all = [...registry.values()].flatMap((h) => (h.latencyMs === null ? [] : [h.latencyMs])).sort((a, b) => a - b);
+  peers = { at: now, ms: all.length === 0 ? 0 : all[Math.floor(all.length / 2)] };
+  return peers.ms;
+}
+
 export function nodeHealth(id: string, settings?: BreakerSettings): NodeHealth {
   let health = registry.get(id);
   if (!health) {
@@ -176,6 +202,7 @@ export function nodeHealth(id: string, settings?: BreakerSettings): NodeHealth {
 /** Forgets every node's health (tests start each case from healthy nodes). */
 export function resetNodeHealth(): void {
   registry.clear();
+  peers = { at: 0, ms: 0 };
 }
 
 /**

@@ -225,7 +225,7 @@ class ShardedRangeReader implements RangeSource {
         const node = this.nodes.get(nodeId);
         if (!node) this.around(shard, "missing");
         else if (node instanceof GuardedNode && node.health.refusing) this.around(shard, "unavailable");
-        else if (node instanceof GuardedNode && node.health.readAround) others.push(shard);
+        else if (node instanceof GuardedNode && (node.health.readAround || node.health.laggard())) others.push(shard);
       });
       // The most the code can spare first: lost, slow for this read, slow for others; then less.
       const attempt = (around: number[]): ReadPlan | null => {

@@ -1,0 +1,52 @@
+// A node with latency added before every request: how benchmarks and tests make one node slow
+// (SHARDGATE_NODE_DELAY_MS, docs/operations.md). Nothing else changes: the node's own answers,
+// its health record and its hedged reads are those of a node that is simply far away or busy.
+import type { NodeKind, NodeListing, StorageNode } from "./nodes";
+
+export class DelayedNode implements StorageNode {
+  constructor(
+    private readonly inner: StorageNode,
+    private readonly delayMs: number,
+  ) {}
+
+  get id(): string {
+    return this.inner.id;
+  }
+
+  get kind(): NodeKind {
+    return this.inner.kind;
+  }
+
+  get presign(): StorageNode["presign"] {
+    return this.inner.presign;
+  }
+
+  async put(key: string, body: ReadableStream<Uint8Array>, length: number): Promise<void> {
+    await this.delay();
+    return this.inner.put(key, body, length);
+  }
+
+  async get(key: string, start: number, end: number): Promise<ReadableStream<Uint8Array> | null> {
+    await this.delay();
+    return this.inner.get(key, start, end);
+  }
+
+  async delete(keys: string[]): Promise<void> {
+    await this.delay();
+    return this.inner.delete(keys);
+  }
+
+  async head(key: string): Promise<number | null> {
+    await this.delay();
+    return this.inner.head(key);
+  }
+
+  async list(cursor: string | null): Promise<NodeListing> {
+    await this.delay();
+    return this.inner.list(cursor);
+  }
+
+  private delay(): Promise<void> {
+    return new Promise((resolve) => setTimeout(resolve, this.delayMs));
+  }
+}
