@@ -51,6 +51,15 @@ async function files(id: string): Promise<number> {
   return n;
 }
 
+/** A counter's value from the gateway's metrics (the sum of the lines that start with `series`). */
+async function counter(on: Env, series: string): Promise<number> {
+  const text = await (await ok(on, "/_shardgate/metrics")).text();
+  return text
+    .split("\n")
+    .filter((l) => l.startsWith(series))
+    .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
+}
+
 /** Every object written so far, read back through `on`: byte for byte. */
 async function readAll(on: Env): Promise<void> {
   for (const [key, bytes] of written) expectSameBytes(new Uint8Array(await (await ok(on, `/${bucket}/${key}`)).arrayBuffer()), bytes);
@@ -112,6 +121,7 @@ describe("adding and draining nodes", () => {
       written.set(`new-${i}`, bytes);
     }
     expect(await files("NODE_6")).toBeGreaterThanOrEqual(8);
+    const rebuiltBefore = await counter(withSeven, 'shardgate_heal_shards_total{result="rebuilt"}');
     const passes = await underLoad(withSeven, "add", () => rebalance(withSeven));
     // One more pass once the load is over counts every object, those it wrote too.
     passes.push(...(await rebalance(withSeven)));
@@ -120,6 +130,9 @@ describe("adding and draining nodes", () => {
     expect(passes[0]?.misplaced).toBeGreaterThan(0);
     expect(passes.reduce((n, p) => n + p.moved, 0)).toBeGreaterThanOrEqual(passes[0]?.misplaced ?? 0);
     expect(passes.at(-1)?.misplaced).toBe(0);
+    // Moved by copying each file (checked chunk by chunk), not rebuilt from k others.
+    expect(await counter(withSeven, 'shardgate_heal_shards_total{result="rebuilt"}')).toBe(rebuiltBefore);
+    expect(await counter(withSeven, 'shardgate_rebalance_shards_total{state="moved"}')).toBeGreaterThan(0);
     // Even usage: each of the seven nodes holds about 6/7 of the parts' shard files.
     const usage = passes.at(-1)?.usage ?? {};
     const counts = ["NODE_0", "NODE_1", "NODE_2", "NODE_3", "NODE_4", "NODE_5", "NODE_6"].map((id) => usage[id]?.files ?? 0);
@@ -141,15 +154,8 @@ describe("adding and draining nodes", () => {
     await readAll(draining);
     // NODE_2 removed from the configuration: every object still reads whole, with no shard
     // file read around (the degraded-read counter stays where it was).
-    const degraded = async () => {
-      const text = await (await ok(withoutTwo, "/_shardgate/metrics")).text();
-      return text
-        .split("\n")
-        .filter((l) => l.startsWith("shardgate_degraded_reads_total"))
-        .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
-    };
-    const around = await degraded();
+    const around = await counter(withoutTwo, "shardgate_degraded_reads_total");
     await readAll(withoutTwo);
-    expect(await degraded()).toBe(around);
+    expect(await counter(withoutTwo, "shardgate_degraded_reads_total")).toBe(around);
   }, 120_000);
 });

@@ -13,7 +13,7 @@ import type { Core, Manifest, ManifestPart } from "../core-api";
 import { bucketIndex as indexOf, bucketRegistry as registryOf } from "../meta/stubs";
 import type { HealQueueEntry, ObjectRecord } from "../meta/types";
 import { metrics } from "../observability/metrics";
-import { isBad, isSharded, misplacedShards, rebuildShards, shardFileBytes, shardHealth, type HealResult } from "../storage/heal";
+import { isBad, isSharded, misplacedShards, moveShards, rebuildShards, shardFileBytes, shardHealth, type HealResult } from "../storage/heal";
 import { nodesById, shardKey } from "../storage/nodes";
 import { HEAL_NOW, type LossReason } from "../storage/read-part";
 
@@ -86,26 +86,27 @@ export async function healObject(ctx: HealContext, bucket: string, key: string, 
           else if (h === "node-unreachable" && want.delete(shard)) total.deferred += 1;
         });
       }
-      if (opts.drain) placement.forEach((node, shard) => node === opts.drain && want.add(shard));
-      // Misplaced shard files are rebuilt elsewhere, never where they are (and the part's own
-      // other nodes stay readable: `avoid` only keeps them from being chosen as targets).
-      // At most m shard files of a part are rebuilt at once (the rest need k to read from): the
-      // misplaced ones beyond that wait for the next pass.
-      const away = new Set(avoid);
-      if (opts.rebalance) {
-        for (const shard of await misplacedShards(ctx.config, part)) {
-          if (want.size >= part.layout.parityShards) break;
-          want.add(shard);
-          away.add(placement[shard]);
-        }
-      }
-      if (want.size === 0) continue;
-      const result = await rebuildShards(ctx.config, ctx.core, part, [...want], away);
+      // Intact shard files that belong elsewhere (on the node being drained, or misplaced) are
+      // copied to their new node; those that cannot be join the bad ones in a rebuild. Their old
+      // nodes are never targets, and stay readable until the manifest no longer names them.
+      const movable = new Set<number>();
+      if (opts.drain) placement.forEach((node, shard) => node === opts.drain && movable.add(shard));
+      if (opts.rebalance) for (const shard of await misplacedShards(ctx.config, part)) movable.add(shard);
+      for (const shard of want) movable.delete(shard);
+      const away = new Set([...avoid, ...[...movable].map((shard) => placement[shard])]);
+      const fileBytes = shardFileBytes(ctx.core, part);
+      const copied = movable.size > 0 ? await moveShards(ctx.config, ctx.core, part, [...movable], away) : { moved: [], left: [] };
+      total.bytes += copied.moved.length * fileBytes;
+      // At most m shard files of a part are rebuilt at once (the rest need k to read from): moves
+      // beyond that wait for the next pass.
+      for (const shard of copied.left) if (want.size < part.layout.parityShards) want.add(shard);
+      const result = want.size > 0 ? await rebuildShards(ctx.config, ctx.core, part, [...want], away) : { rebuilt: [], failed: [], moved: [] };
       count(result);
       total.rebuilt += result.rebuilt.length;
       total.failed += result.failed.length;
-      total.bytes += result.rebuilt.length * shardFileBytes(ctx.core, part);
-      if (result.moved.length > 0) moves.set(storageId, result.moved);
+      total.bytes += result.rebuilt.length * fileBytes;
+      const partMoves = [...copied.moved, ...result.moved];
+      if (partMoves.length > 0) moves.set(storageId, partMoves);
     }
   } finally {
     // Files already moved for earlier parts are recorded (or removed) even if a later part failed.

@@ -11,6 +11,7 @@ import { GuardedNode } from "./node-health";
 import { NodeAnswerError, nodesById, placeShards, shardKey, type StorageNode } from "./nodes";
 import { HEAL_NOW, openPartRange, type LossReason } from "./read-part";
 import { ShardSink } from "./shard-sink";
+import { storeCodedShard } from "./coded-shard";
 import { WriteAbandoned } from "./errors";
 
 export type ShardedPart = ManifestPart & { layout: { type: "sharded" } & ShardedLayout };
@@ -134,6 +135,53 @@ export async function rebuildShards(
     todo = moveAll ? refused : [...metAlongTheWay].filter((s) => !done.has(s));
   }
   return result;
+}
+
+/**
+ * Moves intact shard files of a part (a drain, a rebalance) by copying each one from its node to
+ * the next replacement (below), every chunk checked on the way (storage/coded-shard.ts): one file
+ * read per file moved, where a rebuild reads k. Resolves with the files copied ([shard, node]: the
+ * caller records them in the manifest, then removes the old ones) and those that could not be (a
+ * node that fails, a file that does not check out): rebuild those instead.
+ */
+export async function moveShards(
+  config: GatewayConfig,
+  core: Core,
+  part: ShardedPart,
+  shards: readonly number[],
+  avoid: ReadonlySet<string>,
+): Promise<{ moved: [number, string][]; left: number[] }> {
+  const { layout } = part;
+  const nodes = nodesById(config.nodes);
+  const spares = await replacements(config, layout.storageId, layout.placement, avoid);
+  const moved: [number, string][] = [];
+  const left: number[] = [];
+  const geometry = core.geometry(partGeometry(part.size, layout));
+  try {
+    for (const shard of shards) {
+      const from = nodes.get(layout.placement[shard]);
+      const target = spares.shift();
+      const key = shardKey(layout.storageId, shard);
+      const body = from && target ? await from.get(key, 0, geometry.shardFileBytes).catch(() => null) : null;
+      if (!body || !target) {
+        left.push(shard);
+        continue;
+      }
+      const verifier = core.shardVerifier(geometry, shard);
+      try {
+        await storeCodedShard(target, key, body, verifier);
+        moved.push([shard, target.id]);
+      } catch {
+        left.push(shard);
+        spares.unshift(target); // it took nothing: the next file may go there
+      } finally {
+        verifier.free();
+      }
+    }
+  } finally {
+    geometry.free();
+  }
+  return { moved, left };
 }
 
 /**
