@@ -1,11 +1,14 @@
 // Healing, as a service of plain functions. One object is healed by `healObject`: its bad shard files are
 // rebuilt onto their nodes or, when a node is gone, onto a replacement whose id then replaces
-// the old one in the manifest (a compare-and-swap, so a concurrent overwrite wins). It runs:
+// the old one in the manifest (a compare-and-swap, so a concurrent overwrite wins). Intact shard
+// files that belong elsewhere (a node drained, or placement choosing another node now: rebalancing)
+// are copied there the same way. It runs:
 //   - after a read that had to go around shard files (heal on read);
 //   - over the bucket's heal queue (writes that missed nodes, reads that could not heal at once):
 //     `POST /_shardgate/admin/heal` without a bucket, and the scheduler (jobs/scheduler.ts);
 //   - over a bucket or a prefix of it: `POST /_shardgate/admin/heal?bucket=B`, in bounded batches
-//     that resume from the key they stopped at, so a failed object never restarts the walk.
+//     that resume from the key they stopped at, so a failed object never restarts the walk;
+//   - from the scrub's walk (services/scrub.ts), which also rebalances.
 import { equalBytes } from "../bytes";
 import { loadConfig, type Env, type GatewayConfig } from "../config";
 import { core } from "../core";
