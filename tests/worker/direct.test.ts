@@ -132,7 +132,10 @@ describe("the browser path", () => {
     expect(res.status).toBe(400);
     expect(await res.text()).toMatch(/BadDigest.*parity/s);
     expect((await s3(`/${bucket}/forged.bin`)).status).toBe(404);
-    await expect.poll(() => storedFiles(s)).toBe(0);
+    // A refused commit leaves the session's files to its abort (or the orphan sweep).
+    expect(await storedFiles(s)).toBe(6);
+    await client.abort(bucket, "forged.bin", s);
+    expect(await storedFiles(s)).toBe(0);
   });
 
   it("refuses a commit whose MD5 is not the part's when the sample covers the part", async () => {
@@ -172,10 +175,27 @@ describe("the browser path", () => {
     expect(await errorOf(await s3(`/${bucket}/elsewhere.bin?shardgate-commit`, { method: "POST", body: commitBody(s, [coded.md5]) }))).toBe("AccessDenied");
     const forged = { ...s, upload: `${s.upload.slice(0, -2)}xx` };
     expect(await errorOf(await s3(`/${bucket}/echo.bin?shardgate-commit`, { method: "POST", body: commitBody(forged, [coded.md5]) }))).toBe("AccessDenied");
-    // Conditional like a PUT: the key exists after this commit, so If-None-Match: * fails the next.
+    // Conditional like a PUT: the key exists now, so If-None-Match: * refuses a new session's commit.
     await s3ok(`/${bucket}/echo.bin?shardgate-commit`, { method: "POST", body: commitBody(s, [coded.md5]) });
-    const twice = await s3(`/${bucket}/echo.bin?shardgate-commit`, { method: "POST", body: commitBody(s, [coded.md5]), headers: { "if-none-match": "*" } });
-    expect(twice.status).toBe(412);
+    const next = await session("echo.bin", data.length);
+    const again = codePart(core, next.geometry, next.parts[0], data);
+    for (const [shard, url] of next.parts[0].urls.entries()) await putShard(url, again.files[shard]);
+    const conditional = await s3(`/${bucket}/echo.bin?shardgate-commit`, {
+      method: "POST",
+      body: commitBody(next, [coded.md5]),
+      headers: { "if-none-match": "*" },
+    });
+    expect(conditional.status).toBe(412);
+    // A session commits once: a replay (with or without conditions) is refused, an abort after
+    // the commit too, and neither touches the committed object's shard files.
+    for (const headers of [{}, { "if-none-match": "*" }] as Record<string, string>[]) {
+      const replay = await s3(`/${bucket}/echo.bin?shardgate-commit`, { method: "POST", body: commitBody(s, [coded.md5]), headers });
+      expect(replay.status).toBe(400);
+      expect(await replay.text()).toContain("committed already");
+    }
+    await expect(client.abort(bucket, "echo.bin", s)).rejects.toMatchObject({ code: "NoSuchUpload" });
+    expectSameBytes(new Uint8Array(await (await s3ok(`/${bucket}/echo.bin`)).arrayBuffer()), data);
+    expect(await storedFiles(s)).toBe(6);
   });
 
   it("an aborted session's shard files are removed at once; an abandoned one's by the orphan sweep", async () => {
@@ -186,6 +206,9 @@ describe("the browser path", () => {
     expect(await storedFiles(aborted)).toBe(6);
     await client.abort(bucket, "abandoned.bin", aborted);
     expect(await storedFiles(aborted)).toBe(0);
+    // An aborted session does not commit afterwards.
+    const late = await s3(`/${bucket}/abandoned.bin?shardgate-commit`, { method: "POST", body: commitBody(aborted, [coded.md5]) });
+    expect(late.status).toBe(400);
 
     const abandoned = await session("abandoned.bin", data.length);
     for (const [shard, url] of abandoned.parts[0].urls.entries())

@@ -99,6 +99,9 @@ const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
   ["ALTER TABLE bucket ADD COLUMN policy TEXT"],
   // Default server-side encryption ({"algorithm": "AES256"}), or NULL.
   ["ALTER TABLE bucket ADD COLUMN encryption TEXT"],
+  // Writes that may happen once (browser-path commits), until their grant expires: a replayed
+  // commit would make two versions share one set of shard files.
+  ["CREATE TABLE spent (id TEXT PRIMARY KEY, until INTEGER NOT NULL) WITHOUT ROWID", "CREATE INDEX spent_by_until ON spent (until)"],
 ];
 
 /** Per-bucket settings kept as JSON in a column of the bucket row (the table names the column). */
@@ -221,13 +224,38 @@ export class BucketIndex extends DurableObject {
   async put(record: ObjectRecord, condition: WriteCondition = {}, heal: string | null = null): Promise<PutResult> {
     return this.ctx.storage.transactionSync((): PutResult => {
       if (!this.exists()) return { ok: false, reason: "NoSuchBucket" };
+      if (condition.once && this.spent(condition.once.id)) return { ok: false, reason: "AlreadyCommitted" };
       if (!conditionHolds(this.record(record.key), condition)) return { ok: false, reason: "PreconditionFailed" };
       const locked = this.withLock(record, condition);
       if (typeof locked === "string") return { ok: false, reason: locked };
+      if (condition.once) this.spend(condition.once);
       const change = versions.putVersion(this.sql, locked);
       this.setHeal(record.key, heal);
       return { ok: true, ...change, expiry: this.expiryOf(record) };
     });
+  }
+
+  /**
+   * Spends a write that may happen once without writing (a browser-path session's abort): false
+   * when it was spent already (committed, or aborted before). A commit after it is refused.
+   */
+  async claimOnce(once: { id: string; until: number }): Promise<boolean> {
+    return this.ctx.storage.transactionSync(() => {
+      if (this.spent(once.id)) return false;
+      this.spend(once);
+      return true;
+    });
+  }
+
+  /** Whether a write that may happen once has happened (and its grant has not expired). */
+  private spent(id: string): boolean {
+    return this.sql.exec("SELECT 1 FROM spent WHERE id = ? AND until >= ?", id, Date.now()).toArray().length > 0;
+  }
+
+  /** Records a write that may happen once (and forgets those whose grants have expired). */
+  private spend(once: { id: string; until: number }): void {
+    this.sql.exec("DELETE FROM spent WHERE until < ?", Date.now());
+    this.sql.exec("INSERT INTO spent (id, until) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET until = excluded.until", once.id, once.until);
   }
 
   /**

@@ -115,13 +115,15 @@ export interface WriteCondition {
   ifMatch?: string;
   /** The write carried Content-MD5 or a checksum: object lock requires one when a retention applies. */
   integrity?: boolean;
+  /** A write that may happen once (a browser-path commit): refused as AlreadyCommitted if `id` was written before `until`. */
+  once?: { id: string; until: number };
 }
 
 /** A committed write: the new version's id for x-amz-version-id (absent when the bucket is
  *  unversioned), and the versions it replaced for good (their shard files are to be deleted). */
 export type PutResult =
   | { ok: true; versionId?: string; freed: ObjectRecord[]; expiry: Expiry | null }
-  | { ok: false; reason: "NoSuchBucket" | "PreconditionFailed" | LockRefusal };
+  | { ok: false; reason: "NoSuchBucket" | "PreconditionFailed" | "AlreadyCommitted" | LockRefusal };
 
 /** Why object lock refused a write: lock headers on a bucket without object lock, or a retained
  *  write without Content-MD5 or a checksum. */

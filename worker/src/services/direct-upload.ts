@@ -10,7 +10,7 @@ import { digestOf, type GrantBase, openGrant, signGrant } from "../auth/grant";
 import type { GatewayConfig } from "../config";
 import type { ManifestPart, PartLayout } from "../core-api";
 import type { DirectAbort, DirectCommit, DirectGeometry, DirectPartPlace, DirectUploadSession } from "../direct-protocol";
-import { bucketRegistry } from "../meta/stubs";
+import { bucketIndex, bucketRegistry } from "../meta/stubs";
 import type { WriteCondition } from "../meta/types";
 import { noSuchBucket, S3Error } from "../s3-error";
 import { removeParts } from "../storage/remove";
@@ -75,9 +75,10 @@ export async function openUploadSession(ctx: DirectContext, bucket: string, key:
 }
 
 /**
- * Commits a session: checks its grant and the parts it names, verifies the shard files (see
+ * Commits a session, once: checks its grant and the parts it names, verifies the shard files (see
  * direct-verify.ts), and commits the manifest as a PUT does (conditions, versioning, lock rules of
- * the bucket). Refused: nothing becomes visible, and the session's shard files are removed.
+ * the bucket). Refused: nothing becomes visible, and the session's shard files stay for its abort
+ * (or the orphan sweep).
  */
 export async function commitUpload(
   ctx: DirectContext,
@@ -94,25 +95,35 @@ export async function commitUpload(
     throw new S3Error("InvalidRequest", `partMd5s must be one hex MD5 per part (${commit.parts.length}).`);
   }
   const parts = manifestParts(grant, commit.parts, md5s);
-  let missed: number[][];
-  try {
-    missed = await verifyCodedParts(ctx, parts);
-  } catch (e) {
-    ctx.waitUntil(removeParts(ctx.config.nodes, parts));
-    throw e;
-  }
+  // A refused commit removes nothing: the files may be a committed version's (a replay, or two
+  // commits of one session at once). The session's abort or the orphan sweep removes them.
+  const missed = await verifyCodedParts(ctx, parts);
   const etag = parts.length === 1 ? parts[0].etag : await multipartEtag(commit.partMd5s);
   const object = { key, size: grant.size, etag, ...fields, tags: [], checksums: [], parts };
   const written = parts.map((p, i) => ({ size: p.size, md5: new Uint8Array(0), layout: p.layout, missedShards: missed[i] }));
+  // Once per session (a replay would make two versions share these shard files). The parts' MD5s
+  // stand for the body's integrity that object lock asks of a retained write (checked on the sample).
   // Parts with missing shard files go to the heal queue with the commit, as after a PUT.
-  const committed = await commitObject(ctx, bucket, object, condition, written);
+  const committed = await commitObject(ctx, bucket, object, { ...condition, integrity: true, once: onceOf(grant) }, written, "keep");
   return { etag, versionId: committed.versionId };
 }
 
-/** Removes an abandoned session's shard files now (the orphan sweep would, after its grace period). */
+/**
+ * Removes an abandoned session's shard files now (the orphan sweep would, after its grace period).
+ * The session is spent first, in the bucket's index: a commit after it is refused, and a session
+ * already committed is not aborted (NoSuchUpload, as S3 answers an abort after a completion).
+ */
 export async function abortUpload(ctx: DirectContext, bucket: string, key: string, abort: DirectAbort, now = Date.now()): Promise<void> {
   const grant = await openSession(ctx, bucket, key, abort, now);
+  if (!(await bucketIndex(ctx.env, bucket).claimOnce(onceOf(grant)))) {
+    throw new S3Error("NoSuchUpload", "The upload session was committed or aborted already.");
+  }
   await removeParts(ctx.config.nodes, manifestParts(grant, abort.parts, []));
+}
+
+/** What makes a session's commit (or abort) happen once: the digest of its parts, until it expires. */
+function onceOf(grant: UploadGrant): { id: string; until: number } {
+  return { id: grant.places, until: grant.expires };
 }
 
 /** The session's grant, if it is valid for bucket/key and `echo.parts` are the parts it placed. */

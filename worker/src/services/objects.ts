@@ -82,6 +82,8 @@ export function writeRefused(bucket: string, reason: Exclude<PutResult, { ok: tr
       return preconditionFailed();
     case "NoObjectLockConfiguration":
       return new S3Error("InvalidRequest", "Bucket is missing Object Lock Configuration");
+    case "AlreadyCommitted":
+      return new S3Error("InvalidRequest", "This upload session was committed already: open a new one.");
     case "IntegrityRequired":
       return new S3Error("InvalidRequest", "Content-MD5 OR x-amz-checksum- HTTP header is required for Put Object requests with Object Lock parameters");
   }
@@ -89,8 +91,10 @@ export function writeRefused(bucket: string, reason: Exclude<PutResult, { ok: tr
 
 /**
  * Commits a manifest atomically, with the write's conditions. On failure the data this request
- * wrote (`written`) is removed; on success the superseded version's shard files are, except any
- * the new manifest still references (a copy onto itself that replaced only metadata).
+ * wrote (`written`) is removed, unless `onRefused` is "keep" (a browser-path commit: its shard
+ * files may be an earlier commit's, replayed; its abort or the orphan sweep removes them); on
+ * success the superseded version's shard files are, except any the new manifest still references
+ * (a copy onto itself that replaced only metadata).
  */
 export async function commitObject(
   ctx: ObjectContext,
@@ -98,6 +102,7 @@ export async function commitObject(
   object: NewObject,
   condition: WriteCondition | undefined,
   written: readonly WrittenPart[],
+  onRefused: "remove" | "keep" = "remove",
 ): Promise<{ lastModified: number; versionId?: string; expiry: Expiry | null }> {
   const { key, lock, ...rest } = object;
   const manifest: Manifest = { ...rest, lastModifiedMs: Date.now() };
@@ -117,12 +122,14 @@ export async function commitObject(
     result = await bucketIndex(ctx.env, bucket).put(record, condition, missed ? UNDER_REPLICATED : null);
     if (!result.ok) throw writeRefused(bucket, result.reason);
   } catch (e) {
-    ctx.waitUntil(
-      removeParts(
-        ctx.config.nodes,
-        written.map((w) => partOf(w, "", [])),
-      ),
-    );
+    if (onRefused === "remove") {
+      ctx.waitUntil(
+        removeParts(
+          ctx.config.nodes,
+          written.map((w) => partOf(w, "", [])),
+        ),
+      );
+    }
     throw e;
   }
   removeFreed(ctx, result.freed, storageIds(manifest.parts));
