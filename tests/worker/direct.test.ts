@@ -194,6 +194,9 @@ describe("the browser path", () => {
       expect(await replay.text()).toContain("committed already");
     }
     await expect(client.abort(bucket, "echo.bin", s)).rejects.toMatchObject({ code: "NoSuchUpload" });
+    // Nor does a committed session's shard URL write any more (it would change the object under its readers).
+    const overwrite = await putShard(s.parts[0].urls[0], codePart(core, s.geometry, s.parts[0], randomBytes(data.length, 44)).files[0]);
+    expect(overwrite.status).toBe(403);
     expectSameBytes(new Uint8Array(await (await s3ok(`/${bucket}/echo.bin`)).arrayBuffer()), data);
     expect(await storedFiles(s)).toBe(6);
   });

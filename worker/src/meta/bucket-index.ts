@@ -247,6 +247,11 @@ export class BucketIndex extends DurableObject {
     });
   }
 
+  /** Whether a write that may happen once has happened (a browser-path session committed or aborted). */
+  async isSpent(id: string): Promise<boolean> {
+    return this.spent(id);
+  }
+
   /** Whether a write that may happen once has happened (and its grant has not expired). */
   private spent(id: string): boolean {
     return this.sql.exec("SELECT 1 FROM spent WHERE id = ? AND until >= ?", id, Date.now()).toArray().length > 0;

@@ -6,6 +6,7 @@
 // CORS rules, as for its objects.
 import { type GrantBase, openGrant, signGrant } from "../auth/grant";
 import { type DirectGeometry, SHARD_PATH } from "../direct-protocol";
+import { bucketIndex } from "../meta/stubs";
 import { S3Error } from "../s3-error";
 import { CodedShardRefused, storeCodedShard } from "../storage/coded-shard";
 import { nodesById, shardKey, type StorageNode } from "../storage/nodes";
@@ -14,6 +15,8 @@ import type { DirectContext } from "./direct-upload";
 interface ShardGrant extends GrantBase {
   kind: "shard";
   bucket: string;
+  /** The session a write grant belongs to (its once-id): no shard file is written once it committed or was aborted. */
+  session?: string;
   /** A write grant stores the file (once, before the commit); a read grant serves ranges of it. */
   write: boolean;
   storageId: string;
@@ -26,6 +29,7 @@ interface ShardGrant extends GrantBase {
 
 export interface ShardGrantSpec {
   bucket: string;
+  session?: string;
   layout: DirectGeometry & { storageId: string };
   size: number;
   shard: number;
@@ -34,13 +38,21 @@ export interface ShardGrantSpec {
   expires: number;
 }
 
+/** How long a presigned PUT of a shard file stays valid (the session itself may last longer). */
+export const PRESIGNED_PUT_MS = 3600 * 1000;
+
 /**
  * Where a client moves one shard file: straight to its node when the node gives clients URLs of
- * their own (a presigned S3 URL), otherwise through the gateway (SHARD_PATH and a shard grant).
+ * their own (a presigned S3 URL) and `presigned` allows it, otherwise through the gateway
+ * (SHARD_PATH and a shard grant, which stops writing once its session is committed or aborted).
  */
-export async function shardUrl(ctx: DirectContext, spec: ShardGrantSpec, now = Date.now()): Promise<string> {
+export async function shardUrl(ctx: DirectContext, spec: ShardGrantSpec, now = Date.now(), presigned = true): Promise<string> {
   const node = nodesById(ctx.config.nodes).get(spec.node);
-  if (node?.presign) return node.presign(shardKey(spec.layout.storageId, spec.shard), spec.write ? "PUT" : "GET", (spec.expires - now) / 1000);
+  if (presigned && node?.presign) {
+    // A presigned PUT cannot be taken back: it is kept short (a commit does not end it).
+    const until = spec.write ? Math.min(spec.expires, now + PRESIGNED_PUT_MS) : spec.expires;
+    return node.presign(shardKey(spec.layout.storageId, spec.shard), spec.write ? "PUT" : "GET", (until - now) / 1000);
+  }
   return `${SHARD_PATH}${encodeURIComponent(spec.bucket)}/${await shardGrant(ctx.rootSecret, spec)}`;
 }
 
@@ -50,6 +62,7 @@ function shardGrant(rootSecret: string, spec: ShardGrantSpec): Promise<string> {
   const grant: ShardGrant = {
     kind: "shard",
     bucket: spec.bucket,
+    ...(spec.session === undefined ? {} : { session: spec.session }),
     expires: spec.expires,
     write: spec.write,
     storageId,
@@ -91,6 +104,10 @@ export async function grantedShard(ctx: DirectContext, bucket: string, token: st
 export async function putShard(ctx: DirectContext, file: GrantedShard, body: ReadableStream<Uint8Array>, length: number): Promise<void> {
   if (length !== file.fileBytes) throw new S3Error("InvalidArgument", `This shard file is ${file.fileBytes} bytes long, not ${length}.`);
   const { grant } = file;
+  // Shard files are never overwritten once their object is committed (nor after an abort).
+  if (grant.session !== undefined && (await bucketIndex(ctx.env, grant.bucket).isSpent(grant.session))) {
+    throw new S3Error("AccessDenied", "The upload session was committed or aborted: its shard files are not written any more.");
+  }
   const geometry = ctx.core.geometry({ size: grant.size, ...grant.geometry });
   const verifier = ctx.core.shardVerifier(geometry, grant.shard);
   try {

@@ -31,6 +31,8 @@ export const MAX_DIRECT_BYTES = 5 * 1024 ** 3;
 
 interface UploadGrant extends GrantBase {
   kind: "upload";
+  /** The session's id: its commit (or abort) is recorded under it in the bucket's index, once. */
+  session: string;
   bucket: string;
   key: string;
   size: number;
@@ -52,6 +54,10 @@ export async function openUploadSession(ctx: DirectContext, bucket: string, key:
   const { config } = ctx;
   if (size <= config.inlineBytes) return { mode: "classic", reason: "small objects are stored in their manifest: send it with PutObject" };
   if (await encryptsByDefault(ctx.env, bucket)) return { mode: "classic", reason: "the bucket encrypts what it stores: the gateway must see the bytes" };
+  // A presigned node URL cannot be taken back: a bucket with object lock only gets shard URLs of
+  // the gateway's, which stop writing when the session commits.
+  const presigned = !(await bucketIndex(ctx.env, bucket).objectLock());
+  const session = crypto.randomUUID();
   const geometry = geometryOf(config);
   const partBytes = config.direct.partBytes;
   const expires = now + config.direct.sessionMs;
@@ -65,12 +71,14 @@ export async function openUploadSession(ctx: DirectContext, bucket: string, key:
       const placement = (await placeShards(nodes, storageId, width)).map((n) => n.id);
       const layout = { ...geometry, storageId, placement };
       const shardFileBytes = shardFileBytesOf(ctx, partSize, geometry);
-      const urls = await Promise.all(placement.map((node, shard) => shardUrl(ctx, { bucket, layout, size: partSize, shard, node, write: true, expires }, now)));
+      const urls = await Promise.all(
+        placement.map((node, shard) => shardUrl(ctx, { bucket, session, layout, size: partSize, shard, node, write: true, expires }, now, presigned)),
+      );
       return { size: partSize, storageId, placement, shardFileBytes, urls };
     }),
   );
   const places = await digestOf(parts.map(placeOf));
-  const upload = await signGrant(ctx.rootSecret, { kind: "upload", expires, bucket, key, size, partBytes, geometry, places } satisfies UploadGrant);
+  const upload = await signGrant(ctx.rootSecret, { kind: "upload", expires, session, bucket, key, size, partBytes, geometry, places } satisfies UploadGrant);
   return { mode: "direct", upload, expires, geometry, partBytes, parts };
 }
 
@@ -121,9 +129,9 @@ export async function abortUpload(ctx: DirectContext, bucket: string, key: strin
   await removeParts(ctx.config.nodes, manifestParts(grant, abort.parts, []));
 }
 
-/** What makes a session's commit (or abort) happen once: the digest of its parts, until it expires. */
+/** What makes a session's commit (or abort) happen once: its id, until it expires. */
 function onceOf(grant: UploadGrant): { id: string; until: number } {
-  return { id: grant.places, until: grant.expires };
+  return { id: grant.session, until: grant.expires };
 }
 
 /** The session's grant, if it is valid for bucket/key and `echo.parts` are the parts it placed. */
