@@ -1,24 +1,14 @@
 // A node with latency added before every request: how benchmarks and tests make one node slow
 // (SHARDGATE_NODE_DELAY_MS, docs/operations.md). Nothing else changes: the node's own answers,
 // its health record and its hedged reads are those of a node that is simply far away or busy.
-import type { NodeKind, NodeListing, StorageNode } from "./nodes";
+import { type NodeListing, type StorageNode, WrappedNode } from "./nodes";
 
-export class DelayedNode implements StorageNode {
+export class DelayedNode extends WrappedNode {
   constructor(
-    private readonly inner: StorageNode,
+    inner: StorageNode,
     private readonly delayMs: number,
-  ) {}
-
-  get id(): string {
-    return this.inner.id;
-  }
-
-  get kind(): NodeKind {
-    return this.inner.kind;
-  }
-
-  get presign(): StorageNode["presign"] {
-    return this.inner.presign;
+  ) {
+    super(inner);
   }
 
   async put(key: string, body: ReadableStream<Uint8Array>, length: number): Promise<void> {

@@ -5,7 +5,7 @@
 // waiting for a dead or stalled node. After a cool-down one request is let through as a probe
 // (half-open); its success closes the breaker, its failure opens it again. The recent latency
 // also tells a read when to stop waiting for a node and hedge with parity.
-import type { NodeKind, NodeListing, StorageNode } from "./nodes";
+import { type NodeKind, type NodeListing, type StorageNode, WrappedNode } from "./nodes";
 import { WriteAbandoned } from "./errors";
 
 export type BreakerState = "closed" | "open" | "half-open";
@@ -210,22 +210,12 @@ export function resetNodeHealth(): void {
  * breaker is open; GET and HEAD feed the latency average (time to headers). A GET's 404 is an
  * answer, not a failure. Failures met later, mid-stream, are reported by the reader itself.
  */
-export class GuardedNode implements StorageNode {
+export class GuardedNode extends WrappedNode {
   constructor(
-    private readonly inner: StorageNode,
+    inner: StorageNode,
     readonly health: NodeHealth,
-  ) {}
-
-  get id(): string {
-    return this.inner.id;
-  }
-
-  get kind(): NodeKind {
-    return this.inner.kind;
-  }
-
-  get presign(): StorageNode["presign"] {
-    return this.inner.presign;
+  ) {
+    super(inner);
   }
 
   put(key: string, body: ReadableStream<Uint8Array>, length: number): Promise<void> {

@@ -114,12 +114,9 @@ export function shardKey(storageId: string, shard: number): string {
   return `${storageId}/${shard}`;
 }
 
-/** Counts every request to `inner` and the bytes it moves (shardgate_node_* metrics). */
-export class CountedNode implements StorageNode {
-  constructor(
-    private readonly inner: StorageNode,
-    private readonly metrics: Metrics,
-  ) {}
+/** A node wrapped by another (counting, guarding, delaying): which node it is stays the inner one's. */
+export abstract class WrappedNode implements StorageNode {
+  constructor(protected readonly inner: StorageNode) {}
 
   get id(): string {
     return this.inner.id;
@@ -131,6 +128,22 @@ export class CountedNode implements StorageNode {
 
   get presign(): StorageNode["presign"] {
     return this.inner.presign;
+  }
+
+  abstract put(key: string, body: ReadableStream<Uint8Array>, length: number): Promise<void>;
+  abstract get(key: string, start: number, end: number): Promise<ReadableStream<Uint8Array> | null>;
+  abstract delete(keys: string[]): Promise<void>;
+  abstract head(key: string): Promise<number | null>;
+  abstract list(cursor: string | null): Promise<NodeListing>;
+}
+
+/** Counts every request to `inner` and the bytes it moves (shardgate_node_* metrics). */
+export class CountedNode extends WrappedNode {
+  constructor(
+    inner: StorageNode,
+    private readonly metrics: Metrics,
+  ) {
+    super(inner);
   }
 
   async put(key: string, body: ReadableStream<Uint8Array>, length: number): Promise<void> {
