@@ -98,6 +98,9 @@ export class ShardgateError extends Error {
 /** Parts whose shard files are sent at once (each part's all together), while the next one codes. */
 const PARTS_IN_FLIGHT = 2;
 
+/** Commits sent before a 503 (a node the gateway's check could not read) is given up on. */
+const COMMIT_ATTEMPTS = 3;
+
 /** Sends of one shard file before it is given up on (the commit then decides, by write quorum). */
 const SHARD_ATTEMPTS = 2;
 
@@ -165,7 +168,7 @@ export class ShardgateClient {
       ...(options.contentType === undefined ? {} : { contentType: options.contentType }),
       ...(options.metadata === undefined ? {} : { metadata: options.metadata }),
     };
-    const committed = await this.json<DirectCommitted>(`${path}?shardgate-commit`, { method: "POST", body: JSON.stringify(commit) });
+    const committed = await this.commit(path, commit);
     return { mode: "direct", ...committed };
   }
 
@@ -266,6 +269,18 @@ export class ShardgateClient {
     await expectOk(res);
     const version = res.headers.get("x-amz-version-id");
     return { mode: "classic", etag: (res.headers.get("etag") ?? "").replace(/"/g, ""), ...(version ? { versionId: version } : {}) };
+  }
+
+  /** The commit, sent again (up to COMMIT_ATTEMPTS) while the gateway answers 503: a node it had to check did not answer. */
+  private async commit(path: string, commit: DirectCommit): Promise<DirectCommitted> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.json<DirectCommitted>(`${path}?shardgate-commit`, { method: "POST", body: JSON.stringify(commit) });
+      } catch (e) {
+        if (!(e instanceof ShardgateError && e.status === 503) || attempt >= COMMIT_ATTEMPTS) throw e;
+        await new Promise((r) => setTimeout(r, 500 * attempt));
+      }
+    }
   }
 
   private async json<T>(path: string, init: RequestInit): Promise<T> {

@@ -142,7 +142,9 @@ async function readRange(ctx: DirectContext, part: ManifestPart, start: number, 
   const out = new Uint8Array(end - start);
   let at = 0;
   try {
-    const source = await openPartSource(ctx.config, ctx.core, part, start, end, events, avoid);
+    // Patient reads: the files this check names, waited for (a busy node is not read around).
+    const setup = { nodes: ctx.config.nodes, readStallMs: ctx.config.readStallMs, hedge: false };
+    const source = await openPartSource(setup, ctx.core, part, start, end, events, avoid);
     try {
       for (;;) {
         const got = await source.next((piece) => {

@@ -72,6 +72,11 @@ export interface RangeSource {
 export interface ReadSetup {
   nodes: readonly StorageNode[];
   readStallMs: number;
+  /**
+   * false: read the shard files the plan names and wait for them, never around a node for being
+   * slow (a check that must read particular files: services/direct-verify.ts). Default true.
+   */
+  hedge?: boolean;
 }
 
 /**
@@ -225,7 +230,7 @@ class ShardedRangeReader implements RangeSource {
         const node = this.nodes.get(nodeId);
         if (!node) this.around(shard, "missing");
         else if (node instanceof GuardedNode && node.health.refusing) this.around(shard, "unavailable");
-        else if (node instanceof GuardedNode && (node.health.readAround || node.health.laggard())) others.push(shard);
+        else if (this.config.hedge !== false && node instanceof GuardedNode && (node.health.readAround || node.health.laggard())) others.push(shard);
       });
       // The most the code can spare first: lost, slow for this read, slow for others; then less.
       const attempt = (around: number[]): ReadPlan | null => {
@@ -277,7 +282,7 @@ class ShardedRangeReader implements RangeSource {
       (body): Answer => (body ? { f, node, body } : { f, node, lost: "missing" }),
       (e: unknown): Answer => ({ f, node, lost: e instanceof NodeUnavailableError ? "unavailable" : "error" }),
     );
-    if (!(node instanceof GuardedNode)) return request;
+    if (!(node instanceof GuardedNode) || this.config.hedge === false) return request;
     const health = node.health;
     const delay = health.hedgeAfterMs();
     let timer!: ReturnType<typeof setTimeout>; // set by the executor, which runs at once
