@@ -120,7 +120,7 @@ describe("adding and draining nodes", () => {
       await ok(withSeven, `/${bucket}/new-${i}`, { method: "PUT", body: bytes });
       written.set(`new-${i}`, bytes);
     }
-    expect(await files("NODE_6")).toBeGreaterThanOrEqual(6); // 12 expected; under 6 has odds below 1e-5
+    expect(await files("NODE_6")).toBeGreaterThanOrEqual(5); // 12 expected; 4 or fewer: odds of about 2 in a million
     const rebuiltBefore = await counter(withSeven, 'shardgate_heal_shards_total{result="rebuilt"}');
     const passes = await underLoad(withSeven, "add", () => rebalance(withSeven));
     // One more pass once the load is over counts every object, those it wrote too.
