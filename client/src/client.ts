@@ -132,7 +132,10 @@ export class ShardgateClient {
   private async uploadOr(bucket: string, key: string, data: Blob | Uint8Array, options: UploadOptions, decline: boolean): Promise<UploadResult | Declined> {
     const blob = data instanceof Blob ? data : new Blob([data as Uint8Array<ArrayBuffer>]);
     const path = objectPath(bucket, key);
-    const resumed = options.session?.mode === "direct" && options.session.expires > Date.now() + 60_000 ? options.session : null;
+    // A session kept from before resumes only while it lasts, and only for data of its size.
+    const kept = options.session;
+    const resumed =
+      kept?.mode === "direct" && kept.expires > Date.now() + 60_000 && kept.parts.reduce((n, p) => n + p.size, 0) === blob.size ? kept : null;
     const session = resumed ?? (await this.json<DirectUploadSession>(`${path}?shardgate-upload`, { method: "POST", body: JSON.stringify({ size: blob.size }) }));
     if (session.mode === "classic") return decline ? { mode: "declined", reason: session.reason } : this.putClassic(path, blob, options);
     options.onSession?.(session);
