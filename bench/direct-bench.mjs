@@ -20,7 +20,7 @@ import { build } from "esbuild";
 import { freePort } from "../scripts/lib/free-port.mjs";
 import { S3Client } from "./lib/s3-client.mjs";
 import { descendants, SHARDGATE_KEY, startTarget, TARGETS } from "./lib/targets.mjs";
-import { ok } from "./lib/windows.mjs";
+import { metricSum, ok } from "./lib/windows.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const MiB = 1 << 20;
@@ -63,12 +63,7 @@ const HANDLED = [
 ];
 
 /** Bytes the gateway has handled so far: from and to clients, from and to its nodes. */
-async function handledBytes(s3) {
-  const text = (await ok(s3, "GET", "/_shardgate/metrics", { keep: true })).body.toString();
-  let sum = 0;
-  for (const line of text.split("\n")) if (HANDLED.some((name) => line.startsWith(name))) sum += Number(line.slice(line.lastIndexOf(" ") + 1));
-  return sum;
-}
+const handledBytes = (s3) => metricSum(s3, HANDLED);
 
 async function measure(s3, pids, fn) {
   const bytesBefore = await handledBytes(s3);

@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import { freePort } from "../scripts/lib/free-port.mjs";
 import { S3Client } from "./lib/s3-client.mjs";
 import { SHARDGATE_KEY } from "./lib/targets.mjs";
-import { ok, pct } from "./lib/windows.mjs";
+import { metricSum, ok, pct } from "./lib/windows.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const json = process.argv.includes("--json");
@@ -67,13 +67,7 @@ async function start(n, vars) {
   };
 }
 
-async function counter(client, name) {
-  const text = (await ok(client, "GET", "/_shardgate/metrics", { keep: true })).body.toString();
-  return text
-    .split("\n")
-    .filter((l) => l.startsWith(name))
-    .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
-}
+const counter = (client, name) => metricSum(client, [name]);
 
 /** `op(i)` for i < total, `inFlight` at a time; each one's latency (ms). */
 async function run(total, inFlight, op) {

@@ -7,19 +7,14 @@
 // Figures on stdout as a table (or JSON with --json); progress on stderr.
 import { S3Client } from "./lib/s3-client.mjs";
 import { startTarget, TARGETS } from "./lib/targets.mjs";
-import { abRow, ok, summary, window } from "./lib/windows.mjs";
+import { abRow, ok, summary, window, metricSum } from "./lib/windows.mjs";
 
 const json = process.argv.includes("--json");
 const ROUNDS = 4;
 const MiB = 1 << 20;
 const log = (line) => console.error(line);
 
-async function nodeBytesRead(client) {
-  const text = (await ok(client, "GET", "/_shardgate/metrics", { keep: true })).body.toString();
-  let sum = 0;
-  for (const line of text.split("\n")) if (line.startsWith("shardgate_node_bytes_read_total")) sum += Number(line.slice(line.lastIndexOf(" ") + 1));
-  return sum;
-}
+const nodeBytesRead = (client) => metricSum(client, ["shardgate_node_bytes_read_total"]);
 
 async function main() {
   const target = await startTarget(

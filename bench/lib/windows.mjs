@@ -1,5 +1,6 @@
-// What the A/B benches (bench:versions, bench:sse, bench:ceiling) share: a checked request, a timed
-// window of requests in flight, its summary, and a table row comparing two summaries.
+// What the benches (bench:versions, bench:sse, bench:ceiling, bench:direct, bench:nodes) share: a
+// checked request, a timed window of requests in flight, its summary, a table row comparing two
+// summaries, and the gateway's own counters.
 
 /** The q-quantile of `xs` (null when empty). */
 export const pct = (xs, q) => {
@@ -42,4 +43,15 @@ export function cell(s, unit) {
 /** A table row: `label`, the cells of `a` and `b`, and b's throughput over a's. */
 export function abRow(label, a, b, unit) {
   return `| ${label} | ${cell(a, unit)} | ${cell(b, unit)} | ${(b.perS / a.perS).toFixed(2)}× |`;
+}
+
+/** The sum of the gateway's counters `names` over all their series (signed GET /_shardgate/metrics). */
+export async function metricSum(client, names) {
+  const text = (await ok(client, "GET", "/_shardgate/metrics", { keep: true })).body.toString();
+  let sum = 0;
+  for (const line of text.split("\n")) {
+    const name = line.slice(0, line.search(/[{ ]/));
+    if (names.includes(name)) sum += Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return sum;
 }
