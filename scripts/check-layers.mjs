@@ -43,6 +43,7 @@ const API_HELPERS = new Set([
   "api/router.ts",
   "api/xml.ts",
   "api/xml-parse.ts",
+  "api/request-body.ts",
   "api/object-headers.ts",
   "api/checksums.ts",
   "api/bucket-name.ts",

@@ -173,6 +173,9 @@ describe("the browser path", () => {
     const moved = { ...s, parts: s.parts.map((p) => ({ ...p, placement: [...p.placement].reverse() })) };
     expect(await errorOf(await s3(`/${bucket}/echo.bin?shardgate-commit`, { method: "POST", body: commitBody(moved, [coded.md5]) }))).toBe("InvalidRequest");
     expect(await errorOf(await s3(`/${bucket}/elsewhere.bin?shardgate-commit`, { method: "POST", body: commitBody(s, [coded.md5]) }))).toBe("AccessDenied");
+    // A commit body is JSON of at most 1 MiB.
+    const huge = await s3(`/${bucket}/echo.bin?shardgate-commit`, { method: "POST", body: commitBody(s, [coded.md5], { pad: "x".repeat(1024 * 1024) }) });
+    expect(await errorOf(huge)).toBe("EntityTooLarge");
     const forged = { ...s, upload: `${s.upload.slice(0, -2)}xx` };
     expect(await errorOf(await s3(`/${bucket}/echo.bin?shardgate-commit`, { method: "POST", body: commitBody(forged, [coded.md5]) }))).toBe("AccessDenied");
     // Conditional like a PUT: the key exists now, so If-None-Match: * refuses a new session's commit.

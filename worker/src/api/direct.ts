@@ -9,6 +9,7 @@ import { abortUpload, commitUpload, type DirectContext, openUploadSession } from
 import { writeCondition } from "./conditions";
 import type { RequestContext } from "./context";
 import { json } from "./json";
+import { readBodyUpTo } from "./request-body";
 import { storedHeaders, userMetadata } from "./object-headers";
 import { checkKey, requestedVersion } from "./object-request";
 
@@ -82,12 +83,10 @@ function directContext(ctx: RequestContext): DirectContext {
 }
 
 async function readJson<T>(ctx: RequestContext): Promise<T> {
-  const length = ctx.auth.contentLength;
-  if (length !== null && length > MAX_JSON_BYTES) throw new S3Error("EntityTooLarge", `The JSON body may be at most ${MAX_JSON_BYTES} bytes.`);
-  const text = ctx.auth.body ? await new Response(ctx.auth.body).text() : "";
-  if (text.length > MAX_JSON_BYTES) throw new S3Error("EntityTooLarge", `The JSON body may be at most ${MAX_JSON_BYTES} bytes.`);
+  const tooLarge = () => new S3Error("EntityTooLarge", `The JSON body may be at most ${MAX_JSON_BYTES} bytes.`);
+  const bytes = ctx.auth.body ? await readBodyUpTo(ctx.auth.body, MAX_JSON_BYTES, tooLarge) : new Uint8Array(0);
   try {
-    const value: unknown = JSON.parse(text);
+    const value: unknown = JSON.parse(new TextDecoder().decode(bytes));
     if (typeof value === "object" && value !== null) return value as T;
   } catch {
     // answered below

@@ -2,6 +2,7 @@
 // CORSConfiguration, Tagging, CreateBucketConfiguration). Elements, attributes (skipped), text,
 // CDATA, comments and the five named and numeric entities; no DTDs (refused, so no entity
 // expansion). Anything malformed is S3's MalformedXML, never a crash. Pure, no I/O.
+import { readBodyUpTo } from "./request-body";
 import { S3Error } from "../s3-error";
 
 export interface XmlElement {
@@ -37,22 +38,7 @@ export async function readXml(body: ReadableStream<Uint8Array> | null): Promise<
 /** A request body of at most MAX_XML_BYTES, whole (to check its digest before parsing). */
 export async function readXmlBody(body: ReadableStream<Uint8Array> | null): Promise<Uint8Array> {
   if (!body) throw malformedXml();
-  const reader = body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.length;
-    if (total > MAX_XML_BYTES) {
-      await reader.cancel().catch(() => {});
-      throw malformedXml("The XML you provided was too large.");
-    }
-    chunks.push(value);
-  }
-  const bytes = new Uint8Array(total);
-  chunks.reduce((at, c) => (bytes.set(c, at), at + c.length), 0);
-  return bytes;
+  return readBodyUpTo(body, MAX_XML_BYTES, () => malformedXml("The XML you provided was too large."));
 }
 
 /** Parses a UTF-8 document. */
