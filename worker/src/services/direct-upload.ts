@@ -8,11 +8,11 @@
 // are removed by an abort, or else by the orphan sweep (the session expires well before its grace).
 import { digestOf, type GrantBase, openGrant, signGrant } from "../auth/grant";
 import type { GatewayConfig } from "../config";
-import type { ManifestPart, PartLayout } from "../core-api";
 import type { DirectAbort, DirectCommit, DirectGeometry, DirectPartPlace, DirectUploadSession } from "../direct-protocol";
 import { bucketIndex, bucketRegistry } from "../meta/stubs";
 import type { WriteCondition } from "../meta/types";
 import { noSuchBucket, S3Error } from "../s3-error";
+import type { ShardedPart } from "../storage/heal";
 import { removeParts } from "../storage/remove";
 import { newStorageId, preferAvailable } from "../storage/write-part";
 import { placeShards } from "../storage/nodes";
@@ -154,9 +154,9 @@ async function openSession(
 }
 
 /** The manifest's parts of a session, with their MD5s as ETags (none for an abort). */
-function manifestParts(grant: UploadGrant, places: DirectPartPlace[], md5s: string[]): ManifestPart[] {
+function manifestParts(grant: UploadGrant, places: DirectPartPlace[], md5s: string[]): ShardedPart[] {
   return places.map((place, i) => {
-    const layout: PartLayout = { type: "sharded", ...grant.geometry, storageId: place.storageId, placement: place.placement, partChecksums: [] };
+    const layout = { type: "sharded" as const, ...grant.geometry, storageId: place.storageId, placement: place.placement, partChecksums: [] };
     return { size: Math.min(grant.partBytes, grant.size - i * grant.partBytes), etag: md5s[i] ?? "", layout };
   });
 }

@@ -10,9 +10,9 @@
 //   3. a part whose blocks were all sampled has its MD5 (the ETag the client claimed) checked too.
 // Chunks checked when a shard file came through the gateway (storage/coded-shard.ts) were checked
 // whole; what was not sampled of files sent elsewhere is checked by scrub and by every read.
-import type { ManifestPart, ShardedLayout } from "../core-api";
 import { hex } from "../bytes";
 import { S3Error } from "../s3-error";
+import { type ShardedPart, shardFileBytes } from "../storage/heal";
 import { nodesById, shardKey } from "../storage/nodes";
 import { type LossReason, openPartSource } from "../storage/read-part";
 import type { DirectContext } from "./direct-upload";
@@ -21,7 +21,7 @@ import type { DirectContext } from "./direct-upload";
 const HEADS_IN_FLIGHT = 16;
 
 /** Verifies the parts' shard files; resolves with each part's missing shards, or throws the S3 error that refuses the commit. */
-export async function verifyCodedParts(ctx: DirectContext, parts: ManifestPart[]): Promise<number[][]> {
+export async function verifyCodedParts(ctx: DirectContext, parts: ShardedPart[]): Promise<number[][]> {
   const missed = await checkLengths(ctx, parts);
   const blocks = sampleBlocks(ctx, parts);
   const md5s = new Map<number, { hash: DigestStream; writer: WritableStreamDefaultWriter<Uint8Array> }>();
@@ -45,15 +45,10 @@ export async function verifyCodedParts(ctx: DirectContext, parts: ManifestPart[]
   return missed;
 }
 
-function layoutOf(part: ManifestPart): ShardedLayout {
-  if (part.layout.type !== "sharded") throw new Error("a coded upload's part is sharded");
-  return part.layout;
-}
-
 /** Step 1: each part's missing shard files; refuses wrong lengths and parts below the write quorum. */
-async function checkLengths(ctx: DirectContext, parts: ManifestPart[]): Promise<number[][]> {
+async function checkLengths(ctx: DirectContext, parts: ShardedPart[]): Promise<number[][]> {
   const nodes = nodesById(ctx.config.nodes);
-  const files = parts.flatMap((part, p) => layoutOf(part).placement.map((node, shard) => ({ p, shard, node })));
+  const files = parts.flatMap((part, p) => part.layout.placement.map((node, shard) => ({ p, shard, node })));
   const found: (number | null)[] = new Array(files.length).fill(null);
   let next = 0;
   const worker = async (): Promise<void> => {
@@ -63,7 +58,7 @@ async function checkLengths(ctx: DirectContext, parts: ManifestPart[]): Promise<
       const stored = nodes.get(node);
       if (!stored) throw new S3Error("ServiceUnavailable", `Storage node ${node} is no longer configured.`);
       try {
-        found[i] = await stored.head(shardKey(layoutOf(parts[p]).storageId, shard));
+        found[i] = await stored.head(shardKey(parts[p].layout.storageId, shard));
       } catch {
         found[i] = null; // a node down now: the file counts as missing (healed later) if the quorum allows
       }
@@ -71,7 +66,7 @@ async function checkLengths(ctx: DirectContext, parts: ManifestPart[]): Promise<
   };
   await Promise.all(Array.from({ length: Math.min(HEADS_IN_FLIGHT, files.length) }, worker));
   const missed: number[][] = parts.map(() => []);
-  const lengths = parts.map((part) => fileBytes(ctx, part));
+  const lengths = parts.map((part) => shardFileBytes(ctx.core, part));
   files.forEach(({ p, shard }, i) => {
     const length = found[i];
     if (length === null) return void missed[p].push(shard);
@@ -79,21 +74,12 @@ async function checkLengths(ctx: DirectContext, parts: ManifestPart[]): Promise<
     if (length !== expected) throw new S3Error("BadDigest", `Shard file ${shard} of part ${p + 1} is ${length} bytes, not ${expected}.`);
   });
   missed.forEach((m, p) => {
-    const stored = layoutOf(parts[p]).placement.length - m.length;
+    const stored = parts[p].layout.placement.length - m.length;
     if (stored < ctx.config.writeQuorum) {
       throw new S3Error("InvalidRequest", `Only ${stored} shard files of part ${p + 1} are stored; ${ctx.config.writeQuorum} are needed.`);
     }
   });
   return missed;
-}
-
-function fileBytes(ctx: DirectContext, part: ManifestPart): number {
-  const g = ctx.core.geometry({ size: part.size, ...layoutOf(part) });
-  try {
-    return g.shardFileBytes;
-  } finally {
-    g.free();
-  }
 }
 
 interface SampledBlock {
@@ -104,8 +90,8 @@ interface SampledBlock {
 }
 
 /** Step 2's sample, in object order: the first and the last block, and random others. */
-function sampleBlocks(ctx: DirectContext, parts: ManifestPart[]): SampledBlock[] {
-  const counts = parts.map((p) => Math.max(1, Math.ceil(p.size / layoutOf(p).blockBytes)));
+function sampleBlocks(ctx: DirectContext, parts: ShardedPart[]): SampledBlock[] {
+  const counts = parts.map((p) => Math.max(1, Math.ceil(p.size / p.layout.blockBytes)));
   const all: [number, number][] = counts.flatMap((n, part) => Array.from({ length: n }, (_, block): [number, number] => [part, block]));
   const want = Math.min(all.length, ctx.config.direct.verifyBlocks);
   const chosen = new Set<number>([0, all.length - 1].slice(0, want));
@@ -121,8 +107,8 @@ function sampleBlocks(ctx: DirectContext, parts: ManifestPart[]): SampledBlock[]
  * Step 2 for one block: its bytes read from the data shards, and again around as many present data
  * shards as the code can spare, must agree. Any chunk failing its checksum refuses the commit.
  */
-async function readBlockBothWays(ctx: DirectContext, part: ManifestPart, block: number, missing: number[], index: number): Promise<Uint8Array> {
-  const layout = layoutOf(part);
+async function readBlockBothWays(ctx: DirectContext, part: ShardedPart, block: number, missing: number[], index: number): Promise<Uint8Array> {
+  const { layout } = part;
   const start = block * layout.blockBytes;
   const end = Math.min(part.size, start + layout.blockBytes);
   const present = layout.placement.map((_, shard) => shard).filter((s) => !missing.includes(s));
@@ -136,7 +122,7 @@ async function readBlockBothWays(ctx: DirectContext, part: ManifestPart, block: 
   return first;
 }
 
-async function readRange(ctx: DirectContext, part: ManifestPart, start: number, end: number, avoid: number[], index: number): Promise<Uint8Array> {
+async function readRange(ctx: DirectContext, part: ShardedPart, start: number, end: number, avoid: number[], index: number): Promise<Uint8Array> {
   const lost: { shard: number; why: LossReason }[] = [];
   const events = { shardLost: (_: string, shard: number, why: LossReason) => void lost.push({ shard, why }) };
   const out = new Uint8Array(end - start);
