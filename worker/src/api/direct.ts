@@ -71,7 +71,13 @@ async function serveShard(ctx: RequestContext, file: GrantedShard): Promise<Resp
   const body = await readShard(file, start, end);
   if (!body) throw new S3Error("NoSuchKey", "The shard file is not there.");
   const partial = header !== null && range !== null;
-  const headers: Record<string, string> = { "content-length": String(end - start), "cache-control": "no-store" };
+  // Shard files are framed bytes, never a page: a fixed type that no browser sniffs into one.
+  const headers: Record<string, string> = {
+    "content-length": String(end - start),
+    "cache-control": "no-store",
+    "content-type": "application/octet-stream",
+    "x-content-type-options": "nosniff",
+  };
   if (partial) headers["content-range"] = `bytes ${start}-${end - 1}/${file.fileBytes}`;
   return new Response(body, { status: partial ? 206 : 200, headers });
 }
