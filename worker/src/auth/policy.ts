@@ -1,9 +1,11 @@
 // Bucket policies, the subset people use (docs/access.md): statements that Allow or Deny actions
 // (`s3:GetObject`, `s3:*`, `s3:Get*` …) on the bucket (`arn:aws:s3:::bucket`) or its objects
 // (`arn:aws:s3:::bucket/prefix*`) to everyone (`*`) or to access keys by id. Parsing refuses what
-// it cannot enforce (conditions, NotAction, other buckets) with the reason, rather than ignore it.
-// Pure functions: no I/O.
+// it cannot enforce (conditions, NotAction, other buckets) with the reason, rather than ignore it,
+// and what would make evaluation costly (POLICY_LIMITS); patterns are compiled once, then matched
+// in linear time (auth/wildcard.ts). Pure functions: no I/O.
 import { S3Error } from "../s3-error";
+import { compileWildcard, type Wildcard, wildcardMatch } from "./wildcard";
 
 export interface PolicyStatement {
   sid: string | null;
@@ -11,9 +13,9 @@ export interface PolicyStatement {
   /** "*" for everyone, else access key ids. */
   principals: "*" | string[];
   /** Action patterns, lower-cased (`s3:getobject`, `s3:*`). */
-  actions: string[];
-  /** Resource patterns: the bucket ARN or object ARNs, `*` and `?` as wildcards. */
-  resources: string[];
+  actions: Wildcard[];
+  /** Resource patterns without `arn:aws:s3:::` (`bucket`, `bucket/prefix*`), `*` and `?` as wildcards. */
+  resources: Wildcard[];
 }
 
 export interface BucketPolicy {
@@ -23,7 +25,11 @@ export interface BucketPolicy {
 /** Who asks: an access key's id, or nobody (an anonymous request). */
 export type Requester = string | null;
 
-/** Every action a policy may name (S3's names, as the permissions table maps operations to them). */
+/**
+ * Every action a policy may name: S3's names, each enforced by the operations that the table of
+ * api/permissions.ts (PERMISSIONS) maps to it; a name no operation checks is not here, so a policy
+ * naming it is refused rather than silently unenforced.
+ */
 export const POLICY_ACTIONS = [
   "s3:GetObject",
   "s3:PutObject",
@@ -36,11 +42,17 @@ export const POLICY_ACTIONS = [
   "s3:GetObjectVersion",
   "s3:DeleteObjectVersion",
   "s3:GetObjectTagging",
+  "s3:GetObjectVersionTagging",
   "s3:PutObjectTagging",
+  "s3:PutObjectVersionTagging",
   "s3:DeleteObjectTagging",
+  "s3:DeleteObjectVersionTagging",
   "s3:GetObjectAttributes",
+  "s3:GetObjectVersionAttributes",
   "s3:GetObjectAcl",
+  "s3:GetObjectVersionAcl",
   "s3:PutObjectAcl",
+  "s3:PutObjectVersionAcl",
   "s3:GetObjectRetention",
   "s3:PutObjectRetention",
   "s3:GetObjectLegalHold",
@@ -73,25 +85,41 @@ export type PolicyAction = (typeof POLICY_ACTIONS)[number];
 /** The largest policy S3 takes. */
 export const MAX_POLICY_BYTES = 20 * 1024;
 
+/**
+ * What a policy may hold, so that evaluating it stays cheap whatever its author wrote (a
+ * DeleteObjects evaluates it once per key): beyond these it is MalformedPolicy.
+ */
+export const POLICY_LIMITS = {
+  statements: 100,
+  actionsPerStatement: 100,
+  resourcesPerStatement: 100,
+  /** `*` and `?` in one action or resource pattern. */
+  wildcardsPerPattern: 10,
+  /** An action pattern's length (the longest name is 35 characters). */
+  actionChars: 128,
+  /** What a resource pattern says after `arn:aws:s3:::bucket/`, in UTF-8 bytes: a key's limit. */
+  keyPatternBytes: 1024,
+} as const;
+
 const malformed = (reason: string) => new S3Error("MalformedPolicy", reason);
 
-/** `*` and `?` as in IAM: any run of characters, one character; everything else literal. */
-function globMatch(pattern: string, value: string): boolean {
-  const re = new RegExp(
-    `^${pattern
-      .replace(/[.+^${}()|[\]\\]/g, "\\$&")
-      .replace(/\*/g, ".*")
-      .replace(/\?/g, ".")}$`,
-    "s",
-  );
-  return re.test(value);
+/** A pattern compiled, or MalformedPolicy when it has too many wildcards. */
+function pattern(text: string, what: string): Wildcard {
+  const w = compileWildcard(text);
+  if (w.wildcards > POLICY_LIMITS.wildcardsPerPattern) {
+    throw malformed(`Policy has invalid ${what}: at most ${POLICY_LIMITS.wildcardsPerPattern} wildcards (* and ?) per pattern`);
+  }
+  return w;
 }
+
+const KNOWN_ACTIONS = POLICY_ACTIONS.map((a) => a.toLowerCase());
+const encoder = new TextEncoder();
 
 const asList = (v: unknown): unknown[] => (Array.isArray(v) ? v : [v]);
 
 /** Parses and checks a policy document for `bucket`; throws MalformedPolicy with the reason. */
 export function parsePolicy(text: string, bucket: string): BucketPolicy {
-  if (new TextEncoder().encode(text).length > MAX_POLICY_BYTES) throw malformed(`Policies must be at most ${MAX_POLICY_BYTES} bytes.`);
+  if (encoder.encode(text).length > MAX_POLICY_BYTES) throw malformed(`Policies must be at most ${MAX_POLICY_BYTES} bytes.`);
   let doc: unknown;
   try {
     doc = JSON.parse(text);
@@ -107,8 +135,10 @@ export function parsePolicy(text: string, bucket: string): BucketPolicy {
     throw malformed("The policy must contain a valid version string");
   }
   if (root.Statement === undefined) throw malformed("Missing required field Statement");
-  const statements = asList(root.Statement).map((s) => parseStatement(s, bucket));
-  if (statements.length === 0) throw malformed("Could not parse the policy: Statement is empty!");
+  const raw = asList(root.Statement);
+  if (raw.length === 0) throw malformed("Could not parse the policy: Statement is empty!");
+  if (raw.length > POLICY_LIMITS.statements) throw malformed(`Policies may have at most ${POLICY_LIMITS.statements} statements`);
+  const statements = raw.map((s) => parseStatement(s, bucket));
   return { statements };
 }
 
@@ -144,29 +174,36 @@ function parsePrincipal(raw: unknown): "*" | string[] {
   return ids as string[];
 }
 
-function parseActions(raw: unknown): string[] {
+function parseActions(raw: unknown): Wildcard[] {
   if (raw === undefined) throw malformed("Missing required field Action");
   const actions = asList(raw);
   if (actions.length === 0) throw malformed("Missing required field Action");
+  if (actions.length > POLICY_LIMITS.actionsPerStatement) throw malformed(`A statement may name at most ${POLICY_LIMITS.actionsPerStatement} actions`);
   return actions.map((a) => {
     if (typeof a !== "string") throw malformed("Policy has invalid action");
-    const action = a.toLowerCase();
-    if (action === "*") return "s3:*";
-    if (!POLICY_ACTIONS.some((known) => globMatch(action, known.toLowerCase()))) throw malformed(`Policy has invalid action: ${a}`);
+    if (a.length > POLICY_LIMITS.actionChars) throw malformed(`Policy has invalid action: longer than ${POLICY_LIMITS.actionChars} characters`);
+    const action = pattern(a === "*" ? "s3:*" : a.toLowerCase(), "action");
+    if (!KNOWN_ACTIONS.some((known) => wildcardMatch(action, known))) throw malformed(`Policy has invalid action: ${a}`);
     return action;
   });
 }
 
-function parseResources(raw: unknown, bucket: string): string[] {
+function parseResources(raw: unknown, bucket: string): Wildcard[] {
   if (raw === undefined) throw malformed("Missing required field Resource");
   const resources = asList(raw);
   if (resources.length === 0) throw malformed("Missing required field Resource");
+  if (resources.length > POLICY_LIMITS.resourcesPerStatement) {
+    throw malformed(`A statement may name at most ${POLICY_LIMITS.resourcesPerStatement} resources`);
+  }
   return resources.map((r) => {
     if (typeof r !== "string" || !r.startsWith("arn:aws:s3:::")) throw malformed("Policy has invalid resource");
     const path = r.slice("arn:aws:s3:::".length);
     const name = path.split("/", 1)[0];
     if (name !== bucket) throw malformed(`Policy has invalid resource: ${r} is not in bucket ${bucket}`);
-    return path;
+    if (encoder.encode(path).length > bucket.length + 1 + POLICY_LIMITS.keyPatternBytes) {
+      throw malformed(`Policy has invalid resource: an object pattern may be at most ${POLICY_LIMITS.keyPatternBytes} bytes after the bucket`);
+    }
+    return pattern(path, "resource");
   });
 }
 
@@ -175,10 +212,12 @@ export function resourceOf(bucket: string, key: string | null): string {
   return key === null ? bucket : `${bucket}/${key}`;
 }
 
+const namesBy = (s: PolicyStatement, who: Requester): boolean => s.principals === "*" || (who !== null && s.principals.includes(who));
+
 function applies(s: PolicyStatement, who: Requester, action: PolicyAction, resource: string): boolean {
-  if (s.principals !== "*" && (who === null || !s.principals.includes(who))) return false;
+  if (!namesBy(s, who)) return false;
   const lower = action.toLowerCase();
-  return s.actions.some((a) => globMatch(a, lower)) && s.resources.some((r) => globMatch(r, resource));
+  return s.actions.some((a) => wildcardMatch(a, lower)) && s.resources.some((r) => wildcardMatch(r, resource));
 }
 
 /** What the policy says about `who` doing `action` on `resource`: a Deny wins over any Allow. */
@@ -191,6 +230,17 @@ export function evaluatePolicy(policy: BucketPolicy | null, who: Requester, acti
     allowed = true;
   }
   return allowed ? "allow" : "silent";
+}
+
+/**
+ * Whether some statement allows `who` one of `actions` on some resource: what lets a batch in
+ * before each of its keys is evaluated (DeleteObjects).
+ */
+export function allowsSomewhere(policy: BucketPolicy | null, who: Requester, actions: readonly PolicyAction[]): boolean {
+  const lower = actions.map((a) => a.toLowerCase());
+  return (
+    policy?.statements.some((s) => s.effect === "Allow" && namesBy(s, who) && s.actions.some((a) => lower.some((action) => wildcardMatch(a, action)))) ?? false
+  );
 }
 
 /** Whether the policy makes anything public (an Allow to everyone): GetBucketPolicyStatus. */
