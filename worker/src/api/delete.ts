@@ -1,6 +1,8 @@
 // DeleteObject and DeleteObjects: idempotent; the manifests go first (one metadata call for a
 // whole batch), their shard files after the response. In a versioned bucket a delete without a
-// version id adds a delete marker; with one, it removes that version for good.
+// version id adds a delete marker; with one, it removes that version for good. A batch is
+// authorized per key, as S3 does: a key the policy denies (s3:DeleteObject, or
+// s3:DeleteObjectVersion for an entry naming a version) is answered AccessDenied and kept.
 import { isVersionId } from "../meta/versions";
 import type { DeleteOutcome } from "../meta/types";
 import { S3Error, noSuchBucket } from "../s3-error";
@@ -12,13 +14,15 @@ import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
 import { childrenNamed, childText, malformedXml, parseXmlBytes, readXmlBody } from "./xml-parse";
 import { parseContentMd5, requestedVersion } from "./object-request";
 import { bypassGovernance } from "./object-lock-headers";
+import { bucketPolicy } from "../services/bucket-policy";
+import { objectPermitted } from "./permissions";
 
 /** S3's limit on keys per DeleteObjects request. */
 const MAX_DELETE_KEYS = 1000;
 
 export async function deleteObject(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
   const versionId = requestedVersion(ctx.url);
-  const { bucket: exists, outcome } = await bucketIndex(ctx, bucket).delete(key, versionId, bypassGovernance(ctx, bucket));
+  const { bucket: exists, outcome } = await bucketIndex(ctx, bucket).delete(key, versionId, await bypassGovernance(ctx, bucket, key));
   if (!exists) throw noSuchBucket(bucket);
   // A version that does not exist is already deleted: 204 as for a missing key.
   if (!outcome) return new Response(null, { status: 204 });
@@ -32,17 +36,34 @@ export async function deleteObject(ctx: RequestContext, bucket: string, key: str
 
 export async function deleteObjects(ctx: RequestContext, bucket: string): Promise<Response> {
   const request = await parseDeleteRequest(ctx);
+  // One policy read for the batch; each key is evaluated against it (linear in the keys).
+  const policy = bucketPolicy(ctx.env, bucket);
+  const policyOf = () => policy;
+  for (const item of request.items) {
+    if (item.error !== null) continue;
+    if (!(await objectPermitted(ctx.principal, "DeleteObjects", bucket, item.key, item.versionId !== undefined, policyOf))) {
+      item.error = { code: "AccessDenied", message: "Access Denied" };
+    }
+  }
   const valid = request.items.filter((item) => item.error === null);
-  const { bucket: exists, outcomes } = await bucketIndex(ctx, bucket).deleteMany(
-    valid.map(({ key, versionId }) => ({ key, versionId })),
-    bypassGovernance(ctx, bucket),
-  );
-  if (!exists) throw noSuchBucket(bucket);
-  removeFreed(
-    ctx,
-    outcomes.flatMap((o) => o?.freed ?? []),
-  );
-  const outcomeOf = new Map(valid.map((item, i) => [item, outcomes[i] ?? null]));
+  const mayBypass = await Promise.all(valid.map((item) => bypassGovernance(ctx, bucket, item.key, policyOf)));
+  const outcomeOf = new Map<DeleteItem, DeleteOutcome | null>();
+  // The governance bypass is each key's too: one call for the keys that may bypass, one for the
+  // others (made even when empty if nothing else was: it says whether the bucket exists).
+  for (const bypass of [true, false]) {
+    const group = valid.filter((_, i) => mayBypass[i] === bypass);
+    if (group.length === 0 && (bypass || outcomeOf.size > 0)) continue;
+    const { bucket: exists, outcomes } = await bucketIndex(ctx, bucket).deleteMany(
+      group.map(({ key, versionId }) => ({ key, versionId })),
+      bypass,
+    );
+    if (!exists) throw noSuchBucket(bucket);
+    removeFreed(
+      ctx,
+      outcomes.flatMap((o) => o?.freed ?? []),
+    );
+    for (const [i, item] of group.entries()) outcomeOf.set(item, outcomes[i] ?? null);
+  }
   for (const [item, outcome] of outcomeOf) if (outcome?.denied) item.error = { code: "AccessDenied", message: outcome.denied };
   // S3 reports a key as deleted whether or not it existed; Quiet leaves out the successes.
   const results = request.items.map((item) => {

@@ -84,7 +84,7 @@ export async function handleS3(request: Request, env: Env, exec: { waitUntil(pro
         : config.sigV2 && isSigV2(request, url)
           ? await authenticateV2(request, secretOf, { now: Date.now(), virtualHostSuffix: config.virtualHostSuffix })
           : await authenticate(request, secretOf, { region: config.region, now: Date.now() });
-    if (!selfAuthorized) await authorize(principal, endpoint, request.headers, (bucket) => bucketPolicy(env, bucket));
+    if (!selfAuthorized) await authorize(principal, endpoint, request.headers, (bucket) => bucketPolicy(env, bucket), url.searchParams);
     const ctx: RequestContext = { request, url, env, config, core, auth, principal, requestId, waitUntil: (p) => exec.waitUntil(p) };
     if ("key" in endpoint) requestedVersion(url); // a malformed versionId is refused whatever the operation
     return await finishWithCors(await dispatch(ctx, endpoint));

@@ -3,8 +3,9 @@
 // rules before any byte is stored), those GET and HEAD answer, and the governance bypass.
 import type { ObjectLock, RetentionMode } from "../meta/object-lock";
 import { S3Error } from "../s3-error";
+import { bucketPolicy } from "../services/bucket-policy";
 import type { RequestContext } from "./context";
-import { holds } from "./permissions";
+import { BYPASS_GOVERNANCE, type PolicyLookup, passes } from "./permissions";
 
 const MODES = new Set<string>(["GOVERNANCE", "COMPLIANCE"]);
 
@@ -54,10 +55,17 @@ export function lockHeaders(lock: ObjectLock | undefined): Record<string, string
 }
 
 /**
- * Whether the request bypasses GOVERNANCE retention: it asks to, and its key may (S3's
- * s3:BypassGovernanceRetention; here the owner right on the bucket, which the root key has).
+ * Whether the request bypasses GOVERNANCE retention on `key`: it asks to, and may (S3's
+ * s3:BypassGovernanceRetention on the object: a policy's Deny refuses it, an Allow grants it; by
+ * grants, the owner right on the bucket, which the root key has). Without it the lock holds and
+ * the operation answers AccessDenied where the lock forbids it, as S3 does.
  */
-export function bypassGovernance(ctx: Pick<RequestContext, "request" | "principal">, bucket: string): boolean {
+export async function bypassGovernance(
+  ctx: Pick<RequestContext, "request" | "principal" | "env">,
+  bucket: string,
+  key: string,
+  policyOf: PolicyLookup = (b) => bucketPolicy(ctx.env, b),
+): Promise<boolean> {
   const asked = ctx.request.headers.get("x-amz-bypass-governance-retention")?.trim().toLowerCase() === "true";
-  return asked && holds(ctx.principal, bucket, "owner");
+  return asked && (await passes(ctx.principal, BYPASS_GOVERNANCE, bucket, key, false, policyOf));
 }

@@ -107,7 +107,7 @@ async function changeLock(
   change: { retention: Pick<ObjectLock, "mode" | "until"> } | { legalHold: boolean },
 ): Promise<void> {
   const versionId = requestedVersion(ctx.url);
-  const outcome = await bucketIndex(ctx, bucket).setVersionLock(key, versionId, change, bypassGovernance(ctx, bucket));
+  const outcome = await bucketIndex(ctx, bucket).setVersionLock(key, versionId, change, await bypassGovernance(ctx, bucket, key));
   switch (outcome.result) {
     case "ok":
       return;

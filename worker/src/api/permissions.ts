@@ -1,8 +1,9 @@
 // Who may do what (docs/access.md): the one table from each S3 operation to the right it needs and
-// the action a bucket policy names it by, and the check every request passes after authentication.
-// The root key may do everything; another key has, per bucket, any of read, write and owner, and may
-// be allowed to create buckets; a bucket policy can allow more (to keys or to everyone) and deny.
-import { type BucketPolicy, evaluatePolicy, type PolicyAction, resourceOf } from "../auth/policy";
+// the action a bucket policy names it by (PERMISSIONS), and the check every request passes after
+// authentication. The root key may do everything; another key has, per bucket, any of read, write
+// and owner, and may be allowed to create buckets; a bucket policy can allow more (to keys or to
+// everyone) and deny, per object where the operation acts on one.
+import { allowsSomewhere, type BucketPolicy, evaluatePolicy, type PolicyAction, resourceOf } from "../auth/policy";
 import { S3Error } from "../s3-error";
 import type { Principal } from "../services/access-keys";
 import { parseCopySource } from "./copy-source";
@@ -13,145 +14,107 @@ import type { Endpoint } from "./router";
  * beyond a valid key (listing buckets shows only those the key has a right on; a 501 needs no
  * right); or the root key (metrics, the admin API).
  */
-export type Need = "read" | "write" | "owner" | "createBucket" | "anyKey" | "root";
+export type Need = Right | "createBucket" | "anyKey" | "root";
 
-export const NEEDS: Record<Endpoint["op"], Need> = {
-  ListBuckets: "anyKey",
-  CreateBucket: "createBucket",
-  HeadBucket: "read",
-  DeleteBucket: "owner",
-  GetBucketLocation: "read",
-  GetBucketVersioning: "read",
-  PutBucketVersioning: "owner",
-  ListObjectsV2: "read",
-  ListObjects: "read",
-  ListObjectVersions: "read",
-  GetObject: "read",
-  HeadObject: "read",
-  PutObject: "write",
-  PostObject: "write", // checked by the operation, with the key that signed the form
-  DeleteObject: "write",
-  DeleteObjects: "write",
-  CopyObject: "write", // and read on the source's bucket
-  GetObjectAttributes: "read",
-  CreateMultipartUpload: "write",
-  UploadPart: "write",
-  UploadPartCopy: "write", // and read on the source's bucket
-  CompleteMultipartUpload: "write",
-  AbortMultipartUpload: "write",
-  ListParts: "write",
-  ListMultipartUploads: "write",
-  GetObjectTagging: "read",
-  PutObjectTagging: "write",
-  DeleteObjectTagging: "write",
-  GetBucketTagging: "read",
-  PutBucketTagging: "owner",
-  DeleteBucketTagging: "owner",
-  GetBucketLifecycleConfiguration: "read",
-  PutBucketLifecycleConfiguration: "owner",
-  DeleteBucketLifecycle: "owner",
-  GetObjectLockConfiguration: "read",
-  PutObjectLockConfiguration: "owner",
-  GetObjectRetention: "read",
-  PutObjectRetention: "write", // shortening GOVERNANCE retention (a bypass) needs owner too
-  GetObjectLegalHold: "read",
-  PutObjectLegalHold: "write",
-  GetBucketAcl: "read",
-  PutBucketAcl: "owner",
-  GetObjectAcl: "read",
-  PutObjectAcl: "write",
-  GetBucketCors: "read",
-  PutBucketCors: "owner",
-  DeleteBucketCors: "owner",
-  GetBucketEncryption: "read",
-  PutBucketEncryption: "owner",
-  DeleteBucketEncryption: "owner",
-  GetBucketPolicy: "owner",
-  PutBucketPolicy: "owner",
-  DeleteBucketPolicy: "owner",
-  GetBucketPolicyStatus: "owner",
-  PreflightCors: "anyKey", // answered before authentication, from the bucket's CORS rules
-  CreateDirectUpload: "write",
-  CompleteDirectUpload: "write",
-  AbortDirectUpload: "write",
-  GetReadPlan: "read",
-  TransferShard: "anyKey", // authorized by the grant in its URL alone (services/direct-shards.ts)
-  GetMetrics: "root",
-  Admin: "root",
-  NotImplemented: "anyKey",
+export type Right = "read" | "write" | "owner";
+
+/** One check: the right that lets a key through by its grants, or a policy's Allow of the action. */
+export interface Check<N extends Need = Right> {
+  need: N;
+  /** The action a bucket policy names it by (null: no policy applies). */
+  action: PolicyAction | null;
+  /** The action instead when the request names a version (`?versionId`; a DeleteObjects entry's VersionId). */
+  versioned?: PolicyAction;
+}
+
+export interface Permission extends Check<Need> {
+  /** A copy's source, checked on the source object in its own bucket (versioned: the copy source names a versionId). */
+  source?: Check;
+  /** The operation evaluates each object it acts on (DeleteObjects: every key of the batch, as S3 does). */
+  perKey?: true;
+  /** What `x-amz-bypass-governance-retention: true` takes, per object (api/object-lock-headers.ts). */
+  bypass?: Check;
+}
+
+/** A copy reads its source as a GET would. */
+const READ_SOURCE: Check = { need: "read", action: "s3:GetObject", versioned: "s3:GetObjectVersion" };
+/** S3's s3:BypassGovernanceRetention; by grants, the owner right (which the root key has). */
+export const BYPASS_GOVERNANCE: Check = { need: "owner", action: "s3:BypassGovernanceRetention" };
+
+/** The one table: every operation, what it needs, and what a policy calls it. */
+export const PERMISSIONS: Record<Endpoint["op"], Permission> = {
+  ListBuckets: { need: "anyKey", action: null },
+  CreateBucket: { need: "createBucket", action: null },
+  HeadBucket: { need: "read", action: "s3:ListBucket" },
+  DeleteBucket: { need: "owner", action: "s3:DeleteBucket" },
+  GetBucketLocation: { need: "read", action: "s3:GetBucketLocation" },
+  GetBucketVersioning: { need: "read", action: "s3:GetBucketVersioning" },
+  PutBucketVersioning: { need: "owner", action: "s3:PutBucketVersioning" },
+  ListObjectsV2: { need: "read", action: "s3:ListBucket" },
+  ListObjects: { need: "read", action: "s3:ListBucket" },
+  ListObjectVersions: { need: "read", action: "s3:ListBucketVersions" },
+  GetObject: { need: "read", action: "s3:GetObject", versioned: "s3:GetObjectVersion" },
+  HeadObject: { need: "read", action: "s3:GetObject", versioned: "s3:GetObjectVersion" },
+  PutObject: { need: "write", action: "s3:PutObject" },
+  PostObject: { need: "write", action: "s3:PutObject" }, // checked by the operation, with the key that signed the form
+  DeleteObject: { need: "write", action: "s3:DeleteObject", versioned: "s3:DeleteObjectVersion", bypass: BYPASS_GOVERNANCE },
+  DeleteObjects: { need: "write", action: "s3:DeleteObject", versioned: "s3:DeleteObjectVersion", perKey: true, bypass: BYPASS_GOVERNANCE },
+  CopyObject: { need: "write", action: "s3:PutObject", source: READ_SOURCE },
+  GetObjectAttributes: { need: "read", action: "s3:GetObjectAttributes", versioned: "s3:GetObjectVersionAttributes" },
+  CreateMultipartUpload: { need: "write", action: "s3:PutObject" },
+  UploadPart: { need: "write", action: "s3:PutObject" },
+  UploadPartCopy: { need: "write", action: "s3:PutObject", source: READ_SOURCE },
+  CompleteMultipartUpload: { need: "write", action: "s3:PutObject" },
+  AbortMultipartUpload: { need: "write", action: "s3:AbortMultipartUpload" },
+  ListParts: { need: "write", action: "s3:ListMultipartUploadParts" },
+  ListMultipartUploads: { need: "write", action: "s3:ListBucketMultipartUploads" },
+  GetObjectTagging: { need: "read", action: "s3:GetObjectTagging", versioned: "s3:GetObjectVersionTagging" },
+  PutObjectTagging: { need: "write", action: "s3:PutObjectTagging", versioned: "s3:PutObjectVersionTagging" },
+  DeleteObjectTagging: { need: "write", action: "s3:DeleteObjectTagging", versioned: "s3:DeleteObjectVersionTagging" },
+  GetBucketTagging: { need: "read", action: "s3:GetBucketTagging" },
+  PutBucketTagging: { need: "owner", action: "s3:PutBucketTagging" },
+  DeleteBucketTagging: { need: "owner", action: "s3:PutBucketTagging" },
+  GetBucketLifecycleConfiguration: { need: "read", action: "s3:GetLifecycleConfiguration" },
+  PutBucketLifecycleConfiguration: { need: "owner", action: "s3:PutLifecycleConfiguration" },
+  DeleteBucketLifecycle: { need: "owner", action: "s3:PutLifecycleConfiguration" },
+  GetObjectLockConfiguration: { need: "read", action: "s3:GetBucketObjectLockConfiguration" },
+  PutObjectLockConfiguration: { need: "owner", action: "s3:PutBucketObjectLockConfiguration" },
+  GetObjectRetention: { need: "read", action: "s3:GetObjectRetention" },
+  PutObjectRetention: { need: "write", action: "s3:PutObjectRetention", bypass: BYPASS_GOVERNANCE },
+  GetObjectLegalHold: { need: "read", action: "s3:GetObjectLegalHold" },
+  PutObjectLegalHold: { need: "write", action: "s3:PutObjectLegalHold" },
+  GetBucketAcl: { need: "read", action: "s3:GetBucketAcl" },
+  PutBucketAcl: { need: "owner", action: "s3:PutBucketAcl" },
+  GetObjectAcl: { need: "read", action: "s3:GetObjectAcl", versioned: "s3:GetObjectVersionAcl" },
+  PutObjectAcl: { need: "write", action: "s3:PutObjectAcl", versioned: "s3:PutObjectVersionAcl" },
+  GetBucketCors: { need: "read", action: "s3:GetBucketCORS" },
+  PutBucketCors: { need: "owner", action: "s3:PutBucketCORS" },
+  DeleteBucketCors: { need: "owner", action: "s3:PutBucketCORS" },
+  GetBucketEncryption: { need: "read", action: "s3:GetEncryptionConfiguration" },
+  PutBucketEncryption: { need: "owner", action: "s3:PutEncryptionConfiguration" },
+  DeleteBucketEncryption: { need: "owner", action: "s3:PutEncryptionConfiguration" },
+  GetBucketPolicy: { need: "owner", action: "s3:GetBucketPolicy" },
+  PutBucketPolicy: { need: "owner", action: "s3:PutBucketPolicy" },
+  DeleteBucketPolicy: { need: "owner", action: "s3:DeleteBucketPolicy" },
+  GetBucketPolicyStatus: { need: "owner", action: "s3:GetBucketPolicyStatus" },
+  PreflightCors: { need: "anyKey", action: null }, // answered before authentication, from the bucket's CORS rules
+  CreateDirectUpload: { need: "write", action: "s3:PutObject" },
+  CompleteDirectUpload: { need: "write", action: "s3:PutObject" },
+  AbortDirectUpload: { need: "write", action: "s3:AbortMultipartUpload" },
+  GetReadPlan: { need: "read", action: "s3:GetObject", versioned: "s3:GetObjectVersion" },
+  TransferShard: { need: "anyKey", action: null }, // authorized by the grant in its URL alone (services/direct-shards.ts)
+  GetMetrics: { need: "root", action: null },
+  Admin: { need: "root", action: null },
+  NotImplemented: { need: "anyKey", action: null },
 };
 
-/** The action a bucket policy names each operation on a bucket by (null: no policy applies). */
-export const ACTIONS: Record<Endpoint["op"], PolicyAction | null> = {
-  ListBuckets: null,
-  CreateBucket: null,
-  HeadBucket: "s3:ListBucket",
-  DeleteBucket: "s3:DeleteBucket",
-  GetBucketLocation: "s3:GetBucketLocation",
-  GetBucketVersioning: "s3:GetBucketVersioning",
-  PutBucketVersioning: "s3:PutBucketVersioning",
-  ListObjectsV2: "s3:ListBucket",
-  ListObjects: "s3:ListBucket",
-  ListObjectVersions: "s3:ListBucketVersions",
-  GetObject: "s3:GetObject",
-  HeadObject: "s3:GetObject",
-  PutObject: "s3:PutObject",
-  PostObject: "s3:PutObject",
-  DeleteObject: "s3:DeleteObject",
-  DeleteObjects: "s3:DeleteObject",
-  CopyObject: "s3:PutObject",
-  GetObjectAttributes: "s3:GetObjectAttributes",
-  CreateMultipartUpload: "s3:PutObject",
-  UploadPart: "s3:PutObject",
-  UploadPartCopy: "s3:PutObject",
-  CompleteMultipartUpload: "s3:PutObject",
-  AbortMultipartUpload: "s3:AbortMultipartUpload",
-  ListParts: "s3:ListMultipartUploadParts",
-  ListMultipartUploads: "s3:ListBucketMultipartUploads",
-  GetObjectTagging: "s3:GetObjectTagging",
-  PutObjectTagging: "s3:PutObjectTagging",
-  DeleteObjectTagging: "s3:DeleteObjectTagging",
-  GetBucketTagging: "s3:GetBucketTagging",
-  PutBucketTagging: "s3:PutBucketTagging",
-  DeleteBucketTagging: "s3:PutBucketTagging",
-  GetBucketLifecycleConfiguration: "s3:GetLifecycleConfiguration",
-  PutBucketLifecycleConfiguration: "s3:PutLifecycleConfiguration",
-  DeleteBucketLifecycle: "s3:PutLifecycleConfiguration",
-  GetObjectLockConfiguration: "s3:GetBucketObjectLockConfiguration",
-  PutObjectLockConfiguration: "s3:PutBucketObjectLockConfiguration",
-  GetObjectRetention: "s3:GetObjectRetention",
-  PutObjectRetention: "s3:PutObjectRetention",
-  GetObjectLegalHold: "s3:GetObjectLegalHold",
-  PutObjectLegalHold: "s3:PutObjectLegalHold",
-  GetBucketAcl: "s3:GetBucketAcl",
-  PutBucketAcl: "s3:PutBucketAcl",
-  GetObjectAcl: "s3:GetObjectAcl",
-  PutObjectAcl: "s3:PutObjectAcl",
-  GetBucketCors: "s3:GetBucketCORS",
-  PutBucketCors: "s3:PutBucketCORS",
-  DeleteBucketCors: "s3:PutBucketCORS",
-  GetBucketEncryption: "s3:GetEncryptionConfiguration",
-  PutBucketEncryption: "s3:PutEncryptionConfiguration",
-  DeleteBucketEncryption: "s3:PutEncryptionConfiguration",
-  GetBucketPolicy: "s3:GetBucketPolicy",
-  PutBucketPolicy: "s3:PutBucketPolicy",
-  DeleteBucketPolicy: "s3:DeleteBucketPolicy",
-  GetBucketPolicyStatus: "s3:GetBucketPolicyStatus",
-  PreflightCors: null,
-  CreateDirectUpload: "s3:PutObject",
-  CompleteDirectUpload: "s3:PutObject",
-  AbortDirectUpload: "s3:AbortMultipartUpload",
-  GetReadPlan: "s3:GetObject",
-  TransferShard: null,
-  GetMetrics: null,
-  Admin: null,
-  NotImplemented: null,
-};
+/** The right (or other need) of each operation, from PERMISSIONS. */
+export const NEEDS = Object.fromEntries(Object.entries(PERMISSIONS).map(([op, p]) => [op, p.need])) as Record<Endpoint["op"], Need>;
 
 const denied = () => new S3Error("AccessDenied", "Access Denied");
 
 /** Whether `principal` holds `right` on `bucket` by its grants (the root key holds every right). */
-export function holds(principal: Principal, bucket: string, right: "read" | "write" | "owner"): boolean {
+export function holds(principal: Principal, bucket: string, right: Right): boolean {
   if (principal.kind === "root") return true;
   if (principal.kind === "anonymous") return false;
   return principal.grants.get(bucket)?.[right] === true;
@@ -165,29 +128,47 @@ export function sees(principal: Principal, bucket: string): boolean {
 /** Where authorization reads a bucket's policy from (services/bucket-policy.ts, cached). */
 export type PolicyLookup = (bucket: string) => Promise<BucketPolicy | null>;
 
+const requester = (principal: Principal) => (principal.kind === "key" ? principal.keyId : null);
+
 /**
  * Whether `principal` may do `action` on `bucket` (and `key`): a Deny of the bucket's policy
  * refuses whatever the grants say; otherwise the key's right, or an Allow of the policy, lets it.
  */
-async function permitted(
+export async function permitted(
   principal: Principal,
-  right: "read" | "write" | "owner",
+  right: Right,
   action: PolicyAction | null,
   bucket: string,
   key: string | null,
   policyOf: PolicyLookup,
 ): Promise<boolean> {
   if (principal.kind === "root") return true;
-  const verdict =
-    action === null ? "silent" : evaluatePolicy(await policyOf(bucket), principal.kind === "key" ? principal.keyId : null, action, resourceOf(bucket, key));
+  const verdict = action === null ? "silent" : evaluatePolicy(await policyOf(bucket), requester(principal), action, resourceOf(bucket, key));
   if (verdict === "deny") return false;
   return holds(principal, bucket, right) || verdict === "allow";
 }
 
-/** Throws AccessDenied unless `principal` may do `endpoint` (with `headers`, for a copy's source). */
-export async function authorize(principal: Principal, endpoint: Endpoint, headers: Headers, policyOf: PolicyLookup): Promise<void> {
+/** Whether `principal` passes `check` on `bucket` (and `key`), naming a version or not. */
+export function passes(principal: Principal, check: Check, bucket: string, key: string | null, versioned: boolean, policyOf: PolicyLookup): Promise<boolean> {
+  return permitted(principal, check.need, (versioned && check.versioned) || check.action, bucket, key, policyOf);
+}
+
+/**
+ * Throws AccessDenied unless `principal` may do `endpoint`, with the request's `headers` (a copy's
+ * source) and `query` (`versionId`: the version-specific action). An operation evaluated per key
+ * (DeleteObjects) is let in here by the right or by an Allow of its action anywhere in the policy,
+ * and checks each key itself (objectPermitted).
+ */
+export async function authorize(
+  principal: Principal,
+  endpoint: Endpoint,
+  headers: Headers,
+  policyOf: PolicyLookup,
+  query: URLSearchParams = new URLSearchParams(),
+): Promise<void> {
   if (principal.kind === "root") return;
-  const need = NEEDS[endpoint.op];
+  const permission = PERMISSIONS[endpoint.op];
+  const need = permission.need;
   switch (need) {
     case "anyKey":
       if (principal.kind === "anonymous") throw denied();
@@ -197,16 +178,36 @@ export async function authorize(principal: Principal, endpoint: Endpoint, header
     case "createBucket":
       if (principal.kind !== "key" || !principal.createBucket) throw denied();
       return;
-    default: {
-      if (!("bucket" in endpoint)) throw denied();
-      const key = "key" in endpoint ? endpoint.key : null;
-      if (!(await permitted(principal, need, ACTIONS[endpoint.op], endpoint.bucket, key, policyOf))) throw denied();
-    }
   }
-  if (endpoint.op === "CopyObject" || endpoint.op === "UploadPartCopy") {
-    const header = headers.get("x-amz-copy-source");
-    if (header === null) return;
+  if (!("bucket" in endpoint)) throw denied();
+  const check = { ...permission, need };
+  if (permission.perKey) {
+    const actions = [check.action, check.versioned].filter((a): a is PolicyAction => a !== null && a !== undefined);
+    if (!holds(principal, endpoint.bucket, need) && !allowsSomewhere(await policyOf(endpoint.bucket), requester(principal), actions)) throw denied();
+  } else {
+    const key = "key" in endpoint ? endpoint.key : null;
+    if (!(await passes(principal, check, endpoint.bucket, key, query.has("versionId"), policyOf))) throw denied();
+  }
+  const header = permission.source ? headers.get("x-amz-copy-source") : null;
+  if (permission.source && header !== null) {
     const source = parseCopySource(header);
-    if (!(await permitted(principal, "read", "s3:GetObject", source.bucket, source.key, policyOf))) throw denied();
+    if (!(await passes(principal, permission.source, source.bucket, source.key, source.versionId !== undefined, policyOf))) throw denied();
   }
+}
+
+/**
+ * Whether `principal` may do `op` on one object of `bucket` (a DeleteObjects entry, `versioned`
+ * when it names a version): the operation's own check, evaluated on `bucket/key`.
+ */
+export function objectPermitted(
+  principal: Principal,
+  op: Endpoint["op"],
+  bucket: string,
+  key: string,
+  versioned: boolean,
+  policyOf: PolicyLookup,
+): Promise<boolean> {
+  const { need, action, versioned: versionAction } = PERMISSIONS[op];
+  if (need !== "read" && need !== "write" && need !== "owner") return Promise.resolve(false);
+  return passes(principal, { need, action, versioned: versionAction }, bucket, key, versioned, policyOf);
 }
