@@ -6,6 +6,7 @@
 #   3. typecheck                (tsc --noEmit over worker/, web/ and tests/)
 #   4. lint                     (biome ci: format and lint rules of biome.json)
 #   5. layers                   (scripts/check-layers.mjs: imports in worker/src go one way)
+#   5b. bodies                  (scripts/check-bodies.mjs: no request body read whole outside the bounded reader)
 #   6. vitest run               (projects "workers" in workerd and "node"; extra args go to vitest)
 # All suites run even when an earlier one fails, so one run shows every failure.
 set -euo pipefail
@@ -31,6 +32,7 @@ step "cargo clippy" cargo clippy --workspace --all-targets --quiet -- -D warning
 step "typecheck" npm run --silent typecheck
 step "lint" biome ci --reporter=summary .
 step "layers" node scripts/check-layers.mjs
+step "bodies" node scripts/check-bodies.mjs
 step "vitest run" vitest run "$@"
 
 echo

@@ -49,11 +49,13 @@ export const S3_ERRORS = {
   NotImplemented: 501,
   ObjectLockConfigurationNotFoundError: 404,
   OperationAborted: 409,
+  PolicyTooLarge: 400,
   PreconditionFailed: 412,
   RequestTimeTooSkewed: 403,
   ServerSideEncryptionConfigurationNotFoundError: 404,
   ServiceUnavailable: 503,
   SignatureDoesNotMatch: 403,
+  SlowDown: 503,
   XAmzContentSHA256Mismatch: 400,
   // The gateway's own, from its admin endpoints.
   NoSuchNode: 404,

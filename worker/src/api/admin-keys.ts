@@ -10,6 +10,7 @@ import { S3Error } from "../s3-error";
 import { bucketGrants, createKey, deleteKey, grantBucket, listKeys, updateKey } from "../services/access-keys";
 import type { RequestContext } from "./context";
 import { json } from "./json";
+import { readBodyUpTo } from "./request-body";
 
 /** The largest JSON body these endpoints read. */
 const MAX_BODY_BYTES = 16 * 1024;
@@ -20,8 +21,8 @@ const noSuchKey = (id: string) => new S3Error("InvalidArgument", `There is no ac
 
 /** The request's JSON object body. */
 async function jsonBody(ctx: RequestContext): Promise<Record<string, unknown>> {
-  const text = ctx.auth.body ? await new Response(ctx.auth.body).text() : "";
-  if (text.length > MAX_BODY_BYTES) throw invalid(`The body is larger than ${MAX_BODY_BYTES} bytes.`);
+  const bytes = ctx.auth.body ? await readBodyUpTo(ctx.auth.body, MAX_BODY_BYTES, () => invalid(`The body is larger than ${MAX_BODY_BYTES} bytes.`)) : null;
+  const text = bytes ? new TextDecoder().decode(bytes) : "";
   let value: unknown;
   try {
     value = text === "" ? {} : JSON.parse(text);

@@ -4,7 +4,10 @@ import { isPublic, MAX_POLICY_BYTES, parsePolicy } from "../auth/policy";
 import { noSuchBucket, S3Error } from "../s3-error";
 import { setBucketPolicy, storedPolicy } from "../services/bucket-policy";
 import type { RequestContext } from "./context";
+import { readBodyUpTo } from "./request-body";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
+
+const policyTooLarge = () => new S3Error("PolicyTooLarge", `Policy exceeds the maximum allowed document size (${MAX_POLICY_BYTES} bytes).`);
 
 async function policyText(ctx: RequestContext, bucket: string): Promise<string> {
   const stored = await storedPolicy(ctx.env, bucket);
@@ -18,8 +21,8 @@ export async function getBucketPolicy(ctx: RequestContext, bucket: string): Prom
 }
 
 export async function putBucketPolicy(ctx: RequestContext, bucket: string): Promise<Response> {
-  const body = ctx.auth.body ? new Uint8Array(await new Response(ctx.auth.body).arrayBuffer()) : new Uint8Array();
-  if (body.length > MAX_POLICY_BYTES) throw new S3Error("MalformedPolicy", `Policies must be at most ${MAX_POLICY_BYTES} bytes.`);
+  // Read no further than a policy may be long: a bigger body is refused before it is all read.
+  const body = ctx.auth.body ? await readBodyUpTo(ctx.auth.body, MAX_POLICY_BYTES, policyTooLarge) : new Uint8Array();
   const text = new TextDecoder().decode(body);
   if (!(await setBucketPolicy(ctx.env, bucket, text))) throw noSuchBucket(bucket);
   return new Response(null, { status: 204 });

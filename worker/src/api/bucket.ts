@@ -3,7 +3,9 @@ import { S3Error, noSuchBucket } from "../s3-error";
 import { checkBucketName } from "./bucket-name";
 import { checkAclHeaders } from "./acl-policy";
 import { bucketIndex, bucketRegistry, type RequestContext } from "./context";
+import { readBodyUpTo } from "./request-body";
 import { S3_XMLNS, XML_DECLARATION, xmlResponse } from "./xml";
+import { childText, malformedXml, parseXmlBytes } from "./xml-parse";
 import { drainBucketGarbage } from "../services/garbage";
 import { dropBucketGrants, grantBucket } from "../services/access-keys";
 import { forgetSettings } from "../services/bucket-settings";
@@ -26,10 +28,18 @@ export async function createBucket(ctx: RequestContext, bucket: string): Promise
   return new Response(null, { status: 200, headers: { Location: `/${bucket}` } });
 }
 
+/** The largest CreateBucketConfiguration read (S3's are a few hundred bytes). */
+const MAX_CONFIGURATION_BYTES = 64 * 1024;
+
 /** An optional CreateBucketConfiguration may only name this gateway's region. */
 async function checkLocationConstraint(ctx: RequestContext): Promise<void> {
-  const body = ctx.auth.body ? await new Response(ctx.auth.body).text() : "";
-  const location = /<LocationConstraint>([^<]*)<\/LocationConstraint>/.exec(body)?.[1] ?? "";
+  const body = ctx.auth.body
+    ? await readBodyUpTo(ctx.auth.body, MAX_CONFIGURATION_BYTES, () => malformedXml("The XML you provided was too large."))
+    : new Uint8Array();
+  if (body.length === 0) return;
+  const doc = parseXmlBytes(body);
+  if (doc.name !== "CreateBucketConfiguration") throw malformedXml();
+  const location = childText(doc, "LocationConstraint")?.trim() ?? "";
   if (location !== "" && location !== ctx.config.region) {
     throw new S3Error("InvalidLocationConstraint", `The specified location-constraint is not valid: this gateway serves ${ctx.config.region}.`);
   }

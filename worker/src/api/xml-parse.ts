@@ -63,7 +63,22 @@ export function childText(el: XmlElement, name: string): string | undefined {
 }
 
 const NAME = /[A-Za-z_:][-A-Za-z0-9_:.]*/y;
-const ENTITIES: Record<string, string> = { lt: "<", gt: ">", amp: "&", quot: '"', apos: "'" };
+/** Own properties only: a lookup must never reach Object.prototype (`&toString;`). */
+const ENTITIES: ReadonlyMap<string, string> = new Map([
+  ["lt", "<"],
+  ["gt", ">"],
+  ["amp", "&"],
+  ["quot", '"'],
+  ["apos", "'"],
+]);
+/** How deep elements may nest: S3's documents go 4 or 5 levels deep. Deeper is MalformedXML. */
+export const MAX_XML_DEPTH = 64;
+
+/** An element being read, with its qualified name (the end tag must repeat it). */
+interface Open {
+  el: XmlElement;
+  qname: string;
+}
 
 class Parser {
   private at = 0;
@@ -93,40 +108,56 @@ class Parser {
     }
   }
 
+  /**
+   * The element at the cursor and everything in it. A loop over an explicit stack, not recursion:
+   * the depth a document can reach is MAX_XML_DEPTH, and the JS stack plays no part in it.
+   */
   element(): XmlElement {
-    if (this.s[this.at] !== "<") throw malformedXml();
-    this.at++;
-    const qname = this.name();
-    this.attributes();
-    const el: XmlElement = { name: localName(qname), children: [], text: "" };
-    if (this.s.startsWith("/>", this.at)) {
-      this.at += 2;
-      return el;
-    }
-    this.expect(">");
+    const stack: Open[] = [];
+    let root: XmlElement | null = null;
+    // Opens the element at the cursor; false when it was empty (`<a/>`) and so is already closed.
+    const open = (): boolean => {
+      if (this.s[this.at] !== "<") throw malformedXml();
+      this.at++;
+      const qname = this.name();
+      this.attributes();
+      const el: XmlElement = { name: localName(qname), children: [], text: "" };
+      if (stack.length > 0) stack[stack.length - 1]!.el.children.push(el);
+      else root = el;
+      if (this.s.startsWith("/>", this.at)) {
+        this.at += 2;
+        return false;
+      }
+      this.expect(">");
+      if (stack.length >= MAX_XML_DEPTH) throw malformedXml("The XML you provided nests elements too deeply.");
+      stack.push({ el, qname });
+      return true;
+    };
+    if (!open()) return root!;
     for (;;) {
+      const top = stack[stack.length - 1]!;
       const lt = this.s.indexOf("<", this.at);
       if (lt < 0) throw malformedXml();
-      el.text += decodeText(this.s.slice(this.at, lt));
+      top.el.text += decodeText(this.s.slice(this.at, lt));
       this.at = lt;
       if (this.s.startsWith("</", this.at)) {
         this.at += 2;
-        if (this.name() !== qname) throw malformedXml();
+        if (this.name() !== top.qname) throw malformedXml();
         this.skipSpace();
         this.expect(">");
-        return el;
-      }
-      if (this.s.startsWith("<![CDATA[", this.at)) {
+        stack.pop();
+        if (stack.length === 0) return root!;
+      } else if (this.s.startsWith("<![CDATA[", this.at)) {
         const end = this.s.indexOf("]]>", this.at + 9);
         if (end < 0) throw malformedXml();
-        el.text += this.s.slice(this.at + 9, end);
+        top.el.text += this.s.slice(this.at + 9, end);
         this.at = end + 3;
       } else if (this.s.startsWith("<!--", this.at)) {
         this.skipPast("-->");
       } else if (this.s.startsWith("<?", this.at)) {
         this.skipPast("?>");
       } else {
-        el.children.push(this.element());
+        open();
       }
     }
   }
@@ -164,7 +195,7 @@ class Parser {
   }
 
   private skipSpace(): void {
-    while (this.at < this.s.length && " \t\r\n".includes(this.s[this.at])) this.at++;
+    while (this.at < this.s.length && " \t\r\n".includes(this.s[this.at]!)) this.at++;
   }
 
   private skipPast(token: string): void {
@@ -179,13 +210,39 @@ function localName(qname: string): string {
   return colon < 0 ? qname : qname.slice(colon + 1);
 }
 
+/** Longest reference between `&` and `;` that can be valid (`#x10FFFF`, `#1114111`). */
+const MAX_REF_CHARS = 8;
+
+/** Text with its references decoded: the five named entities and `&#N;` / `&#xH;` of a character XML allows. */
 function decodeText(raw: string): string {
-  if (!raw.includes("&")) return raw;
-  return raw.replace(/&([^;]{0,10});?/g, (whole, ref: string) => {
-    if (!whole.endsWith(";")) throw malformedXml();
-    if (ref in ENTITIES) return ENTITIES[ref];
-    const code = ref.startsWith("#x") ? parseInt(ref.slice(2), 16) : ref.startsWith("#") ? parseInt(ref.slice(1), 10) : NaN;
-    if (!Number.isInteger(code) || code < 1 || code > 0x10ffff || (code >= 0xd800 && code < 0xe000)) throw malformedXml();
-    return String.fromCodePoint(code);
-  });
+  let amp = raw.indexOf("&");
+  if (amp < 0) return raw;
+  let out = "";
+  let from = 0;
+  while (amp >= 0) {
+    const semi = raw.indexOf(";", amp + 1);
+    if (semi < 0 || semi - amp - 1 > MAX_REF_CHARS) throw malformedXml();
+    out += raw.slice(from, amp) + decodeRef(raw.slice(amp + 1, semi));
+    from = semi + 1;
+    amp = raw.indexOf("&", from);
+  }
+  return out + raw.slice(from);
+}
+
+const DECIMAL_REF = /^#[0-9]{1,7}$/;
+const HEX_REF = /^#x[0-9A-Fa-f]{1,6}$/;
+
+function decodeRef(ref: string): string {
+  const named = ENTITIES.get(ref);
+  if (named !== undefined) return named;
+  // Digits only, whole: parseInt alone would take "#x1g" as 1.
+  const code = DECIMAL_REF.test(ref) ? Number(ref.slice(1)) : HEX_REF.test(ref) ? parseInt(ref.slice(2), 16) : -1;
+  if (!isXmlChar(code)) throw malformedXml();
+  return String.fromCodePoint(code);
+}
+
+/** XML 1.0's Char production: tab, LF, CR, and the Unicode scalar values from U+0020 but U+FFFE and U+FFFF. */
+function isXmlChar(code: number): boolean {
+  if (code === 0x9 || code === 0xa || code === 0xd) return true;
+  return (code >= 0x20 && code < 0xd800) || (code >= 0xe000 && code <= 0xfffd) || (code >= 0x10000 && code <= 0x10ffff);
 }
