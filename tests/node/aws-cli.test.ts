@@ -31,11 +31,15 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** `aws --endpoint-url <gateway> ARGS…` with the gateway's credentials (or the given secret). */
-function aws(args: string[], opts: { config?: string; secret?: string; timeoutMs?: number } = {}): Promise<RunResult> {
+/** `aws --endpoint-url <gateway> ARGS…` with the gateway's credentials (or the given secret, or other credentials). */
+function aws(
+  args: string[],
+  opts: { config?: string; secret?: string; timeoutMs?: number; credentials?: { id: string; secret: string; token?: string } } = {},
+): Promise<RunResult> {
   const env = clientEnv({
-    AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: opts.secret ?? CREDENTIALS.secretAccessKey,
+    AWS_ACCESS_KEY_ID: opts.credentials?.id ?? CREDENTIALS.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: opts.credentials?.secret ?? opts.secret ?? CREDENTIALS.secretAccessKey,
+    ...(opts.credentials?.token ? { AWS_SESSION_TOKEN: opts.credentials.token } : {}),
     AWS_DEFAULT_REGION: "us-east-1",
     AWS_CONFIG_FILE: opts.config ?? defaultConfig,
     AWS_SHARED_CREDENTIALS_FILE: join(dir, "no-credentials-file"),
@@ -43,7 +47,7 @@ function aws(args: string[], opts: { config?: string; secret?: string; timeoutMs
   return run(pythonTool("aws"), ["--endpoint-url", gateway.base, ...args], { env, cwd: dir, timeoutMs: opts.timeoutMs ?? 170_000 });
 }
 
-async function awsOk(args: string[], opts: { config?: string; timeoutMs?: number } = {}): Promise<string> {
+async function awsOk(args: string[], opts: Parameters<typeof aws>[1] = {}): Promise<string> {
   const res = await aws(args, opts);
   if (res.code !== 0) throw new Error(`aws ${args.join(" ")} exited with ${res.code}\n--- stdout\n${res.stdout}\n--- stderr\n${res.stderr}`);
   return res.stdout;
@@ -380,5 +384,28 @@ describe("the AWS CLI (v1) against the gateway", () => {
     expect(put.code).not.toBe(0);
     expect(put.stderr).toContain("SignatureDoesNotMatch");
     expect(await awsOk(["s3", "ls", "s3://demo-auth/"])).toBe("");
+  });
+
+  it("aws sts get-session-token, then aws s3 with AWS_SESSION_TOKEN; the key without its token is unknown", async () => {
+    const out = JSON.parse(await awsOk(["sts", "get-session-token", "--duration-seconds", "900", "--output", "json"])) as {
+      Credentials: { AccessKeyId: string; SecretAccessKey: string; SessionToken: string; Expiration: string };
+    };
+    const c = out.Credentials;
+    expect(c.AccessKeyId).toMatch(/^ASIA/);
+    expect(Date.parse(c.Expiration) - Date.now()).toBeLessThanOrEqual(900_000);
+    const temp = { id: c.AccessKeyId, secret: c.SecretAccessKey, token: c.SessionToken };
+    await awsOk(["s3", "mb", "s3://demo-sts"], { credentials: temp });
+    writeFileSync(join(dir, "sts.txt"), "sent with a session token\n");
+    const up = await aws(["s3", "cp", "sts.txt", "s3://demo-sts/sts.txt"], { credentials: temp });
+    expect(up.code, up.stderr).toBe(0);
+    const listed = await aws(["s3", "ls", "s3://demo-sts/"], { credentials: temp });
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toMatch(/ 26 sts\.txt$/m);
+    const noToken = await aws(["s3", "ls"], { credentials: { id: temp.id, secret: temp.secret } });
+    expect(noToken.code).not.toBe(0);
+    expect(noToken.stderr).toContain("InvalidAccessKeyId");
+    const tooLong = await aws(["sts", "get-session-token", "--duration-seconds", "7200"]);
+    expect(tooLong.code).not.toBe(0);
+    expect(tooLong.stderr).toContain("ValidationError");
   });
 });

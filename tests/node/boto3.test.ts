@@ -348,6 +348,36 @@ describe("boto3 against the gateway", () => {
     });
   });
 
+  it("temporary credentials: sts.get_session_token, then S3 with aws_session_token (and presigned URLs); a key's session has its rights", async () => {
+    const admin = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1", retries: 0 });
+    expect((await admin.fetch(`${gateway.base}/boto3-sts`, { method: "PUT" })).status).toBe(200);
+    expect((await admin.fetch(`${gateway.base}/boto3-sts/hello.txt`, { method: "PUT", body: "hello session" })).status).toBe(200);
+    const denied = { code: "AccessDenied", status: 403 };
+    const r = await boto3("session-token", { bucket: "boto3-sts", read: "hello.txt" });
+    expect(r.key_id).toMatch(/^ASIA[A-Z2-7]{16}$/);
+    expect(r.expires_in).toBeGreaterThan(880);
+    expect(r.expires_in).toBeLessThanOrEqual(900);
+    expect(r).toMatchObject({
+      put: null,
+      get: "hello session",
+      listed: ["hello.txt", "session.txt"],
+      presigned_token: true,
+      presigned: "hello session",
+      presigned_v2: "hello session",
+      without_token: { code: "InvalidAccessKeyId", status: 403 },
+      too_long: { code: "ValidationError", status: 400 },
+      from_session: denied,
+      assume_role_list: null,
+    });
+
+    const made = await admin.fetch(`${gateway.base}/_shardgate/admin/keys`, { method: "POST", body: JSON.stringify({ name: "sts reader" }) });
+    const reader = (await made.json()) as { id: string; secret: string };
+    const grant = { method: "PUT", body: JSON.stringify({ read: true }) };
+    expect((await admin.fetch(`${gateway.base}/_shardgate/admin/keys/${reader.id}/buckets/boto3-sts`, grant)).status).toBe(200);
+    const k = await boto3("session-token", { bucket: "boto3-sts", read: "hello.txt", key: reader });
+    expect(k).toMatchObject({ put: denied, get: "hello session", presigned: "hello session", from_session: denied });
+  });
+
   it("Signature Version 2: boto3's default presigned URLs (GET, PUT), expiry, tampering, permissions, and V2 header signing", async () => {
     const admin = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1", retries: 0 });
     const made = await admin.fetch(`${gateway.base}/_shardgate/admin/keys`, { method: "POST", body: JSON.stringify({ name: "v2 stranger" }) });

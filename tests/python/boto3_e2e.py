@@ -709,6 +709,61 @@ def cmd_sigv2(args):
     return out
 
 
+def cmd_session_token(args):
+    """Temporary credentials as boto3 gets and uses them: sts.get_session_token against the gateway,
+    then an S3 client with aws_session_token (put, get, list, presigned GETs with the token in the
+    query, SigV4 and boto3's default SigV2), the same key without its token, a duration over the
+    hour, a session asking for another, assume_role; with "key", a key's session has its rights."""
+    import urllib.request
+    from datetime import datetime, timezone
+
+    endpoint = os.environ["SHARDGATE_ENDPOINT"]
+    bucket = args["bucket"]
+    config = Config(retries={"total_max_attempts": 1})
+
+    def fetch(url):
+        try:
+            with urllib.request.urlopen(url) as res:
+                return res.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code
+
+    def clients(creds, **extra):
+        kw = {"aws_access_key_id": creds["AccessKeyId"], "aws_secret_access_key": creds["SecretAccessKey"], **extra}
+        s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", config=Config(retries={"total_max_attempts": 1}, signature_version="s3v4"), **kw)
+        sts = boto3.client("sts", endpoint_url=endpoint, region_name="us-east-1", config=config, **kw)
+        return s3, sts
+
+    key = args.get("key")
+    parent = {"AccessKeyId": key["id"], "SecretAccessKey": key["secret"]} if key else None
+    sts = clients(parent)[1] if parent else boto3.client("sts", endpoint_url=endpoint, region_name="us-east-1", config=config)
+    creds = sts.get_session_token(DurationSeconds=900)["Credentials"]
+    out = {"key_id": creds["AccessKeyId"], "expires_in": (creds["Expiration"] - datetime.now(timezone.utc)).total_seconds()}
+    s3, temp_sts = clients(creds, aws_session_token=creds["SessionToken"])
+    out["put"] = error_of(lambda: s3.put_object(Bucket=bucket, Key="session.txt", Body=b"made with a session"))
+    out["get"] = s3.get_object(Bucket=bucket, Key=args["read"])["Body"].read().decode()
+    out["listed"] = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", []))
+    url = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": args["read"]}, ExpiresIn=300)
+    out["presigned_token"] = "X-Amz-Security-Token=" in url
+    out["presigned"] = fetch(url)
+    v2 = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        config=config,
+        aws_access_key_id=creds["AccessKeyId"],
+        aws_secret_access_key=creds["SecretAccessKey"],
+        aws_session_token=creds["SessionToken"],
+    )
+    out["presigned_v2"] = fetch(v2.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": args["read"]}, ExpiresIn=300))
+    out["without_token"] = error_of(lambda: clients(creds)[0].list_objects_v2(Bucket=bucket))
+    out["too_long"] = error_of(lambda: sts.get_session_token(DurationSeconds=7200))
+    out["from_session"] = error_of(lambda: temp_sts.get_session_token())
+    role = sts.assume_role(RoleArn="arn:aws:iam::000000000000:role/console", RoleSessionName="e2e", DurationSeconds=900)["Credentials"]
+    out["assume_role_list"] = error_of(lambda: clients(role, aws_session_token=role["SessionToken"])[0].list_objects_v2(Bucket=bucket))
+    return out
+
+
 def client_with(**config):
     return boto3.client(
         "s3",
@@ -845,6 +900,7 @@ COMMANDS = {
     "sigv2": cmd_sigv2,
     "presigned-post": cmd_presigned_post,
     "encryption": cmd_encryption,
+    "session-token": cmd_session_token,
 }
 
 

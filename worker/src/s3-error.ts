@@ -12,6 +12,7 @@ export const S3_ERRORS = {
   BucketNotEmpty: 409,
   EntityTooLarge: 400,
   EntityTooSmall: 400,
+  ExpiredToken: 400,
   IllegalVersioningConfigurationException: 400,
   IncompleteBody: 400,
   InternalError: 500,
@@ -29,6 +30,7 @@ export const S3_ERRORS = {
   InvalidRange: 416,
   InvalidRequest: 400,
   InvalidTag: 400,
+  InvalidToken: 400,
   KeyTooLongError: 400,
   MalformedPOSTRequest: 400,
   MalformedPolicy: 400,
@@ -57,6 +59,9 @@ export const S3_ERRORS = {
   SignatureDoesNotMatch: 403,
   SlowDown: 503,
   XAmzContentSHA256Mismatch: 400,
+  // STS's, from its endpoint (api/sts.ts).
+  InvalidAction: 400,
+  ValidationError: 400,
   // The gateway's own, from its admin endpoints.
   NoSuchNode: 404,
   NodeNotDraining: 409,

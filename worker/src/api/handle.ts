@@ -42,6 +42,8 @@ import { bearerAuthorized, getMetrics } from "./metrics";
 import { routeRequest, type Endpoint } from "./router";
 import { authorize } from "./permissions";
 import { signerOf, type Principal } from "../services/access-keys";
+import { isTemporaryKeyId, sessionSignerOf } from "../services/sessions";
+import { getSessionToken, readStsRequest, STS_SIGNING_SERVICES, sessionTokenOf, stsErrorResponse } from "./sts";
 import { bucketPolicy } from "../services/bucket-policy";
 import { requestedVersion } from "./object-request";
 
@@ -71,25 +73,31 @@ export async function handleS3(request: Request, env: Env, exec: { waitUntil(pro
     let principal: Principal = { kind: "anonymous" };
     // The root key is known without a lookup; any other key comes from the key store. A request
     // without credentials gets only what a bucket policy allows everyone.
+    // Temporary credentials: the session token holds the key, which acts as its parent (services/sessions.ts).
+    const token = sessionTokenOf(request, url);
     const secretOf = async (id: string): Promise<string | null> => {
-      const key = await signerOf(env, root, id);
+      const key = token !== null ? await sessionSignerOf(env, root, id, token) : isTemporaryKeyId(id, root) ? null : await signerOf(env, root, id);
       if (key) principal = key.principal;
       return key?.secret ?? null;
     };
     // A browser form's POST carries its credentials in the form, a shard file's URL its grant: the operation checks them.
     const selfAuthorized = endpoint.op === "PostObject" || endpoint.op === "TransferShard";
+    // STS signs the form body's hash without sending it: the body is read (bounded) first.
+    const sts = endpoint.op === "GetSessionToken" && hasCredentials(request, url) ? await readStsRequest(request) : null;
     const auth =
       !hasCredentials(request, url) || selfAuthorized
         ? anonymousRequest(request)
-        : config.sigV2 && isSigV2(request, url)
-          ? await authenticateV2(request, secretOf, { now: Date.now(), virtualHostSuffix: config.virtualHostSuffix })
-          : await authenticate(request, secretOf, { region: config.region, now: Date.now() });
+        : sts
+          ? await authenticate(sts.request, secretOf, { region: config.region, now: Date.now(), services: STS_SIGNING_SERVICES, payloadHash: sts.payloadHash })
+          : config.sigV2 && isSigV2(request, url)
+            ? await authenticateV2(request, secretOf, { now: Date.now(), virtualHostSuffix: config.virtualHostSuffix })
+            : await authenticate(request, secretOf, { region: config.region, now: Date.now() });
     if (!selfAuthorized) await authorize(principal, endpoint, request.headers, (bucket) => bucketPolicy(env, bucket), url.searchParams);
     const ctx: RequestContext = { request, url, env, config, core, auth, principal, requestId, waitUntil: (p) => exec.waitUntil(p) };
     if ("key" in endpoint) requestedVersion(url); // a malformed versionId is refused whatever the operation
     return await finishWithCors(await dispatch(ctx, endpoint));
   } catch (e) {
-    return finishWithCors(failure(e, request, url, requestId));
+    return finishWithCors(failure(e, request, url, requestId, op === "GetSessionToken"));
   }
 
   async function finishWithCors(response: Response): Promise<Response> {
@@ -116,6 +124,8 @@ function dispatch(ctx: RequestContext, e: Endpoint): Promise<Response> {
   switch (e.op) {
     case "ListBuckets":
       return listBuckets(ctx);
+    case "GetSessionToken":
+      return getSessionToken(ctx);
     case "CreateBucket":
       return createBucket(ctx, e.bucket);
     case "HeadBucket":
@@ -248,9 +258,10 @@ function unreachable(e: never): never {
   throw new Error(`unrouted endpoint ${JSON.stringify(e)}`);
 }
 
-function failure(e: unknown, request: Request, url: URL, requestId: string): Response {
+function failure(e: unknown, request: Request, url: URL, requestId: string, sts = false): Response {
   const error = toS3Error(e);
   if (error.status === 500) console.error(JSON.stringify({ requestId, error: String(e), stack: e instanceof Error ? e.stack : undefined }));
+  if (sts) return stsErrorResponse(error, requestId);
   const response = errorResponse(error, url.pathname, requestId, request.method === "HEAD");
   if (e instanceof RangeNotSatisfiable) response.headers.set("Content-Range", `bytes */${e.size}`);
   return response;

@@ -44,6 +44,7 @@ export const BYPASS_GOVERNANCE: Check = { need: "owner", action: "s3:BypassGover
 /** The one table: every operation, what it needs, and what a policy calls it. */
 export const PERMISSIONS: Record<Endpoint["op"], Permission> = {
   ListBuckets: { need: "anyKey", action: null },
+  GetSessionToken: { need: "anyKey", action: null }, // temporary credentials with the signing key's own rights (api/sts.ts)
   CreateBucket: { need: "createBucket", action: null },
   HeadBucket: { need: "read", action: "s3:ListBucket" },
   DeleteBucket: { need: "owner", action: "s3:DeleteBucket" },

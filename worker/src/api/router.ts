@@ -5,6 +5,7 @@ import { SHARD_PATH } from "../direct-protocol";
 
 export type Endpoint =
   | { op: "ListBuckets" }
+  | { op: "GetSessionToken" }
   | { op: "CreateBucket"; bucket: string }
   | { op: "HeadBucket"; bucket: string }
   | { op: "DeleteBucket"; bucket: string }
@@ -152,7 +153,9 @@ export function routeRequest(method: string, url: URL, virtualHostSuffix: string
 export function route(method: string, target: Target, query: URLSearchParams, headers: Headers): Endpoint {
   const { bucket, key } = target;
   if (bucket === null) {
-    return method === "GET" ? { op: "ListBuckets" } : notImplemented(`${method} on the service`);
+    if (method === "GET") return { op: "ListBuckets" };
+    // STS (api/sts.ts): GetSessionToken or AssumeRole, named by the form body's Action.
+    return method === "POST" ? { op: "GetSessionToken" } : notImplemented(`${method} on the service`);
   }
   // Preflights are answered by the bucket's CORS rules, without credentials.
   if (method === "OPTIONS") return { op: "PreflightCors", bucket };

@@ -30,31 +30,45 @@ export function requireMasterKey(env: Pick<Env, "SHARDGATE_MASTER_KEY">, what: s
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** Derived keys by master key (one per isolate: the master key does not change while it runs). */
+/** What a derived key seals: each purpose has its own key, so one's ciphertext never opens as another's. */
+export type SealPurpose = "access key secrets v1" | "session tokens v1";
+
+/** Derived keys by purpose and master key (one per isolate: the master key does not change while it runs). */
 const derived = new Map<string, CryptoKey>();
 
-async function boxKey(master: string): Promise<CryptoKey> {
-  const known = derived.get(master);
+async function boxKey(master: string, purpose: SealPurpose = "access key secrets v1"): Promise<CryptoKey> {
+  const id = `${purpose}\n${master}`;
+  const known = derived.get(id);
   if (known) return known;
   const raw = await crypto.subtle.importKey("raw", encoder.encode(master), "HKDF", false, ["deriveKey"]);
   const key = await crypto.subtle.deriveKey(
-    { name: "HKDF", hash: "SHA-256", salt: encoder.encode("shardgate"), info: encoder.encode("access key secrets v1") },
+    { name: "HKDF", hash: "SHA-256", salt: encoder.encode("shardgate"), info: encoder.encode(purpose) },
     raw,
     { name: "AES-GCM", length: 256 },
     false,
     ["encrypt", "decrypt"],
   );
-  derived.set(master, key);
+  derived.set(id, key);
   return key;
 }
 
 /** Seals `secret` for the key `keyId`. */
-export async function sealSecret(master: string, keyId: string, secret: string): Promise<string> {
+export function sealSecret(master: string, keyId: string, secret: string): Promise<string> {
+  return seal(master, "access key secrets v1", keyId, secret);
+}
+
+/** Opens a sealed secret of the key `keyId`; throws when it was not sealed for it under `master`. */
+export function openSecret(master: string, keyId: string, sealed: string): Promise<string> {
+  return open(master, "access key secrets v1", keyId, sealed);
+}
+
+/** Seals `plain` under the key of `purpose`, bound to `context` (associated data): "v1." base64(nonce ‖ ciphertext ‖ tag). */
+export async function seal(master: string, purpose: SealPurpose, context: string, plain: string): Promise<string> {
   const nonce = crypto.getRandomValues(new Uint8Array(NONCE_BYTES));
   const sealed = await crypto.subtle.encrypt(
-    { name: "AES-GCM", iv: nonce, additionalData: encoder.encode(keyId) },
-    await boxKey(master),
-    encoder.encode(secret),
+    { name: "AES-GCM", iv: nonce, additionalData: encoder.encode(context) },
+    await boxKey(master, purpose),
+    encoder.encode(plain),
   );
   const out = new Uint8Array(NONCE_BYTES + sealed.byteLength);
   out.set(nonce);
@@ -62,13 +76,13 @@ export async function sealSecret(master: string, keyId: string, secret: string):
   return VERSION + toBase64(out);
 }
 
-/** Opens a sealed secret of the key `keyId`; throws when it was not sealed for it under `master`. */
-export async function openSecret(master: string, keyId: string, sealed: string): Promise<string> {
+/** Opens what `seal` made for `purpose` and `context` under `master`; throws otherwise. */
+export async function open(master: string, purpose: SealPurpose, context: string, sealed: string): Promise<string> {
   if (!sealed.startsWith(VERSION)) throw new Error("unknown sealed secret format");
   const bytes = fromBase64(sealed.slice(VERSION.length));
   const plain = await crypto.subtle.decrypt(
-    { name: "AES-GCM", iv: bytes.subarray(0, NONCE_BYTES), additionalData: encoder.encode(keyId) },
-    await boxKey(master),
+    { name: "AES-GCM", iv: bytes.subarray(0, NONCE_BYTES), additionalData: encoder.encode(context) },
+    await boxKey(master, purpose),
     bytes.subarray(NONCE_BYTES),
   );
   return decoder.decode(plain);

@@ -98,7 +98,8 @@ export async function authenticateV2(request: Request, secretOf: SecretLookup, o
   if (secret === null) throw new S3Error("InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
 
   const head = [request.method.toUpperCase(), request.headers.get("content-md5") ?? "", request.headers.get("content-type") ?? "", dateLine].join("\n");
-  const amz = canonicalAmzHeaders(request.headers);
+  // A presigned URL carries its x-amz-* values (x-amz-security-token) as query parameters, signed as headers.
+  const amz = canonicalAmzHeaders(authorization === null ? withQueryAmzHeaders(request.headers, url) : request.headers);
   // Clients sign the path as they sent it or as S3 spells it, and botocore signs a bucket's own
   // path with a trailing slash it does not send: any of these spellings of the same path matches.
   const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-1" }, false, ["sign"]);
@@ -125,6 +126,17 @@ export async function postPolicySignatureV2(secret: string, policy: string): Pro
 async function hmacSha1Base64(secret: string, text: string): Promise<string> {
   const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-1" }, false, ["sign"]);
   return toBase64(new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(text))));
+}
+
+/** `headers` and the query's x-amz-* parameters, as a presigned V2 URL signs them. */
+function withQueryAmzHeaders(headers: Headers, url: URL): Headers {
+  const all = new Headers(headers);
+  try {
+    for (const [name, value] of url.searchParams) if (name.toLowerCase().startsWith("x-amz-")) all.set(name, value);
+  } catch {
+    throw new S3Error("InvalidArgument", "An x-amz-* query parameter is not a valid header name or value.");
+  }
+  return all;
 }
 
 /** x-amz-* headers, lower-cased and sorted, `name:value\n` each (inner whitespace folded). */

@@ -35,6 +35,10 @@ export interface AuthOptions {
   region: string;
   /** ms since epoch */
   now: number;
+  /** The services a credential scope may name (default S3 only; the STS endpoint takes "sts" too). */
+  services?: readonly string[];
+  /** The payload's SHA-256 when the caller read the body and the request has no x-amz-content-sha256 (STS clients send none). */
+  payloadHash?: string;
 }
 
 export interface Authenticated {
@@ -180,16 +184,16 @@ const SIGNING_KEY_CACHE_SIZE = 64;
 // the second request as hung. Two requests deriving the same key at once both do the work.
 const signingKeyCache = new Map<string, CryptoKey>();
 
-async function deriveSigningKey(secret: string, date: string, region: string): Promise<CryptoKey> {
+async function deriveSigningKey(secret: string, date: string, region: string, service: string): Promise<CryptoKey> {
   const kDate = await hmac(await importHmacKey("AWS4" + secret), date);
   const kRegion = await hmac(await importHmacKey(kDate), region);
-  const kService = await hmac(await importHmacKey(kRegion), SERVICE);
+  const kService = await hmac(await importHmacKey(kRegion), service);
   const kSigning = await hmac(await importHmacKey(kService), TERMINAL);
   return importHmacKey(kSigning);
 }
 
-async function signingKey(secret: string, date: string, region: string): Promise<CryptoKey> {
-  const id = `${date}\n${region}\n${secret}`;
+async function signingKey(secret: string, date: string, region: string, service = SERVICE): Promise<CryptoKey> {
+  const id = `${date}\n${region}\n${service}\n${secret}`;
   let key = signingKeyCache.get(id);
   if (key) {
     // Most recently used last, so the oldest is evicted first.
@@ -197,7 +201,7 @@ async function signingKey(secret: string, date: string, region: string): Promise
     signingKeyCache.set(id, key);
     return key;
   }
-  key = await deriveSigningKey(secret, date, region);
+  key = await deriveSigningKey(secret, date, region, service);
   signingKeyCache.set(id, key);
   while (signingKeyCache.size > SIGNING_KEY_CACHE_SIZE) {
     signingKeyCache.delete(signingKeyCache.keys().next().value!);
@@ -314,7 +318,7 @@ function parseSignedHeaders(value: string, fail: (detail: string) => S3Error): s
   return names;
 }
 
-function parseAuthorizationHeader(authorization: string, headers: Headers): SignedRequest {
+function parseAuthorizationHeader(authorization: string, headers: Headers, readPayloadHash?: string): SignedRequest {
   const trimmed = authorization.trim();
   const space = trimmed.indexOf(" ");
   const scheme = space < 0 ? trimmed : trimmed.slice(0, space);
@@ -356,7 +360,7 @@ function parseAuthorizationHeader(authorization: string, headers: Headers): Sign
   }
   if (time === null) throw accessDenied("AWS authentication requires a valid Date or x-amz-date header");
 
-  const payloadHash = headers.get("x-amz-content-sha256");
+  const payloadHash = headers.get("x-amz-content-sha256") ?? readPayloadHash ?? null;
   if (payloadHash === null) {
     throw new S3Error("InvalidRequest", "Missing required header for this request: x-amz-content-sha256");
   }
@@ -524,12 +528,13 @@ export async function authenticate(request: Request, secretOf: SecretLookup, opt
     throw accessDenied("Access Denied");
   }
 
-  const req = presigned ? parsePresigned(query, headers, opts.now) : parseAuthorizationHeader(authorization!, headers);
+  const req = presigned ? parsePresigned(query, headers, opts.now) : parseAuthorizationHeader(authorization!, headers, opts.payloadHash);
   const fail = presigned ? (detail: string) => queryError(`Error parsing the X-Amz-Credential parameter; ${detail}`) : headerMalformed;
 
   // Scope.
   if (req.region !== opts.region) throw fail(`the region '${req.region}' is wrong; expecting '${opts.region}'`);
-  if (req.service !== SERVICE) throw fail(`incorrect service '${req.service}'. This endpoint belongs to '${SERVICE}'.`);
+  const services = opts.services ?? [SERVICE];
+  if (!services.includes(req.service)) throw fail(`incorrect service '${req.service}'. This endpoint belongs to '${services.join("' or '")}'.`);
   if (req.terminal !== TERMINAL) throw fail(`incorrect terminal '${req.terminal}'. This endpoint uses '${TERMINAL}'.`);
   if (req.scopeDate !== req.amzDate.slice(0, 8)) {
     throw fail(`Invalid credential date "${req.scopeDate}". This date is not the same as X-Amz-Date: "${req.amzDate.slice(0, 8)}".`);
@@ -566,9 +571,9 @@ export async function authenticate(request: Request, secretOf: SecretLookup, opt
     req.signedHeaders.join(";"),
     req.payloadHash,
   ].join("\n");
-  const scope = `${req.scopeDate}/${req.region}/${SERVICE}/${TERMINAL}`;
+  const scope = `${req.scopeDate}/${req.region}/${req.service}/${TERMINAL}`;
   const stringToSign = [ALGORITHM, req.amzDate, scope, await sha256Hex(canonicalRequest)].join("\n");
-  const key = await signingKey(secret, req.scopeDate, req.region);
+  const key = await signingKey(secret, req.scopeDate, req.region, req.service);
   const expected = await hmacHex(key, stringToSign);
   if (!constantTimeEqual(expected, req.signature)) throw signatureMismatch();
 
