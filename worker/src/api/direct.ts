@@ -1,9 +1,12 @@
 // The browser path's HTTP side (docs/browser-path.md): sessions, commits and read plans are signed
 // S3-style requests on the object (authorized like PutObject / GetObject), answered in JSON; shard
-// files move under SHARD_PATH, authorized by the grant in their URL alone.
+// files move under SHARD_PATH, authorized by the grant in their URL and, on every use, by what the
+// key that obtained it may do now (at most KEY_CACHE_MS / SETTINGS_CACHE_MS old).
 import type { DirectAbort, DirectCommit, DirectUploadRequest } from "../direct-protocol";
 import { S3Error } from "../s3-error";
-import { type GrantedShard, grantedShard, putShard, readShard, storedShardBytes } from "../services/direct-shards";
+import { signerOf } from "../services/access-keys";
+import { bucketPolicy } from "../services/bucket-policy";
+import { type GrantedShard, type GrantUse, grantedShard, putShard, readShard, storedShardBytes, useOf } from "../services/direct-shards";
 import { readPlan } from "../services/direct-read";
 import { abortUpload, commitUpload, type DirectContext, openUploadSession } from "../services/direct-upload";
 import { writeCondition } from "./conditions";
@@ -12,6 +15,7 @@ import { json } from "./json";
 import { readBodyUpTo } from "./request-body";
 import { storedHeaders, userMetadata } from "./object-headers";
 import { checkKey, requestedVersion } from "./object-request";
+import { objectPermitted } from "./permissions";
 
 /** Largest JSON body taken (a commit of a 5 GiB upload's parts is well under it). */
 const MAX_JSON_BYTES = 1024 * 1024;
@@ -49,6 +53,7 @@ export async function getReadPlan(ctx: RequestContext, bucket: string, key: stri
 export async function transferShard(ctx: RequestContext, bucket: string, token: string): Promise<Response> {
   const method = ctx.request.method;
   const file = await grantedShard(directContext(ctx), bucket, token, method === "PUT");
+  await stillPermitted(ctx, useOf(file));
   if (method === "PUT") {
     const length = ctx.auth.contentLength;
     if (length === null) throw new S3Error("MissingContentLength", "You must provide the Content-Length HTTP header.");
@@ -82,10 +87,26 @@ async function serveShard(ctx: RequestContext, file: GrantedShard): Promise<Resp
   return new Response(body, { status: partial ? 206 : 200, headers });
 }
 
+/**
+ * Throws AccessDenied unless whoever obtained a shard grant may still do what it was for: the key
+ * is still enabled (the root key always is) and its right on the bucket, or the bucket policy,
+ * still lets it read (a read plan) or write (a session) the object; an anonymous grant's Allow
+ * still stands. Keys and policies are the per-isolate cached values every request uses (5 s).
+ */
+async function stillPermitted(ctx: RequestContext, use: GrantUse): Promise<void> {
+  const root = ctx.config.credentials;
+  const signer = use.holder === null ? { principal: { kind: "anonymous" as const } } : root ? await signerOf(ctx.env, root, use.holder) : null;
+  const op = use.write ? "CreateDirectUpload" : "GetReadPlan";
+  if (!signer || !(await objectPermitted(signer.principal, op, use.bucket, use.key, use.versioned, (b) => bucketPolicy(ctx.env, b)))) {
+    throw new S3Error("AccessDenied", "Access Denied");
+  }
+}
+
 function directContext(ctx: RequestContext): DirectContext {
   const root = ctx.config.credentials;
   if (!root) throw new S3Error("AccessDenied", "The gateway has no credentials configured.");
-  return { env: ctx.env, config: ctx.config, core: ctx.core, waitUntil: ctx.waitUntil, rootSecret: root.secretAccessKey };
+  const holder = ctx.principal.kind === "anonymous" ? null : ctx.principal.keyId;
+  return { env: ctx.env, config: ctx.config, core: ctx.core, waitUntil: ctx.waitUntil, rootSecret: root.secretAccessKey, holder };
 }
 
 async function readJson<T>(ctx: RequestContext): Promise<T> {

@@ -102,11 +102,23 @@ const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
   // Writes that may happen once (browser-path commits), until their grant expires: a replayed
   // commit would make two versions share one set of shard files.
   ["CREATE TABLE spent (id TEXT PRIMARY KEY, until INTEGER NOT NULL) WITHOUT ROWID", "CREATE INDEX spent_by_until ON spent (until)"],
+  // Browser-path sessions whose commit has begun (no shard file of theirs goes live after it), and
+  // shard writes completing now (a lease each, which a seal waits for): services/direct-shards.ts.
+  [
+    "CREATE TABLE sealed (id TEXT PRIMARY KEY, until INTEGER NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE shard_writes (session TEXT NOT NULL, lease TEXT NOT NULL, until INTEGER NOT NULL, PRIMARY KEY (session, lease)) WITHOUT ROWID",
+  ],
 ];
 
 /** Per-bucket settings kept as JSON in a column of the bucket row (the table names the column). */
 export type BucketSetting = "cors" | "tags" | "lifecycle" | "policy" | "encryption";
 const SETTING_COLUMNS: Record<BucketSetting, string> = { cors: "cors", tags: "tags", lifecycle: "lifecycle", policy: "policy", encryption: "encryption" };
+
+/**
+ * How long a shard write's lease (beginShardWrite) holds at most: the writer gives its node the
+ * file's last bytes only once it holds one, and gives up well within it (SHARD_WRITE_FINISH_MS).
+ */
+export const SHARD_WRITE_LEASE_MS = 60_000;
 
 /** Versions one lifecycle call visits at most (a key's versions are never split). */
 const LIFECYCLE_BATCH = 2000;
@@ -236,20 +248,73 @@ export class BucketIndex extends DurableObject {
   }
 
   /**
-   * Spends a write that may happen once without writing (a browser-path session's abort): false
-   * when it was spent already (committed, or aborted before). A commit after it is refused.
+   * Spends a write that may happen once without writing (a browser-path session's abort): "spent"
+   * when it was spent already (committed, or aborted before); "writing" while a shard file of the
+   * session is completing (the abort waits, so that it removes that file too). A commit after it
+   * is refused.
    */
-  async claimOnce(once: { id: string; until: number }): Promise<boolean> {
+  async claimOnce(once: { id: string; until: number }): Promise<"claimed" | "spent" | "writing"> {
     return this.ctx.storage.transactionSync(() => {
-      if (this.spent(once.id)) return false;
+      if (this.spent(once.id)) return "spent";
+      if (this.writing(once.id)) return "writing";
       this.spend(once);
-      return true;
+      return "claimed";
     });
   }
 
-  /** Whether a write that may happen once has happened (a browser-path session committed or aborted). */
-  async isSpent(id: string): Promise<boolean> {
-    return this.spent(id);
+  /**
+   * Seals a browser-path session as its commit begins: from then on no shard file of it goes live
+   * (beginShardWrite refuses), so the files the commit checks are the ones it commits and nobody
+   * changes them afterwards. "writing" while a shard write of the session holds a lease (the
+   * commit waits for it); "spent" once committed or aborted; "locked" for a session that handed
+   * out presigned node URLs (they cannot be taken back) when the bucket has object lock now.
+   */
+  async sealSession(once: { id: string; until: number }, presigned: boolean): Promise<"sealed" | "spent" | "writing" | "locked"> {
+    return this.ctx.storage.transactionSync(() => {
+      if (this.spent(once.id)) return "spent";
+      if (presigned && this.lockConfig()) return "locked";
+      if (this.writing(once.id)) return "writing";
+      const now = Date.now();
+      this.sql.exec("DELETE FROM sealed WHERE until < ?", now);
+      this.sql.exec("INSERT INTO sealed (id, until) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET until = excluded.until", once.id, once.until);
+      return "sealed";
+    });
+  }
+
+  /** Whether shard files of a browser-path session may still be written: not sealed, committed or aborted. */
+  async sessionWritable(id: string): Promise<boolean> {
+    return !this.spent(id) && !this.sealed(id);
+  }
+
+  /**
+   * A lease for a shard write of session `id` (valid until `until`) to complete: null when the
+   * session is sealed, spent or expired. While it holds (SHARD_WRITE_LEASE_MS at most, or until
+   * endShardWrite) the session's seal waits; after it, no write of the session begins.
+   */
+  async beginShardWrite(id: string, until: number): Promise<string | null> {
+    return this.ctx.storage.transactionSync(() => {
+      const now = Date.now();
+      if (now > until || this.spent(id) || this.sealed(id)) return null;
+      this.sql.exec("DELETE FROM shard_writes WHERE until < ?", now);
+      const lease = crypto.randomUUID();
+      this.sql.exec("INSERT INTO shard_writes (session, lease, until) VALUES (?, ?, ?)", id, lease, now + SHARD_WRITE_LEASE_MS);
+      return lease;
+    });
+  }
+
+  /** Ends a shard write's lease (its file is stored, or never will be). */
+  async endShardWrite(id: string, lease: string): Promise<void> {
+    this.sql.exec("DELETE FROM shard_writes WHERE session = ? AND lease = ?", id, lease);
+  }
+
+  /** Whether a commit of session `id` has begun (its grant has not expired). */
+  private sealed(id: string): boolean {
+    return this.sql.exec("SELECT 1 FROM sealed WHERE id = ? AND until >= ?", id, Date.now()).toArray().length > 0;
+  }
+
+  /** Whether a shard write of session `id` holds a lease. */
+  private writing(id: string): boolean {
+    return this.sql.exec("SELECT 1 FROM shard_writes WHERE session = ? AND until >= ?", id, Date.now()).toArray().length > 0;
   }
 
   /** Whether a write that may happen once has happened (and its grant has not expired). */

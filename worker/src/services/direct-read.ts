@@ -23,7 +23,8 @@ export async function readPlan(
     const layout = part.layout;
     if (layout.type !== "sharded") return { mode: "classic", reason: "the object is stored in its manifest" };
     const { blockBytes, dataShards, parityShards, chunkBytes, storageId, placement } = layout;
-    const urls = await Promise.all(placement.map((node, shard) => shardUrl(ctx, { bucket, layout, size: part.size, shard, node, write: false, expires }, now)));
+    const spec = { bucket, key, versioned: versionId !== undefined, layout, size: part.size, write: false, expires };
+    const urls = await Promise.all(placement.map((node, shard) => shardUrl(ctx, { ...spec, shard, node }, now)));
     parts.push({ size: part.size, blockBytes, dataShards, parityShards, chunkBytes, storageId, placement, urls });
   }
   const contentType = manifest.headers.find(([name]) => name === "content-type")?.[1] ?? null;

@@ -1,11 +1,17 @@
 // Shard files moved by the client itself (docs/browser-path.md), through the gateway for nodes
 // only it can reach (disk nodes, R2 bindings): stored as they come, never decoded or re-encoded,
 // and served as byte ranges. A shard grant, signed by the gateway, says which file of which node
-// and whether it may be written; it is the whole authorization, like a presigned URL. Its URL
-// names the bucket too (SHARD_PATH/bucket/grant), so browsers on other origins get that bucket's
-// CORS rules, as for its objects.
+// and whether it may be written, and who obtained it: each use checks again that this key still
+// may read (or write) the object (api/direct.ts). Its URL names the bucket too
+// (SHARD_PATH/bucket/grant), so browsers on other origins get that bucket's CORS rules, as for its
+// objects.
+//
+// A write never changes a committed object: its file goes live on the node only with its last
+// bytes, and those are sent only under a lease of the bucket's index, which a commit's seal waits
+// for and which is refused once the session is sealed (its commit began), committed or aborted.
 import { type GrantBase, openGrant, signGrant } from "../auth/grant";
 import { type DirectGeometry, SHARD_PATH } from "../direct-protocol";
+import { SHARD_WRITE_LEASE_MS } from "../meta/bucket-index";
 import { bucketIndex } from "../meta/stubs";
 import { S3Error } from "../s3-error";
 import { CodedShardRefused, storeCodedShard } from "../storage/coded-shard";
@@ -15,6 +21,12 @@ import type { DirectContext } from "./direct-upload";
 interface ShardGrant extends GrantBase {
   kind: "shard";
   bucket: string;
+  /** The object the file is of: what a bucket policy is evaluated on when the grant is used. */
+  key: string;
+  /** The version a read plan named (a policy's s3:GetObjectVersion), if it named one. */
+  versioned?: true;
+  /** The access key that obtained the grant (null: an anonymous request a bucket policy allowed). */
+  holder: string | null;
   /** The session a write grant belongs to (its once-id): no shard file is written once it committed or was aborted. */
   session?: string;
   /** A write grant stores the file (once, before the commit); a read grant serves ranges of it. */
@@ -29,6 +41,8 @@ interface ShardGrant extends GrantBase {
 
 export interface ShardGrantSpec {
   bucket: string;
+  key: string;
+  versioned?: boolean;
   session?: string;
   layout: DirectGeometry & { storageId: string };
   size: number;
@@ -53,15 +67,18 @@ export async function shardUrl(ctx: DirectContext, spec: ShardGrantSpec, now = D
     const until = spec.write ? Math.min(spec.expires, now + PRESIGNED_PUT_MS) : spec.expires;
     return node.presign(shardKey(spec.layout.storageId, spec.shard), spec.write ? "PUT" : "GET", (until - now) / 1000);
   }
-  return `${SHARD_PATH}${encodeURIComponent(spec.bucket)}/${await shardGrant(ctx.rootSecret, spec)}`;
+  return `${SHARD_PATH}${encodeURIComponent(spec.bucket)}/${await shardGrant(ctx.rootSecret, ctx.holder, spec)}`;
 }
 
-function shardGrant(rootSecret: string, spec: ShardGrantSpec): Promise<string> {
+function shardGrant(rootSecret: string, holder: string | null, spec: ShardGrantSpec): Promise<string> {
   const { blockBytes, dataShards, parityShards, chunkBytes, storageId } = spec.layout;
   const geometry = { blockBytes, dataShards, parityShards, chunkBytes };
   const grant: ShardGrant = {
     kind: "shard",
     bucket: spec.bucket,
+    key: spec.key,
+    ...(spec.versioned ? { versioned: true } : {}),
+    holder,
     ...(spec.session === undefined ? {} : { session: spec.session }),
     expires: spec.expires,
     write: spec.write,
@@ -74,7 +91,7 @@ function shardGrant(rootSecret: string, spec: ShardGrantSpec): Promise<string> {
   return signGrant(rootSecret, grant);
 }
 
-/** A shard grant's file: its node, its key, its length. */
+/** A shard grant's file: its node, its key, its length; who obtained it, for what. */
 export interface GrantedShard {
   node: StorageNode;
   key: string;
@@ -82,10 +99,29 @@ export interface GrantedShard {
   grant: ShardGrant;
 }
 
+/** Who obtained a shard grant and what for: the caller checks that they still may (api/direct.ts). */
+export interface GrantUse {
+  bucket: string;
+  /** The object's key. */
+  key: string;
+  /** The access key id, or null for an anonymous request. */
+  holder: string | null;
+  write: boolean;
+  versioned: boolean;
+}
+
+export function useOf(file: GrantedShard): GrantUse {
+  const { bucket, key, holder, write, versioned } = file.grant;
+  return { bucket, key, holder, write, versioned: versioned === true };
+}
+
 /** The file `token` grants in `bucket` (for writing when `write`); AccessDenied when it does not. */
 export async function grantedShard(ctx: DirectContext, bucket: string, token: string, write: boolean, now = Date.now()): Promise<GrantedShard> {
   const grant = await openGrant<ShardGrant>(ctx.rootSecret, token, "shard", now);
-  if (!grant || grant.bucket !== bucket || (write && !grant.write))
+  // A grant names who obtained it and its object (older grants did not: they grant nothing now);
+  // a write grant names its session.
+  const named = grant !== null && typeof grant.key === "string" && (typeof grant.holder === "string" || grant.holder === null);
+  if (!grant || !named || grant.bucket !== bucket || (write && !(grant.write && typeof grant.session === "string")))
     throw new S3Error("AccessDenied", "The shard grant is not valid for this request, or it has expired.");
   const node = nodesById(ctx.config.nodes).get(grant.node);
   if (!node) throw new S3Error("ServiceUnavailable", `Storage node ${grant.node} is no longer configured.`);
@@ -98,26 +134,46 @@ export async function grantedShard(ctx: DirectContext, bucket: string, token: st
 }
 
 /**
+ * How long a shard write may take to complete on its node once it holds its lease: well within
+ * SHARD_WRITE_LEASE_MS, so that it is given up on before a commit could stop waiting for it.
+ */
+const SHARD_WRITE_FINISH_MS = SHARD_WRITE_LEASE_MS / 2;
+
+const sessionClosed = () => new S3Error("AccessDenied", "The upload session was committed or aborted: its shard files are not written any more.");
+
+/**
  * Stores a coded shard file of exactly `length` bytes, every chunk checked on the way: BadDigest
  * for a chunk that fails its checksum or a body of the wrong length (then nothing is stored).
+ * Shard files are never written once their session's commit began, nor after its abort: checked
+ * before the body is read, and again, under a lease, before the file goes live (its last bytes).
  */
 export async function putShard(ctx: DirectContext, file: GrantedShard, body: ReadableStream<Uint8Array>, length: number): Promise<void> {
   if (length !== file.fileBytes) throw new S3Error("InvalidArgument", `This shard file is ${file.fileBytes} bytes long, not ${length}.`);
   const { grant } = file;
-  // Shard files are never overwritten once their object is committed (nor after an abort).
-  if (grant.session !== undefined && (await bucketIndex(ctx.env, grant.bucket).isSpent(grant.session))) {
-    throw new S3Error("AccessDenied", "The upload session was committed or aborted: its shard files are not written any more.");
-  }
+  const session = grant.session as string; // grantedShard: a write grant names its session
+  const index = bucketIndex(ctx.env, grant.bucket);
+  if (!(await index.sessionWritable(session))) throw sessionClosed();
   const geometry = ctx.core.geometry({ size: grant.size, ...grant.geometry });
   const verifier = ctx.core.shardVerifier(geometry, grant.shard);
+  const held: { lease: string | null } = { lease: null };
+  const publish = async (): Promise<number> => {
+    const started = Date.now();
+    held.lease = await index.beginShardWrite(session, grant.expires);
+    if (held.lease === null) throw sessionClosed();
+    return started + SHARD_WRITE_FINISH_MS;
+  };
   try {
-    await storeCodedShard(file.node, file.key, body, verifier);
+    await storeCodedShard(file.node, file.key, body, verifier, publish);
   } catch (e) {
+    if (e instanceof S3Error) throw e;
     if (e instanceof CodedShardRefused) throw new S3Error("BadDigest", e.message);
     throw new S3Error("ServiceUnavailable", `Storage node ${file.node.id} did not store the shard file: ${e instanceof Error ? e.message : String(e)}`);
   } finally {
     verifier.free();
     geometry.free();
+    // Stored or abandoned: a commit need not wait any more (if this fails, the lease runs out).
+    if (held.lease !== null)
+      await index.endShardWrite(session, held.lease).catch((e: unknown) => console.error(JSON.stringify({ shardWriteLease: String(e) })));
   }
 }
 

@@ -21,9 +21,11 @@ import { verifyCodedParts } from "./direct-verify";
 import { encryptsByDefault } from "./encryption";
 import { commitObject, multipartEtag, type ObjectContext } from "./objects";
 
-/** What the browser path needs beyond an object write: the secret its grants are signed with. */
+/** What the browser path needs beyond an object write: the secret its grants are signed with, and who asks. */
 export interface DirectContext extends ObjectContext {
   rootSecret: string;
+  /** The access key id of the request (null: anonymous): shard grants name it, and are checked against it on use. */
+  holder: string | null;
 }
 
 /** The largest object a session takes (PutObject's limit: bigger objects are multipart uploads). */
@@ -40,6 +42,8 @@ interface UploadGrant extends GrantBase {
   geometry: DirectGeometry;
   /** digestOf the parts' places (DirectPartPlace[]), which the commit and the abort echo. */
   places: string;
+  /** Some shard URL is a presigned node URL (it cannot be taken back): no commit once the bucket has object lock. */
+  presigned: boolean;
 }
 
 export function geometryOf(config: GatewayConfig): DirectGeometry {
@@ -68,18 +72,21 @@ export async function openUploadSession(ctx: DirectContext, bucket: string, key:
     Array.from({ length: count }, async (_, i) => {
       const partSize = Math.min(partBytes, size - i * partBytes);
       const storageId = newStorageId();
-      const placement = (await placeShards(nodes, storageId, width)).map((n) => n.id);
+      const placed = await placeShards(nodes, storageId, width);
+      const placement = placed.map((n) => n.id);
       const layout = { ...geometry, storageId, placement };
       const shardFileBytes = shardFileBytesOf(ctx, partSize, geometry);
       const urls = await Promise.all(
-        placement.map((node, shard) => shardUrl(ctx, { bucket, session, layout, size: partSize, shard, node, write: true, expires }, now, presigned)),
+        placement.map((node, shard) => shardUrl(ctx, { bucket, key, session, layout, size: partSize, shard, node, write: true, expires }, now, presigned)),
       );
-      return { size: partSize, storageId, placement, shardFileBytes, urls };
+      return { size: partSize, storageId, placement, shardFileBytes, urls, presigned: presigned && placed.some((n) => n.presign) };
     }),
   );
   const places = await digestOf(parts.map(placeOf));
-  const upload = await signGrant(ctx.rootSecret, { kind: "upload", expires, session, bucket, key, size, partBytes, geometry, places } satisfies UploadGrant);
-  return { mode: "direct", upload, expires, geometry, partBytes, parts };
+  const signed = parts.some((p) => p.presigned);
+  const grant = { kind: "upload", expires, session, bucket, key, size, partBytes, geometry, places, presigned: signed } satisfies UploadGrant;
+  const upload = await signGrant(ctx.rootSecret, grant);
+  return { mode: "direct", upload, expires, geometry, partBytes, parts: parts.map(({ presigned: _, ...part }) => part) };
 }
 
 /**
@@ -103,6 +110,9 @@ export async function commitUpload(
     throw new S3Error("InvalidRequest", `partMd5s must be one hex MD5 per part (${commit.parts.length}).`);
   }
   const parts = manifestParts(grant, commit.parts, md5s);
+  // Sealed first: no shard file of the session goes live from now on, so what is checked below is
+  // what is committed, and stays so.
+  await sealSession(ctx, bucket, grant);
   // A refused commit removes nothing: the files may be a committed version's (a replay, or two
   // commits of one session at once). The session's abort or the orphan sweep removes them.
   const missed = await verifyCodedParts(ctx, parts);
@@ -123,10 +133,40 @@ export async function commitUpload(
  */
 export async function abortUpload(ctx: DirectContext, bucket: string, key: string, abort: DirectAbort, now = Date.now()): Promise<void> {
   const grant = await openSession(ctx, bucket, key, abort, now);
-  if (!(await bucketIndex(ctx.env, bucket).claimOnce(onceOf(grant)))) {
-    throw new S3Error("NoSuchUpload", "The upload session was committed or aborted already.");
-  }
+  const index = bucketIndex(ctx.env, bucket);
+  // A shard file completing now is waited for, so that it is removed with the others.
+  const claimed = await whileWriting(() => index.claimOnce(onceOf(grant)));
+  if (claimed === "spent") throw new S3Error("NoSuchUpload", "The upload session was committed or aborted already.");
   await removeParts(ctx.config.nodes, manifestParts(grant, abort.parts, []));
+}
+
+/** How long a commit or an abort waits for the session's shard writes that are completing (each holds a lease of the index). */
+const SHARD_WRITES_WAIT_MS = 2_000;
+
+/**
+ * `attempt` again while it answers "writing" (a shard file of the session is completing, which
+ * takes milliseconds), for SHARD_WRITES_WAIT_MS at most: then 503, which clients send again.
+ */
+async function whileWriting<T extends string>(attempt: () => Promise<T | "writing">): Promise<T> {
+  const deadline = Date.now() + SHARD_WRITES_WAIT_MS;
+  for (let pause = 10; ; pause = Math.min(pause * 2, 200)) {
+    const answer = await attempt();
+    if (answer !== "writing") return answer;
+    if (Date.now() + pause > deadline)
+      throw new S3Error("ServiceUnavailable", "A shard file of this upload session is still being written: send the request again.");
+    await new Promise((resolve) => setTimeout(resolve, pause));
+  }
+}
+
+/** Seals the session for its commit (bucket-index.ts sealSession), or answers why it cannot commit. */
+async function sealSession(ctx: DirectContext, bucket: string, grant: UploadGrant): Promise<void> {
+  const index = bucketIndex(ctx.env, bucket);
+  // Grants from before `presigned` was recorded count as having handed out presigned URLs.
+  const sealed = await whileWriting(() => index.sealSession(onceOf(grant), grant.presigned !== false));
+  if (sealed === "spent") throw new S3Error("InvalidRequest", "This upload session was committed already: open a new one.");
+  if (sealed === "locked") {
+    throw new S3Error("InvalidRequest", "The bucket has object lock now, and this session handed out node URLs that cannot be taken back: open a new one.");
+  }
 }
 
 /** What makes a session's commit (or abort) happen once: its id, until it expires. */

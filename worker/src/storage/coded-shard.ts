@@ -1,7 +1,8 @@
 // A shard file that arrives already coded (the browser path, docs/browser-path.md): streamed to
 // its node as it comes, with no decoding or re-encoding, and every chunk's checksum verified on
 // the way. A piece is checked before it is passed on, so a file with a bad chunk, or of the wrong
-// length, never completes on its node: its upload is aborted and nothing is stored.
+// length, never completes on its node: its upload is aborted and nothing is stored. Its last bytes
+// wait for the caller's leave (a commit may have begun meanwhile: services/direct-shards.ts).
 import { writeBorrowed } from "../bytes";
 import type { ShardVerifier } from "../core-api";
 import { BODY_PIECE_BYTES, PieceReader } from "../piece-reader";
@@ -10,8 +11,20 @@ import type { StorageNode } from "./nodes";
 /** The shard file was refused: what is wrong with it (the client's error, not the node's). */
 export class CodedShardRefused extends Error {}
 
-/** Stores `body` under `key` on `node` if it is exactly the file `verifier` expects, chunk for chunk. */
-export async function storeCodedShard(node: StorageNode, key: string, body: ReadableStream<Uint8Array>, verifier: ShardVerifier): Promise<void> {
+/**
+ * Stores `body` under `key` on `node` if it is exactly the file `verifier` expects, chunk for chunk.
+ * The file goes live on its node only with its last bytes: they are held back until the whole body
+ * has come and checked, and then until `publish` (when given) allows it, returning the time (ms
+ * since the epoch) by which the node must have the file, or throwing to refuse it. Past that time
+ * the write is abandoned.
+ */
+export async function storeCodedShard(
+  node: StorageNode,
+  key: string,
+  body: ReadableStream<Uint8Array>,
+  verifier: ShardVerifier,
+  publish?: () => Promise<number>,
+): Promise<void> {
   const length = verifier.fileBytes;
   // The runtime's fixed-length stream straight into the node's request (as storage/shard-sink.ts).
   const pipe = new FixedLengthStream(length);
@@ -21,16 +34,25 @@ export async function storeCodedShard(node: StorageNode, key: string, body: Read
   const reader = new PieceReader(body, { pieceBytes: BODY_PIECE_BYTES, reuse: true });
   try {
     let received = 0;
+    let last: Uint8Array | null = null;
     for (let piece = await reader.read(); piece; piece = await reader.read()) {
       received += piece.length;
       if (received > length) throw new CodedShardRefused(`the shard file is longer than its ${length} bytes`);
       verifier.push(piece);
       if (verifier.failed) throw new CodedShardRefused(`chunk ${verifier.finish().badChunks[0]} of the shard file fails its checksum`);
-      await writeBorrowed(writer, piece); // the runtime copies it: the reader may reuse its buffer
+      // The last piece is copied (the reader reuses its buffer) and held while the body's end is read.
+      if (received === length) last = piece.slice();
+      else await writeBorrowed(writer, piece); // the runtime copies it: the reader may reuse its buffer
     }
     if (received < length) throw new CodedShardRefused(`the shard file is ${received} bytes, not ${length}`);
-    await writer.close();
-    await stored;
+    const deadline = publish ? await publish() : Number.POSITIVE_INFINITY;
+    const finish = (async () => {
+      if (last) await writeBorrowed(writer, last);
+      await writer.close();
+      await stored;
+    })();
+    finish.catch(() => {}); // awaited below, or abandoned past the deadline
+    await beforeDeadline(finish, deadline, node.id);
   } catch (e) {
     await writer.abort(e).catch(() => {});
     // The rest of the body (at most the file's length: its Content-Length was checked) is read
@@ -41,5 +63,19 @@ export async function storeCodedShard(node: StorageNode, key: string, body: Read
       // the client went away
     }
     throw e;
+  }
+}
+
+/** `work`, unless `deadline` (ms since the epoch) comes first: then an error. */
+async function beforeDeadline(work: Promise<void>, deadline: number, node: string): Promise<void> {
+  if (deadline === Number.POSITIVE_INFINITY) return work;
+  const timer: { id?: ReturnType<typeof setTimeout> } = {};
+  const late = new Promise<never>((_, reject) => {
+    timer.id = setTimeout(() => reject(new Error(`node ${node} did not complete the shard file in time`)), Math.max(0, deadline - Date.now()));
+  });
+  try {
+    await Promise.race([work, late]);
+  } finally {
+    if (timer.id !== undefined) clearTimeout(timer.id);
   }
 }
