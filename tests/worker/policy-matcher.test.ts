@@ -69,6 +69,23 @@ describe("the wildcard matcher", () => {
     }
   });
 
+  it("counts the scans of the value a match may take: the pieces between two stars", () => {
+    for (const [pattern, scans] of [
+      ["b/key", 0],
+      ["b/*", 0],
+      ["b/prefix/*", 0],
+      ["b/*.jpg", 0],
+      ["b/??/*.j?g", 0],
+      ["b/*/thumbs/*", 1],
+      ["b/*/thumbs/*.png", 1],
+      ["b/*a?b*", 2],
+      ["b/*a**b*", 2],
+      ["b/*?*", 1],
+    ] as const) {
+      expect(compileWildcard(pattern).scans, pattern).toBe(scans);
+    }
+  });
+
   it("agrees with the reference on random patterns and values (fast-check)", () => {
     const text = (chars: string[], max: number) => fc.array(fc.constantFrom(...chars), { maxLength: max }).map((a) => a.join(""));
     fc.assert(
@@ -139,13 +156,14 @@ function refusal(text: string): string {
 describe("policy limits", () => {
   it("takes a policy at every limit and refuses one beyond any as MalformedPolicy with the reason", () => {
     const L = POLICY_LIMITS;
-    const ten = `arn:aws:s3:::${B}/*a*a*a*a*a*a*a*a*a*a`; // 10 wildcards: the attack's pattern is accepted, and harmless
+    const ten = `arn:aws:s3:::${B}/*a*a*a*a*a*a*a*a*a*a`; // 10 wildcards, 9 scans of the key
     const longKey = `arn:aws:s3:::${B}/${"é".repeat(L.keyPatternBytes / 2)}`;
     const atLimits = [
       doc(...Array.from({ length: L.statements }, () => statement())),
       doc(statement({ Resource: Array.from({ length: L.resourcesPerStatement }, (_, i) => `arn:aws:s3:::${B}/p${i}/*`) })),
       doc(statement({ Action: Array.from({ length: L.actionsPerStatement }, () => "s3:GetObject") })),
       doc(statement({ Resource: ten })),
+      doc(statement({ Resource: [ten, ten, `arn:aws:s3:::${B}/*x*y*`] })), // 20 scans
       doc(statement({ Resource: longKey })),
       doc(statement({ Action: "s3:*?????????" })), // 10 wildcards: s3:getobject, s3:putobject …
     ];
@@ -156,6 +174,10 @@ describe("policy limits", () => {
       [doc(statement({ Resource: Array.from({ length: L.resourcesPerStatement + 1 }, (_, i) => `arn:aws:s3:::${B}/p${i}/*`) })), /at most 100 resources/],
       [doc(statement({ Action: Array.from({ length: L.actionsPerStatement + 1 }, () => "s3:GetObject") })), /at most 100 actions/],
       [doc(statement({ Resource: `${ten}*` })), /at most 10 wildcards/],
+      // The pattern of issue #29's attack has 11.
+      [doc(statement({ Resource: `arn:aws:s3:::${B}/*a*a*a*a*a*a*a*a*a*a*!` })), /at most 10 wildcards/],
+      [doc(statement({ Resource: [ten, ten, `arn:aws:s3:::${B}/*x*y*z*`] })), /too costly to evaluate: .* 21 pieces .* at most 20/],
+      [doc(statement({ Resource: ten }), statement({ Resource: ten }), statement({ Resource: `arn:aws:s3:::${B}/*x?y?z*` })), /too costly/],
       [doc(statement({ Resource: `arn:aws:s3:::${B}/${"?".repeat(11)}` })), /at most 10 wildcards/],
       [doc(statement({ Action: "s3:?????????????*" })), /at most 10 wildcards/],
       [doc(statement({ Resource: `${longKey}x` })), /at most 1024 bytes/],

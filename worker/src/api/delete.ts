@@ -19,6 +19,8 @@ import { objectPermitted } from "./permissions";
 
 /** S3's limit on keys per DeleteObjects request. */
 const MAX_DELETE_KEYS = 1000;
+/** Keys of a batch evaluated against a bucket policy between two turns of the event loop. */
+const YIELD_EVERY_KEYS = 100;
 
 export async function deleteObject(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
   const versionId = requestedVersion(ctx.url);
@@ -36,22 +38,26 @@ export async function deleteObject(ctx: RequestContext, bucket: string, key: str
 
 export async function deleteObjects(ctx: RequestContext, bucket: string): Promise<Response> {
   const request = await parseDeleteRequest(ctx);
-  // One policy read for the batch; each key is evaluated against it (linear in the keys).
-  const policy = bucketPolicy(ctx.env, bucket);
-  const policyOf = () => policy;
-  for (const item of request.items) {
+  // One policy read for the batch; each key is evaluated against it (linear in the keys, and a
+  // long batch yields now and then so that other requests are served between its slices).
+  const policy = await bucketPolicy(ctx.env, bucket);
+  const policyOf = async () => policy;
+  const mayBypass = new Map<DeleteItem, boolean>();
+  for (const [i, item] of request.items.entries()) {
+    if (policy !== null && i > 0 && i % YIELD_EVERY_KEYS === 0) await new Promise((resolve) => setTimeout(resolve, 0));
     if (item.error !== null) continue;
     if (!(await objectPermitted(ctx.principal, "DeleteObjects", bucket, item.key, item.versionId !== undefined, policyOf))) {
       item.error = { code: "AccessDenied", message: "Access Denied" };
+      continue;
     }
+    mayBypass.set(item, await bypassGovernance(ctx, bucket, item.key, policyOf));
   }
   const valid = request.items.filter((item) => item.error === null);
-  const mayBypass = await Promise.all(valid.map((item) => bypassGovernance(ctx, bucket, item.key, policyOf)));
   const outcomeOf = new Map<DeleteItem, DeleteOutcome | null>();
   // The governance bypass is each key's too: one call for the keys that may bypass, one for the
   // others (made even when empty if nothing else was: it says whether the bucket exists).
   for (const bypass of [true, false]) {
-    const group = valid.filter((_, i) => mayBypass[i] === bypass);
+    const group = valid.filter((item) => mayBypass.get(item) === bypass);
     if (group.length === 0 && (bypass || outcomeOf.size > 0)) continue;
     const { bucket: exists, outcomes } = await bucketIndex(ctx, bucket).deleteMany(
       group.map(({ key, versionId }) => ({ key, versionId })),

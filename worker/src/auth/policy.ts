@@ -11,9 +11,9 @@ export interface PolicyStatement {
   sid: string | null;
   effect: "Allow" | "Deny";
   /** "*" for everyone, else access key ids. */
-  principals: "*" | string[];
-  /** Action patterns, lower-cased (`s3:getobject`, `s3:*`). */
-  actions: Wildcard[];
+  principals: "*" | ReadonlySet<string>;
+  /** The actions its patterns (`s3:GetObject`, `s3:Get*`, `s3:*` …) name, resolved when parsed. */
+  actions: ReadonlySet<PolicyAction>;
   /** Resource patterns without `arn:aws:s3:::` (`bucket`, `bucket/prefix*`), `*` and `?` as wildcards. */
   resources: Wildcard[];
 }
@@ -99,6 +99,11 @@ export const POLICY_LIMITS = {
   actionChars: 128,
   /** What a resource pattern says after `arn:aws:s3:::bucket/`, in UTF-8 bytes: a key's limit. */
   keyPatternBytes: 1024,
+  /**
+   * Scans of a key that evaluating the whole policy may take (Wildcard.scans): each literal piece
+   * between two `*`s of a resource pattern. `b/*`, `b/prefix/*`, `b/*.jpg` take none.
+   */
+  resourceScans: 20,
 } as const;
 
 const malformed = (reason: string) => new S3Error("MalformedPolicy", reason);
@@ -112,7 +117,7 @@ function pattern(text: string, what: string): Wildcard {
   return w;
 }
 
-const KNOWN_ACTIONS = POLICY_ACTIONS.map((a) => a.toLowerCase());
+const KNOWN_ACTIONS = POLICY_ACTIONS.map((a) => [a.toLowerCase(), a] as const);
 const encoder = new TextEncoder();
 
 const asList = (v: unknown): unknown[] => (Array.isArray(v) ? v : [v]);
@@ -139,6 +144,12 @@ export function parsePolicy(text: string, bucket: string): BucketPolicy {
   if (raw.length === 0) throw malformed("Could not parse the policy: Statement is empty!");
   if (raw.length > POLICY_LIMITS.statements) throw malformed(`Policies may have at most ${POLICY_LIMITS.statements} statements`);
   const statements = raw.map((s) => parseStatement(s, bucket));
+  const scans = statements.reduce((n, s) => s.resources.reduce((m, r) => m + r.scans, n), 0);
+  if (scans > POLICY_LIMITS.resourceScans) {
+    throw malformed(
+      `Policy is too costly to evaluate: its resource patterns have ${scans} pieces between two wildcards, at most ${POLICY_LIMITS.resourceScans} are allowed`,
+    );
+  }
   return { statements };
 }
 
@@ -161,7 +172,7 @@ function parseStatement(raw: unknown, bucket: string): PolicyStatement {
   };
 }
 
-function parsePrincipal(raw: unknown): "*" | string[] {
+function parsePrincipal(raw: unknown): "*" | ReadonlySet<string> {
   if (raw === undefined) throw malformed("Missing required field Principal");
   if (raw === "*") return "*";
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw malformed("Invalid principal in policy");
@@ -171,21 +182,24 @@ function parsePrincipal(raw: unknown): "*" | string[] {
   const ids = asList(p.AWS);
   if (ids.some((id) => typeof id !== "string" || id === "")) throw malformed("Invalid principal in policy");
   if (ids.includes("*")) return "*";
-  return ids as string[];
+  return new Set(ids as string[]);
 }
 
-function parseActions(raw: unknown): Wildcard[] {
+function parseActions(raw: unknown): ReadonlySet<PolicyAction> {
   if (raw === undefined) throw malformed("Missing required field Action");
   const actions = asList(raw);
   if (actions.length === 0) throw malformed("Missing required field Action");
   if (actions.length > POLICY_LIMITS.actionsPerStatement) throw malformed(`A statement may name at most ${POLICY_LIMITS.actionsPerStatement} actions`);
-  return actions.map((a) => {
+  const named = new Set<PolicyAction>();
+  for (const a of actions) {
     if (typeof a !== "string") throw malformed("Policy has invalid action");
     if (a.length > POLICY_LIMITS.actionChars) throw malformed(`Policy has invalid action: longer than ${POLICY_LIMITS.actionChars} characters`);
     const action = pattern(a === "*" ? "s3:*" : a.toLowerCase(), "action");
-    if (!KNOWN_ACTIONS.some((known) => wildcardMatch(action, known))) throw malformed(`Policy has invalid action: ${a}`);
-    return action;
-  });
+    const matched = KNOWN_ACTIONS.filter(([lower]) => wildcardMatch(action, lower));
+    if (matched.length === 0) throw malformed(`Policy has invalid action: ${a}`);
+    for (const [, known] of matched) named.add(known);
+  }
+  return named;
 }
 
 function parseResources(raw: unknown, bucket: string): Wildcard[] {
@@ -212,12 +226,10 @@ export function resourceOf(bucket: string, key: string | null): string {
   return key === null ? bucket : `${bucket}/${key}`;
 }
 
-const namesBy = (s: PolicyStatement, who: Requester): boolean => s.principals === "*" || (who !== null && s.principals.includes(who));
+const namesBy = (s: PolicyStatement, who: Requester): boolean => s.principals === "*" || (who !== null && s.principals.has(who));
 
 function applies(s: PolicyStatement, who: Requester, action: PolicyAction, resource: string): boolean {
-  if (!namesBy(s, who)) return false;
-  const lower = action.toLowerCase();
-  return s.actions.some((a) => wildcardMatch(a, lower)) && s.resources.some((r) => wildcardMatch(r, resource));
+  return namesBy(s, who) && s.actions.has(action) && s.resources.some((r) => wildcardMatch(r, resource));
 }
 
 /** What the policy says about `who` doing `action` on `resource`: a Deny wins over any Allow. */
@@ -237,10 +249,7 @@ export function evaluatePolicy(policy: BucketPolicy | null, who: Requester, acti
  * before each of its keys is evaluated (DeleteObjects).
  */
 export function allowsSomewhere(policy: BucketPolicy | null, who: Requester, actions: readonly PolicyAction[]): boolean {
-  const lower = actions.map((a) => a.toLowerCase());
-  return (
-    policy?.statements.some((s) => s.effect === "Allow" && namesBy(s, who) && s.actions.some((a) => lower.some((action) => wildcardMatch(a, action)))) ?? false
-  );
+  return policy?.statements.some((s) => s.effect === "Allow" && namesBy(s, who) && actions.some((a) => s.actions.has(a))) ?? false;
 }
 
 /** Whether the policy makes anything public (an Allow to everyone): GetBucketPolicyStatus. */

@@ -1,9 +1,11 @@
 // IAM's wildcards (`*` any run of characters, `?` one character, everything else literal) matched
-// without backtracking and without a RegExp: a pattern is compiled once into the literal runs
-// between its wildcards, and a match anchors the first and last runs and finds each middle one
-// leftmost (KMP), which is exact because `*` takes any run. A match costs
-// O((w + 1) · value + pattern) for a pattern of w wildcards, whatever the input (a RegExp of `.*`
-// backtracks exponentially: one request froze workerd, issue #29). Pure functions: no I/O.
+// without backtracking and without a RegExp: a pattern is compiled once into the runs between its
+// `*`s, and a match anchors the first and last runs and finds each middle one leftmost, which is
+// exact because `*` takes any run. A middle run without `?` is found by the engine's string search
+// (indexOf: at worst value × run, in practice linear); one with `?`s by counting, per start, the
+// literal pieces found there (KMP, linear). So a match scans the value once per middle piece at
+// most: O(value × scans + pattern), `scans` counted by compileWildcard, whatever the input (a
+// RegExp of `.*` backtracks exponentially: one request froze workerd, issue #29). No I/O.
 
 /** A literal run at a fixed offset in its segment, with its KMP failure table. */
 interface Piece {
@@ -23,6 +25,8 @@ export interface Wildcard {
   source: string;
   /** How many `*` and `?` it has. */
   wildcards: number;
+  /** How many times a match may scan the value: the literal pieces of the middle runs. */
+  scans: number;
   /** Without a `*`, the whole pattern; else the run before the first `*`. */
   head: Segment;
   /** The runs between `*`s, in order. */
@@ -57,13 +61,14 @@ export function compileWildcard(pattern: string): Wildcard {
   for (let i = 0; i < pattern.length; i++) if (pattern[i] === "*" || pattern[i] === "?") wildcards++;
   const runs = pattern.split("*");
   const head = segment(runs[0] as string);
-  if (runs.length === 1) return { source: pattern, wildcards, head, middle: [], tail: null };
+  if (runs.length === 1) return { source: pattern, wildcards, scans: 0, head, middle: [], tail: null };
   // `**` is `*`: empty runs between stars need no search.
   const middle = runs
     .slice(1, -1)
     .filter((r) => r !== "")
     .map(segment);
-  return { source: pattern, wildcards, head, middle, tail: segment(runs[runs.length - 1] as string) };
+  const scans = middle.reduce((n, seg) => n + Math.max(1, seg.pieces.length), 0);
+  return { source: pattern, wildcards, scans, head, middle, tail: segment(runs[runs.length - 1] as string) };
 }
 
 /** Whether `seg` matches `value` at `at` (which leaves room for it). */
@@ -71,16 +76,17 @@ function matchesAt(seg: Segment, value: string, at: number): boolean {
   return seg.pieces.every((p) => value.startsWith(p.text, at + p.offset));
 }
 
-/** Calls `found(i)` for each index i in [from, to) where `p` occurs within value[from, to): KMP, O(to - from + |p|). */
-function occurrences(p: Piece, value: string, from: number, to: number, found: (at: number) => boolean): void {
-  const n = p.text.length;
+/** Adds 1 to counts[i - shift] for each i in [from, to) where `p` occurs within value[from, to): KMP, O(to - from + |p|). */
+function countOccurrences(p: Piece, value: string, from: number, to: number, counts: Uint32Array, shift: number): void {
+  const { text, fail } = p;
+  const n = text.length;
   for (let i = from, k = 0; i < to; i++) {
     const c = value.charCodeAt(i);
-    while (k > 0 && c !== p.text.charCodeAt(k)) k = p.fail[k - 1] as number;
-    if (c === p.text.charCodeAt(k)) k++;
+    while (k > 0 && c !== text.charCodeAt(k)) k = fail[k - 1] as number;
+    if (c === text.charCodeAt(k)) k++;
     if (k === n) {
-      if (found(i - n + 1)) return;
-      k = p.fail[k - 1] as number;
+      counts[i - n + 1 - shift]++;
+      k = fail[k - 1] as number;
     }
   }
 }
@@ -91,21 +97,12 @@ function leftmost(seg: Segment, value: string, from: number, last: number): numb
   const [only] = seg.pieces;
   if (only === undefined) return from;
   if (seg.pieces.length === 1) {
-    let at = -1;
-    occurrences(only, value, from + only.offset, last + only.offset + only.text.length, (i) => {
-      at = i - only.offset;
-      return true;
-    });
-    return at;
+    const at = value.indexOf(only.text, from + only.offset) - only.offset;
+    return at >= from && at <= last ? at : -1;
   }
-  // Several runs split by `?`s: count, per start, the runs found at their offsets from it.
+  // Several pieces split by `?`s: count, per start, the pieces found at their offsets from it.
   const counts = new Uint32Array(last - from + 1);
-  for (const p of seg.pieces) {
-    occurrences(p, value, from + p.offset, last + p.offset + p.text.length, (i) => {
-      counts[i - p.offset - from]++;
-      return false;
-    });
-  }
+  for (const p of seg.pieces) countOccurrences(p, value, from + p.offset, last + p.offset + p.text.length, counts, from + p.offset);
   const index = counts.indexOf(seg.pieces.length);
   return index < 0 ? -1 : from + index;
 }
