@@ -14,7 +14,7 @@ import { type DirectGeometry, SHARD_PATH } from "../direct-protocol";
 import { SHARD_WRITE_LEASE_MS } from "../meta/bucket-index";
 import { bucketIndex } from "../meta/stubs";
 import { S3Error } from "../s3-error";
-import { CodedShardRefused, storeCodedShard } from "../storage/coded-shard";
+import { CodedShardLate, CodedShardRefused, storeCodedShard } from "../storage/coded-shard";
 import { nodesById, shardKey, type StorageNode } from "../storage/nodes";
 import type { DirectContext } from "./direct-upload";
 
@@ -162,17 +162,20 @@ export async function putShard(ctx: DirectContext, file: GrantedShard, body: Rea
     if (held.lease === null) throw sessionClosed();
     return started + SHARD_WRITE_FINISH_MS;
   };
+  // Stored, or never will be: a commit need not wait any more. A node too slow to store the file
+  // may still complete it after the abort: its lease is left to run out (if ending one fails, too).
+  let settled = true;
   try {
     await storeCodedShard(file.node, file.key, body, verifier, publish);
   } catch (e) {
     if (e instanceof S3Error) throw e;
     if (e instanceof CodedShardRefused) throw new S3Error("BadDigest", e.message);
+    settled = !(e instanceof CodedShardLate);
     throw new S3Error("ServiceUnavailable", `Storage node ${file.node.id} did not store the shard file: ${e instanceof Error ? e.message : String(e)}`);
   } finally {
     verifier.free();
     geometry.free();
-    // Stored or abandoned: a commit need not wait any more (if this fails, the lease runs out).
-    if (held.lease !== null)
+    if (held.lease !== null && settled)
       await index.endShardWrite(session, held.lease).catch((e: unknown) => console.error(JSON.stringify({ shardWriteLease: String(e) })));
   }
 }

@@ -11,6 +11,9 @@ import type { StorageNode } from "./nodes";
 /** The shard file was refused: what is wrong with it (the client's error, not the node's). */
 export class CodedShardRefused extends Error {}
 
+/** The node had not stored the file by the deadline: the upload was aborted, but it may still complete. */
+export class CodedShardLate extends Error {}
+
 /**
  * Stores `body` under `key` on `node` if it is exactly the file `verifier` expects, chunk for chunk.
  * The file goes live on its node only with its last bytes: they are held back until the whole body
@@ -71,7 +74,7 @@ async function beforeDeadline(work: Promise<void>, deadline: number, node: strin
   if (deadline === Number.POSITIVE_INFINITY) return work;
   const timer: { id?: ReturnType<typeof setTimeout> } = {};
   const late = new Promise<never>((_, reject) => {
-    timer.id = setTimeout(() => reject(new Error(`node ${node} did not complete the shard file in time`)), Math.max(0, deadline - Date.now()));
+    timer.id = setTimeout(() => reject(new CodedShardLate(`node ${node} did not complete the shard file in time`)), Math.max(0, deadline - Date.now()));
   });
   try {
     await Promise.race([work, late]);
