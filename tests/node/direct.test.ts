@@ -78,6 +78,38 @@ describe("the browser path over S3 nodes that clients reach (presigned node URLs
     expect(down.readAround.length).toBeGreaterThan(0);
     await c.restart(c.info.nodes[0]);
   }, 180_000);
+
+  it("a bucket with object lock gets only the gateway's shard URLs; a session with node URLs does not commit once its bucket has lock", async () => {
+    const admin = (path: string, init: RequestInit = {}) => c.admin.fetch(`${c.info.endpoint}${path}`, init);
+    expect((await admin("/locked", { method: "PUT", headers: { "x-amz-bucket-object-lock-enabled": "true" } })).status).toBe(200);
+    let locked: DirectUploadSession | undefined;
+    const data = randomBytes(3 * MIB, 62);
+    expect((await client.upload("locked", "a.bin", data, { onSession: (s) => void (locked = s) })).mode).toBe("direct");
+    const urls = locked?.mode === "direct" ? locked.parts.flatMap((p) => p.urls) : [];
+    expect(urls).toHaveLength(6);
+    for (const url of urls) expect(url.startsWith("/_shardgate/shards/locked/"), url).toBe(true);
+
+    // Object lock enabled on a versioned bucket while a session with presigned node URLs is open.
+    expect((await admin("/later", { method: "PUT" })).status).toBe(200);
+    const versioning = "<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>";
+    expect((await admin("/later?versioning", { method: "PUT", body: versioning })).status).toBe(200);
+    const lock = "<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled></ObjectLockConfiguration>";
+    let opened: DirectUploadSession | undefined;
+    const late = new ShardgateClient({
+      endpoint: c.info.endpoint,
+      ...CREDENTIALS,
+      core,
+      fetch: async (request) => {
+        if (new URL(request.url).searchParams.has("shardgate-commit"))
+          expect((await admin("/later?object-lock", { method: "PUT", body: lock })).status).toBe(200);
+        return fetch(request);
+      },
+    });
+    await expect(late.upload("later", "b.bin", data, { onSession: (s) => void (opened = s) })).rejects.toMatchObject({ code: "InvalidRequest" });
+    const presigned = opened?.mode === "direct" ? opened.parts.flatMap((p) => p.urls) : [];
+    expect(presigned.every((url) => url.startsWith("http"))).toBe(true);
+    expect((await admin("/later/b.bin")).status).toBe(404);
+  }, 120_000);
 });
 
 describe("the browser path over npm start's disk nodes (through the gateway's shard endpoint)", () => {
