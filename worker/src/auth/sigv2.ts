@@ -11,20 +11,34 @@ import { S3Error } from "../s3-error";
 import { constantTimeEqual } from "./crypto";
 import type { Authenticated, SecretLookup } from "./sigv4";
 
-/** Query parameters that name a sub-resource and so are part of the signed resource. */
+/**
+ * Query parameters that name a sub-resource and so are part of the signed resource: S3's, every
+ * one botocore's V2 signer signs (a client signs those it sends), and every one the router reads to
+ * pick an operation it implements (api/router.ts) but `list-type` (ListObjectsV2 and ListObjects
+ * need the same right, and botocore does not sign it). Unsigned, a parameter that picks the
+ * operation would let anyone holding a signed request turn it into another operation.
+ */
 const SUB_RESOURCES = new Set([
+  "accelerate",
   "acl",
+  "analytics",
+  "attributes",
   "cors",
+  "defaultObjectAcl",
   "delete",
+  "encryption",
+  "inventory",
   "legal-hold",
   "lifecycle",
   "location",
   "logging",
+  "metrics",
   "notification",
   "object-lock",
   "partNumber",
   "policy",
   "policyStatus",
+  "replication",
   "requestPayment",
   "response-cache-control",
   "response-content-disposition",
@@ -34,6 +48,9 @@ const SUB_RESOURCES = new Set([
   "response-expires",
   "restore",
   "retention",
+  "select",
+  "select-type",
+  "storageClass",
   "tagging",
   "torrent",
   "uploadId",
@@ -43,6 +60,13 @@ const SUB_RESOURCES = new Set([
   "versions",
   "website",
 ]);
+
+/**
+ * The gateway's own operations (the browser path, docs/browser-path.md) are named by `shardgate-*`
+ * parameters, which no V2 signer signs: refused in V2, so that a V2 URL cannot be turned into one
+ * (a 60-second link to an object into the browser path's longer read grants).
+ */
+const GATEWAY_PARAM_PREFIX = "shardgate-";
 
 const MAX_SKEW_MS = 15 * 60 * 1000;
 const MAX_PRESIGNED_SECONDS = 7 * 24 * 3600;
@@ -68,6 +92,11 @@ export function isSigV2(request: Request, url: URL): boolean {
 /** The request's payload, once its V2 signature checks out. */
 export async function authenticateV2(request: Request, secretOf: SecretLookup, opts: V2Options): Promise<Authenticated> {
   const url = new URL(request.url);
+  for (const name of url.searchParams.keys()) {
+    if (name.startsWith(GATEWAY_PARAM_PREFIX)) {
+      throw new S3Error("InvalidRequest", `Signature Version 2 does not sign ${name}: sign the gateway's own operations with AWS4-HMAC-SHA256.`);
+    }
+  }
   const authorization = request.headers.get("authorization");
   let accessKeyId: string;
   let signature: string;
