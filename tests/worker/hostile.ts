@@ -3,6 +3,7 @@
 // request, so an attack that stalls the thread shows as a probe that took as long as the stall.
 import { exports } from "cloudflare:workers";
 import { expect } from "vitest";
+import { METRICS_TOKEN } from "../shared/credentials";
 import { GATEWAY } from "./signed";
 
 /**
@@ -57,4 +58,27 @@ export function countedBody(total: number, piece = 64 * 1024): { body: ReadableS
     },
   });
   return { body, pulled: () => pulled };
+}
+
+/** The gateway's counters from GET /_shardgate/metrics (which flushes this isolate's first): series → value. */
+export async function scrapeMetrics(): Promise<Map<string, number>> {
+  const res = await exports.default.fetch(`${GATEWAY}/_shardgate/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+  expect(res.status).toBe(200);
+  const series = new Map<string, number>();
+  for (const line of (await res.text()).split("\n")) {
+    if (line === "" || line.startsWith("#")) continue;
+    const at = line.lastIndexOf(" ");
+    series.set(line.slice(0, at), Number(line.slice(at + 1)));
+  }
+  return series;
+}
+
+/** Sum of every series of `name` whose labels include all of `labels`. */
+export function metricTotal(m: Map<string, number>, name: string, labels: Record<string, string> = {}): number {
+  let sum = 0;
+  for (const [series, value] of m) {
+    if (series !== name && !series.startsWith(`${name}{`)) continue;
+    if (Object.entries(labels).every(([k, v]) => series.includes(`${k}="${v}"`))) sum += value;
+  }
+  return sum;
 }

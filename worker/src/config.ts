@@ -26,6 +26,8 @@ export interface Env {
   SHARDGATE_MASTER_KEY?: string;
   /** "off" refuses Signature Version 2 (default "on": accepted, as MinIO does). */
   SHARDGATE_SIGV2?: string;
+  /** The header a reverse proxy in front sets to the client's address (e.g. X-Real-IP), for auth/throttle.ts; unset: none is trusted. */
+  SHARDGATE_CLIENT_IP_HEADER?: string;
   /** Runs the background jobs on an alarm (worker/src/jobs/scheduler.ts). */
   JOB_SCHEDULER?: DurableObjectNamespace<JobScheduler>;
   /** Time between background job runs (ms, default 15 minutes). */

@@ -2,6 +2,7 @@
 // render any failure as an S3 XML error, stamp x-amz-request-id, and log one JSON line.
 import { anonymousRequest, authenticate, hasCredentials } from "../auth/sigv4";
 import { authenticateV2, isSigV2 } from "../auth/sigv2";
+import { clientOf, throttled } from "../auth/throttle";
 import { BODY_PIECE_BYTES, PieceReader } from "../piece-reader";
 import { loadConfig, type Env } from "../config";
 import { metricsStore } from "../meta/stubs";
@@ -87,11 +88,14 @@ export async function handleS3(request: Request, env: Env, exec: { waitUntil(pro
     const auth =
       !hasCredentials(request, url) || selfAuthorized
         ? anonymousRequest(request)
-        : sts
-          ? await authenticate(sts.request, secretOf, { region: config.region, now: Date.now(), services: STS_SIGNING_SERVICES, payloadHash: sts.payloadHash })
-          : config.sigV2 && isSigV2(request, url)
-            ? await authenticateV2(request, secretOf, { now: Date.now(), virtualHostSuffix: config.virtualHostSuffix })
-            : await authenticate(request, secretOf, { region: config.region, now: Date.now() });
+        : // A client that keeps failing is answered SlowDown before any lookup (auth/throttle.ts).
+          await throttled(clientOf(request, env.SHARDGATE_CLIENT_IP_HEADER), () =>
+            sts
+              ? authenticate(sts.request, secretOf, { region: config.region, now: Date.now(), services: STS_SIGNING_SERVICES, payloadHash: sts.payloadHash })
+              : config.sigV2 && isSigV2(request, url)
+                ? authenticateV2(request, secretOf, { now: Date.now(), virtualHostSuffix: config.virtualHostSuffix })
+                : authenticate(request, secretOf, { region: config.region, now: Date.now() }),
+          );
     if (!selfAuthorized) await authorize(principal, endpoint, request.headers, (bucket) => bucketPolicy(env, bucket), url.searchParams);
     const ctx: RequestContext = { request, url, env, config, core, auth, principal, requestId, waitUntil: (p) => exec.waitUntil(p) };
     if ("key" in endpoint) requestedVersion(url); // a malformed versionId is refused whatever the operation

@@ -540,9 +540,6 @@ export async function authenticate(request: Request, secretOf: SecretLookup, opt
     throw fail(`Invalid credential date "${req.scopeDate}". This date is not the same as X-Amz-Date: "${req.amzDate.slice(0, 8)}".`);
   }
 
-  const secret = await secretOf(req.accessKeyId);
-  if (secret === null) throw new S3Error("InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
-
   if (!presigned && Math.abs(opts.now - req.time) > MAX_SKEW_MS) {
     throw new S3Error("RequestTimeTooSkewed", "The difference between the request time and the current time is too large.");
   }
@@ -560,6 +557,11 @@ export async function authenticate(request: Request, secretOf: SecretLookup, opt
   }
 
   const mode = payloadMode(req.payloadHash);
+
+  // Only a request that could be valid costs a key lookup (a Durable Object call when the key is
+  // not cached): everything above is checked first, the clock included (docs/security.md).
+  const secret = await secretOf(req.accessKeyId);
+  if (secret === null) throw new S3Error("InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
 
   // The canonical request, the string to sign, the signature.
   const canonicalHeaders = req.signedHeaders.map((name) => `${name}:${canonicalHeaderValue(signedHeaderValue(request, url, name))}\n`).join("");

@@ -23,6 +23,9 @@ export const COUNTERS = {
     "Shard files on nodes that nothing referenced, older than the grace period, deleted by the orphan sweep (result=removed) or not (result=failed).",
   shardgate_garbage_parts_total:
     "Parts whose shard files metadata gave up (expired or dropped uploads) and that were deleted (result=removed), or not yet (result=failed).",
+  shardgate_key_lookups_total: "Access keys looked up in the key store (its Durable Object) by request authentication, by result: found, or unknown.",
+  shardgate_auth_rejected_total:
+    "Signed requests refused by authentication, by reason: the S3 error code; SlowDown for a client that failed too often, or for unknown key ids past the lookup budget.",
   shardgate_lifecycle_expired_total:
     "What lifecycle rules expired, by action: current objects (deleted, or a delete marker added), noncurrent versions and lone delete markers deleted, incomplete multipart uploads aborted.",
 } as const;
@@ -162,4 +165,6 @@ const COUNTER_LABELS: Record<CounterName, boolean> = {
   shardgate_garbage_parts_total: true,
   shardgate_orphan_files_total: true,
   shardgate_lifecycle_expired_total: true,
+  shardgate_key_lookups_total: true,
+  shardgate_auth_rejected_total: true,
 };

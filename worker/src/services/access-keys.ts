@@ -8,6 +8,8 @@ import type { Env } from "../config";
 import type { KeyChange } from "../meta/key-store";
 import { keyStore } from "../meta/stubs";
 import type { BucketGrant, KeyRecord } from "../meta/types";
+import { metrics } from "../observability/metrics";
+import { S3Error } from "../s3-error";
 
 /** How long an isolate trusts what it looked up about a key (ms). */
 export const KEY_CACHE_MS = 5_000;
@@ -26,6 +28,8 @@ export interface ResolvedKey {
 }
 
 const ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+/** Every id createKey makes: another cannot be in the key store, and is refused without asking it. */
+const KEY_ID = /^SG[A-Z0-9]{18}$/;
 const SECRET_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
 /** `n` characters drawn uniformly from `alphabet` (rejection sampling: no modulo bias). */
@@ -47,7 +51,10 @@ export async function createKey(env: Env, opts: { name: string; createBucket: bo
     const record: KeyRecord = { id: `SG${randomText(ID_ALPHABET, 18)}`, name: opts.name, created: now, enabled: true, createBucket: opts.createBucket };
     const secret = randomText(SECRET_ALPHABET, 40);
     const sealedSecret = await sealSecret(master, record.id, secret);
-    if (await keyStore(env).create({ ...record, sealedSecret })) return { ...record, secret };
+    if (await keyStore(env).create({ ...record, sealedSecret })) {
+      forget(record.id);
+      return { ...record, secret };
+    }
   }
 }
 
@@ -57,19 +64,19 @@ export function listKeys(env: Env): Promise<(KeyRecord & { grants: BucketGrant[]
 
 export async function updateKey(env: Env, id: string, change: KeyChange): Promise<KeyRecord | null> {
   const key = await keyStore(env).update(id, change);
-  resolved.delete(id);
+  forget(id);
   return key;
 }
 
 export async function deleteKey(env: Env, id: string): Promise<boolean> {
   const gone = await keyStore(env).remove(id);
-  resolved.delete(id);
+  forget(id);
   return gone;
 }
 
 export async function grantBucket(env: Env, id: string, grant: BucketGrant): Promise<boolean> {
   const ok = await keyStore(env).grant(id, grant);
-  resolved.delete(id);
+  forget(id);
   return ok;
 }
 
@@ -90,26 +97,70 @@ export async function signerOf(env: Env, root: { accessKeyId: string; secretAcce
 }
 
 /** What this isolate looked up, by key id, and when (values, never promises: a promise one request created and another awaits can make workerd cancel the second as hung). */
-const resolved = new Map<string, { at: number; key: ResolvedKey | null }>();
+const resolved = new Map<string, { at: number; key: ResolvedKey }>();
+/**
+ * Ids the key store answered null for (no such key, disabled, secret not opening), and when: kept
+ * apart from `resolved`, so that made-up ids, however many, never evict a real key's entry.
+ */
+const unknownIds = new Map<string, number>();
+const UNKNOWN_ENTRIES = 10_000;
+
+/**
+ * Lookups of ids this isolate holds no answer for, as a token bucket: a flood of made-up ids costs
+ * the key store at most UNKNOWN_LOOKUP_BURST at once, then UNKNOWN_LOOKUPS_PER_S, and past that
+ * is answered SlowDown. A lookup that finds a key gives its token back: only unknown ids spend them.
+ */
+const UNKNOWN_LOOKUP_BURST = 100;
+const UNKNOWN_LOOKUPS_PER_S = 50;
+const lookupBudget = { tokens: UNKNOWN_LOOKUP_BURST, at: 0 };
+
+function forget(id: string): void {
+  resolved.delete(id);
+  unknownIds.delete(id);
+}
 
 /**
  * The key `id` of the key store, or null when there is none, it is disabled, or its secret does
- * not open under the master key (which then was changed: logged). Remembered for KEY_CACHE_MS.
+ * not open under the master key (which then was changed: logged). Remembered for KEY_CACHE_MS,
+ * null answers too (apart). An id createKey cannot have made is null without a lookup.
+ * Throws SlowDown when unknown ids have used up the lookup budget.
  */
 export async function resolveKey(env: Env, id: string, now = Date.now()): Promise<ResolvedKey | null> {
+  if (!KEY_ID.test(id)) return null;
   const known = resolved.get(id);
   if (known && now - known.at < KEY_CACHE_MS) return known.key;
+  const missed = unknownIds.get(id);
+  if (missed !== undefined && now - missed < KEY_CACHE_MS) return null;
+  // A key this isolate knew refreshes freely; any other id spends from the budget.
+  const budgeted = !known;
+  if (budgeted && !takeLookupToken(now)) throw new S3Error("SlowDown", "Please reduce your request rate.");
   const key = await lookup(env, id);
-  resolved.delete(id);
-  resolved.set(id, { at: now, key });
-  while (resolved.size > KEY_CACHE_ENTRIES) resolved.delete(resolved.keys().next().value as string);
+  forget(id);
+  if (key) {
+    if (budgeted) lookupBudget.tokens = Math.min(UNKNOWN_LOOKUP_BURST, lookupBudget.tokens + 1);
+    resolved.set(id, { at: now, key });
+    while (resolved.size > KEY_CACHE_ENTRIES) resolved.delete(resolved.keys().next().value as string);
+  } else {
+    unknownIds.set(id, now);
+    while (unknownIds.size > UNKNOWN_ENTRIES) unknownIds.delete(unknownIds.keys().next().value as string);
+  }
   return key;
+}
+
+function takeLookupToken(now: number): boolean {
+  const b = lookupBudget;
+  b.tokens = Math.min(UNKNOWN_LOOKUP_BURST, b.tokens + (Math.max(0, now - b.at) / 1000) * UNKNOWN_LOOKUPS_PER_S);
+  b.at = now;
+  if (b.tokens < 1) return false;
+  b.tokens -= 1;
+  return true;
 }
 
 async function lookup(env: Env, id: string): Promise<ResolvedKey | null> {
   const master = masterKeyOf(env);
   if (master === null) return null; // no key but the root key can exist
   const row = await keyStore(env).lookup(id);
+  metrics.add("shardgate_key_lookups_total", 1, { result: row ? "found" : "unknown" });
   if (!row?.enabled) return null;
   let secret: string;
   try {

@@ -1,0 +1,102 @@
+// Clients that keep failing authentication are answered 503 SlowDown for a while, before their
+// requests cost a key lookup or a signature, and without slowing anyone else. Per isolate, in
+// bounded memory.
+//
+// Who a client is: its address, when one can be trusted.
+//   - On Cloudflare's edge, CF-Connecting-IP, which the edge sets (and a client cannot): the
+//     request then carries `request.cf`.
+//   - Behind a reverse proxy, the header the operator names in SHARDGATE_CLIENT_IP_HEADER (one the
+//     proxy sets, e.g. X-Real-IP; for X-Forwarded-For the address the proxy appended, the last).
+//   - Plain workerd hands a Worker no peer address at all (no `request.cf`, and every header is
+//     the client's own): no client is known, and nothing is throttled per client. The key
+//     lookups a flood can cause are bounded anyway (services/access-keys.ts).
+// IPv6 addresses count by their /64, which one host usually holds whole.
+import { metrics } from "../observability/metrics";
+import { S3Error } from "../s3-error";
+
+/** Failed authentications a client may have within FAILURE_WINDOW_MS. */
+export const MAX_FAILURES = 20;
+export const FAILURE_WINDOW_MS = 10_000;
+/** How long a client that failed more than that is answered SlowDown. */
+export const SLOWDOWN_MS = 10_000;
+/** Clients remembered (the least recently failing forgotten first). */
+const MAX_CLIENTS = 10_000;
+
+interface Tally {
+  windowStart: number;
+  failures: number;
+  blockedUntil: number;
+}
+
+const tallies = new Map<string, Tally>();
+
+/** The client a request comes from, when it can be told (see above), else null. */
+export function clientOf(request: Request, trustedHeader?: string): string | null {
+  let address: string | null = null;
+  if (trustedHeader) {
+    const value = request.headers.get(trustedHeader);
+    address = value === null ? null : (value.split(",").pop() ?? "").trim();
+  } else if (typeof request.cf === "object" && request.cf !== null) {
+    address = request.headers.get("cf-connecting-ip")?.trim() ?? null;
+  }
+  if (!address || address.length > 64) return null;
+  return address.includes(":") ? ipv6Prefix(address) : address;
+}
+
+/** The first four groups of an IPv6 address (its /64), or the address as given when it does not parse. */
+function ipv6Prefix(address: string): string {
+  const bare = address
+    .replace(/^\[|\]$/g, "")
+    .split("%")[0]!
+    .toLowerCase();
+  const halves = bare.split("::");
+  if (halves.length > 2) return bare;
+  const head = halves[0] ? halves[0].split(":") : [];
+  const tail = halves.length === 2 && halves[1] ? halves[1].split(":") : [];
+  const groups = halves.length === 2 ? [...head, ...Array<string>(Math.max(0, 8 - head.length - tail.length)).fill("0"), ...tail] : head;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ""))
+    .join(":")}::/64`;
+}
+
+/** Throws SlowDown while `client` is refused for failing too often. */
+export function refuseIfThrottled(client: string | null, now = Date.now()): void {
+  if (client === null) return;
+  const tally = tallies.get(client);
+  if (tally && tally.blockedUntil > now) {
+    metrics.add("shardgate_auth_rejected_total", 1, { reason: "SlowDown" });
+    throw new S3Error("SlowDown", "Please reduce your request rate.", { "Retry-After": String(Math.ceil((tally.blockedUntil - now) / 1000)) });
+  }
+}
+
+/** Counts a failed authentication (an S3Error thrown by it) against `client`. */
+export function noteAuthFailure(client: string | null, error: unknown, now = Date.now()): void {
+  const reason = error instanceof S3Error ? error.code : "InternalError";
+  metrics.add("shardgate_auth_rejected_total", 1, { reason });
+  // A gateway that cannot answer is not the client's failure.
+  if (client === null || reason === "SlowDown" || !(error instanceof S3Error) || error.status >= 500) return;
+  let tally = tallies.get(client);
+  if (!tally || now - tally.windowStart > FAILURE_WINDOW_MS) tally = { windowStart: now, failures: 0, blockedUntil: tally?.blockedUntil ?? 0 };
+  tally.failures++;
+  if (tally.failures > MAX_FAILURES) tally.blockedUntil = now + SLOWDOWN_MS;
+  tallies.delete(client);
+  tallies.set(client, tally);
+  while (tallies.size > MAX_CLIENTS) tallies.delete(tallies.keys().next().value as string);
+}
+
+/** Forgets every client (tests). */
+export function resetThrottle(): void {
+  tallies.clear();
+}
+
+/** Runs `authenticate` for `client`: refused at once while it is throttled, its failure counted. */
+export async function throttled<T>(client: string | null, authenticate: () => Promise<T>): Promise<T> {
+  refuseIfThrottled(client);
+  try {
+    return await authenticate();
+  } catch (e) {
+    noteAuthFailure(client, e);
+    throw e;
+  }
+}
