@@ -535,7 +535,7 @@ async function postForm(bucket: string, fields: Record<string, string>, filename
 }
 
 describe("POST forms", () => {
-  it("the form's key, ${filename} filled in, is checked against Deny and Allow on its prefix, signed or not", async () => {
+  it("the form's key, its file name filled in, is checked against Deny and Allow on its prefix, signed or not", async () => {
     const b = "pe-post";
     await s3ok(`/${b}`, { method: "PUT" });
     const key = await newKey("form signer");
