@@ -1,6 +1,6 @@
 // Bucket policies mean what they say (api/permissions.ts PERMISSIONS, auth/policy.ts): one walk of
 // every action the parser accepts × Allow and Deny × every operation the table maps to it (its
-// versioned variant, a copy's source), with a key holding every right (a Deny must refuse it), a
+// versioned variant, a copy's source, a write that tags or locks), with a key holding every right (a Deny must refuse it), a
 // key holding none and nobody at all (an Allow must let them through, and only for that action);
 // then DeleteObjects per key, BypassGovernanceRetention, presigned URLs (SigV4 and V2), POST
 // forms, and issue #29's pathological resource pattern, answered at once while the health check
@@ -193,20 +193,38 @@ interface Case {
   source: boolean;
   /** What else the request needs (a copy: the other side), allowed alongside in the Allow cells. */
   companions: PolicyAction[];
-  /** The action of the other variant (plain or versioned), which must not be enough on its own. */
-  sibling: PolicyAction | null;
+  /** Actions that must not be enough without this one (the other variant's, or the write without its extra). */
+  insufficient: PolicyAction[] | null;
+  /** Headers that make the request need this action (a write that tags or locks). */
+  headers?: Record<string, string>;
 }
+
+/** A value for each header that makes a write need another action. */
+const HEADER_VALUES: Record<string, string> = {
+  "x-amz-tagging": "k=v",
+  "x-amz-object-lock-mode": "GOVERNANCE",
+  "x-amz-object-lock-retain-until-date": "2099-01-01T00:00:00Z",
+  "x-amz-object-lock-legal-hold": "OFF",
+};
 
 function cases(): Case[] {
   const out: Case[] = [];
   for (const [op, p] of Object.entries(PERMISSIONS) as [Op, (typeof PERMISSIONS)[Op]][]) {
     if (p.action === null || op === "PostObject") continue; // POST forms: their own test below
-    const sourceActions = p.source ? [p.source.action as PolicyAction] : [];
-    out.push({ op, action: p.action, versioned: false, source: false, companions: sourceActions, sibling: p.versioned ?? null });
-    if (p.versioned) out.push({ op, action: p.versioned, versioned: true, source: false, companions: sourceActions, sibling: p.action });
+    const sourceActions = p.source?.action ? [p.source.action] : [];
+    const plain = { op, versioned: false, source: false };
+    out.push({ ...plain, action: p.action, companions: sourceActions, insufficient: p.versioned ? [p.versioned, ...sourceActions] : null });
+    if (p.versioned) out.push({ ...plain, action: p.versioned, versioned: true, companions: sourceActions, insufficient: [p.action, ...sourceActions] });
     if (p.source?.action) {
-      out.push({ op, action: p.source.action, versioned: false, source: true, companions: [p.action], sibling: p.source.versioned ?? null });
-      if (p.source.versioned) out.push({ op, action: p.source.versioned, versioned: true, source: true, companions: [p.action], sibling: p.source.action });
+      const { action, versioned } = p.source;
+      out.push({ ...plain, action, source: true, companions: [p.action], insufficient: versioned ? [versioned, p.action] : null });
+      if (versioned) out.push({ ...plain, action: versioned, versioned: true, source: true, companions: [p.action], insufficient: [action, p.action] });
+    }
+    for (const extra of p.headers ?? []) {
+      if (!extra.check.action) continue;
+      const headers = Object.fromEntries(extra.names.map((name) => [name, HEADER_VALUES[name] as string]));
+      const companions = [p.action, ...sourceActions];
+      out.push({ ...plain, action: extra.check.action, companions, insufficient: companions, headers });
     }
   }
   return out;
@@ -231,7 +249,9 @@ describe("every accepted action × Allow and Deny × every operation mapped to i
     const call = callOf(c.op, c.versioned && !c.source ? v : null, c.versioned && c.source ? sv : null);
     if (!call) throw new Error(`no request for ${c.op}`);
     const headers = new Headers(call.init?.headers);
-    if (call.md5) headers.set("content-md5", await md5(String(call.init?.body)));
+    for (const [name, value] of Object.entries(c.headers ?? {})) headers.set(name, value);
+    // A write that locks what it writes proves its bytes.
+    if (call.md5 || (c.headers && call.init?.body !== undefined)) headers.set("content-md5", await md5(String(call.init?.body)));
     return { res: await send(who, call.path, { ...call.init, headers }), method: call.init?.method };
   }
 
@@ -254,12 +274,13 @@ describe("every accepted action × Allow and Deny × every operation mapped to i
     expect(POLICY_ACTIONS.filter((a) => !walked.has(a))).toEqual(["s3:BypassGovernanceRetention"]);
   });
 
-  it("a Deny refuses a key holding every right; an Allow lets a key holding none, and nobody, through; the other variant's action alone does not", async () => {
+  it("a Deny refuses a key holding every right; an Allow lets a key holding none, and nobody, through; the other variant's action, or the write's without its extra, does not", async () => {
     const resources = [`arn:aws:s3:::${B}`, `arn:aws:s3:::${B}/*`];
     const wrong: string[] = [];
     const all = cases();
     for (const c of all) {
-      const label = `${c.op}${c.versioned ? (c.source ? " (source version)" : " (version)") : ""} ${c.action}`;
+      const variant = c.versioned ? (c.source ? " (source version)" : " (version)") : c.headers ? ` (${Object.keys(c.headers).join(", ")})` : "";
+      const label = `${c.op}${variant} ${c.action}`;
       // Deny: the key's rights would let it through (checked after the walk, without a policy).
       await setPolicy(B, { Effect: "Deny", Principal: { AWS: full.id }, Action: c.action, Resource: resources });
       const denied = await check(c, full, "denied");
@@ -270,11 +291,11 @@ describe("every accepted action × Allow and Deny × every operation mapped to i
         const allowed = await check(c, who, "permitted");
         if (allowed) wrong.push(`${label} from ${who === "anonymous" ? "anonymous" : "a bare key"}: Allow did not permit: ${allowed}`);
       }
-      // The other variant's action is not this one: allowed alone, it lets nothing through.
-      if (c.sibling) {
-        await setPolicy(B, { Effect: "Allow", Principal: principalOf(bare), Action: [c.sibling, ...c.companions], Resource: resources });
-        const sibling = await check(c, bare, "denied");
-        if (sibling) wrong.push(`${label}: an Allow of ${c.sibling} alone permitted it: ${sibling}`);
+      // The other variant's action (or the write without its extra) is not this one: it lets nothing through.
+      if (c.insufficient) {
+        await setPolicy(B, { Effect: "Allow", Principal: principalOf(bare), Action: c.insufficient, Resource: resources });
+        const without = await check(c, bare, "denied");
+        if (without) wrong.push(`${label}: an Allow of ${c.insufficient.join(", ")} without it permitted it: ${without}`);
       }
     }
     // Without a policy the key holding every right does all of it: each Deny above refused something permitted.

@@ -195,7 +195,7 @@ describe("the permissions table", () => {
   it("maps an operation to every action the parser accepts, and names only accepted actions", () => {
     const named = new Set<string>();
     for (const p of Object.values(PERMISSIONS)) {
-      for (const check of [p, p.source, p.bypass]) {
+      for (const check of [p, p.source, p.bypass, ...(p.headers ?? []).map((h) => h.check)]) {
         if (!check) continue;
         if (check.action) named.add(check.action);
         if (check.versioned) named.add(check.versioned);

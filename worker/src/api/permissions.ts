@@ -34,12 +34,31 @@ export interface Permission extends Check<Need> {
   perKey?: true;
   /** What `x-amz-bypass-governance-retention: true` takes, per object (api/object-lock-headers.ts). */
   bypass?: Check;
+  /** What a write's headers take besides, when present: tags, a lock set on upload (as S3 asks). */
+  headers?: readonly HeaderCheck[];
+}
+
+/** Headers that make a write do what another action names, and that action's check. */
+export interface HeaderCheck {
+  names: readonly string[];
+  check: Check;
 }
 
 /** A copy reads its source as a GET would. */
 const READ_SOURCE: Check = { need: "read", action: "s3:GetObject", versioned: "s3:GetObjectVersion" };
 /** S3's s3:BypassGovernanceRetention; by grants, the owner right (which the root key has). */
 export const BYPASS_GOVERNANCE: Check = { need: "owner", action: "s3:BypassGovernanceRetention" };
+
+/**
+ * A write that tags or locks what it writes does what PutObjectTagging, PutObjectRetention and
+ * PutObjectLegalHold do: a policy denying those refuses it (ACL headers need nothing more: only
+ * owner-only ACLs exist, api/acl-policy.ts).
+ */
+const WRITE_HEADERS: readonly HeaderCheck[] = [
+  { names: ["x-amz-tagging"], check: { need: "write", action: "s3:PutObjectTagging" } },
+  { names: ["x-amz-object-lock-mode", "x-amz-object-lock-retain-until-date"], check: { need: "write", action: "s3:PutObjectRetention" } },
+  { names: ["x-amz-object-lock-legal-hold"], check: { need: "write", action: "s3:PutObjectLegalHold" } },
+];
 
 /** The one table: every operation, what it needs, and what a policy calls it. */
 export const PERMISSIONS: Record<Endpoint["op"], Permission> = {
@@ -56,13 +75,13 @@ export const PERMISSIONS: Record<Endpoint["op"], Permission> = {
   ListObjectVersions: { need: "read", action: "s3:ListBucketVersions" },
   GetObject: { need: "read", action: "s3:GetObject", versioned: "s3:GetObjectVersion" },
   HeadObject: { need: "read", action: "s3:GetObject", versioned: "s3:GetObjectVersion" },
-  PutObject: { need: "write", action: "s3:PutObject" },
+  PutObject: { need: "write", action: "s3:PutObject", headers: WRITE_HEADERS },
   PostObject: { need: "write", action: "s3:PutObject" }, // checked by the operation, with the key that signed the form
   DeleteObject: { need: "write", action: "s3:DeleteObject", versioned: "s3:DeleteObjectVersion", bypass: BYPASS_GOVERNANCE },
   DeleteObjects: { need: "write", action: "s3:DeleteObject", versioned: "s3:DeleteObjectVersion", perKey: true, bypass: BYPASS_GOVERNANCE },
-  CopyObject: { need: "write", action: "s3:PutObject", source: READ_SOURCE },
+  CopyObject: { need: "write", action: "s3:PutObject", source: READ_SOURCE, headers: WRITE_HEADERS },
   GetObjectAttributes: { need: "read", action: "s3:GetObjectAttributes", versioned: "s3:GetObjectVersionAttributes" },
-  CreateMultipartUpload: { need: "write", action: "s3:PutObject" },
+  CreateMultipartUpload: { need: "write", action: "s3:PutObject", headers: WRITE_HEADERS },
   UploadPart: { need: "write", action: "s3:PutObject" },
   UploadPartCopy: { need: "write", action: "s3:PutObject", source: READ_SOURCE },
   CompleteMultipartUpload: { need: "write", action: "s3:PutObject" },
@@ -188,6 +207,10 @@ export async function authorize(
   } else {
     const key = "key" in endpoint ? endpoint.key : null;
     if (!(await passes(principal, check, endpoint.bucket, key, query.has("versionId"), policyOf))) throw denied();
+  }
+  for (const extra of permission.headers ?? []) {
+    if (!extra.names.some((name) => headers.has(name))) continue;
+    if (!(await passes(principal, extra.check, endpoint.bucket, "key" in endpoint ? endpoint.key : null, false, policyOf))) throw denied();
   }
   const header = permission.source ? headers.get("x-amz-copy-source") : null;
   if (permission.source && header !== null) {
