@@ -4,11 +4,17 @@
 //   - XML: entity names looked up on Object.prototype, nesting deep enough to overflow a recursive
 //     parser (a 500), numeric references parseInt half-read.
 //   - bodies: CreateBucket, PutBucketPolicy and the admin API read bodies whole before any size check.
+//   - CORS: a 2 MiB configuration made every preflight compare each asked header with thousands of
+//     patterns; now S3's 64 KB, one wildcard per AllowedHeader, and exact names looked up in a set.
+//   - keys, query strings, ranges, tag headers and form uploads at their limits and past them,
+//     answered at once (their parsers were linear already: these hold them to it).
+import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { MAX_XML_DEPTH, parseXml } from "../../worker/src/api/xml-parse";
 import { S3Error } from "../../worker/src/s3-error";
+import { CREDENTIALS } from "../shared/credentials";
 import { countedBody, errorCode, whileProbing } from "./hostile";
-import { s3, s3ok } from "./signed";
+import { GATEWAY, s3, s3ok } from "./signed";
 
 /** The S3 error code parseXml throws for `doc`, or "ok". */
 function parsed(doc: string): string {
@@ -118,5 +124,175 @@ describe("request bodies are read no further than their bound", () => {
     expect(res.status).toBe(400);
     expect(await res.text()).toContain("larger than");
     expect(pulled()).toBeLessThan(1024 * 1024);
+  });
+});
+
+describe("CORS rules: bounded configurations, linear matching", () => {
+  const rule = (headers: string[]) =>
+    `<CORSRule><AllowedMethod>GET</AllowedMethod><AllowedOrigin>https://*.example.com</AllowedOrigin>${headers.map((h) => `<AllowedHeader>${h}</AllowedHeader>`).join("")}</CORSRule>`;
+  const config = (rules: string[]) => `<CORSConfiguration>${rules.join("")}</CORSConfiguration>`;
+
+  it("refuses a configuration over S3's 64 KB and AllowedHeaders with two wildcards", async () => {
+    await s3ok("/hostile-cors", { method: "PUT" });
+    // 2 MiB of AllowedHeaders was accepted before: every preflight then compared each asked header with all of them.
+    const big = config([rule(Array.from({ length: 5000 }, (_, i) => `x-h${i}-*`))]);
+    expect(big.length).toBeGreaterThan(64 * 1024);
+    const res = await s3("/hostile-cors?cors", { method: "PUT", body: big });
+    expect(res.status).toBe(400);
+    expect(errorCode(await res.text())).toBe("MalformedXML");
+    const twoStars = await s3("/hostile-cors?cors", { method: "PUT", body: config([rule(["x-*-*"])]) });
+    expect(errorCode(await twoStars.text())).toBe("InvalidRequest");
+  });
+
+  it("a preflight asking thousands of headers against the largest configuration answers at once", async () => {
+    // Just under 64 KB: 100 rules of wildcard AllowedHeaders, none of which allows what is asked.
+    const rules = Array.from({ length: 100 }, (_, r) => rule(Array.from({ length: 12 }, (_, i) => `x-r${r}-${i}-*`)));
+    const body = config(rules);
+    expect(body.length).toBeLessThan(64 * 1024);
+    await s3ok("/hostile-cors?cors", { method: "PUT", body });
+    const asked = Array.from({ length: 2000 }, (_, i) => `x-asked-${i}`).join(",");
+    const { result, slowestMs } = await whileProbing(() =>
+      Promise.all(
+        Array.from({ length: 5 }, () =>
+          exports.default.fetch(`${GATEWAY}/hostile-cors/o`, {
+            method: "OPTIONS",
+            headers: { origin: "https://app.example.com", "access-control-request-method": "GET", "access-control-request-headers": asked },
+          }),
+        ),
+      ),
+    );
+    for (const res of result) expect(res.status).toBe(403);
+    console.info(`5 preflights × 2000 asked headers × 1200 patterns: slowest health probe ${Math.round(slowestMs)} ms`);
+    // One the rules allow still matches.
+    const allowed = await exports.default.fetch(`${GATEWAY}/hostile-cors/o`, {
+      method: "OPTIONS",
+      headers: { origin: "https://app.example.com", "access-control-request-method": "GET", "access-control-request-headers": "X-R7-3-anything" },
+    });
+    expect(allowed.status).toBe(200);
+  });
+});
+
+describe("keys, query strings, ranges and tag headers", () => {
+  it("keys up to 1,024 bytes of UTF-8 are taken, longer is KeyTooLongError on every write", async () => {
+    await s3ok("/hostile-keys", { method: "PUT" });
+    await s3ok(`/hostile-keys/${"k".repeat(1024)}`, { method: "PUT", body: "x" });
+    await s3ok(`/hostile-keys/${encodeURIComponent("日".repeat(341))}a`, { method: "PUT", body: "x" }); // 1,024 bytes
+    for (const [path, init] of [
+      [`/hostile-keys/${"k".repeat(1025)}`, { method: "PUT", body: "x" }],
+      [`/hostile-keys/${encodeURIComponent("日".repeat(342))}`, { method: "PUT", body: "x" }], // 1,026 bytes
+      [`/hostile-keys/${"k".repeat(1025)}?uploads`, { method: "POST" }],
+      [`/hostile-keys/${"k".repeat(1025)}`, { method: "PUT", headers: { "x-amz-copy-source": `/hostile-keys/${"k".repeat(1024)}` } }],
+    ] as const) {
+      const res = await s3(path, init);
+      expect(res.status, `${init.method} ${path.length}`).toBe(400);
+      expect(errorCode(await res.text())).toBe("KeyTooLongError");
+    }
+    // Reading one is answered, not crashed on.
+    expect((await s3(`/hostile-keys/${"k".repeat(8000)}`)).status).toBe(404);
+  });
+
+  it("thousands of query parameters, a 10,000-digit range, ranges by the thousand and 10,000 tags are answered at once", async () => {
+    await s3ok("/hostile-query", { method: "PUT" });
+    await s3ok("/hostile-query/o", { method: "PUT", body: "0123456789" });
+    const query = Array.from({ length: 3000 }, (_, i) => `p${i}=${i}`).join("&");
+    const tags = Array.from({ length: 10_000 }, (_, i) => `t${i}=v`).join("&");
+    const { result } = await whileProbing(() =>
+      Promise.all([
+        s3(`/hostile-query?list-type=2&${query}`),
+        exports.default.fetch(`${GATEWAY}/hostile-query?${query}&${query}`),
+        s3("/hostile-query/o", { headers: { range: `bytes=${"9".repeat(10_000)}-` } }),
+        s3("/hostile-query/o", { headers: { range: `bytes=${Array.from({ length: 2000 }, (_, i) => `${i}-${i}`).join(",")}` } }),
+        s3("/hostile-query/t", { method: "PUT", body: "t", headers: { "x-amz-tagging": tags } }),
+      ]),
+    );
+    const [signed, anonymous, bigRange, manyRanges, tagged] = result;
+    expect(signed!.status).toBe(200);
+    expect(anonymous!.status).toBe(403);
+    // Ranges S3 ignores are the whole object.
+    expect(await bigRange!.text()).toBe("0123456789");
+    expect(await manyRanges!.text()).toBe("0123456789");
+    expect(tagged!.status).toBe(400);
+    expect(errorCode(await tagged!.text())).toBe("BadRequest");
+  });
+});
+
+describe("browser form uploads: the multipart parser's work is linear", () => {
+  const boundary = "----hostileBoundary0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLM"; // 70 characters
+  const nearMiss = `\r\n--${boundary.slice(0, -1)}X`;
+  const enc = new TextEncoder();
+
+  async function hmac(key: Uint8Array | string, text: string): Promise<Uint8Array> {
+    const raw = typeof key === "string" ? enc.encode(key) : key;
+    const k = await crypto.subtle.importKey("raw", raw, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+    return new Uint8Array(await crypto.subtle.sign("HMAC", k, enc.encode(text)));
+  }
+
+  /** The SigV4 fields of a POST policy allowing any key in `bucket`, signed with the root key. */
+  async function signedFields(bucket: string): Promise<[string, string][]> {
+    const date = new Date().toISOString().slice(0, 10).replaceAll("-", "");
+    const credential = `${CREDENTIALS.accessKeyId}/${date}/us-east-1/s3/aws4_request`;
+    const conditions = [
+      { bucket },
+      ["starts-with", "$key", ""],
+      { "x-amz-algorithm": "AWS4-HMAC-SHA256" },
+      { "x-amz-credential": credential },
+      { "x-amz-date": `${date}T000000Z` },
+    ];
+    const policy = btoa(JSON.stringify({ expiration: new Date(Date.now() + 600_000).toISOString(), conditions }));
+    let signing: Uint8Array = await hmac(`AWS4${CREDENTIALS.secretAccessKey}`, date);
+    for (const part of ["us-east-1", "s3", "aws4_request"]) signing = await hmac(signing, part);
+    const signature = Array.from(await hmac(signing, policy), (b) => b.toString(16).padStart(2, "0")).join("");
+    return [
+      ["policy", policy],
+      ["x-amz-algorithm", "AWS4-HMAC-SHA256"],
+      ["x-amz-credential", credential],
+      ["x-amz-date", `${date}T000000Z`],
+      ["x-amz-signature", signature],
+    ];
+  }
+
+  function form(fields: [string, string][], file: Uint8Array | null): Uint8Array {
+    const head = fields.map(([n, v]) => `--${boundary}\r\nContent-Disposition: form-data; name="${n}"\r\n\r\n${v}\r\n`).join("");
+    const fileHead = file ? `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="f"\r\n\r\n` : "";
+    const parts = [enc.encode(head + fileHead), file ?? new Uint8Array(0), enc.encode(file ? `\r\n--${boundary}--\r\n` : `--${boundary}--\r\n`)];
+    const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    parts.reduce((at, p) => (out.set(p, at), at + p.length), 0);
+    return out;
+  }
+
+  const postForm = (bucket: string, body: Uint8Array) =>
+    exports.default.fetch(
+      new Request(`${GATEWAY}/${bucket}`, { method: "POST", body, headers: { "content-type": `multipart/form-data; boundary=${boundary}` } }),
+    );
+
+  it("fields past 20 KiB (near-miss boundaries in one piece) are MaxPostPreDataLengthExceeded; a hundred tiny fields parse at once", async () => {
+    await s3ok("/hostile-form", { method: "PUT" });
+    const nearMisses = form(
+      [
+        ["key", "k"],
+        ["x-amz-meta-a", nearMiss.repeat(Math.floor(30_000 / nearMiss.length))],
+      ],
+      enc.encode("f"),
+    );
+    const tiny = form([["key", "k"], ...Array.from({ length: 100 }, (_, i): [string, string] => [`x-amz-meta-${i}`, "v"])], enc.encode("f"));
+    const { result } = await whileProbing(() => Promise.all([postForm("hostile-form", nearMisses), postForm("hostile-form", tiny)]));
+    expect(errorCode(await result[0]!.text())).toBe("MaxPostPreDataLengthExceeded");
+    // Parsed whole; unsigned, it is refused by authorization.
+    expect(errorCode(await result[1]!.text())).toBe("AccessDenied");
+  });
+
+  it("a file of 8 MiB of near-miss boundaries is stored, its scan linear", async () => {
+    const pattern = enc.encode(nearMiss);
+    const file = new Uint8Array(8 * 1024 * 1024);
+    for (let at = 0; at < file.length; at += pattern.length) file.set(pattern.subarray(0, Math.min(pattern.length, file.length - at)), at);
+    const body = form([["key", "near-miss"], ...(await signedFields("hostile-form"))], file);
+    const started = performance.now();
+    const { result, slowestMs } = await whileProbing(() => postForm("hostile-form", body));
+    expect(result.status, await result.clone().text()).toBe(204);
+    console.info(
+      `8 MiB form file of near-miss boundaries: stored in ${Math.round(performance.now() - started)} ms, slowest health probe ${Math.round(slowestMs)} ms`,
+    );
+    const stored = await s3ok("/hostile-form/near-miss", { method: "HEAD" });
+    expect(stored.headers.get("content-length")).toBe(String(file.length));
   });
 });

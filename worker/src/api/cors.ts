@@ -17,10 +17,12 @@ export interface CorsRule {
 }
 
 const METHODS = ["GET", "PUT", "POST", "DELETE", "HEAD"];
+/** S3's limits: 100 rules, 64 KB of configuration. They bound what every preflight compares. */
 const MAX_RULES = 100;
+const MAX_CORS_BYTES = 64 * 1024;
 
 export async function putBucketCors(ctx: RequestContext, bucket: string): Promise<Response> {
-  const rules = parseCorsXml(await readXml(ctx.auth.body));
+  const rules = parseCorsXml(await readXml(ctx.auth.body, MAX_CORS_BYTES));
   if (!(await setSetting(ctx.env, bucket, "cors", JSON.stringify(rules)))) throw noSuchBucket(bucket);
   return new Response(null, { status: 200 });
 }
@@ -50,6 +52,10 @@ function parseCorsXml(doc: XmlElement): CorsRule[] {
     for (const o of allowedOrigins) {
       if (o.split("*").length > 2) throw new S3Error("InvalidRequest", `AllowedOrigin "${o}" can not have more than one wildcard.`);
     }
+    const allowedHeaders = texts("AllowedHeader");
+    for (const h of allowedHeaders) {
+      if (h.split("*").length > 2) throw new S3Error("InvalidRequest", `AllowedHeader "${h}" can not have more than one wildcard.`);
+    }
     const maxAge = childText(r, "MaxAgeSeconds")?.trim();
     if (maxAge !== undefined && !/^\d+$/.test(maxAge)) throw malformedXml();
     const id = childText(r, "ID");
@@ -57,7 +63,7 @@ function parseCorsXml(doc: XmlElement): CorsRule[] {
       ...(id !== undefined ? { id } : {}),
       allowedMethods,
       allowedOrigins,
-      allowedHeaders: texts("AllowedHeader"),
+      allowedHeaders,
       exposeHeaders: texts("ExposeHeader"),
       ...(maxAge !== undefined ? { maxAgeSeconds: Number(maxAge) } : {}),
     };
@@ -85,25 +91,38 @@ function renderCors(rules: CorsRule[]): string {
   return `${XML_DECLARATION}<CORSConfiguration xmlns="${S3_XMLNS}">${body}</CORSConfiguration>`;
 }
 
-/** A pattern with at most one "*" (any run of characters), compared case-insensitively for headers. */
-function wildcardMatch(pattern: string, value: string, ignoreCase = false): boolean {
-  const [p, v] = ignoreCase ? [pattern.toLowerCase(), value.toLowerCase()] : [pattern, value];
-  const star = p.indexOf("*");
-  if (star < 0) return p === v;
-  const head = p.slice(0, star);
-  const tail = p.slice(star + 1);
-  return v.length >= head.length + tail.length && v.startsWith(head) && v.endsWith(tail);
+/** A pattern with at most one "*" (any run of characters): a prefix and suffix test, linear, no RegExp. */
+function wildcardMatch(pattern: string, value: string): boolean {
+  const star = pattern.indexOf("*");
+  if (star < 0) return pattern === value;
+  const head = pattern.slice(0, star);
+  const tail = pattern.slice(star + 1);
+  return value.length >= head.length + tail.length && value.startsWith(head) && value.endsWith(tail);
+}
+
+/** A rule's AllowedHeaders, lower-cased once: the names without "*" as a set, the patterns apart. */
+function headerMatcher(rule: CorsRule): (name: string) => boolean {
+  const exact = new Set<string>();
+  const patterns: string[] = [];
+  for (const a of rule.allowedHeaders) {
+    const lower = a.toLowerCase();
+    if (lower === "*") return () => true;
+    if (lower.includes("*")) patterns.push(lower);
+    else exact.add(lower);
+  }
+  return (name) => exact.has(name) || patterns.some((p) => wildcardMatch(p, name));
 }
 
 /** The first rule allowing `origin` to use `method` with `headers` (lower-case names), as S3 picks. */
 export function matchRule(rules: readonly CorsRule[], origin: string, method: string, headers: readonly string[] = []): CorsRule | null {
+  const asked = [...new Set(headers)];
   return (
-    rules.find(
-      (r) =>
-        r.allowedOrigins.some((o) => wildcardMatch(o, origin)) &&
-        r.allowedMethods.includes(method) &&
-        headers.every((h) => r.allowedHeaders.some((a) => wildcardMatch(a, h, true))),
-    ) ?? null
+    rules.find((r) => {
+      if (!r.allowedOrigins.some((o) => wildcardMatch(o, origin)) || !r.allowedMethods.includes(method)) return false;
+      if (asked.length === 0) return true;
+      const allowed = headerMatcher(r);
+      return asked.every(allowed);
+    }) ?? null
   );
 }
 

@@ -38,6 +38,13 @@ function boundaryOf(contentType: string): string {
   return boundary;
 }
 
+/**
+ * The first `needle` in `haystack` from `from`, or -1. Linear for the needles that start with a CR
+ * (the delimiter "\r\n--boundary" searched through every file, "\r\n\r\n", "\r\n"): a partial
+ * match starts only at a CR and no CR is inside the rest of the needle (a boundary holds none), so
+ * partial matches never overlap and each byte is compared at most twice. The first boundary's
+ * search ("--boundary\r\n") is bounded by MAX_FIELD_BYTES and a piece.
+ */
 function indexOf(haystack: Uint8Array, needle: Uint8Array, from = 0): number {
   const first = needle[0];
   for (let i = haystack.indexOf(first as number, from); i >= 0 && i + needle.length <= haystack.length; i = haystack.indexOf(first as number, i + 1)) {
@@ -56,12 +63,18 @@ class Cursor {
 
   constructor(private readonly reader: PieceReader) {}
 
-  /** Reads until `needle` is held (searching no further than `limit` bytes); its index, or -1 at the end. */
+  /**
+   * Reads until `needle` is held; its index, -1 when the body ends first, -2 when it does not start
+   * within `limit` bytes (however much was read: a bound holds whatever the pieces' sizes).
+   * Each search resumes where the last one stopped.
+   */
   async find(needle: Uint8Array, limit: number): Promise<number> {
+    let from = 0;
     for (;;) {
-      const at = indexOf(this.held, needle);
-      if (at >= 0) return at;
+      const at = indexOf(this.held, needle, from);
+      if (at >= 0) return at > limit ? -2 : at;
       if (this.held.length > limit + needle.length) return -2;
+      from = Math.max(0, this.held.length - needle.length + 1);
       if (!(await this.more())) return -1;
     }
   }

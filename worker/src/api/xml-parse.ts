@@ -30,15 +30,15 @@ export function parseXml(source: string): XmlElement {
   return root;
 }
 
-/** Reads a request body (at most MAX_XML_BYTES) and parses it. */
-export async function readXml(body: ReadableStream<Uint8Array> | null): Promise<XmlElement> {
-  return parseXmlBytes(await readXmlBody(body));
+/** Reads a request body (at most `max` bytes, MAX_XML_BYTES by default) and parses it. */
+export async function readXml(body: ReadableStream<Uint8Array> | null, max = MAX_XML_BYTES): Promise<XmlElement> {
+  return parseXmlBytes(await readXmlBody(body, max));
 }
 
-/** A request body of at most MAX_XML_BYTES, whole (to check its digest before parsing). */
-export async function readXmlBody(body: ReadableStream<Uint8Array> | null): Promise<Uint8Array> {
+/** A request body of at most `max` bytes (MAX_XML_BYTES by default), whole (to check its digest before parsing). */
+export async function readXmlBody(body: ReadableStream<Uint8Array> | null, max = MAX_XML_BYTES): Promise<Uint8Array> {
   if (!body) throw malformedXml();
-  return readBodyUpTo(body, MAX_XML_BYTES, () => malformedXml("The XML you provided was too large."));
+  return readBodyUpTo(body, max, () => malformedXml("The XML you provided was too large."));
 }
 
 /** Parses a UTF-8 document. */
