@@ -6,11 +6,12 @@
 // forms, and issue #29's pathological resource pattern, answered at once while the health check
 // keeps answering.
 import { AwsClient } from "aws4fetch";
-import { exports } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { PERMISSIONS } from "../../worker/src/api/permissions";
 import type { Endpoint } from "../../worker/src/api/router";
 import { POLICY_ACTIONS, type PolicyAction } from "../../worker/src/auth/policy";
+import { setSetting } from "../../worker/src/services/bucket-settings";
 import { GATEWAY, s3, s3ok } from "./signed";
 
 type Key = { id: string; secret: string };
@@ -629,4 +630,29 @@ describe("a pathological resource pattern", () => {
     // A liveness bound, not a speed target: the old matcher never answered.
     expect(Date.now() - started).toBeLessThan(10_000);
   }, 30_000);
+});
+
+describe("a stored policy that no longer parses", () => {
+  it("fails closed: keys are denied everything but reading and replacing the policy; the root key is not bound", async () => {
+    const bucket = "pe-stale";
+    await s3ok(`/${bucket}`, { method: "PUT" });
+    await put(`/${bucket}/x`, "data");
+    const owner = await newKey("pe-stale-owner");
+    await grant(owner, bucket, { read: true, write: true, owner: true });
+    // As if stored before the parser grew stricter: 11 wildcards are beyond today's limit.
+    const stale = doc({ Effect: "Deny", Principal: "*", Action: "s3:GetObject", Resource: `arn:aws:s3:::${bucket}/*a*a*a*a*a*a*a*a*a*a*!` });
+    await expect(s3(`/${bucket}?policy`, { method: "PUT", body: stale }).then(async (r) => [r.status, errorCode(await r.text())])).resolves.toEqual([
+      400,
+      "MalformedPolicy",
+    ]);
+    expect(await setSetting(env, bucket, "policy", stale)).toBe(true);
+
+    expect(await isDenied(await send(owner, `/${bucket}/x`), "GET")).toBeNull();
+    expect(await isDenied(await send(owner, `/${bucket}/y`, { method: "PUT", body: "y" }), "PUT")).toBeNull();
+    expect((await send(owner, `/${bucket}?policy`)).status).toBe(200);
+    expect((await s3(`/${bucket}/x`)).status).toBe(200); // the root key
+    // The owner mends it: a policy that parses applies again.
+    expect((await send(owner, `/${bucket}?policy`, { method: "DELETE" })).status).toBe(204);
+    expect((await send(owner, `/${bucket}/x`)).status).toBe(200);
+  });
 });
