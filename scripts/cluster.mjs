@@ -36,6 +36,8 @@ const { values: opts } = parseArgs({
     var: { type: "string", multiple: true, default: [] },
   },
 });
+// The nodes' files and the gateway's data are the owner's alone (files 0600, directories 0700).
+process.umask(0o077);
 const data = opts.data ?? mkdtempSync(join(tmpdir(), "shardgate-cluster-"));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 

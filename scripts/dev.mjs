@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { freePort } from "./lib/free-port.mjs";
-import { LOCAL_DEFAULTS, masterKey, printBanner, waitHealthy } from "./lib/serving.mjs";
+import { defaultKeysRefusal, LOCAL_DEFAULTS, masterKey, printBanner, waitHealthy } from "./lib/serving.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
@@ -29,6 +29,13 @@ const credentials = {
   accessKeyId: process.env.SHARDGATE_ACCESS_KEY_ID || LOCAL_DEFAULTS.accessKeyId,
   secretAccessKey: process.env.SHARDGATE_SECRET_ACCESS_KEY || LOCAL_DEFAULTS.secretAccessKey,
 };
+const refusal = defaultKeysRefusal([opts.ip], credentials);
+if (refusal) {
+  console.error(`shardgate: ${refusal}`);
+  process.exit(1);
+}
+// What wrangler dev persists (metadata, R2 nodes, the master key) is the owner's alone.
+process.umask(0o077);
 
 const inspectorPort = await freePort();
 let stopping = false;

@@ -10,7 +10,7 @@ import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { printBanner, waitHealthy } from "./lib/serving.mjs";
+import { printBanner, restrictDirectories, waitHealthy } from "./lib/serving.mjs";
 import { loadShardgateConfig } from "./lib/shardgate-config.mjs";
 import { workerBundle } from "./lib/worker-bundle.mjs";
 import { workerdConfig } from "./lib/workerd-config.mjs";
@@ -32,15 +32,28 @@ if (opts.help) {
   process.exit(0);
 }
 
-const config = loadShardgateConfig({
-  root,
-  file: opts.config,
-  overrides: { dataDir: opts["data-dir"], listen: opts.ip || opts.port ? `${opts.ip ?? "127.0.0.1"}:${opts.port ?? 8787}` : undefined },
-});
+// Everything the gateway writes (metadata, shard files on disk nodes, its config, the master key)
+// is its owner's alone: files 0600, directories 0700, workerd's included (it inherits the umask).
+process.umask(0o077);
+
+let config;
+try {
+  config = loadShardgateConfig({
+    root,
+    file: opts.config,
+    overrides: { dataDir: opts["data-dir"], listen: opts.ip || opts.port ? `${opts.ip ?? "127.0.0.1"}:${opts.port ?? 8787}` : undefined },
+  });
+} catch (e) {
+  console.error(`shardgate: ${e.message}`);
+  process.exit(1);
+}
 const { unstable_readConfig } = await import("wrangler");
 const wrangler = unstable_readConfig({ config: join(root, "wrangler.toml") }, { hideWarnings: true });
 
-for (const dir of [join(config.dataDir, "meta"), ...config.nodes.filter((n) => n.type === "disk").map((n) => n.path)]) mkdirSync(dir, { recursive: true });
+const diskPaths = config.nodes.filter((n) => n.type === "disk").map((n) => n.path);
+for (const dir of [join(config.dataDir, "meta"), ...diskPaths]) mkdirSync(dir, { recursive: true });
+// What an earlier version made before the umask above: the metadata whole, the node directories.
+restrictDirectories([config.dataDir, join(config.dataDir, "nodes"), ...diskPaths], [join(config.dataDir, "meta")]);
 const host = config.ip.includes(":") ? `[${config.ip}]` : config.ip;
 const address = `${host}:${config.port}`;
 const capnp = join(config.dataDir, "workerd.capnp");
@@ -77,7 +90,7 @@ process.on("SIGINT", shutdown);
 process.on("SIGTERM", shutdown);
 
 // A wildcard address is reached on loopback.
-const local = `http://${config.ip === "0.0.0.0" ? "127.0.0.1" : config.ip === "::" ? "[::1]" : host}:${config.port}`;
+const local = `${config.tls ? "https" : "http"}://${config.ip === "0.0.0.0" ? "127.0.0.1" : config.ip === "::" ? "[::1]" : host}:${config.port}`;
 if (!(await waitHealthy(`${local}/_shardgate/health`, { timeoutMs: 60_000, gone: () => workerd.exitCode !== null }))) {
   console.error("shardgate: workerd did not come up within 60 s");
   shutdown();

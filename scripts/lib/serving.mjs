@@ -6,7 +6,9 @@
 // and curl do not wait before sending it (tests/node/dev-server.test.ts checks that on both).
 
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { get as httpsGet } from "node:https";
+import { isIP } from "node:net";
 import { join } from "node:path";
 
 /**
@@ -18,13 +20,29 @@ export async function waitHealthy(url, { timeoutMs, gone }) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline && !gone()) {
     try {
-      if ((await fetch(url)).ok) return true;
+      if (url.startsWith("https:") ? await httpsOk(url) : (await fetch(url)).ok) return true;
     } catch {
       // not listening yet
     }
     await new Promise((r) => setTimeout(r, 100));
   }
   return false;
+}
+
+/**
+ * Whether an HTTPS health check answers 200. The certificate is not checked: this asks our own
+ * process on loopback whether it is up (no credential is sent), and the certificate names the
+ * gateway's public host, not 127.0.0.1.
+ */
+function httpsOk(url) {
+  return new Promise((resolve, reject) => {
+    const req = httpsGet(url, { rejectUnauthorized: false }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
+    req.on("error", reject);
+    req.setTimeout(5000, () => req.destroy(new Error("timeout")));
+  });
 }
 
 /**
@@ -46,13 +64,64 @@ export function masterKey(dir) {
 /** The credentials `npm start` and `npm run dev` use when the environment sets none. */
 export const LOCAL_DEFAULTS = { accessKeyId: "shardgate", secretAccessKey: "shardgate-secret" };
 
+/** Whether `host` (a listen address without its port) is reachable from this machine only. */
+export function isLoopback(host) {
+  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
+  if (h === "localhost") return true;
+  if (isIP(h) === 4) return h.startsWith("127.");
+  if (isIP(h) === 6) return h === "::1" || /^(0:){7}1$/.test(h) || (h.startsWith("::ffff:") && h.slice(7).startsWith("127."));
+  return false; // a wildcard ("0.0.0.0", "::", "*"), a LAN or public address, or a host name
+}
+
+/**
+ * Why the gateway must not start: the local default root key on an address other machines reach
+ * (anyone could use it, admin API included). One line, naming the settings to change; null when fine.
+ * @param {string[]} hosts every address it listens on
+ * @param {{ accessKeyId: string, secretAccessKey: string }} credentials
+ */
+export function defaultKeysRefusal(hosts, credentials) {
+  // The secret is what matters: the default one is public, whatever the key id.
+  const defaults = credentials.secretAccessKey === LOCAL_DEFAULTS.secretAccessKey;
+  const exposed = hosts.find((h) => !isLoopback(h));
+  if (!defaults || exposed === undefined) return null;
+  return `refusing to serve the default root key (${LOCAL_DEFAULTS.accessKeyId} / ${LOCAL_DEFAULTS.secretAccessKey}) on ${exposed}, which is not a loopback address: set SHARDGATE_ACCESS_KEY_ID and SHARDGATE_SECRET_ACCESS_KEY, or "credentials" in shardgate.json`;
+}
+
+/**
+ * Makes `dirs` readable by their owner only (0700) and the files directly in them 0600, and every
+ * directory and file under the `deep` ones: what was made before the umask of 0077 the gateway now
+ * runs with (new files are 0600, directories 0700). Files deeper in `dirs` (shard files) need no
+ * change: nobody else can reach them through a 0700 directory. A directory that cannot be changed
+ * (another owner's) is reported, not fatal.
+ * @param {string[]} dirs
+ * @param {string[]} [deep]
+ */
+export function restrictDirectories(dirs, deep = []) {
+  const walk = (dir, depth) => {
+    chmodSync(dir, 0o700);
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isFile()) chmodSync(path, 0o600);
+      else if (entry.isDirectory() && depth > 0) walk(path, depth - 1);
+    }
+  };
+  for (const [dir, depth] of [...dirs.map((d) => [d, 0]), ...deep.map((d) => [d, 16])]) {
+    try {
+      if (existsSync(dir)) walk(dir, depth);
+    } catch (e) {
+      console.error(`shardgate: could not make ${dir} private (0700): ${e.message}`);
+    }
+  }
+}
+
 /** Prints where the gateway is served and how to use it. */
 export function printBanner({ base, port, credentials, runtime, dataDir }) {
+  const scheme = base.startsWith("https:") ? "https" : "http";
   const defaults = credentials.accessKeyId === LOCAL_DEFAULTS.accessKeyId && credentials.secretAccessKey === LOCAL_DEFAULTS.secretAccessKey;
   console.log(`
 shardgate is serving (${runtime})
   console       ${base}/_console/  (the web console: sign in with the keys below)
-  S3 endpoint   ${base}  (path style; virtual-hosted style as http://BUCKET.localhost:${port})
+  S3 endpoint   ${base}  (path style; virtual-hosted style as ${scheme}://BUCKET.localhost:${port})
   region        us-east-1
   access key    ${credentials.accessKeyId}
   secret key    ${credentials.secretAccessKey}${defaults ? "   (local defaults: set SHARDGATE_ACCESS_KEY_ID / SHARDGATE_SECRET_ACCESS_KEY to change)" : ""}

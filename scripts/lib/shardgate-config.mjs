@@ -14,14 +14,16 @@
 //     ],
 //     "credentials": { "accessKeyId": "…", "secretAccessKey": "…" },   // the S3 API's root key
 //     "masterKey": "…",                      // seals other access keys' secrets (default: dataDir/master.key, made once)
+//     "tls": { "cert": "cert.pem", "key": "key.pem" },                  // serve HTTPS (PEM files, relative to this file)
 //     "vars": { "SHARDGATE_INLINE_BYTES": "4096" }                      // any other Worker var
 //   }
 //
 // Credentials from the environment (SHARDGATE_ACCESS_KEY_ID / SHARDGATE_SECRET_ACCESS_KEY) win over
-// the file; without either, the local defaults are used and said so.
+// the file; without either, the local defaults are used and said so, on loopback only: on any other
+// address they are refused (defaultKeysRefusal).
 import { existsSync, readFileSync } from "node:fs";
-import { isAbsolute, resolve } from "node:path";
-import { LOCAL_DEFAULTS, masterKey } from "./serving.mjs";
+import { dirname, isAbsolute, resolve } from "node:path";
+import { defaultKeysRefusal, LOCAL_DEFAULTS, masterKey } from "./serving.mjs";
 
 const DEFAULT_NODES = 6;
 
@@ -49,6 +51,8 @@ export function loadShardgateConfig({ root, file, overrides }) {
       ? { accessKeyId: env.SHARDGATE_ACCESS_KEY_ID, secretAccessKey: env.SHARDGATE_SECRET_ACCESS_KEY }
       : (raw.credentials ?? LOCAL_DEFAULTS);
   if (!credentials.accessKeyId || !credentials.secretAccessKey) throw new Error("config: credentials need accessKeyId and secretAccessKey");
+  const refusal = defaultKeysRefusal([ip], credentials);
+  if (refusal) throw new Error(refusal);
   const master = env.SHARDGATE_MASTER_KEY || raw.masterKey || masterKey(dataDir);
   return {
     file: existsSync(path) ? path : null,
@@ -60,8 +64,19 @@ export function loadShardgateConfig({ root, file, overrides }) {
     nodes,
     credentials,
     masterKey: master,
+    tls: tlsFiles(raw.tls, dirname(path)),
     vars: stringVars(raw.vars ?? {}),
   };
+}
+
+/** The certificate chain and private key files HTTPS is served with (PEM), or null for plain HTTP. */
+function tlsFiles(tls, base) {
+  if (tls === undefined || tls === null) return null;
+  if (typeof tls?.cert !== "string" || typeof tls?.key !== "string" || !tls.cert || !tls.key)
+    throw new Error('config: tls needs "cert" and "key", the paths of PEM files');
+  const files = { cert: resolve(base, tls.cert), key: resolve(base, tls.key) };
+  for (const [name, file] of Object.entries(files)) if (!existsSync(file)) throw new Error(`config: tls ${name} file ${file} does not exist`);
+  return files;
 }
 
 function parseJson(path) {

@@ -7,6 +7,7 @@
 //   - S3 nodes through the network, loopback and private addresses allowed (self-hosted nodes live there);
 //   - the console's files (web/dist) through a read-only disk service and a small Worker that sets
 //     Content-Types (scripts/workerd/console-assets.js), bound as ASSETS.
+//   - HTTPS on its listener when the config names a certificate and key (`tls`), plain HTTP otherwise.
 import { relative } from "node:path";
 
 /** A Cap'n Proto text literal. */
@@ -24,6 +25,7 @@ const text = (s) => JSON.stringify(String(s));
  */
 export function workerdConfig({ wrangler, config, bundle, configDir, assetsDir, assetsWorker, address }) {
   const embed = (path) => `embed ${text(relative(configDir, path))}`;
+  const protocol = socketProtocol(config.tls, embed);
   const sqlite = new Set(wrangler.migrations.flatMap((m) => m.new_sqlite_classes ?? []));
   const durableObjects = wrangler.durable_objects.bindings;
   const diskNodes = config.nodes.filter((n) => n.type === "disk");
@@ -69,7 +71,7 @@ const config :Workerd.Config = (
   services = [
 ${indent(services, 4)}
   ],
-  sockets = [(name = "http", address = ${text(address)}, http = (), service = "gateway")],
+  sockets = [(name = "http", address = ${text(address)}, ${protocol}, service = "gateway")],
 );
 
 const gateway :Workerd.Worker = (
@@ -91,6 +93,16 @@ ${indent(
   globalOutbound = "network",
 );
 `;
+}
+
+/**
+ * How a socket speaks: HTTPS with the configured certificate chain and private key (PEM files,
+ * embedded when workerd reads its config: the key is not copied), or plain HTTP.
+ * @param {{ cert: string, key: string } | null | undefined} tls
+ */
+function socketProtocol(tls, embed) {
+  if (!tls) return "http = ()";
+  return `https = (options = (), tlsOptions = (keypair = (privateKey = ${embed(tls.key)}, certificateChain = ${embed(tls.cert)})))`;
 }
 
 function indent(lines, n) {

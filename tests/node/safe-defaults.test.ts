@@ -1,0 +1,181 @@
+// `npm start`'s safe defaults (docs/self-hosting.md): the local default root key is refused on any
+// address but loopback, with one line naming the setting to change; the data directory is the
+// owner's alone (directories 0700, files 0600: shard files, the metadata SQLite, the config, the
+// master key); and HTTPS is served from a certificate and key named in shardgate.json.
+import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { Agent, get } from "node:https";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { NodeHttpHandler } from "@smithy/node-http-handler";
+import { AwsClient } from "aws4fetch";
+import { afterAll, describe, expect, it } from "vitest";
+import { freePort } from "./gateway";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const serve = join(root, "scripts/serve.mjs");
+const REAL_KEYS = { SHARDGATE_ACCESS_KEY_ID: "safe-defaults-test", SHARDGATE_SECRET_ACCESS_KEY: "a-secret-nobody-else-knows-1234" };
+const DEFAULTS = { SHARDGATE_ACCESS_KEY_ID: "", SHARDGATE_SECRET_ACCESS_KEY: "" };
+const scratch = mkdtempSync(join(tmpdir(), "shardgate-safe-"));
+const running: ChildProcess[] = [];
+
+afterAll(() => {
+  for (const child of running) if (child.pid !== undefined && child.exitCode === null) process.kill(-child.pid, "SIGTERM");
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+/** serve.mjs run to its end (a refusal exits at once): status and output. */
+function refused(args: string[]): { status: number | null; stderr: string } {
+  const run = spawnSync(process.execPath, [serve, "--quiet", ...args], { cwd: root, env: { ...process.env, ...DEFAULTS }, encoding: "utf8", timeout: 60_000 });
+  return { status: run.status, stderr: run.stderr };
+}
+
+/** Starts serve.mjs and waits until `ready` (a health probe) says it answers; its output so far. */
+async function started(args: string[], env: Record<string, string>, ready: () => Promise<boolean>): Promise<{ child: ChildProcess; output: () => string }> {
+  let output = "";
+  const child = spawn(process.execPath, [serve, ...args], { cwd: root, detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
+  running.push(child);
+  child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
+  child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`serve.mjs exited with ${child.exitCode}:\n${output}`);
+    if (await ready().catch(() => false)) return { child, output: () => output };
+    if (Date.now() > deadline) throw new Error(`serve.mjs did not come up:\n${output}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.pid === undefined) return resolve();
+    child.once("exit", () => resolve());
+    process.kill(-child.pid, "SIGTERM");
+  });
+}
+
+const mode = (path: string) => statSync(path).mode & 0o777;
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name));
+}
+
+function dirsUnder(dir: string): string[] {
+  return [
+    dir,
+    ...readdirSync(dir, { withFileTypes: true, recursive: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => join(e.parentPath, e.name)),
+  ];
+}
+
+describe("the default root key stays on loopback", () => {
+  it("refuses --ip 0.0.0.0, --ip :: and a LAN address in shardgate.json with one line naming the settings", async () => {
+    const port = String(await freePort());
+    for (const args of [
+      ["--ip", "0.0.0.0", "--port", port],
+      ["--ip", "::", "--port", port],
+    ]) {
+      const run = refused([...args, "--data-dir", join(scratch, "refused")]);
+      expect(run.status).toBe(1);
+      const lines = run.stderr.trim().split("\n");
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toContain("default root key");
+      expect(lines[0]).toContain("SHARDGATE_ACCESS_KEY_ID and SHARDGATE_SECRET_ACCESS_KEY");
+      expect(lines[0]).toContain('"credentials" in shardgate.json');
+    }
+    const config = join(scratch, "lan.json");
+    writeFileSync(config, JSON.stringify({ listen: `192.168.77.5:${port}`, dataDir: join(scratch, "refused") }));
+    const lan = refused(["--config", config]);
+    expect(lan.status).toBe(1);
+    expect(lan.stderr).toContain("on 192.168.77.5, which is not a loopback address");
+    // Nothing was started: not even the data directory's workerd config was written.
+    expect(readdirSync(scratch)).not.toContain("refused");
+  });
+
+  it("serves on 0.0.0.0 with keys of its own, and keeps its data directory private (0700 / 0600)", async () => {
+    const port = await freePort();
+    const data = join(scratch, "private");
+    // A data directory left open by an earlier version is closed at start.
+    mkdirSync(join(data, "nodes", "NODE_0"), { recursive: true });
+    chmodSync(data, 0o755);
+    chmodSync(join(data, "nodes", "NODE_0"), 0o755);
+    const base = `http://127.0.0.1:${port}`;
+    const { child } = await started(
+      ["--quiet", "--ip", "0.0.0.0", "--port", String(port), "--data-dir", data],
+      REAL_KEYS,
+      async () => (await fetch(`${base}/_shardgate/health`)).ok,
+    );
+    const aws = new AwsClient({
+      accessKeyId: REAL_KEYS.SHARDGATE_ACCESS_KEY_ID,
+      secretAccessKey: REAL_KEYS.SHARDGATE_SECRET_ACCESS_KEY,
+      service: "s3",
+      region: "us-east-1",
+    });
+    expect((await aws.fetch(`${base}/private`, { method: "PUT" })).status).toBe(200);
+    const body = new Uint8Array(300_000).map((_, i) => (i * 7) & 255); // sharded: above the inline limit
+    expect((await aws.fetch(`${base}/private/o.bin`, { method: "PUT", body })).status).toBe(200);
+    expect((await aws.fetch(`${base}/private/small.txt`, { method: "PUT", body: "inline, in the metadata SQLite" })).status).toBe(200);
+    const got = new Uint8Array(await (await aws.fetch(`${base}/private/o.bin`)).arrayBuffer());
+    expect(Buffer.compare(got, body)).toBe(0);
+
+    const shardFiles = filesUnder(join(data, "nodes"));
+    expect(shardFiles.length).toBeGreaterThanOrEqual(6);
+    const sqlite = filesUnder(join(data, "meta")).filter((f) => f.endsWith(".sqlite"));
+    expect(sqlite.length).toBeGreaterThan(0);
+    for (const file of [...shardFiles, ...sqlite, join(data, "workerd.capnp"), join(data, "master.key")])
+      expect([file, mode(file).toString(8)]).toEqual([file, "600"]);
+    for (const dir of dirsUnder(data)) expect([dir, mode(dir).toString(8)]).toEqual([dir, "700"]);
+    await stop(child);
+  }, 120_000);
+});
+
+describe("HTTPS from shardgate.json", () => {
+  it("serves PUT and GET over TLS with a self-signed certificate, and the banner says https://", async () => {
+    const cert = join(scratch, "cert.pem");
+    const key = join(scratch, "key.pem");
+    execFileSync("openssl", [
+      ...["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1"],
+      ...["-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", key, "-out", cert],
+    ]);
+    const port = await freePort();
+    const config = join(scratch, "tls.json");
+    writeFileSync(config, JSON.stringify({ listen: `127.0.0.1:${port}`, dataDir: join(scratch, "tls-data"), tls: { cert: "cert.pem", key: "key.pem" } }));
+    // A client that trusts this certificate, and checks it (host name included) as any would.
+    const agent = new Agent({ ca: [readFileSync(cert)], keepAlive: false });
+    const base = `https://127.0.0.1:${port}`;
+    const health = () =>
+      new Promise<boolean>((resolve, reject) => {
+        get(`${base}/_shardgate/health`, { agent }, (res) => {
+          res.resume();
+          resolve(res.statusCode === 200);
+        }).on("error", reject);
+      });
+    const { child, output } = await started(["--config", config], REAL_KEYS, health);
+    for (let waited = 0; !output().includes("S3 endpoint") && waited < 10_000; waited += 100) await new Promise((r) => setTimeout(r, 100));
+    expect(output()).toContain(`S3 endpoint   ${base}`);
+    expect(output()).not.toMatch(/http:\/\/127\.0\.0\.1/);
+
+    const s3 = new S3Client({
+      endpoint: base,
+      region: "us-east-1",
+      forcePathStyle: true,
+      credentials: { accessKeyId: REAL_KEYS.SHARDGATE_ACCESS_KEY_ID, secretAccessKey: REAL_KEYS.SHARDGATE_SECRET_ACCESS_KEY },
+      requestHandler: new NodeHttpHandler({ httpsAgent: agent }),
+    });
+    await s3.send(new CreateBucketCommand({ Bucket: "tls" }));
+    const body = new Uint8Array(200_000).map((_, i) => (i * 13) & 255);
+    await s3.send(new PutObjectCommand({ Bucket: "tls", Key: "o.bin", Body: body }));
+    const got = await s3.send(new GetObjectCommand({ Bucket: "tls", Key: "o.bin" }));
+    expect(Buffer.compare(Buffer.from((await got.Body?.transformToByteArray()) ?? []), Buffer.from(body))).toBe(0);
+    // Plain HTTP is not served on that port, and a client that does not trust the certificate is refused.
+    await expect(fetch(`http://127.0.0.1:${port}/_shardgate/health`)).rejects.toThrow();
+    await expect(fetch(`${base}/_shardgate/health`)).rejects.toThrow();
+    s3.destroy();
+    await stop(child);
+  }, 120_000);
+});
