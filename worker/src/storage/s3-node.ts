@@ -72,13 +72,7 @@ export class S3Node implements StorageNode {
     const signed = await this.client.sign(`${this.base}?${query}`, { method: "GET", headers: { "x-amz-content-sha256": "UNSIGNED-PAYLOAD" } });
     const res = await this.fetchWithin(signed);
     await expectOk(res, this.id, "LIST", "/");
-    const xml = await res.text();
-    const files = [...xml.matchAll(/<Contents>([\s\S]*?)<\/Contents>/g)].map(([, c]) => ({
-      key: xmlText(/<Key>([\s\S]*?)<\/Key>/.exec(c ?? "")?.[1] ?? ""),
-      modified: Date.parse(/<LastModified>([^<]*)<\/LastModified>/.exec(c ?? "")?.[1] ?? "") || 0,
-    }));
-    const next = /<NextContinuationToken>([^<]*)<\/NextContinuationToken>/.exec(xml)?.[1];
-    return { files, cursor: /<IsTruncated>true<\/IsTruncated>/.test(xml) && next ? xmlText(next) : null };
+    return parseNodeListing(await boundedText(res, MAX_LISTING_BYTES, this.id));
   }
 
   /** fetch, failing if the headers take longer than timeoutMs (a stalled node); the body is not timed. */
@@ -99,6 +93,59 @@ export class S3Node implements StorageNode {
   private fileUrl(key: string): string {
     return this.base + key.split("/").map(encodeURIComponent).join("/");
   }
+}
+
+/** A ListObjectsV2 answer of a node, read in linear time whatever it holds (no lazy RegExp over it). */
+export function parseNodeListing(xml: string): NodeListing {
+  const files = elementsNamed(xml, "Contents").map((c) => ({
+    key: xmlText(elementsNamed(c, "Key")[0] ?? ""),
+    modified: Date.parse(elementsNamed(c, "LastModified")[0] ?? "") || 0,
+  }));
+  const next = elementsNamed(xml, "NextContinuationToken")[0];
+  return { files, cursor: elementsNamed(xml, "IsTruncated")[0] === "true" && next ? xmlText(next) : null };
+}
+
+/** The most a listing page of 1,000 keys may take (keys are at most 1 KiB): a node sending more is refused. */
+const MAX_LISTING_BYTES = 8 * 1024 * 1024;
+
+/** A response's body as text, refused past `limit` bytes. */
+async function boundedText(res: Response, limit: number, node: string): Promise<string> {
+  if (!res.body) return "";
+  const reader = res.body.getReader();
+  const pieces: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.length;
+    if (total > limit) {
+      await reader.cancel().catch(() => {});
+      throw new Error(`node ${node} answered a listing of more than ${limit} bytes`);
+    }
+    pieces.push(value);
+  }
+  const all = new Uint8Array(total);
+  let at = 0;
+  for (const p of pieces) {
+    all.set(p, at);
+    at += p.length;
+  }
+  return new TextDecoder().decode(all);
+}
+
+/** The contents of every `<name>…</name>` in `xml`, in order, found by one forward scan (no nesting of the same name). */
+function elementsNamed(xml: string, name: string): string[] {
+  const open = `<${name}>`;
+  const close = `</${name}>`;
+  const found: string[] = [];
+  for (let at = xml.indexOf(open); at >= 0; ) {
+    const start = at + open.length;
+    const end = xml.indexOf(close, start);
+    if (end < 0) break;
+    found.push(xml.slice(start, end));
+    at = xml.indexOf(open, end + close.length);
+  }
+  return found;
 }
 
 /** The text of an XML element's content (the five predefined entities). */
