@@ -158,22 +158,37 @@ describe("a client that keeps failing authentication", () => {
     expect(errorCode(await (await from("203.0.113.7", new Request(`${GATEWAY}/throttle-bucket/o`))).text())).toBe("AccessDenied");
   });
 
-  it("IPv6 clients count by their /64; an address is trusted only from the operator's header or Cloudflare's edge", async () => {
+  it("IPv6 clients count by their /64; an address is trusted from workerd's peer, the operator's header or Cloudflare's edge, never the client's word", async () => {
     const wrongSecret = signer(CREDENTIALS.accessKeyId, "guessing");
     for (let i = 0; i <= MAX_FAILURES; i++) await from(`2001:db8:1:2::${i.toString(16)}`, await wrongSecret("/throttle-bucket/o"));
     const sibling = await from("2001:db8:1:2:ffff::1", await root("/throttle-bucket/o"));
     expect(errorCode(await sibling.text())).toBe("SlowDown");
     expect((await from("2001:db8:1:3::1", await root("/throttle-bucket/o"))).status).toBe(200);
 
-    // Without the setting, the header is the client's own word: ignored (plain workerd gives no peer address).
+    // Without the setting, a header is the client's own word: ignored.
     const spoofed = new Request(`${GATEWAY}/`, { headers: { [header]: "203.0.113.7", "cf-connecting-ip": "203.0.113.7" } });
     expect(clientOf(spoofed)).toBeNull();
     expect(clientOf(spoofed, header)).toBe("203.0.113.7");
     expect(clientOf(new Request(`${GATEWAY}/`, { headers: { "x-forwarded-for": "10.9.9.9, 192.0.2.4" } }), "x-forwarded-for")).toBe("192.0.2.4");
-    // On Cloudflare's edge (request.cf set), CF-Connecting-IP.
+    // Plain workerd: the TCP peer in request.cf.clientIp ("ip:port"), whatever CF-Connecting-IP the client sends.
+    const peer = (clientIp: string) => clientOf(new Request(`${GATEWAY}/`, { headers: { "cf-connecting-ip": "192.0.2.1" }, cf: { clientIp } }));
+    expect(peer("203.0.113.5:4444")).toBe("203.0.113.5");
+    expect(peer("[2001:db8:aa:bb::7]:443")).toBe("2001:db8:aa:bb::/64");
+    expect(peer("[::ffff:198.51.100.7]:80")).toBe("198.51.100.7");
+    // A loopback or private peer is a proxy or the operator's tools, which many share: not throttled.
+    for (const local of ["127.0.0.1:5555", "[::1]:5", "10.1.2.3:1", "172.20.0.9:2", "192.168.1.1:3", "[fd00::1]:4", "[::ffff:127.0.0.1]:6"]) {
+      expect(peer(local), local).toBeNull();
+    }
+    // On Cloudflare's edge (request.cf without clientIp), CF-Connecting-IP.
     const edge = new Request(`${GATEWAY}/`, { headers: { "cf-connecting-ip": "192.0.2.99" }, cf: { colo: "TEST" } });
-    expect(edge.cf).toBeDefined();
     expect(clientOf(edge)).toBe("192.0.2.99");
+
+    // Through the gateway: a public peer on plain workerd is throttled without any setting.
+    const fromPeer = async (clientIp: string, request: Request) => handleS3(new Request(request, { cf: { clientIp } }), env, exec);
+    for (let i = 0; i <= MAX_FAILURES; i++) await fromPeer(`198.51.100.9:${40000 + i}`, await wrongSecret("/throttle-bucket/o"));
+    expect(errorCode(await (await fromPeer("198.51.100.9:1", await root("/throttle-bucket/o"))).text())).toBe("SlowDown");
+    expect((await fromPeer("198.51.100.10:1", await root("/throttle-bucket/o"))).status).toBe(200);
+    expect((await fromPeer("127.0.0.1:1", await root("/throttle-bucket/o"))).status).toBe(200);
   });
 });
 

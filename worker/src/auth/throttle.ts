@@ -2,14 +2,17 @@
 // requests cost a key lookup or a signature, and without slowing anyone else. Per isolate, in
 // bounded memory.
 //
-// Who a client is: its address, when one can be trusted.
-//   - On Cloudflare's edge, CF-Connecting-IP, which the edge sets (and a client cannot): the
-//     request then carries `request.cf`.
+// Who a client is: its address, when one can be trusted (a header the client sets never is).
 //   - Behind a reverse proxy, the header the operator names in SHARDGATE_CLIENT_IP_HEADER (one the
 //     proxy sets, e.g. X-Real-IP; for X-Forwarded-For the address the proxy appended, the last).
-//   - Plain workerd hands a Worker no peer address at all (no `request.cf`, and every header is
-//     the client's own): no client is known, and nothing is throttled per client. The key
-//     lookups a flood can cause are bounded anyway (services/access-keys.ts).
+//   - Plain workerd (`npm start`): the TCP peer, which workerd puts in `request.cf.clientIp` as
+//     "ip:port" (Linux and macOS; it sets no other `cf` field, and a client cannot set it). A
+//     loopback or private peer is taken for a proxy or the operator's own tools, which many
+//     clients may share: not throttled (name the proxy's header to throttle behind it).
+//   - On Cloudflare's edge (`request.cf` without clientIp), CF-Connecting-IP, which the edge sets
+//     and a client cannot; wrangler dev sets it from the peer as well.
+//   - Otherwise (workerd on Windows gives no `request.cf`) no client is known and none is
+//     throttled. The key lookups a flood can cause are bounded anyway (services/access-keys.ts).
 // IPv6 addresses count by their /64, which one host usually holds whole.
 import { metrics } from "../observability/metrics";
 import { S3Error } from "../s3-error";
@@ -33,22 +36,45 @@ const tallies = new Map<string, Tally>();
 /** The client a request comes from, when it can be told (see above), else null. */
 export function clientOf(request: Request, trustedHeader?: string): string | null {
   let address: string | null = null;
+  const cf = request.cf as { clientIp?: unknown } | undefined;
   if (trustedHeader) {
     const value = request.headers.get(trustedHeader);
     address = value === null ? null : (value.split(",").pop() ?? "").trim();
-  } else if (typeof request.cf === "object" && request.cf !== null) {
+  } else if (typeof cf?.clientIp === "string") {
+    address = withoutPort(cf.clientIp);
+    if (address !== null && isLocal(address)) return null;
+  } else if (typeof cf === "object" && cf !== null) {
     address = request.headers.get("cf-connecting-ip")?.trim() ?? null;
   }
   if (!address || address.length > 64) return null;
+  address = address.replace(/^\[|\]$/g, "").replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, "");
   return address.includes(":") ? ipv6Prefix(address) : address;
+}
+
+/** "1.2.3.4:5678" → "1.2.3.4", "[2001:db8::1]:5678" → "2001:db8::1". */
+function withoutPort(peer: string): string | null {
+  if (peer.startsWith("[")) {
+    const end = peer.indexOf("]");
+    return end < 0 ? null : peer.slice(1, end);
+  }
+  const colon = peer.lastIndexOf(":");
+  return colon < 0 ? peer : peer.slice(0, colon);
+}
+
+/** Loopback, private (RFC 1918, unique local) and link-local addresses. */
+function isLocal(address: string): boolean {
+  const a = address.toLowerCase().replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, "");
+  const v4 = /^(\d+)\.(\d+)\.\d+\.\d+$/.exec(a);
+  if (v4) {
+    const [x, y] = [Number(v4[1]), Number(v4[2])];
+    return x === 127 || x === 10 || (x === 172 && y >= 16 && y < 32) || (x === 192 && y === 168) || (x === 169 && y === 254);
+  }
+  return a === "::1" || /^f[cd]/.test(a) || /^fe[89ab]/.test(a);
 }
 
 /** The first four groups of an IPv6 address (its /64), or the address as given when it does not parse. */
 function ipv6Prefix(address: string): string {
-  const bare = address
-    .replace(/^\[|\]$/g, "")
-    .split("%")[0]!
-    .toLowerCase();
+  const bare = address.split("%")[0]!.toLowerCase();
   const halves = bare.split("::");
   if (halves.length > 2) return bare;
   const head = halves[0] ? halves[0].split(":") : [];
