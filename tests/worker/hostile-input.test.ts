@@ -127,6 +127,27 @@ describe("request bodies are read no further than their bound", () => {
   });
 });
 
+describe("JSON bodies nested as deep as their bound allows", () => {
+  it("a policy and an admin body of 10,000 nested arrays are refused as malformed, never a stack overflow", async () => {
+    await s3ok("/hostile-json", { method: "PUT" });
+    const nested = (depth: number, inner = "") => `${"[".repeat(depth)}${inner}${"]".repeat(depth)}`;
+    const policy = `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":${nested(9000, '"arn:aws:s3:::hostile-json/*"')}}]}`;
+    const { result } = await whileProbing(() =>
+      Promise.all([
+        s3("/hostile-json?policy", { method: "PUT", body: policy }),
+        s3("/hostile-json?policy", { method: "PUT", body: `{"Statement":${nested(10_000)}}` }),
+        s3("/_shardgate/admin/keys", { method: "POST", body: `{"name":${nested(7000)}}` }),
+      ]),
+    );
+    const codes = await Promise.all(result.map(async (r) => [r.status, errorCode(await r.text())]));
+    expect(codes).toEqual([
+      [400, "MalformedPolicy"],
+      [400, "MalformedPolicy"],
+      [400, "InvalidArgument"],
+    ]);
+  });
+});
+
 describe("CORS rules: bounded configurations, linear matching", () => {
   const rule = (headers: string[]) =>
     `<CORSRule><AllowedMethod>GET</AllowedMethod><AllowedOrigin>https://*.example.com</AllowedOrigin>${headers.map((h) => `<AllowedHeader>${h}</AllowedHeader>`).join("")}</CORSRule>`;
