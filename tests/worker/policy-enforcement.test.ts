@@ -6,11 +6,12 @@
 // forms, and issue #29's pathological resource pattern, answered at once while the health check
 // keeps answering.
 import { AwsClient } from "aws4fetch";
-import { env, exports } from "cloudflare:workers";
+import { env as workersEnv, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { PERMISSIONS } from "../../worker/src/api/permissions";
 import type { Endpoint } from "../../worker/src/api/router";
 import { POLICY_ACTIONS, type PolicyAction } from "../../worker/src/auth/policy";
+import type { Env } from "../../worker/src/config";
 import { setSetting } from "../../worker/src/services/bucket-settings";
 import { GATEWAY, s3, s3ok } from "./signed";
 
@@ -645,7 +646,7 @@ describe("a stored policy that no longer parses", () => {
       400,
       "MalformedPolicy",
     ]);
-    expect(await setSetting(env, bucket, "policy", stale)).toBe(true);
+    expect(await setSetting(workersEnv as unknown as Env, bucket, "policy", stale)).toBe(true);
 
     expect(await isDenied(await send(owner, `/${bucket}/x`), "GET")).toBeNull();
     expect(await isDenied(await send(owner, `/${bucket}/y`, { method: "PUT", body: "y" }), "PUT")).toBeNull();
