@@ -7,6 +7,7 @@ import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { CREDENTIALS } from "../shared/credentials";
 import { randomBytes } from "../shared/core-suite";
+import { metricTotal, scrapeMetrics } from "./hostile";
 import { GATEWAY, s3, s3ok } from "./signed";
 
 const errorCode = (xml: string) => xml.match(/<Code>([^<]+)<\/Code>/)?.[1];
@@ -148,6 +149,20 @@ describe("browser form uploads (POST Object)", () => {
       expect(errorCode(xml), what).toBe(code);
       if (fields.key) expect((await s3(`/${BUCKET}/${fields.key}`, { method: "HEAD" })).status, what).toBe(404);
     }
+  });
+
+  it("checks an expired or unmet policy before looking its key up: a made-up key id costs no KeyStore call", async () => {
+    const ghost = { id: `SG${"Q".repeat(18)}`, secret: "not-a-secret" };
+    const base = [{ bucket: BUCKET }, ["starts-with", "$key", "ok/"]];
+    const before = metricTotal(await scrapeMetrics(), "shardgate_key_lookups_total");
+    const expired = { key: "ok/ghost.txt", ...(await signedFields(base, { key: ghost, expires: new Date(Date.now() - 1000) })) };
+    const outside = { key: "elsewhere/ghost.txt", ...(await signedFields(base, { key: ghost })) };
+    for (const fields of [expired, outside]) {
+      const res = await post(BUCKET, fields, { name: "f.txt", body: "abc" });
+      expect(res.status).toBe(403);
+      expect(errorCode(await res.text())).toBe("AccessDenied");
+    }
+    expect(metricTotal(await scrapeMetrics(), "shardgate_key_lookups_total")).toBe(before);
   });
 
   it("refuses a form whose file is not the last field, leaving nothing visible", async () => {

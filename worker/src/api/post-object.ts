@@ -45,8 +45,7 @@ async function store(ctx: RequestContext, bucket: string, form: FormUpload): Pro
   if (rawKey === undefined || rawKey === "") throw new S3Error("InvalidArgument", "Bucket POST must contain a field named 'key'.");
   const key = rawKey.replaceAll(FILENAME, form.filename);
   checkKey(key);
-  const { principal, policy } = await signer(ctx, fields);
-  if (policy) checkPostPolicy(policy, new Map([...fields, ["bucket", bucket], ["key", key]]), Date.now());
+  const { principal, policy } = await signer(ctx, fields, new Map([...fields, ["bucket", bucket], ["key", key]]));
   await authorize(principal, { op: "PutObject", bucket, key }, new Headers(), (b) => bucketPolicy(ctx.env, b));
   if (form.size > MAX_OBJECT_BYTES) throw new S3Error("EntityTooLarge", "Your proposed upload exceeds the maximum allowed size");
   checkPostLength(policy, form.size);
@@ -108,21 +107,27 @@ function successStatus(fields: ReadonlyMap<string, string>): 200 | 201 | 204 {
  * Who signed the form and its policy: SigV4 (x-amz-credential, x-amz-signature), V2
  * (AWSAccessKeyId, signature), or nobody (then only a bucket policy can allow the upload).
  */
-async function signer(ctx: RequestContext, fields: ReadonlyMap<string, string>): Promise<{ principal: Principal; policy: PostPolicy | null }> {
+async function signer(
+  ctx: RequestContext,
+  fields: ReadonlyMap<string, string>,
+  checked: ReadonlyMap<string, string>,
+): Promise<{ principal: Principal; policy: PostPolicy | null }> {
   const policyText = fields.get("policy") ?? null;
   const credential = fields.get("x-amz-credential");
   const v2Key = fields.get("awsaccesskeyid");
-  if (credential === undefined && v2Key === undefined) {
-    return { principal: { kind: "anonymous" }, policy: policyText ? parsePostPolicy(policyText) : null };
-  }
-  if (policyText === null) throw new S3Error("InvalidArgument", "Bucket POST must contain a field named 'policy' when it is signed.");
+  // The policy is parsed and checked (expiry, conditions) before any key lookup: a stale or
+  // forged form costs no Durable Object call.
+  const policy = policyText === null ? null : parsePostPolicy(policyText);
+  if (policy) checkPostPolicy(policy, checked, Date.now());
+  if (credential === undefined && v2Key === undefined) return { principal: { kind: "anonymous" }, policy };
+  if (policyText === null || policy === null) throw new S3Error("InvalidArgument", "Bucket POST must contain a field named 'policy' when it is signed.");
   const root = ctx.config.credentials as { accessKeyId: string; secretAccessKey: string };
   const [keyId, sign, given] =
     credential !== undefined ? v4(ctx, fields, credential) : [v2Key as string, (secret: string) => v2(ctx, secret, policyText), fields.get("signature") ?? ""];
   const key = await signerOf(ctx.env, root, keyId);
   if (!key) throw new S3Error("InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
   if (!constantTimeEqual(await sign(key.secret, policyText), given)) throw mismatch();
-  return { principal: key.principal, policy: parsePostPolicy(policyText) };
+  return { principal: key.principal, policy };
 }
 
 type Signing = [keyId: string, sign: (secret: string, policy: string) => Promise<string>, given: string];
