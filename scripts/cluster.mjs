@@ -101,9 +101,17 @@ if (vars.SHARDGATE_DATA_SHARDS) config.dataShards = Number(vars.SHARDGATE_DATA_S
 if (vars.SHARDGATE_PARITY_SHARDS) config.parityShards = Number(vars.SHARDGATE_PARITY_SHARDS);
 const configFile = join(data, "shardgate.json");
 writeFileSync(configFile, JSON.stringify(config, null, 2));
+// The console on its own origin (a free port of its own: the nodes took ports near the gateway's).
+const consolePort = await freePort();
 const gateway = spawn(
   process.execPath,
-  [join(root, "scripts/serve.mjs"), "--config", configFile, ...["--ip", opts.ip, "--port", opts.port, "--data-dir", join(data, "gateway")], "--quiet"],
+  [
+    join(root, "scripts/serve.mjs"),
+    "--config",
+    configFile,
+    ...["--ip", opts.ip, "--port", opts.port, "--console-port", String(consolePort), "--data-dir", join(data, "gateway")],
+    "--quiet",
+  ],
   { stdio: ["ignore", "inherit", "inherit"] },
 );
 children.push(gateway);
@@ -123,13 +131,15 @@ for (let tries = 0; ; tries++) {
   await sleep(250);
 }
 
-const info = { endpoint: base, data, bucket: BUCKET, nodeKey: NODE_KEY, gatewayPid: gateway.pid, nodes };
+const consoleBase = `http://${opts.ip}:${consolePort}`;
+const info = { endpoint: base, console: consoleBase, data, bucket: BUCKET, nodeKey: NODE_KEY, gatewayPid: gateway.pid, nodes };
 if (opts.quiet) {
   console.log(`cluster ${JSON.stringify(info)}`);
 } else {
   console.log(`
 shardgate cluster is serving
   S3 endpoint   ${base}   (credentials as for npm start: shardgate / shardgate-secret by default)
+  console       ${consoleBase}/
   data          ${data}
 
   node    pid       port    data directory (shard files under ${BUCKET}/)

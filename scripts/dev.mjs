@@ -2,16 +2,22 @@
 // simulated by miniflare and persisted on disk). For development: wrangler dev adds a few ms to
 // every request; `npm start` (scripts/serve.mjs) is the production runtime.
 //
-//   node scripts/dev.mjs [--ip 127.0.0.1] [--port 8787] [--persist-to DIR] [--quiet] [-- wrangler dev args]
+//   node scripts/dev.mjs [--ip 127.0.0.1] [--port 8787] [--console-port PORT] [--persist-to DIR] [--quiet] [-- wrangler dev args]
+//
+// The web console is served on an origin of its own (docs/console.md): wrangler dev listens on one
+// port, so a second workerd serves the console (the same Worker as `npm start`,
+// scripts/workerd/console-assets.js) on the console port (default port + 1, or the next free one).
 //
 // Credentials: SHARDGATE_ACCESS_KEY_ID / SHARDGATE_SECRET_ACCESS_KEY from the environment, or the
 // local defaults (never built into the Worker: a deployment without secrets refuses all).
 import { spawn } from "node:child_process";
-import { join } from "node:path";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { freePort } from "./lib/free-port.mjs";
-import { defaultKeysRefusal, LOCAL_DEFAULTS, masterKey, printBanner, waitHealthy } from "./lib/serving.mjs";
+import { freePort, portAvailable } from "./lib/free-port.mjs";
+import { consoleOriginsFor, defaultKeysRefusal, LOCAL_DEFAULTS, masterKey, printBanner, waitHealthy } from "./lib/serving.mjs";
+import { consoleOnlyConfig } from "./lib/workerd-config.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
@@ -19,6 +25,7 @@ const { values: opts, positionals: wranglerArgs } = parseArgs({
   options: {
     ip: { type: "string", default: "127.0.0.1" },
     port: { type: "string", default: "8787" },
+    "console-port": { type: "string" },
     "persist-to": { type: "string" },
     quiet: { type: "boolean", default: false },
   },
@@ -40,6 +47,10 @@ process.umask(0o077);
 const inspectorPort = await freePort();
 let stopping = false;
 
+let consolePort = opts["console-port"] === undefined ? Number(opts.port) + 1 : Number(opts["console-port"]);
+if (opts["console-port"] === undefined && !(await portAvailable(opts.ip, consolePort))) consolePort = await freePort(opts.ip);
+const consoleOrigins = consoleOriginsFor(opts.ip, consolePort).join(",");
+
 const wrangler = spawn(
   process.execPath,
   [
@@ -49,6 +60,7 @@ const wrangler = spawn(
     "--show-interactive-dev-session=false",
     ...["--var", `SHARDGATE_ACCESS_KEY_ID:${credentials.accessKeyId}`, "--var", `SHARDGATE_SECRET_ACCESS_KEY:${credentials.secretAccessKey}`],
     ...["--var", `SHARDGATE_MASTER_KEY:${masterKey(opts["persist-to"] ?? join(root, ".wrangler/state"))}`],
+    ...["--var", `SHARDGATE_CONSOLE_ORIGIN:${consoleOrigins}`],
     ...(opts["persist-to"] ? ["--persist-to", opts["persist-to"]] : []),
     ...wranglerArgs,
   ],
@@ -61,8 +73,35 @@ wrangler.on("exit", (code, signal) => {
   process.exit(stopping ? 0 : (code ?? 1));
 });
 
+// The console's own origin: a second workerd serving web/dist and /config.json on the console port.
+const consoleDir = resolve(opts["persist-to"] ?? join(root, ".wrangler/state"));
+mkdirSync(consoleDir, { recursive: true });
+const { unstable_readConfig } = await import("wrangler");
+const wranglerConfig = unstable_readConfig({ config: join(root, "wrangler.toml") }, { hideWarnings: true });
+const consoleCapnp = join(consoleDir, "console.capnp");
+const consoleHost = opts.ip.includes(":") ? `[${opts.ip}]` : opts.ip;
+writeFileSync(
+  consoleCapnp,
+  consoleOnlyConfig({
+    wrangler: wranglerConfig,
+    configDir: consoleDir,
+    assetsDir: resolve(root, wranglerConfig.assets?.directory ?? "web/dist"),
+    assetsWorker: join(root, "scripts/workerd/console-assets.js"),
+    address: `${consoleHost}:${consolePort}`,
+    consoleConfig: { gatewayPort: Number(opts.port) },
+  }),
+);
+const consoleServer = spawn(join(root, "node_modules/workerd/bin/workerd"), ["serve", consoleCapnp], {
+  cwd: consoleDir,
+  stdio: ["ignore", "inherit", "inherit"],
+});
+consoleServer.on("exit", (code, signal) => {
+  if (!stopping) console.error(`shardgate: the console's workerd exited (${signal ?? code})`);
+});
+
 const shutdown = () => {
   stopping = true;
+  consoleServer.kill("SIGTERM");
   wrangler.kill("SIGTERM");
   setTimeout(() => process.exit(0), 3000).unref();
 };
@@ -74,5 +113,5 @@ if (!(await waitHealthy(`${base}/_shardgate/health`, { timeoutMs: 120_000, gone:
   console.error("shardgate: wrangler dev did not come up within 2 minutes");
   shutdown();
 } else if (!opts.quiet) {
-  printBanner({ base, port: opts.port, credentials, runtime: "wrangler dev, for development" });
+  printBanner({ base, port: opts.port, credentials, runtime: "wrangler dev, for development", consoleBase: `http://${consoleHost}:${consolePort}` });
 }

@@ -1,16 +1,19 @@
 // `npm start`: serves the gateway on plain workerd, the production runtime for self-hosting
 // (docs/self-hosting.md). It bundles the Worker (scripts/lib/worker-bundle.mjs), writes a workerd
 // config into the data directory (scripts/lib/workerd-config.mjs: Durable Objects in SQLite on
-// local disk, one disk service per disk node, S3 nodes over the network, the console) and runs
-// `workerd serve` on the configured address. Nothing stands between clients and workerd.
+// local disk, one disk service per disk node, S3 nodes over the network, the console on a listener
+// of its own) and runs `workerd serve` on the configured address. Nothing stands between clients
+// and workerd. The console has its own origin (the console port, default port + 1): no stored
+// object is ever served there (docs/console.md).
 //
-//   node scripts/serve.mjs [--config shardgate.json] [--ip IP] [--port PORT] [--data-dir DIR] [--quiet]
+//   node scripts/serve.mjs [--config shardgate.json] [--ip IP] [--port PORT] [--console-port PORT] [--data-dir DIR] [--quiet]
 import { spawn } from "node:child_process";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { printBanner, restrictDirectories, waitHealthy } from "./lib/serving.mjs";
+import { freePort, portAvailable } from "./lib/free-port.mjs";
+import { consoleOriginsFor, printBanner, restrictDirectories, waitHealthy } from "./lib/serving.mjs";
 import { loadShardgateConfig } from "./lib/shardgate-config.mjs";
 import { workerBundle } from "./lib/worker-bundle.mjs";
 import { workerdConfig } from "./lib/workerd-config.mjs";
@@ -22,13 +25,14 @@ const { values: opts } = parseArgs({
     config: { type: "string" },
     ip: { type: "string" },
     port: { type: "string" },
+    "console-port": { type: "string" },
     "data-dir": { type: "string" },
     quiet: { type: "boolean", default: false },
     help: { type: "boolean", default: false },
   },
 });
 if (opts.help) {
-  console.log("usage: node scripts/serve.mjs [--config shardgate.json] [--ip IP] [--port PORT] [--data-dir DIR] [--quiet]");
+  console.log("usage: node scripts/serve.mjs [--config shardgate.json] [--ip IP] [--port PORT] [--console-port PORT] [--data-dir DIR] [--quiet]");
   process.exit(0);
 }
 
@@ -41,12 +45,24 @@ try {
   config = loadShardgateConfig({
     root,
     file: opts.config,
-    overrides: { dataDir: opts["data-dir"], listen: opts.ip || opts.port ? `${opts.ip ?? "127.0.0.1"}:${opts.port ?? 8787}` : undefined },
+    overrides: {
+      dataDir: opts["data-dir"],
+      listen: opts.ip || opts.port ? `${opts.ip ?? "127.0.0.1"}:${opts.port ?? 8787}` : undefined,
+      consolePort: opts["console-port"],
+    },
   });
 } catch (e) {
   console.error(`shardgate: ${e.message}`);
   process.exit(1);
 }
+// Port + 1 by default; when that one is taken (and none was asked for), the next free port.
+let consolePort = config.consolePort;
+if (!config.consolePortSet && !(await portAvailable(config.ip, consolePort))) {
+  consolePort = await freePort(config.ip);
+  if (!opts.quiet) console.error(`shardgate: port ${config.consolePort} is taken: the console is served on port ${consolePort}`);
+}
+// The gateway answers CORS for the console's origins (never "*"), unless shardgate.json's vars name them.
+const consoleVars = { SHARDGATE_CONSOLE_ORIGIN: consoleOriginsFor(config.ip, consolePort, config.tls ? "https" : "http").join(","), ...config.vars };
 const { unstable_readConfig } = await import("wrangler");
 const wrangler = unstable_readConfig({ config: join(root, "wrangler.toml") }, { hideWarnings: true });
 
@@ -61,12 +77,14 @@ writeFileSync(
   capnp,
   workerdConfig({
     wrangler,
-    config,
+    config: { ...config, vars: consoleVars },
     bundle: workerBundle(root),
     configDir: config.dataDir,
     assetsDir: wrangler.assets?.directory ? resolve(root, wrangler.assets.directory) : null,
     assetsWorker: join(root, "scripts/workerd/console-assets.js"),
     address,
+    consoleAddress: `${host}:${consolePort}`,
+    consoleConfig: { gatewayPort: config.port, gateway: config.vars.SHARDGATE_GATEWAY_URL },
   }),
   { mode: 0o600 }, // it holds the credentials
 );
@@ -95,5 +113,6 @@ if (!(await waitHealthy(`${local}/_shardgate/health`, { timeoutMs: 60_000, gone:
   console.error("shardgate: workerd did not come up within 60 s");
   shutdown();
 } else if (!opts.quiet) {
-  printBanner({ base: local, port: config.port, credentials: config.credentials, runtime: "plain workerd", dataDir: config.dataDir });
+  const consoleBase = `${local.slice(0, local.lastIndexOf(":"))}:${consolePort}`;
+  printBanner({ base: local, port: config.port, credentials: config.credentials, runtime: "plain workerd", dataDir: config.dataDir, consoleBase });
 }

@@ -13,7 +13,7 @@
 #   4. wasm-bindgen-cli at exactly the version of the wasm-bindgen crate in Cargo.lock
 #      (cargo install into ~/.cargo/bin, a few minutes, once per machine).
 #   5. The core: cargo build for wasm32 + wasm-bindgen into core/pkg (scripts/build-core.sh).
-#   6. The web console: `vite build` of web/ into web/dist/_console/ (the Worker's static assets),
+#   6. The web console: `vite build` of web/ into web/dist/ (served on the console's own origin),
 #      redone only when its sources (or the core it embeds) changed, or the output is missing.
 #
 # Needs: bash, a system node + npm (any version npm 9+ runs on), rustup/cargo, sha256sum.
@@ -114,14 +114,14 @@ fi
 # --- 5. the core ------------------------------------------------------------------------------
 bash "$here/build-core.sh" >&2
 
-# --- 6. the web console (web/ -> web/dist/_console/) ------------------------------------------
+# --- 6. the web console (web/ -> web/dist/) ---------------------------------------------------
 # Everything the bundle is made of: its sources, its config and lock, and the core it embeds.
-console_out=web/dist/_console/index.html
+console_out=web/dist/index.html
 console_stamp=node_modules/.shardgate-console.sha256  # outside the assets directory, so never deployed
-console_hash="$( { find web/src worker/src/core-api.ts core/pkg -type f -print0 | sort -z | xargs -0 sha256sum;
+console_hash="$( { find web/src client/src worker/src/core-api.ts core/pkg -type f -print0 | sort -z | xargs -0 sha256sum;
   sha256sum web/index.html web/vite.config.ts web/tsconfig.json web/package.json package-lock.json; } | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$console_out" ] || [ "$(cat "$console_stamp" 2>/dev/null)" != "$console_hash" ]; then
-  say "vite build (the web console, web/ -> web/dist/_console/)"
+  say "vite build (the web console, web/ -> web/dist/)"
   node node_modules/vite/bin/vite.js build --config web/vite.config.ts --logLevel warn >&2
   [ -f "$console_out" ] || die "vite build wrote no $console_out"
   printf '%s\n' "$console_hash" > "$console_stamp"

@@ -1,5 +1,7 @@
-// The console's build: `vite build` (scripts/setup.sh runs it) writes web/dist/_console/, the
-// directory wrangler.toml's [assets] serves, so the Worker answers /_console/* from it unchanged.
+// The console's build: `vite build` (scripts/setup.sh runs it) writes web/dist/, served at the root
+// of the console's own origin: by scripts/workerd/console-assets.js under `npm start` and
+// `npm run dev`, and from wrangler.toml's [assets] on the console's host on Cloudflare
+// (worker/src/console.ts).
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vite";
 
@@ -7,9 +9,9 @@ const here = fileURLToPath(new URL(".", import.meta.url));
 
 export default defineConfig({
   root: here,
-  base: "/_console/",
+  base: "/",
   build: {
-    outDir: `${here}dist/_console`,
+    outDir: `${here}dist`,
     emptyOutDir: true,
     target: "es2022",
     // The WASM core is fetched as its own file (never inlined as base64).

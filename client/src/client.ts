@@ -19,6 +19,8 @@ export interface ClientOptions {
   endpoint: string;
   accessKeyId: string;
   secretAccessKey: string;
+  /** Temporary credentials' session token (x-amz-security-token), with their key and secret. */
+  sessionToken?: string;
   region?: string;
   /** The core, instantiated by the caller (web/src/core.ts in a browser, initSync in Node). */
   core: Core;
@@ -113,6 +115,7 @@ export class ShardgateClient {
     this.aws = new AwsClient({
       accessKeyId: options.accessKeyId,
       secretAccessKey: options.secretAccessKey,
+      sessionToken: options.sessionToken,
       service: "s3",
       region: options.region ?? "us-east-1",
       retries: 0,

@@ -9,6 +9,7 @@ import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { get as httpsGet } from "node:https";
 import { isIP } from "node:net";
+import { hostname, networkInterfaces } from "node:os";
 import { join } from "node:path";
 
 /**
@@ -114,13 +115,34 @@ export function restrictDirectories(dirs, deep = []) {
   }
 }
 
+/**
+ * The origins a browser may load the console from, listening on `ip`:`consolePort`: those the
+ * gateway answers CORS for (SHARDGATE_CONSOLE_ORIGIN). Loopback also as localhost; a wildcard address
+ * as every address of this machine and its host name.
+ * @param {string} ip @param {number} consolePort @param {"http" | "https"} scheme
+ */
+export function consoleOriginsFor(ip, consolePort, scheme = "http") {
+  const origin = (host) => `${scheme}://${isIP(host) === 6 ? `[${host}]` : host}:${consolePort}`;
+  const hosts = new Set();
+  if (ip === "0.0.0.0" || ip === "::") {
+    for (const nets of Object.values(networkInterfaces()))
+      for (const n of nets ?? []) if (n.family === "IPv4" || ip === "::") hosts.add(n.address.split("%")[0]);
+    hosts.add(hostname().toLowerCase());
+    hosts.add("localhost");
+  } else {
+    hosts.add(ip);
+    if (isLoopback(ip)) hosts.add("localhost");
+  }
+  return [...hosts].map(origin);
+}
+
 /** Prints where the gateway is served and how to use it. */
-export function printBanner({ base, port, credentials, runtime, dataDir }) {
+export function printBanner({ base, port, credentials, runtime, dataDir, consoleBase }) {
   const scheme = base.startsWith("https:") ? "https" : "http";
   const defaults = credentials.accessKeyId === LOCAL_DEFAULTS.accessKeyId && credentials.secretAccessKey === LOCAL_DEFAULTS.secretAccessKey;
   console.log(`
 shardgate is serving (${runtime})
-  console       ${base}/_console/  (the web console: sign in with the keys below)
+  console       ${consoleBase ? `${consoleBase}/  (the web console, on its own origin: sign in with the keys below)` : "not served"}
   S3 endpoint   ${base}  (path style; virtual-hosted style as ${scheme}://BUCKET.localhost:${port})
   region        us-east-1
   access key    ${credentials.accessKeyId}

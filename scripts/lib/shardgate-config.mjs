@@ -3,6 +3,7 @@
 //
 //   {
 //     "listen": "127.0.0.1:8787",            // where clients connect
+//     "consolePort": 8788,                   // the web console's own origin, on the listen address (default: port + 1)
 //     "dataDir": ".shardgate",               // metadata (Durable Objects) and disk nodes live here
 //     "dataShards": 4, "parityShards": 2,    // k + m
 //     "nodes": [                             // default: six disk nodes NODE_0 … NODE_5 under dataDir/nodes
@@ -28,7 +29,7 @@ import { defaultKeysRefusal, LOCAL_DEFAULTS, masterKey } from "./serving.mjs";
 const DEFAULT_NODES = 6;
 
 /**
- * @param {{ root: string, file?: string, overrides: { listen?: string, dataDir?: string } }} opts
+ * @param {{ root: string, file?: string, overrides: { listen?: string, dataDir?: string, consolePort?: string } }} opts
  * @returns the resolved configuration (absolute paths, validated)
  */
 export function loadShardgateConfig({ root, file, overrides }) {
@@ -38,6 +39,10 @@ export function loadShardgateConfig({ root, file, overrides }) {
   const dataDir = resolve(root, overrides.dataDir ?? raw.dataDir ?? ".shardgate");
   const listen = overrides.listen ?? raw.listen ?? "127.0.0.1:8787";
   const [ip, port] = splitListen(listen);
+  // The console's listener: its own origin (docs/console.md). Unset, port + 1, or the next free port.
+  const consolePortSet = overrides.consolePort !== undefined || raw.consolePort !== undefined;
+  const consolePort = consolePortSet ? positive(Number(overrides.consolePort ?? raw.consolePort), "consolePort") : port + 1;
+  if (consolePort === port || consolePort > 65535) throw new Error(`config: consolePort must be a port other than the gateway's (${port})`);
   const dataShards = positive(raw.dataShards ?? 4, "dataShards");
   const parityShards = positive(raw.parityShards ?? 2, "parityShards");
   const nodes = (raw.nodes ?? Array.from({ length: DEFAULT_NODES }, (_, i) => ({ id: `NODE_${i}`, type: "disk" }))).map((n) => node(n, dataDir));
@@ -58,6 +63,8 @@ export function loadShardgateConfig({ root, file, overrides }) {
     file: existsSync(path) ? path : null,
     ip,
     port,
+    consolePort,
+    consolePortSet,
     dataDir,
     dataShards,
     parityShards,

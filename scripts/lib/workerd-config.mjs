@@ -5,9 +5,10 @@
 //   - its Durable Objects stored on local disk (dataDir/meta), SQLite-backed;
 //   - one writable `disk` service per disk node, bound under the node's id (worker/src/storage/disk-node.ts);
 //   - S3 nodes through the network, loopback and private addresses allowed (self-hosted nodes live there);
-//   - the console's files (web/dist) through a read-only disk service and a small Worker that sets
-//     Content-Types (scripts/workerd/console-assets.js), bound as ASSETS.
-//   - HTTPS on its listener when the config names a certificate and key (`tls`), plain HTTP otherwise.
+//   - the console on a listener of its own (its own origin: no stored object is ever served there):
+//     web/dist through a read-only disk service and a small Worker that sets Content-Types and
+//     answers /config.json (scripts/workerd/console-assets.js).
+//   - HTTPS on its listeners when the config names a certificate and key (`tls`), plain HTTP otherwise.
 import { relative } from "node:path";
 
 /** A Cap'n Proto text literal. */
@@ -22,8 +23,10 @@ const text = (s) => JSON.stringify(String(s));
  * @param {string} p.assetsDir web/dist, or null for no console
  * @param {string} p.assetsWorker path of scripts/workerd/console-assets.js
  * @param {string} p.address   where workerd listens (HOST:PORT)
+ * @param {string} [p.consoleAddress] where the console listens (HOST:PORT)
+ * @param {object} [p.consoleConfig]  what the console's /config.json is made from ({ gatewayPort } or { gateway })
  */
-export function workerdConfig({ wrangler, config, bundle, configDir, assetsDir, assetsWorker, address }) {
+export function workerdConfig({ wrangler, config, bundle, configDir, assetsDir, assetsWorker, address, consoleAddress, consoleConfig }) {
   const embed = (path) => `embed ${text(relative(configDir, path))}`;
   const protocol = socketProtocol(config.tls, embed);
   const sqlite = new Set(wrangler.migrations.flatMap((m) => m.new_sqlite_classes ?? []));
@@ -48,19 +51,13 @@ export function workerdConfig({ wrangler, config, bundle, configDir, assetsDir, 
     ...Object.entries(vars).map(([name, value]) => `(name = ${text(name)}, text = ${text(value)})`),
     ...durableObjects.map((b) => `(name = ${text(b.name)}, durableObjectNamespace = ${text(b.class_name)})`),
     ...diskNodes.map((n) => `(name = ${text(n.id)}, service = ${text(`node-${n.id}`)})`),
-    ...(assetsDir ? [`(name = "ASSETS", service = "console")`] : []),
   ];
   const services = [
     `(name = "gateway", worker = .gateway)`,
     `(name = "meta", disk = (path = ${text(`${config.dataDir}/meta`)}, writable = true))`,
     ...diskNodes.map((n) => `(name = ${text(`node-${n.id}`)}, disk = (path = ${text(n.path)}, writable = true))`),
     `(name = "network", network = (allow = ["public", "private", "local"], tlsOptions = (trustBrowserCas = true)))`,
-    ...(assetsDir
-      ? [
-          `(name = "console", worker = (modules = [(name = "console-assets.js", esModule = ${embed(assetsWorker)})], compatibilityDate = ${text(wrangler.compatibility_date)}, bindings = [(name = "FILES", service = "console-files")]))`,
-          `(name = "console-files", disk = (path = ${text(assetsDir)}, writable = false))`,
-        ]
-      : []),
+    ...(assetsDir && consoleAddress ? consoleServices({ wrangler, embed, assetsDir, assetsWorker, consoleConfig }) : []),
   ];
   const modules = bundle.modules.map((m) => `(name = ${text(m.name)}, ${m.type} = ${embed(`${bundle.dir}/${m.name}`)})`);
 
@@ -71,7 +68,9 @@ const config :Workerd.Config = (
   services = [
 ${indent(services, 4)}
   ],
-  sockets = [(name = "http", address = ${text(address)}, ${protocol}, service = "gateway")],
+  sockets = [
+    (name = "http", address = ${text(address)}, ${protocol}, service = "gateway"),${assetsDir && consoleAddress ? `\n    (name = "console", address = ${text(consoleAddress)}, ${protocol}, service = "console"),` : ""}
+  ],
 );
 
 const gateway :Workerd.Worker = (
@@ -91,6 +90,33 @@ ${indent(
   ],
   durableObjectStorage = (localDisk = "meta"),
   globalOutbound = "network",
+);
+`;
+}
+
+/** The console's Worker and its files (scripts/workerd/console-assets.js). */
+function consoleServices({ wrangler, embed, assetsDir, assetsWorker, consoleConfig }) {
+  const bindings = [`(name = "FILES", service = "console-files")`, `(name = "CONSOLE_CONFIG", text = ${text(JSON.stringify(consoleConfig ?? {}))})`];
+  return [
+    `(name = "console", worker = (modules = [(name = "console-assets.js", esModule = ${embed(assetsWorker)})], compatibilityDate = ${text(wrangler.compatibility_date)}, bindings = [${bindings.join(", ")}]))`,
+    `(name = "console-files", disk = (path = ${text(assetsDir)}, writable = false))`,
+  ];
+}
+
+/**
+ * A workerd configuration that serves only the console, on `address`: what `npm run dev` runs
+ * beside wrangler dev (one port per origin), with the same Worker as `npm start`.
+ */
+export function consoleOnlyConfig({ wrangler, configDir, assetsDir, assetsWorker, address, consoleConfig }) {
+  const embed = (path) => `embed ${text(relative(configDir, path))}`;
+  return `# Generated by scripts/dev.mjs: the web console on its own origin. Do not edit.
+using Workerd = import "/workerd/workerd.capnp";
+
+const config :Workerd.Config = (
+  services = [
+${indent(consoleServices({ wrangler, embed, assetsDir, assetsWorker, consoleConfig }), 4)}
+  ],
+  sockets = [(name = "console", address = ${text(address)}, http = (), service = "console")],
 );
 `;
 }

@@ -21,6 +21,8 @@ export interface NodeInfo {
 
 export interface ClusterInfo {
   endpoint: string;
+  /** The web console, on its own origin. */
+  console: string;
   data: string;
   bucket: string;
   /** The nodes' own credentials. */

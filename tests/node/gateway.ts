@@ -47,6 +47,8 @@ export class Gateway {
   readonly persist = mkdtempSync(join(tmpdir(), "shardgate-e2e-"));
   readonly runtime: Runtime;
   base = "";
+  /** The web console, on its own origin (its own port). */
+  consoleBase = "";
 
   constructor(opts: { runtime?: Runtime } = {}) {
     this.runtime = opts.runtime ?? (process.env.SHARDGATE_E2E_RUNTIME === "dev" ? "dev" : "workerd");
@@ -55,13 +57,15 @@ export class Gateway {
   /** Starts (or restarts, keeping the persisted data) and waits for the health check. */
   async start(): Promise<void> {
     const port = await freePort();
+    const consolePort = await freePort();
     this.base = `http://127.0.0.1:${port}`;
+    this.consoleBase = `http://127.0.0.1:${consolePort}`;
     this.hungBefore.push(...hungLines(this.output)); // output starts afresh with every start
     this.output = "";
     const args =
       this.runtime === "dev"
-        ? [join(root, "scripts/dev.mjs"), "--quiet", "--port", String(port), "--persist-to", this.persist]
-        : [join(root, "scripts/serve.mjs"), "--quiet", "--port", String(port), "--data-dir", this.persist];
+        ? [join(root, "scripts/dev.mjs"), "--quiet", "--port", String(port), "--console-port", String(consolePort), "--persist-to", this.persist]
+        : [join(root, "scripts/serve.mjs"), "--quiet", "--port", String(port), "--console-port", String(consolePort), "--data-dir", this.persist];
     const child = spawn(process.execPath, args, {
       cwd: root,
       detached: true,

@@ -8,6 +8,7 @@ import type { Credentials } from "./s3";
 export type DirectRequest =
   | {
       op: "upload";
+      /** The gateway. */
       origin: string;
       credentials: Credentials;
       bucket: string;
@@ -40,7 +41,8 @@ const REPORT_MS = 100;
 scope.onmessage = async (e) => {
   const request = e.data;
   try {
-    const client = new ShardgateClient({ endpoint: request.origin, ...request.credentials, core: await loadCore() });
+    const { accessKeyId, secretAccessKey, sessionToken } = request.credentials;
+    const client = new ShardgateClient({ endpoint: request.origin, accessKeyId, secretAccessKey, sessionToken, core: await loadCore() });
     if (request.op === "upload") await upload(client, request);
     else await download(client, request);
   } catch (err) {

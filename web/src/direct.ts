@@ -61,10 +61,17 @@ function run<T>(request: DirectRequest, signal: AbortSignal | null, handle: (rep
 }
 
 /** Uploads `file` by the browser path; "declined" (nothing sent) where the gateway says it cannot be used. */
-export function directUpload(credentials: Credentials, bucket: string, key: string, file: File, hooks: DirectUploadHooks): Promise<UploadResult | Declined> {
+export function directUpload(
+  endpoint: string,
+  credentials: Credentials,
+  bucket: string,
+  key: string,
+  file: File,
+  hooks: DirectUploadHooks,
+): Promise<UploadResult | Declined> {
   const request: DirectRequest = {
     op: "upload",
-    origin: location.origin,
+    origin: endpoint,
     credentials,
     bucket,
     key,
@@ -86,12 +93,13 @@ export interface DirectDownload {
 }
 
 export function directDownload(
+  endpoint: string,
   credentials: Credentials,
   bucket: string,
   key: string,
   onProgress: (bytes: number, size: number, readAround: ReadAround[]) => void,
 ): Promise<DirectDownload> {
-  const request: DirectRequest = { op: "download", origin: location.origin, credentials, bucket, key, versionId: null };
+  const request: DirectRequest = { op: "download", origin: endpoint, credentials, bucket, key, versionId: null };
   return run<DirectDownload>(request, null, (reply, done) => {
     if (reply.type === "download-progress") onProgress(reply.bytes, reply.size, reply.readAround);
     else if (reply.type === "downloaded") done({ blob: reply.blob, mode: reply.mode, readAround: reply.readAround });

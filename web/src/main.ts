@@ -1,39 +1,68 @@
-// The shardgate console: a single page served by the Worker at /_console/, talking S3 (SigV4-signed
-// in the browser) to the same gateway. Routes live in the URL hash:
+// The shardgate console: a single page served on an origin of its own (docs/console.md), talking S3
+// (SigV4-signed in the browser with temporary credentials held in memory only) to the gateway named
+// by /config.json. Routes live in the URL hash:
 //   #/                  buckets
 //   #/b/BUCKET/PREFIX   a bucket's objects under PREFIX (folders via the "/" delimiter)
 //   #/nodes             storage nodes and healing
 //   #/keys              access keys (root key only)
 import "./style.css";
-import { S3Client, session, type Credentials } from "./s3";
-import { h, mount, perFrame } from "./ui";
+import { gatewayEndpoint } from "./config";
+import { messageOf } from "./errors";
+import { S3Client, type Session } from "./s3";
+import { h, mount, perFrame, toast } from "./ui";
 import { type App, routeOf } from "./app";
 import { Uploads } from "./upload";
 import { renderBuckets } from "./views/buckets";
 import { renderBrowser, refreshListingSoon } from "./views/browser";
 import { renderKeys } from "./views/keys";
 import { renderNodes } from "./views/nodes";
-import { renderSignIn } from "./views/signin";
+import { renderSignIn, renewSession } from "./views/signin";
 import { renderUploadPanel } from "./views/uploads";
 
 const root = document.getElementById("app") as HTMLElement;
 let app: App | null = null;
+let endpoint = "";
+/** The timers of the current session (renewal prompt, end). */
+let timers: number[] = [];
 
-function signOut(): void {
-  session.clear();
+/** Ask for the secret this long before the session ends (ms). */
+const RENEW_BEFORE_MS = 5 * 60_000;
+
+function signOut(note = ""): void {
+  for (const t of timers) clearTimeout(t);
+  timers = [];
   app = null;
   location.hash = "#/";
-  start();
+  renderSignIn(root, endpoint, signedIn, note);
 }
 
-function signedIn(creds: Credentials): void {
-  session.save(creds);
-  const s3 = new S3Client(creds);
+/** Asks for the secret again before the session ends, and signs out when it has ended. */
+function watch(s3: S3Client, session: Session): void {
+  for (const t of timers) clearTimeout(t);
+  const left = session.expiration.getTime() - Date.now();
+  const ended = () => signOut("The session ended after an hour. Sign in again.");
+  timers = [
+    window.setTimeout(
+      async () => {
+        const renewed = await renewSession(endpoint, session.parentKeyId, Math.max(0, Math.round((session.expiration.getTime() - Date.now()) / 60_000)));
+        if (!renewed || app?.s3 !== s3) return;
+        s3.setCredentials(renewed);
+        watch(s3, renewed);
+        toast("Session renewed for another hour.");
+      },
+      Math.max(0, left - RENEW_BEFORE_MS),
+    ),
+    window.setTimeout(ended, Math.max(0, left)),
+  ];
+}
+
+function signedIn(session: Session): void {
+  const s3 = new S3Client(session, endpoint);
   const main = h("main", { id: "main", tabindex: "-1" });
   const uploadHost = h("section", { class: "upload-panel", "aria-label": "Uploads" });
   const current: App = {
     s3,
-    accessKeyId: creds.accessKeyId,
+    accessKeyId: session.parentKeyId,
     main,
     uploads: null as unknown as Uploads,
     navigate: (hash) => {
@@ -63,14 +92,15 @@ function signedIn(creds: Credentials): void {
       h(
         "div",
         { class: "who" },
-        h("span", { class: "muted", title: "Access key" }, creds.accessKeyId),
-        h("button", { type: "button", onclick: signOut }, "Sign out"),
+        h("span", { class: "muted", title: "Access key" }, session.parentKeyId),
+        h("button", { type: "button", onclick: () => signOut() }, "Sign out"),
       ),
     ),
     main,
     uploadHost,
   );
   renderUploads();
+  watch(s3, session);
   void render();
 }
 
@@ -89,11 +119,15 @@ async function render(): Promise<void> {
   else await renderBuckets(app);
 }
 
-function start(): void {
-  const creds = session.load();
-  if (creds) signedIn(creds);
-  else renderSignIn(root, signedIn);
+async function start(): Promise<void> {
+  try {
+    endpoint = await gatewayEndpoint();
+  } catch (err) {
+    mount(root, h("main", { class: "signin-page" }, h("p", { class: "error", role: "alert" }, messageOf(err))));
+    return;
+  }
+  renderSignIn(root, endpoint, signedIn);
 }
 
 window.addEventListener("hashchange", () => void render());
-start();
+void start();

@@ -1,6 +1,7 @@
-// The console's S3 client: every call is a SigV4-signed request (aws4fetch) to the gateway this
-// page came from (service "s3", region "us-east-1"). Uploads of bodies are signed here and sent
-// with XMLHttpRequest, the only browser API that reports upload progress.
+// The console's S3 client: every call is a SigV4-signed request (aws4fetch) to the gateway (service
+// "s3", region "us-east-1"), on another origin than the console's (docs/console.md), signed with
+// temporary credentials held in memory only. Uploads of bodies are signed here and sent with
+// XMLHttpRequest, the only browser API that reports upload progress.
 import { AwsClient } from "aws4fetch";
 import { errorFrom, errorFromText, S3Error } from "./errors";
 import { childText, children, dateOf, parseXml, xmlEscape } from "./xml";
@@ -8,6 +9,15 @@ import { childText, children, dateOf, parseXml, xmlEscape } from "./xml";
 export interface Credentials {
   accessKeyId: string;
   secretAccessKey: string;
+  /** Temporary credentials' token (x-amz-security-token). */
+  sessionToken?: string;
+}
+
+/** What signing in gives: temporary credentials for the key that signed in, never its own secret. */
+export interface Session extends Required<Credentials> {
+  /** The key the session acts as (the one entered). */
+  parentKeyId: string;
+  expiration: Date;
 }
 
 export interface Bucket {
@@ -66,29 +76,48 @@ export interface XhrResult {
 }
 
 export const REGION = "us-east-1";
-const SESSION_KEY = "shardgate.credentials";
+/** How long a console session lasts (s): the most the gateway gives temporary credentials. */
+export const SESSION_SECONDS = 3600;
 
-/** Credentials for this tab (sessionStorage: gone when the tab closes or on sign-out). */
-export const session = {
-  load(): Credentials | null {
-    try {
-      const raw = sessionStorage.getItem(SESSION_KEY);
-      if (!raw) return null;
-      const c = JSON.parse(raw) as Partial<Credentials>;
-      return typeof c.accessKeyId === "string" && typeof c.secretAccessKey === "string"
-        ? { accessKeyId: c.accessKeyId, secretAccessKey: c.secretAccessKey }
-        : null;
-    } catch {
-      return null;
-    }
-  },
-  save(c: Credentials): void {
-    sessionStorage.setItem(SESSION_KEY, JSON.stringify(c));
-  },
-  clear(): void {
-    sessionStorage.removeItem(SESSION_KEY);
-  },
-};
+/**
+ * Exchanges an access key for temporary credentials (STS GetSessionToken on the gateway, signed for
+ * service "sts"). The key's secret is used for this one signature and kept nowhere.
+ */
+export async function startSession(endpoint: string, key: Credentials, seconds = SESSION_SECONDS): Promise<Session> {
+  const sts = new AwsClient({ accessKeyId: key.accessKeyId, secretAccessKey: key.secretAccessKey, service: "sts", region: REGION, retries: 0 });
+  const asked = Date.now();
+  const res = await sts.fetch(new URL("/", endpoint).toString(), {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded; charset=utf-8" },
+    body: `Action=GetSessionToken&Version=2011-06-15&DurationSeconds=${seconds}`,
+  });
+  if (!res.ok) throw await errorFrom(res);
+  const root = parseXml(await res.text());
+  const creds = root.getElementsByTagName("Credentials")[0];
+  const expires = dateOf(creds ? childText(creds, "Expiration") : "");
+  if (!creds || !expires) throw new S3Error(502, "MalformedResponse", "The gateway did not return temporary credentials");
+  // When it ends by this browser's clock (which may differ from the gateway's): the duration asked
+  // for, counted from the asking.
+  const expiration = new Date(asked + seconds * 1000);
+  return {
+    accessKeyId: childText(creds, "AccessKeyId"),
+    secretAccessKey: childText(creds, "SecretAccessKey"),
+    sessionToken: childText(creds, "SessionToken"),
+    expiration,
+    parentKeyId: key.accessKeyId,
+  };
+}
+
+function signer(c: Credentials): AwsClient {
+  return new AwsClient({
+    accessKeyId: c.accessKeyId,
+    secretAccessKey: c.secretAccessKey,
+    sessionToken: c.sessionToken,
+    service: "s3",
+    region: REGION,
+    retries: 0,
+  });
+}
 
 /** RFC 3986 encoding of one path segment (what SigV4 and S3 expect). */
 export function encodeSegment(s: string): string {
@@ -102,15 +131,32 @@ export function objectPath(bucket: string, key = ""): string {
 export type Query = Record<string, string | number | null | undefined>;
 
 export class S3Client {
-  private readonly aws: AwsClient;
-  readonly origin: string;
+  private aws: AwsClient;
+  private creds: Credentials;
 
+  /** `origin`: the gateway (not this page's origin). */
   constructor(
-    readonly credentials: Credentials,
-    origin = location.origin,
+    credentials: Credentials,
+    readonly origin: string,
   ) {
-    this.origin = origin;
-    this.aws = new AwsClient({ ...credentials, service: "s3", region: REGION, retries: 0 });
+    this.creds = credentials;
+    this.aws = signer(credentials);
+  }
+
+  get credentials(): Credentials {
+    return this.creds;
+  }
+
+  /** Seconds until the session's credentials end (null for credentials that do not). */
+  secondsLeft(): number | null {
+    const ends = (this.creds as Partial<Session>).expiration;
+    return ends ? Math.max(1, Math.floor((ends.getTime() - Date.now()) / 1000)) : null;
+  }
+
+  /** Signs from now on with `credentials` (a renewed session). */
+  setCredentials(credentials: Credentials): void {
+    this.creds = credentials;
+    this.aws = signer(credentials);
   }
 
   url(path: string, query: Query = {}): string {

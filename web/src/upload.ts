@@ -287,7 +287,7 @@ export class Uploads {
   private async direct(item: UploadItem, signal: AbortSignal): Promise<boolean> {
     const key = storageKey(DIRECT_PREFIX, item.bucket, item.key, item.file);
     const saved = loadJson<DirectUploadSession>(key);
-    const result = await directUpload(this.s3.credentials, item.bucket, item.key, item.file, {
+    const result = await directUpload(this.s3.origin, this.s3.credentials, item.bucket, item.key, item.file, {
       session: saved,
       signal,
       onSession: (session) => saveJson(key, session),

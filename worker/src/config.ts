@@ -64,6 +64,14 @@ export interface Env {
   SHARDGATE_SECRET_ACCESS_KEY?: string;
   /** When set, GET /_shardgate/metrics also accepts `Authorization: Bearer <token>`. */
   SHARDGATE_METRICS_TOKEN?: string;
+  /**
+   * The web console's origins (comma-separated `scheme://host[:port]`, never "*"): answered CORS on
+   * every request; on Cloudflare, requests to such a host are served the console and nothing else
+   * (worker/src/console.ts, docs/console.md).
+   */
+  SHARDGATE_CONSOLE_ORIGIN?: string;
+  /** The gateway's URL as the console reaches it, when the console is served by this Worker on its own host (Cloudflare). */
+  SHARDGATE_GATEWAY_URL?: string;
   /** Host suffix under which `bucket.<suffix>` is virtual-hosted style (default "localhost"). */
   SHARDGATE_VIRTUAL_HOST_SUFFIX?: string;
   /** Object bytes per part of an upload the client codes itself (docs/browser-path.md; default 16 MiB). */

@@ -1,10 +1,32 @@
-// The web console (web/, built by Vite into web/dist/_console/) served from the Worker's static
-// assets (wrangler.toml [assets], binding ASSETS, run_worker_first = true, so S3 requests never
-// reach asset matching), and the redirect of a browser opening "/" without credentials.
+// The web console lives on an origin of its own (docs/console.md), never on the gateway's: a stored
+// object served by the gateway can then never run as a page of the console's origin.
+//   - On the gateway, `/_console/*` (its old home) and a browser opening "/" are sent to the console's
+//     origin (SHARDGATE_CONSOLE_ORIGIN), or answered 404 when none is configured.
+//   - A request to a console origin itself (Cloudflare: a second route or custom domain on this
+//     Worker) is served the console's files from the ASSETS binding (wrangler.toml [assets],
+//     run_worker_first, so S3 requests never reach asset matching) and `/config.json`, which names
+//     the gateway (SHARDGATE_GATEWAY_URL); nothing of the S3 API answers there.
+// `npm start` and `npm run dev` serve the console on a listener of its own instead
+// (scripts/workerd/console-assets.js), with the same headers.
 import type { Hono } from "hono";
+import { consoleOrigins } from "./api/console-origin";
 import type { Env } from "./config";
 
+/** Where the console used to be served on the gateway: now a redirect to its origin. */
 export const CONSOLE_PATH = "/_console/";
+
+/**
+ * The console's own pages: scripts only from its origin (and WebAssembly), never framed, no plugins.
+ * Its credentials live in its memory; this keeps anything injected from running (kept in step with
+ * scripts/workerd/console-assets.js).
+ */
+export const CONSOLE_PAGE_HEADERS: Record<string, string> = {
+  "content-security-policy":
+    "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src * data: blob:; media-src * blob:; frame-src *; connect-src *; worker-src 'self' blob:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "x-frame-options": "DENY",
+};
 
 /** The assets binding: declared in wrangler.toml, absent in a deployment without [assets]. */
 function assetsOf(env: unknown): Fetcher | undefined {
@@ -20,28 +42,55 @@ export function isBrowserPageLoad(req: Request): boolean {
   return (req.headers.get("accept") ?? "").includes("text/html");
 }
 
-async function serveConsole(req: Request, env: unknown): Promise<Response> {
-  const assets = assetsOf(env);
-  if (!assets)
-    return new Response("The console is not part of this deployment (no ASSETS binding).\n", {
-      status: 404,
-      headers: { "content-type": "text/plain; charset=utf-8" },
-    });
+/** The console origin to send a browser to: the one on the request's host name, else the first. */
+function consoleHome(req: Request, env: Env): string | null {
+  const origins = consoleOrigins(env);
+  const host = new URL(req.url).hostname;
+  return origins.find((o) => new URL(o).hostname === host) ?? origins[0] ?? null;
+}
+
+function notHere(): Response {
+  return new Response("The web console is served on its own origin, and none is configured here (SHARDGATE_CONSOLE_ORIGIN).\n", {
+    status: 404,
+    headers: { "content-type": "text/plain; charset=utf-8", "x-content-type-options": "nosniff" },
+  });
+}
+
+/** The console on its own host: its files, the SPA's index.html for other paths, and /config.json. */
+async function serveConsole(req: Request, env: Env, assets: Fetcher): Promise<Response> {
+  if (req.method !== "GET" && req.method !== "HEAD") return new Response(null, { status: 405, headers: { allow: "GET, HEAD" } });
   const url = new URL(req.url);
-  if (url.pathname === "/_console") return new Response(null, { status: 301, headers: { location: CONSOLE_PATH } });
-  const res = await assets.fetch(req);
-  if (res.status !== 404 || (req.method !== "GET" && req.method !== "HEAD")) return res;
-  // A path of the single-page app (not a file): serve its index.html. Missing files under
-  // assets/ stay 404, so a stale bundle fails loudly instead of receiving HTML.
-  if (url.pathname.startsWith(`${CONSOLE_PATH}assets/`)) return res;
-  return assets.fetch(new Request(new URL(`${CONSOLE_PATH}index.html`, url), { method: req.method, headers: req.headers }));
+  if (url.pathname === "/_console" || url.pathname.startsWith(CONSOLE_PATH)) return Response.redirect(new URL("/", url).toString(), 301);
+  if (url.pathname === "/config.json") {
+    return new Response(JSON.stringify({ gateway: env.SHARDGATE_GATEWAY_URL ?? null }), {
+      headers: { "content-type": "application/json", "cache-control": "no-store", "x-content-type-options": "nosniff" },
+    });
+  }
+  let res = await assets.fetch(req);
+  // A path of the single-page app (not a file): its index.html. Missing files under /assets/ stay
+  // 404, so a stale bundle fails loudly instead of receiving HTML.
+  if (res.status === 404 && !url.pathname.startsWith("/assets/")) {
+    res = await assets.fetch(new Request(new URL("/index.html", url), { method: req.method, headers: req.headers }));
+  }
+  const out = new Response(res.body, res);
+  for (const [name, value] of Object.entries(CONSOLE_PAGE_HEADERS)) out.headers.set(name, value);
+  return out;
 }
 
 /** Adds the console's routes; call before the S3 catch-all. */
 export function mountConsole(app: Hono<{ Bindings: Env }>): void {
-  app.on(["GET", "HEAD"], ["/_console", "/_console/*"], (c) => serveConsole(c.req.raw, c.env));
+  app.use("*", async (c, next) => {
+    const assets = assetsOf(c.env);
+    if (assets && consoleOrigins(c.env).includes(new URL(c.req.url).origin)) return serveConsole(c.req.raw, c.env, assets);
+    await next();
+  });
+  app.on(["GET", "HEAD"], ["/_console", "/_console/*"], (c) => {
+    const home = consoleHome(c.req.raw, c.env);
+    return home === null ? notHere() : Response.redirect(`${home}/`, 302);
+  });
   app.get("/", async (c, next) => {
-    if (isBrowserPageLoad(c.req.raw)) return c.redirect(CONSOLE_PATH, 302);
+    const home = consoleHome(c.req.raw, c.env);
+    if (home !== null && isBrowserPageLoad(c.req.raw)) return Response.redirect(`${home}/`, 302);
     await next();
   });
 }

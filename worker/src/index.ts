@@ -15,7 +15,7 @@ const app = new Hono<{ Bindings: Env }>();
 
 app.get("/_shardgate/health", (c) => c.json({ status: "ok", version: pkg.version, core: coreVersion() }));
 
-mountConsole(app); // the web console at /_console/, and GET / from a browser redirected there
+mountConsole(app); // the web console on its own origin: /_console/ and a browser's GET / redirected there
 
 app.all("*", (c) => handleS3(c.req.raw, c.env, c.executionCtx));
 

@@ -9,15 +9,24 @@ import { confirmDialog, h, humanDate, humanSize, icon, mount, openDialog, toast 
 import { renderObjectLock } from "./protection";
 import { renderVersions } from "./versions";
 
+/** Share links are signed with the console's temporary credentials: they work until the session ends (an hour at most). */
 const EXPIRIES: [string, number][] = [
+  ["5 minutes", 300],
+  ["15 minutes", 900],
   ["1 hour", 3600],
-  ["6 hours", 6 * 3600],
-  ["1 day", 86400],
-  ["3 days", 3 * 86400],
-  ["7 days", 7 * 86400],
 ];
 
-const TEXT_EXT = new Set(["txt", "md", "markdown", "json", "csv", "log", "yaml", "yml", "xml", "toml", "ini", "js", "ts", "css", "html", "rs", "py", "sh"]);
+/** Types shown as text (their source, never rendered) besides text/*. */
+const TEXT_TYPES = new Set([
+  "application/xml",
+  "application/javascript",
+  "application/x-javascript",
+  "application/ecmascript",
+  "application/x-yaml",
+  "application/yaml",
+  "application/toml",
+  "application/x-sh",
+]);
 const PREVIEW_TEXT_BYTES = 256 * 1024;
 
 export interface LayoutShard {
@@ -49,19 +58,19 @@ export interface ObjectLayout {
   parts?: LayoutPart[];
 }
 
-function kindOf(key: string, contentType: string): "image" | "video" | "audio" | "pdf" | "markdown" | "json" | "text" | null {
-  const ext = key.split(".").pop()?.toLowerCase() ?? "";
-  const t = contentType.toLowerCase();
-  if (t.startsWith("image/")) return "image";
+/**
+ * How an object is previewed, from its Content-Type alone: what the gateway serves it as, never
+ * what its name suggests (a `report.pdf` stored as text/html is HTML, shown as its source text).
+ */
+export function kindOf(contentType: string): "image" | "video" | "audio" | "pdf" | "markdown" | "json" | "text" | null {
+  const t = (contentType.toLowerCase().split(";")[0] ?? "").trim();
+  if (t.startsWith("image/")) return "image"; // SVG included: an <img> runs no script
   if (t.startsWith("video/")) return "video";
   if (t.startsWith("audio/")) return "audio";
-  if (t === "application/pdf" || ext === "pdf") return "pdf";
-  if (t === "text/markdown" || ext === "md" || ext === "markdown") return "markdown";
-  if (t.includes("json") || ext === "json") return "json";
-  if (t.startsWith("text/") || TEXT_EXT.has(ext)) return "text";
-  if (["png", "jpg", "jpeg", "gif", "webp", "svg", "avif"].includes(ext)) return "image";
-  if (["mp4", "webm", "mov"].includes(ext)) return "video";
-  if (["mp3", "wav", "ogg", "flac", "m4a"].includes(ext)) return "audio";
+  if (t === "application/pdf") return "pdf";
+  if (t === "text/markdown" || t === "text/x-markdown") return "markdown";
+  if (t === "application/json" || t.endsWith("+json")) return "json";
+  if (t.startsWith("text/") || TEXT_TYPES.has(t) || t.endsWith("+xml")) return "text";
   return null;
 }
 
@@ -77,7 +86,7 @@ export function openObject(app: App, bucket: string, key: string, changed: () =>
   const expiry = h(
     "select",
     { id: "share-expiry" },
-    EXPIRIES.map(([label, s]) => h("option", { value: String(s), selected: s === 86400 }, label)),
+    EXPIRIES.map(([label, s]) => h("option", { value: String(s), selected: s === 3600 }, label)),
   );
   const shareLink = h("input", { id: "share-link", readonly: true, class: "grow", hidden: true, "aria-label": "Share link" });
   const shareNote = h("p", { class: "small muted", role: "status" });
@@ -88,12 +97,13 @@ export function openObject(app: App, bucket: string, key: string, changed: () =>
       class: "primary",
       onclick: async () => {
         try {
-          const seconds = Number(expiry.value);
+          // Never past the session: the link's signature needs the session's token.
+          const seconds = Math.min(Number(expiry.value), app.s3.secondsLeft() ?? Number(expiry.value));
           const url = await app.s3.presign(bucket, key, seconds);
           shareLink.value = url;
           shareLink.hidden = false;
           shareLink.select();
-          const label = EXPIRIES.find(([, s]) => s === seconds)?.[0] ?? `${seconds} s`;
+          const label = EXPIRIES.find(([, s]) => s === seconds)?.[0] ?? `${Math.floor(seconds / 60)} minutes (when this session ends)`;
           try {
             await navigator.clipboard.writeText(url);
             shareNote.textContent = `Link copied to the clipboard. Anyone with it can download this object for ${label}.`;
@@ -286,7 +296,7 @@ function renderMetadata(app: App, el: HTMLElement, bucket: string, key: string, 
 }
 
 async function renderPreview(app: App, el: HTMLElement, bucket: string, key: string, head: ObjectHead): Promise<void> {
-  const kind = kindOf(key, head.contentType);
+  const kind = kindOf(head.contentType);
   const name = key.split("/").pop() || key;
   try {
     if (kind === "image" || kind === "video" || kind === "audio" || kind === "pdf") {
@@ -295,7 +305,21 @@ async function renderPreview(app: App, el: HTMLElement, bucket: string, key: str
       if (kind === "image") mount(el, h("img", { src, alt: `Preview of ${name}` }));
       else if (kind === "video") mount(el, h("video", { src, controls: true, preload: "metadata", "aria-label": `Video ${name}` }));
       else if (kind === "audio") mount(el, h("audio", { src, controls: true, preload: "metadata", "aria-label": `Audio ${name}` }));
-      else mount(el, h("iframe", { src, title: `PDF ${name}`, class: "pdf" }));
+      else {
+        // Nothing the gateway serves is framed in the console, and Chromium shows no PDF in a
+        // sandboxed frame: the PDF opens in a tab of its own, on the gateway's origin (which holds
+        // no credential), with no way back to this page (noopener).
+        mount(
+          el,
+          h(
+            "div",
+            { class: "no-preview" },
+            icon("file", "big"),
+            h("p", { class: "muted" }, "A PDF document."),
+            h("a", { class: "button", href: src, target: "_blank", rel: "noopener noreferrer", "aria-label": `Open PDF ${name}` }, "Open in a new tab"),
+          ),
+        );
+      }
       return;
     }
     if (kind === "text" || kind === "json" || kind === "markdown") {
@@ -404,7 +428,7 @@ async function downloadHere(app: App, bucket: string, key: string, name: string,
   const started = performance.now();
   const around = (n: number) => (n ? ` · ${n} shard file${n === 1 ? "" : "s"} read around` : "");
   try {
-    const got = await directDownload(app.s3.credentials, bucket, key, (bytes, size, readAround) => {
+    const got = await directDownload(app.s3.origin, app.s3.credentials, bucket, key, (bytes, size, readAround) => {
       const speed = bytes / Math.max(0.001, (performance.now() - started) / 1000);
       note.textContent = `Decoding in this browser: ${Math.floor((bytes / Math.max(1, size)) * 100)}% · ${humanSize(bytes)} of ${humanSize(size)} · ${humanSize(speed)}/s${around(readAround.length)}`;
     });

@@ -1,38 +1,49 @@
 import { messageOf } from "../errors";
-import { S3Client, type Credentials } from "../s3";
-import { h, mount } from "../ui";
+import { S3Client, type Session, startSession } from "../s3";
+import { h, mount, openDialog } from "../ui";
 
-/** The sign-in form: checks the keys with a ListBuckets before keeping them for this tab. */
-export function renderSignIn(root: HTMLElement, done: (c: Credentials) => void): void {
-  const access = h("input", { id: "access-key", name: "access-key", autocomplete: "username", required: true, spellcheck: false, autocapitalize: "off" });
+/**
+ * The access key form: the key is exchanged for temporary credentials (STS GetSessionToken on the
+ * gateway), which a ListBuckets checks; the secret itself is kept nowhere, not even in memory.
+ */
+function keyForm(
+  endpoint: string,
+  opts: { accessKeyId?: string; submit: string; done: (s: Session) => void },
+): {
+  form: HTMLFormElement;
+  focus(): void;
+} {
+  const access = h("input", {
+    id: "access-key",
+    name: "access-key",
+    autocomplete: "username",
+    required: true,
+    spellcheck: false,
+    autocapitalize: "off",
+    value: opts.accessKeyId ?? "",
+    readonly: opts.accessKeyId !== undefined,
+  });
   const secret = h("input", { id: "secret-key", name: "secret-key", type: "password", autocomplete: "current-password", required: true });
   const error = h("p", { class: "error", role: "alert" });
-  const button = h("button", { type: "submit", class: "primary" }, "Sign in");
+  const button = h("button", { type: "submit", class: "primary" }, opts.submit);
   const form = h(
     "form",
     {
-      class: "card signin",
-      "aria-labelledby": "signin-title",
       onsubmit: async (e: Event) => {
         e.preventDefault();
-        const creds = { accessKeyId: access.value.trim(), secretAccessKey: secret.value };
         button.disabled = true;
         error.textContent = "";
         try {
-          await new S3Client(creds).listBuckets();
-          done(creds);
+          const session = await startSession(endpoint, { accessKeyId: access.value.trim(), secretAccessKey: secret.value });
+          secret.value = "";
+          await new S3Client(session, endpoint).listBuckets();
+          opts.done(session);
         } catch (err) {
           error.textContent = messageOf(err);
           button.disabled = false;
         }
       },
     },
-    h("h1", { id: "signin-title" }, h("span", { class: "logo", "aria-hidden": "true" }, "◆"), " shardgate"),
-    h(
-      "p",
-      { class: "muted" },
-      "Sign in with the gateway's S3 access key and secret key. They stay in this browser tab only and are forgotten when you sign out or close the tab.",
-    ),
     h("label", { for: "access-key" }, "Access key"),
     access,
     h("label", { for: "secret-key" }, "Secret key"),
@@ -40,6 +51,44 @@ export function renderSignIn(root: HTMLElement, done: (c: Credentials) => void):
     error,
     button,
   );
+  return { form, focus: () => (opts.accessKeyId === undefined ? access : secret).focus() };
+}
+
+/** The sign-in page. */
+export function renderSignIn(root: HTMLElement, endpoint: string, done: (s: Session) => void, note = ""): void {
+  const { form, focus } = keyForm(endpoint, { submit: "Sign in", done });
+  form.classList.add("card", "signin");
+  form.setAttribute("aria-labelledby", "signin-title");
+  form.prepend(
+    h("h1", { id: "signin-title" }, h("span", { class: "logo", "aria-hidden": "true" }, "◆"), " shardgate"),
+    ...(note ? [h("p", { class: "note", role: "status" }, note)] : []),
+    h(
+      "p",
+      { class: "muted" },
+      "Sign in with an S3 access key and secret key of the gateway. The console keeps only temporary credentials made from them, in this page's memory, for an hour at most: reloading the page or signing out forgets them.",
+    ),
+  );
   mount(root, h("main", { class: "signin-page" }, form));
-  access.focus();
+  focus();
+}
+
+/** Asks for the secret again before the session ends; resolves the new session, or null when dismissed. */
+export async function renewSession(endpoint: string, accessKeyId: string, minutesLeft: number): Promise<Session | null> {
+  let renewed: Session | null = null;
+  const { form, focus } = keyForm(endpoint, {
+    accessKeyId,
+    submit: "Continue",
+    done: (s) => {
+      renewed = s;
+      dialog.close();
+    },
+  });
+  const text =
+    minutesLeft > 0
+      ? `This session ends in ${minutesLeft} minute${minutesLeft === 1 ? "" : "s"}. Enter the secret key to keep working.`
+      : "This session has ended. Enter the secret key to keep working.";
+  const { dialog, closed } = openDialog("Session ending", h("div", { class: "renew" }, h("p", null, text), form));
+  focus();
+  await closed;
+  return renewed;
 }

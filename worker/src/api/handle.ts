@@ -44,6 +44,7 @@ import { routeRequest, type Endpoint } from "./router";
 import { authorize } from "./permissions";
 import { signerOf, type Principal } from "../services/access-keys";
 import { isTemporaryKeyId, sessionSignerOf } from "../services/sessions";
+import { allowConsole, consoleOriginOf, consolePreflight } from "./console-origin";
 import { getSessionToken, readStsRequest, STS_SIGNING_SERVICES, sessionTokenOf, stsErrorResponse } from "./sts";
 import { bucketPolicy } from "../services/bucket-policy";
 import { requestedVersion } from "./object-request";
@@ -54,15 +55,19 @@ export async function handleS3(request: Request, env: Env, exec: { waitUntil(pro
   const url = new URL(request.url);
   let op = "unknown";
   let cors: Promise<CorsRule[]> | null = null;
+  let fromConsole: string | null = null;
   try {
     const config = loadConfig(env);
+    // The console, on its own origin, is answered CORS on every request, before any bucket rule (api/console-origin.ts).
+    fromConsole = consoleOriginOf(request, env);
+    if (fromConsole !== null && request.method === "OPTIONS") return finish(consolePreflight(request, fromConsole));
     const endpoint = routeRequest(request.method, url, config.virtualHostSuffix, request.headers);
     op = endpoint.op === "NotImplemented" ? endpoint.name : endpoint.op;
     if (endpoint.op === "GetMetrics" && bearerAuthorized(request, env)) return finish(await getMetrics(env));
     // Browsers on other origins: preflights answer from the bucket's rules without credentials;
     // actual requests get the Access-Control-* headers of the rule that allows them, even on errors.
     const bucket = "bucket" in endpoint ? endpoint.bucket : null;
-    if (bucket !== null && request.headers.has("origin")) cors = corsRules({ env }, bucket).catch(() => []);
+    if (bucket !== null && request.headers.has("origin") && fromConsole === null) cors = corsRules({ env }, bucket).catch(() => []);
     if (endpoint.op === "PreflightCors") {
       const answer = preflight(cors ? await cors : [], request);
       return finish(answer instanceof Response ? answer : failure(answer, request, url, requestId));
@@ -105,7 +110,8 @@ export async function handleS3(request: Request, env: Env, exec: { waitUntil(pro
   }
 
   async function finishWithCors(response: Response): Promise<Response> {
-    if (cors) applyCors(await cors, request, response);
+    if (fromConsole !== null) allowConsole(response, fromConsole);
+    else if (cors) applyCors(await cors, request, response);
     return finish(response);
   }
 
