@@ -19,14 +19,13 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { build } from "esbuild";
 import { freePort } from "../scripts/lib/free-port.mjs";
 import { S3Client } from "./lib/s3-client.mjs";
-import { descendants, SHARDGATE_KEY, startTarget, TARGETS } from "./lib/targets.mjs";
+import { cpuMs, descendants, SHARDGATE_KEY, startTarget, TARGETS } from "./lib/targets.mjs";
 import { metricSum, ok } from "./lib/windows.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const MiB = 1 << 20;
 const SIZE = 64 * MiB;
 const ROUNDS = 3;
-const TICK_MS = 10; // /proc/PID/stat counts CPU time in clock ticks of 1/100 s on Linux
 
 /** The client library and the core, loaded once. */
 async function loadClient() {
@@ -38,21 +37,6 @@ async function loadClient() {
   const bindings = await import(pathToFileURL(join(root, "core/pkg/shardgate_core.js")).href);
   const memory = bindings.initSync({ module: readFileSync(join(root, "core/pkg/shardgate_core_bg.wasm")) }).memory;
   return { ShardgateClient: lib.ShardgateClient, core: new lib.Core(bindings, memory) };
-}
-
-/** CPU time (ms) of processes so far. */
-function cpuMs(pids) {
-  let ticks = 0;
-  for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime
-    } catch {
-      // gone
-    }
-  }
-  return ticks * TICK_MS;
 }
 
 const HANDLED = [

@@ -1,4 +1,4 @@
-// `npm run bench [-- --json] [-- --quick] [-- --stall] [-- --no-direct]`: shardgate against MinIO 4+2 and a
+// `npm run bench [-- --json] [-- --quick] [-- --pin] [-- --stall] [-- --no-direct]`: shardgate against MinIO 4+2 and a
 // pass-through Worker, side by side in one run on this machine (bench/lib/targets.mjs):
 //   shardgate as `npm start` serves it (plain workerd) and under `wrangler dev`; the pass-through
 //   Worker on plain workerd over a disk service; MinIO in erasure mode 4+2 on six folders.
@@ -10,16 +10,22 @@
 // source), PUT of 1 MiB and 16 KiB objects (fresh keys), HEAD, and LIST (ListObjectsV2 pages of
 // 1,000 keys). Each (case, in flight) is measured for WINDOW_MS per target, in ROUNDS rounds whose
 // order alternates (forward, backward), so load from elsewhere on the machine hits all alike.
-// Figures: throughput, p50/p99 latency, for GETs time to first byte, and the bytes the server
-// processes read (/proc/PID/io rchar: files and sockets) per byte served.
+// Figures: throughput, p50/p99 latency, for GETs time to first byte, the bytes the server
+// processes read (/proc/PID/io rchar: files and sockets) per byte served, and the CPU time of the
+// server's processes (/proc/PID/stat utime + stime: every thread, every process it started) per
+// operation and per MiB moved, each sampled at both ends of the measured window.
+//
+// --pin: equal cores. Every server runs on CPU 0 only (taskset at spawn), the client on CPU 1, so
+// each server gets one core and the client one of its own; without it all share the machine.
 //
 // Prints one table per case with the ratio shardgate (npm start) / MinIO, or with --json only the
 // figures on stdout; progress goes to stderr. --stall adds bench/stall-bench.mjs (a paused node).
 // Then bench/direct-bench.mjs: the browser path against the classic path (not with --no-direct,
 // nor when --targets or --cases pick a subset).
 import { createHash, randomBytes } from "node:crypto";
+import os from "node:os";
 import { S3Client } from "./lib/s3-client.mjs";
-import { bytesRead, startTarget, TARGETS } from "./lib/targets.mjs";
+import { allowedCpus, bytesRead, cpuMs, pinSelf, startTarget, TARGETS } from "./lib/targets.mjs";
 import { directBench, directTable } from "./direct-bench.mjs";
 import { roundStallRows, stallBench, stallFootnotes, stallTable, stopStallCluster } from "./stall-bench.mjs";
 
@@ -33,6 +39,14 @@ const only = (name) =>
 const json = args.has("--json");
 const quick = args.has("--quick");
 const log = (line) => console.error(line);
+// --pin: the servers on CPU 0, the client on CPU 1 (restored after the cases, for --stall and the
+// browser-path bench, whose servers are not pinned).
+const PIN = args.has("--pin") ? { servers: "0", client: "1" } : null;
+const CLIENT_CPUS = allowedCpus(process.pid);
+if (PIN && os.availableParallelism() < 2) throw new Error("bench: --pin needs two CPUs");
+const MODE = PIN
+  ? `one core each: every server confined to CPU ${PIN.servers}, the client to CPU ${PIN.client} (--pin)`
+  : `unpinned: the servers and the client share the machine's ${os.availableParallelism()} CPUs`;
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -134,7 +148,10 @@ async function measure(target, client, testCase, inFlight, run) {
   let errors = 0;
   let bytes = 0;
   const readers = target.readers();
+  const processes = target.processes();
   const readBefore = bytesRead(readers);
+  const cpuBefore = cpuMs(processes);
+  const clientBefore = process.cpuUsage();
   const started = performance.now();
   await load(client, testCase, inFlight, run, target, started + WINDOW_MS, (r) => {
     if (!r.ok) return errors++;
@@ -142,7 +159,10 @@ async function measure(target, client, testCase, inFlight, run) {
     bytes += r.bytes;
   });
   const seconds = (performance.now() - started) / 1000;
-  return { seconds, samples, errors, bytes, read: readers.length ? bytesRead(readers) - readBefore : null };
+  const cpu = cpuMs(processes) - cpuBefore;
+  const clientUsage = process.cpuUsage(clientBefore);
+  const read = readers.length ? bytesRead(readers) - readBefore : null;
+  return { seconds, samples, errors, bytes, read, cpu, clientCpu: (clientUsage.user + clientUsage.system) / 1000 };
 }
 
 /** `inFlight` loops of `testCase` until `deadline`, each result given to `seen`. */
@@ -160,6 +180,8 @@ function summarize(testCase, parts) {
   const seconds = parts.reduce((s, p) => s + p.seconds, 0);
   const bytes = parts.reduce((s, p) => s + p.bytes, 0);
   const read = parts.every((p) => p.read !== null) ? parts.reduce((s, p) => s + p.read, 0) : null;
+  const cpu = parts.reduce((s, p) => s + p.cpu, 0);
+  const clientCpu = parts.reduce((s, p) => s + p.clientCpu, 0);
   const ms = samples.map((s) => s.ms).sort((a, b) => a - b);
   const ttfb = samples.map((s) => s.ttfb).sort((a, b) => a - b);
   const pct = (xs, q) => (xs.length ? xs[Math.min(xs.length - 1, Math.floor(xs.length * q))] : null);
@@ -172,6 +194,12 @@ function summarize(testCase, parts) {
     p99: pct(ms, 0.99),
     ttfbP50: testCase.id.startsWith("get") || testCase.id === "range-4k" ? pct(ttfb, 0.5) : null,
     readPerServed: read !== null && served ? read / served : null,
+    // The server's CPU (ms) per successful request, MiB moved per CPU-second (byte cases), and
+    // the cores it kept busy on average; the client's cores likewise.
+    cpuMsPerOp: samples.length ? cpu / samples.length : null,
+    mibPerCpuS: testCase.unit === "MiB/s" && cpu > 0 ? bytes / MiB / (cpu / 1000) : null,
+    cores: cpu / 1000 / seconds,
+    clientCores: clientCpu / 1000 / seconds,
   };
 }
 
@@ -184,8 +212,12 @@ process.on("SIGINT", async () => {
 });
 
 const results = {}; // case id -> in flight -> target id -> summary
+const loadAverage = { start: os.loadavg(), end: null };
+log(`bench: ${MODE}; load average ${loadAverage.start.map((l) => l.toFixed(2)).join(" ")}`);
 try {
-  for (const target of TARGETS.filter((t) => !only("targets") || only("targets").includes(t.id))) running.push(await startTarget(target, log));
+  if (PIN) pinSelf(PIN.client);
+  for (const target of TARGETS.filter((t) => !only("targets") || only("targets").includes(t.id)))
+    running.push(await startTarget(target, log, { pin: PIN?.servers }));
   const clients = new Map(running.map((t) => [t.id, new S3Client({ endpoint: t.endpoint, ...t.credentials })]));
   for (const t of running) {
     log(`bench: preparing ${t.label}`);
@@ -201,13 +233,18 @@ try {
           parts.get(t.id).push(await measure(t, clients.get(t.id), testCase, inFlight, `${round}-${inFlight}-${randomBytes(3).toString("hex")}`));
       }
       results[testCase.id][inFlight] = Object.fromEntries(running.map((t) => [t.id, summarize(testCase, parts.get(t.id))]));
-      log(`bench: ${testCase.label} x${inFlight}: ${running.map((t) => `${t.id} ${fmt(results[testCase.id][inFlight][t.id].throughput)}`).join(", ")}`);
+      log(
+        `bench: ${testCase.label} x${inFlight}: ${running.map((t) => `${t.id} ${fmt(results[testCase.id][inFlight][t.id].throughput)} (${fmt(results[testCase.id][inFlight][t.id].cpuMsPerOp, 2)} ms CPU/op)`).join(", ")}`,
+      );
     }
   }
   for (const c of clients.values()) c.close();
 } finally {
   await Promise.all(running.map((t) => t.stop()));
+  if (PIN && CLIENT_CPUS) pinSelf(CLIENT_CPUS);
 }
+loadAverage.end = os.loadavg();
+log(`bench: load average at the end ${loadAverage.end.map((l) => l.toFixed(2)).join(" ")}`);
 
 let stall = null;
 if (args.has("--stall")) {
@@ -225,7 +262,8 @@ if (json) {
   console.log(
     JSON.stringify(
       {
-        machine: { cpus: (await import("node:os")).cpus().length },
+        machine: { cpus: os.availableParallelism(), loadAverage },
+        mode: PIN ? { pinned: true, serverCpus: PIN.servers, clientCpus: PIN.client } : { pinned: false },
         targets: TARGETS.map(({ id, label }) => ({ id, label })),
         results,
         stall: stallJson,
@@ -246,13 +284,26 @@ function fmt(n, digits = 0) {
   return n >= 100 ? Math.round(n).toLocaleString("en-US") : n.toFixed(n >= 10 ? Math.max(digits, 0) : Math.max(digits, 1));
 }
 
+/** CPU milliseconds to three figures. */
+function fmtCpu(ms) {
+  return ms === null || ms === undefined ? "–" : ms >= 100 ? fmt(ms) : ms.toFixed(ms >= 10 ? 1 : 2);
+}
+
+/** shardgate (npm start) over MinIO of `key` in a row of summaries, as "0.50×" ("–" without both). */
+function ratio(row, main, key) {
+  return row.minio?.[key] && typeof row[main]?.[key] === "number" ? `${(row[main][key] / row.minio[key]).toFixed(2)}×` : "–";
+}
+
 function report(res) {
   const targets = TARGETS.filter((t) => running.some((r) => r.id === t.id));
   const cases = CASES.filter((c) => res[c.id]);
   const main = targets[0].id;
+  const tag = PIN ? "one core each" : "unpinned";
   const lines = [];
-  lines.push(`| case | in flight | ${targets.map((t) => t.label).join(" | ")} | npm start / MinIO |`);
-  lines.push(`|---|---|${targets.map(() => "---").join("|")}|---|`);
+  lines.push(`Mode: ${MODE}. Load average at start / end: ${loadAverage.start[0].toFixed(2)} / ${loadAverage.end[0].toFixed(2)}.`);
+  lines.push("");
+  lines.push(`| case (${tag}) | in flight | ${targets.map((t) => t.label).join(" | ")} | npm start / MinIO | CPU per op, npm start / MinIO |`);
+  lines.push(`|---|---|${targets.map(() => "---").join("|")}|---|---|`);
   for (const testCase of cases) {
     for (const inFlight of IN_FLIGHT) {
       const row = res[testCase.id][inFlight];
@@ -261,13 +312,30 @@ function report(res) {
         const errors = s.errors ? ` (${s.errors} errors)` : "";
         return `${fmt(s.throughput)} ${testCase.unit} · ${fmt(s.p50, 1)}/${fmt(s.p99, 1)} ms${errors}`;
       });
-      const ratio = row.minio?.throughput ? row[main].throughput / row.minio.throughput : null;
-      lines.push(`| ${testCase.label} | ${inFlight} | ${cells.join(" | ")} | ${ratio === null ? "–" : `${ratio.toFixed(2)}×`} |`);
+      lines.push(`| ${testCase.label} | ${inFlight} | ${cells.join(" | ")} | ${ratio(row, main, "throughput")} | ${ratio(row, main, "cpuMsPerOp")} |`);
+    }
+  }
+  lines.push("");
+  lines.push(
+    `Cells: throughput · p50/p99 latency. CPU of each server's processes (utime + stime, all threads) per operation · MiB moved per CPU-second · cores it kept busy (and the client):`,
+  );
+  lines.push("");
+  lines.push(`| case (${tag}) | in flight | ${targets.map((t) => t.label).join(" | ")} | CPU per op, npm start / MinIO |`);
+  lines.push(`|---|---|${targets.map(() => "---").join("|")}|---|`);
+  for (const testCase of cases) {
+    for (const inFlight of IN_FLIGHT) {
+      const row = res[testCase.id][inFlight];
+      const cells = targets.map((t) => {
+        const s = row[t.id];
+        const perCpuS = s.mibPerCpuS === null ? "" : ` · ${fmt(s.mibPerCpuS)} MiB/CPU-s`;
+        return `${fmtCpu(s.cpuMsPerOp)} ms${perCpuS} · ${s.cores.toFixed(2)} cores (client ${s.clientCores.toFixed(2)})`;
+      });
+      lines.push(`| ${testCase.label} | ${inFlight} | ${cells.join(" | ")} | ${ratio(row, main, "cpuMsPerOp")} |`);
     }
   }
   const at = IN_FLIGHT.includes(4) ? 4 : IN_FLIGHT[0];
   lines.push("");
-  lines.push(`Cells: throughput · p50/p99 latency. Reads at ${at} in flight: time to first byte (p50) · bytes the server processes read per byte served:`);
+  lines.push(`Reads at ${at} in flight: time to first byte (p50) · bytes the server processes read per byte served:`);
   lines.push("");
   lines.push(`| case | ${targets.map((t) => t.label).join(" | ")} |`);
   lines.push(`|---|${targets.map(() => "---").join("|")}|`);

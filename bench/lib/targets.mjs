@@ -5,8 +5,10 @@
 //   - the pass-through Worker on plain workerd over one disk service (bench/passthrough/);
 //   - MinIO in erasure mode 4+2 on six folders (go-installed by scripts/setup-bench.sh).
 // Each target says which processes do its storage reads (`readers()`), so a run can count the
-// bytes they read (/proc/PID/io rchar): the same measure for every server.
-import { spawn } from "node:child_process";
+// bytes they read (/proc/PID/io rchar), and which processes are the server (`processes()`: the
+// whole process tree it started), so a run can count their CPU time (/proc/PID/stat): the same
+// measures for every server. With `pin`, every process of a target runs on those CPUs only.
+import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
@@ -20,17 +22,19 @@ const MINIO_KEY = { accessKeyId: "shardgate-bench", secretAccessKey: "shardgate-
 
 /** The targets, in table order; the first is the one compared with MinIO. */
 export const TARGETS = [
-  { id: "workerd", label: "shardgate (npm start)", start: (dir, port) => shardgate(dir, port, "serve.mjs", ["--data-dir", dir]) },
-  { id: "dev", label: "shardgate (wrangler dev)", start: (dir, port) => shardgate(dir, port, "dev.mjs", ["--persist-to", dir]) },
+  { id: "workerd", label: "shardgate (npm start)", start: (dir, port, pin) => shardgate(dir, port, pin, "serve.mjs", ["--data-dir", dir]) },
+  { id: "dev", label: "shardgate (wrangler dev)", start: (dir, port, pin) => shardgate(dir, port, pin, "dev.mjs", ["--persist-to", dir]) },
   { id: "passthrough", label: "pass-through (workerd)", start: passthrough },
   { id: "minio", label: "MinIO 4+2", start: minio },
 ];
 
-/** Starts a target; resolves once it answers. */
-export async function startTarget(target, log) {
+/** Starts a target; resolves once it answers. `pin` ("0", "0-1", …): the CPUs its processes
+ *  may run on, set with taskset at spawn so that every thread and child inherits it, and so that
+ *  runtimes sizing themselves by the CPUs they may use (Go's GOMAXPROCS) see only those. */
+export async function startTarget(target, log, { pin = null } = {}) {
   const dir = mkdtempSync(join(os.tmpdir(), `shardgate-bench-${target.id}-`));
   const port = await freePort();
-  const server = await target.start(dir, port);
+  const server = await target.start(dir, port, pin);
   const endpoint = `http://127.0.0.1:${port}`;
   const output = () => readFileSync(join(dir, "output.log"), "utf8").slice(-20_000);
   const deadline = Date.now() + 120_000;
@@ -40,12 +44,18 @@ export async function startTarget(target, log) {
     if (Date.now() > deadline) throw new Error(`${target.label} did not come up within 120 s:\n${output()}`);
     await new Promise((r) => setTimeout(r, 200));
   }
-  log(`bench: ${target.label} on ${endpoint}`);
+  const processes = () => [server.child.pid, ...descendants(server.child.pid)];
+  if (pin) {
+    const off = processes().filter((pid) => allowedCpus(pid) !== pin);
+    if (off.length) throw new Error(`${target.label}: processes ${off.join(", ")} are not confined to CPU ${pin}`);
+  }
+  log(`bench: ${target.label} on ${endpoint}${pin ? ` (CPU ${pin})` : ""}`);
   return {
     ...target,
     endpoint,
     credentials: server.credentials,
     readers: server.readers,
+    processes,
     output,
     stop: async () => {
       try {
@@ -61,15 +71,17 @@ export async function startTarget(target, log) {
 
 /** `cmd` in its own process group, its output into dir/output.log: a file, never a pipe, whose
  *  reader (this process, busy being the client) could make the server wait on a full pipe. */
-function detached(dir, cmd, args, env = {}) {
+function detached(dir, pin, cmd, args, env = {}) {
   const out = openSync(join(dir, "output.log"), "a");
-  return spawn(cmd, args, { cwd: root, detached: true, stdio: ["ignore", out, out], env: { ...process.env, ...env } });
+  // taskset execs the command: the child's pid is the server's.
+  const [file, argv] = pin ? ["taskset", ["-c", pin, cmd, ...args]] : [cmd, args];
+  return spawn(file, argv, { cwd: root, detached: true, stdio: ["ignore", out, out], env: { ...process.env, ...env } });
 }
 
 const healthy = async (endpoint) => (await fetch(`${endpoint}/_shardgate/health`)).ok;
 
-function shardgate(dir, port, script, args) {
-  const child = detached(dir, process.execPath, [join(root, "scripts", script), "--quiet", "--port", String(port), ...args], {
+function shardgate(dir, port, pin, script, args) {
+  const child = detached(dir, pin, process.execPath, [join(root, "scripts", script), "--quiet", "--port", String(port), ...args], {
     SHARDGATE_ACCESS_KEY_ID: "",
     SHARDGATE_SECRET_ACCESS_KEY: "",
   });
@@ -81,17 +93,18 @@ function shardgate(dir, port, script, args) {
 const { unstable_readConfig } = await import("wrangler");
 const compatibilityDate = unstable_readConfig({ config: join(root, "wrangler.toml") }, { hideWarnings: true }).compatibility_date;
 
-function passthrough(dir, port) {
+function passthrough(dir, port, pin) {
   const config = writePassthroughConfig(dir, `127.0.0.1:${port}`, compatibilityDate);
-  const child = detached(dir, join(root, "node_modules/workerd/bin/workerd"), ["serve", config]);
+  const child = detached(dir, pin, join(root, "node_modules/workerd/bin/workerd"), ["serve", config]);
   return { child, credentials: SHARDGATE_KEY, ready: async (endpoint) => (await fetch(`${endpoint}/none/none`)).status === 404, readers: () => [child.pid] };
 }
 
-function minio(dir, port) {
+function minio(dir, port, pin) {
   const drives = Array.from({ length: 6 }, (_, i) => join(dir, `d${i + 1}`));
   for (const d of drives) mkdirSync(d);
   const child = detached(
     dir,
+    pin,
     join(root, ".tools/go/bin/minio"),
     ["server", "--quiet", "--address", `127.0.0.1:${port}`, "--console-address", "127.0.0.1:0", join(dir, "d{1...6}")],
     {
@@ -106,7 +119,7 @@ function minio(dir, port) {
   return { child, credentials: MINIO_KEY, ready: async (endpoint) => (await fetch(`${endpoint}/minio/health/ready`)).ok, readers: () => [child.pid] };
 }
 
-/** Processes named `name` among the descendants of `pid`. */
+/** Processes named `name` (any name without one) among the descendants of `pid`. */
 export function descendants(pid, name) {
   const out = [];
   const walk = (p) => {
@@ -118,7 +131,7 @@ export function descendants(pid, name) {
     }
     for (const c of children) {
       try {
-        if (readFileSync(`/proc/${c}/comm`, "utf8").trim() === name) out.push(c);
+        if (name === undefined || readFileSync(`/proc/${c}/comm`, "utf8").trim() === name) out.push(c);
       } catch {
         // gone
       }
@@ -140,4 +153,35 @@ export function bytesRead(pids) {
     }
   }
   return total;
+}
+
+// /proc/PID/stat counts CPU time in clock ticks (USER_HZ: 100 on Linux, 10 ms).
+const TICK_MS = 1000 / (Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" })) || 100);
+
+/** CPU time (ms) the processes have used so far: utime + stime of /proc/PID/stat, which sum all
+ *  of a process's threads (children are listed as processes of their own). Sampled at both ends of
+ *  a window, like bytesRead; ticks of 10 ms, so windows of a second or more. */
+export function cpuMs(pids) {
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" "); // comm may hold spaces
+      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15)
+    } catch {
+      // gone
+    }
+  }
+  return ticks * TICK_MS;
+}
+
+/** The CPUs a process may run on, as taskset and /proc write them ("0", "0-1"). */
+export function allowedCpus(pid) {
+  return /Cpus_allowed_list:\s*(\S+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? null;
+}
+
+/** Confines every thread of this process (and what it starts later) to `cpus`. */
+export function pinSelf(cpus) {
+  execFileSync("taskset", ["-a", "-p", "-c", cpus, String(process.pid)], { stdio: "ignore" });
+  if (allowedCpus(process.pid) !== cpus) throw new Error(`bench: could not confine the client to CPU ${cpus}`);
 }
