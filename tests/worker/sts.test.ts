@@ -250,6 +250,26 @@ describe("temporary credentials", () => {
     await s3ok(`/${B}?policy`, { method: "DELETE" }, 204);
   });
 
+  it("hand out browser-path grants that end when they do, not hours later", async () => {
+    await s3ok(`/${A}/big.bin`, { method: "PUT", body: new Uint8Array(256 * 1024) });
+    const temp = await sessionOf(
+      { accessKeyId: CREDENTIALS.accessKeyId, secretAccessKey: CREDENTIALS.secretAccessKey },
+      "Action=GetSessionToken&DurationSeconds=900",
+    );
+    const ends = Date.parse(temp.expiration);
+    const call = as(temp);
+    const plan = (await (await call(`/${A}/big.bin?shardgate-plan`)).json()) as { mode: string; expires: number };
+    expect(plan.mode).toBe("direct");
+    expect(plan.expires).toBeLessThanOrEqual(ends);
+    const upload = await call(`/${A}/up.bin?shardgate-upload`, { method: "POST", body: JSON.stringify({ size: 256 * 1024 }) });
+    const session = (await upload.json()) as { mode: string; expires: number };
+    expect(session.mode).toBe("direct");
+    expect(session.expires).toBeLessThanOrEqual(ends);
+    // A long-term key's grants last the configured session (hours).
+    const own = (await (await s3(`/${A}/big.bin?shardgate-plan`)).json()) as { expires: number };
+    expect(own.expires).toBeGreaterThan(ends + 3600_000);
+  });
+
   it("stop working when the parent key is disabled or deleted", async () => {
     const key = await newKey("sts-revoked");
     expect((await admin("PUT", `/keys/${key.id}/buckets/${A}`, { read: true })).status).toBe(200);

@@ -15,6 +15,8 @@ export interface RequestContext {
   auth: Authenticated;
   /** Who signed it, and what they may do (api/permissions.ts). */
   principal: Principal;
+  /** When the credentials that signed it expire (temporary credentials), or null: grants it hands out end by then. */
+  credentialsExpire: number | null;
   requestId: string;
   /** Work that may finish after the response (cleanup of superseded shard files). */
   waitUntil(promise: Promise<unknown>): void;

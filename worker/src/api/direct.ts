@@ -106,7 +106,8 @@ function directContext(ctx: RequestContext): DirectContext {
   const root = ctx.config.credentials;
   if (!root) throw new S3Error("AccessDenied", "The gateway has no credentials configured.");
   const holder = ctx.principal.kind === "anonymous" ? null : ctx.principal.keyId;
-  return { env: ctx.env, config: ctx.config, core: ctx.core, waitUntil: ctx.waitUntil, rootSecret: root.secretAccessKey, holder };
+  const until = ctx.credentialsExpire ?? Number.POSITIVE_INFINITY;
+  return { env: ctx.env, config: ctx.config, core: ctx.core, waitUntil: ctx.waitUntil, rootSecret: root.secretAccessKey, holder, until };
 }
 
 async function readJson<T>(ctx: RequestContext): Promise<T> {

@@ -77,13 +77,17 @@ export async function handleS3(request: Request, env: Env, exec: { waitUntil(pro
       throw new S3Error("AccessDenied", "The gateway has no credentials configured (SHARDGATE_ACCESS_KEY_ID, SHARDGATE_SECRET_ACCESS_KEY).");
     const root = config.credentials;
     let principal: Principal = { kind: "anonymous" };
+    let credentialsExpire: number | null = null;
     // The root key is known without a lookup; any other key comes from the key store. A request
     // without credentials gets only what a bucket policy allows everyone.
     // Temporary credentials: the session token holds the key, which acts as its parent (services/sessions.ts).
     const token = sessionTokenOf(request, url);
     const secretOf = async (id: string): Promise<string | null> => {
       const key = token !== null ? await sessionSignerOf(env, root, id, token) : isTemporaryKeyId(id, root) ? null : await signerOf(env, root, id);
-      if (key) principal = key.principal;
+      if (key) {
+        principal = key.principal;
+        credentialsExpire = key.expires ?? null;
+      }
       return key?.secret ?? null;
     };
     // A browser form's POST carries its credentials in the form, a shard file's URL its grant: the operation checks them.
@@ -102,7 +106,18 @@ export async function handleS3(request: Request, env: Env, exec: { waitUntil(pro
                 : authenticate(request, secretOf, { region: config.region, now: Date.now() }),
           );
     if (!selfAuthorized) await authorize(principal, endpoint, request.headers, (bucket) => bucketPolicy(env, bucket), url.searchParams);
-    const ctx: RequestContext = { request, url, env, config, core, auth, principal, requestId, waitUntil: (p) => exec.waitUntil(p) };
+    const ctx: RequestContext = {
+      request,
+      url,
+      env,
+      config,
+      core,
+      auth,
+      principal,
+      credentialsExpire,
+      requestId,
+      waitUntil: (p) => exec.waitUntil(p),
+    };
     if ("key" in endpoint) requestedVersion(url); // a malformed versionId is refused whatever the operation
     return await finishWithCors(await dispatch(ctx, endpoint));
   } catch (e) {

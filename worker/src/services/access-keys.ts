@@ -25,6 +25,8 @@ export type Principal =
 export interface ResolvedKey {
   secret: string;
   principal: Principal;
+  /** Temporary credentials: when they expire (ms); what a request signed with them hands out ends then too. */
+  expires?: number;
 }
 
 const ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";

@@ -17,7 +17,7 @@ export async function readPlan(
   const found = await existingObject(ctx, bucket, key, versionId);
   const manifest = ctx.core.decodeManifest(found.object.manifest);
   if (manifest.encryption) return { mode: "classic", reason: "the object is encrypted: the gateway decrypts it" };
-  const expires = now + ctx.config.direct.sessionMs;
+  const expires = Math.min(now + ctx.config.direct.sessionMs, ctx.until);
   const parts = [];
   for (const part of manifest.parts) {
     const layout = part.layout;

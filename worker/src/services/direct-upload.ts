@@ -26,6 +26,8 @@ export interface DirectContext extends ObjectContext {
   rootSecret: string;
   /** The access key id of the request (null: anonymous): shard grants name it, and are checked against it on use. */
   holder: string | null;
+  /** The latest a grant may last: when the request's temporary credentials expire (Infinity for long-term keys). */
+  until: number;
 }
 
 /** The largest object a session takes (PutObject's limit: bigger objects are multipart uploads). */
@@ -64,7 +66,7 @@ export async function openUploadSession(ctx: DirectContext, bucket: string, key:
   const session = crypto.randomUUID();
   const geometry = geometryOf(config);
   const partBytes = config.direct.partBytes;
-  const expires = now + config.direct.sessionMs;
+  const expires = Math.min(now + config.direct.sessionMs, ctx.until);
   const count = Math.max(1, Math.ceil(size / partBytes));
   const width = config.dataShards + config.parityShards;
   const nodes = preferAvailable(config.writableNodes, width);

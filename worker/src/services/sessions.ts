@@ -43,5 +43,5 @@ export async function sessionSignerOf(env: Env, root: Root, id: string, token: s
   if (claims === "invalid") throw new S3Error("InvalidToken", "The provided token is malformed or otherwise invalid.");
   if (claims === "expired") throw new S3Error("ExpiredToken", "The provided token has expired.");
   const parent = await signerOf(env, root, claims.parentId);
-  return parent ? { secret: claims.secretAccessKey, principal: parent.principal } : null;
+  return parent ? { secret: claims.secretAccessKey, principal: parent.principal, expires: claims.expires } : null;
 }
