@@ -20,6 +20,13 @@ const METHODS = ["GET", "PUT", "POST", "DELETE", "HEAD"];
 /** S3's limits: 100 rules, 64 KB of configuration. They bound what every preflight compares. */
 const MAX_RULES = 100;
 const MAX_CORS_BYTES = 64 * 1024;
+/**
+ * What a preflight may cost, bounded on both sides: AllowedHeader patterns with a wildcard (other
+ * than "*" alone) in one configuration, and distinct headers one preflight asks for (browsers ask
+ * for a handful). Every asked name is compared with every pattern: at most 64 × 50 comparisons.
+ */
+const MAX_HEADER_PATTERNS = 50;
+const MAX_ASKED_HEADERS = 64;
 
 export async function putBucketCors(ctx: RequestContext, bucket: string): Promise<Response> {
   const rules = parseCorsXml(await readXml(ctx.auth.body, MAX_CORS_BYTES));
@@ -69,6 +76,9 @@ function parseCorsXml(doc: XmlElement): CorsRule[] {
     };
   });
   if (rules.length === 0 || rules.length > MAX_RULES) throw malformedXml();
+  const patterns = rules.flatMap((r) => r.allowedHeaders).filter((h) => h !== "*" && h.includes("*")).length;
+  if (patterns > MAX_HEADER_PATTERNS)
+    throw new S3Error("InvalidRequest", `A CORS configuration may have at most ${MAX_HEADER_PATTERNS} AllowedHeader patterns with a wildcard.`);
   return rules;
 }
 
@@ -140,11 +150,15 @@ export function preflight(rules: readonly CorsRule[], request: Request): Respons
   if (origin === null || method === null) {
     return new S3Error("BadRequest", "Insufficient information. Origin request header needed.");
   }
-  const asked = (request.headers.get("access-control-request-headers") ?? "")
-    .split(",")
-    .map((h) => h.trim().toLowerCase())
-    .filter(Boolean);
-  const rule = matchRule(rules, origin, method, asked);
+  const asked = [
+    ...new Set(
+      (request.headers.get("access-control-request-headers") ?? "")
+        .split(",")
+        .map((h) => h.trim().toLowerCase())
+        .filter(Boolean),
+    ),
+  ];
+  const rule = asked.length > MAX_ASKED_HEADERS ? null : matchRule(rules, origin, method, asked);
   if (!rule)
     return new S3Error(
       "AccessForbidden",
