@@ -15,7 +15,6 @@ const src = join(root, "worker/src");
 
 /** file (under worker/src) → the calls it may make (the text of the call, receiver included) and why. */
 const ALLOWED = {
-  "storage/nodes.ts": { calls: ["res.text()"], reason: "a storage node's error answer, of which 300 characters are kept" },
   "storage/disk-node.ts": { calls: ["res.json()"], reason: "a disk node's directory listing, not a request body" },
 };
 

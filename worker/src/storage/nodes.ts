@@ -53,8 +53,41 @@ export class NodeAnswerError extends Error {
 /** Throws a NodeAnswerError, with the start of the answer's body, unless `res` is a 2xx. */
 export async function expectOk(res: Response, node: string, method: string, key: string): Promise<void> {
   if (res.ok) return;
-  const detail = (await res.text().catch(() => "")).slice(0, 300);
+  // Only the start is read: a node's error body may be of any size, or never end.
+  const detail = (await nodeText(res, 1024).catch(() => ({ text: "" }))).text.slice(0, 300);
   throw new NodeAnswerError(res.status, `node ${node}: ${method} ${key}: HTTP ${res.status} ${detail}`);
+}
+
+/** At most `limit` bytes of a node's answer as text (the rest cancelled), and whether that was all of it. */
+export async function nodeText(res: Response, limit: number): Promise<{ text: string; whole: boolean }> {
+  if (!res.body) return { text: "", whole: true };
+  const reader = res.body.getReader();
+  const pieces: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    const room = limit - total;
+    if (value.length > room) {
+      pieces.push(value.subarray(0, room));
+      total = limit;
+      await reader.cancel().catch(() => {});
+      return { text: decodePieces(pieces, total), whole: false };
+    }
+    pieces.push(value);
+    total += value.length;
+  }
+  return { text: decodePieces(pieces, total), whole: true };
+}
+
+function decodePieces(pieces: readonly Uint8Array[], total: number): string {
+  const all = new Uint8Array(total);
+  let at = 0;
+  for (const p of pieces) {
+    all.set(p, at);
+    at += p.length;
+  }
+  return new TextDecoder().decode(all);
 }
 
 /**

@@ -3,7 +3,7 @@
 // known up front), ranged GETs, HEAD, DELETE. Shard files are at most a part's size divided by k,
 // so a single PUT (S3 allows 5 GiB) carries any part a single PutObject or UploadPart can.
 import { AwsClient } from "aws4fetch";
-import { expectDeleted, expectOk, type NodeListing, rangedBody, type StorageNode } from "./nodes";
+import { expectDeleted, expectOk, type NodeListing, nodeText, rangedBody, type StorageNode } from "./nodes";
 
 export interface S3NodeSpec {
   /** Base URL, e.g. http://127.0.0.1:7070 or https://<account>.r2.cloudflarestorage.com. */
@@ -72,7 +72,9 @@ export class S3Node implements StorageNode {
     const signed = await this.client.sign(`${this.base}?${query}`, { method: "GET", headers: { "x-amz-content-sha256": "UNSIGNED-PAYLOAD" } });
     const res = await this.fetchWithin(signed);
     await expectOk(res, this.id, "LIST", "/");
-    return parseNodeListing(await boundedText(res, MAX_LISTING_BYTES, this.id));
+    const { text, whole } = await nodeText(res, MAX_LISTING_BYTES);
+    if (!whole) throw new Error(`node ${this.id} answered a listing of more than ${MAX_LISTING_BYTES} bytes`);
+    return parseNodeListing(text);
   }
 
   /** fetch, failing if the headers take longer than timeoutMs (a stalled node); the body is not timed. */
@@ -107,31 +109,6 @@ export function parseNodeListing(xml: string): NodeListing {
 
 /** The most a listing page of 1,000 keys may take (keys are at most 1 KiB): a node sending more is refused. */
 const MAX_LISTING_BYTES = 8 * 1024 * 1024;
-
-/** A response's body as text, refused past `limit` bytes. */
-async function boundedText(res: Response, limit: number, node: string): Promise<string> {
-  if (!res.body) return "";
-  const reader = res.body.getReader();
-  const pieces: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.length;
-    if (total > limit) {
-      await reader.cancel().catch(() => {});
-      throw new Error(`node ${node} answered a listing of more than ${limit} bytes`);
-    }
-    pieces.push(value);
-  }
-  const all = new Uint8Array(total);
-  let at = 0;
-  for (const p of pieces) {
-    all.set(p, at);
-    at += p.length;
-  }
-  return new TextDecoder().decode(all);
-}
 
 /** The contents of every `<name>…</name>` in `xml`, in order, found by one forward scan (no nesting of the same name). */
 function elementsNamed(xml: string, name: string): string[] {
