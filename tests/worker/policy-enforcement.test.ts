@@ -657,3 +657,28 @@ describe("a stored policy that no longer parses", () => {
     expect((await send(owner, `/${bucket}/x`)).status).toBe(200);
   });
 });
+
+describe("a copy that keeps its source's tags", () => {
+  it("needs s3:PutObjectTagging on the target and s3:GetObjectTagging on the source: a Deny of either refuses it", async () => {
+    const bucket = "pe-copy-tags";
+    await s3ok(`/${bucket}`, { method: "PUT" });
+    await put(`/${bucket}/tagged`, "t", { "x-amz-tagging": "k=v" });
+    await put(`/${bucket}/plain`, "p");
+    const key = await newKey("pe-copy-tags");
+    await grant(key, bucket, { read: true, write: true });
+    const copy = (from: string, to: string, headers: Record<string, string> = {}) =>
+      send(key, `/${bucket}/${to}`, { method: "PUT", headers: { "x-amz-copy-source": `/${bucket}/${from}`, ...headers } });
+
+    expect((await copy("tagged", "allowed")).status).toBe(200);
+    for (const action of ["s3:PutObjectTagging", "s3:GetObjectTagging"]) {
+      await setPolicy(bucket, { Effect: "Deny", Principal: { AWS: key.id }, Action: action, Resource: `arn:aws:s3:::${bucket}/*` });
+      expect(await isDenied(await copy("tagged", "denied"), "PUT"), action).toBeNull();
+      expect((await s3(`/${bucket}/denied`, { method: "HEAD" })).status, action).toBe(404);
+      // Nothing to copy, or tags replaced by none: the copy needs no tagging action.
+      expect((await copy("plain", "untagged")).status, action).toBe(200);
+      expect((await copy("tagged", "replaced", { "x-amz-tagging-directive": "REPLACE" })).status, action).toBe(200);
+    }
+    const tags = await (await s3(`/${bucket}/replaced?tagging`)).text();
+    expect(tags).not.toContain("<Key>k</Key>");
+  });
+});

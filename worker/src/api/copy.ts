@@ -16,6 +16,8 @@ import { openRange, commitObject, partOf, writtenHeaders, type NewObject } from 
 import { lockFromHeaders } from "./object-lock-headers";
 import { checkKey, MAX_PUT_BYTES } from "./object-request";
 import { parseTaggingHeader } from "./tags";
+import { COPY_TAGS, passes } from "./permissions";
+import { bucketPolicy } from "../services/bucket-policy";
 
 function directive(headers: Headers, name: string): "COPY" | "REPLACE" {
   const value = (headers.get(name) ?? "COPY").toUpperCase();
@@ -44,6 +46,11 @@ export async function copyObject(ctx: RequestContext, bucket: string, key: strin
     );
   }
   const { record, manifest, versioned, headers: sourceHeaders } = await readCopySource(ctx, source);
+  if (taggingDirective === "COPY" && manifest.tags.length > 0) {
+    const policyOf = (b: string) => bucketPolicy(ctx.env, b);
+    const mayRead = await passes(ctx.principal, COPY_TAGS.source, source.bucket, source.key, source.versionId !== undefined, policyOf);
+    if (!mayRead || !(await passes(ctx.principal, COPY_TAGS.target, bucket, key, false, policyOf))) throw new S3Error("AccessDenied", "Access Denied");
+  }
   if (manifest.size > MAX_PUT_BYTES) {
     throw new S3Error("InvalidRequest", `The specified copy source is larger than the maximum allowable size for a copy source: ${MAX_PUT_BYTES}`);
   }

@@ -46,6 +46,14 @@ export interface HeaderCheck {
 
 /** A copy reads its source as a GET would. */
 const READ_SOURCE: Check = { need: "read", action: "s3:GetObject", versioned: "s3:GetObjectVersion" };
+/**
+ * A copy that keeps its source's tags (tagging directive COPY) reads them as GetObjectTagging does
+ * and writes them as PutObjectTagging does: a policy denying either refuses it.
+ */
+export const COPY_TAGS: { source: Check; target: Check } = {
+  source: { need: "read", action: "s3:GetObjectTagging", versioned: "s3:GetObjectVersionTagging" },
+  target: { need: "write", action: "s3:PutObjectTagging" },
+};
 /** S3's s3:BypassGovernanceRetention; by grants, the owner right (which the root key has). */
 export const BYPASS_GOVERNANCE: Check = { need: "owner", action: "s3:BypassGovernanceRetention" };
 
