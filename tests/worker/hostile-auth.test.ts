@@ -179,6 +179,13 @@ describe("a client that keeps failing authentication", () => {
     for (const local of ["127.0.0.1:5555", "[::1]:5", "10.1.2.3:1", "172.20.0.9:2", "192.168.1.1:3", "[fd00::1]:4", "[::ffff:127.0.0.1]:6"]) {
       expect(peer(local), local).toBeNull();
     }
+    // The operator's header is believed from the proxy (a local peer) only: a client reaching workerd
+    // directly cannot name someone else with it (and so lock them out), nor hide behind it.
+    const via = (clientIp: string, value: string) => clientOf(new Request(`${GATEWAY}/`, { headers: { [header]: value }, cf: { clientIp } }), header);
+    expect(via("127.0.0.1:5555", "198.51.100.77")).toBe("198.51.100.77");
+    expect(via("10.0.0.2:80", "198.51.100.77")).toBe("198.51.100.77");
+    expect(via("203.0.113.5:4444", "198.51.100.77")).toBe("203.0.113.5");
+    expect(clientOf(new Request(`${GATEWAY}/`, { cf: { clientIp: "203.0.113.5:1" } }), header)).toBe("203.0.113.5");
     // On Cloudflare's edge (request.cf without clientIp), CF-Connecting-IP.
     const edge = new Request(`${GATEWAY}/`, { headers: { "cf-connecting-ip": "192.0.2.99" }, cf: { colo: "TEST" } });
     expect(clientOf(edge)).toBe("192.0.2.99");

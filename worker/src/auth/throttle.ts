@@ -4,7 +4,9 @@
 //
 // Who a client is: its address, when one can be trusted (a header the client sets never is).
 //   - Behind a reverse proxy, the header the operator names in SHARDGATE_CLIENT_IP_HEADER (one the
-//     proxy sets, e.g. X-Real-IP; for X-Forwarded-For the address the proxy appended, the last).
+//     proxy sets, e.g. X-Real-IP; for X-Forwarded-For the address the proxy appended, the last),
+//     believed only from a loopback or private peer (the proxy): a client that reaches workerd
+//     directly is its peer address, whatever it writes in that header.
 //   - Plain workerd (`npm start`): the TCP peer, which workerd puts in `request.cf.clientIp` as
 //     "ip:port" (Linux and macOS; it sets no other `cf` field, and a client cannot set it). A
 //     loopback or private peer is taken for a proxy or the operator's own tools, which many
@@ -37,12 +39,16 @@ const tallies = new Map<string, Tally>();
 export function clientOf(request: Request, trustedHeader?: string): string | null {
   let address: string | null = null;
   const cf = request.cf as { clientIp?: unknown } | undefined;
-  if (trustedHeader) {
+  const peer = typeof cf?.clientIp === "string" ? withoutPort(cf.clientIp) : null;
+  // The proxy's header is believed only from the proxy: a client that reaches workerd directly (a
+  // peer that is not local) is its own address, whatever header it sends.
+  const fromProxy = peer === null || isLocal(peer);
+  if (trustedHeader && fromProxy) {
     const value = request.headers.get(trustedHeader);
     address = value === null ? null : (value.split(",").pop() ?? "").trim();
-  } else if (typeof cf?.clientIp === "string") {
-    address = withoutPort(cf.clientIp);
-    if (address !== null && isLocal(address)) return null;
+  } else if (peer !== null) {
+    if (isLocal(peer)) return null;
+    address = peer;
   } else if (typeof cf === "object" && cf !== null) {
     address = request.headers.get("cf-connecting-ip")?.trim() ?? null;
   }
