@@ -63,6 +63,30 @@ describe("checks before any key lookup", () => {
     expect(await lookups()).toBe(before);
   });
 
+  it("a key this isolate knows refreshes without the lookup budget, after a change touched it too: a flood cannot lock it out", async () => {
+    await s3ok("/stale-bucket", { method: "PUT" });
+    await s3ok("/stale-bucket/o", { method: "PUT", body: "still" });
+    await s3ok("/stale-other", { method: "PUT" });
+    const created = await s3("/_shardgate/admin/keys", { method: "POST", body: JSON.stringify({ name: "stale survivor" }) });
+    const real = (await created.json()) as { id: string; secret: string };
+    await s3ok(`/_shardgate/admin/keys/${real.id}/buckets/stale-bucket`, { method: "PUT", body: JSON.stringify({ read: true }) });
+    const asReal = signer(real.id, real.secret);
+    expect(await (await send(await asReal("/stale-bucket/o"))).text()).toBe("still");
+    // The budget spent by made-up ids of the keys' form, until they are answered SlowDown.
+    let slowed = false;
+    for (let round = 0; round < 10 && !slowed; round++) {
+      const batch = await Promise.all(Array.from({ length: 100 }, async () => send(await signer(unknownKeyId())("/stale-bucket/o"))));
+      slowed = (await Promise.all(batch.map(async (r) => errorCode(await r.text())))).includes("SlowDown");
+    }
+    expect(slowed).toBe(true);
+    // Deleting another bucket drops its grants and makes every cached key stale: the known key is
+    // looked up again, outside the budget; so is one whose rights just changed.
+    await s3ok("/stale-other", { method: "DELETE" }, 204);
+    expect(await (await send(await asReal("/stale-bucket/o"))).text()).toBe("still");
+    await s3ok(`/_shardgate/admin/keys/${real.id}/buckets/stale-bucket`, { method: "PUT", body: JSON.stringify({ read: true, write: true }) });
+    expect(await (await send(await asReal("/stale-bucket/o"))).text()).toBe("still");
+  });
+
   it("a flood of made-up key ids costs a bounded number of KeyStore lookups; real keys keep working, health keeps answering", async () => {
     await s3ok("/flood-bucket", { method: "PUT" });
     await s3ok("/flood-bucket/o", { method: "PUT", body: "real" });

@@ -66,7 +66,7 @@ export function listKeys(env: Env): Promise<(KeyRecord & { grants: BucketGrant[]
 
 export async function updateKey(env: Env, id: string, change: KeyChange): Promise<KeyRecord | null> {
   const key = await keyStore(env).update(id, change);
-  forget(id);
+  markStale(id);
   return key;
 }
 
@@ -78,7 +78,7 @@ export async function deleteKey(env: Env, id: string): Promise<boolean> {
 
 export async function grantBucket(env: Env, id: string, grant: BucketGrant): Promise<boolean> {
   const ok = await keyStore(env).grant(id, grant);
-  forget(id);
+  markStale(id);
   return ok;
 }
 
@@ -89,7 +89,7 @@ export function bucketGrants(env: Env, bucket: string): Promise<{ keyId: string;
 /** Forgets the grants on a deleted bucket. */
 export async function dropBucketGrants(env: Env, bucket: string): Promise<void> {
   await keyStore(env).dropBucket(bucket);
-  resolved.clear();
+  for (const id of resolved.keys()) markStale(id);
 }
 
 /** The key `id` signs with: the root key (no lookup), or a key of the key store (resolveKey). */
@@ -118,6 +118,16 @@ const lookupBudget = { tokens: UNKNOWN_LOOKUP_BURST, at: 0 };
 
 function forget(id: string): void {
   resolved.delete(id);
+  unknownIds.delete(id);
+}
+
+/**
+ * Looks `id` up again on its next use, as a key this isolate knows: its refresh spends nothing
+ * from the lookup budget, so a flood of made-up ids cannot lock out a key that a change touched.
+ */
+function markStale(id: string): void {
+  const known = resolved.get(id);
+  if (known) resolved.set(id, { at: Number.NEGATIVE_INFINITY, key: known.key });
   unknownIds.delete(id);
 }
 
