@@ -3,11 +3,13 @@
 // (the body's hash, no x-amz-content-sha256). The temporary key works only with its token, acts
 // with exactly its parent key's rights and bucket policies, expires, is refused when its token is
 // tampered with or belongs to another key, and stops working as soon as its parent is disabled or
-// deleted.
+// deleted (for good: enabling the key again does not bring it back) or its parent's secret changes.
 import { AwsClient } from "aws4fetch";
-import { exports } from "cloudflare:workers";
+import { env as workersEnv, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { mintSession, openSession } from "../../worker/src/auth/session-token";
+import { handleS3 } from "../../worker/src/api/handle";
+import { mintSession, openSession, secretFingerprint } from "../../worker/src/auth/session-token";
+import type { Env } from "../../worker/src/config";
 import { CREDENTIALS, MASTER_KEY } from "../shared/credentials";
 import { GATEWAY, s3, s3ok } from "./signed";
 
@@ -193,11 +195,12 @@ describe("temporary credentials", () => {
   });
 
   it("expire: a token past its expiry is ExpiredToken", async () => {
-    const expired = await mintSession(MASTER_KEY, CREDENTIALS.accessKeyId, Date.now() - 1000);
+    const parent = { parentId: CREDENTIALS.accessKeyId, parentFingerprint: await secretFingerprint(CREDENTIALS.secretAccessKey), issued: Date.now() - 2000 };
+    const expired = await mintSession(MASTER_KEY, { ...parent, expires: Date.now() - 1000 });
     const res = await as(expired)("/");
     expect(res.status).toBe(400);
     expect(code(await res.text())).toBe("ExpiredToken");
-    const live = await mintSession(MASTER_KEY, CREDENTIALS.accessKeyId, Date.now() + 60_000);
+    const live = await mintSession(MASTER_KEY, { ...parent, expires: Date.now() + 60_000 });
     expect(await openSession(MASTER_KEY, live.accessKeyId, live.sessionToken, live.expires - 1)).toMatchObject({ parentId: CREDENTIALS.accessKeyId });
     expect(await openSession(MASTER_KEY, live.accessKeyId, live.sessionToken, live.expires)).toBe("expired");
     // Sealed under another master key: not this gateway's.
@@ -224,7 +227,7 @@ describe("temporary credentials", () => {
     expect(listed).not.toContain(`<Name>${B}</Name>`);
     expect((await call("/_shardgate/admin/keys")).status).toBe(403);
     expect((await call("/_shardgate/admin/keys", { method: "POST", body: JSON.stringify({ name: "escalate" }) })).status).toBe(403);
-    // The root key's session acts as the root key, the admin API included.
+    // The root key's session acts as the root key, the admin API's reads included.
     const rootTemp = as(await sessionOf(CREDENTIALS));
     expect((await rootTemp("/_shardgate/admin/keys")).status).toBe(200);
   });
@@ -281,12 +284,59 @@ describe("temporary credentials", () => {
     expect(disabled.status).toBe(403);
     expect(code(await disabled.text())).toBe("InvalidAccessKeyId");
     expect((await sts(keyCreds(key), "Action=GetSessionToken")).status).toBe(403);
+    // Enabled again, the key works, its new sessions too, but not the sessions made before.
     expect((await admin("PATCH", `/keys/${key.id}`, { enabled: true })).status).toBe(200);
-    expect((await call(`/${A}/doc.txt`)).status).toBe(200);
+    expect((await as(keyCreds(key))(`/${A}/doc.txt`)).status).toBe(200);
+    const revoked = await call(`/${A}/doc.txt`);
+    expect(revoked.status).toBe(400);
+    expect(await revoked.text()).toContain(
+      "<Code>ExpiredToken</Code><Message>The provided token has expired: its key was disabled after it was issued.</Message>",
+    );
+    const fresh = as(await sessionOf(keyCreds(key)));
+    expect((await fresh(`/${A}/doc.txt`)).status).toBe(200);
     expect((await admin("DELETE", `/keys/${key.id}`)).status).toBe(204);
-    const deleted = await call(`/${A}/doc.txt`);
-    expect(deleted.status).toBe(403);
-    expect(code(await deleted.text())).toBe("InvalidAccessKeyId");
+    for (const session of [call, fresh]) {
+      const deleted = await session(`/${A}/doc.txt`);
+      expect(deleted.status).toBe(403);
+      expect(code(await deleted.text())).toBe("InvalidAccessKeyId");
+    }
+    await healthy();
+  });
+
+  it("end when their key's secret changes, though the master key that seals them stays", async () => {
+    const env = workersEnv as unknown as Env;
+    const exec = { waitUntil: () => {} };
+    const rotated = { ...env, SHARDGATE_SECRET_ACCESS_KEY: `${CREDENTIALS.secretAccessKey}-rotated` } as Env;
+    expect(rotated.SHARDGATE_MASTER_KEY).toBe(MASTER_KEY);
+    const temp = await sessionOf(CREDENTIALS);
+    const signer = new AwsClient({ ...temp, service: "s3", region: "us-east-1" });
+    const before = await handleS3(await signer.sign(`${GATEWAY}/${A}/doc.txt`), env, exec);
+    expect(await before.text()).toBe("in A");
+    const after = await handleS3(await signer.sign(`${GATEWAY}/${A}/doc.txt`), rotated, exec);
+    expect(after.status).toBe(400);
+    expect(await after.text()).toContain("<Code>ExpiredToken</Code><Message>The provided token has expired: the secret of its key has changed.</Message>");
+    // The new secret's sessions work under the new secret (and not under the old one).
+    const newRoot = { accessKeyId: CREDENTIALS.accessKeyId, secretAccessKey: `${CREDENTIALS.secretAccessKey}-rotated` };
+    const minted = await handleS3(
+      await new AwsClient({ ...newRoot, service: "sts", region: "us-east-1" }).sign(`${GATEWAY}/`, {
+        method: "POST",
+        body: "Action=GetSessionToken&Version=2011-06-15",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+      }),
+      rotated,
+      exec,
+    );
+    const xml = await minted.text();
+    expect(minted.status, xml).toBe(200);
+    const next = new AwsClient({
+      accessKeyId: text(xml, "AccessKeyId") as string,
+      secretAccessKey: text(xml, "SecretAccessKey") as string,
+      sessionToken: text(xml, "SessionToken") as string,
+      service: "s3",
+      region: "us-east-1",
+    });
+    expect(await (await handleS3(await next.sign(`${GATEWAY}/${A}/doc.txt`), rotated, exec)).text()).toBe("in A");
+    expect((await handleS3(await next.sign(`${GATEWAY}/${A}/doc.txt`), env, exec)).status).toBe(400);
     await healthy();
   });
 });

@@ -12,9 +12,20 @@ const SCHEMA: readonly (readonly string[])[] = [
     "CREATE TABLE grants (key_id TEXT NOT NULL, bucket TEXT NOT NULL, read INTEGER NOT NULL, write INTEGER NOT NULL, owner INTEGER NOT NULL, PRIMARY KEY (key_id, bucket)) WITHOUT ROWID",
     "CREATE INDEX grants_by_bucket ON grants (bucket)",
   ],
+  // Sessions (temporary credentials) issued before this time (ms) are refused: set when a disabled
+  // key is enabled again, so that its sessions stay ended. Existing keys: 0, none refused.
+  ["ALTER TABLE keys ADD COLUMN sessions_not_before INTEGER NOT NULL DEFAULT 0"],
 ];
 
-type KeyRow = { id: string; name: string; created: number; sealed_secret: string; enabled: number; create_bucket: number };
+type KeyRow = {
+  id: string;
+  name: string;
+  created: number;
+  sealed_secret: string;
+  enabled: number;
+  create_bucket: number;
+  sessions_not_before: number;
+};
 type GrantRow = { key_id: string; bucket: string; read: number; write: number; owner: number };
 
 /** What a key's settings may change to (absent: unchanged). */
@@ -66,17 +77,29 @@ export class KeyStore extends DurableObject {
     const row = this.row(id);
     if (!row) return null;
     const grants = this.sql.exec<GrantRow>("SELECT * FROM grants WHERE key_id = ?", id).toArray().map(grantOf);
-    return { ...recordOf(row), sealedSecret: row.sealed_secret, grants };
+    return { ...recordOf(row), sealedSecret: row.sealed_secret, grants, sessionsNotBefore: row.sessions_not_before };
   }
 
-  /** Changes a key's settings; the key as it is now, or null when there is no such key. */
-  async update(id: string, change: KeyChange): Promise<KeyRecord | null> {
+  /**
+   * Changes a key's settings; the key as it is now, or null when there is no such key. Enabling a
+   * disabled key ends the sessions issued before (its sessions stop at the disabling and stay so;
+   * set at the enabling, it also catches sessions issued while other isolates still held the key enabled).
+   */
+  async update(id: string, change: KeyChange, now = Date.now()): Promise<KeyRecord | null> {
     const row = this.row(id);
     if (!row) return null;
     const name = change.name ?? row.name;
     const enabled = change.enabled ?? row.enabled === 1;
     const createBucket = change.createBucket ?? row.create_bucket === 1;
-    this.sql.exec("UPDATE keys SET name = ?, enabled = ?, create_bucket = ? WHERE id = ?", name, enabled ? 1 : 0, createBucket ? 1 : 0, id);
+    const notBefore = enabled && row.enabled === 0 ? now : row.sessions_not_before;
+    this.sql.exec(
+      "UPDATE keys SET name = ?, enabled = ?, create_bucket = ?, sessions_not_before = ? WHERE id = ?",
+      name,
+      enabled ? 1 : 0,
+      createBucket ? 1 : 0,
+      notBefore,
+      id,
+    );
     return recordOf({ ...row, name, enabled: enabled ? 1 : 0, create_bucket: createBucket ? 1 : 0 });
   }
 

@@ -238,4 +238,6 @@ export interface BucketGrant {
 export interface KeyWithGrants extends KeyRecord {
   sealedSecret: string;
   grants: BucketGrant[];
+  /** Sessions of the key issued before this time (ms) are refused (0: none). */
+  sessionsNotBefore: number;
 }

@@ -27,6 +27,8 @@ export interface ResolvedKey {
   principal: Principal;
   /** Temporary credentials: when they expire (ms); what a request signed with them hands out ends then too. */
   expires?: number;
+  /** A key of the key store: its sessions issued before this time (ms) are refused (services/sessions.ts). */
+  sessionsNotBefore?: number;
 }
 
 const ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
@@ -182,5 +184,5 @@ async function lookup(env: Env, id: string): Promise<ResolvedKey | null> {
     return null;
   }
   const grants = new Map(row.grants.map((g) => [g.bucket, g]));
-  return { secret, principal: { kind: "key", keyId: id, createBucket: row.createBucket, grants } };
+  return { secret, principal: { kind: "key", keyId: id, createBucket: row.createBucket, grants }, sessionsNotBefore: row.sessionsNotBefore };
 }
