@@ -4,6 +4,7 @@
 // with exactly its parent key's rights and bucket policies, expires, is refused when its token is
 // tampered with or belongs to another key, and stops working as soon as its parent is disabled or
 // deleted (for good: enabling the key again does not bring it back) or its parent's secret changes.
+// It cannot create lasting access through the admin API.
 import { AwsClient } from "aws4fetch";
 import { env as workersEnv, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -230,6 +231,42 @@ describe("temporary credentials", () => {
     // The root key's session acts as the root key, the admin API's reads included.
     const rootTemp = as(await sessionOf(CREDENTIALS));
     expect((await rootTemp("/_shardgate/admin/keys")).status).toBe(200);
+  });
+
+  it("cannot create lasting access through the admin API: no key, no rights, no enabling, no bucket creation", async () => {
+    const key = await newKey("sts-lasting");
+    expect((await admin("PATCH", `/keys/${key.id}`, { enabled: false })).status).toBe(200);
+    const rootTemp = as(await sessionOf(CREDENTIALS));
+    const call = (method: string, path: string, body?: unknown) =>
+      rootTemp(`/_shardgate/admin${path}`, { method, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    for (const [method, path, body] of [
+      ["POST", "/keys", { name: "persist", createBucket: true }],
+      ["PUT", `/keys/${key.id}/buckets/${A}`, { read: true, write: true, owner: true }],
+      ["PUT", `/keys/${key.id}/buckets/${A}`, { read: false, write: false, owner: false }],
+      ["PATCH", `/keys/${key.id}`, { enabled: true }],
+      ["PATCH", `/keys/${key.id}`, { createBucket: true }],
+      ["PATCH", `/keys/${key.id}`, { name: "renamed", createBucket: false }],
+    ] as const) {
+      const res = await call(method, path, body);
+      const xml = await res.text();
+      expect(res.status, `${method} ${path} ${JSON.stringify(body)}`).toBe(403);
+      expect(code(xml)).toBe("AccessDenied");
+      expect(xml).toContain("<Message>Temporary credentials cannot ");
+    }
+    // Nothing changed.
+    const listed = (await (await admin("GET", "/keys")).json()) as {
+      keys: { id: string; name: string; enabled: boolean; createBucket: boolean; grants: unknown[] }[];
+    };
+    expect(listed.keys.map((k) => k.name)).not.toContain("persist");
+    expect(listed.keys.find((k) => k.id === key.id)).toMatchObject({ name: "sts-lasting", enabled: false, createBucket: false, grants: [] });
+    // Reads, renaming, disabling and deleting stay open to the root key's sessions.
+    for (const path of ["/keys", "/nodes", `/buckets/${A}/keys`]) expect((await call("GET", path)).status, path).toBe(200);
+    expect((await call("PATCH", `/keys/${key.id}`, { name: "renamed", enabled: false })).status).toBe(200);
+    expect((await call("DELETE", `/keys/${key.id}`)).status).toBe(204);
+    // The root key itself still may.
+    const made = await admin("POST", "/keys", { name: "sts-by-root" });
+    expect(made.status).toBe(201);
+    await healthy();
   });
 
   it("are bound by policies that name their parent key", async () => {
