@@ -7,15 +7,15 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "../shared/core-suite";
 import { Cluster, signal } from "./cluster";
 import { CREDENTIALS } from "./gateway";
 
+import { SCREENSHOTS } from "./tools";
 const CHROMIUM = "/usr/bin/chromium";
-const shots = join(fileURLToPath(new URL("../..", import.meta.url)), "docs/screenshots");
+const shots = SCREENSHOTS;
 const BUCKET = "browser-path";
 const MiB = 1024 * 1024;
 const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");

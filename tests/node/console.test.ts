@@ -1,7 +1,7 @@
 // The web console end to end: the gateway as `npm start` serves it, driven through real Debian
 // Chromium (/usr/bin/chromium, installed by scripts/setup.sh) with playwright-core. Every step is
 // checked against the gateway itself over S3 (bytes compared by SHA-256), and the main views are
-// written to docs/screenshots/*.png for docs/console.md. The console has an origin of its own and
+// written to .test-output/screenshots (npm run screenshots: docs/screenshots) for docs/console.md. The console has an origin of its own and
 // signs with temporary credentials held in memory; a stored HTML object, opened from the console or
 // directly, can read nothing of it (issue #29).
 import { createServer } from "node:http";
@@ -10,16 +10,16 @@ import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { deflateSync, crc32 } from "node:zlib";
 import { AwsClient } from "aws4fetch";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CREDENTIALS, Gateway } from "./gateway";
 
+import { SCREENSHOTS } from "./tools";
+
 const CHROMIUM = "/usr/bin/chromium";
-const root = fileURLToPath(new URL("../..", import.meta.url));
-const shots = join(root, "docs/screenshots");
+const shots = SCREENSHOTS;
 const BUCKET = "console-e2e";
 const MORE = "console-extra";
 const MiB = 1024 * 1024;

@@ -4,10 +4,15 @@
 // resolved from the repository, not from PATH, so the tests work however vitest was started.
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+/**
+ * Where the console tests put their screenshots: an ignored folder, so that `npm test` leaves the
+ * tree as it found it; `npm run screenshots` points it at docs/screenshots to refresh the docs' pictures.
+ */
+export const SCREENSHOTS = resolve(ROOT, process.env.SHARDGATE_SCREENSHOTS ?? ".test-output/screenshots");
 export const PYTHON_BIN = join(ROOT, ".tools/python/bin");
 export const GO_BIN = join(ROOT, ".tools/go/bin");
 
