@@ -10,7 +10,7 @@
 //     answered at once (their parsers were linear already: these hold them to it).
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { MAX_XML_DEPTH, parseXml } from "../../worker/src/api/xml-parse";
+import { MAX_XML_DEPTH, MAX_XML_ELEMENTS, parseXml } from "../../worker/src/api/xml-parse";
 import { S3Error } from "../../worker/src/s3-error";
 import { CREDENTIALS } from "../shared/credentials";
 import { countedBody, errorCode, whileProbing } from "./hostile";
@@ -84,6 +84,22 @@ describe("XML parser", () => {
     const { result } = await whileProbing(() =>
       Promise.all(Array.from({ length: 4 }, (_, i) => s3(i % 2 ? "/hostile-deep/o?tagging" : "/hostile-deep?cors", { method: "PUT", body: deep }))),
     );
+    for (const res of result) {
+      expect(res.status).toBe(400);
+      expect(errorCode(await res.text())).toBe("MalformedXML");
+    }
+  });
+});
+
+describe("the XML tree a request builds", () => {
+  it(`has at most ${MAX_XML_ELEMENTS} elements: 2 MiB of empty elements is MalformedXML, not half a million objects`, async () => {
+    const many = (n: number) => `<Delete>${"<a/>".repeat(n - 1)}</Delete>`;
+    expect(parsed(many(MAX_XML_ELEMENTS))).toBe("ok");
+    expect(parsed(many(MAX_XML_ELEMENTS + 1))).toBe("MalformedXML");
+    await s3ok("/hostile-wide", { method: "PUT" });
+    const wide = `<Tagging><TagSet>${"<a/>".repeat(520_000)}</TagSet></Tagging>`;
+    expect(wide.length).toBeLessThanOrEqual(2 * 1024 * 1024);
+    const { result } = await whileProbing(() => Promise.all(Array.from({ length: 4 }, () => s3("/hostile-wide?tagging", { method: "PUT", body: wide }))));
     for (const res of result) {
       expect(res.status).toBe(400);
       expect(errorCode(await res.text())).toBe("MalformedXML");

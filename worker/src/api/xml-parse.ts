@@ -15,6 +15,12 @@ export interface XmlElement {
 
 /** The biggest request document accepted (S3 caps DeleteObjects bodies in the same range). */
 export const MAX_XML_BYTES = 2 * 1024 * 1024;
+/**
+ * The most elements a document may have: the largest S3 documents (CompleteMultipartUpload of
+ * 10,000 parts, DeleteObjects of 1,000 keys) have about 40,000. It bounds the memory one request's
+ * tree takes (2 MiB of `<a/>` would be 500,000 objects).
+ */
+export const MAX_XML_ELEMENTS = 100_000;
 
 export function malformedXml(detail = "The XML you provided was not well-formed or did not validate against our published schema."): S3Error {
   return new S3Error("MalformedXML", detail);
@@ -115,12 +121,14 @@ class Parser {
   element(): XmlElement {
     const stack: Open[] = [];
     let root: XmlElement | null = null;
+    let elements = 0;
     // Opens the element at the cursor; false when it was empty (`<a/>`) and so is already closed.
     const open = (): boolean => {
       if (this.s[this.at] !== "<") throw malformedXml();
       this.at++;
       const qname = this.name();
       this.attributes();
+      if (++elements > MAX_XML_ELEMENTS) throw malformedXml("The XML you provided has too many elements.");
       const el: XmlElement = { name: localName(qname), children: [], text: "" };
       if (stack.length > 0) stack[stack.length - 1]!.el.children.push(el);
       else root = el;
