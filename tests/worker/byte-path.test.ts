@@ -5,8 +5,12 @@ import { describe, expect, it } from "vitest";
 import { giveBuffer, takeBuffer } from "../../worker/src/buffer-pool";
 import { toS3Error } from "../../worker/src/api/error-map";
 import { ExactReader } from "../../worker/src/storage/exact-reader";
-import type { StorageNode } from "../../worker/src/storage/nodes";
+import type { GatewayConfig } from "../../worker/src/config";
+import { core } from "../../worker/src/core";
+import { WriteQuorumError } from "../../worker/src/storage/errors";
+import type { ShardBody, StorageNode } from "../../worker/src/storage/nodes";
 import { ShardSink } from "../../worker/src/storage/shard-sink";
+import { writePart } from "../../worker/src/storage/write-part";
 
 /** A byte stream (BYOB-capable, like a request body) fed with `bytes` in pieces of `sizes`. */
 function byteStream(bytes: Uint8Array, sizes: number[], extra = 0): ReadableStream<Uint8Array> {
@@ -118,15 +122,15 @@ describe("ExactReader.fillInPlace", () => {
 });
 
 /** A node whose PUT reads its body (or, when `stall`, never does), keeping what it got. */
-function fakeNode(behaviour: "ok" | "stall" | "fail"): StorageNode & { stored: Uint8Array | null } {
+function fakeNode(behaviour: "ok" | "stall" | "fail", id = `fake-${behaviour}`): StorageNode & { stored: Uint8Array | null } {
   const node = {
-    id: `fake-${behaviour}`,
+    id,
     kind: "disk" as const,
     stored: null as Uint8Array | null,
-    async put(_key: string, body: ReadableStream<Uint8Array>): Promise<void> {
+    async put(_key: string, body: ShardBody): Promise<void> {
       if (behaviour === "stall") return new Promise<void>(() => {}); // never reads, never answers
       if (behaviour === "fail") {
-        await body.cancel();
+        if (body instanceof ReadableStream) await body.cancel();
         throw new Error("node refused");
       }
       node.stored = new Uint8Array(await new Response(body).arrayBuffer());
@@ -160,6 +164,46 @@ describe("ShardSink.writeAll / closeAll", () => {
     expect(await ShardSink.closeAll(sinks)).toEqual([true, false, false]);
     expect(sinks.map((s) => s.failed)).toEqual([false, true, true]);
     expect(nodes[0].stored?.length).toBe(block.length * blocks);
+  });
+});
+
+describe("writePart, a part of one block (each shard file sent whole)", () => {
+  const behaviours = ["ok", "ok", "ok", "ok", "stall", "fail"] as const;
+  const configOf = (nodes: StorageNode[]) =>
+    ({
+      dataShards: 4,
+      parityShards: 2,
+      blockBytes: 1 << 20,
+      chunkBytes: 16384,
+      inlineBytes: 4096,
+      writableNodes: nodes,
+      writeQuorum: 4,
+      nodeStallMs: 50,
+    }) as unknown as GatewayConfig;
+
+  it("stores the encoder's shard files; a node that stalls or fails is a missed shard, the quorum stands", async () => {
+    const nodes = behaviours.map((b, i) => fakeNode(b, `node-${i}`));
+    const body = pattern(300_000);
+    const written = await writePart(configOf(nodes), core, byteStream(body, [70_000]), body.length, () => {});
+    if (written.layout.type !== "sharded") throw new Error("expected a sharded part");
+    const placed = written.layout.placement.map((id) => nodes.find((n) => n.id === id) as (typeof nodes)[number]);
+    const geometry = core.geometry({ size: body.length, blockBytes: 1 << 20, dataShards: 4, parityShards: 2, chunkBytes: 16384 });
+    const expected: Uint8Array[] = [];
+    const encoder = core.encoder(geometry);
+    encoder.encode(body, (shard, framed) => (expected[shard] = framed.slice()));
+    encoder.free();
+    geometry.free();
+    expect(written.missedShards).toEqual(placed.flatMap((n, i) => (n.id === "node-4" || n.id === "node-5" ? [i] : [])));
+    placed.forEach((n, i) => {
+      if (!written.missedShards.includes(i)) expect(same(n.stored ?? new Uint8Array(0), expected[i] as Uint8Array)).toBe(true);
+    });
+    expect(same(written.md5, new Uint8Array(await crypto.subtle.digest("MD5", body)))).toBe(true);
+  });
+
+  it("fewer nodes than the write quorum take their file: WriteQuorumError", async () => {
+    const nodes = ["ok", "ok", "ok", "fail", "fail", "stall"].map((b, i) => fakeNode(b as "ok" | "fail" | "stall", `node-${i}`));
+    const body = pattern(50_000);
+    await expect(writePart(configOf(nodes), core, byteStream(body, [8_000]), body.length, () => {})).rejects.toBeInstanceOf(WriteQuorumError);
   });
 });
 

@@ -1,7 +1,7 @@
 // A node with latency added before every request: how benchmarks and tests make one node slow
 // (SHARDGATE_NODE_DELAY_MS, docs/operations.md). Nothing else changes: the node's own answers,
 // its health record and its hedged reads are those of a node that is simply far away or busy.
-import { type NodeListing, type StorageNode, WrappedNode } from "./nodes";
+import { type NodeListing, type ShardBody, type StorageNode, WrappedNode } from "./nodes";
 
 export class DelayedNode extends WrappedNode {
   constructor(
@@ -11,7 +11,7 @@ export class DelayedNode extends WrappedNode {
     super(inner);
   }
 
-  async put(key: string, body: ReadableStream<Uint8Array>, length: number): Promise<void> {
+  async put(key: string, body: ShardBody, length: number): Promise<void> {
     await this.delay();
     return this.inner.put(key, body, length);
   }

@@ -2,7 +2,7 @@
 // (self-hosted on plain workerd: scripts/serve.mjs binds one writable disk service per node). The
 // service answers GET and HEAD (a single Range gives 206), PUT (a temporary file renamed into
 // place when complete, so a crashed upload never leaves a partial shard file) and DELETE.
-import { expectDeleted, expectOk, type NodeListing, rangedBody, type StorageNode } from "./nodes";
+import { expectDeleted, expectOk, type NodeListing, rangedBody, type ShardBody, type StorageNode } from "./nodes";
 
 /** Any host: a service binding routes by binding, the URL's path names the file. */
 const ORIGIN = "http://disk/";
@@ -17,7 +17,7 @@ export class DiskNode implements StorageNode {
     private readonly disk: Fetcher,
   ) {}
 
-  async put(key: string, body: ReadableStream<Uint8Array>): Promise<void> {
+  async put(key: string, body: ShardBody): Promise<void> {
     const res = await this.disk.fetch(this.url(key), { method: "PUT", body });
     await expectOk(res, this.id, "PUT", key);
     await res.body?.cancel();

@@ -5,7 +5,7 @@
 // waiting for a dead or stalled node. After a cool-down one request is let through as a probe
 // (half-open); its success closes the breaker, its failure opens it again. The recent latency
 // also tells a read when to stop waiting for a node and hedge with parity.
-import { type NodeKind, type NodeListing, type StorageNode, WrappedNode } from "./nodes";
+import { type NodeKind, type NodeListing, type ShardBody, type StorageNode, WrappedNode } from "./nodes";
 import { WriteAbandoned } from "./errors";
 
 export type BreakerState = "closed" | "open" | "half-open";
@@ -218,11 +218,11 @@ export class GuardedNode extends WrappedNode {
     super(inner);
   }
 
-  put(key: string, body: ReadableStream<Uint8Array>, length: number): Promise<void> {
+  put(key: string, body: ShardBody, length: number): Promise<void> {
     return this.guard(
       () => this.inner.put(key, body, length),
       false,
-      () => body.cancel().catch(() => {}),
+      () => (body instanceof ReadableStream ? body.cancel().catch(() => {}) : undefined),
     );
   }
 

@@ -5,14 +5,18 @@ import type { Metrics } from "../observability/metrics";
 /** R2 bucket binding, S3-compatible endpoint, or a local directory (workerd disk service). */
 export type NodeKind = "r2" | "s3" | "disk";
 
+/** A shard file on its way to a node: streamed, or whole. */
+export type ShardBody = ReadableStream<Uint8Array> | Uint8Array;
+
 export interface StorageNode {
   readonly id: string;
   readonly kind: NodeKind;
   /**
    * Stores `body` under `key`: the readable side of a FixedLengthStream of exactly `length` bytes,
-   * so it goes to the node with its length declared, as R2 and fetch need, without another copy.
+   * so it goes to the node with its length declared, as R2 and fetch need, without another copy;
+   * or, for a shard file written in one go, its bytes (owned by the node from then on).
    */
-  put(key: string, body: ReadableStream<Uint8Array>, length: number): Promise<void>;
+  put(key: string, body: ShardBody, length: number): Promise<void>;
   /** Bytes [start, end) of `key`, or null when the node does not have it. */
   get(key: string, start: number, end: number): Promise<ReadableStream<Uint8Array> | null>;
   delete(keys: string[]): Promise<void>;
@@ -163,7 +167,7 @@ export abstract class WrappedNode implements StorageNode {
     return this.inner.presign;
   }
 
-  abstract put(key: string, body: ReadableStream<Uint8Array>, length: number): Promise<void>;
+  abstract put(key: string, body: ShardBody, length: number): Promise<void>;
   abstract get(key: string, start: number, end: number): Promise<ReadableStream<Uint8Array> | null>;
   abstract delete(keys: string[]): Promise<void>;
   abstract head(key: string): Promise<number | null>;
@@ -179,7 +183,7 @@ export class CountedNode extends WrappedNode {
     super(inner);
   }
 
-  async put(key: string, body: ReadableStream<Uint8Array>, length: number): Promise<void> {
+  async put(key: string, body: ShardBody, length: number): Promise<void> {
     await this.count("PUT", 200, () => this.inner.put(key, body, length));
     this.metrics.add("shardgate_node_bytes_written_total", length, { node: this.id });
   }

@@ -1,5 +1,5 @@
 // A node that is an R2 bucket binding (on Cloudflare, and miniflare's R2 in development and tests).
-import type { NodeListing, StorageNode } from "./nodes";
+import type { NodeListing, ShardBody, StorageNode } from "./nodes";
 
 export class R2Node implements StorageNode {
   readonly kind = "r2";
@@ -9,7 +9,7 @@ export class R2Node implements StorageNode {
     private readonly bucket: R2Bucket,
   ) {}
 
-  async put(key: string, body: ReadableStream<Uint8Array>): Promise<void> {
+  async put(key: string, body: ShardBody): Promise<void> {
     const stored = await this.bucket.put(key, body);
     if (!stored) throw new Error(`node ${this.id} refused ${key}`);
   }

@@ -3,7 +3,7 @@
 // known up front), ranged GETs, HEAD, DELETE. Shard files are at most a part's size divided by k,
 // so a single PUT (S3 allows 5 GiB) carries any part a single PutObject or UploadPart can.
 import { AwsClient } from "aws4fetch";
-import { expectDeleted, expectOk, type NodeListing, nodeText, rangedBody, type StorageNode } from "./nodes";
+import { expectDeleted, expectOk, type NodeListing, nodeText, rangedBody, type ShardBody, type StorageNode } from "./nodes";
 
 export interface S3NodeSpec {
   /** Base URL, e.g. http://127.0.0.1:7070 or https://<account>.r2.cloudflarestorage.com. */
@@ -41,7 +41,7 @@ export class S3Node implements StorageNode {
     return (await this.client.sign(url, { method, aws: { signQuery: true } })).url;
   }
 
-  async put(key: string, body: ReadableStream<Uint8Array>): Promise<void> {
+  async put(key: string, body: ShardBody): Promise<void> {
     // Signed without the body (UNSIGNED-PAYLOAD), which then streams with its length declared.
     const signed = await this.sign(key, "PUT");
     const res = await fetch(signed.url, { method: "PUT", headers: signed.headers, body });

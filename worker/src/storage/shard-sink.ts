@@ -122,7 +122,7 @@ export class ShardSink {
 }
 
 /** Waits for `step`, at most `stallMs` (one timer). */
-async function withinStall(step: Promise<unknown>, stallMs: number): Promise<void> {
+export async function withinStall(step: Promise<unknown>, stallMs: number): Promise<void> {
   let timer = 0;
   const stalled = new Promise<void>((resolve) => {
     timer = setTimeout(resolve, stallMs);

@@ -9,7 +9,7 @@ import { WriteAbandoned, WriteQuorumError } from "./errors";
 import { placeShards, shardKey, type StorageNode } from "./nodes";
 import { ExactReader } from "./exact-reader";
 import { GuardedNode } from "./node-health";
-import { ShardSink } from "./shard-sink";
+import { ShardSink, withinStall } from "./shard-sink";
 
 export interface WrittenPart {
   size: number;
@@ -68,6 +68,14 @@ async function writeSharded(
   const geometry = core.geometry({ size, blockBytes: config.blockBytes, dataShards: k, parityShards: m, chunkBytes: config.chunkBytes });
   const storageId = newStorageId();
   const placement = await placeShards(preferAvailable(config.writableNodes, k + m), storageId, k + m);
+  if (geometry.blockCount === 1) {
+    try {
+      const { md5, missedShards } = await writeOneBlock(config, core, reader, size, observe, hashMd5, geometry, storageId, placement);
+      return { size, md5, layout: shardedLayout(config, storageId, placement), missedShards };
+    } finally {
+      geometry.free();
+    }
+  }
   const sinks = placement.map((node, i) => new ShardSink(node, shardKey(storageId, i), geometry.shardFileBytes, config.nodeStallMs));
   const md5 = new crypto.DigestStream("MD5");
   const md5Writer = md5.getWriter();
@@ -107,21 +115,73 @@ async function writeSharded(
     throw quorumLost(sinks, config);
   }
   await md5Writer.close();
+  return { size, md5: hashMd5 ? new Uint8Array(await md5.digest) : new Uint8Array(0), layout: shardedLayout(config, storageId, placement), missedShards };
+}
+
+function shardedLayout(config: GatewayConfig, storageId: string, placement: readonly StorageNode[]): PartLayout {
   return {
-    size,
-    md5: hashMd5 ? new Uint8Array(await md5.digest) : new Uint8Array(0),
-    layout: {
-      type: "sharded",
-      blockBytes: config.blockBytes,
-      dataShards: k,
-      parityShards: m,
-      chunkBytes: config.chunkBytes,
-      storageId,
-      placement: placement.map((n) => n.id),
-      partChecksums: [],
-    },
-    missedShards,
+    type: "sharded",
+    blockBytes: config.blockBytes,
+    dataShards: config.dataShards,
+    parityShards: config.parityShards,
+    chunkBytes: config.chunkBytes,
+    storageId,
+    placement: placement.map((n) => n.id),
+    partChecksums: [],
   };
+}
+
+/**
+ * A part of one block (every object of up to a block, 1 MiB by default): the body is read whole
+ * and checked for its end first, then each shard file goes to its node as one buffer, in one
+ * request. No stream per shard file, no write per block to wait for: streaming a shard file
+ * through a FixedLengthStream costs the runtime a pump (and a zeroed buffer) per file. The
+ * encoder's views into WASM memory are copied out first: a node may look at its body after an
+ * await (a delayed or wrapped node).
+ */
+async function writeOneBlock(
+  config: GatewayConfig,
+  core: Core,
+  reader: ExactReader,
+  size: number,
+  observe: ByteObserver,
+  hashMd5: boolean,
+  geometry: ReturnType<Core["geometry"]>,
+  storageId: string,
+  placement: readonly StorageNode[],
+): Promise<{ md5: Uint8Array; missedShards: number[] }> {
+  const block = takeBuffer(size);
+  const bytes = await reader.fillInPlace(new Uint8Array(block, 0, size));
+  await reader.expectEnd();
+  observe(bytes);
+  const files: Uint8Array[] = [];
+  const encoder = core.encoder(geometry);
+  try {
+    encoder.encode(bytes, (_shard, framed) => files.push(framed.slice()));
+  } finally {
+    encoder.free();
+  }
+  const md5 = hashMd5 ? new Uint8Array(await crypto.subtle.digest("MD5", bytes)) : new Uint8Array(0);
+  giveBuffer(bytes.buffer as ArrayBuffer);
+  const stored = placement.map((node, i) =>
+    node.put(shardKey(storageId, i), files[i], files[i].length).then(
+      () => true,
+      () => false,
+    ),
+  );
+  const done = new Array<boolean>(stored.length).fill(false);
+  await withinStall(Promise.all(stored.map(async (s, i) => (done[i] = await s))), config.nodeStallMs);
+  const missedShards = done.flatMap((ok, i) => (ok ? [] : [i]));
+  if (done.length - missedShards.length < config.writeQuorum) {
+    // Best effort, and not awaited: what a stalled node stores late is removed once it settles.
+    void Promise.allSettled(stored)
+      .then(() => Promise.allSettled(placement.map((node, i) => node.delete([shardKey(storageId, i)]))))
+      .catch(() => {});
+    throw new WriteQuorumError(
+      `Only ${done.length - missedShards.length} of ${done.length} storage nodes accepted the data; ${config.writeQuorum} are needed.`,
+    );
+  }
+  return { md5, missedShards };
 }
 
 /** Nodes whose breaker is closed, when there are enough of them; otherwise all of them. */
