@@ -813,9 +813,19 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     const bucket = "console-keys";
     expect((await s3.fetch(`${gw.base}/${bucket}`, { method: "PUT" })).status).toBe(200);
     expect((await s3.fetch(objectUrl("pub/hello.txt", bucket), { method: "PUT", body: "public hello" })).status).toBe(200);
+    /** Temporary credentials may not give lasting access: the console asks for the root secret for that one request. */
+    const withSecret = async (secret = CREDENTIALS.secretAccessKey) => {
+      const ask = page.getByRole("dialog", { name: "Secret key needed" });
+      await ask.getByLabel("Secret key").fill(secret);
+      await ask.getByRole("button", { name: "Continue" }).click();
+      return ask;
+    };
     await page.locator("#nav-keys").click();
     await page.getByLabel("Key name").fill("console writer");
     await page.getByRole("button", { name: "Create key" }).click();
+    const wrong = await withSecret("not-the-secret");
+    await expect.poll(() => wrong.locator(".error").textContent()).toContain("The secret key does not match");
+    await withSecret();
     const created = page.getByRole("dialog", { name: "New access key" });
     await created.waitFor();
     const id = (await page.locator("#created-key-id").textContent()) as string;
@@ -837,7 +847,9 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     await page.getByLabel("Key to give rights to").selectOption(id);
     await page.locator("#grant-write").check();
     await page.getByRole("button", { name: "Give rights" }).click();
+    await withSecret();
     await expect.poll(() => panel.locator("summary").textContent()).toContain("Permissions: 1 key");
+    expect(await storedText(page)).not.toContain(CREDENTIALS.secretAccessKey);
     expect((await writer.fetch(objectUrl("by-key.txt", bucket), { method: "PUT", body: "k" })).status).toBe(200);
     expect(await page.getByLabel("owner for console writer").isChecked()).toBe(false);
 
@@ -886,6 +898,13 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     const refused = await writer.fetch(objectUrl("by-key.txt", bucket));
     expect(refused.status).toBe(403);
     expect(await refused.text()).toContain("InvalidAccessKeyId");
+    // Enabling takes the root secret again, then disabling does not.
+    await page.getByRole("button", { name: "Enable key console writer" }).click();
+    await withSecret();
+    await expect.poll(() => page.locator(`tr[data-key="${id}"]`).textContent()).toContain("Enabled");
+    expect((await writer.fetch(objectUrl("by-key.txt", bucket))).status).toBe(200);
+    await page.getByRole("button", { name: "Disable key console writer" }).click();
+    await expect.poll(() => page.locator(`tr[data-key="${id}"]`).textContent()).toContain("Disabled");
     await page.locator("#nav-buckets").click();
   });
 

@@ -1,11 +1,13 @@
 // A bucket's Permissions panel, above its listing: which access keys have read, write or owner on
 // it (changed with the admin API: root key only), whether the bucket or a prefix is public (a
 // statement of the bucket policy that lets everyone GET objects), and the policy's JSON itself,
-// checked by the gateway when saved.
+// checked by the gateway when saved. Rights are set with the root secret, asked for each time
+// (views/signin.ts withKeySecret): temporary credentials may not set them.
 import { type AccessKey, getPolicy, listKeys, publicPrefixes, type Rights, savePolicy, setRights, withPublicRead } from "../access";
 import type { App } from "../app";
 import { messageOf, S3Error } from "../errors";
 import { h, mount, toast } from "../ui";
+import { withKeySecret } from "./signin";
 
 const RIGHTS = ["read", "write", "owner"] as const;
 
@@ -145,8 +147,8 @@ export function permissionsPanel(app: App, bucket: string): HTMLElement {
     };
     const change = async (k: AccessKey, rights: Rights) => {
       try {
-        await setRights(app.s3, k.id, bucket, rights);
-        toast(`Rights of ${k.name} on ${bucket} saved.`);
+        if (await withKeySecret(app.s3.origin, app.accessKeyId, "Setting a key's rights", (s3) => setRights(s3, k.id, bucket, rights)))
+          toast(`Rights of ${k.name} on ${bucket} saved.`);
       } catch (err) {
         toast(messageOf(err), "error");
       }

@@ -1,14 +1,15 @@
 import { messageOf } from "../errors";
-import { S3Client, type Session, startSession } from "../s3";
+import { type Credentials, S3Client, type Session, startSession } from "../s3";
 import { h, mount, openDialog } from "../ui";
 
 /**
- * The access key form: the key is exchanged for temporary credentials (STS GetSessionToken on the
- * gateway), which a ListBuckets checks; the secret itself is kept nowhere, not even in memory.
+ * The access key form: `act` gets the key entered (by default: exchanged for temporary credentials,
+ * STS GetSessionToken on the gateway, which a ListBuckets checks); the secret itself is kept
+ * nowhere, not even in memory, once `act` has used it.
  */
 function keyForm(
   endpoint: string,
-  opts: { accessKeyId?: string; submit: string; done: (s: Session) => void },
+  opts: { accessKeyId?: string; submit: string; done?: (s: Session) => void; act?: (key: Credentials) => Promise<void> },
 ): {
   form: HTMLFormElement;
   focus(): void;
@@ -34,10 +35,16 @@ function keyForm(
         button.disabled = true;
         error.textContent = "";
         try {
-          const session = await startSession(endpoint, { accessKeyId: access.value.trim(), secretAccessKey: secret.value });
+          const key = { accessKeyId: access.value.trim(), secretAccessKey: secret.value };
+          if (opts.act) {
+            await opts.act(key);
+            secret.value = "";
+            return;
+          }
+          const session = await startSession(endpoint, key);
           secret.value = "";
           await new S3Client(session, endpoint).listBuckets();
-          opts.done(session);
+          opts.done?.(session);
         } catch (err) {
           error.textContent = messageOf(err);
           button.disabled = false;
@@ -91,4 +98,37 @@ export async function renewSession(endpoint: string, accessKeyId: string, minute
   focus();
   await closed;
   return renewed;
+}
+
+/**
+ * Runs `call` signed with the key's own secret, asked for now: the gateway refuses temporary
+ * credentials what would outlast them (creating a key, setting rights, enabling a key). The secret
+ * signs this one call and is kept nowhere. Resolves what `call` answered, or null when dismissed.
+ */
+export async function withKeySecret<T>(endpoint: string, accessKeyId: string, why: string, call: (s3: S3Client) => Promise<T>): Promise<{ value: T } | null> {
+  let result: { value: T } | null = null;
+  const { form, focus } = keyForm(endpoint, {
+    accessKeyId,
+    submit: "Continue",
+    act: async (key) => {
+      result = { value: await call(new S3Client(key, endpoint)) };
+      dialog.close();
+    },
+  });
+  const { dialog, closed } = openDialog(
+    "Secret key needed",
+    h(
+      "div",
+      { class: "renew" },
+      h(
+        "p",
+        null,
+        `${why} needs the secret key itself: the console's temporary credentials may not give lasting access. It signs this one request and is not kept.`,
+      ),
+      form,
+    ),
+  );
+  focus();
+  await closed;
+  return result as { value: T } | null;
 }
