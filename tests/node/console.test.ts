@@ -814,7 +814,7 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     expect((await s3.fetch(`${gw.base}/${bucket}`, { method: "PUT" })).status).toBe(200);
     expect((await s3.fetch(objectUrl("pub/hello.txt", bucket), { method: "PUT", body: "public hello" })).status).toBe(200);
     /** Temporary credentials may not give lasting access: the console asks for the root secret for that one request. */
-    const withSecret = async (secret = CREDENTIALS.secretAccessKey) => {
+    const withSecret = async (secret: string = CREDENTIALS.secretAccessKey) => {
       const ask = page.getByRole("dialog", { name: "Secret key needed" });
       await ask.getByLabel("Secret key").fill(secret);
       await ask.getByRole("button", { name: "Continue" }).click();
