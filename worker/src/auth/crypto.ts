@@ -77,3 +77,15 @@ export class Sha256Stream {
     this.writer.abort().catch(() => {});
   }
 }
+
+/** `n` characters drawn uniformly from `alphabet` (rejection sampling: no modulo bias). */
+export function randomText(alphabet: string, n: number): string {
+  const limit = 256 - (256 % alphabet.length);
+  let out = "";
+  while (out.length < n) {
+    for (const b of crypto.getRandomValues(new Uint8Array(n * 2))) {
+      if (b < limit && out.length < n) out += alphabet[b % alphabet.length];
+    }
+  }
+  return out;
+}

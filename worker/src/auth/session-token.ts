@@ -5,7 +5,7 @@
 // of its secret at the time), its secret, when it was issued and when it expires. A request signed
 // with the temporary secret carries the token; the gateway opens it, checks the expiry, and signs
 // with the secret inside, acting as the parent key (services/sessions.ts checks the parent).
-import { constantTimeEqual, hmac, importHmacKey, toHex } from "./crypto";
+import { constantTimeEqual, hmac, importHmacKey, randomText, toHex } from "./crypto";
 import { open, seal } from "./secret-box";
 
 /** Temporary key ids: AWS's prefix for them. No access key the gateway makes starts so ("SG…"). */
@@ -37,18 +37,6 @@ export interface TemporaryCredentials extends SessionClaims {
 
 /** Why a token was refused. */
 export type TokenFailure = "invalid" | "expired";
-
-/** `n` characters drawn uniformly from `alphabet` (rejection sampling: no modulo bias). */
-function randomText(alphabet: string, n: number): string {
-  const limit = 256 - (256 % alphabet.length);
-  let out = "";
-  while (out.length < n) {
-    for (const b of crypto.getRandomValues(new Uint8Array(n * 2))) {
-      if (b < limit && out.length < n) out += alphabet[b % alphabet.length];
-    }
-  }
-  return out;
-}
 
 /**
  * What a session token holds of its parent key's secret: the first 16 bytes of

@@ -3,6 +3,7 @@
 // request to its secret and rights. Resolved keys are remembered per isolate for KEY_CACHE_MS at
 // most, so a disabled or deleted key is refused everywhere within that time (at once in the isolate
 // that made the change).
+import { randomText } from "../auth/crypto";
 import { masterKeyOf, openSecret, requireMasterKey, sealSecret } from "../auth/secret-box";
 import type { Env } from "../config";
 import type { KeyChange } from "../meta/key-store";
@@ -35,18 +36,6 @@ const ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 /** Every id createKey makes: another cannot be in the key store, and is refused without asking it. */
 const KEY_ID = /^SG[A-Z0-9]{18}$/;
 const SECRET_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-
-/** `n` characters drawn uniformly from `alphabet` (rejection sampling: no modulo bias). */
-function randomText(alphabet: string, n: number): string {
-  const limit = 256 - (256 % alphabet.length);
-  let out = "";
-  while (out.length < n) {
-    for (const b of crypto.getRandomValues(new Uint8Array(n * 2))) {
-      if (b < limit && out.length < n) out += alphabet[b % alphabet.length];
-    }
-  }
-  return out;
-}
 
 /** Creates a key; the secret is in the answer and nowhere else in clear. */
 export async function createKey(env: Env, opts: { name: string; createBucket: boolean }, now = Date.now()): Promise<KeyRecord & { secret: string }> {
