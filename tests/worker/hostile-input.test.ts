@@ -11,8 +11,8 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { MAX_XML_DEPTH, MAX_XML_ELEMENTS, parseXml } from "../../worker/src/api/xml-parse";
+import { signedPostFields } from "./post-form";
 import { S3Error } from "../../worker/src/s3-error";
-import { CREDENTIALS } from "../shared/credentials";
 import { countedBody, errorCode, whileProbing } from "./hostile";
 import { GATEWAY, s3, s3ok } from "./signed";
 
@@ -259,35 +259,8 @@ describe("browser form uploads: the multipart parser's work is linear", () => {
   const nearMiss = `\r\n--${boundary.slice(0, -1)}X`;
   const enc = new TextEncoder();
 
-  async function hmac(key: Uint8Array | string, text: string): Promise<Uint8Array> {
-    const raw = typeof key === "string" ? enc.encode(key) : key;
-    const k = await crypto.subtle.importKey("raw", raw, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-    return new Uint8Array(await crypto.subtle.sign("HMAC", k, enc.encode(text)));
-  }
-
   /** The SigV4 fields of a POST policy allowing any key in `bucket`, signed with the root key. */
-  async function signedFields(bucket: string): Promise<[string, string][]> {
-    const date = new Date().toISOString().slice(0, 10).replaceAll("-", "");
-    const credential = `${CREDENTIALS.accessKeyId}/${date}/us-east-1/s3/aws4_request`;
-    const conditions = [
-      { bucket },
-      ["starts-with", "$key", ""],
-      { "x-amz-algorithm": "AWS4-HMAC-SHA256" },
-      { "x-amz-credential": credential },
-      { "x-amz-date": `${date}T000000Z` },
-    ];
-    const policy = btoa(JSON.stringify({ expiration: new Date(Date.now() + 600_000).toISOString(), conditions }));
-    let signing: Uint8Array = await hmac(`AWS4${CREDENTIALS.secretAccessKey}`, date);
-    for (const part of ["us-east-1", "s3", "aws4_request"]) signing = await hmac(signing, part);
-    const signature = Array.from(await hmac(signing, policy), (b) => b.toString(16).padStart(2, "0")).join("");
-    return [
-      ["policy", policy],
-      ["x-amz-algorithm", "AWS4-HMAC-SHA256"],
-      ["x-amz-credential", credential],
-      ["x-amz-date", `${date}T000000Z`],
-      ["x-amz-signature", signature],
-    ];
-  }
+  const signedFields = async (bucket: string) => Object.entries(await signedPostFields([{ bucket }, ["starts-with", "$key", ""]]));
 
   function form(fields: [string, string][], file: Uint8Array | null): Uint8Array {
     const head = fields.map(([n, v]) => `--${boundary}\r\nContent-Disposition: form-data; name="${n}"\r\n\r\n${v}\r\n`).join("");

@@ -11,6 +11,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { PERMISSIONS } from "../../worker/src/api/permissions";
 import type { Endpoint } from "../../worker/src/api/router";
 import { POLICY_ACTIONS, type PolicyAction } from "../../worker/src/auth/policy";
+import { signedPostFields } from "./post-form";
 import type { Env } from "../../worker/src/config";
 import { setSetting } from "../../worker/src/services/bucket-settings";
 import { GATEWAY, s3, s3ok } from "./signed";
@@ -521,28 +522,8 @@ describe("presigned requests, copies and POST forms are evaluated the same way",
   });
 });
 
-// POST forms, signed with SigV4 as browsers post them (as post-object.test.ts does).
-async function hmac(key: Uint8Array | string, text: string): Promise<Uint8Array> {
-  const k = await crypto.subtle.importKey("raw", typeof key === "string" ? enc.encode(key) : key, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  return new Uint8Array(await crypto.subtle.sign("HMAC", k, enc.encode(text)));
-}
-
-async function signedFields(key: Key, bucket: string): Promise<Record<string, string>> {
-  const date = new Date().toISOString().slice(0, 10).replaceAll("-", "");
-  const credential = `${key.id}/${date}/us-east-1/s3/aws4_request`;
-  const conditions = [
-    { bucket },
-    ["starts-with", "$key", ""],
-    { "x-amz-algorithm": "AWS4-HMAC-SHA256" },
-    { "x-amz-credential": credential },
-    { "x-amz-date": `${date}T000000Z` },
-  ];
-  const policy = btoa(JSON.stringify({ expiration: new Date(Date.now() + 600_000).toISOString(), conditions }));
-  let signing: Uint8Array = await hmac(`AWS4${key.secret}`, date);
-  for (const part of ["us-east-1", "s3", "aws4_request"]) signing = await hmac(signing, part);
-  const signature = Array.from(await hmac(signing, policy), (x) => x.toString(16).padStart(2, "0")).join("");
-  return { policy, "x-amz-algorithm": "AWS4-HMAC-SHA256", "x-amz-credential": credential, "x-amz-date": `${date}T000000Z`, "x-amz-signature": signature };
-}
+// POST forms, signed with SigV4 as browsers post them (tests/worker/post-form.ts).
+const signedFields = (key: Key, bucket: string) => signedPostFields([{ bucket }, ["starts-with", "$key", ""]], { key });
 
 async function postForm(bucket: string, fields: Record<string, string>, filename: string): Promise<Response> {
   const form = new FormData();

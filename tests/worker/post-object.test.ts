@@ -8,41 +8,15 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { CREDENTIALS } from "../shared/credentials";
 import { randomBytes } from "../shared/core-suite";
 import { metricTotal, scrapeMetrics } from "./hostile";
+import { signedPostFields } from "./post-form";
 import { GATEWAY, s3, s3ok } from "./signed";
 
 const errorCode = (xml: string) => xml.match(/<Code>([^<]+)<\/Code>/)?.[1];
 const enc = new TextEncoder();
 
-async function hmac(key: Uint8Array | string, text: string): Promise<Uint8Array> {
-  const raw = typeof key === "string" ? enc.encode(key) : key;
-  const k = await crypto.subtle.importKey("raw", raw, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  return new Uint8Array(await crypto.subtle.sign("HMAC", k, enc.encode(text)));
-}
-
 const hexOf = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
 
 type Key = { id: string; secret: string };
-
-/** The fields a SigV4 presigned POST carries for `conditions`, signed with `key`. */
-async function signedFields(conditions: unknown[], opts: { key?: Key; expires?: Date } = {}): Promise<Record<string, string>> {
-  const key = opts.key ?? { id: CREDENTIALS.accessKeyId, secret: CREDENTIALS.secretAccessKey };
-  const now = new Date();
-  const date = now.toISOString().slice(0, 10).replaceAll("-", "");
-  const amzDate = `${date}T000000Z`;
-  const credential = `${key.id}/${date}/us-east-1/s3/aws4_request`;
-  const all = [...conditions, { "x-amz-algorithm": "AWS4-HMAC-SHA256" }, { "x-amz-credential": credential }, { "x-amz-date": amzDate }];
-  const expiration = (opts.expires ?? new Date(Date.now() + 600_000)).toISOString();
-  const policy = btoa(JSON.stringify({ expiration, conditions: all }));
-  let signing: Uint8Array = await hmac(`AWS4${key.secret}`, date);
-  for (const part of ["us-east-1", "s3", "aws4_request"]) signing = await hmac(signing, part);
-  return {
-    policy,
-    "x-amz-algorithm": "AWS4-HMAC-SHA256",
-    "x-amz-credential": credential,
-    "x-amz-date": amzDate,
-    "x-amz-signature": hexOf(await hmac(signing, policy)),
-  };
-}
 
 /** POSTs a form to `bucket`: `fields` in order, then the file (or, with `after`, more fields after it). */
 async function post(
@@ -91,7 +65,7 @@ describe("browser form uploads (POST Object)", () => {
       "Content-Type": "text/plain",
       success_action_status: "201",
       "x-amz-meta-owner": "form",
-      ...(await signedFields(conditions)),
+      ...(await signedPostFields(conditions)),
     };
     const res = await post(BUCKET, fields, { name: "notes.txt", body: "from a form" });
     const xml = await res.text();
@@ -106,7 +80,7 @@ describe("browser form uploads (POST Object)", () => {
 
   it("streams a file of several blocks byte-exact, answering 204 by default", async () => {
     const body = randomBytes(3 * 1024 * 1024 + 17, 41);
-    const fields = { key: "big/file.bin", ...(await signedFields([{ bucket: BUCKET }, ["starts-with", "$key", "big/"]])) };
+    const fields = { key: "big/file.bin", ...(await signedPostFields([{ bucket: BUCKET }, ["starts-with", "$key", "big/"]])) };
     const res = await post(BUCKET, fields, { name: "file.bin", body });
     expect(res.status, await res.clone().text()).toBe(204);
     expect(res.headers.get("etag")).toBe(`"${await md5Hex(body)}"`);
@@ -120,7 +94,7 @@ describe("browser form uploads (POST Object)", () => {
     const fields = {
       key: "r/x.txt",
       success_action_redirect: redirect,
-      ...(await signedFields([{ bucket: BUCKET }, { key: "r/x.txt" }, { success_action_redirect: redirect }])),
+      ...(await signedPostFields([{ bucket: BUCKET }, { key: "r/x.txt" }, { success_action_redirect: redirect }])),
     };
     const res = await post(BUCKET, fields, { name: "x.txt", body: "x" });
     expect(res.status, await res.clone().text()).toBe(303);
@@ -134,13 +108,19 @@ describe("browser form uploads (POST Object)", () => {
   it("refuses forms the policy does not allow, before anything is stored", async () => {
     const base = [{ bucket: BUCKET }, ["starts-with", "$key", "ok/"], ["content-length-range", 2, 10]];
     const cases: [string, Record<string, string>, string, number, string][] = [
-      ["key outside the prefix", { key: "elsewhere/a.txt", ...(await signedFields(base)) }, "abc", 403, "AccessDenied"],
-      ["file too large", { key: "ok/large.txt", ...(await signedFields(base)) }, "x".repeat(11), 400, "EntityTooLarge"],
-      ["file too small", { key: "ok/small.txt", ...(await signedFields(base)) }, "x", 400, "EntityTooSmall"],
-      ["expired", { key: "ok/late.txt", ...(await signedFields(base, { expires: new Date(Date.now() - 1000) })) }, "abc", 403, "AccessDenied"],
-      ["a field no condition names", { key: "ok/extra.txt", "x-amz-meta-extra": "1", ...(await signedFields(base)) }, "abc", 403, "AccessDenied"],
-      ["a tampered signature", { key: "ok/forged.txt", ...(await signedFields(base)), "x-amz-signature": "0".repeat(64) }, "abc", 403, "SignatureDoesNotMatch"],
-      ["no key field", { ...(await signedFields(base)) }, "abc", 400, "InvalidArgument"],
+      ["key outside the prefix", { key: "elsewhere/a.txt", ...(await signedPostFields(base)) }, "abc", 403, "AccessDenied"],
+      ["file too large", { key: "ok/large.txt", ...(await signedPostFields(base)) }, "x".repeat(11), 400, "EntityTooLarge"],
+      ["file too small", { key: "ok/small.txt", ...(await signedPostFields(base)) }, "x", 400, "EntityTooSmall"],
+      ["expired", { key: "ok/late.txt", ...(await signedPostFields(base, { expires: new Date(Date.now() - 1000) })) }, "abc", 403, "AccessDenied"],
+      ["a field no condition names", { key: "ok/extra.txt", "x-amz-meta-extra": "1", ...(await signedPostFields(base)) }, "abc", 403, "AccessDenied"],
+      [
+        "a tampered signature",
+        { key: "ok/forged.txt", ...(await signedPostFields(base)), "x-amz-signature": "0".repeat(64) },
+        "abc",
+        403,
+        "SignatureDoesNotMatch",
+      ],
+      ["no key field", { ...(await signedPostFields(base)) }, "abc", 400, "InvalidArgument"],
     ];
     for (const [what, fields, body, status, code] of cases) {
       const res = await post(BUCKET, fields, { name: "f.txt", body });
@@ -155,8 +135,8 @@ describe("browser form uploads (POST Object)", () => {
     const ghost = { id: `SG${"Q".repeat(18)}`, secret: "not-a-secret" };
     const base = [{ bucket: BUCKET }, ["starts-with", "$key", "ok/"]];
     const before = metricTotal(await scrapeMetrics(), "shardgate_key_lookups_total");
-    const expired = { key: "ok/ghost.txt", ...(await signedFields(base, { key: ghost, expires: new Date(Date.now() - 1000) })) };
-    const outside = { key: "elsewhere/ghost.txt", ...(await signedFields(base, { key: ghost })) };
+    const expired = { key: "ok/ghost.txt", ...(await signedPostFields(base, { key: ghost, expires: new Date(Date.now() - 1000) })) };
+    const outside = { key: "elsewhere/ghost.txt", ...(await signedPostFields(base, { key: ghost })) };
     for (const fields of [expired, outside]) {
       const res = await post(BUCKET, fields, { name: "f.txt", body: "abc" });
       expect(res.status).toBe(403);
@@ -166,7 +146,7 @@ describe("browser form uploads (POST Object)", () => {
   });
 
   it("refuses a form whose file is not the last field, leaving nothing visible", async () => {
-    const fields = { key: "ok/not-last.txt", ...(await signedFields([{ bucket: BUCKET }, ["starts-with", "$key", "ok/"]])) };
+    const fields = { key: "ok/not-last.txt", ...(await signedPostFields([{ bucket: BUCKET }, ["starts-with", "$key", "ok/"]])) };
     const res = await post(BUCKET, fields, { name: "f.txt", body: "abc" }, { trailing: "field" });
     expect(res.status).toBe(400);
     expect(errorCode(await res.text())).toBe("MalformedPOSTRequest");
@@ -180,10 +160,10 @@ describe("browser form uploads (POST Object)", () => {
     const reader = (await (await admin("POST", "/keys", { name: "form reader" })).json()) as Key;
     await admin("PUT", `/keys/${reader.id}/buckets/${bucket}`, { read: true });
     const conditions = [{ bucket }, ["starts-with", "$key", ""]];
-    const denied = await post(bucket, { key: "a.txt", ...(await signedFields(conditions, { key: reader })) }, { name: "a.txt", body: "a" });
+    const denied = await post(bucket, { key: "a.txt", ...(await signedPostFields(conditions, { key: reader })) }, { name: "a.txt", body: "a" });
     expect(errorCode(await denied.text())).toBe("AccessDenied");
     await admin("PUT", `/keys/${reader.id}/buckets/${bucket}`, { read: true, write: true });
-    const allowed = await post(bucket, { key: "a.txt", ...(await signedFields(conditions, { key: reader })) }, { name: "a.txt", body: "a" });
+    const allowed = await post(bucket, { key: "a.txt", ...(await signedPostFields(conditions, { key: reader })) }, { name: "a.txt", body: "a" });
     expect(allowed.status).toBe(204);
 
     const unsigned = () => post(bucket, { key: "inbox/u.txt" }, { name: "u.txt", body: "u" });
