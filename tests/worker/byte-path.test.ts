@@ -7,6 +7,7 @@ import { toS3Error } from "../../worker/src/api/error-map";
 import { ExactReader } from "../../worker/src/storage/exact-reader";
 import type { GatewayConfig } from "../../worker/src/config";
 import { core } from "../../worker/src/core";
+import { DelayedNode } from "../../worker/src/storage/delayed-node";
 import { WriteQuorumError } from "../../worker/src/storage/errors";
 import type { ShardBody, StorageNode } from "../../worker/src/storage/nodes";
 import { ShardSink } from "../../worker/src/storage/shard-sink";
@@ -198,6 +199,26 @@ describe("writePart, a part of one block (each shard file sent whole)", () => {
       if (!written.missedShards.includes(i)) expect(same(n.stored ?? new Uint8Array(0), expected[i] as Uint8Array)).toBe(true);
     });
     expect(same(written.md5, new Uint8Array(await crypto.subtle.digest("MD5", body)))).toBe(true);
+  });
+
+  it("the runtime copies a buffer body as a request is made: the caller's memory may change right after", async () => {
+    // DiskNode.put hands fetch a view of WASM memory that the next core call overwrites.
+    const memory = new WebAssembly.Memory({ initial: 1 });
+    const view = new Uint8Array(memory.buffer, 1000, 20_000).fill(7);
+    const request = new Request("http://disk/file", { method: "PUT", body: view });
+    view.fill(0xee);
+    const sent = new Uint8Array(await request.arrayBuffer());
+    expect(sent.length).toBe(20_000);
+    expect(sent.every((b) => b === 7)).toBe(true);
+  });
+
+  it("a node may keep the bytes across an await only by copying them (a delayed node)", async () => {
+    const inner = fakeNode("ok", "inner");
+    const bytes = pattern(30_000);
+    const put = new DelayedNode(inner, 5).put("k/0", bytes, bytes.length);
+    bytes.fill(0); // the caller's again once put has returned
+    await put;
+    expect(same(inner.stored ?? new Uint8Array(0), pattern(30_000))).toBe(true);
   });
 
   it("fewer nodes than the write quorum take their file: WriteQuorumError", async () => {

@@ -12,8 +12,10 @@ export class DelayedNode extends WrappedNode {
   }
 
   async put(key: string, body: ShardBody, length: number): Promise<void> {
+    // Bytes are the caller's again once put returns (nodes.ts): kept across the delay, they are copied.
+    const kept = body instanceof Uint8Array ? body.slice() : body;
     await this.delay();
-    return this.inner.put(key, body, length);
+    return this.inner.put(key, kept, length);
   }
 
   async get(key: string, start: number, end: number): Promise<ReadableStream<Uint8Array> | null> {

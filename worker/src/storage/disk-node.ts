@@ -18,6 +18,7 @@ export class DiskNode implements StorageNode {
   ) {}
 
   async put(key: string, body: ShardBody): Promise<void> {
+    // Called before any await: the runtime copies a buffer body as the request is made (nodes.ts).
     const res = await this.disk.fetch(this.url(key), { method: "PUT", body });
     await expectOk(res, this.id, "PUT", key);
     await res.body?.cancel();

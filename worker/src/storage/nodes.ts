@@ -14,7 +14,9 @@ export interface StorageNode {
   /**
    * Stores `body` under `key`: the readable side of a FixedLengthStream of exactly `length` bytes,
    * so it goes to the node with its length declared, as R2 and fetch need, without another copy;
-   * or, for a shard file written in one go, its bytes (owned by the node from then on).
+   * or, for a shard file written in one go, its bytes: read (copied) before put's first await, so
+   * the caller may reuse their memory as soon as put has returned its promise (a view of WASM
+   * memory, write-part.ts). Wrappers pass them on before awaiting anything, or copy them.
    */
   put(key: string, body: ShardBody, length: number): Promise<void>;
   /** Bytes [start, end) of `key`, or null when the node does not have it. */

@@ -10,7 +10,8 @@ export class R2Node implements StorageNode {
   ) {}
 
   async put(key: string, body: ShardBody): Promise<void> {
-    const stored = await this.bucket.put(key, body);
+    // Bytes are the caller's again once put returns (nodes.ts): copied, whatever the binding keeps.
+    const stored = await this.bucket.put(key, body instanceof Uint8Array ? body.slice() : body);
     if (!stored) throw new Error(`node ${this.id} refused ${key}`);
   }
 

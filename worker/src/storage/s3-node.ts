@@ -42,9 +42,11 @@ export class S3Node implements StorageNode {
   }
 
   async put(key: string, body: ShardBody): Promise<void> {
+    // Bytes are the caller's again once put returns (nodes.ts): kept across the signing, they are copied.
+    const kept = body instanceof Uint8Array ? body.slice() : body;
     // Signed without the body (UNSIGNED-PAYLOAD), which then streams with its length declared.
     const signed = await this.sign(key, "PUT");
-    const res = await fetch(signed.url, { method: "PUT", headers: signed.headers, body });
+    const res = await fetch(signed.url, { method: "PUT", headers: signed.headers, body: kept });
     await expectOk(res, this.id, "PUT", key);
     await res.body?.cancel();
   }

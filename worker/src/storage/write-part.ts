@@ -136,8 +136,9 @@ function shardedLayout(config: GatewayConfig, storageId: string, placement: read
  * and checked for its end first, then each shard file goes to its node as one buffer, in one
  * request. No stream per shard file, no write per block to wait for: streaming a shard file
  * through a FixedLengthStream costs the runtime a pump (and a zeroed buffer) per file. The
- * encoder's views into WASM memory are copied out first: a node may look at its body after an
- * await (a delayed or wrapped node).
+ * encoder's views into WASM memory go to the nodes as they are: a node copies a buffer body
+ * before its put's first await (nodes.ts StorageNode.put), and all are handed over before the
+ * encoder is freed.
  */
 async function writeOneBlock(
   config: GatewayConfig,
@@ -156,19 +157,20 @@ async function writeOneBlock(
   observe(bytes);
   const files: Uint8Array[] = [];
   const encoder = core.encoder(geometry);
+  let stored: Promise<boolean>[];
   try {
-    encoder.encode(bytes, (_shard, framed) => files.push(framed.slice()));
+    encoder.encode(bytes, (_shard, framed) => files.push(framed));
+    stored = placement.map((node, i) =>
+      node.put(shardKey(storageId, i), files[i], files[i].length).then(
+        () => true,
+        () => false,
+      ),
+    );
   } finally {
     encoder.free();
   }
   const md5 = hashMd5 ? new Uint8Array(await crypto.subtle.digest("MD5", bytes)) : new Uint8Array(0);
   giveBuffer(bytes.buffer as ArrayBuffer);
-  const stored = placement.map((node, i) =>
-    node.put(shardKey(storageId, i), files[i], files[i].length).then(
-      () => true,
-      () => false,
-    ),
-  );
   const done = new Array<boolean>(stored.length).fill(false);
   await withinStall(Promise.all(stored.map(async (s, i) => (done[i] = await s))), config.nodeStallMs);
   const missedShards = done.flatMap((ok, i) => (ok ? [] : [i]));
