@@ -139,6 +139,19 @@ pub struct Assembler {
     rebuilt: Option<Rebuilt>,
     /// Length of the run the last `peek` returned: how far `advance` may go.
     peeked: usize,
+    /// The input `place` laid out and `commit_placed` verifies: its shard and each chunk's data
+    /// length, and the chunks' checksums, copied here by the host.
+    placed: Option<usize>,
+    placed_lens: Vec<usize>,
+    sums: Vec<u8>,
+}
+
+/// One copy the host makes of a placed input: bytes [src, src + len) of the input go to `dst`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Copy {
+    pub src: usize,
+    pub dst: *mut u8,
+    pub len: usize,
 }
 
 impl Assembler {
@@ -159,6 +172,9 @@ impl Assembler {
             need: None,
             rebuilt: None,
             peeked: 0,
+            placed: None,
+            placed_lens: Vec::new(),
+            sums: Vec::new(),
         })
     }
 
@@ -217,6 +233,106 @@ impl Assembler {
             }
         }
         Ok(())
+    }
+
+    /// Lays out `len` framed bytes of shard `shard` (its next bytes, whole chunks only) so the
+    /// host copies them straight where they go: each chunk's data to the end of the stream's
+    /// verified bytes, its checksum aside. That spares the copy into an input buffer and the
+    /// one out of it that `push` makes. Fills `copies` and returns true; false (nothing changed)
+    /// when the input is not whole chunks of this stream, or a partial chunk is pending: `push`
+    /// then takes it. Follow with the copies and `commit_placed` before any other call.
+    pub fn place(&mut self, shard: usize, len: usize, copies: &mut Vec<Copy>) -> bool {
+        copies.clear();
+        self.placed = None;
+        let g = self.plan.geometry;
+        let Some(Some(s)) = self.streams.get_mut(shard) else {
+            return false;
+        };
+        if !s.pending.is_empty() {
+            return false;
+        }
+        self.placed_lens.clear();
+        let (mut at, mut chunk, mut data) = (0, s.next_chunk, 0);
+        while at < len {
+            let c = g.chunk_len(chunk) as usize;
+            if chunk == s.last_chunk || at + c + CHECKSUM_BYTES > len {
+                return false;
+            }
+            self.placed_lens.push(c);
+            at += c + CHECKSUM_BYTES;
+            data += c;
+            chunk += 1;
+        }
+        if self.placed_lens.is_empty() {
+            return false;
+        }
+        s.data.reserve(data);
+        self.sums.clear();
+        self.sums.resize(self.placed_lens.len() * CHECKSUM_BYTES, 0);
+        let (mut src, mut dst) = (0, s.data.len());
+        let tail = s.data.as_mut_ptr();
+        let sums = self.sums.as_mut_ptr();
+        for (i, &c) in self.placed_lens.iter().enumerate() {
+            copies.push(Copy {
+                src,
+                dst: tail.wrapping_add(dst),
+                len: c,
+            });
+            copies.push(Copy {
+                src: src + c,
+                dst: sums.wrapping_add(i * CHECKSUM_BYTES),
+                len: CHECKSUM_BYTES,
+            });
+            src += c + CHECKSUM_BYTES;
+            dst += c;
+        }
+        self.placed = Some(shard);
+        true
+    }
+
+    /// Verifies the chunks of the input the last `place` laid out and makes them the stream's.
+    /// A chunk that fails its checksum is never served (ChecksumMismatch: re-plan without it).
+    ///
+    /// # Safety
+    /// Every copy of that `place` was made in full, and nothing was called on the assembler since.
+    pub unsafe fn commit_placed(&mut self) -> Result<(), AssembleError> {
+        let shard = self
+            .placed
+            .take()
+            .ok_or(AssembleError::UnexpectedShard(usize::MAX))?;
+        let s = self.streams[shard].as_mut().expect("placed on a stream");
+        for (i, &c) in self.placed_lens.iter().enumerate() {
+            let start = s.data.len();
+            // SAFETY: `place` reserved these bytes past the end and the host wrote all of them.
+            let data = unsafe { std::slice::from_raw_parts(s.data.as_ptr().add(start), c) };
+            let sum = &self.sums[i * CHECKSUM_BYTES..(i + 1) * CHECKSUM_BYTES];
+            if !verify_chunk(shard, s.next_chunk, data, sum) {
+                return Err(AssembleError::ChecksumMismatch {
+                    shard,
+                    chunk: s.next_chunk,
+                });
+            }
+            // SAFETY: as above, and within the capacity `place` reserved.
+            unsafe { s.data.set_len(start + c) };
+            s.next_chunk += 1;
+        }
+        Ok(())
+    }
+
+    /// `place`, the copies and `commit_placed` in one (the host's part done here): for tests and
+    /// the native benchmark. Falls back to `push` when the input cannot be placed.
+    pub fn push_placed(&mut self, shard: usize, input: &[u8]) -> Result<(), AssembleError> {
+        let mut copies = Vec::new();
+        if !self.place(shard, input.len(), &mut copies) {
+            return self.push(shard, input);
+        }
+        for c in &copies {
+            let from = &input[c.src..c.src + c.len];
+            // SAFETY: `place` made `dst` point at `len` reserved bytes, apart from `input`.
+            unsafe { std::ptr::copy_nonoverlapping(from.as_ptr(), c.dst, c.len) };
+        }
+        // SAFETY: every copy was made just above.
+        unsafe { self.commit_placed() }
     }
 
     /// Appends to `out` as many requested bytes as can be produced now, at most `max`.
@@ -495,6 +611,65 @@ mod tests {
         assert_eq!(out, &data[1000..150_000]);
     }
 
+    /// Like `read_from_files`, but each fetch is fed `chunks` whole framed chunks at a time
+    /// through `push_placed` (what the gateway's byte streams deliver).
+    fn read_placed(
+        plan: ReadPlan,
+        files: &[Vec<u8>],
+        chunks: u64,
+    ) -> Result<Vec<u8>, AssembleError> {
+        let g = plan.geometry;
+        let fetches = plan.fetches.clone();
+        let mut asm = Assembler::new(plan)?;
+        let mut at: Vec<u64> = fetches.iter().map(|f| f.physical.start).collect();
+        let mut out = Vec::new();
+        while !asm.is_done() {
+            let mut progressed = asm.pull(&mut out, usize::MAX)? > 0;
+            for (f, at) in fetches.iter().zip(at.iter_mut()) {
+                if *at < f.physical.end && asm.wants(f.shard) {
+                    let end = (*at + chunks * (g.chunk_bytes() + CHECKSUM_BYTES as u64))
+                        .min(f.physical.end);
+                    asm.push_placed(f.shard, &files[f.shard][*at as usize..end as usize])?;
+                    *at = end;
+                    progressed = true;
+                }
+            }
+            if !progressed {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn placed_input_is_verified_before_it_is_served() {
+        let g = Geometry::new(100_000, 65_536, 4, 2, 1024).unwrap();
+        let data = object(100_000, 3);
+        let mut files = encode_part(g, &data).unwrap();
+        let plan = ReadPlan::new(g, 0..100_000, &[]).unwrap();
+        assert_eq!(read_placed(plan, &files, 3).unwrap(), data);
+        files[1][2000] ^= 0x40;
+        let plan = ReadPlan::new(g, 0..100_000, &[]).unwrap();
+        let err = read_placed(plan, &files, 3).unwrap_err();
+        assert_eq!(err, AssembleError::ChecksumMismatch { shard: 1, chunk: 1 });
+    }
+
+    #[test]
+    fn inputs_that_are_not_whole_chunks_are_not_placed() {
+        let g = Geometry::new(10_000, 10_000, 2, 1, 1024).unwrap();
+        let files = encode_part(g, &object(10_000, 4)).unwrap();
+        let mut asm = Assembler::new(ReadPlan::new(g, 0..10_000, &[]).unwrap()).unwrap();
+        let mut copies = Vec::new();
+        assert!(!asm.place(0, 1000, &mut copies)); // part of a chunk
+        assert!(!asm.place(2, 1032, &mut copies)); // a shard the plan does not read
+        assert!(!asm.place(0, 100_000, &mut copies)); // past the fetch
+        asm.push(0, &files[0][..10]).unwrap();
+        assert!(!asm.place(0, 1022, &mut copies)); // a chunk is pending
+        assert!(asm.place(1, 2 * 1032, &mut copies));
+        assert_eq!(copies.len(), 4);
+        assert_eq!((copies[1].src, copies[1].len), (1024, 8));
+    }
+
     fn case() -> impl Strategy<Value = (usize, usize, u64, u64, usize, Vec<usize>, u64, u64, usize)>
     {
         (1usize..=6, 1usize..=3, 1u64..=8, 1u64..=6, 1usize..60_000).prop_flat_map(
@@ -533,8 +708,10 @@ mod tests {
             for f in &plan.fetches {
                 prop_assert!(!lost.contains(&f.shard));
             }
-            let got = read_from_files(plan, &files, step).unwrap();
+            let got = read_from_files(plan.clone(), &files, step).unwrap();
             prop_assert_eq!(got.as_slice(), &data[a as usize..end as usize]);
+            let placed = read_placed(plan, &files, 1 + step as u64 % 5).unwrap();
+            prop_assert_eq!(placed.as_slice(), &data[a as usize..end as usize]);
         }
     }
 }
