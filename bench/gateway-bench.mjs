@@ -22,6 +22,7 @@
 // figures on stdout; progress goes to stderr. --stall adds bench/stall-bench.mjs (a paused node).
 // Then bench/direct-bench.mjs: the browser path against the classic path (not with --no-direct,
 // nor when --targets or --cases pick a subset).
+import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import os from "node:os";
 import { S3Client } from "./lib/s3-client.mjs";
@@ -212,6 +213,10 @@ process.on("SIGINT", async () => {
 });
 
 const results = {}; // case id -> in flight -> target id -> summary
+// What was measured: the commit, and whether the working tree differed from it (the servers run
+// the tree as it is when they start).
+const git = (...a) => execFileSync("git", a, { encoding: "utf8" }).trim();
+const code = { commit: git("rev-parse", "--short", "HEAD"), changed: git("status", "--porcelain", "--", "worker", "core", "scripts").length > 0 };
 const loadAverage = { start: os.loadavg(), end: null };
 log(`bench: ${MODE}; load average ${loadAverage.start.map((l) => l.toFixed(2)).join(" ")}`);
 try {
@@ -263,6 +268,7 @@ if (json) {
     JSON.stringify(
       {
         machine: { cpus: os.availableParallelism(), loadAverage },
+        code,
         mode: PIN ? { pinned: true, serverCpus: PIN.servers, clientCpus: PIN.client } : { pinned: false },
         targets: TARGETS.map(({ id, label }) => ({ id, label })),
         results,
@@ -300,7 +306,8 @@ function report(res) {
   const main = targets[0].id;
   const tag = PIN ? "one core each" : "unpinned";
   const lines = [];
-  lines.push(`Mode: ${MODE}. Load average at start / end: ${loadAverage.start[0].toFixed(2)} / ${loadAverage.end[0].toFixed(2)}.`);
+  const tree = `commit ${code.commit}${code.changed ? " with uncommitted changes in worker/, core/ or scripts/" : ""}`;
+  lines.push(`Mode: ${MODE}. Load average at start / end: ${loadAverage.start[0].toFixed(2)} / ${loadAverage.end[0].toFixed(2)}; ${tree}.`);
   lines.push("");
   lines.push(`| case (${tag}) | in flight | ${targets.map((t) => t.label).join(" | ")} | npm start / MinIO | CPU per op, npm start / MinIO |`);
   lines.push(`|---|---|${targets.map(() => "---").join("|")}|---|---|`);

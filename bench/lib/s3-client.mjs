@@ -49,6 +49,9 @@ export class S3Client {
         res.on("error", reject);
       });
       req.on("error", reject);
+      // A server that never answers (wrangler dev reloading mid-request does that) fails the
+      // request instead of stalling the run.
+      req.setTimeout(60_000, () => req.destroy(new Error(`${method} ${path}: no response for 60 s`)));
       req.end(body);
     });
   }
