@@ -867,7 +867,8 @@ export class BucketIndex extends DurableObject {
   private lock: LockConfig | null | undefined;
 
   private versioningStatus(): VersioningStatus {
-    this.status ??= versions.versioning(this.sql);
+    // Not `??=`: an unversioned bucket's state is null, which that would query again every time.
+    if (this.status === undefined) this.status = versions.versioning(this.sql);
     return this.status;
   }
 
