@@ -250,6 +250,56 @@ describe("hedged and stalled reads", () => {
   });
 });
 
+/** `bucket` with reads that send their first 1,000 bytes, then break off. */
+function breakingReads(bucket: R2Bucket): R2Bucket {
+  return new Proxy(bucket, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop) as unknown;
+      if (prop !== "get") return typeof value === "function" ? value.bind(target) : value;
+      return async (key: string, options?: R2GetOptions) => {
+        const object = await target.get(key, options);
+        if (!object) return object;
+        const reader = object.body.getReader();
+        let sent = false;
+        const body = new ReadableStream<Uint8Array>({
+          async pull(controller) {
+            if (sent) return controller.error(new Error("test: the node broke off"));
+            sent = true;
+            const { value, done } = await reader.read();
+            if (done) controller.close();
+            else controller.enqueue(value.subarray(0, Math.min(value.length, 1000)));
+          },
+        });
+        return { body } as unknown as R2ObjectBody;
+      };
+    },
+  });
+}
+
+describe("a read that fails midway", () => {
+  const bucket = "faults-midway";
+  beforeAll(async () => {
+    await ok(`/${bucket}`, { method: "PUT" });
+  });
+
+  it("a small object (answered from one buffer) still gets its 200 and then a broken transfer, never a short body; the gateway keeps answering", async () => {
+    await ok(`/${bucket}/small.bin`, { method: "PUT", body: randomBytes(200 * 1024, 60) });
+    const [part] = await parts(bucket, "small.bin");
+    // Three of the four data shards' nodes break off mid-stream: more than the code can spare.
+    const broken = { ...baseEnv } as unknown as Record<string, unknown>;
+    for (const id of part.layout.placement.slice(0, 3)) broken[id] = breakingReads(node(id));
+    const request = await client.sign(`http://gateway.test/${bucket}/small.bin`);
+    const ctx = createExecutionContext();
+    const response = await app.fetch(request, broken as unknown as Env, ctx);
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-length")).toBe(String(200 * 1024));
+    await expect(response.arrayBuffer()).rejects.toThrow();
+    await waitOnExecutionContext(ctx);
+    const health = await app.fetch(new Request("http://gateway.test/_shardgate/health"), baseEnv, createExecutionContext());
+    expect(health.status).toBe(200);
+  });
+});
+
 describe("heal onto a replacement node, and drain", () => {
   const bucket = "faults-move";
   // 3 + 2 over six nodes: every part leaves one node spare to move a shard file to.

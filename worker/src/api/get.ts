@@ -42,13 +42,63 @@ export async function getObject(ctx: RequestContext, bucket: string, key: string
   if (head || sel.end === sel.start) return new Response(null, { status: sel.status, headers });
   const lost: LostShards = new Map();
   const source = await openRangeSource(ctx, manifest, sel.start, sel.end, lost, objectKey);
+  const length = sel.end - sel.start;
+  // Heal on read: once the response is out, put back what the read had to go around.
+  const heal = () => healAfterRead(ctx, bucket, key, object, lost);
+  if (length <= BUFFERED_BYTES) {
+    const body = await gather(source, length);
+    if (!body.failed) {
+      ctx.waitUntil(heal());
+      return new Response(body.bytes, { status: sel.status, headers });
+    }
+    // The read failed midway: the client gets the bytes read, then a broken transfer, as streamed.
+    const fixed = new FixedLengthStream(length);
+    ctx.waitUntil(sendBroken(body.bytes, body.error, fixed.writable).then(heal));
+    return new Response(fixed.readable, { status: sel.status, headers });
+  }
   // The runtime's fixed-length stream, written straight from the read (no stream in JS between):
   // a read that fails midway aborts the connection instead of ending with a truncated 200.
-  const fixed = new FixedLengthStream(sel.end - sel.start);
+  const fixed = new FixedLengthStream(length);
   const sent = send(source, fixed.writable);
-  // Heal on read: once the response is out, put back what the read had to go around.
-  ctx.waitUntil(sent.then(() => healAfterRead(ctx, bucket, key, object, lost)));
+  ctx.waitUntil(sent.then(heal));
   return new Response(fixed.readable, { status: sel.status, headers });
+}
+
+/**
+ * Bodies up to this size (a 4 KiB range, a small object) are read whole and answered as one
+ * buffer: the runtime's stream, writer and writes cost more than such a read itself (CPU per 4 KiB
+ * range -6 to -11%), and their bytes arrive together anyway. Larger bodies stream (no gain
+ * measured at 1 MiB, and their first bytes leave sooner).
+ */
+const BUFFERED_BYTES = 256 * 1024;
+
+/** All `length` bytes of `source` in one buffer, or those read before it failed and the error. */
+async function gather(
+  source: RangeSource,
+  length: number,
+): Promise<{ bytes: Uint8Array; failed: false } | { bytes: Uint8Array; failed: true; error: unknown }> {
+  const bytes = new Uint8Array(length);
+  let filled = 0;
+  try {
+    for (;;) {
+      const read = await source.next((piece) => {
+        bytes.set(piece, filled);
+        return { n: piece.length };
+      });
+      if (read === null) return { bytes, failed: false };
+      filled += read.n;
+    }
+  } catch (error) {
+    source.close();
+    return { bytes: bytes.subarray(0, filled), failed: true, error };
+  }
+}
+
+/** Writes `bytes`, then aborts the stream: the broken transfer of a read that failed after them. */
+async function sendBroken(bytes: Uint8Array, error: unknown, writable: WritableStream<Uint8Array>): Promise<void> {
+  const writer = writable.getWriter();
+  if (bytes.length > 0) await writer.write(bytes).catch(() => {}); // the client may have left
+  await writer.abort(error).catch(() => {});
 }
 
 function objectHeaders(ctx: RequestContext, manifest: Manifest): Headers {
