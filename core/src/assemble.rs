@@ -254,8 +254,12 @@ impl Assembler {
         self.placed_lens.clear();
         let (mut at, mut chunk, mut data) = (0, s.next_chunk, 0);
         while at < len {
+            // Past the chunks the plan fetches: not this stream's (and no chunk length to ask for).
+            if chunk == s.last_chunk {
+                return false;
+            }
             let c = g.chunk_len(chunk) as usize;
-            if chunk == s.last_chunk || at + c + CHECKSUM_BYTES > len {
+            if at + c + CHECKSUM_BYTES > len {
                 return false;
             }
             self.placed_lens.push(c);
