@@ -17,6 +17,11 @@
 //
 // --pin: equal cores. Every server runs on CPU 0 only (taskset at spawn), the client on CPU 1, so
 // each server gets one core and the client one of its own; without it all share the machine.
+// --pin-servers=0-1 (with --pin) gives the servers those CPUs instead (the client keeps CPU 1):
+// how `--processes 2` uses a second core (docs/benchmarks.md, "More processes").
+//
+// Targets not in the default run (--targets=workerd,workerd2 names them): `workerd2`, shardgate
+// as `npm start -- --processes 2` serves it.
 //
 // Prints one table per case with the ratio shardgate (npm start) / MinIO, or with --json only the
 // figures on stdout; progress goes to stderr. --stall adds bench/stall-bench.mjs (a paused node).
@@ -42,11 +47,13 @@ const quick = args.has("--quick");
 const log = (line) => console.error(line);
 // --pin: the servers on CPU 0, the client on CPU 1 (restored after the cases, for --stall and the
 // browser-path bench, whose servers are not pinned).
-const PIN = args.has("--pin") ? { servers: "0", client: "1" } : null;
+const PIN = args.has("--pin") ? { servers: only("pin-servers")?.join(",") ?? "0", client: "1" } : null;
 const CLIENT_CPUS = allowedCpus(process.pid);
 if (PIN && os.availableParallelism() < 2) throw new Error("bench: --pin needs two CPUs");
 const MODE = PIN
-  ? `one core each: every server confined to CPU ${PIN.servers}, the client to CPU ${PIN.client} (--pin)`
+  ? PIN.servers === "0"
+    ? `one core each: every server confined to CPU ${PIN.servers}, the client to CPU ${PIN.client} (--pin)`
+    : `every server confined to CPUs ${PIN.servers}, the client to CPU ${PIN.client} (--pin --pin-servers=${PIN.servers})`
   : `unpinned: the servers and the client share the machine's ${os.availableParallelism()} CPUs`;
 
 const KiB = 1024;
@@ -221,7 +228,7 @@ const loadAverage = { start: os.loadavg(), end: null };
 log(`bench: ${MODE}; load average ${loadAverage.start.map((l) => l.toFixed(2)).join(" ")}`);
 try {
   if (PIN) pinSelf(PIN.client);
-  for (const target of TARGETS.filter((t) => !only("targets") || only("targets").includes(t.id)))
+  for (const target of TARGETS.filter((t) => (only("targets") ? only("targets").includes(t.id) : !t.optional)))
     running.push(await startTarget(target, log, { pin: PIN?.servers }));
   const clients = new Map(running.map((t) => [t.id, new S3Client({ endpoint: t.endpoint, ...t.credentials })]));
   for (const t of running) {
@@ -304,7 +311,7 @@ function report(res) {
   const targets = TARGETS.filter((t) => running.some((r) => r.id === t.id));
   const cases = CASES.filter((c) => res[c.id]);
   const main = targets[0].id;
-  const tag = PIN ? "one core each" : "unpinned";
+  const tag = PIN ? (PIN.servers === "0" ? "one core each" : `servers on CPUs ${PIN.servers}, client on CPU ${PIN.client}`) : "unpinned";
   const lines = [];
   const tree = `commit ${code.commit}${code.changed ? " with uncommitted changes in worker/, core/ or scripts/" : ""}`;
   lines.push(`Mode: ${MODE}. Load average at start / end: ${loadAverage.start[0].toFixed(2)} / ${loadAverage.end[0].toFixed(2)}; ${tree}.`);

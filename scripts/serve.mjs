@@ -6,9 +6,16 @@
 // and workerd. The console has its own origin (the console port, default port + 1): no stored
 // object is ever served there (docs/console.md).
 //
-//   node scripts/serve.mjs [--config shardgate.json] [--ip IP] [--port PORT] [--console-port PORT] [--data-dir DIR] [--quiet]
+// With `--processes N` (config "processes"), N workerd processes serve the listen address: this
+// script opens the listening socket and hands it to each (`--socket-fd`), the kernel gives each
+// connection to one of them. The first, the home process, hosts the Durable Objects and the
+// console; the others reach the Durable Objects through it over JS RPC on a Unix socket in the
+// data directory (worker/src/meta/remote.ts), and are started once that socket exists.
+//
+//   node scripts/serve.mjs [--config shardgate.json] [--ip IP] [--port PORT] [--console-port PORT] [--data-dir DIR] [--processes N] [--quiet]
 import { spawn } from "node:child_process";
-import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -27,12 +34,15 @@ const { values: opts } = parseArgs({
     port: { type: "string" },
     "console-port": { type: "string" },
     "data-dir": { type: "string" },
+    processes: { type: "string" },
     quiet: { type: "boolean", default: false },
     help: { type: "boolean", default: false },
   },
 });
 if (opts.help) {
-  console.log("usage: node scripts/serve.mjs [--config shardgate.json] [--ip IP] [--port PORT] [--console-port PORT] [--data-dir DIR] [--quiet]");
+  console.log(
+    "usage: node scripts/serve.mjs [--config shardgate.json] [--ip IP] [--port PORT] [--console-port PORT] [--data-dir DIR] [--processes N] [--quiet]",
+  );
   process.exit(0);
 }
 
@@ -49,6 +59,7 @@ try {
       dataDir: opts["data-dir"],
       listen: opts.ip || opts.port ? `${opts.ip ?? "127.0.0.1"}:${opts.port ?? 8787}` : undefined,
       consolePort: opts["console-port"],
+      processes: opts.processes,
     },
   });
 } catch (e) {
@@ -72,47 +83,97 @@ for (const dir of [join(config.dataDir, "meta"), ...diskPaths]) mkdirSync(dir, {
 restrictDirectories([config.dataDir, join(config.dataDir, "nodes"), ...diskPaths], [join(config.dataDir, "meta")]);
 const host = config.ip.includes(":") ? `[${config.ip}]` : config.ip;
 const address = `${host}:${config.port}`;
-const capnp = join(config.dataDir, "workerd.capnp");
-writeFileSync(
-  capnp,
-  workerdConfig({
-    wrangler,
-    config: { ...config, vars: consoleVars },
-    bundle: workerBundle(root),
-    configDir: config.dataDir,
-    assetsDir: wrangler.assets?.directory ? resolve(root, wrangler.assets.directory) : null,
-    assetsWorker: join(root, "scripts/workerd/console-assets.js"),
-    address,
-    consoleAddress: `${host}:${consolePort}`,
-    consoleConfig: { gatewayPort: config.port, gateway: config.vars.SHARDGATE_GATEWAY_URL },
-  }),
-  { mode: 0o600 }, // it holds the credentials
-);
-chmodSync(capnp, 0o600);
+const split = config.processes > 1;
+const metaSocket = join(config.dataDir, "meta.sock");
+if (split && Buffer.byteLength(metaSocket) > 100) {
+  console.error(`shardgate: --processes needs a shorter data directory path (the Unix socket ${metaSocket} is too long)`);
+  process.exit(1);
+}
+const bundle = workerBundle(root);
+/** Writes the config of the home process ("home"; "single" without --processes) or of the others ("front"). */
+const writeConfig = (role) => {
+  const file = join(config.dataDir, role === "front" ? "workerd-front.capnp" : "workerd.capnp");
+  writeFileSync(
+    file,
+    workerdConfig({
+      wrangler,
+      config: { ...config, vars: consoleVars },
+      bundle,
+      configDir: config.dataDir,
+      assetsDir: wrangler.assets?.directory ? resolve(root, wrangler.assets.directory) : null,
+      assetsWorker: join(root, "scripts/workerd/console-assets.js"),
+      address,
+      consoleAddress: `${host}:${consolePort}`,
+      consoleConfig: { gatewayPort: config.port, gateway: config.vars.SHARDGATE_GATEWAY_URL },
+      split: role === "single" ? undefined : { role, metaSocket },
+    }),
+    { mode: 0o600 }, // it holds the credentials
+  );
+  chmodSync(file, 0o600);
+  return file;
+};
+const workerdBin = join(root, "node_modules/workerd/bin/workerd");
 
 let stopping = false;
-const workerd = spawn(join(root, "node_modules/workerd/bin/workerd"), ["serve", capnp, "--experimental"], {
-  cwd: config.dataDir,
-  stdio: ["ignore", "inherit", "inherit"],
-});
-workerd.on("exit", (code, signal) => {
-  if (!stopping) console.error(`shardgate: workerd exited (${signal ?? code})`);
-  process.exit(stopping ? 0 : (code ?? 1));
-});
+/** @type {import("node:child_process").ChildProcess[]} */
+const children = [];
 const shutdown = () => {
   stopping = true;
-  workerd.kill("SIGTERM");
+  for (const child of children) child.kill("SIGTERM");
   setTimeout(() => process.exit(0), 3000).unref();
+};
+const watch = (child) => {
+  children.push(child);
+  child.on("exit", (code, signal) => {
+    if (stopping) {
+      if (children.every((c) => c.exitCode !== null || c.signalCode !== null)) process.exit(0);
+      return;
+    }
+    // One process gone ends them all: a gateway serving part of its connections is not one to keep.
+    console.error(`shardgate: workerd exited (${signal ?? code})`);
+    for (const other of children) if (other !== child) other.kill("SIGTERM");
+    process.exit(code ?? 1);
+  });
 };
 process.on("SIGINT", shutdown);
 process.on("SIGTERM", shutdown);
 
+if (!split) {
+  watch(spawn(workerdBin, ["serve", writeConfig("single"), "--experimental"], { cwd: config.dataDir, stdio: ["ignore", "inherit", "inherit"] }));
+} else {
+  const home = writeConfig("home");
+  const front = writeConfig("front");
+  rmSync(metaSocket, { force: true });
+  // The listening socket, opened here and handed to every process as its fd 3. Everything below
+  // runs within the 'listening' callback, before this process's event loop could accept a
+  // connection; then this process closes its copy and the workerd processes alone accept.
+  const listener = createServer();
+  listener.on("error", (e) => {
+    console.error(`shardgate: cannot listen on ${address}: ${e.message}`);
+    process.exit(1);
+  });
+  listener.listen({ host: config.ip, port: config.port, backlog: 1024 }, () => {
+    const fd = /** @type {any} */ (listener)._handle.fd;
+    const stdio = /** @type {const} */ (["ignore", "inherit", "inherit", fd]);
+    watch(spawn(workerdBin, ["serve", home, "--experimental", "--socket-fd", "http=3"], { cwd: config.dataDir, stdio }));
+    // The others wait for the home process's metadata socket before they take connections.
+    const wait = `while [ ! -S "$1" ]; do sleep 0.05; done; shift; exec "$@"`;
+    for (let i = 1; i < config.processes; i++)
+      watch(
+        spawn("/bin/sh", ["-c", wait, "sh", metaSocket, workerdBin, "serve", front, "--experimental", "--socket-fd", "http=3"], { cwd: config.dataDir, stdio }),
+      );
+    listener.close();
+  });
+}
+const gone = () => children.some((c) => c.exitCode !== null);
+
 // A wildcard address is reached on loopback.
 const local = `${config.tls ? "https" : "http"}://${config.ip === "0.0.0.0" ? "127.0.0.1" : config.ip === "::" ? "[::1]" : host}:${config.port}`;
-if (!(await waitHealthy(`${local}/_shardgate/health`, { timeoutMs: 60_000, gone: () => workerd.exitCode !== null }))) {
+if (!(await waitHealthy(`${local}/_shardgate/health`, { timeoutMs: 60_000, gone }))) {
   console.error("shardgate: workerd did not come up within 60 s");
   shutdown();
 } else if (!opts.quiet) {
   const consoleBase = `${local.slice(0, local.lastIndexOf(":"))}:${consolePort}`;
-  printBanner({ base: local, port: config.port, credentials: config.credentials, runtime: "plain workerd", dataDir: config.dataDir, consoleBase });
+  const runtime = split ? `plain workerd, ${config.processes} processes` : "plain workerd";
+  printBanner({ base: local, port: config.port, credentials: config.credentials, runtime, dataDir: config.dataDir, consoleBase });
 }

@@ -26,6 +26,13 @@ export const TARGETS = [
   { id: "dev", label: "shardgate (wrangler dev)", start: (dir, port, pin) => shardgate(dir, port, pin, "dev.mjs", ["--persist-to", dir]) },
   { id: "passthrough", label: "pass-through (workerd)", start: passthrough },
   { id: "minio", label: "MinIO 4+2", start: minio },
+  // Only when --targets names it: two workerd processes on one listening socket (scripts/serve.mjs).
+  {
+    id: "workerd2",
+    label: "shardgate (--processes 2)",
+    optional: true,
+    start: (dir, port, pin) => shardgate(dir, port, pin, "serve.mjs", ["--data-dir", dir, "--processes", "2"]),
+  },
 ];
 
 /** Starts a target; resolves once it answers. `pin` ("0", "0-1", …): the CPUs its processes

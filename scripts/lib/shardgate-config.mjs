@@ -6,6 +6,7 @@
 //     "consolePort": 8788,                   // the web console's own origin, on the listen address (default: port + 1)
 //     "dataDir": ".shardgate",               // metadata (Durable Objects) and disk nodes live here
 //     "dataShards": 4, "parityShards": 2,    // k + m
+//     "processes": 1,                        // workerd processes on the listen address (docs/self-hosting.md)
 //     "nodes": [                             // default: six disk nodes NODE_0 … NODE_5 under dataDir/nodes
 //       { "id": "NODE_0", "type": "disk" },                      // path defaults to dataDir/nodes/<id>
 //       { "id": "far", "type": "disk", "path": "/mnt/disk2/shardgate" },
@@ -27,9 +28,10 @@ import { dirname, isAbsolute, resolve } from "node:path";
 import { defaultKeysRefusal, LOCAL_DEFAULTS, masterKey } from "./serving.mjs";
 
 const DEFAULT_NODES = 6;
+const MAX_PROCESSES = 64;
 
 /**
- * @param {{ root: string, file?: string, overrides: { listen?: string, dataDir?: string, consolePort?: string } }} opts
+ * @param {{ root: string, file?: string, overrides: { listen?: string, dataDir?: string, consolePort?: string, processes?: string } }} opts
  * @returns the resolved configuration (absolute paths, validated)
  */
 export function loadShardgateConfig({ root, file, overrides }) {
@@ -45,6 +47,8 @@ export function loadShardgateConfig({ root, file, overrides }) {
   if (consolePort === port || consolePort > 65535) throw new Error(`config: consolePort must be a port other than the gateway's (${port})`);
   const dataShards = positive(raw.dataShards ?? 4, "dataShards");
   const parityShards = positive(raw.parityShards ?? 2, "parityShards");
+  const processes = positive(Number(overrides.processes ?? raw.processes ?? 1), "processes");
+  if (processes > MAX_PROCESSES) throw new Error(`config: processes must be at most ${MAX_PROCESSES}`);
   const nodes = (raw.nodes ?? Array.from({ length: DEFAULT_NODES }, (_, i) => ({ id: `NODE_${i}`, type: "disk" }))).map((n) => node(n, dataDir));
   const ids = new Set(nodes.map((n) => n.id));
   if (ids.size !== nodes.length) throw new Error("config: node ids must be unique");
@@ -68,6 +72,7 @@ export function loadShardgateConfig({ root, file, overrides }) {
     dataDir,
     dataShards,
     parityShards,
+    processes,
     nodes,
     credentials,
     masterKey: master,

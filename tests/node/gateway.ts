@@ -46,12 +46,15 @@ export class Gateway {
   private readonly hungBefore: string[] = [];
   readonly persist = mkdtempSync(join(tmpdir(), "shardgate-e2e-"));
   readonly runtime: Runtime;
+  /** workerd processes serving the port (`--processes`; plain workerd only). */
+  readonly processes: number;
   base = "";
   /** The web console, on its own origin (its own port). */
   consoleBase = "";
 
-  constructor(opts: { runtime?: Runtime } = {}) {
+  constructor(opts: { runtime?: Runtime; processes?: number } = {}) {
     this.runtime = opts.runtime ?? (process.env.SHARDGATE_E2E_RUNTIME === "dev" ? "dev" : "workerd");
+    this.processes = opts.processes ?? 1;
   }
 
   /** Starts (or restarts, keeping the persisted data) and waits for the health check. */
@@ -65,7 +68,10 @@ export class Gateway {
     const args =
       this.runtime === "dev"
         ? [join(root, "scripts/dev.mjs"), "--quiet", "--port", String(port), "--console-port", String(consolePort), "--persist-to", this.persist]
-        : [join(root, "scripts/serve.mjs"), "--quiet", "--port", String(port), "--console-port", String(consolePort), "--data-dir", this.persist];
+        : [
+            ...[join(root, "scripts/serve.mjs"), "--quiet", "--port", String(port), "--console-port", String(consolePort), "--data-dir", this.persist],
+            ...(this.processes > 1 ? ["--processes", String(this.processes)] : []),
+          ];
     const child = spawn(process.execPath, args, {
       cwd: root,
       detached: true,

@@ -20,6 +20,11 @@ export interface Env {
   METRICS_STORE: DurableObjectNamespace<MetricsStore>;
   KEY_STORE: DurableObjectNamespace<KeyStore>;
   /**
+   * In every process but the first of `npm start -- --processes N`: the home process's MetaGate,
+   * through which this one reaches the Durable Objects it does not host (meta/remote.ts).
+   */
+  SHARDGATE_META?: Fetcher;
+  /**
    * The master key (a secret, any string of 32 characters or more): access keys' secrets are
    * stored sealed under a key derived from it. Without it, only the root key works.
    */

@@ -1,7 +1,7 @@
 // shardgate's Worker: the S3-compatible HTTP front end.
 //
-// Keep this module's exports to what workerd accepts from a main module (the default handler and
-// Durable Object classes): workerd refuses to start when the main module exports anything else
+// Keep this module's exports to what workerd accepts from a main module (the default handler,
+// Durable Object classes and Worker entrypoints): workerd refuses to start when the main module exports anything else
 // (e.g. a string constant). Helpers live in their own modules.
 import { Hono } from "hono";
 import pkg from "../package.json";
@@ -32,3 +32,4 @@ export { BucketIndex } from "./meta/bucket-index";
 export { BucketRegistry } from "./meta/registry";
 export { KeyStore } from "./meta/key-store";
 export { MetricsStore } from "./meta/metrics-store";
+export { MetaGate } from "./meta/remote";

@@ -1,0 +1,68 @@
+// What crosses between the processes of `--processes N` (worker/src/meta/remote.ts): every value a
+// Durable Object call carries comes back as itself — bytes as bytes, undefined as undefined, and
+// strings that look like the codec's own tags (S3 keys may start with anything) as those strings.
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { decode, encode } from "../../worker/src/meta/remote";
+
+/** Values as Durable Object calls carry them: JSON, bytes, undefined; strings biased towards tags. */
+const hostileString = fc.oneof(
+  fc.string(),
+  fc.constantFrom("\u0000", "\u0000u", "\u0000b", "\u0000bAAAA", "\u0000\u0000u", "\u0000x"),
+  fc.string().map((s) => `\u0000${s}`),
+);
+const value = fc.letrec((tie) => ({
+  leaf: fc.oneof(
+    hostileString,
+    fc.integer(),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.boolean(),
+    fc.constant(null),
+    fc.constant(undefined),
+    fc.uint8Array({ maxLength: 300 }),
+  ),
+  node: fc.oneof({ depthSize: "small" }, tie("leaf"), fc.array(tie("node"), { maxLength: 5 }), fc.dictionary(hostileString, tie("node"), { maxKeys: 5 })),
+}));
+
+/** `v` as the receiving side sees it: undefined properties are absent, undefined array items stay holes. */
+function normal(v: unknown): unknown {
+  if (v instanceof Uint8Array) return [...v];
+  if (Array.isArray(v)) return v.map(normal);
+  if (v && typeof v === "object")
+    return Object.fromEntries(
+      Object.entries(v)
+        .filter(([, x]) => x !== undefined)
+        .map(([k, x]) => [k, normal(x)]),
+    );
+  if (Object.is(v, -0)) return 0;
+  return v;
+}
+
+describe("the codec between gateway processes", () => {
+  it("gives back bytes, undefined and tag-like strings as they were (fast-check, 2,000 runs)", () => {
+    fc.assert(
+      fc.property(value.node, (v) => {
+        expect(normal(decode(encode(v)))).toEqual(normal(v));
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it("keeps types apart: bytes stay bytes, a string that looks like bytes stays a string", () => {
+    const out = decode(encode({ manifest: new Uint8Array([0, 1, 255]), key: "\u0000bAAE=", gone: undefined, list: ["\u0000u", undefined] })) as Record<
+      string,
+      unknown
+    >;
+    expect(out.manifest).toBeInstanceOf(Uint8Array);
+    expect([...(out.manifest as Uint8Array)]).toEqual([0, 1, 255]);
+    expect(out.key).toBe("\u0000bAAE=");
+    expect("gone" in out).toBe(false);
+    expect((out.list as unknown[])[0]).toBe("\u0000u");
+    expect((out.list as unknown[])[1]).toBeUndefined();
+    expect(decode(encode(undefined))).toBeUndefined();
+  });
+
+  it("refuses a tag it does not know", () => {
+    expect(() => decode('"\\u0000x"')).toThrow(/malformed/);
+  });
+});
