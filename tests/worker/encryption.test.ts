@@ -112,6 +112,27 @@ describe("server-side encryption", () => {
     for (const file of await storedFiles()) expect(contains(file, marker)).toBe(false);
   });
 
+  it("streamed reads reuse one buffer for their batches of segments: whole, ranges across batches, a last batch of one segment, and a copy, byte for byte", async () => {
+    // Two batches of 16 segments and one of a single byte: the buffer is refilled, then a shorter
+    // batch and a one-segment batch (lent as WebCrypto returned it) follow.
+    const seg = 16_384 - 16;
+    const body = randomBytes(32 * seg + 1, 21);
+    await s3ok(`/${BUCKET}/batches.bin`, { method: "PUT", body, headers: { "x-amz-server-side-encryption": "AES256" } });
+    expectSame(await get(`/${BUCKET}/batches.bin`), body, "whole");
+    for (const [a, b] of [
+      [16 * seg - 1, 32 * seg], // from the last segment of a batch to the one-byte segment
+      [3 * seg + 5, 3 * seg + 300_004], // streamed, starting and ending inside segments
+      [1, 32 * seg - 1], // everything but the first and the last byte
+      [20 * seg, 32 * seg], // a short first batch, then the last
+    ] as const) {
+      expectSame(await get(`/${BUCKET}/batches.bin`, { range: `bytes=${a}-${b}` }), body.subarray(a, b + 1), `bytes=${a}-${b}`);
+    }
+    // A copy reads the source as a stream (each lent piece copied before the next is decrypted).
+    await s3ok(`/${BUCKET}/batches-copy.bin`, { method: "PUT", headers: { "x-amz-copy-source": `/${BUCKET}/batches.bin` } });
+    expect((await s3ok(`/${BUCKET}/batches-copy.bin`, { method: "HEAD" })).headers.get("x-amz-server-side-encryption")).toBeNull();
+    expectSame(await get(`/${BUCKET}/batches-copy.bin`), body, "plain copy");
+  });
+
   it("a small SSE-S3 object (stored in its manifest) is encrypted too", async () => {
     const body = new TextEncoder().encode("a small secret PLAINTEXT-MARKER-0123456789");
     await s3ok(`/${BUCKET}/small.txt`, { method: "PUT", body, headers: { "x-amz-server-side-encryption": "AES256" } });

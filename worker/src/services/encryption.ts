@@ -133,8 +133,12 @@ export async function cipherOf(env: Env, encryption: Encryption, customerKey: Ui
  * Plaintext bytes [skip, skip + length) of the segments that `stored` yields, starting with
  * segment `first`, decrypted a batch at a time. Whole segments are decrypted straight from the lent
  * pieces (WebCrypto copies its input when called); only a segment split across two pieces is
- * gathered first. A segment that fails authentication fails the read (its chunk checksums matched,
- * so only someone rewriting it knowingly gets here).
+ * gathered first. A batch's decryptions are all issued before any is awaited (workerd runs them on
+ * the isolate's thread as they are called, so this saves nothing but awaits). The batch is joined
+ * into one buffer that the source reuses, as its pieces are lent (the runtime's write() copies); a
+ * batch of one segment is lent as WebCrypto returned it. A segment that fails authentication
+ * fails the read (its chunk checksums matched, so only someone rewriting it knowingly gets here).
+ * docs/benchmarks.md, "Encryption": what a WebCrypto call costs and what was tried.
  */
 export function decryptingSource(stored: RangeSource, key: CryptoKey, segmentBytes: number, first: number, skip: number, length: number): RangeSource {
   const framed = segmentBytes + TAG_BYTES;
@@ -145,6 +149,17 @@ export function decryptingSource(stored: RangeSource, key: CryptoKey, segmentByt
   let toSkip = skip;
   let left = length;
   let ended = false;
+  let joined = new Uint8Array(0);
+  const join = (opened: ArrayBuffer[]): Uint8Array => {
+    const total = opened.reduce((n, o) => n + o.byteLength, 0);
+    if (joined.length < total) joined = new Uint8Array(total);
+    let at = 0;
+    for (const o of opened) {
+      joined.set(new Uint8Array(o), at);
+      at += o.byteLength;
+    }
+    return joined.subarray(0, total);
+  };
   const open = (bytes: Uint8Array) => pending.push(crypto.subtle.decrypt({ name: "AES-GCM", iv: nonce(segment++) }, key, bytes));
   const take = (piece: Uint8Array): object => {
     let at = 0;
@@ -181,12 +196,7 @@ export function decryptingSource(stored: RangeSource, key: CryptoKey, segmentByt
         const opened = await Promise.all(batch).catch(() => {
           throw new Error("an encrypted segment failed authentication");
         });
-        const plain = new Uint8Array(opened.reduce((n, o) => n + o.byteLength, 0));
-        let at = 0;
-        for (const o of opened) {
-          plain.set(new Uint8Array(o), at);
-          at += o.byteLength;
-        }
+        const plain = opened.length === 1 ? new Uint8Array(opened[0] as ArrayBuffer) : join(opened);
         const from = Math.min(toSkip, plain.length);
         toSkip -= from;
         const piece = plain.subarray(from, from + Math.min(left, plain.length - from));
