@@ -62,6 +62,11 @@ describe("the codec between gateway processes", () => {
     expect(decode(encode(undefined))).toBeUndefined();
   });
 
+  it("refuses what JSON would turn into something else, where it is sent", () => {
+    for (const v of [new Map([["a", 1]]), new Set([1]), new Date(0), new ArrayBuffer(4), new Uint16Array(2), { nested: [new Map()] }, 1n, () => 1])
+      expect(() => encode(v), String(v)).toThrow(/MetaGate: cannot send/);
+  });
+
   it("refuses a tag it does not know", () => {
     expect(() => decode('"\\u0000x"')).toThrow(/malformed/);
   });

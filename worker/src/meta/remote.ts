@@ -73,6 +73,11 @@ export function encode(value: unknown): string {
     // The replacer sees a value after its toJSON; bytes have none, so they arrive as themselves.
     const raw = (this as Record<string, unknown>)[key];
     if (raw instanceof Uint8Array) return `${TAG}b${bytesToBase64(raw)}`;
+    // Anything else that is not plain JSON (a Map, a Date, a stream) would arrive as something
+    // else: refused, so that a call carrying one fails where it is made.
+    if (raw !== null && typeof raw === "object" && !Array.isArray(raw) && !isPlain(raw))
+      throw new TypeError(`MetaGate: cannot send ${raw.constructor?.name ?? "this object"}`);
+    if (typeof raw === "bigint" || typeof raw === "function" || typeof raw === "symbol") throw new TypeError(`MetaGate: cannot send a ${typeof raw}`);
     if (v === undefined) return `${TAG}u`;
     if (typeof v === "string" && v.startsWith(TAG)) return TAG + v;
     return v;
@@ -88,6 +93,11 @@ export function decode(text: string): unknown {
     if (tag === "b") return base64ToBytes(v.slice(2));
     throw new Error("MetaGate: malformed value");
   });
+}
+
+function isPlain(value: object): boolean {
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
 }
 
 function bytesToBase64(bytes: Uint8Array): string {
