@@ -15,6 +15,9 @@
 // another operation module: only the helpers listed in API_HELPERS (handle.ts and admin-app.ts
 // dispatch to them).
 //
+// And the metadata Durable Objects are reached through meta/stubs.ts only (never env.BUCKET_INDEX
+// and the like elsewhere): with `--processes N` the other processes get stand-ins from there.
+//
 // Exit status 1 on a violation, naming each import and the rule; `--list` prints every module's
 // layer and imports.
 import { readdirSync, readFileSync } from "node:fs";
@@ -116,6 +119,22 @@ for (const from of files) {
     if (!why) continue;
     problems.push(`${from} -> ${imp.to}: ${why}`);
   }
+}
+
+// The metadata Durable Objects are reached through meta/stubs.ts only: with `--processes N` they
+// live in one process and stubs.ts hands the others stand-ins (meta/remote.ts); a namespace used
+// directly would be missing there.
+const NAMESPACE_USE = /\benv\.(BUCKET_INDEX|BUCKET_REGISTRY|METRICS_STORE|KEY_STORE)\b/g;
+for (const from of files.filter((f) => f !== "meta/stubs.ts" && f !== "meta/remote.ts")) {
+  const lines = readFileSync(join(root, from), "utf8").split("\n");
+  lines.forEach((line, i) => {
+    if (/^\s*(\/\/|\*)/.test(line)) return; // comments
+    const used = [...new Set([...line.matchAll(NAMESPACE_USE)].map((m) => m[1]))];
+    for (const name of used)
+      problems.push(
+        `${from}:${i + 1}: env.${name} used directly: reach the Durable Objects through meta/stubs.ts (with --processes N they live in one process)`,
+      );
+  });
 }
 
 // The console (web/src): main.ts is its entry and imports the views; nothing imports main.ts.

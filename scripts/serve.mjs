@@ -9,12 +9,13 @@
 // With `--processes N` (config "processes"), N workerd processes serve the listen address: this
 // script opens the listening socket and hands it to each (`--socket-fd`), the kernel gives each
 // connection to one of them. The first, the home process, hosts the Durable Objects and the
-// console; the others reach the Durable Objects through it over JS RPC on a Unix socket in the
-// data directory (worker/src/meta/remote.ts), and are started once that socket exists.
+// console; the others reach the Durable Objects through it over HTTP on a Unix socket in the
+// data directory (worker/src/meta/remote.ts), and start taking connections once that socket exists.
+// One gateway per data directory: a second start on it is refused (DATA/serve.pid).
 //
 //   node scripts/serve.mjs [--config shardgate.json] [--ip IP] [--port PORT] [--console-port PORT] [--data-dir DIR] [--processes N] [--quiet]
 import { spawn } from "node:child_process";
-import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -81,6 +82,7 @@ const diskPaths = config.nodes.filter((n) => n.type === "disk").map((n) => n.pat
 for (const dir of [join(config.dataDir, "meta"), ...diskPaths]) mkdirSync(dir, { recursive: true });
 // What an earlier version made before the umask above: the metadata whole, the node directories.
 restrictDirectories([config.dataDir, join(config.dataDir, "nodes"), ...diskPaths], [join(config.dataDir, "meta")]);
+lockDataDir(config.dataDir);
 const host = config.ip.includes(":") ? `[${config.ip}]` : config.ip;
 const address = `${host}:${config.port}`;
 const split = config.processes > 1;
@@ -152,12 +154,13 @@ if (!split) {
     console.error(`shardgate: cannot listen on ${address}: ${e.message}`);
     process.exit(1);
   });
-  listener.listen({ host: config.ip, port: config.port, backlog: 1024 }, () => {
+  listener.listen({ host: config.ip, port: config.port, backlog: 4096 }, () => {
     const fd = /** @type {any} */ (listener)._handle.fd;
     const stdio = /** @type {const} */ (["ignore", "inherit", "inherit", fd]);
     watch(spawn(workerdBin, ["serve", home, "--experimental", "--socket-fd", "http=3"], { cwd: config.dataDir, stdio }));
-    // The others wait for the home process's metadata socket before they take connections.
-    const wait = `while [ ! -S "$1" ]; do sleep 0.05; done; shift; exec "$@"`;
+    // The others wait for the home process's metadata socket before they take connections (at
+    // most 60 s: then the wait fails, and with it the whole gateway).
+    const wait = `i=0; while [ ! -S "$1" ]; do i=$((i+1)); [ $i -gt 1200 ] && exit 1; sleep 0.05; done; shift; exec "$@"`;
     for (let i = 1; i < config.processes; i++)
       watch(
         spawn("/bin/sh", ["-c", wait, "sh", metaSocket, workerdBin, "serve", front, "--experimental", "--socket-fd", "http=3"], { cwd: config.dataDir, stdio }),
@@ -176,4 +179,49 @@ if (!(await waitHealthy(`${local}/_shardgate/health`, { timeoutMs: 60_000, gone 
   const consoleBase = `${local.slice(0, local.lastIndexOf(":"))}:${consolePort}`;
   const runtime = split ? `plain workerd, ${config.processes} processes` : "plain workerd";
   printBanner({ base: local, port: config.port, credentials: config.credentials, runtime, dataDir: config.dataDir, consoleBase });
+}
+
+/**
+ * Makes this the one gateway serving `dir`: two on the same metadata would each believe they own
+ * its Durable Objects (and, with --processes, its metadata socket). DATA/serve.pid names the one
+ * that serves it; one left by a gateway that is gone (kill -9) is taken over.
+ * @param {string} dir
+ */
+function lockDataDir(dir) {
+  const file = join(dir, "serve.pid");
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(file, `${process.pid}\n`, { flag: "wx", mode: 0o600 });
+      process.on("exit", () => {
+        if (readFileSync(file, "utf8").trim() === String(process.pid)) rmSync(file, { force: true });
+      });
+      return;
+    } catch (e) {
+      if (e.code !== "EEXIST") throw e;
+    }
+    const pid = Number(readFileSync(file, "utf8").trim());
+    if (serving(pid)) {
+      console.error(`shardgate: another gateway (pid ${pid}) serves ${dir}: stop it first, or use another --data-dir`);
+      process.exit(1);
+    }
+    rmSync(file, { force: true });
+  }
+  console.error(`shardgate: could not take ${file}: another gateway is starting on ${dir}`);
+  process.exit(1);
+}
+
+/** Whether `pid` is a running scripts/serve.mjs (not a process that took a dead gateway's pid). */
+function serving(pid) {
+  if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid) return false;
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("serve.mjs");
+  } catch {
+    // no /proc (not Linux): whether it runs at all
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  }
 }

@@ -2,8 +2,10 @@
 // the Durable Objects through the first (worker/src/meta/remote.ts, scripts/serve.mjs). With the
 // real AWS SDK on a new connection per request, so that both processes serve every kind of call:
 // writes, versions, multipart (manifests as bytes), listings, answers that are "missing", errors.
-// And the way in: the metadata socket lives in the data directory (0700), answers only the four
-// metadata namespaces and their own methods, and is not reachable on the S3 port.
+// Admin jobs (the scrub) from either process. And the way in: the metadata socket lives in the
+// data directory (0700), answers only the four metadata namespaces' public methods, and is not
+// reachable on the S3 port; a second gateway on the same data directory is refused.
+import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { join } from "node:path";
@@ -23,6 +25,7 @@ import {
   type S3ServiceException,
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
+import { AwsClient } from "aws4fetch";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "../shared/core-suite";
 import { CREDENTIALS, Gateway } from "./gateway";
@@ -140,6 +143,30 @@ describe("two workerd processes on one port", () => {
     expect((gone as S3ServiceException).$metadata.httpStatusCode).toBe(404);
   });
 
+  it("runs an admin scrub pass from either process", async () => {
+    // Unsigned-payload admin requests on a new connection each: both processes get some.
+    const admin = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1", retries: 0 });
+    for (let round = 0; round < 6; round++) {
+      const res = await admin.fetch(`${gateway.base}/_shardgate/admin/scrub?mode=shallow`, { method: "POST", headers: { connection: "close" } });
+      const text = await res.text();
+      expect(res.status, text).toBe(200);
+      const { run } = JSON.parse(text) as { run: { stoppedBy: string; errors?: unknown[] } };
+      expect(run.stoppedBy, text).not.toBe("error");
+    }
+  });
+
+  it("refuses a second gateway on the same data directory, and the first keeps serving", async () => {
+    const second = spawnSync(process.execPath, ["scripts/serve.mjs", "--quiet", "--port", "1", "--data-dir", gateway.persist, "--processes", "2"], {
+      cwd: new URL("../..", import.meta.url).pathname,
+      env: { ...process.env, SHARDGATE_ACCESS_KEY_ID: "", SHARDGATE_SECRET_ACCESS_KEY: "" },
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    expect(second.status).toBe(1);
+    expect(second.stderr).toMatch(/another gateway \(pid \d+\) serves/);
+    for (let i = 0; i < 12; i++) await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: "doc" }));
+  });
+
   it("keeps the metadata socket to its owner, to the metadata objects and to their own methods", async () => {
     expect(statSync(gateway.persist).mode & 0o077).toBe(0);
     const call = (namespace: string, method: string, args: unknown[] = [], name = bucket) => metaCall(JSON.stringify({ namespace, name, method, args }));
@@ -150,18 +177,36 @@ describe("two workerd processes on one port", () => {
     for (const [namespace, method] of [
       ["JOB_SCHEDULER", "run"], // not a metadata namespace
       ["constructor", "get"],
+      ["__proto__", "get"],
       ["BUCKET_INDEX", "fetch"], // what the runtime calls
       ["BUCKET_INDEX", "alarm"],
+      ["BUCKET_INDEX", "connect"],
+      ["BUCKET_INDEX", "deleteOne"], // private helpers
+      ["KEY_STORE", "row"],
+      ["BUCKET_REGISTRY", "scrubRow"],
+      ["BUCKET_INDEX", "toString"], // inherited
+      ["BUCKET_INDEX", "hasOwnProperty"],
+      ["BUCKET_INDEX", "constructor"],
       ["BUCKET_INDEX", "__proto__"],
       ["BUCKET_INDEX", "x".repeat(100)],
     ]) {
-      const refused = await call(namespace, method);
-      expect(refused.status, `${namespace}.${method}`).toBe(500);
+      const refused = await call(namespace, method, ["doc", null, true]);
+      expect(refused.status, `${namespace}.${method}`).toBe(400);
       expect(JSON.parse(refused.text).message).toMatch(/^MetaGate: no (namespace|method)/);
     }
-    for (const body of ["", "{", "null", '{"namespace":"BUCKET_INDEX","name":1,"method":"info","args":[]}', '"\\u0000x"']) {
-      expect((await metaCall(body)).status, body).toBe(500);
+    for (const body of [
+      "",
+      "{",
+      "null",
+      "[]",
+      '{"namespace":"BUCKET_INDEX","name":1,"method":"info","args":[]}',
+      '{"namespace":"BUCKET_INDEX","name":"b","method":"info","args":{}}',
+      '"\\u0000x"',
+    ]) {
+      expect((await metaCall(body)).status, body).toBe(400);
     }
+    // The object was not touched by any of it.
+    expect(await bytesOf("doc")).toHaveLength(70_000);
     // The S3 port does not serve it: the same request there is an (unsigned) S3 request.
     const s3Port = await fetch(`${gateway.base}/`, {
       method: "POST",

@@ -59,11 +59,25 @@ describe("the codec between gateway processes", () => {
     expect("gone" in out).toBe(false);
     expect((out.list as unknown[])[0]).toBe("\u0000u");
     expect((out.list as unknown[])[1]).toBeUndefined();
+    expect(1 in (out.list as unknown[]), "an undefined item arrives as an item, not a hole").toBe(true);
+    expect((decode(encode([1, undefined, 3])) as unknown[]).map((x) => x ?? 0)).toEqual([1, 0, 3]);
     expect(decode(encode(undefined))).toBeUndefined();
   });
 
   it("refuses what JSON would turn into something else, where it is sent", () => {
-    for (const v of [new Map([["a", 1]]), new Set([1]), new Date(0), new ArrayBuffer(4), new Uint16Array(2), { nested: [new Map()] }, 1n, () => 1])
+    for (const v of [
+      new Map([["a", 1]]),
+      new Set([1]),
+      new Date(0),
+      new ArrayBuffer(4),
+      new Uint16Array(2),
+      { nested: [new Map()] },
+      1n,
+      () => 1,
+      Number.NaN,
+      Number.POSITIVE_INFINITY,
+      [Number.NEGATIVE_INFINITY],
+    ])
       expect(() => encode(v), String(v)).toThrow(/MetaGate: cannot send/);
   });
 

@@ -7,7 +7,7 @@
 // fails is recorded and passed; a run that dies while checking one (a CPU or wall-time limit) has
 // that object recorded as failed by the next run, which goes on after it. Nothing ever sends the
 // walk back to the start of a pass.
-import { bucketRegistry, metricsStore } from "../meta/stubs";
+import { bucketIndex, bucketRegistry, metricsStore } from "../meta/stubs";
 import type { ListVersionsPage } from "../meta/types";
 import { healObject } from "./heal";
 import { loadConfig, type Env } from "../config";
@@ -165,7 +165,7 @@ export async function scrubStep(env: Env, settings: ScrubSettings, trigger: "cro
         break;
       }
       if (bucket !== cursor.bucket) state.cursor = { bucket, after: null };
-      const index = env.BUCKET_INDEX.get(env.BUCKET_INDEX.idFromName(bucket));
+      const index = bucketIndex(env, bucket);
       // Every version of every object (noncurrent ones keep shard files too), delete markers aside.
       let page: ListVersionsPage | null;
       try {
