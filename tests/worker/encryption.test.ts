@@ -112,18 +112,19 @@ describe("server-side encryption", () => {
     for (const file of await storedFiles()) expect(contains(file, marker)).toBe(false);
   });
 
-  it("streamed reads reuse one buffer for their batches of segments: whole, ranges across batches, a last batch of one segment, and a copy, byte for byte", async () => {
-    // Two batches of 16 segments and one of a single byte: the buffer is refilled, then a shorter
-    // batch and a one-segment batch (lent as WebCrypto returned it) follow.
+  it("reads reuse one buffer for their batches of segments: streamed and read whole, across batches, a last batch of one segment, and a copy, byte for byte", async () => {
+    // Five batches of 16 segments and one of a single byte: the buffer is refilled, then a
+    // one-segment batch (lent as WebCrypto returned it) follows. Above 1 MiB a GET streams; up to
+    // it, an encrypted body is read whole first (api/get.ts).
     const seg = 16_384 - 16;
-    const body = randomBytes(32 * seg + 1, 21);
+    const body = randomBytes(80 * seg + 1, 21);
     await s3ok(`/${BUCKET}/batches.bin`, { method: "PUT", body, headers: { "x-amz-server-side-encryption": "AES256" } });
-    expectSame(await get(`/${BUCKET}/batches.bin`), body, "whole");
+    expectSame(await get(`/${BUCKET}/batches.bin`), body, "whole (streamed)");
     for (const [a, b] of [
-      [16 * seg - 1, 32 * seg], // from the last segment of a batch to the one-byte segment
-      [3 * seg + 5, 3 * seg + 300_004], // streamed, starting and ending inside segments
-      [1, 32 * seg - 1], // everything but the first and the last byte
-      [20 * seg, 32 * seg], // a short first batch, then the last
+      [1, 80 * seg - 1], // streamed: everything but the first and the last byte
+      [3 * seg + 5, 3 * seg + 1_100_004], // streamed, starting and ending inside segments
+      [16 * seg - 1, 80 * seg], // read whole: from the last segment of a batch to the one-byte segment
+      [20 * seg, 32 * seg], // read whole: a short first batch, then one segment more
     ] as const) {
       expectSame(await get(`/${BUCKET}/batches.bin`, { range: `bytes=${a}-${b}` }), body.subarray(a, b + 1), `bytes=${a}-${b}`);
     }
