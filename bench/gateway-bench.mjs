@@ -18,7 +18,7 @@
 // --pin: equal cores. Every server runs on CPU 0 only (taskset at spawn), the client on CPU 1, so
 // each server gets one core and the client one of its own; without it all share the machine.
 // --pin-servers=0-1 (with --pin) gives the servers those CPUs instead (the client keeps CPU 1):
-// how `--processes 2` uses a second core (docs/benchmarks.md, "More processes").
+// how `--processes 2` uses a second core (docs/benchmarks.md, "More than one process").
 //
 // Targets not in the default run (--targets=workerd,workerd2 names them): `workerd2`, shardgate
 // as `npm start -- --processes 2` serves it.
