@@ -193,7 +193,11 @@ function lockDataDir(dir) {
     try {
       writeFileSync(file, `${process.pid}\n`, { flag: "wx", mode: 0o600 });
       process.on("exit", () => {
-        if (readFileSync(file, "utf8").trim() === String(process.pid)) rmSync(file, { force: true });
+        try {
+          if (readFileSync(file, "utf8").trim() === String(process.pid)) rmSync(file, { force: true });
+        } catch {
+          // gone with its directory
+        }
       });
       return;
     } catch (e) {

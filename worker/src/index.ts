@@ -1,8 +1,8 @@
 // shardgate's Worker: the S3-compatible HTTP front end.
 //
 // Keep this module's exports to what workerd accepts from a main module (the default handler,
-// Durable Object classes and Worker entrypoints): workerd refuses to start when the main module exports anything else
-// (e.g. a string constant). Helpers live in their own modules.
+// Durable Object classes and Worker entrypoints): workerd refuses to start when the main module
+// exports anything else (e.g. a string constant). Helpers live in their own modules.
 import { Hono } from "hono";
 import pkg from "../package.json";
 import { handleS3 } from "./api/handle";
