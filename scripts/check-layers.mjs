@@ -18,6 +18,9 @@
 // And the metadata Durable Objects are reached through meta/stubs.ts only (never env.BUCKET_INDEX
 // and the like elsewhere): with `--processes N` the other processes get stand-ins from there.
 //
+// And docs/architecture.md names every module of worker/src: in a row of its worker table, as
+// `folder/file.ts`, or as `file.ts` after the row's first name in that folder.
+//
 // Exit status 1 on a violation, naming each import and the rule; `--list` prints every module's
 // layer and imports.
 import { readdirSync, readFileSync } from "node:fs";
@@ -146,9 +149,22 @@ for (const from of sources(web).map((f) => relative(web, f))) {
   }
 }
 
+// Every module is named in docs/architecture.md's table of the worker.
+const architecture = readFileSync(resolve(root, "../../docs/architecture.md"), "utf8");
+const workerTable = architecture.slice(architecture.indexOf("## The worker"));
+const named = new Set();
+for (const row of workerTable.split("\n").filter((l) => l.startsWith("| `"))) {
+  let folder = "";
+  for (const [, name] of row.split(" | ")[0].matchAll(/`([\w./-]+\.ts)`/g)) {
+    if (name.includes("/")) folder = name.slice(0, name.lastIndexOf("/") + 1);
+    named.add(name.includes("/") ? name : folder + name);
+  }
+}
+for (const file of files) if (!named.has(file)) problems.push(`${file}: not named in docs/architecture.md's table of the worker`);
+
 if (problems.length) {
-  console.error(`check-layers: ${problems.length} import(s) against the layering (docs/architecture.md):`);
+  console.error(`check-layers: ${problems.length} problem(s) with the layering (docs/architecture.md):`);
   for (const p of problems) console.error(`  ${p}`);
   process.exit(1);
 }
-console.log(`check-layers: ${files.length} modules, imports go one way`);
+console.log(`check-layers: ${files.length} modules, imports go one way, each named in docs/architecture.md`);

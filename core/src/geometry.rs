@@ -1,4 +1,4 @@
-//! How one object part maps to blocks, pieces and shard files (see `shared/design.md`).
+//! How one object part maps to blocks, pieces and shard files (docs/storage-format.md).
 //!
 //! ```text
 //! part (size S) -> blocks of B bytes (the last shorter)

@@ -15,7 +15,7 @@ export interface CoreMemory {
   readonly buffer: ArrayBuffer;
 }
 
-/** Layout parameters of one erasure-coded object part (see shared/design.md). */
+/** Layout parameters of one erasure-coded object part (docs/storage-format.md). */
 export interface GeometrySpec {
   size: number;
   blockBytes: number;

@@ -1,4 +1,4 @@
-// Reading a byte range of one object part as a stream (shared/design.md, "Reading a range").
+// Reading a byte range of one object part as a stream (docs/architecture.md, "A ranged GET").
 //
 // One metadata lookup has already happened; this is the single parallel wave of shard requests:
 // one ranged GET per needed shard file, read round-robin as the core asks for more, verified
