@@ -3,6 +3,7 @@
 // synchronous SQL calls cannot interleave with another request, so every read-check-write below
 // is done without an `await` in between and is atomic.
 import { DurableObject } from "cloudflare:workers";
+import { equalBytes } from "../bytes";
 import { core } from "../core";
 import { commonPrefixOf, compareKeys, prefixEnd } from "./keys";
 import { applyRules, currentExpiry, type LifecycleCounts, type LifecycleRule } from "./lifecycle";
@@ -918,8 +919,4 @@ function entryName(entry: Entry): string {
 
 function toSummary(row: SummaryRow): ObjectSummary {
   return { key: row.key, size: row.size, etag: row.etag, lastModified: row.last_modified };
-}
-
-function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
-  return a.length === b.length && a.every((x, i) => x === b[i]);
 }

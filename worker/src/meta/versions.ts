@@ -6,6 +6,7 @@
 // orders it among its key's versions (higher: newer); the current object, when there is one, has
 // the highest. The null version (version id NULL: written while the bucket was unversioned or
 // suspended) is at most one per key.
+import { equalBytes } from "../bytes";
 import { commonPrefixOf, compareKeys, prefixEnd } from "./keys";
 import type { ObjectLock } from "./object-lock";
 import type { ListVersionsPage, ListVersionsQuery, ObjectRecord, VersionSummary, VersioningStatus } from "./types";
@@ -418,10 +419,6 @@ function recordOf(v: StoredVersion & { marker: false }): ObjectRecord {
 function summaryOf(v: StoredVersion, isLatest: boolean): VersionSummary {
   const common = { key: v.key, versionId: v.versionId, isLatest, lastModified: v.lastModified };
   return v.marker ? { ...common, deleteMarker: true } : { ...common, deleteMarker: false, size: v.size, etag: v.etag };
-}
-
-function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
-  return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
 /** SQLite binds BLOBs from ArrayBuffers only; copy out exactly the view's bytes. */

@@ -3,7 +3,7 @@
 // storage/read-part.ts does in the Worker: data shards first, parity around a missing or slow one.
 import type { DirectReadPlan } from "../direct-protocol";
 import { shardUrl } from "./direct-shards";
-import type { DirectContext } from "./direct-upload";
+import type { DirectContext } from "./direct-context";
 import { existingObject } from "./objects";
 
 /** The plan to read bucket/key (a version of it); "classic" when only the gateway can read it. */

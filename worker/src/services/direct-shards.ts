@@ -16,7 +16,7 @@ import { bucketIndex } from "../meta/stubs";
 import { S3Error } from "../s3-error";
 import { CodedShardLate, CodedShardRefused, storeCodedShard } from "../storage/coded-shard";
 import { nodesById, shardKey, type StorageNode } from "../storage/nodes";
-import type { DirectContext } from "./direct-upload";
+import type { DirectContext } from "./direct-context";
 
 interface ShardGrant extends GrantBase {
   kind: "shard";

@@ -19,16 +19,8 @@ import { placeShards } from "../storage/nodes";
 import { shardUrl } from "./direct-shards";
 import { verifyCodedParts } from "./direct-verify";
 import { encryptsByDefault } from "./encryption";
-import { commitObject, multipartEtag, type ObjectContext } from "./objects";
-
-/** What the browser path needs beyond an object write: the secret its grants are signed with, and who asks. */
-export interface DirectContext extends ObjectContext {
-  rootSecret: string;
-  /** The access key id of the request (null: anonymous): shard grants name it, and are checked against it on use. */
-  holder: string | null;
-  /** The latest a grant may last: when the request's temporary credentials expire (Infinity for long-term keys). */
-  until: number;
-}
+import type { DirectContext } from "./direct-context";
+import { commitObject, multipartEtag } from "./objects";
 
 /** The largest object a session takes (PutObject's limit: bigger objects are multipart uploads). */
 export const MAX_DIRECT_BYTES = 5 * 1024 ** 3;

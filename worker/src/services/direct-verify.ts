@@ -15,7 +15,7 @@ import { S3Error } from "../s3-error";
 import { type ShardedPart, shardFileBytes } from "../storage/heal";
 import { nodesById, shardKey } from "../storage/nodes";
 import { type LossReason, openPartSource } from "../storage/read-part";
-import type { DirectContext } from "./direct-upload";
+import type { DirectContext } from "./direct-context";
 
 /** HEADs of shard files in flight at once. */
 const HEADS_IN_FLIGHT = 16;
