@@ -21,13 +21,19 @@
 // And docs/architecture.md names every module of worker/src: in a row of its worker table, as
 // `folder/file.ts`, or as `file.ts` after the row's first name in that folder.
 //
+// Imports are every kind that names a module: `import … from`, `export … from` (re-exports),
+// `import "…"`, `import("…")` and `require("…")`; a folder import resolves to its index.ts, and one
+// that resolves to no module is itself a violation (tests/node/check-layers.test.ts plants each).
+//
 // Exit status 1 on a violation, naming each import and the rule; `--list` prints every module's
-// layer and imports.
-import { readdirSync, readFileSync } from "node:fs";
+// layer and imports; `--root DIR` checks another tree shaped like worker/src (without the docs).
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
-const root = resolve(fileURLToPath(new URL("..", import.meta.url)), "worker/src");
+const rootArg = process.argv.indexOf("--root");
+const ownTree = rootArg < 0;
+const root = ownTree ? resolve(fileURLToPath(new URL("..", import.meta.url)), "worker/src") : resolve(process.argv[rootArg + 1]);
 
 /** Layers from top to bottom: a module imports its own layer or one further down. */
 const LAYERS = ["entry", "api", "jobs", "services", "config", "meta|storage", "base"];
@@ -77,23 +83,31 @@ function sources(dir, out = []) {
   return out;
 }
 
-/** Relative imports of a module: { to (relative to `base`), typeOnly }. */
+/** Relative imports of a module, of every kind: { to (relative to `base`), typeOnly }. */
 function imports(file, base = root) {
-  const text = readFileSync(file, "utf8");
+  const text = readFileSync(file, "utf8").replace(/^\s*\/\/.*$/gm, "");
   const found = [];
-  const re = /^\s*(import|export)\s+(type\s+)?(?:[^;'"]*?\s+from\s+)?["'](\.[^"']+)["']/gms;
-  for (const m of text.matchAll(re)) {
-    let target = resolve(dirname(file), m[3]);
-    if (!/\.(ts|js|json|wasm)$/.test(target)) target += ".ts";
-    found.push({ to: relative(base, target), typeOnly: Boolean(m[2]) });
-  }
+  const add = (spec, typeOnly) => found.push({ to: relative(base, resolveModule(dirname(file), spec)), typeOnly });
+  const statics = /^\s*(import|export)\s+(type\s+)?(?:[^;'"]*?\s+from\s+)?["'](\.[^"']+)["']/gms;
+  for (const m of text.matchAll(statics)) add(m[3], Boolean(m[2]));
+  // import("./x"), require("./x"): evaluated at run time, so never type-only.
+  for (const m of text.matchAll(/\b(?:import|require)\s*\(\s*["'](\.[^"']+)["']\s*\)/g)) add(m[1], false);
   return found;
+}
+
+/** The module a relative specifier names: the file, the file with .ts, or a folder's index.ts. */
+function resolveModule(dir, spec) {
+  const target = resolve(dir, spec);
+  if (/\.(ts|js|json|wasm)$/.test(target)) return target;
+  if (existsSync(target) && statSync(target).isDirectory()) return join(target, "index.ts");
+  return `${target}.ts`;
 }
 
 /** Why `from` may not import `imp`, or null when it may. */
 function violation(from, imp) {
   const to = imp.to;
   if (to.startsWith("..")) return null; // outside worker/src: the core's generated bindings, package.json
+  if (!existsSync(join(root, to))) return "names no module";
   const a = layerOf(from);
   const b = layerOf(to);
   if (from === "config.ts" && imp.typeOnly) return null; // Env names every Durable Object class, whatever its layer
@@ -142,7 +156,7 @@ for (const from of files.filter((f) => f !== "meta/stubs.ts" && f !== "meta/remo
 
 // The console (web/src): main.ts is its entry and imports the views; nothing imports main.ts.
 const web = resolve(root, "../../web/src");
-for (const from of sources(web).map((f) => relative(web, f))) {
+for (const from of ownTree ? sources(web).map((f) => relative(web, f)) : []) {
   for (const imp of imports(join(web, from), web)) {
     if (imp.to === "main.ts")
       problems.push(`web/src/${from} -> web/src/main.ts: the console's entry imports its views, never the other way (shared code: web/src/app.ts)`);
@@ -150,7 +164,7 @@ for (const from of sources(web).map((f) => relative(web, f))) {
 }
 
 // Every module is named in docs/architecture.md's table of the worker.
-const architecture = readFileSync(resolve(root, "../../docs/architecture.md"), "utf8");
+const architecture = ownTree ? readFileSync(resolve(root, "../../docs/architecture.md"), "utf8") : "";
 const workerTable = architecture.slice(architecture.indexOf("## The worker"));
 const named = new Set();
 for (const row of workerTable.split("\n").filter((l) => l.startsWith("| `"))) {
@@ -160,7 +174,7 @@ for (const row of workerTable.split("\n").filter((l) => l.startsWith("| `"))) {
     named.add(name.includes("/") ? name : folder + name);
   }
 }
-for (const file of files) if (!named.has(file)) problems.push(`${file}: not named in docs/architecture.md's table of the worker`);
+for (const file of ownTree ? files : []) if (!named.has(file)) problems.push(`${file}: not named in docs/architecture.md's table of the worker`);
 
 if (problems.length) {
   console.error(`check-layers: ${problems.length} problem(s) with the layering (docs/architecture.md):`);

@@ -1,0 +1,75 @@
+// scripts/check-layers.mjs sees every kind of import: a wrong-way import planted in a small tree
+// shaped like worker/src fails the check once for each kind (static, re-export, side-effect,
+// dynamic import(), require(), a folder import through its index.ts, a path that names no module),
+// and the same tree without them passes.
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, describe, expect, it } from "vitest";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const trees: string[] = [];
+afterAll(() => {
+  for (const t of trees) rmSync(t, { recursive: true, force: true });
+});
+
+function tree(files: Record<string, string>): string {
+  const dir = mkdtempSync(join(tmpdir(), "check-layers-"));
+  trees.push(dir);
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, path)), { recursive: true });
+    writeFileSync(join(dir, path), text);
+  }
+  return dir;
+}
+
+function check(dir: string): { status: number | null; out: string } {
+  const run = spawnSync(process.execPath, [join(root, "scripts/check-layers.mjs"), "--root", dir], { encoding: "utf8" });
+  return { status: run.status, out: run.stdout + run.stderr };
+}
+
+const base = {
+  "api/op.ts": "export const x = 1;\n",
+  "api/index.ts": "export const x = 2;\n",
+  "storage/s.ts": "export const s = 1;\n",
+  "meta/m.ts": "export const m = 1;\n",
+  "services/ok.ts": 'import { m } from "../meta/m";\nimport { s } from "../storage/s";\nexport const ok = m + s;\n',
+};
+
+describe("the layer check", () => {
+  it("passes a tree whose imports go one way", () => {
+    const { status, out } = check(tree(base));
+    expect(out).toContain("imports go one way");
+    expect(status).toBe(0);
+  });
+
+  it("fails each kind of wrong-way import, once each", () => {
+    const planted = {
+      "services/static.ts": 'import { x } from "../api/op";\nexport const a = x;\n',
+      "services/reexport.ts": 'export { x } from "../api/op";\n',
+      "services/dynamic.ts": 'export const load = () => import("../api/op");\n',
+      "services/required.ts": 'export const op = require("../api/op");\n',
+      "services/folder.ts": 'import { x } from "../api";\nexport const b = x;\n',
+      "meta/side-effect.ts": 'import "../storage/s";\n',
+      "storage/missing.ts": 'import { gone } from "./nowhere";\nexport const c = gone;\n',
+      // A comment that mentions an import is not one.
+      "services/commented.ts": '// import { x } from "../api/op";\nexport const d = 1;\n',
+    };
+    const { status, out } = check(tree({ ...base, ...planted }));
+    expect(status).toBe(1);
+    for (const line of [
+      "services/static.ts -> api/op.ts: services may not import api",
+      "services/reexport.ts -> api/op.ts: services may not import api",
+      "services/dynamic.ts -> api/op.ts: services may not import api",
+      "services/required.ts -> api/op.ts: services may not import api",
+      "services/folder.ts -> api/index.ts: services may not import api",
+      "meta/side-effect.ts -> storage/s.ts: meta/ and storage/ never import each other",
+      "storage/missing.ts -> storage/nowhere.ts: names no module",
+    ])
+      expect(out).toContain(line);
+    expect(out).not.toContain("services/commented.ts");
+    expect(out).toContain("7 problem(s)");
+  });
+});
