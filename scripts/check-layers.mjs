@@ -11,7 +11,8 @@
 // In the console (web/src), nothing imports main.ts, its entry: what views share is in app.ts.
 //
 // A module may import its own layer and any layer below it; below config.ts, only `import type`
-// from config.ts (the Env and GatewayConfig types), and config.ts imports only types from above. Within api/, an operation module never imports
+// from config.ts (the Env and GatewayConfig types), and config.ts imports only types from above;
+// services/ too import only types from it (they receive the configuration, never load it). Within api/, an operation module never imports
 // another operation module: only the helpers listed in API_HELPERS (handle.ts and admin-app.ts
 // dispatch to them).
 //
@@ -112,6 +113,7 @@ function violation(from, imp) {
   const b = layerOf(to);
   if (from === "config.ts" && imp.typeOnly) return null; // Env names every Durable Object class, whatever its layer
   if (b === "config" && rank(a) > rank("config")) return imp.typeOnly ? null : `${a}/ may import only types from config.ts`;
+  if (a === "services" && b === "config" && !imp.typeOnly) return "services/ receive the configuration, never load it: only `import type` from config.ts";
   if ((a === "meta" && b === "storage") || (a === "storage" && b === "meta")) return "meta/ and storage/ never import each other";
   if (rank(b) < rank(a)) return `${a} may not import ${b} (a higher layer)`;
   if (a === "api" && b === "api" && !API_HELPERS.has(to) && !API_DISPATCH.has(from) && from !== to) {

@@ -6,7 +6,7 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { handleS3 } from "../../worker/src/api/handle";
-import type { Env } from "../../worker/src/config";
+import { type Env, loadConfig } from "../../worker/src/config";
 import { scrubStep, SCRUB_DEFAULTS } from "../../worker/src/services/scrub";
 import { AwsClient } from "aws4fetch";
 import { CREDENTIALS } from "../shared/credentials";
@@ -90,7 +90,7 @@ async function underLoad<T>(on: Env, tag: string, work: () => Promise<T>): Promi
 async function rebalance(on: Env): Promise<{ misplaced: number; moved: number; usage: Record<string, { files: number }> }[]> {
   const passes = [];
   for (let step = 0; step < 40; step++) {
-    const result = await scrubStep(on, { ...SCRUB_DEFAULTS, mode: "shallow", maxObjects: 50 }, "admin");
+    const result = await scrubStep(on, loadConfig(on), { ...SCRUB_DEFAULTS, mode: "shallow", maxObjects: 50 }, "admin");
     if (!result.ok) throw new Error("the scrub's lease is held");
     if (!result.run.passCompleted) continue;
     const last = result.state.lastPass;

@@ -39,7 +39,7 @@ export async function adminScrub(
   if (q["max-ms"] !== null) settings.maxMs = q["max-ms"];
   if (q["move-mib"] !== null) settings.moveMiB = q["move-mib"];
   if (q.heal !== null) settings.heal = q.heal === "true";
-  const result = await scrubStep(ctx.env, settings, "admin");
+  const result = await scrubStep(ctx.env, ctx.config, settings, "admin");
   if (!result.ok) throw new S3Error("OperationAborted", `Another scrub run is in progress (its lease ends at ${result.busyUntil}).`);
   return json({ run: result.run, status: { ...result.state, running: false, settings: scrubSettings(ctx.env) } satisfies ScrubStatusView });
 }

@@ -3,7 +3,7 @@
 // exist only on Cloudflare. One object (named "main") keeps one alarm; the Worker arms it once per
 // isolate, and every run sets the next one before it starts, so a crash mid-run never stops it.
 import { DurableObject } from "cloudflare:workers";
-import { type Env, loadConfig, orphanGraceMs, orphanSweepMs } from "../config";
+import { type Env, type GatewayConfig, loadConfig, orphanGraceMs, orphanSweepMs } from "../config";
 import { core } from "../core";
 import { drainGarbage } from "../services/garbage";
 import { runLifecycle } from "../services/lifecycle";
@@ -46,10 +46,17 @@ export class JobScheduler extends DurableObject<Env> {
 
 /** One round of background work; each job logs and swallows its own errors. */
 export async function runJobs(env: Env): Promise<void> {
-  await scheduledHeal(env);
+  let config: GatewayConfig;
+  try {
+    config = loadConfig(env); // services receive the configuration, they never load it
+  } catch (e) {
+    console.error(JSON.stringify({ jobs: { error: e instanceof Error ? e.message : String(e) } }));
+    return;
+  }
+  await scheduledHeal(env, config);
   await applyLifecycle(env);
-  await collectGarbage(env);
-  await scheduledScrub(env);
+  await collectGarbage(env, config);
+  await scheduledScrub(env, config);
 }
 
 /** The orphan sweep (services/orphans.ts), logged as one JSON line. Never throws. */
@@ -71,9 +78,9 @@ async function applyLifecycle(env: Env): Promise<void> {
 }
 
 /** Deletes the shard files metadata gave up (services/garbage.ts), logged as one JSON line. Never throws. */
-async function collectGarbage(env: Env): Promise<void> {
+async function collectGarbage(env: Env, config: GatewayConfig): Promise<void> {
   try {
-    console.log(JSON.stringify({ garbage: await drainGarbage(env, loadConfig(env), GARBAGE_PER_RUN) }));
+    console.log(JSON.stringify({ garbage: await drainGarbage(env, config, GARBAGE_PER_RUN) }));
   } catch (e) {
     console.error(JSON.stringify({ garbage: { error: e instanceof Error ? e.message : String(e) } }));
   }

@@ -10,7 +10,7 @@
 //     that resume from the key they stopped at, so a failed object never restarts the walk;
 //   - from the scrub's walk (services/scrub.ts), which also rebalances.
 import { equalBytes } from "../bytes";
-import { loadConfig, type Env, type GatewayConfig } from "../config";
+import type { Env, GatewayConfig } from "../config";
 import { core } from "../core";
 import type { Core, Manifest, ManifestPart } from "../core-api";
 import { bucketIndex as indexOf, bucketRegistry as registryOf } from "../meta/stubs";
@@ -284,9 +284,9 @@ export async function healQueueStatus(ctx: HealContext, shown = 50): Promise<{ p
 const CRON_HEAL_OBJECTS = 200;
 
 /** The Cron Trigger's first job: work through the heal queues (bounded), logged as one JSON line. Never throws. */
-export async function scheduledHeal(env: Env): Promise<void> {
+export async function scheduledHeal(env: Env, config: GatewayConfig): Promise<void> {
   try {
-    console.log(JSON.stringify({ healQueue: await healQueues({ env, config: loadConfig(env), core }, CRON_HEAL_OBJECTS) }));
+    console.log(JSON.stringify({ healQueue: await healQueues({ env, config, core }, CRON_HEAL_OBJECTS) }));
   } catch (e) {
     console.error(JSON.stringify({ healQueue: { error: errorText(e) } }));
   }

@@ -10,7 +10,7 @@
 import { bucketIndex, bucketRegistry, metricsStore } from "../meta/stubs";
 import type { ListVersionsPage } from "../meta/types";
 import { healObject } from "./heal";
-import { loadConfig, type Env } from "../config";
+import type { Env, GatewayConfig } from "../config";
 import { core } from "../core";
 import { metrics } from "../observability/metrics";
 import { isSharded, misplacedShards, shardFileBytes } from "../storage/heal";
@@ -101,8 +101,7 @@ export async function scrubStatus(env: Env): Promise<{ state: ScrubState; runnin
 }
 
 /** Runs one bounded scrub step: the cron's work, and `POST /_shardgate/admin/scrub`'s. */
-export async function scrubStep(env: Env, settings: ScrubSettings, trigger: "cron" | "admin"): Promise<ScrubStepResult> {
-  const config = loadConfig(env);
+export async function scrubStep(env: Env, config: GatewayConfig, settings: ScrubSettings, trigger: "cron" | "admin"): Promise<ScrubStepResult> {
   const reg = bucketRegistry(env);
   const runId = crypto.randomUUID();
   const started = Date.now();
@@ -325,9 +324,9 @@ function round(n: number): number {
 }
 
 /** The Cron Trigger's work: one scrub step with the configured budget, logged as one JSON line. */
-export async function scheduledScrub(env: Env): Promise<void> {
+export async function scheduledScrub(env: Env, config: GatewayConfig): Promise<void> {
   try {
-    const result = await scrubStep(env, scrubSettings(env), "cron");
+    const result = await scrubStep(env, config, scrubSettings(env), "cron");
     if (result.ok) {
       const { findings, ...run } = result.run;
       console.log(JSON.stringify({ scrub: { ...run, objectsWithFindings: findings.length } }));
