@@ -22,6 +22,8 @@
 // And docs/architecture.md names every module of worker/src: in a row of its worker table, as
 // `folder/file.ts`, or as `file.ts` after the row's first name in that folder.
 //
+// No import circles, type-only imports included, in worker/src, web/src and client/src.
+//
 // Imports are every kind that names a module: `import … from`, `export … from` (re-exports),
 // `import "…"`, `import("…")` and `require("…")`; a folder import resolves to its index.ts, and one
 // that resolves to no module is itself a violation (tests/node/check-layers.test.ts plants each).
@@ -165,6 +167,55 @@ for (const from of ownTree ? sources(web).map((f) => relative(web, f)) : []) {
   }
 }
 
+// No import circles (type-only imports included) in worker/src, and in the console's and the client
+// library's own modules.
+for (const [label, dir] of [
+  ["worker/src", root],
+  ...(ownTree
+    ? [
+        ["web/src", resolve(root, "../../web/src")],
+        ["client/src", resolve(root, "../../client/src")],
+      ]
+    : []),
+]) {
+  const graph = new Map(
+    sources(dir).map((f) => [
+      relative(dir, f),
+      imports(f, dir)
+        .map((i) => i.to)
+        .filter((to) => !to.startsWith("..")),
+    ]),
+  );
+  for (const circle of circles(graph)) problems.push(`${label}: import circle ${[...circle, circle[0]].join(" -> ")}`);
+}
+
+/** Every circle of `graph` (module → the modules it imports), one shortest-found path each, found by
+ *  depth-first search; each set of modules in one circle is reported once. */
+function circles(graph) {
+  const found = [];
+  const seen = new Set();
+  const state = new Map(); // 1: on the current path, 2: done
+  const path = [];
+  const visit = (v) => {
+    state.set(v, 1);
+    path.push(v);
+    for (const w of graph.get(v) ?? []) {
+      if (state.get(w) === 1) {
+        const circle = path.slice(path.indexOf(w));
+        const key = [...circle].sort().join(" ");
+        if (!seen.has(key)) {
+          seen.add(key);
+          found.push(circle);
+        }
+      } else if (!state.has(w) && graph.has(w)) visit(w);
+    }
+    path.pop();
+    state.set(v, 2);
+  };
+  for (const v of [...graph.keys()].sort()) if (!state.has(v)) visit(v);
+  return found;
+}
+
 // Every module is named in docs/architecture.md's table of the worker.
 const architecture = ownTree ? readFileSync(resolve(root, "../../docs/architecture.md"), "utf8") : "";
 const workerTable = architecture.slice(architecture.indexOf("## The worker"));
@@ -183,4 +234,4 @@ if (problems.length) {
   for (const p of problems) console.error(`  ${p}`);
   process.exit(1);
 }
-console.log(`check-layers: ${files.length} modules, imports go one way, each named in docs/architecture.md`);
+console.log(`check-layers: ${files.length} modules, imports go one way, no import circles, each named in docs/architecture.md`);

@@ -1,7 +1,7 @@
 // scripts/check-layers.mjs sees every kind of import: a wrong-way import planted in a small tree
 // shaped like worker/src fails the check once for each kind (static, re-export, side-effect,
-// dynamic import(), require(), a folder import through its index.ts, a path that names no module),
-// and the same tree without them passes.
+// dynamic import(), require(), a folder import through its index.ts, a path that names no module,
+// an import circle), and the same tree without them passes.
 import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -54,6 +54,9 @@ describe("the layer check", () => {
       "services/folder.ts": 'import { x } from "../api";\nexport const b = x;\n',
       "meta/side-effect.ts": 'import "../storage/s";\n',
       "storage/missing.ts": 'import { gone } from "./nowhere";\nexport const c = gone;\n',
+      // Two modules that import each other, if only their types.
+      "services/ring-a.ts": 'import type { B } from "./ring-b";\nexport type A = { b?: B };\n',
+      "services/ring-b.ts": 'import type { A } from "./ring-a";\nexport type B = { a?: A };\n',
       // A comment that mentions an import is not one.
       "services/commented.ts": '// import { x } from "../api/op";\nexport const d = 1;\n',
     };
@@ -67,9 +70,10 @@ describe("the layer check", () => {
       "services/folder.ts -> api/index.ts: services may not import api",
       "meta/side-effect.ts -> storage/s.ts: meta/ and storage/ never import each other",
       "storage/missing.ts -> storage/nowhere.ts: names no module",
+      "worker/src: import circle services/ring-a.ts -> services/ring-b.ts -> services/ring-a.ts",
     ])
       expect(out).toContain(line);
     expect(out).not.toContain("services/commented.ts");
-    expect(out).toContain("7 problem(s)");
+    expect(out).toContain("8 problem(s)");
   });
 });

@@ -1,12 +1,8 @@
 // The gateway's configuration, read once per isolate from the Worker's vars and secrets
 // (wrangler.toml [vars]; secrets in production). Invalid configuration fails loudly at the first
 // request rather than storing data with a geometry nobody meant.
-import type { JobScheduler } from "./jobs/scheduler";
-import type { BucketIndex } from "./meta/bucket-index";
-import type { BucketRegistry } from "./meta/registry";
+/// <reference path="./env.d.ts" />
 import { metrics } from "./observability/metrics";
-import type { KeyStore } from "./meta/key-store";
-import type { MetricsStore } from "./meta/metrics-store";
 import { nodeHealth, GuardedNode } from "./storage/node-health";
 import { DiskNode } from "./storage/disk-node";
 import { CountedNode, type StorageNode } from "./storage/nodes";
@@ -14,78 +10,8 @@ import { R2Node } from "./storage/r2-node";
 import { DelayedNode } from "./storage/delayed-node";
 import { S3Node, type S3NodeSpec } from "./storage/s3-node";
 
-export interface Env {
-  BUCKET_INDEX: DurableObjectNamespace<BucketIndex>;
-  BUCKET_REGISTRY: DurableObjectNamespace<BucketRegistry>;
-  METRICS_STORE: DurableObjectNamespace<MetricsStore>;
-  KEY_STORE: DurableObjectNamespace<KeyStore>;
-  /**
-   * In every process but the first of `npm start -- --processes N`: the home process's MetaGate,
-   * through which this one reaches the Durable Objects it does not host (meta/remote.ts).
-   */
-  SHARDGATE_META?: Fetcher;
-  /**
-   * The master key (a secret, any string of 32 characters or more): access keys' secrets are
-   * stored sealed under a key derived from it. Without it, only the root key works.
-   */
-  SHARDGATE_MASTER_KEY?: string;
-  /** "off" refuses Signature Version 2 (default "on": accepted, as MinIO does). */
-  SHARDGATE_SIGV2?: string;
-  /** The header a reverse proxy in front sets to the client's address (e.g. X-Real-IP), for auth/throttle.ts; unset: none is trusted. */
-  SHARDGATE_CLIENT_IP_HEADER?: string;
-  /** Runs the background jobs on an alarm (worker/src/jobs/scheduler.ts). */
-  JOB_SCHEDULER?: DurableObjectNamespace<JobScheduler>;
-  /** Time between background job runs (ms, default 15 minutes). */
-  SHARDGATE_JOB_INTERVAL_MS?: string;
-  /** Time between orphan sweeps of the background jobs (ms, default a day). */
-  SHARDGATE_ORPHAN_SWEEP_MS?: string;
-  /** Age below which the orphan sweep leaves a shard file alone (ms, default a day). */
-  SHARDGATE_ORPHAN_GRACE_MS?: string;
-  SHARDGATE_NODES: string;
-  /**
-   * S3-compatible nodes, JSON: { "<node id>": { endpoint, bucket, region, accessKeyId?,
-   * secretAccessKey? } }. Credentials left out come from the secrets
-   * SHARDGATE_S3_NODE_<ID>_ACCESS_KEY_ID / _SECRET_ACCESS_KEY (ID upper-cased, - as _).
-   */
-  SHARDGATE_S3_NODES?: string;
-  /** Nodes that are local directories: workerd disk services bound under the node's id (plain workerd only). */
-  SHARDGATE_DISK_NODES?: string;
-  SHARDGATE_DATA_SHARDS: string;
-  SHARDGATE_PARITY_SHARDS: string;
-  SHARDGATE_BLOCK_BYTES: string;
-  SHARDGATE_CHUNK_BYTES: string;
-  SHARDGATE_INLINE_BYTES: string;
-  SHARDGATE_REGION: string;
-  SHARDGATE_WRITE_QUORUM?: string;
-  /** How long a node may go without progress (taking the next block, answering) before it counts as failed (ms, default 30000). */
-  SHARDGATE_NODE_STALL_MS?: string;
-  /** How long a shard stream of a read may send nothing before it is read around (ms, default 5000). */
-  SHARDGATE_READ_STALL_MS?: string;
-  /** Nodes being drained (comma-separated ids of SHARDGATE_NODES): still read, never written. */
-  SHARDGATE_DRAINING_NODES?: string;
-  /** Latency added to every request to some nodes, as JSON {"id": ms}: a slow node for benchmarks and tests. */
-  SHARDGATE_NODE_DELAY_MS?: string;
-  SHARDGATE_ACCESS_KEY_ID?: string;
-  SHARDGATE_SECRET_ACCESS_KEY?: string;
-  /** When set, GET /_shardgate/metrics also accepts `Authorization: Bearer <token>`. */
-  SHARDGATE_METRICS_TOKEN?: string;
-  /**
-   * The web console's origins (comma-separated `scheme://host[:port]`, never "*"): answered CORS on
-   * every request; on Cloudflare, requests to such a host are served the console and nothing else
-   * (worker/src/console.ts, docs/console.md).
-   */
-  SHARDGATE_CONSOLE_ORIGIN?: string;
-  /** The gateway's URL as the console reaches it, when the console is served by this Worker on its own host (Cloudflare). */
-  SHARDGATE_GATEWAY_URL?: string;
-  /** Host suffix under which `bucket.<suffix>` is virtual-hosted style (default "localhost"). */
-  SHARDGATE_VIRTUAL_HOST_SUFFIX?: string;
-  /** Object bytes per part of an upload the client codes itself (docs/browser-path.md; default 16 MiB). */
-  SHARDGATE_DIRECT_PART_BYTES?: string;
-  /** How long a browser-path upload session or read plan stays valid (ms, default 6 hours). */
-  SHARDGATE_DIRECT_SESSION_MS?: string;
-  /** Blocks of a client-coded upload read back and checked before its commit (default 4). */
-  SHARDGATE_DIRECT_VERIFY_BLOCKS?: string;
-}
+/** The Worker's bindings, vars and secrets (declared in env.d.ts). */
+export type Env = Cloudflare.Env;
 
 export interface GatewayConfig {
   /** Every configured node, in placement order: reads find shard files on any of them. */
