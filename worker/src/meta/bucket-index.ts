@@ -5,7 +5,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { equalBytes } from "../bytes";
 import { core } from "../core";
-import { commonPrefixOf, compareKeys, prefixEnd } from "./keys";
 import { applyRules, currentExpiry, type LifecycleCounts, type LifecycleRule } from "./lifecycle";
 import { defaultLock, deleteForbidden, type LockConfig, type ObjectLock, retained, retentionChangeForbidden } from "./object-lock";
 import { migrate } from "./schema";
@@ -24,7 +23,6 @@ import type {
   ListUploadsPage,
   ListUploadsQuery,
   ObjectRecord,
-  ObjectSummary,
   PartRecord,
   PutResult,
   UploadInfo,
@@ -33,13 +31,13 @@ import type {
   VersioningStatus,
   WriteCondition,
 } from "./types";
+import * as listing from "./listing";
 import * as uploads from "./uploads";
 import { UPLOADS_SCHEMA } from "./uploads";
 import * as versions from "./versions";
 import { VERSIONS_SCHEMA } from "./versions";
 
 /** The most keys plus common prefixes one listing page returns, whatever is asked (as S3). */
-export const MAX_LIST_KEYS = 1000;
 
 // Schema versions in order; a migration's statements run once, in one transaction.
 const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
@@ -129,23 +127,7 @@ export const STALE_UPLOAD_MS = 7 * 24 * 3600 * 1000;
 /** Stale uploads removed per alarm run: keeps one run's work bounded. */
 const STALE_UPLOADS_PER_ALARM = 100;
 
-type Row = {
-  key: string;
-  size: number;
-  etag: string;
-  last_modified: number;
-  manifest: ArrayBuffer;
-};
-type SummaryRow = Omit<Row, "manifest">;
 type BucketRow = { name: string; created: number; present: number };
-
-/** Where a scan starts: at `key` itself (inclusive) or just after it. */
-interface Lower {
-  key: string;
-  inclusive: boolean;
-}
-
-type Entry = { kind: "object"; summary: ObjectSummary } | { kind: "prefix"; prefix: string };
 
 export class BucketIndex extends DurableObject {
   constructor(ctx: DurableObjectState, env: Cloudflare.Env) {
@@ -396,7 +378,7 @@ export class BucketIndex extends DurableObject {
   /** One page of ListObjectVersions, or null when there is no bucket. */
   async listVersions(q: ListVersionsQuery): Promise<ListVersionsPage | null> {
     if (!this.exists()) return null;
-    const maxKeys = Math.min(Math.max(Math.trunc(q.maxKeys) || 0, 0), MAX_LIST_KEYS);
+    const maxKeys = Math.min(Math.max(Math.trunc(q.maxKeys) || 0, 0), listing.MAX_LIST_KEYS);
     if (maxKeys === 0) return { versions: [], commonPrefixes: [], isTruncated: false, nextKeyMarker: null, nextVersionIdMarker: null };
     return versions.listVersions(this.sql, q, maxKeys);
   }
@@ -505,7 +487,7 @@ export class BucketIndex extends DurableObject {
 
   async listUploads(q: ListUploadsQuery): Promise<ListUploadsPage | null> {
     if (!this.exists()) return null;
-    return uploads.listUploads(this.sql, q, MAX_LIST_KEYS);
+    return uploads.listUploads(this.sql, q, listing.MAX_LIST_KEYS);
   }
 
   /**
@@ -753,108 +735,8 @@ export class BucketIndex extends DurableObject {
    * prefix on the page plus one, never a scan of the keys a common prefix rolls up.
    */
   async list(q: ListQuery): Promise<ListPage> {
-    const maxKeys = Math.min(Math.max(Math.trunc(q.maxKeys) || 0, 0), MAX_LIST_KEYS);
-    if (maxKeys === 0 || !this.exists()) return { objects: [], commonPrefixes: [], isTruncated: false, last: null };
-    // One entry more than the page holds tells whether the listing goes on.
-    const entries = this.collect(q, maxKeys + 1);
-    const page = entries.slice(0, maxKeys);
-    const isTruncated = entries.length > maxKeys;
-    const lastEntry = page[page.length - 1];
-    return {
-      objects: page.flatMap((e) => (e.kind === "object" ? [e.summary] : [])),
-      commonPrefixes: page.flatMap((e) => (e.kind === "prefix" ? [e.prefix] : [])),
-      isTruncated,
-      last: isTruncated && lastEntry ? entryName(lastEntry) : null,
-    };
-  }
-
-  /**
-   * Up to `limit` listing entries in key order. Rows are read lazily from an ordered range
-   * query; the first row that rolls up into a common prefix ends that query, and the next one
-   * seeks past every key starting with that common prefix.
-   */
-  private collect(q: ListQuery, limit: number): Entry[] {
-    const end = q.prefix === "" ? null : prefixEnd(q.prefix);
-    const delimiterEnd = q.delimiter ? prefixEnd(q.delimiter) : null;
-    if (q.delimiter && delimiterEnd !== null && delimiterEnd.length === q.delimiter.length) return this.collectDelimited(q, limit, end, delimiterEnd);
-    const entries: Entry[] = [];
-    let lower: Lower | null = startOf(q.prefix, q.after);
-    while (lower !== null && entries.length < limit) {
-      let next: Lower | null = null;
-      for (const row of this.scan(lower, end, limit - entries.length)) {
-        const common = commonPrefixOf(row.key, q.prefix, q.delimiter);
-        if (common === null) {
-          entries.push({ kind: "object", summary: toSummary(row) });
-          continue;
-        }
-        // A common prefix at or before `after` was returned already (or skipped on purpose).
-        if (q.after === null || compareKeys(common, q.after) > 0) entries.push({ kind: "prefix", prefix: common });
-        const past = prefixEnd(common);
-        next = past === null ? null : { key: past, inclusive: true };
-        break;
-      }
-      lower = next;
-    }
-    return entries;
-  }
-
-  /**
-   * collect() for a delimited listing in one SQL statement: a recursive walk whose every step is
-   * one index seek, to the next key after the current one, or past the whole common prefix the
-   * current key rolls up into (the key up to its delimiter, then the delimiter's successor:
-   * `delimiterEnd`). A query per common prefix cost ~50 µs each in workerd, 50 ms for a page of
-   * 1,000; one statement walks the same seeks inside SQLite. Keys compare as UTF-8 bytes there,
-   * S3's order, and SQLite counts characters as commonPrefixOf does.
-   */
-  private collectDelimited(q: ListQuery, limit: number, end: string | null, delimiterEnd: string): Entry[] {
-    const lower = startOf(q.prefix, q.after);
-    const first = lower.inclusive ? "key >= ?1" : "key > ?1";
-    // The upper bound only when there is one: `?2 IS NULL OR key < ?2` would keep SQLite from
-    // bounding the index range, and a seek past the last key would then scan to the table's end.
-    const below = end === null ? "" : "AND key < ?2";
-    // One row more than the page: the first may be a common prefix `after` already returned.
-    const rows = this.sql.exec<SummaryRow>(
-      `WITH RECURSIVE walk(key, size, etag, last_modified, n) AS (
-         SELECT * FROM (SELECT key, size, etag, last_modified, 1 FROM objects WHERE ${first} ${below} ORDER BY key LIMIT 1)
-         UNION ALL
-         SELECT o.key, o.size, o.etag, o.last_modified, walk.n + 1 FROM walk JOIN objects o ON o.key = (
-           SELECT key FROM objects
-           WHERE key >= (CASE WHEN instr(substr(walk.key, length(?3) + 1), ?4) > 0
-                              THEN substr(walk.key, 1, length(?3) + instr(substr(walk.key, length(?3) + 1), ?4) - 1) || ?5
-                              ELSE walk.key END)
-             AND key != walk.key ${below}
-           ORDER BY key LIMIT 1)
-         WHERE walk.n < ?6
-       )
-       SELECT key, size, etag, last_modified FROM walk`,
-      lower.key,
-      end ?? "",
-      q.prefix,
-      q.delimiter as string,
-      delimiterEnd,
-      limit + 1,
-    );
-    const entries: Entry[] = [];
-    for (const row of rows) {
-      if (entries.length >= limit) break;
-      const common = commonPrefixOf(row.key, q.prefix, q.delimiter);
-      if (common === null) entries.push({ kind: "object", summary: toSummary(row) });
-      else if (q.after === null || compareKeys(common, q.after) > 0) entries.push({ kind: "prefix", prefix: common });
-    }
-    return entries;
-  }
-
-  /** Summaries from `lower` up to `end` (exclusive; null: no bound) in key order, read lazily. */
-  private scan(lower: Lower, end: string | null, limit: number): Iterable<SummaryRow> {
-    const from = lower.inclusive ? "key >= ?" : "key > ?";
-    const bindings: (string | number)[] = [lower.key];
-    let where = from;
-    if (end !== null) {
-      where += " AND key < ?";
-      bindings.push(end);
-    }
-    bindings.push(limit);
-    return this.sql.exec<SummaryRow>(`SELECT key, size, etag, last_modified FROM objects WHERE ${where} ORDER BY key LIMIT ?`, ...bindings);
+    if (!this.exists()) return { objects: [], commonPrefixes: [], isTruncated: false, last: null };
+    return listing.listPage(this.sql, q);
   }
 
   private get sql(): SqlStorage {
@@ -900,23 +782,9 @@ export class BucketIndex extends DurableObject {
   }
 }
 
-/** The first position a listing reads: just after `after` if that is within or past the prefix's keys. */
-function startOf(prefix: string, after: string | null): Lower {
-  if (after !== null && compareKeys(after, prefix) >= 0) return { key: after, inclusive: false };
-  return { key: prefix, inclusive: true };
-}
-
 function conditionHolds(current: ObjectRecord | null, condition: WriteCondition): boolean {
   if (condition.ifNoneMatch && current !== null) return false;
   if (condition.ifNoneMatchEtag !== undefined && current?.etag === condition.ifNoneMatchEtag) return false;
   if (condition.ifMatch !== undefined && current?.etag !== condition.ifMatch) return false;
   return true;
-}
-
-function entryName(entry: Entry): string {
-  return entry.kind === "object" ? entry.summary.key : entry.prefix;
-}
-
-function toSummary(row: SummaryRow): ObjectSummary {
-  return { key: row.key, size: row.size, etag: row.etag, lastModified: row.last_modified };
 }
