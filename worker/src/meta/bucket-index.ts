@@ -31,7 +31,9 @@ import type {
   VersioningStatus,
   WriteCondition,
 } from "./types";
+import * as heal from "./heal-queue";
 import * as listing from "./listing";
+import * as stored from "./stored-parts";
 import * as uploads from "./uploads";
 import { UPLOADS_SCHEMA } from "./uploads";
 import * as versions from "./versions";
@@ -392,48 +394,17 @@ export class BucketIndex extends DurableObject {
   async queueHeal(key: string, manifest: Uint8Array, reason: string, shards: Record<string, number[]> | null = null): Promise<void> {
     const current = this.record(key);
     if (!current || !equalBytes(current.manifest, manifest)) return;
-    const known = this.sql.exec<{ shards: string | null }>("SELECT shards FROM heal_queue WHERE key = ?", key).toArray()[0];
-    if (known?.shards && shards) {
-      // Merge with what earlier reads of this version found bad.
-      const merged = JSON.parse(known.shards) as Record<string, number[]>;
-      for (const [id, list] of Object.entries(shards)) merged[id] = [...new Set([...(merged[id] ?? []), ...list])];
-      shards = merged;
-    }
-    this.sql.exec(
-      `INSERT INTO heal_queue (key, reason, since, shards) VALUES (?, ?, ?, ?)
-       ON CONFLICT (key) DO UPDATE SET reason = excluded.reason, shards = excluded.shards`,
-      key,
-      reason,
-      Date.now(),
-      shards === null ? null : JSON.stringify(shards),
-    );
+    heal.enqueue(this.sql, key, reason, shards, Date.now());
   }
 
   /** Counts an attempt at healing `key`, before the work (see services/heal.ts). */
   async healStarted(key: string): Promise<void> {
-    this.sql.exec("UPDATE heal_queue SET attempts = attempts + 1 WHERE key = ?", key);
+    heal.started(this.sql, key);
   }
 
   /** The oldest entries of the heal queue (fewest attempts first), at most `limit`, and its size. */
   async healQueue(limit: number): Promise<{ pending: number; entries: HealQueueEntry[] }> {
-    const pending = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM heal_queue").one().n;
-    const rows = this.sql
-      .exec<{ key: string; reason: string; since: number; attempts: number; last_error: string | null; shards: string | null }>(
-        "SELECT key, reason, since, attempts, last_error, shards FROM heal_queue ORDER BY attempts, since LIMIT ?",
-        Math.max(0, Math.trunc(limit)),
-      )
-      .toArray();
-    return {
-      pending,
-      entries: rows.map((r) => ({
-        key: r.key,
-        reason: r.reason,
-        since: r.since,
-        attempts: r.attempts,
-        lastError: r.last_error,
-        shards: r.shards === null ? null : (JSON.parse(r.shards) as Record<string, number[]>),
-      })),
-    };
+    return heal.page(this.sql, limit);
   }
 
   /**
@@ -441,16 +412,12 @@ export class BucketIndex extends DurableObject {
    * `since`, only the entry the heal started from (a newer version's entry has a newer `since`).
    */
   async healed(key: string, error: string | null, since?: number): Promise<void> {
-    const which = since === undefined ? "key = ?" : "key = ? AND since = ?";
-    const bindings = since === undefined ? [key] : [key, since];
-    if (error === null) this.sql.exec(`DELETE FROM heal_queue WHERE ${which}`, ...bindings);
-    else this.sql.exec(`UPDATE heal_queue SET last_error = ? WHERE ${which}`, error, ...bindings);
+    heal.ended(this.sql, key, error, since);
   }
 
   /** A new version of the object: its entry is replaced (`reason`) or removed (null). */
   private setHeal(key: string, reason: string | null): void {
-    this.sql.exec("DELETE FROM heal_queue WHERE key = ?", key);
-    if (reason !== null) this.sql.exec("INSERT INTO heal_queue (key, reason, since) VALUES (?, ?, ?)", key, reason, Date.now());
+    heal.replace(this.sql, key, reason, Date.now());
   }
 
   // --- multipart uploads ----------------------------------------------------------------------
@@ -681,15 +648,12 @@ export class BucketIndex extends DurableObject {
   }
 
   private addGarbageParts(parts: readonly ManifestPart[]): void {
-    const now = Date.now();
-    for (const part of parts) this.sql.exec("INSERT INTO garbage (part, since) VALUES (?, ?)", JSON.stringify(part), now);
+    stored.addGarbage(this.sql, parts, Date.now());
   }
 
   /** Up to `limit` entries to delete, those tried least first, and how many there are in all. */
   async garbage(limit: number): Promise<{ pending: number; entries: GarbageEntry[] }> {
-    const pending = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM garbage").one().n;
-    const rows = this.sql.exec<{ id: number; part: string }>("SELECT id, part FROM garbage ORDER BY attempts, id LIMIT ?", limit).toArray();
-    return { pending, entries: rows.map((r) => ({ id: r.id, part: JSON.parse(r.part) as ManifestPart })) };
+    return stored.garbagePage(this.sql, limit);
   }
 
   /**
@@ -699,31 +663,12 @@ export class BucketIndex extends DurableObject {
    * garbage not yet deleted. `next` continues (null: done).
    */
   async storageRefs(after: string | null, limit: number): Promise<{ manifests: Uint8Array[]; parts: ManifestPart[]; next: string | null }> {
-    const parts: ManifestPart[] = [];
-    if (after === null) {
-      for (const r of this.sql.exec<{ record: string }>("SELECT record FROM parts")) parts.push((JSON.parse(r.record) as PartRecord).part);
-      for (const r of this.sql.exec<{ part: string }>("SELECT part FROM garbage")) parts.push(JSON.parse(r.part) as ManifestPart);
-    }
-    type Cursor = { table: "objects"; key: string } | { table: "versions"; key: string; seq: number };
-    const cursor: Cursor = after === null ? { table: "objects", key: "" } : (JSON.parse(after) as Cursor);
-    if (cursor.table === "objects") {
-      const rows = this.sql
-        .exec<{ key: string; manifest: ArrayBuffer }>("SELECT key, manifest FROM objects WHERE key > ? ORDER BY key LIMIT ?", cursor.key, limit)
-        .toArray();
-      const last = rows[rows.length - 1];
-      const next = rows.length === limit && last ? { table: "objects", key: last.key } : { table: "versions", key: "", seq: Number.MAX_SAFE_INTEGER };
-      return { manifests: rows.map((r) => new Uint8Array(r.manifest)), parts, next: JSON.stringify(next) };
-    }
-    const page = versions.versionManifests(this.sql, cursor.key === "" ? null : cursor, limit);
-    return { manifests: page.manifests, parts, next: page.next && JSON.stringify({ table: "versions", ...page.next }) };
+    return stored.storageRefs(this.sql, after, limit);
   }
 
   /** Forgets the entries whose files are gone; counts an attempt, with its error, on the others. */
   async garbageDone(removed: number[], failed: { id: number; error: string }[]): Promise<void> {
-    this.ctx.storage.transactionSync(() => {
-      for (const id of removed) this.sql.exec("DELETE FROM garbage WHERE id = ?", id);
-      for (const f of failed) this.sql.exec("UPDATE garbage SET attempts = attempts + 1, last_error = ? WHERE id = ?", f.error, f.id);
-    });
+    this.ctx.storage.transactionSync(() => stored.garbageDone(this.sql, removed, failed));
   }
 
   async isEmpty(): Promise<boolean> {
