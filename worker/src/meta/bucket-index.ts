@@ -31,6 +31,7 @@ import type {
   VersioningStatus,
   WriteCondition,
 } from "./types";
+import * as direct from "./direct-sessions";
 import * as heal from "./heal-queue";
 import * as listing from "./listing";
 import * as stored from "./stored-parts";
@@ -221,11 +222,11 @@ export class BucketIndex extends DurableObject {
   async put(record: ObjectRecord, condition: WriteCondition = {}, heal: string | null = null): Promise<PutResult> {
     return this.ctx.storage.transactionSync((): PutResult => {
       if (!this.exists()) return { ok: false, reason: "NoSuchBucket" };
-      if (condition.once && this.spent(condition.once.id)) return { ok: false, reason: "AlreadyCommitted" };
+      if (condition.once && direct.spent(this.sql, condition.once.id, Date.now())) return { ok: false, reason: "AlreadyCommitted" };
       if (!conditionHolds(this.record(record.key), condition)) return { ok: false, reason: "PreconditionFailed" };
       const locked = this.withLock(record, condition);
       if (typeof locked === "string") return { ok: false, reason: locked };
-      if (condition.once) this.spend(condition.once);
+      if (condition.once) direct.spend(this.sql, condition.once, Date.now());
       const change = versions.putVersion(this.sql, locked);
       this.setHeal(record.key, heal);
       return { ok: true, ...change, expiry: this.expiryOf(record) };
@@ -240,9 +241,9 @@ export class BucketIndex extends DurableObject {
    */
   async claimOnce(once: { id: string; until: number }): Promise<"claimed" | "spent" | "writing"> {
     return this.ctx.storage.transactionSync(() => {
-      if (this.spent(once.id)) return "spent";
-      if (this.writing(once.id)) return "writing";
-      this.spend(once);
+      if (direct.spent(this.sql, once.id, Date.now())) return "spent";
+      if (direct.writing(this.sql, once.id, Date.now())) return "writing";
+      direct.spend(this.sql, once, Date.now());
       return "claimed";
     });
   }
@@ -256,19 +257,17 @@ export class BucketIndex extends DurableObject {
    */
   async sealSession(once: { id: string; until: number }, presigned: boolean): Promise<"sealed" | "spent" | "writing" | "locked"> {
     return this.ctx.storage.transactionSync(() => {
-      if (this.spent(once.id)) return "spent";
+      if (direct.spent(this.sql, once.id, Date.now())) return "spent";
       if (presigned && this.lockConfig()) return "locked";
-      if (this.writing(once.id)) return "writing";
-      const now = Date.now();
-      this.sql.exec("DELETE FROM sealed WHERE until < ?", now);
-      this.sql.exec("INSERT INTO sealed (id, until) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET until = excluded.until", once.id, once.until);
+      if (direct.writing(this.sql, once.id, Date.now())) return "writing";
+      direct.seal(this.sql, once, Date.now());
       return "sealed";
     });
   }
 
   /** Whether shard files of a browser-path session may still be written: not sealed, committed or aborted. */
   async sessionWritable(id: string): Promise<boolean> {
-    return !this.spent(id) && !this.sealed(id);
+    return !direct.spent(this.sql, id, Date.now()) && !direct.sealed(this.sql, id, Date.now());
   }
 
   /**
@@ -279,38 +278,14 @@ export class BucketIndex extends DurableObject {
   async beginShardWrite(id: string, until: number): Promise<string | null> {
     return this.ctx.storage.transactionSync(() => {
       const now = Date.now();
-      if (now > until || this.spent(id) || this.sealed(id)) return null;
-      this.sql.exec("DELETE FROM shard_writes WHERE until < ?", now);
-      const lease = crypto.randomUUID();
-      this.sql.exec("INSERT INTO shard_writes (session, lease, until) VALUES (?, ?, ?)", id, lease, now + SHARD_WRITE_LEASE_MS);
-      return lease;
+      if (now > until || direct.spent(this.sql, id, now) || direct.sealed(this.sql, id, now)) return null;
+      return direct.lease(this.sql, id, now + SHARD_WRITE_LEASE_MS, now);
     });
   }
 
   /** Ends a shard write's lease (its file is stored, or never will be). */
   async endShardWrite(id: string, lease: string): Promise<void> {
-    this.sql.exec("DELETE FROM shard_writes WHERE session = ? AND lease = ?", id, lease);
-  }
-
-  /** Whether a commit of session `id` has begun (its grant has not expired). */
-  private sealed(id: string): boolean {
-    return this.sql.exec("SELECT 1 FROM sealed WHERE id = ? AND until >= ?", id, Date.now()).toArray().length > 0;
-  }
-
-  /** Whether a shard write of session `id` holds a lease. */
-  private writing(id: string): boolean {
-    return this.sql.exec("SELECT 1 FROM shard_writes WHERE session = ? AND until >= ?", id, Date.now()).toArray().length > 0;
-  }
-
-  /** Whether a write that may happen once has happened (and its grant has not expired). */
-  private spent(id: string): boolean {
-    return this.sql.exec("SELECT 1 FROM spent WHERE id = ? AND until >= ?", id, Date.now()).toArray().length > 0;
-  }
-
-  /** Records a write that may happen once (and forgets those whose grants have expired). */
-  private spend(once: { id: string; until: number }): void {
-    this.sql.exec("DELETE FROM spent WHERE until < ?", Date.now());
-    this.sql.exec("INSERT INTO spent (id, until) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET until = excluded.until", once.id, once.until);
+    direct.endLease(this.sql, id, lease);
   }
 
   /**
