@@ -1,4 +1,4 @@
-// Server-side encryption (services/encryption.ts, sse/keys.ts, sse/segments.ts): SSE-S3 and SSE-C
+// Server-side encryption (services/encryption.ts, sse/object-keys.ts, sse/segments.ts): SSE-S3 and SSE-C
 // objects read back whole and by any range, byte for byte; no node's files (nor the index) hold
 // the plaintext; a 4 KiB range reads only the chunks it covers; SSE-C refuses a missing or wrong
 // key; a bucket's default encryption; multipart uploads and copies encrypted; heal and scrub work

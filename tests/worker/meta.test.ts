@@ -14,7 +14,7 @@ import {
 } from "../../worker/src/api/list-objects";
 import { renderListBuckets } from "../../worker/src/api/list-buckets";
 import type { BucketIndex } from "../../worker/src/meta/bucket-index";
-import { commonPrefixOf, compareKeys, prefixEnd } from "../../worker/src/meta/keys";
+import { commonPrefixOf, compareKeys, prefixEnd } from "../../worker/src/meta/key-order";
 import type { BucketRegistry } from "../../worker/src/meta/registry";
 import type { ListPage, ListQuery, ObjectRecord } from "../../worker/src/meta/types";
 import { S3Error } from "../../worker/src/s3-error";

@@ -3,7 +3,8 @@
 //   POST /_shardgate/admin/nodes/{id}/drain      move every shard file off a node, in batches
 //   GET  /_shardgate/admin/object?bucket=B&key=K an object's erasure layout and each shard's health
 import { S3Error, noSuchBucket, noSuchKey } from "../s3-error";
-import { isSharded, shardFileBytes, shardHealth } from "../storage/heal";
+import { shardHealth } from "../storage/heal";
+import { isSharded, shardFileBytes } from "../storage/layout";
 import { GuardedNode, nodeHealth } from "../storage/node-health";
 import { bucketIndex, bucketRegistry, type RequestContext } from "./context";
 import { emptyTally, healEach } from "../services/heal";

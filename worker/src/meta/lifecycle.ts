@@ -1,7 +1,7 @@
 // Lifecycle rules: their stored form, which versions they select and when, and a pass that applies
 // them to a bucket's index a bounded batch at a time (BucketIndex calls it inside a transaction, so
 // every decision is made on the state it changes). The clock is an argument: tests move it.
-import { prefixEnd } from "./keys";
+import { prefixEnd } from "./key-order";
 import { deleteForbidden } from "./object-lock";
 import type { Expiry, ObjectRecord, PartRecord } from "./types";
 import * as uploads from "./uploads";

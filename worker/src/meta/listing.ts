@@ -2,7 +2,7 @@
 // `objects` in S3's key order (BucketIndex.list calls it once it knows the bucket exists). Its cost
 // is one indexed range query per common prefix on the page plus one (a delimited listing: one
 // recursive statement), never a scan of the keys a common prefix rolls up.
-import { commonPrefixOf, compareKeys, prefixEnd } from "./keys";
+import { commonPrefixOf, compareKeys, prefixEnd } from "./key-order";
 import type { ListPage, ListQuery, ObjectSummary } from "./types";
 
 /** The most keys a page holds (S3's own limit). */

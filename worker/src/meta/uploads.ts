@@ -1,7 +1,7 @@
 // The multipart half of a bucket's index: uploads in progress and their parts, in the bucket's
 // own SQLite (BucketIndex calls these inside its transactions). An upload's parts are rows of
 // their own, so uploading part 7 of 10,000 rewrites one small row, not a growing list.
-import { commonPrefixOf, compareKeys, prefixEnd } from "./keys";
+import { commonPrefixOf, compareKeys, prefixEnd } from "./key-order";
 import type { ListUploadsPage, ListUploadsQuery, PartRecord, UploadInfo } from "./types";
 
 /** Schema version 2 of the bucket index (see BUCKET_INDEX_SCHEMA). */

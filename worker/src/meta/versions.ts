@@ -7,7 +7,7 @@
 // the highest. The null version (version id NULL: written while the bucket was unversioned or
 // suspended) is at most one per key.
 import { equalBytes } from "../bytes";
-import { commonPrefixOf, compareKeys, prefixEnd } from "./keys";
+import { commonPrefixOf, compareKeys, prefixEnd } from "./key-order";
 import type { ObjectLock } from "./object-lock";
 import type { ListVersionsPage, ListVersionsQuery, ObjectRecord, VersionSummary, VersioningStatus } from "./types";
 

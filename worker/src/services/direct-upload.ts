@@ -12,7 +12,7 @@ import type { DirectAbort, DirectCommit, DirectGeometry, DirectPartPlace, Direct
 import { bucketIndex, bucketRegistry } from "../meta/stubs";
 import type { WriteCondition } from "../meta/types";
 import { noSuchBucket, S3Error } from "../s3-error";
-import type { ShardedPart } from "../storage/heal";
+import type { ShardedPart } from "../storage/layout";
 import { removeParts } from "../storage/remove";
 import { newStorageId, preferAvailable } from "../storage/write-part";
 import { placeShards } from "../storage/nodes";

@@ -12,7 +12,7 @@
 // whole; what was not sampled of files sent elsewhere is checked by scrub and by every read.
 import { hex } from "../bytes";
 import { S3Error } from "../s3-error";
-import { type ShardedPart, shardFileBytes } from "../storage/heal";
+import { type ShardedPart, shardFileBytes } from "../storage/layout";
 import { nodesById, shardKey } from "../storage/nodes";
 import { type LossReason, openPartSource } from "../storage/read-part";
 import type { DirectContext } from "./direct-context";

@@ -8,7 +8,7 @@ import type { Core, Encryption } from "../core-api";
 import { bucketIndex } from "../meta/stubs";
 import { cachedSetting, setSetting } from "./bucket-settings";
 import { S3Error } from "../s3-error";
-import { newPartSalt, newSseCKey, newSseS3Key, openSseCKey, openSseS3Key, partKey } from "../sse/keys";
+import { newPartSalt, newSseCKey, newSseS3Key, openSseCKey, openSseS3Key, partKey } from "../sse/object-keys";
 import { BATCH, encryptingStream, nonce, segmentBytesFor, storedSize, TAG_BYTES } from "../sse/segments";
 import type { RangeSource } from "../storage/read-part";
 import { type PartSource, type WrittenPart, writePart } from "../storage/write-part";

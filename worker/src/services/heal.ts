@@ -16,7 +16,8 @@ import type { Core, Manifest, ManifestPart } from "../core-api";
 import { bucketIndex as indexOf, bucketRegistry as registryOf } from "../meta/stubs";
 import type { HealQueueEntry, ObjectRecord } from "../meta/types";
 import { metrics } from "../observability/metrics";
-import { isBad, isSharded, misplacedShards, moveShards, rebuildShards, shardFileBytes, shardHealth, type HealResult } from "../storage/heal";
+import { isBad, misplacedShards, moveShards, rebuildShards, shardHealth, type HealResult } from "../storage/heal";
+import { isSharded, shardFileBytes } from "../storage/layout";
 import { nodesById, shardKey } from "../storage/nodes";
 import { HEAL_NOW, type LossReason } from "../storage/read-part";
 

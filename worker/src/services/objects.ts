@@ -11,7 +11,7 @@ import { hex } from "../bytes";
 import { metrics } from "../observability/metrics";
 import { noSuchBucket, noSuchKey, preconditionFailed, S3Error } from "../s3-error";
 import { openPartSource, sourceStream, type LossReason, type RangeSource, type ReadEvents } from "../storage/read-part";
-import { partKey } from "../sse/keys";
+import { partKey } from "../sse/object-keys";
 import { plainSize, TAG_BYTES } from "../sse/segments";
 import { decryptingSource } from "./encryption";
 import { removeParts, storageIds } from "../storage/remove";

@@ -13,7 +13,8 @@ import { healObject } from "./heal";
 import type { Env, GatewayConfig } from "../config";
 import { core } from "../core";
 import { metrics } from "../observability/metrics";
-import { isSharded, misplacedShards, shardFileBytes } from "../storage/heal";
+import { misplacedShards } from "../storage/heal";
+import { isSharded, shardFileBytes } from "../storage/layout";
 import { scrubPart, type ScrubMode, type ShardProblem } from "../storage/scrub";
 import { addCounters, addUsage, initialScrubState, recordError, zeroCounters, type ScrubCounters, type ScrubRunSummary, type ScrubState } from "./scrub-state";
 

@@ -5,20 +5,15 @@
 // gone, refusing or does not take it, on a replacement (the caller records the move in the
 // manifest). Memory is a block plus the sinks' queues, whatever the part's size.
 import type { GatewayConfig } from "../config";
-import { partGeometry, type Core, type ManifestPart, type ShardedLayout } from "../core-api";
+import { partGeometry, type Core } from "../core-api";
 import { ExactReader } from "./exact-reader";
+import { type ShardedPart, shardFileBytes } from "./layout";
 import { GuardedNode } from "./node-health";
 import { NodeAnswerError, nodesById, placeShards, shardKey, type StorageNode } from "./nodes";
 import { HEAL_NOW, openPartRange, type LossReason } from "./read-part";
 import { ShardSink } from "./shard-sink";
 import { storeCodedShard } from "./coded-shard";
 import { WriteAbandoned } from "./errors";
-
-export type ShardedPart = ManifestPart & { layout: { type: "sharded" } & ShardedLayout };
-
-export function isSharded(part: ManifestPart): part is ShardedPart {
-  return part.layout.type === "sharded";
-}
 
 export interface HealResult {
   /** Shard indices written back. */
@@ -73,14 +68,6 @@ export async function misplacedShards(config: GatewayConfig, part: ShardedPart):
   const { placement, storageId, dataShards, parityShards } = part.layout;
   const chosen = new Set((await placeShards(config.writableNodes, storageId, dataShards + parityShards)).map((n) => n.id));
   return placement.flatMap((node, shard) => (chosen.has(node) ? [] : [shard]));
-}
-
-export function shardFileBytes(core: Core, part: ShardedPart): number {
-  const { layout } = part;
-  const geometry = core.geometry(partGeometry(part.size, layout));
-  const bytes = geometry.shardFileBytes;
-  geometry.free();
-  return bytes;
 }
 
 /**

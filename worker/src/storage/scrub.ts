@@ -8,7 +8,8 @@
 import type { GatewayConfig } from "../config";
 import { partGeometry, type Core } from "../core-api";
 import { metrics } from "../observability/metrics";
-import { missingShards, type ShardedPart } from "./heal";
+import { missingShards } from "./heal";
+import type { ShardedPart } from "./layout";
 import { GuardedNode, NodeUnavailableError } from "./node-health";
 import { nodesById, shardKey, type StorageNode } from "./nodes";
 

@@ -1,0 +1,17 @@
+// How a part lies on the nodes, as the data path, heal, scrub and the browser path all need it: a
+// part coded into shard files (not inline in its manifest), and how long each of its shard files is.
+import { type Core, type ManifestPart, partGeometry, type ShardedLayout } from "../core-api";
+
+export type ShardedPart = ManifestPart & { layout: { type: "sharded" } & ShardedLayout };
+
+export function isSharded(part: ManifestPart): part is ShardedPart {
+  return part.layout.type === "sharded";
+}
+
+/** The exact length of each of the part's shard files (framed chunks included). */
+export function shardFileBytes(core: Core, part: ShardedPart): number {
+  const geometry = core.geometry(partGeometry(part.size, part.layout));
+  const bytes = geometry.shardFileBytes;
+  geometry.free();
+  return bytes;
+}
