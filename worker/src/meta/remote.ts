@@ -130,7 +130,7 @@ function decodeCall(text: string): Call {
 
 /**
  * A stand-in for the stub of object `name` in `namespace`, calling it through the home process.
- * Only method calls are forwarded: it is not thenable, and has no other properties.
+ * Every property but `then` (so that it is not thenable) reads as a method forwarding its call.
  */
 export function remoteStub<T>(gate: Fetcher, namespace: RemoteNamespace, name: string): T {
   const call = async (method: string, args: unknown[]) => {
