@@ -88,7 +88,7 @@ function sources(dir, out = []) {
 
 /** Relative imports of a module, of every kind: { to (relative to `base`), typeOnly }. */
 function imports(file, base = root) {
-  const text = readFileSync(file, "utf8").replace(/^\s*\/\/.*$/gm, "");
+  const text = code(file);
   const found = [];
   const add = (spec, typeOnly) => found.push({ to: relative(base, resolveModule(dirname(file), spec)), typeOnly });
   const statics = /^\s*(import|export)\s+(type\s+)?(?:[^;'"]*?\s+from\s+)?["'](\.[^"']+)["']/gms;
@@ -96,6 +96,12 @@ function imports(file, base = root) {
   // import("./x"), require("./x"): evaluated at run time, so never type-only.
   for (const m of text.matchAll(/\b(?:import|require)\s*\(\s*["'](\.[^"']+)["']\s*\)/g)) add(m[1], false);
   return found;
+}
+
+/** A module's text with its comment lines (`//`, and `*` inside a block comment) blanked, so that
+ *  what comments mention is not read as code; lines keep their numbers. */
+function code(file) {
+  return readFileSync(file, "utf8").replace(/^[ \t]*(\/\/|\/?\*).*$/gm, "");
 }
 
 /** The module a relative specifier names: the file, the file with .ts, or a folder's index.ts. */
@@ -128,14 +134,16 @@ const files = sources(root)
   .map((f) => relative(root, f))
   .sort();
 const problems = [];
+const importsOf = new Map(files.map((f) => [f, imports(join(root, f))]));
 for (const from of files) {
   if (process.argv.includes("--list"))
     console.log(
-      `${layerOf(from).padEnd(8)} ${from}: ${imports(join(root, from))
+      `${layerOf(from).padEnd(8)} ${from}: ${importsOf
+        .get(from)
         .map((i) => i.to)
         .join(" ")}`,
     );
-  for (const imp of imports(join(root, from))) {
+  for (const imp of importsOf.get(from)) {
     const why = violation(from, imp);
     if (!why) continue;
     problems.push(`${from} -> ${imp.to}: ${why}`);
@@ -147,15 +155,15 @@ for (const from of files) {
 // directly would be missing there.
 const NAMESPACE_USE = /\benv\.(BUCKET_INDEX|BUCKET_REGISTRY|METRICS_STORE|KEY_STORE)\b/g;
 for (const from of files.filter((f) => f !== "meta/stubs.ts" && f !== "meta/remote.ts")) {
-  const lines = readFileSync(join(root, from), "utf8").split("\n");
-  lines.forEach((line, i) => {
-    if (/^\s*(\/\/|\*)/.test(line)) return; // comments
-    const used = [...new Set([...line.matchAll(NAMESPACE_USE)].map((m) => m[1]))];
-    for (const name of used)
-      problems.push(
-        `${from}:${i + 1}: env.${name} used directly: reach the Durable Objects through meta/stubs.ts (with --processes N they live in one process)`,
-      );
-  });
+  code(join(root, from))
+    .split("\n")
+    .forEach((line, i) => {
+      const used = [...new Set([...line.matchAll(NAMESPACE_USE)].map((m) => m[1]))];
+      for (const name of used)
+        problems.push(
+          `${from}:${i + 1}: env.${name} used directly: reach the Durable Objects through meta/stubs.ts (with --processes N they live in one process)`,
+        );
+    });
 }
 
 // The console (web/src): main.ts is its entry and imports the views; nothing imports main.ts.
@@ -178,14 +186,8 @@ for (const [label, dir] of [
       ]
     : []),
 ]) {
-  const graph = new Map(
-    sources(dir).map((f) => [
-      relative(dir, f),
-      imports(f, dir)
-        .map((i) => i.to)
-        .filter((to) => !to.startsWith("..")),
-    ]),
-  );
+  const modules = dir === root ? importsOf : new Map(sources(dir).map((f) => [relative(dir, f), imports(f, dir)]));
+  const graph = new Map([...modules].map(([f, imps]) => [f, imps.map((i) => i.to).filter((to) => !to.startsWith(".."))]));
   for (const circle of circles(graph)) problems.push(`${label}: import circle ${[...circle, circle[0]].join(" -> ")}`);
 }
 
