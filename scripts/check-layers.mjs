@@ -12,9 +12,10 @@
 //
 // A module may import its own layer and any layer below it; below config.ts, only `import type`
 // from config.ts (the Env and GatewayConfig types), and config.ts imports only types from above;
-// services/ too import only types from it (they receive the configuration, never load it). Within api/, an operation module never imports
-// another operation module: only the helpers listed in API_HELPERS (handle.ts and admin-app.ts
-// dispatch to them).
+// services/ too import only types from it (they receive the configuration, never load it).
+// Within api/, the folder says what a module is: api/common/ (helpers: import only api/common/),
+// api/s3/ and api/admin/ (operations: import api/common/, never another operation), api/*.ts
+// (dispatchers: may import any of them).
 //
 // And the metadata Durable Objects are reached through meta/stubs.ts only (never env.BUCKET_INDEX
 // and the like elsewhere): with `--processes N` the other processes get stand-ins from there.
@@ -51,31 +52,17 @@ function layerOf(path) {
 
 const rank = (layer) => LAYERS.findIndex((l) => l.split("|").includes(layer));
 
-/** api/ modules that operations may share: parsing, answering, the request context. */
-const API_HELPERS = new Set([
-  "api/json.ts",
-  "api/context.ts",
-  "api/router.ts",
-  "api/xml.ts",
-  "api/xml-parse.ts",
-  "api/request-body.ts",
-  "api/object-headers.ts",
-  "api/checksums.ts",
-  "api/bucket-name.ts",
-  "api/conditions.ts",
-  "api/object-request.ts",
-  "api/tags.ts",
-  "api/copy-source.ts",
-  "api/list-objects.ts",
-  "api/list-buckets.ts",
-  "api/acl-policy.ts",
-  "api/permissions.ts",
-  "api/form-upload.ts",
-  "api/sse-headers.ts",
-  "api/object-lock-headers.ts",
-]);
-/** api/ modules that may import operations: the dispatchers (S3, and the admin sub-app). */
-const API_DISPATCH = new Set(["api/handle.ts", "api/admin-app.ts"]);
+/**
+ * api/'s rooms, from the folder: api/common/ holds what operations share (parsing, answering, the
+ * request context, who may do what); api/s3/ and api/admin/ hold the operations, one file per
+ * family; a module directly in api/ dispatches (the operations table, the S3 entry, the admin app).
+ */
+function apiRoom(path) {
+  const parts = path.split("/");
+  if (parts[0] !== "api") return null;
+  if (parts.length === 2) return "dispatch";
+  return parts[1] === "common" ? "common" : "operation";
+}
 
 function sources(dir, out = []) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -124,8 +111,10 @@ function violation(from, imp) {
   if (a === "services" && b === "config" && !imp.typeOnly) return "services/ receive the configuration, never load it: only `import type` from config.ts";
   if ((a === "meta" && b === "storage") || (a === "storage" && b === "meta")) return "meta/ and storage/ never import each other";
   if (rank(b) < rank(a)) return `${a} may not import ${b} (a higher layer)`;
-  if (a === "api" && b === "api" && !API_HELPERS.has(to) && !API_DISPATCH.has(from) && from !== to) {
-    return "an api/ operation imports another operation (share through services/ or an api helper)";
+  if (a === "api" && b === "api" && from !== to) {
+    const [fromRoom, toRoom] = [apiRoom(from), apiRoom(to)];
+    if (fromRoom === "common" && toRoom !== "common") return "api/common/ imports only api/common/ (helpers never reach up to operations or dispatch)";
+    if (fromRoom === "operation" && toRoom !== "common") return "an api/ operation imports another operation or a dispatcher (share through services/ or api/common/)";
   }
   return null;
 }

@@ -1,5 +1,5 @@
 // Access keys and per-bucket permissions (services/access-keys.ts, meta/key-store.ts,
-// api/permissions.ts, api/admin-keys.ts): keys made through the admin API sign like the root key;
+// api/common/permissions.ts, api/admin/keys.ts): keys made through the admin API sign like the root key;
 // their secrets are stored sealed under the master key; a disabled or deleted key is refused at
 // once; ListBuckets shows a key only its buckets; and every S3 operation is walked with a key
 // holding no right, read, write or owner on the bucket, checking that exactly the right the table
@@ -9,8 +9,8 @@ import { listDurableObjectIds, runInDurableObject } from "cloudflare:test";
 import { env as workersEnv, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../worker/src/config";
-import { NEEDS } from "../../worker/src/api/permissions";
-import type { Endpoint } from "../../worker/src/api/router";
+import { NEEDS } from "../../worker/src/api/common/permissions";
+import type { Endpoint } from "../../worker/src/api/common/router";
 import { GATEWAY, s3, s3ok } from "./signed";
 
 type Key = { id: string; secret: string; name: string; created: number; enabled: boolean; createBucket: boolean };

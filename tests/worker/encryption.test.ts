@@ -115,7 +115,7 @@ describe("server-side encryption", () => {
   it("reads reuse one buffer for their batches of segments: streamed and read whole, across batches, a last batch of one segment, and a copy, byte for byte", async () => {
     // Five batches of 16 segments and one of a single byte: the buffer is refilled, then a
     // one-segment batch (lent as WebCrypto returned it) follows. Above 1 MiB a GET streams; up to
-    // it, an encrypted body is read whole first (api/get.ts).
+    // it, an encrypted body is read whole first (api/s3/get.ts).
     const seg = 16_384 - 16;
     const body = randomBytes(80 * seg + 1, 21);
     await s3ok(`/${BUCKET}/batches.bin`, { method: "PUT", body, headers: { "x-amz-server-side-encryption": "AES256" } });

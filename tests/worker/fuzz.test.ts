@@ -6,9 +6,9 @@
 import { AwsClient } from "aws4fetch";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { readFormUpload } from "../../worker/src/api/form-upload";
-import { resolveTarget, routeRequest } from "../../worker/src/api/router";
-import { MAX_XML_DEPTH, parseXml, type XmlElement } from "../../worker/src/api/xml-parse";
+import { readFormUpload } from "../../worker/src/api/common/form-upload";
+import { resolveTarget, routeRequest } from "../../worker/src/api/common/router";
+import { MAX_XML_DEPTH, parseXml, type XmlElement } from "../../worker/src/api/common/xml-parse";
 import { AwsChunkedParser } from "../../worker/src/auth/aws-chunked";
 import { authenticateV2 } from "../../worker/src/auth/sigv2";
 import { authenticate, onlyKey } from "../../worker/src/auth/sigv4";

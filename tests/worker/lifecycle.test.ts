@@ -1,4 +1,4 @@
-// Lifecycle rules (api/lifecycle.ts, meta/lifecycle.ts, services/lifecycle.ts): the configuration
+// Lifecycle rules (api/s3/bucket-lifecycle.ts, meta/lifecycle-rules.ts, services/lifecycle.ts): the configuration
 // as S3 checks and answers it, x-amz-expiration on writes and reads, and the pass that applies the
 // rules, run through the admin endpoint with the clock moved forward: expiry by days, date, prefix,
 // tags and size; delete markers in versioned buckets; noncurrent versions (with

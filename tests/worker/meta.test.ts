@@ -11,8 +11,8 @@ import {
   renderListObjects,
   s3UrlEncode,
   type ListObjectsRequest,
-} from "../../worker/src/api/list-objects";
-import { renderListBuckets } from "../../worker/src/api/list-buckets";
+} from "../../worker/src/api/common/list-objects";
+import { renderListBuckets } from "../../worker/src/api/common/list-buckets";
 import type { BucketIndex } from "../../worker/src/meta/bucket-index";
 import { commonPrefixOf, compareKeys, prefixEnd } from "../../worker/src/meta/key-order";
 import type { BucketRegistry } from "../../worker/src/meta/registry";

@@ -1,4 +1,4 @@
-// Bucket policies mean what they say (api/permissions.ts PERMISSIONS, auth/policy.ts): one walk of
+// Bucket policies mean what they say (api/common/permissions.ts PERMISSIONS, auth/policy.ts): one walk of
 // every action the parser accepts × Allow and Deny × every operation the table maps to it (its
 // versioned variant, a copy's source, a write that tags or locks), with a key holding every right (a Deny must refuse it), a
 // key holding none and nobody at all (an Allow must let them through, and only for that action);
@@ -8,8 +8,8 @@
 import { AwsClient } from "aws4fetch";
 import { env as workersEnv, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { PERMISSIONS } from "../../worker/src/api/permissions";
-import type { Endpoint } from "../../worker/src/api/router";
+import { PERMISSIONS } from "../../worker/src/api/common/permissions";
+import type { Endpoint } from "../../worker/src/api/common/router";
 import { POLICY_ACTIONS, type PolicyAction } from "../../worker/src/auth/policy";
 import { signedPostFields } from "./post-form";
 import type { Env } from "../../worker/src/config";

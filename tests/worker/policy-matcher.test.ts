@@ -1,11 +1,11 @@
-// The policy engine's pure parts (auth/wildcard.ts, auth/policy.ts, api/permissions.ts): the
+// The policy engine's pure parts (auth/wildcard.ts, auth/policy.ts, api/common/permissions.ts): the
 // wildcard matcher against a plain dynamic-programming reference on random patterns and values
 // (fast-check), the patterns that made the old RegExp backtrack for ever, the limits parsePolicy
 // sets (MalformedPolicy beyond them, accepted at them), and the permissions table enforcing every
 // action the parser accepts.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { PERMISSIONS } from "../../worker/src/api/permissions";
+import { PERMISSIONS } from "../../worker/src/api/common/permissions";
 import { POLICY_ACTIONS, POLICY_LIMITS, evaluatePolicy, parsePolicy } from "../../worker/src/auth/policy";
 import { compileWildcard, wildcardMatch } from "../../worker/src/auth/wildcard";
 import { S3Error } from "../../worker/src/s3-error";

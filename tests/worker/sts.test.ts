@@ -1,4 +1,4 @@
-// Temporary credentials (api/sts.ts, services/sessions.ts, auth/session-token.ts): STS's
+// Temporary credentials (api/s3/sts.ts, services/sessions.ts, auth/session-token.ts): STS's
 // GetSessionToken (and AssumeRole) on `POST /`, signed for service "sts" as the AWS SDKs sign it
 // (the body's hash, no x-amz-content-sha256). The temporary key works only with its token, acts
 // with exactly its parent key's rights and bucket policies, expires, is refused when its token is

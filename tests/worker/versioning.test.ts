@@ -1,4 +1,4 @@
-// Versioned buckets (meta/versions.ts, api/versioning.ts): Put/GetBucketVersioning; every write a
+// Versioned buckets (meta/versions.ts, api/s3/versioning.ts): Put/GetBucketVersioning; every write a
 // new version with its id in x-amz-version-id; GET, HEAD, DELETE, tagging, attributes and a copy's
 // source by versionId; delete markers (404 with x-amz-delete-marker for the current one, 405 for a
 // marker's version); DeleteObjects with VersionId; suspended buckets overwrite the null version;

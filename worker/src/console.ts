@@ -9,7 +9,7 @@
 // `npm start` and `npm run dev` serve the console on a listener of its own instead
 // (scripts/workerd/console-assets.js), with the same headers.
 import type { Hono } from "hono";
-import { consoleOrigins } from "./api/console-origin";
+import { consoleOrigins } from "./api/common/console-origin";
 import type { Env } from "./config";
 
 /** Where the console used to be served on the gateway: now a redirect to its origin. */

@@ -59,7 +59,7 @@ export const S3_ERRORS = {
   SignatureDoesNotMatch: 403,
   SlowDown: 503,
   XAmzContentSHA256Mismatch: 400,
-  // STS's, from its endpoint (api/sts.ts).
+  // STS's, from its endpoint (api/s3/sts.ts).
   InvalidAction: 400,
   ValidationError: 400,
   // The gateway's own, from its admin endpoints.

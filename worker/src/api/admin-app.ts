@@ -5,13 +5,13 @@
 import { Hono } from "hono";
 import { validator } from "hono/validator";
 import { S3Error } from "../s3-error";
-import type { RequestContext } from "./context";
-import { adminDrain, adminNodes, adminObject } from "./admin-nodes";
-import { adminHeal } from "./heal";
-import { adminBucketKeys, adminCreateKey, adminDeleteKey, adminGrantBucket, adminListKeys, adminUpdateKey } from "./admin-keys";
-import { adminLifecycle } from "./admin-lifecycle";
-import { adminScrub, getHealStatus } from "./scrub";
-import { adminSweep } from "./sweep";
+import type { RequestContext } from "./common/context";
+import { adminDrain, adminNodes, adminObject } from "./admin/nodes";
+import { adminHeal } from "./admin/heal";
+import { adminBucketKeys, adminCreateKey, adminDeleteKey, adminGrantBucket, adminListKeys, adminUpdateKey } from "./admin/keys";
+import { adminLifecycle } from "./admin/lifecycle";
+import { adminScrub, getHealStatus } from "./admin/scrub";
+import { adminSweep } from "./admin/sweep";
 
 const ADMIN_PREFIX = "/_shardgate/admin";
 

@@ -8,23 +8,31 @@ import { loadConfig, type Env } from "../config";
 import { metricsStore } from "../meta/stubs";
 import { core } from "../core";
 import { errorResponse, newRequestId } from "../errors";
-import { toS3Error } from "./error-map";
+import { toS3Error } from "./common/error-map";
 import { S3Error } from "../s3-error";
-import { createBucket, deleteBucket, getBucketLocation, headBucket } from "./bucket";
-import { getBucketVersioning, putBucketVersioning } from "./versioning";
-import type { RequestContext } from "./context";
-import { getObjectAttributes } from "./attributes";
-import { copyObject } from "./copy";
-import { applyCors, corsRules, deleteBucketCors, getBucketCors, preflight, putBucketCors, type CorsRule } from "./cors";
-import { deleteObject, deleteObjects } from "./delete";
+import { createBucket, deleteBucket, getBucketLocation, headBucket } from "./s3/bucket";
+import { getBucketVersioning, putBucketVersioning } from "./s3/versioning";
+import type { RequestContext } from "./common/context";
+import { getObjectAttributes } from "./s3/attributes";
+import { copyObject } from "./s3/copy";
+import { applyCors, corsRules, deleteBucketCors, getBucketCors, preflight, putBucketCors, type CorsRule } from "./s3/cors";
+import { deleteObject, deleteObjects } from "./s3/delete";
 import { adminApp } from "./admin-app";
-import { abortMultipartUpload, completeMultipartUpload, createMultipartUpload, listMultipartUploads, listParts, uploadPart, uploadPartCopy } from "./multipart";
-import { deleteObjectTagging, getObjectTagging, putObjectTagging } from "./tagging";
-import { deleteBucketTagging, getBucketTagging, putBucketTagging } from "./bucket-tagging";
-import { getBucketAcl, getObjectAcl, putBucketAcl, putObjectAcl } from "./acl";
-import { deleteBucketPolicy, getBucketPolicy, getBucketPolicyStatus, putBucketPolicy } from "./bucket-policy";
-import { deleteBucketEncryption, getBucketEncryption, putBucketEncryption } from "./bucket-encryption";
-import { deleteBucketLifecycle, getBucketLifecycle, putBucketLifecycle } from "./lifecycle";
+import {
+  abortMultipartUpload,
+  completeMultipartUpload,
+  createMultipartUpload,
+  listMultipartUploads,
+  listParts,
+  uploadPart,
+  uploadPartCopy,
+} from "./s3/multipart";
+import { deleteObjectTagging, getObjectTagging, putObjectTagging } from "./s3/object-tagging";
+import { deleteBucketTagging, getBucketTagging, putBucketTagging } from "./s3/bucket-tagging";
+import { getBucketAcl, getObjectAcl, putBucketAcl, putObjectAcl } from "./s3/acl";
+import { deleteBucketPolicy, getBucketPolicy, getBucketPolicyStatus, putBucketPolicy } from "./s3/bucket-policy";
+import { deleteBucketEncryption, getBucketEncryption, putBucketEncryption } from "./s3/bucket-encryption";
+import { deleteBucketLifecycle, getBucketLifecycle, putBucketLifecycle } from "./s3/bucket-lifecycle";
 import {
   getObjectLegalHold,
   getObjectLockConfiguration,
@@ -32,22 +40,22 @@ import {
   putObjectLegalHold,
   putObjectLockConfiguration,
   putObjectRetention,
-} from "./object-lock";
-import { getObject, RangeNotSatisfiable } from "./get";
-import { listBuckets, listObjects, listObjectVersions } from "./list";
-import { putObject } from "./put";
-import { abortDirectUpload, completeDirectUpload, createDirectUpload, getReadPlan, transferShard } from "./direct";
-import { postObject } from "./post-object";
+} from "./s3/object-lock";
+import { getObject, RangeNotSatisfiable } from "./s3/get";
+import { listBuckets, listObjects, listObjectVersions } from "./s3/list";
+import { putObject } from "./s3/put";
+import { abortDirectUpload, completeDirectUpload, createDirectUpload, getReadPlan, transferShard } from "./s3/direct";
+import { postObject } from "./s3/post-object";
 import { metrics } from "../observability/metrics";
-import { bearerAuthorized, getMetrics } from "./metrics";
-import { routeRequest, type Endpoint } from "./router";
-import { authorize } from "./permissions";
+import { bearerAuthorized, getMetrics } from "./admin/metrics";
+import { routeRequest, type Endpoint } from "./common/router";
+import { authorize } from "./common/permissions";
 import { signerOf, type Principal } from "../services/access-keys";
 import { isTemporaryKeyId, sessionSignerOf } from "../services/sessions";
-import { allowConsole, consoleOriginOf, consolePreflight } from "./console-origin";
-import { getSessionToken, readStsRequest, STS_SIGNING_SERVICES, sessionTokenOf, stsErrorResponse } from "./sts";
+import { allowConsole, consoleOriginOf, consolePreflight } from "./common/console-origin";
+import { getSessionToken, readStsRequest, STS_SIGNING_SERVICES, sessionTokenOf, stsErrorResponse } from "./s3/sts";
 import { bucketPolicy } from "../services/bucket-policy";
-import { requestedVersion } from "./object-request";
+import { requestedVersion } from "./common/object-request";
 
 export async function handleS3(request: Request, env: Env, exec: { waitUntil(promise: Promise<unknown>): void }): Promise<Response> {
   const requestId = newRequestId();
@@ -58,7 +66,7 @@ export async function handleS3(request: Request, env: Env, exec: { waitUntil(pro
   let fromConsole: string | null = null;
   try {
     const config = loadConfig(env);
-    // The console, on its own origin, is answered CORS on every request, before any bucket rule (api/console-origin.ts).
+    // The console, on its own origin, is answered CORS on every request, before any bucket rule (api/common/console-origin.ts).
     fromConsole = consoleOriginOf(request, env);
     if (fromConsole !== null && request.method === "OPTIONS") return finish(consolePreflight(request, fromConsole));
     const endpoint = routeRequest(request.method, url, config.virtualHostSuffix, request.headers);

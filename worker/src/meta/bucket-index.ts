@@ -5,7 +5,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { equalBytes } from "../bytes";
 import { core } from "../core";
-import { applyRules, currentExpiry, type LifecycleCounts, type LifecycleRule } from "./lifecycle";
+import { applyRules, currentExpiry, type LifecycleCounts, type LifecycleRule } from "./lifecycle-rules";
 import { defaultLock, deleteForbidden, type LockConfig, type ObjectLock, retained, retentionChangeForbidden } from "./object-lock";
 import { migrate } from "./schema";
 import type { ManifestPart } from "../core-api";
@@ -93,7 +93,7 @@ const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
   VERSIONS_SCHEMA,
   // The bucket's tags (JSON), or NULL.
   ["ALTER TABLE bucket ADD COLUMN tags TEXT"],
-  // Lifecycle rules (JSON, meta/lifecycle.ts), or NULL, and where their pass goes on.
+  // Lifecycle rules (JSON, meta/lifecycle-rules.ts), or NULL, and where their pass goes on.
   ["ALTER TABLE bucket ADD COLUMN lifecycle TEXT", "ALTER TABLE bucket ADD COLUMN lifecycle_cursor TEXT"],
   // Object lock: the bucket's configuration (JSON, meta/object-lock.ts) and each version's lock.
   ["ALTER TABLE bucket ADD COLUMN object_lock TEXT", "ALTER TABLE objects ADD COLUMN lock TEXT", "ALTER TABLE versions ADD COLUMN lock TEXT"],
@@ -583,7 +583,7 @@ export class BucketIndex extends DurableObject {
   // --- lifecycle ------------------------------------------------------------------------------
 
   /**
-   * One bounded step of the lifecycle pass as of `now` (meta/lifecycle.ts), in one transaction:
+   * One bounded step of the lifecycle pass as of `now` (meta/lifecycle-rules.ts), in one transaction:
    * what it expired, and whether the pass is done (the next call starts a new one). The shard
    * files of versions deleted for good and of aborted uploads go to the garbage queue. Null when
    * the bucket does not exist or has no rules.

@@ -2,7 +2,7 @@
 // only it can reach (disk nodes, R2 bindings): stored as they come, never decoded or re-encoded,
 // and served as byte ranges. A shard grant, signed by the gateway, says which file of which node
 // and whether it may be written, and who obtained it: each use checks again that this key still
-// may read (or write) the object (api/direct.ts). Its URL names the bucket too
+// may read (or write) the object (api/s3/direct.ts). Its URL names the bucket too
 // (SHARD_PATH/bucket/grant), so browsers on other origins get that bucket's CORS rules, as for its
 // objects.
 //
@@ -99,7 +99,7 @@ export interface GrantedShard {
   grant: ShardGrant;
 }
 
-/** Who obtained a shard grant and what for: the caller checks that they still may (api/direct.ts). */
+/** Who obtained a shard grant and what for: the caller checks that they still may (api/s3/direct.ts). */
 export interface GrantUse {
   bucket: string;
   /** The object's key. */

@@ -16,7 +16,7 @@ import type { Core, Manifest, ManifestPart } from "../core-api";
 import { bucketIndex as indexOf, bucketRegistry as registryOf } from "../meta/stubs";
 import type { HealQueueEntry, ObjectRecord } from "../meta/types";
 import { metrics } from "../observability/metrics";
-import { isBad, misplacedShards, moveShards, rebuildShards, shardHealth, type HealResult } from "../storage/heal";
+import { isBad, misplacedShards, moveShards, rebuildShards, shardHealth, type HealResult } from "../storage/rebuild-part";
 import { isSharded, shardFileBytes } from "../storage/layout";
 import { nodesById, shardKey } from "../storage/nodes";
 import { HEAL_NOW, type LossReason } from "../storage/read-part";
@@ -59,7 +59,7 @@ export interface HealOptions {
   unreachable?: "defer" | "heal";
   /** Move every shard file off this node (drain). */
   drain?: string;
-  /** Also move shard files that placement would put elsewhere today (storage/heal.ts misplacedShards). */
+  /** Also move shard files that placement would put elsewhere today (storage/rebuild-part.ts misplacedShards). */
   rebalance?: boolean;
   /** The version to heal (null: the null version); absent: the current one. */
   versionId?: string | null;

@@ -1,11 +1,11 @@
 // The lifecycle job: each bucket's rules applied by its Durable Object a bounded step at a time
-// (meta/lifecycle.ts), bucket after bucket, within a time budget. A bucket's pass resumes where it
+// (meta/lifecycle-rules.ts), bucket after bucket, within a time budget. A bucket's pass resumes where it
 // stopped (the cursor is kept with the bucket), so a big bucket takes several runs, never one long
 // one. What a step deletes for good goes to the bucket's garbage queue, which the garbage job
 // (services/garbage.ts) drains right after. Runs on the scheduler's alarm and from the admin API,
 // which may name the time to apply the rules as of (tests move the clock forward that way).
 import type { Env } from "../config";
-import type { LifecycleCounts } from "../meta/lifecycle";
+import type { LifecycleCounts } from "../meta/lifecycle-rules";
 import { bucketIndex, bucketRegistry } from "../meta/stubs";
 import { metrics } from "../observability/metrics";
 

@@ -4,7 +4,7 @@
 import type { Env, GatewayConfig } from "../config";
 import type { Core, Manifest, ManifestPart, ObjectChecksum } from "../core-api";
 import { bucketIndex } from "../meta/stubs";
-import { expirationHeader } from "../meta/lifecycle";
+import { expirationHeader } from "../meta/lifecycle-rules";
 import type { ObjectLock } from "../meta/object-lock";
 import type { Expiry, ObjectRecord, PutResult, WriteCondition } from "../meta/types";
 import { hex } from "../bytes";

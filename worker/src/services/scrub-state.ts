@@ -2,7 +2,7 @@
 // where the walk is, what the pass in progress has found so far, the last finished pass, the last
 // run, all-time totals and the latest errors. Plain JSON, so it is stored as one row and answered
 // as is by `GET /_shardgate/admin/heal`.
-import type { ScrubMode } from "../storage/scrub";
+import type { ScrubMode } from "../storage/verify-part";
 
 export interface ScrubCounters {
   /** Objects visited (inline ones included). */
@@ -21,7 +21,7 @@ export interface ScrubCounters {
   /** Of those rebuilt, shard files that went to another node (theirs is gone or draining, or
    *  placement chooses another one now: a node was added). */
   shardsMoved: number;
-  /** Shard files found on a node placement would not choose today (storage/heal.ts misplacedShards). */
+  /** Shard files found on a node placement would not choose today (storage/rebuild-part.ts misplacedShards). */
   shardsMisplaced: number;
   /** Bytes of shard files written by the scrub's heals and moves. */
   bytesRebuilt: number;

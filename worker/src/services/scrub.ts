@@ -1,7 +1,7 @@
 // The background scrub's walk: every object of every bucket, in (bucket, key) order, a bounded
 // step at a time. A step is what one run of the scheduler's alarm (jobs/scheduler.ts) or
 // `POST /_shardgate/admin/scrub` runs: it continues from the cursor the last step saved in the
-// BucketRegistry, checks objects (storage/scrub.ts: shallow or deep; what is bad is healed by
+// BucketRegistry, checks objects (storage/verify-part.ts: shallow or deep; what is bad is healed by
 // services/heal.ts's healObject, which also moves shard files off nodes that are gone) until its
 // object or time budget is spent or the pass ends, and saves the cursor and results as it goes. An object whose check
 // fails is recorded and passed; a run that dies while checking one (a CPU or wall-time limit) has
@@ -13,9 +13,9 @@ import { healObject } from "./heal";
 import type { Env, GatewayConfig } from "../config";
 import { core } from "../core";
 import { metrics } from "../observability/metrics";
-import { misplacedShards } from "../storage/heal";
+import { misplacedShards } from "../storage/rebuild-part";
 import { isSharded, shardFileBytes } from "../storage/layout";
-import { scrubPart, type ScrubMode, type ShardProblem } from "../storage/scrub";
+import { scrubPart, type ScrubMode, type ShardProblem } from "../storage/verify-part";
 import { addCounters, addUsage, initialScrubState, recordError, zeroCounters, type ScrubCounters, type ScrubRunSummary, type ScrubState } from "./scrub-state";
 
 /** The scrub's vars (wrangler.toml [vars]); all optional. */

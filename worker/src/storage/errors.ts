@@ -1,4 +1,4 @@
-// What the storage layer throws when it cannot do its part; api/error-map.ts answers each with
+// What the storage layer throws when it cannot do its part; api/common/error-map.ts answers each with
 // its S3 error (the storage layer knows nothing of S3's codes).
 
 /** More of a part's shard files are unavailable than its parity covers: it cannot be read now. */

@@ -1,0 +1,97 @@
+// The admin API's access keys (docs/access.md), for the root key only:
+//   GET    /_shardgate/admin/keys                      every key, its settings and grants (no secrets)
+//   POST   /_shardgate/admin/keys                      {"name", "createBucket"?} → the key with its secret, shown once
+//   PATCH  /_shardgate/admin/keys/ID                   {"name"?, "enabled"?, "createBucket"?}
+//   DELETE /_shardgate/admin/keys/ID
+//   PUT    /_shardgate/admin/keys/ID/buckets/BUCKET    {"read", "write", "owner"} (all false: no rights)
+//   GET    /_shardgate/admin/buckets/BUCKET/keys       the keys with rights on a bucket
+// The root key's temporary credentials (which the console holds) may read, rename, disable and
+// delete, but not create lasting access: a key, rights, enabling a key, bucket creation (as AWS
+// refuses IAM calls to GetSessionToken credentials). An hour's credentials cannot outlast themselves.
+import type { KeyChange } from "../../meta/key-store";
+import { S3Error } from "../../s3-error";
+import { bucketGrants, createKey, deleteKey, grantBucket, listKeys, updateKey } from "../../services/access-keys";
+import type { RequestContext } from "../common/context";
+import { json } from "../common/json";
+import { readBodyUpTo } from "../common/request-body";
+
+/** The largest JSON body these endpoints read. */
+const MAX_BODY_BYTES = 16 * 1024;
+const MAX_NAME_LENGTH = 128;
+
+const invalid = (message: string) => new S3Error("InvalidArgument", message);
+const noSuchKey = (id: string) => new S3Error("InvalidArgument", `There is no access key ${id}.`);
+
+/** Throws AccessDenied when temporary credentials signed the request: `what` makes access that lasts. */
+function refuseSession(ctx: RequestContext, what: string): void {
+  if (ctx.credentialsExpire !== null)
+    throw new S3Error("AccessDenied", `Temporary credentials cannot ${what}: that access would outlast them. Sign this request with the root key itself.`);
+}
+
+/** The request's JSON object body. */
+async function jsonBody(ctx: RequestContext): Promise<Record<string, unknown>> {
+  const bytes = ctx.auth.body ? await readBodyUpTo(ctx.auth.body, MAX_BODY_BYTES, () => invalid(`The body is larger than ${MAX_BODY_BYTES} bytes.`)) : null;
+  const text = bytes ? new TextDecoder().decode(bytes) : "";
+  let value: unknown;
+  try {
+    value = text === "" ? {} : JSON.parse(text);
+  } catch {
+    throw invalid("The body is not JSON.");
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw invalid("The body must be a JSON object.");
+  return value as Record<string, unknown>;
+}
+
+function flag(body: Record<string, unknown>, name: string): boolean | undefined {
+  const v = body[name];
+  if (v === undefined) return undefined;
+  if (typeof v !== "boolean") throw invalid(`${name} must be true or false.`);
+  return v;
+}
+
+function name(body: Record<string, unknown>, required: boolean): string | undefined {
+  const v = body.name;
+  if (v === undefined && !required) return undefined;
+  if (typeof v !== "string" || v.trim() === "" || v.length > MAX_NAME_LENGTH)
+    throw invalid(`name must be a non-empty string of at most ${MAX_NAME_LENGTH} characters.`);
+  return v.trim();
+}
+
+export async function adminListKeys(ctx: RequestContext): Promise<Response> {
+  return json({ keys: await listKeys(ctx.env) });
+}
+
+export async function adminCreateKey(ctx: RequestContext): Promise<Response> {
+  refuseSession(ctx, "create a key");
+  const body = await jsonBody(ctx);
+  const key = await createKey(ctx.env, { name: name(body, true) as string, createBucket: flag(body, "createBucket") ?? false });
+  return json(key, 201);
+}
+
+export async function adminUpdateKey(ctx: RequestContext, id: string): Promise<Response> {
+  const body = await jsonBody(ctx);
+  const change: KeyChange = { name: name(body, false), enabled: flag(body, "enabled"), createBucket: flag(body, "createBucket") };
+  // Renaming and disabling take nothing beyond the session; narrowing createBucket is refused too (one simple rule).
+  if (change.enabled === true) refuseSession(ctx, "enable a key");
+  if (change.createBucket !== undefined) refuseSession(ctx, "change whether a key may create buckets");
+  const key = await updateKey(ctx.env, id, change);
+  if (!key) throw noSuchKey(id);
+  return json(key);
+}
+
+export async function adminDeleteKey(ctx: RequestContext, id: string): Promise<Response> {
+  if (!(await deleteKey(ctx.env, id))) throw noSuchKey(id);
+  return new Response(null, { status: 204 });
+}
+
+export async function adminGrantBucket(ctx: RequestContext, id: string, bucket: string): Promise<Response> {
+  refuseSession(ctx, "set a key's rights");
+  const body = await jsonBody(ctx);
+  const grant = { bucket, read: flag(body, "read") ?? false, write: flag(body, "write") ?? false, owner: flag(body, "owner") ?? false };
+  if (!(await grantBucket(ctx.env, id, grant))) throw noSuchKey(id);
+  return json(grant);
+}
+
+export async function adminBucketKeys(ctx: RequestContext, bucket: string): Promise<Response> {
+  return json({ bucket, keys: await bucketGrants(ctx.env, bucket) });
+}

@@ -1,0 +1,102 @@
+// The gateway's own view of its nodes and of an object's layout, for operators and the console:
+//   GET  /_shardgate/admin/nodes                 every node's breaker state, latency and errors
+//   POST /_shardgate/admin/nodes/{id}/drain      move every shard file off a node, in batches
+//   GET  /_shardgate/admin/object?bucket=B&key=K an object's erasure layout and each shard's health
+import { S3Error, noSuchBucket, noSuchKey } from "../../s3-error";
+import { shardHealth } from "../../storage/rebuild-part";
+import { isSharded, shardFileBytes } from "../../storage/layout";
+import { GuardedNode, nodeHealth } from "../../storage/node-health";
+import { bucketIndex, bucketRegistry, type RequestContext } from "../common/context";
+import { emptyTally, healEach } from "../../services/heal";
+import { json } from "../common/json";
+
+export function adminNodes(ctx: RequestContext): Response {
+  const draining = new Set(ctx.config.nodes.filter((n) => !ctx.config.writableNodes.includes(n)).map((n) => n.id));
+  const nodes = ctx.config.nodes.map((node) => {
+    const health = node instanceof GuardedNode ? node.health : nodeHealth(node.id);
+    return { ...health.status(node.kind), draining: draining.has(node.id) };
+  });
+  return json({ nodes });
+}
+
+/** An object's parts, geometry and shard placement, with a HEAD of every shard file (shallow health). */
+export async function adminObject(ctx: RequestContext, { bucket, key }: { bucket: string; key: string }): Promise<Response> {
+  const { bucket: exists, object } = await bucketIndex(ctx, bucket).head(key);
+  if (!exists) throw noSuchBucket(bucket);
+  if (!object) throw noSuchKey();
+  const manifest = ctx.core.decodeManifest(object.manifest);
+  const parts = await Promise.all(
+    manifest.parts.map(async (part, i) => {
+      if (!isSharded(part)) return { partNumber: i + 1, size: part.size, type: "inline" as const };
+      const { layout } = part;
+      const expected = shardFileBytes(ctx.core, part);
+      const health = await shardHealth(ctx.config, ctx.core, part);
+      const shards = layout.placement.map((node, index) => ({
+        index,
+        kind: index < layout.dataShards ? ("data" as const) : ("parity" as const),
+        node,
+        health: health[index],
+      }));
+      return {
+        partNumber: i + 1,
+        size: part.size,
+        type: "sharded" as const,
+        dataShards: layout.dataShards,
+        parityShards: layout.parityShards,
+        blockBytes: layout.blockBytes,
+        chunkBytes: layout.chunkBytes,
+        blocks: Math.ceil(part.size / layout.blockBytes),
+        shardFileBytes: expected,
+        storageId: layout.storageId,
+        shards,
+      };
+    }),
+  );
+  return json({ bucket, key, size: object.size, etag: object.etag, lastModified: object.lastModified, parts });
+}
+
+/**
+ * `POST /_shardgate/admin/nodes/{id}/drain[?bucket=B&start-after=K][&max-objects=N]`: rebuilds
+ * every shard file the node holds onto other nodes and points the manifests at them, up to N
+ * objects per call, walking the buckets in name order and their keys in order. The answer's
+ * `next` ({bucket, startAfter}: send both back) is where the next call goes on; null when the walk
+ * is over. The node is empty then unless objects failed (reported, passed, never retried from the
+ * start: run the walk again) or multipart uploads still in progress placed parts on it.
+ */
+export async function adminDrain(
+  ctx: RequestContext,
+  nodeId: string,
+  q: { bucket: string; "start-after": string | null; "max-objects": number },
+): Promise<Response> {
+  if (!ctx.config.nodes.some((n) => n.id === nodeId)) throw new S3Error("NoSuchNode", `There is no node ${nodeId} in SHARDGATE_NODES.`);
+  // Otherwise new writes would keep landing on the node while it is emptied.
+  if (ctx.config.writableNodes.some((n) => n.id === nodeId)) {
+    throw new S3Error("NodeNotDraining", `Node ${nodeId} is not draining: list it in SHARDGATE_DRAINING_NODES first, so no new shard files go to it.`);
+  }
+  const budget = q["max-objects"];
+  const fromBucket = q.bucket;
+  let after = q["start-after"];
+  const tally = emptyTally();
+  let next: { bucket: string; startAfter: string } | null = null;
+  const buckets = (await bucketRegistry(ctx).list()).map((b) => b.name).filter((name) => name >= fromBucket);
+  for (const [i, bucket] of buckets.entries()) {
+    if (bucket !== fromBucket) after = null;
+    const page = await bucketIndex(ctx, bucket).list({ prefix: "", delimiter: null, after, maxKeys: budget - tally.objectsChecked });
+    await healEach(
+      ctx,
+      bucket,
+      page.objects.map((o) => o.key),
+      { drain: nodeId },
+      tally,
+    );
+    if (page.isTruncated && page.last !== null) {
+      next = { bucket, startAfter: page.last };
+      break;
+    }
+    if (tally.objectsChecked >= budget) {
+      if (i + 1 < buckets.length) next = { bucket: buckets[i + 1], startAfter: "" };
+      break;
+    }
+  }
+  return json({ node: nodeId, ...tally, next });
+}

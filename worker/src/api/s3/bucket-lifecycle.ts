@@ -1,0 +1,189 @@
+// Get/Put/DeleteBucketLifecycleConfiguration: the <LifecycleConfiguration> document to and from
+// the rules meta/lifecycle-rules.ts applies. Checked by S3's rules before anything is stored; actions
+// about storage classes (transitions) are refused by name: there is one storage class.
+import { DAY_MS, type LifecycleFilter, type LifecycleRule } from "../../meta/lifecycle-rules";
+import { noSuchBucket, S3Error } from "../../s3-error";
+import { bucketIndex, type RequestContext } from "../common/context";
+import { MAX_BUCKET_TAGS, validateTags } from "../common/tags";
+import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
+import { childrenNamed, childText, malformedXml, readXml, type XmlElement } from "../common/xml-parse";
+
+const MAX_RULES = 1000;
+const MAX_ID_CHARS = 255;
+
+export async function getBucketLifecycle(ctx: RequestContext, bucket: string): Promise<Response> {
+  const stored = await bucketIndex(ctx, bucket).setting("lifecycle");
+  if (stored === undefined) throw noSuchBucket(bucket);
+  if (stored === null) throw new S3Error("NoSuchLifecycleConfiguration", "The lifecycle configuration does not exist");
+  return xmlResponse(renderLifecycle(JSON.parse(stored) as LifecycleRule[]));
+}
+
+export async function putBucketLifecycle(ctx: RequestContext, bucket: string): Promise<Response> {
+  const rules = parseLifecycle(await readXml(ctx.auth.body));
+  if (!(await bucketIndex(ctx, bucket).setSetting("lifecycle", JSON.stringify(rules)))) throw noSuchBucket(bucket);
+  return new Response(null, { status: 200 });
+}
+
+export async function deleteBucketLifecycle(ctx: RequestContext, bucket: string): Promise<Response> {
+  if (!(await bucketIndex(ctx, bucket).setSetting("lifecycle", null))) throw noSuchBucket(bucket);
+  return new Response(null, { status: 204 });
+}
+
+function invalid(message: string): S3Error {
+  return new S3Error("InvalidArgument", message);
+}
+
+/** The one child named `name` (undefined when absent; MalformedXML when repeated). */
+function single(el: XmlElement, name: string): XmlElement | undefined {
+  const found = childrenNamed(el, name);
+  if (found.length > 1) throw malformedXml();
+  return found[0];
+}
+
+/** A positive whole number of days (or versions, bytes): S3 names the field it refuses. */
+function positive(el: XmlElement, name: string, what: string, min = 1): number | undefined {
+  const text = childText(el, name)?.trim();
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n) || n < min)
+    throw invalid(`'${name}' for ${what} must be ${min === 0 ? "a non-negative" : "a positive"} integer`);
+  return n;
+}
+
+export function parseLifecycle(doc: XmlElement): LifecycleRule[] {
+  if (doc.name !== "LifecycleConfiguration") throw malformedXml();
+  const rules = childrenNamed(doc, "Rule").map(parseRule);
+  if (rules.length === 0) throw malformedXml();
+  if (rules.length > MAX_RULES) throw invalid(`Lifecycle configurations hold at most ${MAX_RULES} rules`);
+  const ids = new Set<string>();
+  for (const rule of rules) {
+    if (ids.has(rule.id)) throw invalid("Rule ID must be unique. Found same ID for more than one rule");
+    ids.add(rule.id);
+  }
+  return rules;
+}
+
+function parseRule(el: XmlElement): LifecycleRule {
+  for (const name of ["Transition", "NoncurrentVersionTransition"]) {
+    if (single(el, name)) throw new S3Error("NotImplemented", `${name} is not supported: the gateway has one storage class.`);
+  }
+  const id = childText(el, "ID")?.trim() || crypto.randomUUID();
+  if ([...id].length > MAX_ID_CHARS) throw invalid("ID length should not exceed allowed limit of 255");
+  const status = childText(el, "Status")?.trim();
+  if (status !== "Enabled" && status !== "Disabled") throw malformedXml();
+  const legacy = childText(el, "Prefix");
+  const filterEl = single(el, "Filter");
+  if (legacy !== undefined && filterEl) throw malformedXml();
+  const filter = filterEl ? parseFilter(filterEl) : { prefix: legacy ?? "", tags: [] };
+  const rule: LifecycleRule = { id, enabled: status === "Enabled", filter, ...(legacy !== undefined ? { legacyPrefix: true } : {}) };
+
+  const exp = single(el, "Expiration");
+  if (exp) {
+    const days = positive(exp, "Days", "Expiration action");
+    const dateText = childText(exp, "Date")?.trim();
+    const marker = childText(exp, "ExpiredObjectDeleteMarker")?.trim();
+    const set = [days !== undefined, dateText !== undefined, marker !== undefined].filter(Boolean).length;
+    if (set !== 1) throw malformedXml();
+    if (marker !== undefined && marker !== "true" && marker !== "false") throw malformedXml();
+    if (marker === "true" && filter.tags.length > 0) throw invalid("ExpiredObjectDeleteMarker cannot be specified with Tags");
+    const date = dateText === undefined ? undefined : parseMidnight(dateText);
+    rule.expiration = {
+      ...(days !== undefined ? { days } : {}),
+      ...(date !== undefined ? { date } : {}),
+      ...(marker === "true" ? { expiredObjectDeleteMarker: true } : {}),
+    };
+  }
+  const nc = single(el, "NoncurrentVersionExpiration");
+  if (nc) {
+    const days = positive(nc, "NoncurrentDays", "NoncurrentVersionExpiration action");
+    if (days === undefined) throw malformedXml();
+    const newer = positive(nc, "NewerNoncurrentVersions", "NoncurrentVersionExpiration action");
+    if (newer !== undefined && newer > 100) throw invalid("'NewerNoncurrentVersions' must be at most 100");
+    rule.noncurrentExpiration = { days, ...(newer !== undefined ? { newerVersions: newer } : {}) };
+  }
+  const abort = single(el, "AbortIncompleteMultipartUpload");
+  if (abort) {
+    const days = positive(abort, "DaysAfterInitiation", "AbortIncompleteMultipartUpload action");
+    if (days === undefined) throw malformedXml();
+    if (filter.tags.length > 0 || filter.sizeGreaterThan !== undefined || filter.sizeLessThan !== undefined) {
+      throw new S3Error("InvalidRequest", "AbortIncompleteMultipartUpload cannot be specified with Tags or object size filters");
+    }
+    rule.abortUploadDays = days;
+  }
+  if (!rule.expiration && !rule.noncurrentExpiration && rule.abortUploadDays === undefined) {
+    throw malformedXml("At least one action needs to be specified in a rule");
+  }
+  return rule;
+}
+
+/** A <Filter>: one of Prefix, Tag, ObjectSizeGreaterThan, ObjectSizeLessThan, or an <And> of them. */
+function parseFilter(el: XmlElement): LifecycleFilter {
+  const and = single(el, "And");
+  if (and && el.children.length > 1) throw malformedXml();
+  if (!and && el.children.length > 1) throw malformedXml();
+  const from = and ?? el;
+  const tags = childrenNamed(from, "Tag").map((t): [string, string] => {
+    const key = childText(t, "Key");
+    if (key === undefined) throw malformedXml();
+    return [key, childText(t, "Value") ?? ""];
+  });
+  try {
+    validateTags(tags, MAX_BUCKET_TAGS);
+  } catch {
+    throw invalid("Duplicate or invalid Tag in the lifecycle rule's filter");
+  }
+  const filter: LifecycleFilter = { prefix: single(from, "Prefix")?.text ?? "", tags };
+  const gt = positive(from, "ObjectSizeGreaterThan", "a lifecycle filter", 0);
+  const lt = positive(from, "ObjectSizeLessThan", "a lifecycle filter");
+  if (gt !== undefined) filter.sizeGreaterThan = gt;
+  if (lt !== undefined) filter.sizeLessThan = lt;
+  if (gt !== undefined && lt !== undefined && gt >= lt) throw invalid("ObjectSizeGreaterThan must be less than ObjectSizeLessThan");
+  return filter;
+}
+
+/** An ISO 8601 date at midnight UTC (S3 refuses any other time of day). */
+function parseMidnight(text: string): number {
+  const ms = Date.parse(/^\d{4}-\d{2}-\d{2}$/.test(text) ? `${text}T00:00:00Z` : text);
+  if (Number.isNaN(ms)) throw invalid("'Date' must be a valid ISO 8601 date");
+  if (ms % DAY_MS !== 0) throw invalid("'Date' must be at midnight GMT");
+  return ms;
+}
+
+export function renderLifecycle(rules: readonly LifecycleRule[]): string {
+  return `${XML_DECLARATION}<LifecycleConfiguration xmlns="${S3_XMLNS}">${rules.map(renderRule).join("")}</LifecycleConfiguration>`;
+}
+
+function renderRule(rule: LifecycleRule): string {
+  let out = element("ID", rule.id);
+  out += rule.legacyPrefix ? element("Prefix", rule.filter.prefix) : `<Filter>${renderFilter(rule.filter)}</Filter>`;
+  out += element("Status", rule.enabled ? "Enabled" : "Disabled");
+  const e = rule.expiration;
+  if (e) {
+    const inner =
+      e.days !== undefined
+        ? element("Days", e.days)
+        : e.date !== undefined
+          ? element("Date", new Date(e.date).toISOString())
+          : element("ExpiredObjectDeleteMarker", true);
+    out += `<Expiration>${inner}</Expiration>`;
+  }
+  const nc = rule.noncurrentExpiration;
+  if (nc) {
+    const newer = nc.newerVersions === undefined ? "" : element("NewerNoncurrentVersions", nc.newerVersions);
+    out += `<NoncurrentVersionExpiration>${element("NoncurrentDays", nc.days)}${newer}</NoncurrentVersionExpiration>`;
+  }
+  if (rule.abortUploadDays !== undefined) {
+    out += `<AbortIncompleteMultipartUpload>${element("DaysAfterInitiation", rule.abortUploadDays)}</AbortIncompleteMultipartUpload>`;
+  }
+  return `<Rule>${out}</Rule>`;
+}
+
+function renderFilter(f: LifecycleFilter): string {
+  const parts: string[] = [];
+  if (f.prefix !== "") parts.push(element("Prefix", f.prefix));
+  for (const [k, v] of f.tags) parts.push(`<Tag>${element("Key", k)}${element("Value", v)}</Tag>`);
+  if (f.sizeGreaterThan !== undefined) parts.push(element("ObjectSizeGreaterThan", f.sizeGreaterThan));
+  if (f.sizeLessThan !== undefined) parts.push(element("ObjectSizeLessThan", f.sizeLessThan));
+  if (parts.length === 0) return element("Prefix", "");
+  return parts.length === 1 ? (parts[0] as string) : `<And>${parts.join("")}</And>`;
+}

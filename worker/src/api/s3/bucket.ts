@@ -1,0 +1,75 @@
+// Bucket operations: CreateBucket, HeadBucket, DeleteBucket, GetBucketLocation.
+import { S3Error, noSuchBucket } from "../../s3-error";
+import { checkBucketName } from "../common/bucket-name";
+import { checkAclHeaders } from "../common/acl-policy";
+import { bucketIndex, bucketRegistry, type RequestContext } from "../common/context";
+import { readBodyUpTo } from "../common/request-body";
+import { S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
+import { childText, malformedXml, parseXmlBytes } from "../common/xml-parse";
+import { drainBucketGarbage } from "../../services/garbage";
+import { dropBucketGrants, grantBucket } from "../../services/access-keys";
+import { forgetSettings } from "../../services/bucket-settings";
+
+export async function createBucket(ctx: RequestContext, bucket: string): Promise<Response> {
+  checkBucketName(bucket);
+  checkAclHeaders(ctx.request.headers);
+  await checkLocationConstraint(ctx);
+  const created = Date.now();
+  // The registry decides who created it; the bucket's own index then starts accepting objects.
+  const added = await bucketRegistry(ctx).add(bucket, created);
+  if (added === "exists") {
+    throw new S3Error("BucketAlreadyOwnedByYou", "Your previous request to create the named bucket succeeded and you already own it.");
+  }
+  const objectLock = ctx.request.headers.get("x-amz-bucket-object-lock-enabled")?.trim().toLowerCase() === "true";
+  await bucketIndex(ctx, bucket).init(bucket, created, objectLock);
+  forgetSettings(bucket);
+  // A key allowed to create buckets holds every right on those it creates.
+  if (ctx.principal.kind === "key") await grantBucket(ctx.env, ctx.principal.keyId, { bucket, read: true, write: true, owner: true });
+  return new Response(null, { status: 200, headers: { Location: `/${bucket}` } });
+}
+
+/** The largest CreateBucketConfiguration read (S3's are a few hundred bytes). */
+const MAX_CONFIGURATION_BYTES = 64 * 1024;
+
+/** An optional CreateBucketConfiguration may only name this gateway's region. */
+async function checkLocationConstraint(ctx: RequestContext): Promise<void> {
+  const body = ctx.auth.body
+    ? await readBodyUpTo(ctx.auth.body, MAX_CONFIGURATION_BYTES, () => malformedXml("The XML you provided was too large."))
+    : new Uint8Array();
+  if (body.length === 0) return;
+  const doc = parseXmlBytes(body);
+  if (doc.name !== "CreateBucketConfiguration") throw malformedXml();
+  const location = childText(doc, "LocationConstraint")?.trim() ?? "";
+  if (location !== "" && location !== ctx.config.region) {
+    throw new S3Error("InvalidLocationConstraint", `The specified location-constraint is not valid: this gateway serves ${ctx.config.region}.`);
+  }
+}
+
+export async function headBucket(ctx: RequestContext, bucket: string): Promise<Response> {
+  const info = await bucketIndex(ctx, bucket).info();
+  if (!info) throw noSuchBucket(bucket);
+  return new Response(null, { status: 200, headers: { "x-amz-bucket-region": ctx.config.region } });
+}
+
+/** Garbage entries deleted right after a bucket is: its uploads' parts. */
+const DROPPED_BUCKET_GARBAGE = 10_000;
+
+export async function deleteBucket(ctx: RequestContext, bucket: string): Promise<Response> {
+  const result = await bucketIndex(ctx, bucket).drop();
+  if (result === "not-empty") throw new S3Error("BucketNotEmpty", "The bucket you tried to delete is not empty.");
+  if (result === "missing") throw noSuchBucket(bucket);
+  await bucketRegistry(ctx).remove(bucket);
+  await dropBucketGrants(ctx.env, bucket);
+  forgetSettings(bucket);
+  // Uploads in progress went with the bucket: their shard files now, as the registry no longer lists it for the job.
+  ctx.waitUntil(drainBucketGarbage(ctx.env, ctx.config, bucket, DROPPED_BUCKET_GARBAGE).catch(() => {}));
+  return new Response(null, { status: 204 });
+}
+
+export async function getBucketLocation(ctx: RequestContext, bucket: string): Promise<Response> {
+  const info = await bucketIndex(ctx, bucket).info();
+  if (!info) throw noSuchBucket(bucket);
+  // S3 answers an empty constraint for us-east-1.
+  const region = ctx.config.region === "us-east-1" ? "" : ctx.config.region;
+  return xmlResponse(`${XML_DECLARATION}<LocationConstraint xmlns="${S3_XMLNS}">${region}</LocationConstraint>`);
+}

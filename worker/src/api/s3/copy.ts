@@ -1,0 +1,144 @@
+// CopyObject: the source (api/common/copy-source.ts) streams out of its shard files and into new ones
+// (never buffered whole); a copy onto itself that only replaces metadata moves no bytes at all.
+import type { Manifest } from "../../core-api";
+import type { Expiry, ObjectRecord } from "../../meta/types";
+import { S3Error, noSuchKey, preconditionFailed } from "../../s3-error";
+import { parseCopySource, readCopySource } from "../common/copy-source";
+import { type Cipher, encryptionOf, newCipher, objectEtag, objectKeyOf, writeObjectPart } from "../../services/encryption";
+import { customerKey, sseHeaders, sseRequest } from "../common/sse-headers";
+import { checksumElements, parseAlgorithm, RequestChecksums, type Algorithm } from "../common/checksums";
+import { bucketIndex, type RequestContext } from "../common/context";
+import { storedHeaders, userMetadata } from "../common/object-headers";
+import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
+import { writeCondition } from "../common/conditions";
+import { checkAclHeaders } from "../common/acl-policy";
+import { openRange, commitObject, partOf, writtenHeaders, type NewObject } from "../../services/objects";
+import { lockFromHeaders } from "../common/object-lock-headers";
+import { checkKey, MAX_PUT_BYTES } from "../common/object-request";
+import { parseTaggingHeader } from "../common/tags";
+import { COPY_TAGS, passes } from "../common/permissions";
+import { bucketPolicy } from "../../services/bucket-policy";
+
+function directive(headers: Headers, name: string): "COPY" | "REPLACE" {
+  const value = (headers.get(name) ?? "COPY").toUpperCase();
+  if (value !== "COPY" && value !== "REPLACE") throw new S3Error("InvalidArgument", `Unknown ${name}: ${headers.get(name)}`);
+  return value;
+}
+
+export async function copyObject(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
+  const headers = ctx.request.headers;
+  checkKey(key);
+  checkAclHeaders(headers);
+  const source = parseCopySource(headers.get("x-amz-copy-source") ?? "");
+  const metadataDirective = directive(headers, "x-amz-metadata-directive");
+  const taggingDirective = directive(headers, "x-amz-tagging-directive");
+  const algorithm = parseAlgorithm(headers.get("x-amz-checksum-algorithm"));
+  const condition = writeCondition(headers);
+  // The copy's own lock (a source's retention is not copied, as in S3).
+  const lock = lockFromHeaders(headers);
+  // A copy of an earlier version onto its own key restores it: not a copy onto itself.
+  const inPlace = source.bucket === bucket && source.key === key && source.versionId === undefined;
+  const sse = await sseRequest(headers);
+  if (inPlace && metadataDirective === "COPY" && taggingDirective === "COPY" && algorithm === null && sse === null) {
+    throw new S3Error(
+      "InvalidRequest",
+      "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
+    );
+  }
+  const { record, manifest, versioned, headers: sourceHeaders } = await readCopySource(ctx, source);
+  if (taggingDirective === "COPY" && manifest.tags.length > 0) {
+    const policyOf = (b: string) => bucketPolicy(ctx.env, b);
+    const mayRead = await passes(ctx.principal, COPY_TAGS.source, source.bucket, source.key, source.versionId !== undefined, policyOf);
+    if (!mayRead || !(await passes(ctx.principal, COPY_TAGS.target, bucket, key, false, policyOf))) throw new S3Error("AccessDenied", "Access Denied");
+  }
+  if (manifest.size > MAX_PUT_BYTES) {
+    throw new S3Error("InvalidRequest", `The specified copy source is larger than the maximum allowable size for a copy source: ${MAX_PUT_BYTES}`);
+  }
+  const fields = {
+    headers: metadataDirective === "REPLACE" ? storedHeaders(headers) : manifest.headers,
+    userMetadata: metadataDirective === "REPLACE" ? userMetadata(headers) : manifest.userMetadata,
+    tags: taggingDirective === "REPLACE" ? parseTaggingHeader(headers.get("x-amz-tagging")) : manifest.tags,
+  };
+
+  // The source's key (SSE-C: from the x-amz-copy-source-server-side-encryption-customer-* headers);
+  // the copy is encrypted as its own request or its bucket's default says, not as the source was.
+  const sourceCustomer = await customerKey(headers, true);
+  const sourceKey = manifest.encryption ? await objectKeyOf(ctx.env, manifest.encryption, sourceCustomer?.key ?? null) : null;
+  const cipher = await newCipher(ctx.env, ctx.config, bucket, sse);
+
+  let result: { object: NewObject; lastModified: number; versionId?: string; expiry?: Expiry | null };
+  // In a versioned bucket a copy onto itself is a new version, with shard files of its own: two
+  // versions never share files, so deleting one never takes the other's data. Only plain objects
+  // that stay plain keep their bytes (anything else is re-encrypted under a new key).
+  const samePlain = !manifest.encryption && !cipher;
+  if (inPlace && samePlain && !versioned && !lock && (algorithm === null || manifest.checksums.some((c) => c.algorithm === algorithm))) {
+    result = await replaceInPlace(ctx, bucket, record, manifest, fields, condition);
+  } else {
+    const keep = algorithm ?? (manifest.checksums[0]?.algorithm as Algorithm | undefined) ?? null;
+    const target = { ...fields, ...(lock ? { lock } : {}) };
+    result = await copyBytes(ctx, bucket, key, manifest, target, keep, { ...condition, integrity: true }, sourceKey, cipher);
+  }
+  const { object, lastModified } = result;
+  const body = `<ETag>"${object.etag}"</ETag>${element("LastModified", s3Date(lastModified))}${checksumElements(object.checksums, object.parts.length)}`;
+  return xmlResponse(`${XML_DECLARATION}<CopyObjectResult xmlns="${S3_XMLNS}">${body}</CopyObjectResult>`, 200, {
+    ...sourceHeaders,
+    ...writtenHeaders(result),
+    ...sseHeaders(cipher?.encryption, sse?.keyMd5),
+  });
+}
+
+type Fields = Pick<NewObject, "headers" | "userMetadata" | "tags">;
+
+/** Streams the source's bytes into a new object, computing `algorithm` on the way. */
+async function copyBytes(
+  ctx: RequestContext,
+  bucket: string,
+  key: string,
+  source: Manifest,
+  fields: Fields & Pick<NewObject, "lock">,
+  algorithm: Algorithm | null,
+  condition: ReturnType<typeof writeCondition>,
+  sourceKey: Uint8Array | null,
+  cipher: Cipher | null,
+) {
+  const checksums = RequestChecksums.computing(ctx.core, algorithm);
+  const body = await openRange(ctx, source, 0, source.size, undefined, sourceKey);
+  const part = await writeObjectPart(ctx.config, ctx.core, body, source.size, (b) => checksums.update(b), cipher, "copy");
+  const { written, salt } = part;
+  const etag = objectEtag(cipher, part);
+  const verified = await checksums.verify(Promise.resolve(new Headers()));
+  const encryption = cipher ? { encryption: encryptionOf(cipher, [salt as string]) } : {};
+  const object: NewObject = { key, size: source.size, etag, ...fields, checksums: verified, parts: [partOf(written, etag, [])], ...encryption };
+  return { object, ...(await commitObject(ctx, bucket, object, condition, [written])) };
+}
+
+/**
+ * The same data under new metadata: only the manifest changes, and only if the object is still
+ * the one read (otherwise a concurrent overwrite could lose the data this manifest points to).
+ */
+async function replaceInPlace(
+  ctx: RequestContext,
+  bucket: string,
+  record: ObjectRecord,
+  manifest: Manifest,
+  fields: Fields,
+  condition: ReturnType<typeof writeCondition>,
+) {
+  if (condition?.ifNoneMatch || condition?.ifNoneMatchEtag === record.etag || (condition?.ifMatch !== undefined && condition.ifMatch !== record.etag)) {
+    throw preconditionFailed();
+  }
+  const object: NewObject = { key: record.key, size: manifest.size, etag: manifest.etag, checksums: manifest.checksums, parts: manifest.parts, ...fields };
+  const lastModified = Date.now();
+  const next: Manifest = { ...manifest, ...fields, lastModifiedMs: lastModified };
+  const result = await bucketIndex(ctx, bucket).replace(record.manifest, {
+    key: record.key,
+    versionId: record.versionId,
+    size: record.size,
+    etag: record.etag,
+    lastModified,
+    manifest: ctx.core.encodeManifest(next),
+  });
+  if (result === "missing") throw noSuchKey();
+  if (result === "changed") throw new S3Error("OperationAborted", "A conflicting operation is currently in progress against this resource. Please try again.");
+  return { object, lastModified };
+}

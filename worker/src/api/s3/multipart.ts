@@ -1,0 +1,394 @@
+// Multipart uploads: CreateMultipartUpload, UploadPart, UploadPartCopy, CompleteMultipartUpload,
+// AbortMultipartUpload, ListParts, ListMultipartUploads. Each part is erasure-coded on its own as
+// it streams in (its own shard files); completing writes only the manifest, which lists the
+// parts' layouts in order, so no byte is copied. Abort, completion (for parts left out) and the
+// stale-upload alarm delete the shard files of parts no object references.
+import type { ChecksumKind, ObjectChecksum } from "../../core-api";
+import { newUploadId } from "../../meta/uploads";
+import type { PartRecord, UploadInfo } from "../../meta/types";
+import { S3Error, noSuchBucket } from "../../s3-error";
+import { removeParts, storageIds } from "../../storage/remove";
+import { type Cipher, cipherOf, newCipher, objectEtag, objectKeyOf, type WrittenObjectPart, writeObjectPart } from "../../services/encryption";
+import { customerKey, sseHeaders, sseRequest } from "../common/sse-headers";
+import {
+  checksumElements,
+  checksumHeaders,
+  checksumValue,
+  multipartChecksum,
+  parseAlgorithm,
+  RequestChecksums,
+  uploadChecksumType,
+  type Algorithm,
+} from "../common/checksums";
+import { checkAclHeaders } from "../common/acl-policy";
+import { bucketIndex, type RequestContext } from "../common/context";
+import { parseCopySource, readCopySource } from "../common/copy-source";
+import { storedHeaders, userMetadata } from "../common/object-headers";
+import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
+import { childrenNamed, childText, malformedXml, readXml } from "../common/xml-parse";
+import { multipartEtag, openRange, partOf, UNDER_REPLICATED, writeRefused, writtenHeaders } from "../../services/objects";
+import { lockFromHeaders } from "../common/object-lock-headers";
+import { checkKey, MAX_PUT_BYTES, parseContentMd5, requestSize, verifyWritten } from "../common/object-request";
+import { writeCondition } from "../common/conditions";
+import { parseTaggingHeader } from "../common/tags";
+
+/** S3's smallest part, except the last. */
+export const MIN_PART_BYTES = 5 * 1024 * 1024;
+const MAX_PART_NUMBER = 10_000;
+const MAX_LIST = 1000;
+
+function noSuchUpload(): S3Error {
+  return new S3Error("NoSuchUpload", "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.");
+}
+
+export function parsePartNumber(value: string | null): number {
+  const n = value !== null && /^\d{1,5}$/.test(value) ? Number(value) : NaN;
+  if (!(n >= 1 && n <= MAX_PART_NUMBER)) throw new S3Error("InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive");
+  return n;
+}
+
+export async function createMultipartUpload(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
+  const headers = ctx.request.headers;
+  checkKey(key);
+  checkAclHeaders(headers);
+  const algorithm = parseAlgorithm(headers.get("x-amz-checksum-algorithm"));
+  const checksumType = uploadChecksumType(algorithm, headers.get("x-amz-checksum-type"));
+  const now = Date.now();
+  const upload: UploadInfo = {
+    uploadId: newUploadId(now),
+    key,
+    initiated: now,
+    headers: storedHeaders(headers),
+    metadata: userMetadata(headers),
+    tags: parseTaggingHeader(headers.get("x-amz-tagging")),
+    checksumAlgorithm: algorithm,
+    checksumType,
+  };
+  const lock = lockFromHeaders(headers, now);
+  if (lock) upload.lock = lock;
+  const sse = await sseRequest(headers);
+  const cipher = await newCipher(ctx.env, ctx.config, bucket, sse);
+  if (cipher) upload.encryption = cipher.encryption;
+  const created = await bucketIndex(ctx, bucket).createUpload(upload);
+  if (created !== "ok") throw writeRefused(bucket, created);
+  const response = new Headers(sseHeaders(cipher?.encryption, sse?.keyMd5));
+  if (algorithm !== null && checksumType !== null) {
+    response.set("x-amz-checksum-algorithm", algorithm);
+    response.set("x-amz-checksum-type", checksumType);
+  }
+  const body = `${element("Bucket", bucket)}${element("Key", key)}${element("UploadId", upload.uploadId)}`;
+  return xmlResponse(`${XML_DECLARATION}<InitiateMultipartUploadResult xmlns="${S3_XMLNS}">${body}</InitiateMultipartUploadResult>`, 200, response);
+}
+
+/** The upload a part belongs to (one metadata call: its checksum settings decide how the part is checked). */
+async function openUpload(ctx: RequestContext, bucket: string, key: string, uploadId: string): Promise<UploadInfo> {
+  const { bucket: exists, upload } = await bucketIndex(ctx, bucket).upload(uploadId, key);
+  if (!exists) throw noSuchBucket(bucket);
+  if (!upload) throw noSuchUpload();
+  return upload as UploadInfo; // RPC typing widens its [name, value] tuples
+}
+
+export async function uploadPart(ctx: RequestContext, bucket: string, key: string, uploadId: string, partNumberParam: string | null): Promise<Response> {
+  const headers = ctx.request.headers;
+  const partNumber = parsePartNumber(partNumberParam);
+  const size = requestSize(ctx);
+  const contentMd5 = parseContentMd5(headers.get("content-md5"));
+  const upload = await openUpload(ctx, bucket, key, uploadId);
+  const customer = await customerKey(headers);
+  const cipher = await uploadCipher(ctx, upload, customer?.key ?? null);
+  const checksums = RequestChecksums.fromRequest(ctx.core, headers, upload.checksumAlgorithm as Algorithm | null);
+  const part = await writeObjectPart(ctx.config, ctx.core, ctx.auth.body, size, (b) => checksums.update(b), cipher, "request", contentMd5 !== null);
+  const verified = await verifyWritten(ctx, { ...part.written, md5: part.md5 ?? part.written.md5 }, contentMd5, checksums);
+  const record = await commitPart(ctx, bucket, upload, partNumber, part, size, objectEtag(cipher, part), verified);
+  const answer = { ETag: `"${record.etag}"`, ...checksumHeaders(verified), ...sseHeaders(upload.encryption, customer?.keyMd5) };
+  return new Response(null, { status: 200, headers: answer });
+}
+
+export async function uploadPartCopy(ctx: RequestContext, bucket: string, key: string, uploadId: string, partNumberParam: string | null): Promise<Response> {
+  const headers = ctx.request.headers;
+  const partNumber = parsePartNumber(partNumberParam);
+  const source = parseCopySource(headers.get("x-amz-copy-source") ?? "");
+  const upload = await openUpload(ctx, bucket, key, uploadId);
+  const { manifest } = await readCopySource(ctx, source);
+  const { start, end } = copySourceRange(headers.get("x-amz-copy-source-range"), manifest.size);
+  if (end - start > MAX_PUT_BYTES)
+    throw new S3Error("InvalidRequest", "The specified copy range is larger than the maximum allowable size for a part: 5368709120");
+  const sourceKey = manifest.encryption ? await objectKeyOf(ctx.env, manifest.encryption, (await customerKey(headers, true))?.key ?? null) : null;
+  const cipher = await uploadCipher(ctx, upload, (await customerKey(headers))?.key ?? null);
+  const checksums = RequestChecksums.computing(ctx.core, upload.checksumAlgorithm as Algorithm | null);
+  const body = await openRange(ctx, manifest, start, end, undefined, sourceKey);
+  const part = await writeObjectPart(ctx.config, ctx.core, body, end - start, (b) => checksums.update(b), cipher, "copy");
+  const verified = await checksums.verify(Promise.resolve(new Headers()));
+  const record = await commitPart(ctx, bucket, upload, partNumber, part, end - start, objectEtag(cipher, part), verified);
+  const result = `<ETag>"${record.etag}"</ETag>${element("LastModified", s3Date(record.lastModified))}${checksumElements(verified, 1, false)}`;
+  return xmlResponse(`${XML_DECLARATION}<CopyPartResult xmlns="${S3_XMLNS}">${result}</CopyPartResult>`);
+}
+
+/** `x-amz-copy-source-range: bytes=first-last` (both required, inside the source); none: all of it. */
+function copySourceRange(header: string | null, size: number): { start: number; end: number } {
+  if (header === null) return { start: 0, end: size };
+  const m = /^bytes=(\d+)-(\d+)$/.exec(header.trim());
+  if (!m || Number(m[1]) > Number(m[2])) {
+    throw new S3Error(
+      "InvalidArgument",
+      "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy",
+    );
+  }
+  const [start, last] = [Number(m[1]), Number(m[2])];
+  if (last >= size) throw new S3Error("InvalidArgument", `Range specified is not valid for source object of size: ${size}`);
+  return { start, end: last + 1 };
+}
+
+/** Records a written part; a part it replaces has its shard files removed, and so does this one if the upload is gone. */
+/** The cipher an upload's parts are written with (SSE-C: the customer's key comes with every part). */
+async function uploadCipher(ctx: RequestContext, upload: UploadInfo, customer: Uint8Array | null): Promise<Cipher | null> {
+  if (!upload.encryption) return null;
+  return cipherOf(ctx.env, { ...upload.encryption, partSalts: [] }, customer);
+}
+
+async function commitPart(
+  ctx: RequestContext,
+  bucket: string,
+  upload: UploadInfo,
+  partNumber: number,
+  { written, salt }: WrittenObjectPart,
+  size: number,
+  etag: string,
+  verified: ObjectChecksum[],
+): Promise<PartRecord> {
+  const checksum = verified.find((c) => c.algorithm === upload.checksumAlgorithm) ?? null;
+  const record: PartRecord = {
+    partNumber,
+    size,
+    etag,
+    lastModified: Date.now(),
+    version: crypto.randomUUID(),
+    part: partOf(written, etag, checksum ? [checksum] : []),
+    checksum,
+    ...(written.missedShards.length > 0 ? { missedShards: written.missedShards } : {}),
+    ...(salt ? { salt } : {}),
+  };
+  const result = await bucketIndex(ctx, bucket).putPart(upload.uploadId, upload.key, record);
+  if (!result.ok) {
+    ctx.waitUntil(removeParts(ctx.config.nodes, [record.part]));
+    throw noSuchUpload();
+  }
+  if (result.previous) ctx.waitUntil(removeParts(ctx.config.nodes, [result.previous.part]));
+  return record;
+}
+
+interface ListedPart {
+  partNumber: number;
+  etag: string;
+  /** Checksums the client listed for the part, by algorithm. */
+  checksums: Map<string, string>;
+}
+
+async function parseCompleteBody(body: ReadableStream<Uint8Array> | null): Promise<ListedPart[]> {
+  const doc = await readXml(body);
+  if (doc.name !== "CompleteMultipartUpload") throw malformedXml();
+  const parts = childrenNamed(doc, "Part").map((p) => {
+    const number = childText(p, "PartNumber")?.trim() ?? "";
+    const etag = childText(p, "ETag");
+    if (!/^\d{1,5}$/.test(number) || etag === undefined) throw malformedXml();
+    const checksums = new Map<string, string>();
+    for (const c of p.children) if (c.name.startsWith("Checksum")) checksums.set(c.name.slice("Checksum".length).toUpperCase(), c.text.trim());
+    return { partNumber: Number(number), etag: etag.trim().replace(/^"|"$/g, ""), checksums };
+  });
+  if (parts.length === 0) throw malformedXml("You must specify at least one part");
+  for (let i = 1; i < parts.length; i++) {
+    if (parts[i].partNumber <= parts[i - 1].partNumber) {
+      throw new S3Error("InvalidPartOrder", "The list of parts was not in ascending order. Parts must be ordered by part number.");
+    }
+  }
+  return parts;
+}
+
+function invalidPart(): S3Error {
+  return new S3Error(
+    "InvalidPart",
+    "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not have matched the part's entity tag.",
+  );
+}
+
+export async function completeMultipartUpload(ctx: RequestContext, bucket: string, key: string, uploadId: string): Promise<Response> {
+  const listed = await parseCompleteBody(ctx.auth.body);
+  const condition = writeCondition(ctx.request.headers);
+  const index = bucketIndex(ctx, bucket);
+  const listing = await index.listParts(uploadId, key, 0, MAX_PART_NUMBER);
+  if (!listing.bucket) throw noSuchBucket(bucket);
+  if (!listing.upload) throw noSuchUpload();
+  const upload = listing.upload as UploadInfo; // RPC typing widens its [name, value] tuples
+  const used = choosePartsUsed(upload, listed, listing.parts as PartRecord[]);
+
+  const etag = await multipartEtag(used.map((p) => p.etag));
+  const checksums = await objectChecksums(ctx, upload, used);
+  const size = used.reduce((n, p) => n + p.size, 0);
+  const lastModified = Date.now();
+  const manifest = {
+    size,
+    etag,
+    lastModifiedMs: lastModified,
+    headers: upload.headers,
+    userMetadata: upload.metadata,
+    tags: upload.tags,
+    checksums,
+    parts: used.map((p) => p.part),
+    ...(upload.encryption ? { encryption: { ...upload.encryption, partSalts: used.map((p) => p.salt as string) } } : {}),
+  };
+  const record = { key, versionId: null, size, etag, lastModified, manifest: ctx.core.encodeManifest(manifest), ...(upload.lock ? { lock: upload.lock } : {}) };
+  const missed = used.some((p) => (p.missedShards?.length ?? 0) > 0);
+  const result = await index.completeUpload(
+    uploadId,
+    record,
+    used.map((p) => ({ partNumber: p.partNumber, version: p.version })),
+    condition,
+    missed ? UNDER_REPLICATED : null,
+  );
+  if (!result.ok) {
+    if (result.reason === "NoSuchUpload") throw noSuchUpload();
+    if (result.reason === "InvalidPart") throw invalidPart();
+    throw writeRefused(bucket, result.reason);
+  }
+  const superseded = result.freed.flatMap((r) => ctx.core.decodeManifest(r.manifest).parts);
+  const unused = result.unused.map((p) => p.part);
+  if (superseded.length + unused.length > 0) ctx.waitUntil(removeParts(ctx.config.nodes, [...superseded, ...unused], storageIds(manifest.parts)));
+
+  const location = `${ctx.url.origin}/${encodeURIComponent(bucket)}/${key.split("/").map(encodeURIComponent).join("/")}`;
+  const body = `${element("Location", location)}${element("Bucket", bucket)}${element("Key", key)}<ETag>"${etag}"</ETag>${checksumElements(checksums, used.length)}`;
+  return xmlResponse(`${XML_DECLARATION}<CompleteMultipartUploadResult xmlns="${S3_XMLNS}">${body}</CompleteMultipartUploadResult>`, 200, {
+    ...checksumHeaders(checksums, used.length),
+    ...writtenHeaders(result),
+  });
+}
+
+/** The uploaded parts the client listed, checked with S3's rules (InvalidPart, EntityTooSmall). */
+function choosePartsUsed(upload: UploadInfo, listed: ListedPart[], parts: PartRecord[]): PartRecord[] {
+  const byNumber = new Map(parts.map((p) => [p.partNumber, p]));
+  return listed.map((l, i) => {
+    const part = byNumber.get(l.partNumber);
+    if (!part || part.etag !== l.etag) throw invalidPart();
+    const claimed = upload.checksumAlgorithm === null ? undefined : l.checksums.get(upload.checksumAlgorithm);
+    if (claimed !== undefined && claimed !== part.checksum?.value) throw invalidPart();
+    if (i < listed.length - 1 && part.size < MIN_PART_BYTES) {
+      throw new S3Error("EntityTooSmall", "Your proposed upload is smaller than the minimum allowed object size.");
+    }
+    return part;
+  });
+}
+
+/** The object's checksum from its parts' (COMPOSITE or FULL_OBJECT), checked against one the client sent. */
+async function objectChecksums(ctx: RequestContext, upload: UploadInfo, used: PartRecord[]) {
+  const algorithm = upload.checksumAlgorithm as Algorithm | null;
+  if (algorithm === null) return [];
+  const checksum = await multipartChecksum(ctx.core, algorithm, upload.checksumType as ChecksumKind, used);
+  if (checksum === null) return [];
+  const claimed = ctx.request.headers.get(`x-amz-checksum-${algorithm.toLowerCase()}`);
+  if (claimed !== null && claimed !== checksumValue(checksum, used.length)) {
+    throw new S3Error("BadDigest", `The ${algorithm} you specified did not match the calculated checksum.`);
+  }
+  return [checksum];
+}
+
+export async function abortMultipartUpload(ctx: RequestContext, bucket: string, key: string, uploadId: string): Promise<Response> {
+  const { bucket: exists, parts } = await bucketIndex(ctx, bucket).abortUpload(uploadId, key);
+  if (!exists) throw noSuchBucket(bucket);
+  if (parts === null) throw noSuchUpload();
+  if (parts.length > 0)
+    ctx.waitUntil(
+      removeParts(
+        ctx.config.nodes,
+        parts.map((p) => p.part),
+      ),
+    );
+  return new Response(null, { status: 204 });
+}
+
+function listLimit(value: string | null, name: string): number {
+  if (value === null) return MAX_LIST;
+  if (!/^\d{1,10}$/.test(value)) throw new S3Error("InvalidArgument", `Provided ${name} not an integer or within integer range`);
+  return Math.min(Number(value), MAX_LIST);
+}
+
+function owner(ctx: RequestContext): string {
+  const id = element("ID", ctx.auth.accessKeyId) + element("DisplayName", ctx.auth.accessKeyId);
+  return `<Initiator>${id}</Initiator><Owner>${id}</Owner>`;
+}
+
+function uploadChecksumElements(upload: Pick<UploadInfo, "checksumAlgorithm" | "checksumType">): string {
+  if (upload.checksumAlgorithm === null || upload.checksumType === null) return "";
+  return element("ChecksumAlgorithm", upload.checksumAlgorithm) + element("ChecksumType", upload.checksumType);
+}
+
+export async function listParts(ctx: RequestContext, bucket: string, key: string, uploadId: string): Promise<Response> {
+  const params = ctx.url.searchParams;
+  const maxParts = listLimit(params.get("max-parts"), "max-parts");
+  const markerParam = params.get("part-number-marker");
+  const marker = markerParam === null || markerParam === "" ? 0 : Number(markerParam);
+  if (!Number.isInteger(marker) || marker < 0) throw new S3Error("InvalidArgument", "Provided part-number-marker not an integer or within integer range");
+  const { bucket: exists, upload, parts } = await bucketIndex(ctx, bucket).listParts(uploadId, key, marker, maxParts + 1);
+  if (!exists) throw noSuchBucket(bucket);
+  if (!upload) throw noSuchUpload();
+  const page = parts.slice(0, maxParts);
+  const truncated = parts.length > maxParts;
+  const items = page
+    .map(
+      (p) =>
+        `<Part>${element("PartNumber", p.partNumber)}${element("LastModified", s3Date(p.lastModified))}<ETag>"${p.etag}"</ETag>${element("Size", p.size)}` +
+        (p.checksum ? `<Checksum${p.checksum.algorithm}>${p.checksum.value}</Checksum${p.checksum.algorithm}>` : "") +
+        `</Part>`,
+    )
+    .join("");
+  const next = page.length > 0 ? page[page.length - 1].partNumber : marker;
+  const body =
+    element("Bucket", bucket) +
+    element("Key", key) +
+    element("UploadId", uploadId) +
+    owner(ctx) +
+    element("StorageClass", "STANDARD") +
+    element("PartNumberMarker", marker) +
+    element("NextPartNumberMarker", next) +
+    element("MaxParts", maxParts) +
+    element("IsTruncated", truncated) +
+    uploadChecksumElements(upload) +
+    items;
+  return xmlResponse(`${XML_DECLARATION}<ListPartsResult xmlns="${S3_XMLNS}">${body}</ListPartsResult>`);
+}
+
+export async function listMultipartUploads(ctx: RequestContext, bucket: string): Promise<Response> {
+  const params = ctx.url.searchParams;
+  const encodeUrl = params.get("encoding-type") === "url";
+  if (params.has("encoding-type") && !encodeUrl) throw new S3Error("InvalidArgument", "Invalid Encoding Method specified in Request");
+  const query = {
+    prefix: params.get("prefix") ?? "",
+    delimiter: params.get("delimiter") || null,
+    keyMarker: params.get("key-marker") || null,
+    uploadIdMarker: params.get("key-marker") ? params.get("upload-id-marker") || null : null,
+    maxUploads: listLimit(params.get("max-uploads"), "max-uploads"),
+  };
+  const page = await bucketIndex(ctx, bucket).listUploads(query);
+  if (page === null) throw noSuchBucket(bucket);
+  const enc = (s: string) => (encodeUrl ? encodeURIComponent(s).replace(/%2F/g, "/") : s);
+  const uploads = page.uploads
+    .map(
+      (u) =>
+        `<Upload>${element("Key", enc(u.key))}${element("UploadId", u.uploadId)}${owner(ctx)}${element("StorageClass", "STANDARD")}` +
+        `${element("Initiated", s3Date(u.initiated))}${uploadChecksumElements(u)}</Upload>`,
+    )
+    .join("");
+  const prefixes = page.commonPrefixes.map((p) => `<CommonPrefixes>${element("Prefix", enc(p))}</CommonPrefixes>`).join("");
+  const body =
+    element("Bucket", bucket) +
+    element("KeyMarker", enc(query.keyMarker ?? "")) +
+    element("UploadIdMarker", query.uploadIdMarker ?? "") +
+    (page.nextKeyMarker !== null ? element("NextKeyMarker", enc(page.nextKeyMarker)) : "") +
+    (page.nextUploadIdMarker !== null ? element("NextUploadIdMarker", page.nextUploadIdMarker) : "") +
+    element("Prefix", enc(query.prefix)) +
+    (query.delimiter !== null ? element("Delimiter", enc(query.delimiter)) : "") +
+    element("MaxUploads", query.maxUploads) +
+    element("IsTruncated", page.isTruncated) +
+    (encodeUrl ? element("EncodingType", "url") : "") +
+    uploads +
+    prefixes;
+  return xmlResponse(`${XML_DECLARATION}<ListMultipartUploadsResult xmlns="${S3_XMLNS}">${body}</ListMultipartUploadsResult>`);
+}

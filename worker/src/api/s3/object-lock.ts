@@ -1,0 +1,127 @@
+// Object lock's own operations: Get/PutObjectLockConfiguration (enabling lock on a versioned
+// bucket, default retention), Get/PutObjectRetention and Get/PutObjectLegalHold of a version. The
+// rules are applied in the bucket's Durable Object (meta/object-lock.ts) in the transaction that
+// changes the version.
+import type { LockConfig, ObjectLock } from "../../meta/object-lock";
+import { noSuchBucket, noSuchKey, S3Error } from "../../s3-error";
+import { existingObject } from "../../services/objects";
+import { bucketIndex, type RequestContext } from "../common/context";
+import { bypassGovernance, parseMode, parseRetainUntil } from "../common/object-lock-headers";
+import { requestedVersion } from "../common/object-request";
+import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
+import { childrenNamed, childText, malformedXml, readXml } from "../common/xml-parse";
+
+function missingLockConfiguration(): S3Error {
+  return new S3Error("InvalidRequest", "Bucket is missing Object Lock Configuration");
+}
+
+export async function getObjectLockConfiguration(ctx: RequestContext, bucket: string): Promise<Response> {
+  const config = await bucketIndex(ctx, bucket).objectLock();
+  if (config === undefined) throw noSuchBucket(bucket);
+  if (config === null) throw new S3Error("ObjectLockConfigurationNotFoundError", "Object Lock configuration does not exist for this bucket");
+  const d = config.defaultRetention;
+  const rule = d
+    ? `<Rule><DefaultRetention>${element("Mode", d.mode)}${d.days !== undefined ? element("Days", d.days) : element("Years", d.years ?? 0)}</DefaultRetention></Rule>`
+    : "";
+  return xmlResponse(
+    `${XML_DECLARATION}<ObjectLockConfiguration xmlns="${S3_XMLNS}">${element("ObjectLockEnabled", "Enabled")}${rule}</ObjectLockConfiguration>`,
+  );
+}
+
+export async function putObjectLockConfiguration(ctx: RequestContext, bucket: string): Promise<Response> {
+  const doc = await readXml(ctx.auth.body);
+  if (doc.name !== "ObjectLockConfiguration" || childText(doc, "ObjectLockEnabled")?.trim() !== "Enabled") throw malformedXml();
+  const config: LockConfig = { enabled: true };
+  const rule = childrenNamed(doc, "Rule")[0];
+  if (rule) {
+    const retention = childrenNamed(rule, "DefaultRetention")[0];
+    if (!retention) throw malformedXml();
+    const mode = parseMode(childText(retention, "Mode")?.trim());
+    const days = childText(retention, "Days")?.trim();
+    const years = childText(retention, "Years")?.trim();
+    if ((days === undefined) === (years === undefined)) throw malformedXml();
+    const n = Number(days ?? years);
+    if (!/^\d+$/.test(days ?? years ?? "") || !Number.isSafeInteger(n) || n < 1) {
+      throw new S3Error("InvalidArgument", "Default retention period must be a positive integer value.");
+    }
+    config.defaultRetention = { mode, ...(days !== undefined ? { days: n } : { years: n }) };
+  }
+  const result = await bucketIndex(ctx, bucket).setObjectLock(config);
+  if (result === "missing") throw noSuchBucket(bucket);
+  if (result === "not-versioned") throw new S3Error("InvalidBucketState", "Versioning must be 'Enabled' on the bucket to apply a Object Lock configuration");
+  return new Response(null, { status: 200 });
+}
+
+/** A version's lock, for the Get operations (its bucket must have object lock). */
+async function lockOf(ctx: RequestContext, bucket: string, key: string): Promise<ObjectLock> {
+  const [found, config] = await Promise.all([existingObject(ctx, bucket, key, requestedVersion(ctx.url)), bucketIndex(ctx, bucket).objectLock()]);
+  if (!config) throw missingLockConfiguration();
+  return found.object.lock ?? {};
+}
+
+function noLockOnObject(): S3Error {
+  return new S3Error("NoSuchObjectLockConfiguration", "The specified object does not have a ObjectLock configuration");
+}
+
+export async function getObjectRetention(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
+  const lock = await lockOf(ctx, bucket, key);
+  if (lock.mode === undefined || lock.until === undefined) throw noLockOnObject();
+  return xmlResponse(
+    `${XML_DECLARATION}<Retention xmlns="${S3_XMLNS}">${element("Mode", lock.mode)}${element("RetainUntilDate", new Date(lock.until).toISOString())}</Retention>`,
+  );
+}
+
+export async function getObjectLegalHold(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
+  const lock = await lockOf(ctx, bucket, key);
+  if (lock.legalHold === undefined) throw noLockOnObject();
+  return xmlResponse(`${XML_DECLARATION}<LegalHold xmlns="${S3_XMLNS}">${element("Status", lock.legalHold ? "ON" : "OFF")}</LegalHold>`);
+}
+
+export async function putObjectRetention(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
+  const doc = await readXml(ctx.auth.body);
+  if (doc.name !== "Retention") throw malformedXml();
+  const modeText = childText(doc, "Mode")?.trim();
+  const untilText = childText(doc, "RetainUntilDate")?.trim();
+  // An empty <Retention/> removes the retention (as far as its mode allows).
+  let retention: Pick<ObjectLock, "mode" | "until"> = {};
+  if (modeText !== undefined || untilText !== undefined) {
+    if (modeText === undefined || untilText === undefined) throw malformedXml();
+    retention = { mode: parseMode(modeText), until: parseRetainUntil(untilText, Date.now()) };
+  }
+  await changeLock(ctx, bucket, key, { retention });
+  return new Response(null, { status: 200 });
+}
+
+export async function putObjectLegalHold(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
+  const doc = await readXml(ctx.auth.body);
+  const status = doc.name === "LegalHold" ? childText(doc, "Status")?.trim() : undefined;
+  if (status !== "ON" && status !== "OFF") throw malformedXml();
+  await changeLock(ctx, bucket, key, { legalHold: status === "ON" });
+  return new Response(null, { status: 200 });
+}
+
+async function changeLock(
+  ctx: RequestContext,
+  bucket: string,
+  key: string,
+  change: { retention: Pick<ObjectLock, "mode" | "until"> } | { legalHold: boolean },
+): Promise<void> {
+  const versionId = requestedVersion(ctx.url);
+  const outcome = await bucketIndex(ctx, bucket).setVersionLock(key, versionId, change, await bypassGovernance(ctx, bucket, key));
+  switch (outcome.result) {
+    case "ok":
+      return;
+    case "no-bucket":
+      throw noSuchBucket(bucket);
+    case "no-lock":
+      throw missingLockConfiguration();
+    case "no-key":
+      throw noSuchKey();
+    case "no-version":
+      throw new S3Error("NoSuchVersion", "The specified version does not exist.");
+    case "marker":
+      throw new S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.");
+    case "denied":
+      throw new S3Error("AccessDenied", outcome.reason);
+  }
+}

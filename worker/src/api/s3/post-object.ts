@@ -1,0 +1,153 @@
+// PostObject: a browser form upload (presigned POST). The form's fields are read first and checked
+// (the signature of its POST policy with SigV4 or V2, the policy's expiration and conditions, the
+// signer's right to write the key, the file's size against content-length-range) before a byte of
+// the file is stored; the file then streams into the same write path as a PutObject.
+import { checkPostLength, checkPostPolicy, parsePostPolicy, type PostPolicy } from "../../auth/post-policy";
+import { postPolicySignatureV2 } from "../../auth/sigv2";
+import { postPolicySignatureV4 } from "../../auth/sigv4";
+import { constantTimeEqual } from "../../auth/crypto";
+import { S3Error } from "../../s3-error";
+import { type Principal, signerOf } from "../../services/access-keys";
+import { bucketPolicy } from "../../services/bucket-policy";
+import { commitObject, partOf, writtenHeaders } from "../../services/objects";
+import { encryptionOf, newCipher, objectEtag, writeObjectPart } from "../../services/encryption";
+import { checkAclHeaders } from "../common/acl-policy";
+import { RequestChecksums } from "../common/checksums";
+import type { RequestContext } from "../common/context";
+import { type FormUpload, readFormUpload } from "../common/form-upload";
+import { storedHeaders, userMetadata } from "../common/object-headers";
+import { checkKey } from "../common/object-request";
+import { sseHeaders, sseRequest } from "../common/sse-headers";
+import { authorize } from "../common/permissions";
+import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
+
+/** Form fields that become the object's headers, as a PUT's request headers would. */
+const HEADER_FIELDS = ["content-type", "cache-control", "content-disposition", "content-encoding", "expires", "x-amz-acl"];
+
+const MAX_OBJECT_BYTES = 5 * 1024 ** 3;
+
+/** What the key field may contain to take the uploaded file's name (S3's `${filename}`). */
+const FILENAME = ["$", "{filename}"].join("");
+
+export async function postObject(ctx: RequestContext, bucket: string): Promise<Response> {
+  const form = await readFormUpload(ctx.request.body, ctx.request.headers.get("content-type") ?? "", ctx.auth.contentLength);
+  try {
+    return await store(ctx, bucket, form);
+  } catch (e) {
+    await form.file.cancel().catch(() => {});
+    throw e;
+  }
+}
+
+async function store(ctx: RequestContext, bucket: string, form: FormUpload): Promise<Response> {
+  const fields = form.fields;
+  const rawKey = fields.get("key");
+  if (rawKey === undefined || rawKey === "") throw new S3Error("InvalidArgument", "Bucket POST must contain a field named 'key'.");
+  const key = rawKey.replaceAll(FILENAME, form.filename);
+  checkKey(key);
+  const { principal, policy } = await signer(ctx, fields, new Map([...fields, ["bucket", bucket], ["key", key]]));
+  await authorize(principal, { op: "PutObject", bucket, key }, new Headers(), (b) => bucketPolicy(ctx.env, b));
+  if (form.size > MAX_OBJECT_BYTES) throw new S3Error("EntityTooLarge", "Your proposed upload exceeds the maximum allowed size");
+  checkPostLength(policy, form.size);
+
+  const headers = new Headers();
+  for (const name of HEADER_FIELDS) {
+    const value = fields.get(name);
+    if (value !== undefined) headers.set(name, value);
+  }
+  if (!headers.has("content-type") && form.fileType) headers.set("content-type", form.fileType);
+  for (const [name, value] of fields) if (name.startsWith("x-amz-meta-")) headers.set(name, value);
+  checkAclHeaders(headers);
+  const status = successStatus(fields);
+  const redirect = fields.get("success_action_redirect") ?? fields.get("redirect") ?? null;
+
+  // Encryption fields (x-amz-server-side-encryption, …-customer-*) as a PUT's headers, else the bucket's default.
+  const sseFields = new Headers([...fields].filter(([name]) => name.startsWith("x-amz-server-side-encryption")));
+  const sse = await sseRequest(sseFields);
+  const cipher = await newCipher(ctx.env, ctx.config, bucket, sse);
+
+  const checksums = RequestChecksums.fromRequest(ctx.core, new Headers());
+  const part = await writeObjectPart(ctx.config, ctx.core, form.file, form.size, (b) => checksums.update(b), cipher);
+  const { written, salt } = part;
+  await form.finish();
+  const etag = objectEtag(cipher, part);
+  const encryption = cipher ? { encryption: encryptionOf(cipher, [salt as string]) } : {};
+  const stored = { headers: storedHeaders(headers), userMetadata: userMetadata(headers), tags: [], checksums: [] };
+  const object = { key, size: form.size, etag, ...stored, parts: [partOf(written, etag, [])], ...encryption };
+  const committed = await commitObject(ctx, bucket, object, undefined, [written]);
+  const location = `${new URL(ctx.request.url).origin}/${bucket}/${encodeURIComponent(key).replaceAll("%2F", "/")}`;
+  const answer = { ETag: `"${etag}"`, Location: location, ...writtenHeaders(committed), ...sseHeaders(cipher?.encryption, sse?.keyMd5) };
+  if (redirect !== null) {
+    const to = new URL(redirect);
+    for (const [name, value] of [
+      ["bucket", bucket],
+      ["key", key],
+      ["etag", `"${etag}"`],
+    ]) {
+      to.searchParams.set(name, value as string);
+    }
+    return new Response(null, { status: 303, headers: { ...answer, Location: to.toString() } });
+  }
+  if (status === 201) {
+    const xml = `${XML_DECLARATION}<PostResponse xmlns="${S3_XMLNS}">${element("Location", location)}${element("Bucket", bucket)}${element("Key", key)}${element("ETag", `"${etag}"`)}</PostResponse>`;
+    const res = xmlResponse(xml, 201);
+    for (const [name, value] of Object.entries(answer)) res.headers.set(name, value);
+    return res;
+  }
+  return new Response(null, { status, headers: answer });
+}
+
+/** success_action_status: 200, 201 or 204 (the default, also for any other value, as S3 does). */
+function successStatus(fields: ReadonlyMap<string, string>): 200 | 201 | 204 {
+  const v = fields.get("success_action_status");
+  return v === "200" ? 200 : v === "201" ? 201 : 204;
+}
+
+/**
+ * Who signed the form and its policy: SigV4 (x-amz-credential, x-amz-signature), V2
+ * (AWSAccessKeyId, signature), or nobody (then only a bucket policy can allow the upload).
+ */
+async function signer(
+  ctx: RequestContext,
+  fields: ReadonlyMap<string, string>,
+  checked: ReadonlyMap<string, string>,
+): Promise<{ principal: Principal; policy: PostPolicy | null }> {
+  const policyText = fields.get("policy") ?? null;
+  const credential = fields.get("x-amz-credential");
+  const v2Key = fields.get("awsaccesskeyid");
+  // The policy is parsed and checked (expiry, conditions) before any key lookup: a stale or
+  // forged form costs no Durable Object call.
+  const policy = policyText === null ? null : parsePostPolicy(policyText);
+  if (policy) checkPostPolicy(policy, checked, Date.now());
+  if (credential === undefined && v2Key === undefined) return { principal: { kind: "anonymous" }, policy };
+  if (policyText === null || policy === null) throw new S3Error("InvalidArgument", "Bucket POST must contain a field named 'policy' when it is signed.");
+  const root = ctx.config.credentials as { accessKeyId: string; secretAccessKey: string };
+  const [keyId, sign, given] =
+    credential !== undefined ? v4(ctx, fields, credential) : [v2Key as string, (secret: string) => v2(ctx, secret, policyText), fields.get("signature") ?? ""];
+  const key = await signerOf(ctx.env, root, keyId);
+  if (!key) throw new S3Error("InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
+  if (!constantTimeEqual(await sign(key.secret, policyText), given)) throw mismatch();
+  return { principal: key.principal, policy };
+}
+
+type Signing = [keyId: string, sign: (secret: string, policy: string) => Promise<string>, given: string];
+
+/** A SigV4 form: x-amz-algorithm, x-amz-credential (`id/date/region/s3/aws4_request`), x-amz-signature. */
+function v4(ctx: RequestContext, fields: ReadonlyMap<string, string>, credential: string): Signing {
+  if ((fields.get("x-amz-algorithm") ?? "") !== "AWS4-HMAC-SHA256")
+    throw new S3Error("InvalidArgument", "Only AWS4-HMAC-SHA256 is supported as x-amz-algorithm.");
+  const [id, date, region, service, terminal] = credential.split("/");
+  if (!id || !date || region !== ctx.config.region || service !== "s3" || terminal !== "aws4_request") {
+    throw new S3Error("InvalidArgument", `Invalid x-amz-credential: ${credential}`);
+  }
+  return [id, (secret, policy) => postPolicySignatureV4(secret, date, region, policy), fields.get("x-amz-signature") ?? ""];
+}
+
+/** A Signature Version 2 form (AWSAccessKeyId, signature), unless V2 is turned off. */
+function v2(ctx: RequestContext, secret: string, policy: string): Promise<string> {
+  if (!ctx.config.sigV2) throw new S3Error("InvalidRequest", "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256.");
+  return postPolicySignatureV2(secret, policy);
+}
+
+const mismatch = () =>
+  new S3Error("SignatureDoesNotMatch", "The request signature we calculated does not match the signature you provided. Check your key and signing method.");
