@@ -114,7 +114,8 @@ function violation(from, imp) {
   if (a === "api" && b === "api" && from !== to) {
     const [fromRoom, toRoom] = [apiRoom(from), apiRoom(to)];
     if (fromRoom === "common" && toRoom !== "common") return "api/common/ imports only api/common/ (helpers never reach up to operations or dispatch)";
-    if (fromRoom === "operation" && toRoom !== "common") return "an api/ operation imports another operation or a dispatcher (share through services/ or api/common/)";
+    if (fromRoom === "operation" && toRoom !== "common")
+      return "an api/ operation imports another operation or a dispatcher (share through services/ or api/common/)";
   }
   return null;
 }
