@@ -29,6 +29,17 @@ interface ListingState {
   data: ListPage | null;
 }
 
+/** A listing on screen: its state, the regions a reload redraws, and its delete button. */
+interface ListingView {
+  app: App;
+  st: ListingState;
+  /** The table of folders and objects (or the message that replaces it). */
+  list: HTMLElement;
+  status: HTMLElement;
+  pager: HTMLElement;
+  deleteButton: HTMLButtonElement;
+}
+
 let state: ListingState | null = null;
 let reload: (() => Promise<void>) | null = null;
 let reloadTimer: ReturnType<typeof setTimeout> | undefined;
@@ -45,6 +56,23 @@ function baseName(key: string, prefix: string): string {
 }
 
 export async function renderBrowser(app: App, bucket: string, prefix: string): Promise<void> {
+  const st = listingStateFor(bucket, prefix);
+  document.title = `${bucket}/${prefix} · shardgate`;
+  const view: ListingView = {
+    app,
+    st,
+    list: h("div", { class: "listing", "aria-live": "polite", "aria-busy": "true" }, h("p", { class: "muted" }, "Loading…")),
+    status: h("p", { class: "muted small", id: "list-status" }),
+    pager: h("div", { class: "pager" }),
+    deleteButton: h("button", { type: "button", class: "danger", disabled: true, onclick: () => void deleteSelected(view) }, "Delete selected"),
+  };
+  mount(app.main, breadcrumbs(bucket, prefix), versioningSwitch(app, bucket), protectionPanel(app, bucket), permissionsPanel(app, bucket), objectsCard(view));
+  reload = () => load(view);
+  await load(view);
+}
+
+/** The listing's state: kept while the same folder is shown again, a fresh one for another folder. */
+function listingStateFor(bucket: string, prefix: string): ListingState {
   if (!state || state.bucket !== bucket || state.prefix !== prefix) {
     state = {
       bucket,
@@ -59,10 +87,11 @@ export async function renderBrowser(app: App, bucket: string, prefix: string): P
       data: null,
     };
   }
-  const st = state;
-  document.title = `${bucket}/${prefix} · shardgate`;
+  return state;
+}
 
-  // Breadcrumbs: Buckets / bucket / folder / folder
+/** Buckets / bucket / folder / folder */
+function breadcrumbs(bucket: string, prefix: string): HTMLElement {
   const crumbs: HTMLElement[] = [h("li", null, h("a", { href: "#/" }, "Buckets"))];
   crumbs.push(
     h("li", null, prefix ? h("a", { href: hashOf({ view: "browser", bucket, prefix: "" }) }, bucket) : h("span", { "aria-current": "page" }, bucket)),
@@ -74,19 +103,71 @@ export async function renderBrowser(app: App, bucket: string, prefix: string): P
       h("li", null, i === segs.length - 1 ? h("span", { "aria-current": "page" }, seg) : h("a", { href: hashOf({ view: "browser", bucket, prefix: p }) }, seg)),
     );
   });
+  return h("nav", { "aria-label": "Breadcrumb", class: "crumbs" }, h("ol", null, crumbs));
+}
 
-  const filter = h("input", { id: "filter", type: "search", placeholder: "Name starts with…", value: st.filter, spellcheck: false, autocapitalize: "off" });
+/** The objects card: toolbar, the listing, and its foot (status, pager, page size); files dropped on it are uploaded here. */
+function objectsCard(view: ListingView): HTMLElement {
+  const { app, st } = view;
+  const hint = h("span", null, uploadHint());
+  const card = h(
+    "section",
+    { class: "card dropzone", "aria-label": `Objects in ${st.bucket}/${st.prefix}` },
+    toolbar(view, hint),
+    h("p", { class: "muted small drop-hint" }, "Drop files or folders here to upload them into ", h("strong", null, `${st.bucket}/${st.prefix}`), ". ", hint),
+    view.list,
+    h(
+      "div",
+      { class: "list-foot" },
+      view.status,
+      view.pager,
+      h("div", { class: "field inline" }, h("label", { for: "page-size" }, "Per page"), pageSizeSelect(view)),
+    ),
+  );
+  acceptDrops(card, (files) => app.uploads.add(st.bucket, st.prefix, files));
+  return card;
+}
+
+/** Filter, upload buttons, the browser-path switch (which rewrites `hint`), delete and refresh. */
+function toolbar(view: ListingView, hint: HTMLElement): HTMLElement {
+  return h(
+    "div",
+    { class: "toolbar" },
+    h("div", { class: "field grow" }, h("label", { for: "filter" }, "Filter by name prefix"), filterInput(view)),
+    h(
+      "div",
+      { class: "buttons" },
+      uploadPickers(view.app, view.st.bucket, view.st.prefix),
+      browserCodingSwitch(hint),
+      view.deleteButton,
+      h("button", { type: "button", onclick: () => void load(view), "aria-label": "Refresh" }, icon("refresh")),
+    ),
+  );
+}
+
+/** The name-prefix filter: the listing restarts from its first page 300 ms after typing stops. */
+function filterInput(view: ListingView): HTMLInputElement {
+  const filter = h("input", {
+    id: "filter",
+    type: "search",
+    placeholder: "Name starts with…",
+    value: view.st.filter,
+    spellcheck: false,
+    autocapitalize: "off",
+  });
   let filterTimer: ReturnType<typeof setTimeout> | undefined;
   filter.addEventListener("input", () => {
     clearTimeout(filterTimer);
     filterTimer = setTimeout(() => {
-      st.filter = filter.value;
-      st.tokens = [null];
-      st.page = 0;
-      void load();
+      view.st.filter = filter.value;
+      firstPage(view);
     }, 300);
   });
+  return filter;
+}
 
+/** "Upload files" and "Upload folder": labels styled as buttons, each for its hidden file input. */
+function uploadPickers(app: App, bucket: string, prefix: string): HTMLElement[] {
   const pick = h("input", { id: "upload-files", type: "file", multiple: true, class: "file-input", "aria-label": "Upload files" });
   const pickFolder = h("input", {
     id: "upload-folder",
@@ -103,59 +184,44 @@ export async function renderBrowser(app: App, bucket: string, prefix: string): P
   };
   pick.addEventListener("change", () => onPicked(pick));
   pickFolder.addEventListener("change", () => onPicked(pickFolder));
+  return [
+    h("label", { class: "button primary", for: "upload-files" }, icon("upload"), "Upload files"),
+    pick,
+    h("label", { class: "button", for: "upload-folder" }, "Upload folder"),
+    pickFolder,
+  ];
+}
 
-  // The browser path (docs/browser-path.md): a visible setting, remembered in this browser.
-  const hint = h("span", null, uploadHint());
+/** The browser path (docs/browser-path.md): a visible setting, remembered in this browser. */
+function browserCodingSwitch(hint: HTMLElement): HTMLElement {
   const coding = h("input", { type: "checkbox", id: "browser-coding", checked: browserCoding() });
   coding.addEventListener("change", () => {
     setBrowserCoding(coding.checked);
     hint.textContent = uploadHint();
   });
+  return h(
+    "label",
+    { class: "check", for: "browser-coding", title: "Erasure-code uploads and decode downloads here, moving shard files straight to the nodes" },
+    coding,
+    "Code in this browser",
+  );
+}
 
-  const deleteButton = h("button", { type: "button", class: "danger", disabled: true, onclick: () => void deleteSelected() }, "Delete selected");
-  const listing = h("div", { class: "listing", "aria-live": "polite", "aria-busy": "true" }, h("p", { class: "muted" }, "Loading…"));
-  const status = h("p", { class: "muted small", id: "list-status" });
-  const pager = h("div", { class: "pager" });
+function pageSizeSelect(view: ListingView): HTMLSelectElement {
   const pageSize = h(
     "select",
     { id: "page-size" },
-    [50, 100, 200, 500, 1000].map((n) => h("option", { value: String(n), selected: n === st.pageSize }, String(n))),
+    [50, 100, 200, 500, 1000].map((n) => h("option", { value: String(n), selected: n === view.st.pageSize }, String(n))),
   );
   pageSize.addEventListener("change", () => {
-    st.pageSize = Number(pageSize.value);
-    st.tokens = [null];
-    st.page = 0;
-    void load();
+    view.st.pageSize = Number(pageSize.value);
+    firstPage(view);
   });
+  return pageSize;
+}
 
-  const card = h(
-    "section",
-    { class: "card dropzone", "aria-label": `Objects in ${bucket}/${prefix}` },
-    h(
-      "div",
-      { class: "toolbar" },
-      h("div", { class: "field grow" }, h("label", { for: "filter" }, "Filter by name prefix"), filter),
-      h(
-        "div",
-        { class: "buttons" },
-        h("label", { class: "button primary", for: "upload-files" }, icon("upload"), "Upload files"),
-        pick,
-        h("label", { class: "button", for: "upload-folder" }, "Upload folder"),
-        pickFolder,
-        h(
-          "label",
-          { class: "check", for: "browser-coding", title: "Erasure-code uploads and decode downloads here, moving shard files straight to the nodes" },
-          coding,
-          "Code in this browser",
-        ),
-        deleteButton,
-        h("button", { type: "button", onclick: () => void load(), "aria-label": "Refresh" }, icon("refresh")),
-      ),
-    ),
-    h("p", { class: "muted small drop-hint" }, "Drop files or folders here to upload them into ", h("strong", null, `${bucket}/${prefix}`), ". ", hint),
-    listing,
-    h("div", { class: "list-foot" }, status, pager, h("div", { class: "field inline" }, h("label", { for: "page-size" }, "Per page"), pageSize)),
-  );
+/** Files and folders dropped on `card` go to `upload`. */
+function acceptDrops(card: HTMLElement, upload: (files: { file: File; path: string }[]) => void): void {
   card.addEventListener("dragover", (e) => {
     e.preventDefault();
     card.classList.add("dragging");
@@ -168,212 +234,223 @@ export async function renderBrowser(app: App, bucket: string, prefix: string): P
     card.classList.remove("dragging");
     if (!e.dataTransfer) return;
     const files = await filesFromDrop(e.dataTransfer);
-    if (files.length) app.uploads.add(bucket, prefix, files);
+    if (files.length) upload(files);
   });
+}
 
-  mount(
-    app.main,
-    h("nav", { "aria-label": "Breadcrumb", class: "crumbs" }, h("ol", null, crumbs)),
-    versioningSwitch(app, bucket),
-    protectionPanel(app, bucket),
-    permissionsPanel(app, bucket),
-    card,
-  );
+/** Whether `st` is still the listing on screen (a slow listing must not draw over another folder). */
+function isCurrent(st: ListingState): boolean {
+  const r = routeOf(location.hash);
+  return r.view === "browser" && r.bucket === st.bucket && r.prefix === st.prefix && state === st;
+}
 
-  function isCurrent(): boolean {
-    const r = routeOf(location.hash);
-    return r.view === "browser" && r.bucket === bucket && r.prefix === prefix && state === st;
+function updateDeleteButton({ st, deleteButton }: ListingView): void {
+  deleteButton.disabled = st.selected.size === 0;
+  deleteButton.textContent = st.selected.size ? `Delete selected (${st.selected.size})` : "Delete selected";
+}
+
+async function deleteSelected(view: ListingView): Promise<void> {
+  const { app, st } = view;
+  const keys = [...st.selected];
+  if (!keys.length) return;
+  if (!(await confirmDialog("Delete objects", `Delete ${keys.length} object${keys.length === 1 ? "" : "s"}? This cannot be undone.`, "Delete"))) return;
+  try {
+    const core = await loadCore();
+    const failed = await app.s3.deleteObjects(st.bucket, keys, (body) => checksumOf(core, "CRC32", body));
+    st.selected.clear();
+    toast(
+      failed.length
+        ? `${keys.length - failed.length} deleted; ${failed.length} could not be: ${failed[0]?.message ?? ""}`
+        : `${keys.length} object${keys.length === 1 ? "" : "s"} deleted.`,
+      failed.length ? "error" : "info",
+    );
+  } catch (err) {
+    toast(messageOf(err), "error");
   }
+  await load(view);
+}
 
-  function updateDeleteButton(): void {
-    deleteButton.disabled = st.selected.size === 0;
-    deleteButton.textContent = st.selected.size ? `Delete selected (${st.selected.size})` : "Delete selected";
-  }
+function sorted(objects: ObjectEntry[], st: ListingState): ObjectEntry[] {
+  const dir = st.ascending ? 1 : -1;
+  return [...objects].sort((a, b) => {
+    if (st.sort === "size") return (a.size - b.size) * dir;
+    if (st.sort === "date") return ((a.lastModified?.getTime() ?? 0) - (b.lastModified?.getTime() ?? 0)) * dir;
+    return (a.key < b.key ? -1 : a.key > b.key ? 1 : 0) * dir;
+  });
+}
 
-  async function deleteSelected(): Promise<void> {
-    const keys = [...st.selected];
-    if (!keys.length) return;
-    if (!(await confirmDialog("Delete objects", `Delete ${keys.length} object${keys.length === 1 ? "" : "s"}? This cannot be undone.`, "Delete"))) return;
-    try {
-      const core = await loadCore();
-      const failed = await app.s3.deleteObjects(bucket, keys, (body) => checksumOf(core, "CRC32", body));
-      st.selected.clear();
-      toast(
-        failed.length
-          ? `${keys.length - failed.length} deleted; ${failed.length} could not be: ${failed[0]?.message ?? ""}`
-          : `${keys.length} object${keys.length === 1 ? "" : "s"} deleted.`,
-        failed.length ? "error" : "info",
-      );
-    } catch (err) {
-      toast(messageOf(err), "error");
-    }
-    await load();
-  }
-
-  function sorted(objects: ObjectEntry[]): ObjectEntry[] {
-    const dir = st.ascending ? 1 : -1;
-    return [...objects].sort((a, b) => {
-      if (st.sort === "size") return (a.size - b.size) * dir;
-      if (st.sort === "date") return ((a.lastModified?.getTime() ?? 0) - (b.lastModified?.getTime() ?? 0)) * dir;
-      return (a.key < b.key ? -1 : a.key > b.key ? 1 : 0) * dir;
-    });
-  }
-
-  function sortHeader(key: SortKey, label: string, cls = ""): HTMLElement {
-    const active = st.sort === key;
-    return h(
-      "th",
-      { scope: "col", class: cls, "aria-sort": active ? (st.ascending ? "ascending" : "descending") : "none" },
+/** Draws the page in `st.data`: the table (sorted on this page), the status line, the pager. */
+function draw(view: ListingView): void {
+  const { st } = view;
+  const data = st.data;
+  if (!data) return;
+  const folders = [...data.folders].sort((a, b) => (a < b ? -1 : 1) * (st.sort === "name" && !st.ascending ? -1 : 1));
+  const objects = sorted(data.objects, st);
+  if (folders.length === 0 && objects.length === 0) {
+    mount(
+      view.list,
       h(
-        "button",
-        {
-          type: "button",
-          class: "sort",
-          onclick: () => {
-            if (st.sort === key) st.ascending = !st.ascending;
-            else {
-              st.sort = key;
-              st.ascending = true;
-            }
-            draw();
-          },
-        },
-        label,
-        h("span", { "aria-hidden": "true" }, active ? (st.ascending ? " ▲" : " ▼") : ""),
+        "p",
+        { class: "empty" },
+        st.filter ? `Nothing here starts with “${st.filter}”.` : "This folder is empty. Upload files with the buttons above or drop them here.",
       ),
     );
+  } else {
+    mount(view.list, objectTable(view, folders, objects));
   }
+  const n = folders.length + objects.length;
+  view.status.textContent = `Page ${st.page + 1}: ${folders.length} folder${folders.length === 1 ? "" : "s"}, ${objects.length} object${objects.length === 1 ? "" : "s"}${n ? " (sorting applies to this page)" : ""}`;
+  mount(
+    view.pager,
+    h("button", { type: "button", disabled: st.page === 0, onclick: () => goToPage(view, st.page - 1) }, "Previous page"),
+    h("span", { class: "muted" }, `Page ${st.page + 1}`),
+    h("button", { type: "button", disabled: !data.nextToken, onclick: () => goToPage(view, st.page + 1) }, "Next page"),
+  );
+  updateDeleteButton(view);
+}
 
-  function draw(): void {
-    const data = st.data;
-    if (!data) return;
-    const folders = [...data.folders].sort((a, b) => (a < b ? -1 : 1) * (st.sort === "name" && !st.ascending ? -1 : 1));
-    const objects = sorted(data.objects);
-    if (folders.length === 0 && objects.length === 0) {
-      mount(
-        listing,
-        h(
-          "p",
-          { class: "empty" },
-          st.filter ? `Nothing here starts with “${st.filter}”.` : "This folder is empty. Upload files with the buttons above or drop them here.",
-        ),
-      );
-    } else {
-      const pageKeys = objects.map((o) => o.key);
-      const selectAll = h("input", {
-        type: "checkbox",
-        "aria-label": "Select all on this page",
-        checked: pageKeys.length > 0 && pageKeys.every((k) => st.selected.has(k)),
-        onchange: (e: Event) => {
-          const on = (e.target as HTMLInputElement).checked;
-          for (const k of pageKeys) on ? st.selected.add(k) : st.selected.delete(k);
-          draw();
+function objectTable(view: ListingView, folders: string[], objects: ObjectEntry[]): HTMLElement {
+  const { st } = view;
+  return h(
+    "table",
+    { class: "table objects" },
+    h("caption", { class: "sr-only" }, `Folders and objects in ${st.bucket}/${st.prefix}`),
+    h(
+      "thead",
+      null,
+      h(
+        "tr",
+        null,
+        h("th", { scope: "col", class: "check" }, selectAllBox(view, objects)),
+        sortHeader(view, "name", "Name"),
+        sortHeader(view, "size", "Size", "num"),
+        sortHeader(view, "date", "Last modified", "hide-narrow"),
+      ),
+    ),
+    h(
+      "tbody",
+      null,
+      folders.map((f) => folderRow(st, f)),
+      objects.map((o) => objectRow(view, o)),
+    ),
+  );
+}
+
+/** Selects (or clears) every object on this page. */
+function selectAllBox(view: ListingView, objects: ObjectEntry[]): HTMLInputElement {
+  const { st } = view;
+  const pageKeys = objects.map((o) => o.key);
+  return h("input", {
+    type: "checkbox",
+    "aria-label": "Select all on this page",
+    checked: pageKeys.length > 0 && pageKeys.every((k) => st.selected.has(k)),
+    onchange: (e: Event) => {
+      const on = (e.target as HTMLInputElement).checked;
+      for (const k of pageKeys) on ? st.selected.add(k) : st.selected.delete(k);
+      draw(view);
+    },
+  });
+}
+
+/** A column header that sorts this page by `key` (again: the other way round). */
+function sortHeader(view: ListingView, key: SortKey, label: string, cls = ""): HTMLElement {
+  const { st } = view;
+  const active = st.sort === key;
+  return h(
+    "th",
+    { scope: "col", class: cls, "aria-sort": active ? (st.ascending ? "ascending" : "descending") : "none" },
+    h(
+      "button",
+      {
+        type: "button",
+        class: "sort",
+        onclick: () => {
+          if (st.sort === key) st.ascending = !st.ascending;
+          else {
+            st.sort = key;
+            st.ascending = true;
+          }
+          draw(view);
         },
-      });
-      mount(
-        listing,
-        h(
-          "table",
-          { class: "table objects" },
-          h("caption", { class: "sr-only" }, `Folders and objects in ${bucket}/${prefix}`),
-          h(
-            "thead",
-            null,
-            h(
-              "tr",
-              null,
-              h("th", { scope: "col", class: "check" }, selectAll),
-              sortHeader("name", "Name"),
-              sortHeader("size", "Size", "num"),
-              sortHeader("date", "Last modified", "hide-narrow"),
-            ),
-          ),
-          h(
-            "tbody",
-            null,
-            folders.map((f) =>
-              h(
-                "tr",
-                { class: "folder" },
-                h("td", { class: "check" }),
-                h("td", null, h("a", { href: hashOf({ view: "browser", bucket, prefix: f }), class: "name" }, icon("folder"), baseName(f, prefix))),
-                h("td", { class: "num muted" }, "—"),
-                h("td", { class: "hide-narrow muted" }, "Folder"),
-              ),
-            ),
-            objects.map((o) =>
-              h(
-                "tr",
-                { class: st.selected.has(o.key) ? "selected" : "" },
-                h(
-                  "td",
-                  { class: "check" },
-                  h("input", {
-                    type: "checkbox",
-                    "aria-label": `Select ${baseName(o.key, prefix)}`,
-                    checked: st.selected.has(o.key),
-                    onchange: (e: Event) => {
-                      (e.target as HTMLInputElement).checked ? st.selected.add(o.key) : st.selected.delete(o.key);
-                      (e.target as HTMLElement).closest("tr")?.classList.toggle("selected", st.selected.has(o.key));
-                      updateDeleteButton();
-                    },
-                  }),
-                ),
-                h(
-                  "td",
-                  null,
-                  h(
-                    "button",
-                    { type: "button", class: "link name", onclick: () => openObject(app, bucket, o.key, () => void load()) },
-                    icon(iconFor(o.key)),
-                    baseName(o.key, prefix) || "(empty name)",
-                  ),
-                ),
-                h("td", { class: "num", title: `${o.size} bytes` }, humanSize(o.size)),
-                h("td", { class: "hide-narrow" }, humanDate(o.lastModified)),
-              ),
-            ),
-          ),
-        ),
-      );
-    }
-    const n = folders.length + objects.length;
-    status.textContent = `Page ${st.page + 1}: ${folders.length} folder${folders.length === 1 ? "" : "s"}, ${objects.length} object${objects.length === 1 ? "" : "s"}${n ? " (sorting applies to this page)" : ""}`;
-    mount(
-      pager,
-      h("button", { type: "button", disabled: st.page === 0, onclick: () => go(st.page - 1) }, "Previous page"),
-      h("span", { class: "muted" }, `Page ${st.page + 1}`),
-      h("button", { type: "button", disabled: !data.nextToken, onclick: () => go(st.page + 1) }, "Next page"),
-    );
-    updateDeleteButton();
-  }
+      },
+      label,
+      h("span", { "aria-hidden": "true" }, active ? (st.ascending ? " ▲" : " ▼") : ""),
+    ),
+  );
+}
 
-  function go(page: number): void {
-    st.page = page;
-    void load();
-  }
+function folderRow(st: ListingState, folder: string): HTMLElement {
+  return h(
+    "tr",
+    { class: "folder" },
+    h("td", { class: "check" }),
+    h("td", null, h("a", { href: hashOf({ view: "browser", bucket: st.bucket, prefix: folder }), class: "name" }, icon("folder"), baseName(folder, st.prefix))),
+    h("td", { class: "num muted" }, "—"),
+    h("td", { class: "hide-narrow muted" }, "Folder"),
+  );
+}
 
-  async function load(): Promise<void> {
-    listing.setAttribute("aria-busy", "true");
-    try {
-      const data = await app.s3.listPage(bucket, prefix + st.filter, st.pageSize, st.tokens[st.page] ?? null);
-      if (!isCurrent()) return;
-      st.data = data;
-      st.tokens[st.page + 1] = data.nextToken;
-      st.tokens.length = st.page + 2;
-      // Keep only selections that still exist on this page.
-      const present = new Set(data.objects.map((o) => o.key));
-      for (const k of st.selected) if (!present.has(k)) st.selected.delete(k);
-      draw();
-    } catch (err) {
-      if (!isCurrent()) return;
-      mount(listing, h("p", { class: "error", role: "alert" }, messageOf(err)));
-    } finally {
-      listing.setAttribute("aria-busy", "false");
-    }
+/** An object's row: its selection box, its name (opens the object's dialog), size and date. */
+function objectRow(view: ListingView, o: ObjectEntry): HTMLElement {
+  const { app, st } = view;
+  const select = h("input", {
+    type: "checkbox",
+    "aria-label": `Select ${baseName(o.key, st.prefix)}`,
+    checked: st.selected.has(o.key),
+    onchange: (e: Event) => {
+      (e.target as HTMLInputElement).checked ? st.selected.add(o.key) : st.selected.delete(o.key);
+      (e.target as HTMLElement).closest("tr")?.classList.toggle("selected", st.selected.has(o.key));
+      updateDeleteButton(view);
+    },
+  });
+  const open = h(
+    "button",
+    { type: "button", class: "link name", onclick: () => openObject(app, st.bucket, o.key, () => void load(view)) },
+    icon(iconFor(o.key)),
+    baseName(o.key, st.prefix) || "(empty name)",
+  );
+  return h(
+    "tr",
+    { class: st.selected.has(o.key) ? "selected" : "" },
+    h("td", { class: "check" }, select),
+    h("td", null, open),
+    h("td", { class: "num", title: `${o.size} bytes` }, humanSize(o.size)),
+    h("td", { class: "hide-narrow" }, humanDate(o.lastModified)),
+  );
+}
+
+/** Back to the first page (the filter or the page size changed). */
+function firstPage(view: ListingView): void {
+  view.st.tokens = [null];
+  view.st.page = 0;
+  void load(view);
+}
+
+function goToPage(view: ListingView, page: number): void {
+  view.st.page = page;
+  void load(view);
+}
+
+/** Lists page `st.page` and draws it, unless the user has gone elsewhere meanwhile. */
+async function load(view: ListingView): Promise<void> {
+  const { app, st, list } = view;
+  list.setAttribute("aria-busy", "true");
+  try {
+    const data = await app.s3.listPage(st.bucket, st.prefix + st.filter, st.pageSize, st.tokens[st.page] ?? null);
+    if (!isCurrent(st)) return;
+    st.data = data;
+    st.tokens[st.page + 1] = data.nextToken;
+    st.tokens.length = st.page + 2;
+    // Keep only selections that still exist on this page.
+    const present = new Set(data.objects.map((o) => o.key));
+    for (const k of st.selected) if (!present.has(k)) st.selected.delete(k);
+    draw(view);
+  } catch (err) {
+    if (!isCurrent(st)) return;
+    mount(list, h("p", { class: "error", role: "alert" }, messageOf(err)));
+  } finally {
+    list.setAttribute("aria-busy", "false");
   }
-  reload = load;
-  await load();
 }
 
 function iconFor(key: string): string {
