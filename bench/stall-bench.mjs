@@ -226,9 +226,9 @@ async function block(objects, count, deadline, failed, log) {
   return ms;
 }
 
-/** node-health.ts's hedge bounds, read from its source (for the log and the footnotes). */
+/** shared/node-health.ts's hedge bounds, read from its source (for the log and the footnotes). */
 function hedgeBounds() {
-  const src = readFileSync(join(root, "worker/src/storage/node-health.ts"), "utf8");
+  const src = readFileSync(join(root, "worker/src/shared/node-health.ts"), "utf8");
   const v = (name) => Number(src.match(new RegExp(`^const ${name} = ([\\d_]+);`, "m"))?.[1].replaceAll("_", ""));
   return { floorMs: v("HEDGE_FLOOR_MS"), capMs: v("HEDGE_CAP_MS"), unknownMs: v("HEDGE_UNKNOWN_MS") };
 }

@@ -118,7 +118,7 @@ bash "$here/build-core.sh" >&2
 # Everything the bundle is made of: its sources, its config and lock, and the core it embeds.
 console_out=web/dist/index.html
 console_stamp=node_modules/.shardgate-console.sha256  # outside the assets directory, so never deployed
-console_hash="$( { find web/src client/src worker/src/core-api.ts core/pkg -type f -print0 | sort -z | xargs -0 sha256sum;
+console_hash="$( { find web/src client/src worker/src/shared core/pkg -type f -print0 | sort -z | xargs -0 sha256sum;
   sha256sum web/index.html web/vite.config.ts web/tsconfig.json web/package.json package-lock.json; } | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$console_out" ] || [ "$(cat "$console_stamp" 2>/dev/null)" != "$console_hash" ]; then
   say "vite build (the web console, web/ -> web/dist/)"

@@ -2,7 +2,7 @@
 // WASM core the gateway runs (docs/browser-path.md). Signed S3-style requests ask the gateway for
 // a session or a read plan and commit the result; shard files go straight to where the plan says.
 import { AwsClient } from "aws4fetch";
-import type { Core } from "../../worker/src/core-api";
+import type { Core } from "../../worker/src/shared/core-api";
 import type {
   DirectCommit,
   DirectCommitted,
@@ -10,7 +10,7 @@ import type {
   DirectReadPlan,
   DirectUploadPart,
   DirectUploadSession,
-} from "../../worker/src/direct-protocol";
+} from "../../worker/src/shared/direct-protocol";
 import { openPlanPart, planNodes } from "./plan-nodes";
 import { codePart, type CodedPart, partMd5 } from "./coding";
 

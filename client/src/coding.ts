@@ -1,8 +1,8 @@
 // Coding one part of an upload here, as storage/write-part.ts does in the gateway: block by block
 // through the core's encoder, each shard's framed pieces appended to its file, and the part's MD5.
-import { hex } from "../../worker/src/bytes";
-import type { Core } from "../../worker/src/core-api";
-import type { DirectGeometry, DirectUploadPart } from "../../worker/src/direct-protocol";
+import { hex } from "../../worker/src/shared/bytes";
+import type { Core } from "../../worker/src/shared/core-api";
+import type { DirectGeometry, DirectUploadPart } from "../../worker/src/shared/direct-protocol";
 
 /** A part coded: one shard file per shard (checksums included), and the MD5 of the part's bytes. */
 export interface CodedPart {

@@ -1,12 +1,12 @@
 // A read plan's shard files as storage nodes, so that the gateway's own range reader
-// (worker/src/storage/read-part.ts) decodes here exactly as it does in the Worker: data shards
+// (worker/src/shared/read-part.ts) decodes here exactly as it does in the Worker: data shards
 // first, chunk checksums verified by the core, parity read around a node that is missing, fails,
 // or is slow (hedged by the same node health), and a broken stream resumed from the last byte.
-import type { Core, ManifestPart } from "../../worker/src/core-api";
-import type { DirectReadPart, DirectReadPlan } from "../../worker/src/direct-protocol";
-import { GuardedNode, nodeHealth } from "../../worker/src/storage/node-health";
-import { type NodeListing, rangedBody, shardKey, type StorageNode } from "../../worker/src/storage/nodes";
-import { type LossReason, openPartSource, type RangeSource, type ReadSetup } from "../../worker/src/storage/read-part";
+import type { Core, ManifestPart } from "../../worker/src/shared/core-api";
+import type { DirectReadPart, DirectReadPlan } from "../../worker/src/shared/direct-protocol";
+import { GuardedNode, nodeHealth } from "../../worker/src/shared/node-health";
+import { type NodeListing, rangedBody, shardKey, type StorageNode } from "../../worker/src/shared/nodes";
+import { type LossReason, openPartSource, type RangeSource, type ReadSetup } from "../../worker/src/shared/read-part";
 
 /** One node of a plan: ranged GETs of the shard files the plan grants on it, by their keys. */
 class PlanNode implements StorageNode {

@@ -1,5 +1,5 @@
 //! The TypeScript declarations of the manifest types, generated from the Rust definitions so the
-//! Worker and the core share one source: `worker/src/core-types.ts`. This test fails when the
+//! Worker and the core share one source: `worker/src/shared/core-types.ts`. This test fails when the
 //! file is not what the types generate; `UPDATE_CORE_TYPES=1 cargo test ts_types` rewrites it.
 
 use crate::manifest::{
@@ -7,7 +7,7 @@ use crate::manifest::{
 };
 use ts_rs::{Config, TS};
 
-const FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../worker/src/core-types.ts");
+const FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../worker/src/shared/core-types.ts");
 
 fn generated() -> String {
     // JSON numbers: every size fits in 2^53.
@@ -38,12 +38,12 @@ fn generated() -> String {
 fn ts_types_match_the_rust_definitions() {
     let want = generated();
     if std::env::var_os("UPDATE_CORE_TYPES").is_some() {
-        std::fs::write(FILE, &want).expect("write worker/src/core-types.ts");
+        std::fs::write(FILE, &want).expect("write worker/src/shared/core-types.ts");
         return;
     }
     let have = std::fs::read_to_string(FILE).unwrap_or_default();
     assert!(
         have == want,
-        "worker/src/core-types.ts is out of date: run `UPDATE_CORE_TYPES=1 cargo test ts_types`"
+        "worker/src/shared/core-types.ts is out of date: run `UPDATE_CORE_TYPES=1 cargo test ts_types`"
     );
 }

@@ -246,7 +246,7 @@ impl Assembler {
     #[wasm_bindgen(js_name = commitPlaced)]
     pub fn commit_placed(&mut self) -> Result<bool, JsError> {
         // SAFETY: JS made every copy `place` listed, and called nothing else in between
-        // (RangeAssembler.push in worker/src/core-api.ts).
+        // (RangeAssembler.push in worker/src/shared/core-api.ts).
         match unsafe { self.inner.commit_placed() } {
             Ok(()) => Ok(true),
             Err(AssembleError::ChecksumMismatch { chunk, .. }) => {

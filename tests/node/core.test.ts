@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, inject, it } from "vitest";
 import * as bindings from "../../core/pkg/shardgate_core.js";
-import { Core } from "../../worker/src/core-api";
+import { Core } from "../../worker/src/shared/core-api";
 import { defineCoreSuite } from "../shared/core-suite";
 
 const memory = bindings.initSync({

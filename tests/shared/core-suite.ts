@@ -1,7 +1,7 @@
 // The core's WASM API exercised on random data. Defined once and run in every runtime that loads
 // the core (Node in tests/node, workerd in tests/worker), so both prove the same behaviour.
 import { describe, expect, it } from "vitest";
-import { ChecksumMismatchError, type Core, type GeometrySpec, type Manifest } from "../../worker/src/core-api";
+import { ChecksumMismatchError, type Core, type GeometrySpec, type Manifest } from "../../worker/src/shared/core-api";
 
 /** Deterministic pseudo-random bytes (xorshift), so failures reproduce. */
 export function randomBytes(n: number, seed: number): Uint8Array {

@@ -2,14 +2,14 @@
 // buffer (ExactReader.fillInPlace over a byte stream), pieces that straddle blocks, bodies shorter
 // or longer than declared, and shard sinks that wait for all their nodes with one stall timer.
 import { describe, expect, it } from "vitest";
-import { giveBuffer, takeBuffer } from "../../worker/src/buffer-pool";
+import { giveBuffer, takeBuffer } from "../../worker/src/shared/buffer-pool";
 import { toS3Error } from "../../worker/src/api/common/error-map";
 import { ExactReader } from "../../worker/src/storage/exact-reader";
 import type { GatewayConfig } from "../../worker/src/config";
 import { core } from "../../worker/src/core";
 import { DelayedNode } from "../../worker/src/storage/delayed-node";
-import { WriteQuorumError } from "../../worker/src/storage/errors";
-import type { ShardBody, StorageNode } from "../../worker/src/storage/nodes";
+import { WriteQuorumError } from "../../worker/src/shared/storage-errors";
+import type { ShardBody, StorageNode } from "../../worker/src/shared/nodes";
 import { ShardSink } from "../../worker/src/storage/shard-sink";
 import { writePart } from "../../worker/src/storage/write-part";
 

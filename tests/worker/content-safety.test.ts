@@ -7,7 +7,7 @@ import { AwsClient } from "aws4fetch";
 import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { isActiveContent } from "../../worker/src/api/s3/get";
-import type { DirectReadPlan } from "../../worker/src/direct-protocol";
+import type { DirectReadPlan } from "../../worker/src/shared/direct-protocol";
 import { CREDENTIALS } from "../shared/credentials";
 import { GATEWAY, s3, s3ok } from "./signed";
 

@@ -11,7 +11,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { codePart } from "../../client/src/coding";
 import type { Env } from "../../worker/src/config";
 import { core } from "../../worker/src/core";
-import { type DirectReadPlan, type DirectUploadSession, SHARD_PATH } from "../../worker/src/direct-protocol";
+import { type DirectReadPlan, type DirectUploadSession, SHARD_PATH } from "../../worker/src/shared/direct-protocol";
 import { bucketIndex } from "../../worker/src/meta/stubs";
 import { expectSameBytes, randomBytes } from "../shared/core-suite";
 import { node } from "./nodes";

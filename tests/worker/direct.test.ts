@@ -10,7 +10,7 @@ import { codePart } from "../../client/src/coding";
 import { ShardgateClient, type ShardgateError } from "../../client/src/index";
 import { loadConfig, type Env } from "../../worker/src/config";
 import { core } from "../../worker/src/core";
-import type { DirectUploadSession } from "../../worker/src/direct-protocol";
+import type { DirectUploadSession } from "../../worker/src/shared/direct-protocol";
 import { sweepOrphans } from "../../worker/src/services/orphans";
 import { CREDENTIALS } from "../shared/credentials";
 import { expectSameBytes, randomBytes } from "../shared/core-suite";

@@ -10,7 +10,7 @@ import { core } from "../../worker/src/core";
 import { loadConfig, type Env } from "../../worker/src/config";
 import { STALE_UPLOAD_MS } from "../../worker/src/meta/bucket-index";
 import { drainGarbage } from "../../worker/src/services/garbage";
-import type { StorageNode } from "../../worker/src/storage/nodes";
+import type { StorageNode } from "../../worker/src/shared/nodes";
 import { s3, s3ok } from "./signed";
 
 const MIB = 1 << 20;

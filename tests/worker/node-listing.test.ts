@@ -2,7 +2,7 @@
 // hostile or broken node answering many opened and never closed elements costs linear time, where
 // the lazy RegExp it replaced was quadratic (issue #29: storage-node operators are in the threat model).
 import { describe, expect, it } from "vitest";
-import { expectOk, NodeAnswerError, nodeText } from "../../worker/src/storage/nodes";
+import { expectOk, NodeAnswerError, nodeText } from "../../worker/src/shared/nodes";
 import { parseNodeListing } from "../../worker/src/storage/s3-node";
 
 describe("a node's listing", () => {

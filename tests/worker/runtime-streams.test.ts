@@ -1,9 +1,9 @@
-// What the byte path assumes of the runtime's own streams (worker/src/bytes.ts writeBorrowed):
+// What the byte path assumes of the runtime's own streams (worker/src/shared/bytes.ts writeBorrowed):
 // a chunk written into a FixedLengthStream is copied inside write(), so the caller may change or
 // reuse its buffer (or hand a view of WASM memory) as soon as write() returns. GET responses and
 // shard uploads rely on it; if a runtime update stopped copying, this fails before data does.
 import { describe, expect, it } from "vitest";
-import { writeBorrowed } from "../../worker/src/bytes";
+import { writeBorrowed } from "../../worker/src/shared/bytes";
 
 describe("the runtime's writable streams", () => {
   it("copy a written chunk inside write(): the buffer may change right after", async () => {

@@ -1,8 +1,8 @@
 // The shardgate core (Rust → WASM, core/pkg built with wasm-bindgen --target web), loaded in the
-// browser through the same typed wrapper the Worker uses (worker/src/core-api.ts).
+// browser through the same typed wrapper the Worker uses (worker/src/shared/core-api.ts).
 import init, * as bindings from "../../core/pkg/shardgate_core.js";
 import wasmUrl from "../../core/pkg/shardgate_core_bg.wasm?url";
-import { Core } from "../../worker/src/core-api";
+import { Core } from "../../worker/src/shared/core-api";
 
 let loading: Promise<Core> | null = null;
 

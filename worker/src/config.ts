@@ -3,9 +3,10 @@
 // request rather than storing data with a geometry nobody meant.
 /// <reference path="./env.d.ts" />
 import { metrics } from "./observability/metrics";
-import { nodeHealth, GuardedNode } from "./storage/node-health";
+import { nodeHealth, GuardedNode } from "./shared/node-health";
 import { DiskNode } from "./storage/disk-node";
-import { CountedNode, type StorageNode } from "./storage/nodes";
+import { CountedNode } from "./storage/counted-node";
+import type { StorageNode } from "./shared/nodes";
 import { R2Node } from "./storage/r2-node";
 import { DelayedNode } from "./storage/delayed-node";
 import { S3Node, type S3NodeSpec } from "./storage/s3-node";

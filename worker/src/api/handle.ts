@@ -3,7 +3,7 @@
 import { anonymousRequest, authenticate, hasCredentials } from "../auth/sigv4";
 import { authenticateV2, isSigV2 } from "../auth/sigv2";
 import { clientOf, throttled } from "../auth/throttle";
-import { BODY_PIECE_BYTES, PieceReader } from "../piece-reader";
+import { BODY_PIECE_BYTES, PieceReader } from "../shared/piece-reader";
 import { loadConfig, type Env } from "../config";
 import { metricsStore } from "../meta/stubs";
 import { core } from "../core";

@@ -21,7 +21,7 @@
 // signature is checked as soon as its last byte has arrived, before anything after it is
 // passed on. Only a partial header or trailer line is ever buffered (bounded), never chunk data.
 
-import { BODY_PIECE_BYTES, PieceReader } from "../piece-reader";
+import { BODY_PIECE_BYTES, PieceReader } from "../shared/piece-reader";
 import { S3Error } from "../s3-error";
 import { EMPTY_SHA256, Sha256Stream, constantTimeEqual, hmacHex, sha256Hex } from "./crypto";
 
@@ -328,7 +328,7 @@ export function decodeAwsChunked(source: ReadableStream<Uint8Array>, opts: AwsCh
     rejectTrailers = reject;
   });
   trailers.catch(() => {}); // nobody has to look at the trailers
-  // Large pieces (piece-reader.ts); not reused: the decoded output may be views into them.
+  // Large pieces (shared/piece-reader.ts); not reused: the decoded output may be views into them.
   const reader = new PieceReader(source, { pieceBytes: BODY_PIECE_BYTES, reuse: false });
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {

@@ -3,7 +3,7 @@
 // is derived from the master key with HKDF-SHA-256, and the access key id is the associated data,
 // so a sealed secret copied onto another key's row does not open. Format: "v1." base64(nonce ‖
 // ciphertext ‖ tag).
-import { fromBase64, toBase64 } from "../bytes";
+import { fromBase64, toBase64 } from "../shared/bytes";
 import type { Env } from "../config";
 import { S3Error } from "../s3-error";
 

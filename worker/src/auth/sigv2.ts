@@ -6,7 +6,7 @@
 //   StringToSign = Method \n Content-MD5 \n Content-Type \n Date-or-Expires \n
 //                  CanonicalizedAmzHeaders CanonicalizedResource
 //   Signature    = Base64(HMAC-SHA1(secret, StringToSign))
-import { toBase64 } from "../bytes";
+import { toBase64 } from "../shared/bytes";
 import { S3Error } from "../s3-error";
 import { constantTimeEqual } from "./crypto";
 import type { Authenticated, SecretLookup } from "./sigv4";

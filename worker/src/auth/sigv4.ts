@@ -13,7 +13,7 @@
 //   whitespace collapsed to one space; `host` falls back to the URL's host.
 // - PayloadHash: the x-amz-content-sha256 value; UNSIGNED-PAYLOAD for presigned URLs without it.
 
-import { BODY_PIECE_BYTES, PieceReader } from "../piece-reader";
+import { BODY_PIECE_BYTES, PieceReader } from "../shared/piece-reader";
 import { S3Error } from "../s3-error";
 import { decodeAwsChunked, type ChunkSigning } from "./aws-chunked";
 import { EMPTY_SHA256, Sha256Stream, constantTimeEqual, hmac, hmacHex, importHmacKey, sha256Hex } from "./crypto";
@@ -429,7 +429,7 @@ function parsePresigned(query: Map<string, string>, headers: Headers, now: numbe
 
 /** Passes `source` through while hashing it; errors with XAmzContentSHA256Mismatch at the end if the hash differs. */
 function verifySha256(source: ReadableStream<Uint8Array>, expected: string): ReadableStream<Uint8Array> {
-  // Large pieces (piece-reader.ts), each handed on: not reused.
+  // Large pieces (shared/piece-reader.ts), each handed on: not reused.
   const reader = new PieceReader(source, { pieceBytes: BODY_PIECE_BYTES, reuse: false });
   const hash = new Sha256Stream();
   return new ReadableStream<Uint8Array>({

@@ -3,12 +3,12 @@
 // synchronous SQL calls cannot interleave with another request, so every read-check-write below
 // is done without an `await` in between and is atomic.
 import { DurableObject } from "cloudflare:workers";
-import { equalBytes } from "../bytes";
+import { equalBytes } from "../shared/bytes";
 import { core } from "../core";
 import { applyRules, currentExpiry, type LifecycleCounts, type LifecycleRule } from "./lifecycle-rules";
 import { defaultLock, deleteForbidden, type LockConfig, type ObjectLock, retained, retentionChangeForbidden } from "./object-lock";
 import { migrate } from "./schema";
-import type { ManifestPart } from "../core-api";
+import type { ManifestPart } from "../shared/core-api";
 import type {
   BucketInfo,
   GarbageEntry,

@@ -3,7 +3,7 @@
 // transaction that gave them up, drained by services/garbage.ts, since the Durable Object never
 // touches a node itself), and the pages of references the orphan sweep compares with what the
 // nodes hold (services/orphans.ts). BucketIndex calls these inside its events.
-import type { ManifestPart } from "../core-api";
+import type { ManifestPart } from "../shared/core-api";
 import type { GarbageEntry, PartRecord } from "./types";
 import * as versions from "./versions";
 

@@ -1,7 +1,7 @@
 // What the metadata Durable Objects store and answer. The manifest itself is the core's binary
 // encoding (core/src/manifest.rs): the index keeps it in one piece, next to the few fields listing
 // needs, so a GET is one metadata call.
-import type { ChecksumKind, Encryption, ManifestPart, ObjectChecksum } from "../core-api";
+import type { ChecksumKind, Encryption, ManifestPart, ObjectChecksum } from "../shared/core-api";
 import type { ObjectLock } from "./object-lock";
 
 /** One object version as the index holds it. */

@@ -6,7 +6,7 @@
 // orders it among its key's versions (higher: newer); the current object, when there is one, has
 // the highest. The null version (version id NULL: written while the bucket was unversioned or
 // suspended) is at most one per key.
-import { equalBytes } from "../bytes";
+import { equalBytes } from "../shared/bytes";
 import { commonPrefixOf, compareKeys, prefixEnd } from "./key-order";
 import type { ObjectLock } from "./object-lock";
 import type { ListVersionsPage, ListVersionsQuery, ObjectRecord, VersionSummary, VersioningStatus } from "./types";

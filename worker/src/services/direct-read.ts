@@ -1,7 +1,7 @@
 // Read plans (docs/browser-path.md): an object's layout and a short-lived grant per shard file, so
 // that a client fetches the shard ranges it needs itself and decodes them with the same core, as
-// storage/read-part.ts does in the Worker: data shards first, parity around a missing or slow one.
-import type { DirectReadPlan } from "../direct-protocol";
+// shared/read-part.ts does in the Worker: data shards first, parity around a missing or slow one.
+import type { DirectReadPlan } from "../shared/direct-protocol";
 import { shardUrl } from "./direct-shards";
 import type { DirectContext } from "./direct-context";
 import { existingObject } from "./objects";

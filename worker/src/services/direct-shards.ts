@@ -10,12 +10,12 @@
 // bytes, and those are sent only under a lease of the bucket's index, which a commit's seal waits
 // for and which is refused once the session is sealed (its commit began), committed or aborted.
 import { type GrantBase, openGrant, signGrant } from "../auth/grant";
-import { type DirectGeometry, SHARD_PATH } from "../direct-protocol";
+import { type DirectGeometry, SHARD_PATH } from "../shared/direct-protocol";
 import { SHARD_WRITE_LEASE_MS } from "../meta/bucket-index";
 import { bucketIndex } from "../meta/stubs";
 import { S3Error } from "../s3-error";
 import { CodedShardLate, CodedShardRefused, storeCodedShard } from "../storage/coded-shard";
-import { nodesById, shardKey, type StorageNode } from "../storage/nodes";
+import { nodesById, shardKey, type StorageNode } from "../shared/nodes";
 import type { DirectContext } from "./direct-context";
 
 interface ShardGrant extends GrantBase {

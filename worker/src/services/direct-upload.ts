@@ -8,14 +8,14 @@
 // are removed by an abort, or else by the orphan sweep (the session expires well before its grace).
 import { digestOf, type GrantBase, openGrant, signGrant } from "../auth/grant";
 import type { GatewayConfig } from "../config";
-import type { DirectAbort, DirectCommit, DirectGeometry, DirectPartPlace, DirectUploadSession } from "../direct-protocol";
+import type { DirectAbort, DirectCommit, DirectGeometry, DirectPartPlace, DirectUploadSession } from "../shared/direct-protocol";
 import { bucketIndex, bucketRegistry } from "../meta/stubs";
 import type { WriteCondition } from "../meta/types";
 import { noSuchBucket, S3Error } from "../s3-error";
 import type { ShardedPart } from "../storage/layout";
 import { removeParts } from "../storage/remove";
 import { newStorageId, preferAvailable } from "../storage/write-part";
-import { placeShards } from "../storage/nodes";
+import { placeShards } from "../shared/nodes";
 import { shardUrl } from "./direct-shards";
 import { verifyCodedParts } from "./direct-verify";
 import { encryptsByDefault } from "./encryption";

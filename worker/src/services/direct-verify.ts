@@ -10,11 +10,11 @@
 //   3. a part whose blocks were all sampled has its MD5 (the ETag the client claimed) checked too.
 // Chunks checked when a shard file came through the gateway (storage/coded-shard.ts) were checked
 // whole; what was not sampled of files sent elsewhere is checked by scrub and by every read.
-import { hex } from "../bytes";
+import { hex } from "../shared/bytes";
 import { S3Error } from "../s3-error";
 import { type ShardedPart, shardFileBytes } from "../storage/layout";
-import { nodesById, shardKey } from "../storage/nodes";
-import { type LossReason, openPartSource } from "../storage/read-part";
+import { nodesById, shardKey } from "../shared/nodes";
+import { type LossReason, openPartSource } from "../shared/read-part";
 import type { DirectContext } from "./direct-context";
 
 /** HEADs of shard files in flight at once. */

@@ -2,15 +2,15 @@
 // encrypted with (the request's SSE-S3 or SSE-C, else the bucket's default), the object key of a
 // stored version, writing a part encrypted and reading one decrypted.
 import { requireMasterKey } from "../auth/secret-box";
-import { hex } from "../bytes";
+import { hex } from "../shared/bytes";
 import type { GatewayConfig } from "../config";
-import type { Core, Encryption } from "../core-api";
+import type { Core, Encryption } from "../shared/core-api";
 import { bucketIndex } from "../meta/stubs";
 import { cachedSetting, setSetting } from "./bucket-settings";
 import { S3Error } from "../s3-error";
 import { newPartSalt, newSseCKey, newSseS3Key, openSseCKey, openSseS3Key, partKey } from "../sse/object-keys";
 import { BATCH, encryptingStream, nonce, segmentBytesFor, storedSize, TAG_BYTES } from "../sse/segments";
-import type { RangeSource } from "../storage/read-part";
+import type { RangeSource } from "../shared/read-part";
 import { type PartSource, type WrittenPart, writePart } from "../storage/write-part";
 import type { Env } from "../config";
 

@@ -9,17 +9,17 @@
 //   - over a bucket or a prefix of it: `POST /_shardgate/admin/heal?bucket=B`, in bounded batches
 //     that resume from the key they stopped at, so a failed object never restarts the walk;
 //   - from the scrub's walk (services/scrub.ts), which also rebalances.
-import { equalBytes } from "../bytes";
+import { equalBytes } from "../shared/bytes";
 import type { Env, GatewayConfig } from "../config";
 import { core } from "../core";
-import type { Core, Manifest, ManifestPart } from "../core-api";
+import type { Core, Manifest, ManifestPart } from "../shared/core-api";
 import { bucketIndex as indexOf, bucketRegistry as registryOf } from "../meta/stubs";
 import type { HealQueueEntry, ObjectRecord } from "../meta/types";
 import { metrics } from "../observability/metrics";
 import { isBad, misplacedShards, moveShards, rebuildShards, shardHealth, type HealResult } from "../storage/rebuild-part";
 import { isSharded, shardFileBytes } from "../storage/layout";
-import { nodesById, shardKey } from "../storage/nodes";
-import { HEAL_NOW, type LossReason } from "../storage/read-part";
+import { nodesById, shardKey } from "../shared/nodes";
+import { HEAL_NOW, type LossReason } from "../shared/read-part";
 
 /** Shard files a read went around, by the storage id of their part, with why. */
 export type LostShards = Map<string, Map<number, LossReason>>;

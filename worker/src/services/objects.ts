@@ -2,15 +2,15 @@
 // share (no Request, no Response). Finding an object, committing a new version (and removing what
 // it supersedes), and reading a byte range of an object across its parts.
 import type { Env, GatewayConfig } from "../config";
-import type { Core, Manifest, ManifestPart, ObjectChecksum } from "../core-api";
+import type { Core, Manifest, ManifestPart, ObjectChecksum } from "../shared/core-api";
 import { bucketIndex } from "../meta/stubs";
 import { expirationHeader } from "../meta/lifecycle-rules";
 import type { ObjectLock } from "../meta/object-lock";
 import type { Expiry, ObjectRecord, PutResult, WriteCondition } from "../meta/types";
-import { hex } from "../bytes";
+import { hex } from "../shared/bytes";
 import { metrics } from "../observability/metrics";
 import { noSuchBucket, noSuchKey, preconditionFailed, S3Error } from "../s3-error";
-import { openPartSource, sourceStream, type LossReason, type RangeSource, type ReadEvents } from "../storage/read-part";
+import { openPartSource, sourceStream, type LossReason, type RangeSource, type ReadEvents } from "../shared/read-part";
 import { partKey } from "../sse/object-keys";
 import { plainSize, TAG_BYTES } from "../sse/segments";
 import { decryptingSource } from "./encryption";

@@ -9,10 +9,10 @@
 // could lose its files, so it is a day by default). Cost: one listing of every node and one read
 // of every manifest per sweep; the scheduler runs it once per SHARDGATE_ORPHAN_SWEEP_MS.
 import type { Env, GatewayConfig } from "../config";
-import type { Core, ManifestPart } from "../core-api";
+import type { Core, ManifestPart } from "../shared/core-api";
 import { bucketIndex, bucketRegistry } from "../meta/stubs";
 import { metrics } from "../observability/metrics";
-import type { StorageNode } from "../storage/nodes";
+import type { StorageNode } from "../shared/nodes";
 
 /** Objects' manifests read from a bucket per call. */
 const REFS_PAGE = 500;
@@ -95,7 +95,7 @@ async function referencedStorageIds(env: Env, core: Core): Promise<Set<string>> 
   return ids;
 }
 
-/** The storage id of a shard file's key (`DAY/UUID/SHARD`, storage/nodes.ts shardKey), or null for a key that is not one. */
+/** The storage id of a shard file's key (`DAY/UUID/SHARD`, shared/nodes.ts shardKey), or null for a key that is not one. */
 export function storageIdOf(key: string): string | null {
   const m = /^(\d{8}\/[0-9a-f-]{36})\/\d+$/.exec(key);
   return m ? (m[1] as string) : null;

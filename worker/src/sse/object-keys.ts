@@ -7,7 +7,7 @@
 //           manifest, with an HMAC of the customer's key to tell a wrong one; the customer's key
 //           itself is never stored.
 import { constantTimeEqual } from "../auth/crypto";
-import { fromBase64, toBase64 } from "../bytes";
+import { fromBase64, toBase64 } from "../shared/bytes";
 import { S3Error } from "../s3-error";
 
 const encoder = new TextEncoder();

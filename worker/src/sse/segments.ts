@@ -2,7 +2,7 @@
 // segments of `segmentBytes`, each stored as its AES-256-GCM ciphertext followed by the 16-byte tag,
 // with the segment's number as the nonce. With segments one stored chunk long, a range read
 // fetches and decrypts just the chunks it covers, and heal and scrub see ordinary shard files.
-import { PieceReader } from "../piece-reader";
+import { PieceReader } from "../shared/piece-reader";
 
 export const TAG_BYTES = 16;
 /** Segments encrypted or decrypted per batch (in parallel; about 256 KiB at the default chunk size). */

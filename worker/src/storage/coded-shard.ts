@@ -3,10 +3,10 @@
 // the way. A piece is checked before it is passed on, so a file with a bad chunk, or of the wrong
 // length, never completes on its node: its upload is aborted and nothing is stored. Its last bytes
 // wait for the caller's leave (a commit may have begun meanwhile: services/direct-shards.ts).
-import { writeBorrowed } from "../bytes";
-import type { ShardVerifier } from "../core-api";
-import { BODY_PIECE_BYTES, PieceReader } from "../piece-reader";
-import type { StorageNode } from "./nodes";
+import { writeBorrowed } from "../shared/bytes";
+import type { ShardVerifier } from "../shared/core-api";
+import { BODY_PIECE_BYTES, PieceReader } from "../shared/piece-reader";
+import type { StorageNode } from "../shared/nodes";
 
 /** The shard file was refused: what is wrong with it (the client's error, not the node's). */
 export class CodedShardRefused extends Error {}

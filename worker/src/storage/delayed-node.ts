@@ -1,7 +1,7 @@
 // A node with latency added before every request: how benchmarks and tests make one node slow
 // (SHARDGATE_NODE_DELAY_MS, docs/operations.md). Nothing else changes: the node's own answers,
 // its health record and its hedged reads are those of a node that is simply far away or busy.
-import { type NodeListing, type ShardBody, type StorageNode, WrappedNode } from "./nodes";
+import { type NodeListing, type ShardBody, type StorageNode, WrappedNode } from "../shared/nodes";
 
 export class DelayedNode extends WrappedNode {
   constructor(
@@ -12,7 +12,7 @@ export class DelayedNode extends WrappedNode {
   }
 
   async put(key: string, body: ShardBody, length: number): Promise<void> {
-    // Bytes are the caller's again once put returns (nodes.ts): kept across the delay, they are copied.
+    // Bytes are the caller's again once put returns (shared/nodes.ts): kept across the delay, they are copied.
     const kept = body instanceof Uint8Array ? body.slice() : body;
     await this.delay();
     return this.inner.put(key, kept, length);

@@ -2,7 +2,7 @@
 // (self-hosted on plain workerd: scripts/serve.mjs binds one writable disk service per node). The
 // service answers GET and HEAD (a single Range gives 206), PUT (a temporary file renamed into
 // place when complete, so a crashed upload never leaves a partial shard file) and DELETE.
-import { expectDeleted, expectOk, type NodeListing, rangedBody, type ShardBody, type StorageNode } from "./nodes";
+import { expectDeleted, expectOk, type NodeListing, rangedBody, type ShardBody, type StorageNode } from "../shared/nodes";
 
 /** Any host: a service binding routes by binding, the URL's path names the file. */
 const ORIGIN = "http://disk/";
@@ -18,7 +18,7 @@ export class DiskNode implements StorageNode {
   ) {}
 
   async put(key: string, body: ShardBody): Promise<void> {
-    // Called before any await: the runtime copies a buffer body as the request is made (nodes.ts).
+    // Called before any await: the runtime copies a buffer body as the request is made (shared/nodes.ts).
     const res = await this.disk.fetch(this.url(key), { method: "PUT", body });
     await expectOk(res, this.id, "PUT", key);
     await res.body?.cancel();
@@ -100,7 +100,7 @@ export class DiskNode implements StorageNode {
 }
 
 /**
- * Where a shard file lives in the node's directory. Keys are `DAY/UUID/SHARD` (nodes.ts
+ * Where a shard file lives in the node's directory. Keys are `DAY/UUID/SHARD` (shared/nodes.ts
  * shardKey); one directory per object would cost the filesystem a directory creation per shard
  * file written (ext4 spends more CPU allocating those inodes than the gateway spends on MD5), so a
  * part's shard file is `DAY/UU/UUID.SHARD`: a day's objects spread over 256 directories by the

@@ -1,8 +1,8 @@
 // Reads a body stream in exact amounts (a block at a time), whatever sizes the network delivers,
-// pulling it in large pieces (piece-reader.ts) and copying each once, into the caller's block.
-import { BODY_PIECE_BYTES, PieceReader } from "../piece-reader";
+// pulling it in large pieces (shared/piece-reader.ts) and copying each once, into the caller's block.
+import { BODY_PIECE_BYTES, PieceReader } from "../shared/piece-reader";
 import { S3Error } from "../s3-error";
-import { BodyLengthError } from "./errors";
+import { BodyLengthError } from "../shared/storage-errors";
 
 export class ExactReader {
   private readonly reader: PieceReader | null;

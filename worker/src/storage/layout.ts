@@ -1,6 +1,6 @@
 // How a part lies on the nodes, as the data path, heal, scrub and the browser path all need it: a
 // part coded into shard files (not inline in its manifest), and how long each of its shard files is.
-import { type Core, type ManifestPart, partGeometry, type ShardedLayout } from "../core-api";
+import { type Core, type ManifestPart, partGeometry, type ShardedLayout } from "../shared/core-api";
 
 export type ShardedPart = ManifestPart & { layout: { type: "sharded" } & ShardedLayout };
 

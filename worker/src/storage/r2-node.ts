@@ -1,5 +1,5 @@
 // A node that is an R2 bucket binding (on Cloudflare, and miniflare's R2 in development and tests).
-import type { NodeListing, ShardBody, StorageNode } from "./nodes";
+import type { NodeListing, ShardBody, StorageNode } from "../shared/nodes";
 
 export class R2Node implements StorageNode {
   readonly kind = "r2";
@@ -10,7 +10,7 @@ export class R2Node implements StorageNode {
   ) {}
 
   async put(key: string, body: ShardBody): Promise<void> {
-    // Bytes are the caller's again once put returns (nodes.ts): copied, whatever the binding keeps.
+    // Bytes are the caller's again once put returns (shared/nodes.ts): copied, whatever the binding keeps.
     const stored = await this.bucket.put(key, body instanceof Uint8Array ? body.slice() : body);
     if (!stored) throw new Error(`node ${this.id} refused ${key}`);
   }

@@ -5,15 +5,15 @@
 // gone, refusing or does not take it, on a replacement (the caller records the move in the
 // manifest). Memory is a block plus the sinks' queues, whatever the part's size.
 import type { GatewayConfig } from "../config";
-import { partGeometry, type Core } from "../core-api";
+import { partGeometry, type Core } from "../shared/core-api";
 import { ExactReader } from "./exact-reader";
 import { type ShardedPart, shardFileBytes } from "./layout";
-import { GuardedNode } from "./node-health";
-import { NodeAnswerError, nodesById, placeShards, shardKey, type StorageNode } from "./nodes";
-import { HEAL_NOW, openPartRange, type LossReason } from "./read-part";
+import { GuardedNode } from "../shared/node-health";
+import { NodeAnswerError, nodesById, placeShards, shardKey, type StorageNode } from "../shared/nodes";
+import { HEAL_NOW, openPartRange, type LossReason } from "../shared/read-part";
 import { ShardSink } from "./shard-sink";
 import { storeCodedShard } from "./coded-shard";
-import { WriteAbandoned } from "./errors";
+import { WriteAbandoned } from "../shared/storage-errors";
 
 export interface HealResult {
   /** Shard indices written back. */

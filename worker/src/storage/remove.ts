@@ -1,8 +1,8 @@
 // Deleting parts' shard files: after an overwrite or delete committed, after a failed write, or
 // when a multipart upload is completed (unused parts), aborted or expires. Best effort: a file
 // left behind wastes space but is never referenced again.
-import type { ManifestPart } from "../core-api";
-import { nodesById, shardKey, type StorageNode } from "./nodes";
+import type { ManifestPart } from "../shared/core-api";
+import { nodesById, shardKey, type StorageNode } from "../shared/nodes";
 
 /**
  * Deletes the shard files of `parts`, except those of storage ids in `keep` (parts that a new

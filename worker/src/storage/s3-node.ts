@@ -3,7 +3,7 @@
 // known up front), ranged GETs, HEAD, DELETE. Shard files are at most a part's size divided by k,
 // so a single PUT (S3 allows 5 GiB) carries any part a single PutObject or UploadPart can.
 import { AwsClient } from "aws4fetch";
-import { expectDeleted, expectOk, type NodeListing, nodeText, rangedBody, type ShardBody, type StorageNode } from "./nodes";
+import { expectDeleted, expectOk, type NodeListing, nodeText, rangedBody, type ShardBody, type StorageNode } from "../shared/nodes";
 
 export interface S3NodeSpec {
   /** Base URL, e.g. http://127.0.0.1:7070 or https://<account>.r2.cloudflarestorage.com. */
@@ -42,7 +42,7 @@ export class S3Node implements StorageNode {
   }
 
   async put(key: string, body: ShardBody): Promise<void> {
-    // Bytes are the caller's again once put returns (nodes.ts): kept across the signing, they are copied.
+    // Bytes are the caller's again once put returns (shared/nodes.ts): kept across the signing, they are copied.
     const kept = body instanceof Uint8Array ? body.slice() : body;
     // Signed without the body (UNSIGNED-PAYLOAD), which then streams with its length declared.
     const signed = await this.sign(key, "PUT");

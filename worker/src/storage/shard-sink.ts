@@ -1,8 +1,8 @@
 // One shard file's upload to its node, written block by block (PUT and heal share it). A node
 // that fails, or stalls for longer than `stallMs` without taking the next block or finishing,
 // marks the sink failed instead of throwing or hanging: the writer decides what a quorum is.
-import { writeBorrowed } from "../bytes";
-import type { StorageNode } from "./nodes";
+import { writeBorrowed } from "../shared/bytes";
+import type { StorageNode } from "../shared/nodes";
 
 /** One write into a sink's stream, and whether the node has taken it (or failed). */
 interface Queued {

@@ -6,12 +6,12 @@
 // bad shard files (services/scrub.ts, with services/heal.ts's healObject: rebuilt from the survivors,
 // bit-identical to the ones first written).
 import type { GatewayConfig } from "../config";
-import { partGeometry, type Core } from "../core-api";
+import { partGeometry, type Core } from "../shared/core-api";
 import { metrics } from "../observability/metrics";
 import { missingShards } from "./rebuild-part";
 import type { ShardedPart } from "./layout";
-import { GuardedNode, NodeUnavailableError } from "./node-health";
-import { nodesById, shardKey, type StorageNode } from "./nodes";
+import { GuardedNode, NodeUnavailableError } from "../shared/node-health";
+import { nodesById, shardKey, type StorageNode } from "../shared/nodes";
 
 export type ScrubMode = "deep" | "shallow";
 

@@ -1,14 +1,14 @@
 // Writing one object part: the body streams through block by block, the WASM core encodes and
 // frames each block, and every shard file streams to its node with a known length. Memory is a
 // block buffer plus at most one block per shard in flight, whatever the part's size.
-import { giveBuffer, takeBuffer } from "../buffer-pool";
-import { toBase64 } from "../bytes";
+import { giveBuffer, takeBuffer } from "../shared/buffer-pool";
+import { toBase64 } from "../shared/bytes";
 import type { GatewayConfig } from "../config";
-import type { Core, PartLayout } from "../core-api";
-import { WriteAbandoned, WriteQuorumError } from "./errors";
-import { placeShards, shardKey, type StorageNode } from "./nodes";
+import type { Core, PartLayout } from "../shared/core-api";
+import { WriteAbandoned, WriteQuorumError } from "../shared/storage-errors";
+import { placeShards, shardKey, type StorageNode } from "../shared/nodes";
 import { ExactReader } from "./exact-reader";
-import { GuardedNode } from "./node-health";
+import { GuardedNode } from "../shared/node-health";
 import { ShardSink, withinStall } from "./shard-sink";
 
 export interface WrittenPart {
@@ -137,7 +137,7 @@ function shardedLayout(config: GatewayConfig, storageId: string, placement: read
  * request. No stream per shard file, no write per block to wait for: streaming a shard file
  * through a FixedLengthStream costs the runtime a pump (and a zeroed buffer) per file. The
  * encoder's views into WASM memory go to the nodes as they are: a node copies a buffer body
- * before its put's first await (nodes.ts StorageNode.put), and all are handed over before the
+ * before its put's first await (shared/nodes.ts StorageNode.put), and all are handed over before the
  * encoder is freed.
  */
 async function writeOneBlock(

@@ -5,7 +5,7 @@
 import { S3Error, noSuchBucket, noSuchKey } from "../../s3-error";
 import { shardHealth } from "../../storage/rebuild-part";
 import { isSharded, shardFileBytes } from "../../storage/layout";
-import { GuardedNode, nodeHealth } from "../../storage/node-health";
+import { GuardedNode, nodeHealth } from "../../shared/node-health";
 import { bucketIndex, bucketRegistry, type RequestContext } from "../common/context";
 import { emptyTally, healEach } from "../../services/heal";
 import { json } from "../common/json";

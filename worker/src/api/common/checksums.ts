@@ -1,8 +1,8 @@
 // S3's additional checksums (x-amz-checksum-*): which ones a request asks for, computing them
 // while the body streams through, and checking them against the header or the aws-chunked trailer.
-import type { ChecksumKind, Core, ObjectChecksum, StreamingChecksum } from "../../core-api";
+import type { ChecksumKind, Core, ObjectChecksum, StreamingChecksum } from "../../shared/core-api";
 import { S3Error } from "../../s3-error";
-import { fromBase64, toBase64 } from "../../bytes";
+import { fromBase64, toBase64 } from "../../shared/bytes";
 
 export const ALGORITHMS = ["CRC32", "CRC32C", "CRC64NVME", "SHA1", "SHA256"] as const;
 export type Algorithm = (typeof ALGORITHMS)[number];

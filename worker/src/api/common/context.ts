@@ -2,7 +2,7 @@
 // metadata Durable Objects.
 import type { Authenticated } from "../../auth/sigv4";
 import type { Env, GatewayConfig } from "../../config";
-import type { Core } from "../../core-api";
+import type { Core } from "../../shared/core-api";
 import * as stubs from "../../meta/stubs";
 import type { Principal } from "../../services/access-keys";
 

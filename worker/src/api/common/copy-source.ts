@@ -1,6 +1,6 @@
 // The source of a copy (x-amz-copy-source and its x-amz-copy-source-if-* conditions), shared by
 // CopyObject and UploadPartCopy.
-import type { Manifest } from "../../core-api";
+import type { Manifest } from "../../shared/core-api";
 import type { ObjectRecord } from "../../meta/types";
 import { S3Error, preconditionFailed } from "../../s3-error";
 import { existingObject, versionHeader } from "../../services/objects";

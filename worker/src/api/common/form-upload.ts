@@ -3,7 +3,7 @@
 // its size, never held. Its size comes from Content-Length: the file is the form's last field (as
 // S3 requires), followed only by the closing boundary and a CRLF (as browsers, curl, Python's
 // requests and Node send it), which is checked after the file was read and before it is committed.
-import { PieceReader } from "../../piece-reader";
+import { PieceReader } from "../../shared/piece-reader";
 import { S3Error } from "../../s3-error";
 
 /** Everything before the file: S3 takes 20 KB of fields. */

@@ -1,7 +1,7 @@
 // What a request that writes an object says about its body: its length, its key, its Content-MD5,
 // and the check of the written bytes against them (PutObject, UploadPart).
-import { equalBytes } from "../../bytes";
-import type { ObjectChecksum } from "../../core-api";
+import { equalBytes } from "../../shared/bytes";
+import type { ObjectChecksum } from "../../shared/core-api";
 import { isVersionId } from "../../meta/versions";
 import { S3Error } from "../../s3-error";
 import { partOf } from "../../services/objects";

@@ -1,4 +1,4 @@
-import { SHARD_PATH } from "../../direct-protocol";
+import { SHARD_PATH } from "../../shared/direct-protocol";
 
 // Turns every S3 request into one Endpoint value that names its operation and parameters, so
 // dispatch is exhaustive and an operation we do not implement is refused by name (Garage's design).

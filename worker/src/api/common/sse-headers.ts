@@ -1,8 +1,8 @@
 // The server-side encryption headers of S3 (docs/s3-compatibility.md, "Encryption"): what a write
 // asks for (x-amz-server-side-encryption: AES256, or the three x-amz-server-side-encryption-customer-*
 // headers of SSE-C), the customer's key a read or a copy's source brings, and what answers carry.
-import { fromBase64, toBase64 } from "../../bytes";
-import type { Encryption } from "../../core-api";
+import { fromBase64, toBase64 } from "../../shared/bytes";
+import type { Encryption } from "../../shared/core-api";
 import { S3Error } from "../../s3-error";
 import type { SseRequest } from "../../services/encryption";
 

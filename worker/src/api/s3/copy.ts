@@ -1,6 +1,6 @@
 // CopyObject: the source (api/common/copy-source.ts) streams out of its shard files and into new ones
 // (never buffered whole); a copy onto itself that only replaces metadata moves no bytes at all.
-import type { Manifest } from "../../core-api";
+import type { Manifest } from "../../shared/core-api";
 import type { Expiry, ObjectRecord } from "../../meta/types";
 import { S3Error, noSuchKey, preconditionFailed } from "../../s3-error";
 import { parseCopySource, readCopySource } from "../common/copy-source";

@@ -9,7 +9,7 @@ import { S3Error, noSuchBucket } from "../../s3-error";
 import { removeFreed } from "../../services/objects";
 import { RequestChecksums } from "../common/checksums";
 import { bucketIndex, type RequestContext } from "../common/context";
-import { equalBytes } from "../../bytes";
+import { equalBytes } from "../../shared/bytes";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
 import { childrenNamed, childText, malformedXml, parseXmlBytes, readXmlBody } from "../common/xml-parse";
 import { parseContentMd5, requestedVersion } from "../common/object-request";

@@ -2,7 +2,7 @@
 // S3-style requests on the object (authorized like PutObject / GetObject), answered in JSON; shard
 // files move under SHARD_PATH, authorized by the grant in their URL and, on every use, by what the
 // key that obtained it may do now (at most KEY_CACHE_MS / SETTINGS_CACHE_MS old).
-import type { DirectAbort, DirectCommit, DirectUploadRequest } from "../../direct-protocol";
+import type { DirectAbort, DirectCommit, DirectUploadRequest } from "../../shared/direct-protocol";
 import { S3Error } from "../../s3-error";
 import { signerOf } from "../../services/access-keys";
 import { bucketPolicy } from "../../services/bucket-policy";

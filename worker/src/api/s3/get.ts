@@ -1,9 +1,9 @@
 // GetObject and HeadObject: one metadata call, then (GET only) one parallel wave of shard
 // requests for exactly the bytes asked for, streamed to the client as they are verified.
-import { writeBorrowed } from "../../bytes";
-import type { Manifest } from "../../core-api";
+import { writeBorrowed } from "../../shared/bytes";
+import type { Manifest } from "../../shared/core-api";
 import { S3Error } from "../../s3-error";
-import type { RangeSource } from "../../storage/read-part";
+import type { RangeSource } from "../../shared/read-part";
 import { checksumHeaders } from "../common/checksums";
 import type { RequestContext } from "../common/context";
 import { healAfterRead, type LostShards } from "../../services/heal";

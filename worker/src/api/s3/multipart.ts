@@ -3,7 +3,7 @@
 // it streams in (its own shard files); completing writes only the manifest, which lists the
 // parts' layouts in order, so no byte is copied. Abort, completion (for parts left out) and the
 // stale-upload alarm delete the shard files of parts no object references.
-import type { ChecksumKind, ObjectChecksum } from "../../core-api";
+import type { ChecksumKind, ObjectChecksum } from "../../shared/core-api";
 import { newUploadId } from "../../meta/uploads";
 import type { PartRecord, UploadInfo } from "../../meta/types";
 import { S3Error, noSuchBucket } from "../../s3-error";

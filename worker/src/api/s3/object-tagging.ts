@@ -1,7 +1,7 @@
 // Object tagging: GetObjectTagging, PutObjectTagging, DeleteObjectTagging, and the x-amz-tagging
 // header of PutObject, CopyObject and CreateMultipartUpload (api/common/tags.ts). Tags live in the manifest, so a GET
 // still needs one metadata call; changing them swaps the manifest only if nothing else did.
-import type { Manifest } from "../../core-api";
+import type { Manifest } from "../../shared/core-api";
 import { S3Error, noSuchKey } from "../../s3-error";
 import { bucketIndex, type RequestContext } from "../common/context";
 import { xmlResponse } from "../common/xml";

@@ -5,7 +5,7 @@
 // cross the boundary through views of WASM memory: input is written straight into the core's
 // reusable buffers, output is read from its buffers and copied once into a fresh Uint8Array.
 // Views are made right after the call that sizes them, since a memory.grow detaches old views.
-import type * as Bindings from "../../core/pkg/shardgate_core.js";
+import type * as Bindings from "../../../core/pkg/shardgate_core.js";
 import type { Manifest, ShardedLayout } from "./core-types";
 
 export type CoreBindings = typeof Bindings;
@@ -39,7 +39,7 @@ export interface ShardFetch {
 // A manifest in the JSON form the core exchanges (core/src/manifest.rs): bytes are standard base64
 // strings, name/value pairs are [name, value] arrays, sizes are numbers. The core rejects unknown
 // fields, since the binary row would silently drop them. The types come from the core's Rust
-// definitions, generated into core-types.ts by a test of the core, so the two cannot drift apart.
+// definitions, generated into shared/core-types.ts by a test of the core, so the two cannot drift apart.
 export type { ChecksumKind, Encryption, EncryptionMode, Manifest, ManifestPart, ObjectChecksum, PartLayout, ShardedLayout } from "./core-types";
 
 /** Bytes of the checksum after every chunk of a shard file (core/src/frame.rs CHECKSUM_BYTES). */

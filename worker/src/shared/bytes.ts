@@ -1,4 +1,4 @@
-// Small byte helpers shared across layers.
+// Small byte helpers shared across layers, and with the client library and the console.
 
 export function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);

@@ -1,6 +1,7 @@
 // Origin storage nodes: where shard files live. A node stores whole shard files under unique keys
-// (never overwritten in place) and serves byte ranges of them.
-import type { Metrics } from "../observability/metrics";
+// (never overwritten in place) and serves byte ranges of them. The interface and what drivers
+// share (shared/: the client library's nodes, which fetch presigned URLs, implement it too); the
+// Worker's drivers are in storage/, its counting wrapper in storage/counted-node.ts.
 
 /** R2 bucket binding, S3-compatible endpoint, or a local directory (workerd disk service). */
 export type NodeKind = "r2" | "s3" | "disk";
@@ -16,7 +17,7 @@ export interface StorageNode {
    * so it goes to the node with its length declared, as R2 and fetch need, without another copy;
    * or, for a shard file written in one go, its bytes: read (copied) before put's first await, so
    * the caller may reuse their memory as soon as put has returned its promise (a view of WASM
-   * memory, write-part.ts). Wrappers pass them on before awaiting anything, or copy them.
+   * memory, storage/write-part.ts). Wrappers pass them on before awaiting anything, or copy them.
    */
   put(key: string, body: ShardBody, length: number): Promise<void>;
   /** Bytes [start, end) of `key`, or null when the node does not have it. */
@@ -119,7 +120,6 @@ export async function expectDeleted(res: Response, node: string, key: string): P
   if (!res.ok && res.status !== 404) throw new NodeAnswerError(res.status, `node ${node}: DELETE ${key}: HTTP ${res.status}`);
 }
 
-/** A node backed by an R2 bucket binding (miniflare simulates and persists it locally). */
 /**
  * Rendezvous (highest-random-weight) placement: the `count` nodes with the highest hash of
  * (object identity, node id), in that order. Stable when nodes come and go: only the shards on a
@@ -174,57 +174,4 @@ export abstract class WrappedNode implements StorageNode {
   abstract delete(keys: string[]): Promise<void>;
   abstract head(key: string): Promise<number | null>;
   abstract list(cursor: string | null): Promise<NodeListing>;
-}
-
-/** Counts every request to `inner` and the bytes it moves (shardgate_node_* metrics). */
-export class CountedNode extends WrappedNode {
-  constructor(
-    inner: StorageNode,
-    private readonly metrics: Metrics,
-  ) {
-    super(inner);
-  }
-
-  async put(key: string, body: ShardBody, length: number): Promise<void> {
-    await this.count("PUT", 200, () => this.inner.put(key, body, length));
-    this.metrics.add("shardgate_node_bytes_written_total", length, { node: this.id });
-  }
-
-  async get(key: string, start: number, end: number): Promise<ReadableStream<Uint8Array> | null> {
-    const body = await this.count(
-      "GET",
-      (b) => (b ? 206 : 404),
-      () => this.inner.get(key, start, end),
-    );
-    // What the node was asked to serve: an upper bound on what it sent when a read stops early.
-    if (body) this.metrics.add("shardgate_node_bytes_read_total", end - start, { node: this.id });
-    return body;
-  }
-
-  delete(keys: string[]): Promise<void> {
-    return this.count("DELETE", 204, () => this.inner.delete(keys));
-  }
-
-  list(cursor: string | null): Promise<NodeListing> {
-    return this.count("LIST", 200, () => this.inner.list(cursor));
-  }
-
-  head(key: string): Promise<number | null> {
-    return this.count(
-      "HEAD",
-      (size) => (size === null ? 404 : 200),
-      () => this.inner.head(key),
-    );
-  }
-
-  private async count<T>(method: string, status: number | ((result: T) => number), op: () => Promise<T>): Promise<T> {
-    try {
-      const result = await op();
-      this.metrics.add("shardgate_node_requests_total", 1, { node: this.id, method, status: typeof status === "number" ? status : status(result) });
-      return result;
-    } catch (e) {
-      this.metrics.add("shardgate_node_requests_total", 1, { node: this.id, method, status: 500 });
-      throw e;
-    }
-  }
 }

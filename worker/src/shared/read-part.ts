@@ -5,6 +5,9 @@
 // chunk by chunk, and sent on as soon as bytes are ready. A shard file that is missing, fails,
 // ends early or fails a checksum is dropped: the rest of the range is re-planned from the last
 // byte sent, reading parity instead, so the client still gets exactly the right bytes.
+//
+// Shared (docs/architecture.md, "Shared code"): the client library (client/src/plan-nodes.ts)
+// downloads with this same reader, over nodes that fetch presigned shard ranges.
 import {
   CHUNK_CHECKSUM_BYTES,
   ChecksumMismatchError,
@@ -15,12 +18,12 @@ import {
   type ShardedLayout,
   type ShardFetch,
   partGeometry,
-} from "../core-api";
-import { PieceReader } from "../piece-reader";
-import { NodesUnavailableError } from "./errors";
+} from "./core-api";
+import { PieceReader } from "./piece-reader";
+import { NodesUnavailableError } from "./storage-errors";
 import { GuardedNode, NodeUnavailableError } from "./node-health";
 import { nodesById, shardKey, type StorageNode } from "./nodes";
-import { fromBase64 } from "../bytes";
+import { fromBase64 } from "./bytes";
 
 /** Events a read reports (for metrics and healing). */
 export interface ReadEvents {
@@ -59,7 +62,7 @@ export interface RangeSource {
    * Hands the next piece to `use` and resolves with what it returned, or with null at the end.
    * The piece is lent, not given: a view of the core's memory, valid only during the call, so
    * `use` copies it, or writes it into a runtime stream, which copies it inside `write()`
-   * (writeBorrowed in bytes.ts). That saves a copy and an allocation per piece.
+   * (writeBorrowed in shared/bytes.ts). That saves a copy and an allocation per piece.
    */
   next<T extends object>(use: (piece: Uint8Array) => T): Promise<T | null>;
   /** Stops early: frees what the read holds (its shard requests are cancelled). */

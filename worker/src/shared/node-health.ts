@@ -6,7 +6,7 @@
 // (half-open); its success closes the breaker, its failure opens it again. The recent latency
 // also tells a read when to stop waiting for a node and hedge with parity.
 import { type NodeKind, type NodeListing, type ShardBody, type StorageNode, WrappedNode } from "./nodes";
-import { WriteAbandoned } from "./errors";
+import { WriteAbandoned } from "./storage-errors";
 
 export type BreakerState = "closed" | "open" | "half-open";
 

@@ -1,5 +1,7 @@
 // What the storage layer throws when it cannot do its part; api/common/error-map.ts answers each with
-// its S3 error (the storage layer knows nothing of S3's codes).
+// its S3 error (the storage layer knows nothing of S3's codes). In shared/ (docs/architecture.md,
+// "Shared code") because the range reader and the node breaker, which the client library runs too,
+// throw and recognize them.
 
 /** More of a part's shard files are unavailable than its parity covers: it cannot be read now. */
 export class NodesUnavailableError extends Error {

@@ -89,7 +89,7 @@ export class PieceReader {
   }
 
   /**
-   * Hands the reused buffer to the next request (buffer-pool.ts). Only once the caller is done
+   * Hands the reused buffer to the next request (shared/buffer-pool.ts). Only once the caller is done
    * with every piece it was given: nothing may look at them afterwards.
    */
   release(): void {
