@@ -43,55 +43,51 @@ export async function renderKeys(app: App): Promise<void> {
     mount(table, h("p", { class: "muted" }, "No keys yet: create one above."));
     return;
   }
-  mount(
-    table,
+  mount(table, keysTable(app, keys));
+}
+
+function keysTable(app: App, keys: AccessKey[]): HTMLElement {
+  return h(
+    "table",
+    { class: "table", "aria-label": "Access keys" },
     h(
-      "table",
-      { class: "table", "aria-label": "Access keys" },
+      "thead",
+      null,
       h(
-        "thead",
+        "tr",
         null,
-        h(
-          "tr",
-          null,
-          h("th", { scope: "col" }, "Name"),
-          h("th", { scope: "col" }, "Access key"),
-          h("th", { scope: "col", class: "hide-narrow" }, "Created"),
-          h("th", { scope: "col" }, "Rights"),
-          h("th", { scope: "col" }, "Status"),
-          h("th", { scope: "col" }, h("span", { class: "sr-only" }, "Actions")),
-        ),
+        h("th", { scope: "col" }, "Name"),
+        h("th", { scope: "col" }, "Access key"),
+        h("th", { scope: "col", class: "hide-narrow" }, "Created"),
+        h("th", { scope: "col" }, "Rights"),
+        h("th", { scope: "col" }, "Status"),
+        h("th", { scope: "col" }, h("span", { class: "sr-only" }, "Actions")),
       ),
-      h(
-        "tbody",
-        null,
-        keys.map((key) =>
-          h(
-            "tr",
-            { "data-key": key.id },
-            h("td", null, key.name),
-            h("td", null, h("code", null, key.id)),
-            h("td", { class: "hide-narrow" }, humanDate(key.created)),
-            h("td", { class: "small" }, rightsText(key)),
-            h("td", null, h("span", { class: key.enabled ? "badge ok" : "badge" }, key.enabled ? "Enabled" : "Disabled")),
-            h(
-              "td",
-              { class: "row-actions" },
-              h(
-                "button",
-                {
-                  type: "button",
-                  class: "small",
-                  "aria-label": `${key.enabled ? "Disable" : "Enable"} key ${key.name}`,
-                  onclick: () => void toggle(app, key),
-                },
-                key.enabled ? "Disable" : "Enable",
-              ),
-              h("button", { type: "button", class: "small danger", "aria-label": `Delete key ${key.name}`, onclick: () => void remove(app, key) }, "Delete"),
-            ),
-          ),
-        ),
-      ),
+    ),
+    h(
+      "tbody",
+      null,
+      keys.map((key) => keyRow(app, key)),
+    ),
+  );
+}
+
+/** A key's row: name, id, created, rights, status, and its Enable/Disable and Delete buttons. */
+function keyRow(app: App, key: AccessKey): HTMLElement {
+  const toggleLabel = key.enabled ? "Disable" : "Enable";
+  return h(
+    "tr",
+    { "data-key": key.id },
+    h("td", null, key.name),
+    h("td", null, h("code", null, key.id)),
+    h("td", { class: "hide-narrow" }, humanDate(key.created)),
+    h("td", { class: "small" }, rightsText(key)),
+    h("td", null, h("span", { class: key.enabled ? "badge ok" : "badge" }, key.enabled ? "Enabled" : "Disabled")),
+    h(
+      "td",
+      { class: "row-actions" },
+      h("button", { type: "button", class: "small", "aria-label": `${toggleLabel} key ${key.name}`, onclick: () => void toggle(app, key) }, toggleLabel),
+      h("button", { type: "button", class: "small danger", "aria-label": `Delete key ${key.name}`, onclick: () => void remove(app, key) }, "Delete"),
     ),
   );
 }

@@ -246,6 +246,16 @@ function renderHealForm(app: App, el: HTMLElement): void {
     (bs) => mount(bucket, bs.length ? bs.map((b) => h("option", { value: b.name }, b.name)) : h("option", { value: "" }, "No buckets")),
     (err) => mount(out, h("p", { class: "error" }, messageOf(err))),
   );
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    if (!bucket.value) return;
+    button.disabled = true;
+    try {
+      await healBucket(app, bucket, prefix, out);
+    } finally {
+      button.disabled = false;
+    }
+  };
   mount(
     el,
     h("h3", null, "Heal a bucket"),
@@ -256,61 +266,65 @@ function renderHealForm(app: App, el: HTMLElement): void {
     ),
     h(
       "form",
-      {
-        class: "inline-form",
-        onsubmit: async (e: Event) => {
-          e.preventDefault();
-          if (!bucket.value) return;
-          button.disabled = true;
-          const totals = { objectsChecked: 0, shardsRebuilt: 0, shardsFailed: 0, failed: [] as { key: string; error: string }[] };
-          const show = (done: boolean) =>
-            mount(
-              out,
-              h(
-                "p",
-                null,
-                `${done ? "Done" : "Healing…"} ${totals.objectsChecked} object${totals.objectsChecked === 1 ? "" : "s"} checked, ${totals.shardsRebuilt} shard file${totals.shardsRebuilt === 1 ? "" : "s"} rebuilt, ${totals.shardsFailed} failed.`,
-              ),
-              totals.failed.length
-                ? h(
-                    "ul",
-                    { class: "small" },
-                    totals.failed.slice(0, 20).map((f) => h("li", null, `${f.key}: ${f.error}`)),
-                  )
-                : null,
-            );
-          show(false);
-          try {
-            let startAfter: string | null = null;
-            for (;;) {
-              const report: HealReport | null = await app.s3.admin<HealReport>("POST", "heal", {
-                bucket: bucket.value,
-                prefix: prefix.value || undefined,
-                "start-after": startAfter ?? undefined,
-              });
-              if (!report) {
-                mount(out, notAvailable("healing"));
-                break;
-              }
-              totals.objectsChecked += report.objectsChecked ?? 0;
-              totals.shardsRebuilt += report.shardsRebuilt ?? 0;
-              totals.shardsFailed += report.shardsFailed ?? 0;
-              totals.failed.push(...(report.objectsFailed ?? []));
-              startAfter = report.next ?? null;
-              show(startAfter === null);
-              if (startAfter === null) break;
-            }
-          } catch (err) {
-            mount(out, h("p", { class: "error" }, messageOf(err)));
-          } finally {
-            button.disabled = false;
-          }
-        },
-      },
+      { class: "inline-form", onsubmit: submit },
       h("div", { class: "field" }, h("label", { for: "heal-bucket" }, "Bucket"), bucket),
       h("div", { class: "field" }, h("label", { for: "heal-prefix" }, "Prefix"), prefix),
       button,
     ),
     out,
+  );
+}
+
+interface HealTotals {
+  objectsChecked: number;
+  shardsRebuilt: number;
+  shardsFailed: number;
+  failed: { key: string; error: string }[];
+}
+
+/** Heals the chosen bucket (and prefix) a page of objects at a time, showing the running totals in `out`. */
+async function healBucket(app: App, bucket: HTMLSelectElement, prefix: HTMLInputElement, out: HTMLElement): Promise<void> {
+  const totals: HealTotals = { objectsChecked: 0, shardsRebuilt: 0, shardsFailed: 0, failed: [] };
+  showHealTotals(out, totals, false);
+  try {
+    let startAfter: string | null = null;
+    for (;;) {
+      const report: HealReport | null = await app.s3.admin<HealReport>("POST", "heal", {
+        bucket: bucket.value,
+        prefix: prefix.value || undefined,
+        "start-after": startAfter ?? undefined,
+      });
+      if (!report) {
+        mount(out, notAvailable("healing"));
+        break;
+      }
+      totals.objectsChecked += report.objectsChecked ?? 0;
+      totals.shardsRebuilt += report.shardsRebuilt ?? 0;
+      totals.shardsFailed += report.shardsFailed ?? 0;
+      totals.failed.push(...(report.objectsFailed ?? []));
+      startAfter = report.next ?? null;
+      showHealTotals(out, totals, startAfter === null);
+      if (startAfter === null) break;
+    }
+  } catch (err) {
+    mount(out, h("p", { class: "error" }, messageOf(err)));
+  }
+}
+
+function showHealTotals(out: HTMLElement, totals: HealTotals, done: boolean): void {
+  mount(
+    out,
+    h(
+      "p",
+      null,
+      `${done ? "Done" : "Healing…"} ${totals.objectsChecked} object${totals.objectsChecked === 1 ? "" : "s"} checked, ${totals.shardsRebuilt} shard file${totals.shardsRebuilt === 1 ? "" : "s"} rebuilt, ${totals.shardsFailed} failed.`,
+    ),
+    totals.failed.length
+      ? h(
+          "ul",
+          { class: "small" },
+          totals.failed.slice(0, 20).map((f) => h("li", null, `${f.key}: ${f.error}`)),
+        )
+      : null,
   );
 }

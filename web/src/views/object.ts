@@ -74,15 +74,98 @@ export function kindOf(contentType: string): "image" | "video" | "audio" | "pdf"
   return null;
 }
 
+/** The regions of an object's dialog that fill in as their requests answer. */
+interface ObjectRegions {
+  preview: HTMLElement;
+  details: HTMLElement;
+  meta: HTMLElement;
+  layout: HTMLElement;
+  versions: HTMLElement;
+  objectLock: HTMLElement;
+}
+
 export function openObject(app: App, bucket: string, key: string, changed: () => void): void {
   const name = key.split("/").pop() || key;
-  const preview = h("div", { class: "preview", "aria-label": "Preview" }, h("p", { class: "muted" }, "Loading…"));
-  const details = h("div", { class: "details" });
-  const meta = h("div", { class: "metadata" });
-  const layout = h("div", { class: "layout" }, h("p", { class: "muted" }, "Loading the layout…"));
-  const versions = h("div", { class: "versions-list" }, h("p", { class: "muted small" }, "Loading the versions…"));
-  const objectLock = h("div", { class: "object-lock" });
+  const regions: ObjectRegions = {
+    preview: h("div", { class: "preview", "aria-label": "Preview" }, h("p", { class: "muted" }, "Loading…")),
+    details: h("div", { class: "details" }),
+    meta: h("div", { class: "metadata" }),
+    layout: h("div", { class: "layout" }, h("p", { class: "muted" }, "Loading the layout…")),
+    versions: h("div", { class: "versions-list" }, h("p", { class: "muted small" }, "Loading the versions…")),
+    objectLock: h("div", { class: "object-lock" }),
+  };
+  const actions = objectActions(app, bucket, key, name, () => {
+    dialog.close();
+    changed();
+  });
+  const { dialog } = openDialog(name, objectBody(regions, actions), { wide: true });
+  void renderFromHead(app, regions, bucket, key, changed);
+  void renderLayout(app, regions.layout, bucket, key);
+  void renderVersions(app, regions.versions, bucket, key, changed);
+}
 
+/** The dialog's layout: the preview, then the actions and a section per region, then the erasure layout. */
+function objectBody(r: ObjectRegions, actions: HTMLElement): HTMLElement {
+  return h(
+    "div",
+    { class: "object-view" },
+    h("div", { class: "object-main" }, r.preview),
+    h(
+      "div",
+      { class: "object-side" },
+      actions,
+      h("section", { "aria-labelledby": "details-title" }, h("h3", { id: "details-title" }, "Details"), r.details),
+      h("section", { "aria-labelledby": "meta-title" }, h("h3", { id: "meta-title" }, "User metadata"), r.meta),
+      h("section", { "aria-labelledby": "object-lock-title" }, h("h3", { id: "object-lock-title" }, "Object lock"), r.objectLock),
+      h("section", { "aria-labelledby": "versions-title" }, h("h3", { id: "versions-title" }, "Versions"), r.versions),
+    ),
+    h("section", { class: "object-layout", "aria-labelledby": "layout-title" }, h("h3", { id: "layout-title" }, "Erasure layout"), r.layout),
+  );
+}
+
+/** Download, Delete (then `deleted`) and Share. */
+function objectActions(app: App, bucket: string, key: string, name: string, deleted: () => void): HTMLElement {
+  return h(
+    "section",
+    { "aria-label": "Actions", class: "object-actions" },
+    h("div", { class: "row" }, downloadLink(app, bucket, key, name), deleteObjectButton(app, bucket, key, name, deleted)),
+    shareControls(app, bucket, key),
+  );
+}
+
+/** A presigned download link, or with the browser path on: fetched shard by shard and decoded here (a Web Worker), then saved. */
+function downloadLink(app: App, bucket: string, key: string, name: string): HTMLElement[] {
+  const download = h("a", { class: "button", href: "#", download: name }, "Download");
+  const downloadNote = h("p", { class: "small muted", id: "download-status", "aria-live": "polite" });
+  void app.s3
+    .presign(bucket, key, 3600, { "response-content-disposition": `attachment; filename="${name.replace(/["\\]/g, "_")}"` })
+    .then((u) => (download.href = u));
+  download.addEventListener("click", (e) => {
+    if (!browserCoding() || download.getAttribute("aria-busy") === "true") return;
+    e.preventDefault();
+    void downloadHere(app, bucket, key, name, download, downloadNote);
+  });
+  return [download, downloadNote];
+}
+
+function deleteObjectButton(app: App, bucket: string, key: string, name: string, deleted: () => void): HTMLElement {
+  const remove = async () => {
+    const versioned = (await app.s3.getVersioning(bucket).catch(() => null)) === "Enabled";
+    const text = versioned ? `Delete “${key}”? Its versions are kept: a delete marker becomes the current version.` : `Delete “${key}”? This cannot be undone.`;
+    if (!(await confirmDialog("Delete object", text, "Delete"))) return;
+    try {
+      await app.s3.request("DELETE", objectPath(bucket, key));
+      toast(`${name} deleted.`);
+      deleted();
+    } catch (err) {
+      toast(messageOf(err), "error");
+    }
+  };
+  return h("button", { type: "button", class: "danger", onclick: remove }, "Delete");
+}
+
+/** A share link for a chosen time (copied to the clipboard if the browser lets us). */
+function shareControls(app: App, bucket: string, key: string): HTMLElement[] {
   const expiry = h(
     "select",
     { id: "share-expiry" },
@@ -90,113 +173,52 @@ export function openObject(app: App, bucket: string, key: string, changed: () =>
   );
   const shareLink = h("input", { id: "share-link", readonly: true, class: "grow", hidden: true, "aria-label": "Share link" });
   const shareNote = h("p", { class: "small muted", role: "status" });
-  const share = h(
-    "button",
-    {
-      type: "button",
-      class: "primary",
-      onclick: async () => {
-        try {
-          // Never past the session: the link's signature needs the session's token.
-          const seconds = Math.min(Number(expiry.value), app.s3.secondsLeft() ?? Number(expiry.value));
-          const url = await app.s3.presign(bucket, key, seconds);
-          shareLink.value = url;
-          shareLink.hidden = false;
-          shareLink.select();
-          const label = EXPIRIES.find(([, s]) => s === seconds)?.[0] ?? `${Math.floor(seconds / 60)} minutes (when this session ends)`;
-          try {
-            await navigator.clipboard.writeText(url);
-            shareNote.textContent = `Link copied to the clipboard. Anyone with it can download this object for ${label}.`;
-          } catch {
-            shareNote.textContent = `Copy the link above. Anyone with it can download this object for ${label}.`;
-          }
-        } catch (err) {
-          shareNote.textContent = messageOf(err);
-        }
-      },
-    },
-    "Share",
-  );
-  const download = h("a", { class: "button", href: "#", download: name }, "Download");
-  const downloadNote = h("p", { class: "small muted", id: "download-status", "aria-live": "polite" });
-  void app.s3
-    .presign(bucket, key, 3600, { "response-content-disposition": `attachment; filename="${name.replace(/["\\]/g, "_")}"` })
-    .then((u) => (download.href = u));
-  // The browser path: fetched shard by shard and decoded here (a Web Worker), then saved.
-  download.addEventListener("click", (e) => {
-    if (!browserCoding() || download.getAttribute("aria-busy") === "true") return;
-    e.preventDefault();
-    void downloadHere(app, bucket, key, name, download, downloadNote);
-  });
-
-  const body = h(
-    "div",
-    { class: "object-view" },
-    h("div", { class: "object-main" }, preview),
+  const share = async () => {
+    try {
+      // Never past the session: the link's signature needs the session's token.
+      const seconds = Math.min(Number(expiry.value), app.s3.secondsLeft() ?? Number(expiry.value));
+      const url = await app.s3.presign(bucket, key, seconds);
+      shareLink.value = url;
+      shareLink.hidden = false;
+      shareLink.select();
+      const label = EXPIRIES.find(([, s]) => s === seconds)?.[0] ?? `${Math.floor(seconds / 60)} minutes (when this session ends)`;
+      try {
+        await navigator.clipboard.writeText(url);
+        shareNote.textContent = `Link copied to the clipboard. Anyone with it can download this object for ${label}.`;
+      } catch {
+        shareNote.textContent = `Copy the link above. Anyone with it can download this object for ${label}.`;
+      }
+    } catch (err) {
+      shareNote.textContent = messageOf(err);
+    }
+  };
+  return [
     h(
       "div",
-      { class: "object-side" },
-      h(
-        "section",
-        { "aria-label": "Actions", class: "object-actions" },
-        h(
-          "div",
-          { class: "row" },
-          download,
-          downloadNote,
-          h(
-            "button",
-            {
-              type: "button",
-              class: "danger",
-              onclick: async () => {
-                const versioned = (await app.s3.getVersioning(bucket).catch(() => null)) === "Enabled";
-                const text = versioned
-                  ? `Delete “${key}”? Its versions are kept: a delete marker becomes the current version.`
-                  : `Delete “${key}”? This cannot be undone.`;
-                if (!(await confirmDialog("Delete object", text, "Delete"))) return;
-                try {
-                  await app.s3.request("DELETE", objectPath(bucket, key));
-                  toast(`${name} deleted.`);
-                  dialog.close();
-                  changed();
-                } catch (err) {
-                  toast(messageOf(err), "error");
-                }
-              },
-            },
-            "Delete",
-          ),
-        ),
-        h("div", { class: "row share" }, h("label", { for: "share-expiry" }, "Link expires after"), expiry, share),
-        shareLink,
-        shareNote,
-      ),
-      h("section", { "aria-labelledby": "details-title" }, h("h3", { id: "details-title" }, "Details"), details),
-      h("section", { "aria-labelledby": "meta-title" }, h("h3", { id: "meta-title" }, "User metadata"), meta),
-      h("section", { "aria-labelledby": "object-lock-title" }, h("h3", { id: "object-lock-title" }, "Object lock"), objectLock),
-      h("section", { "aria-labelledby": "versions-title" }, h("h3", { id: "versions-title" }, "Versions"), versions),
+      { class: "row share" },
+      h("label", { for: "share-expiry" }, "Link expires after"),
+      expiry,
+      h("button", { type: "button", class: "primary", onclick: share }, "Share"),
     ),
-    h("section", { class: "object-layout", "aria-labelledby": "layout-title" }, h("h3", { id: "layout-title" }, "Erasure layout"), layout),
-  );
-  const { dialog } = openDialog(name, body, { wide: true });
+    shareLink,
+    shareNote,
+  ];
+}
 
-  void (async () => {
-    let head: ObjectHead;
-    try {
-      head = await app.s3.headObject(bucket, key);
-    } catch (err) {
-      mount(details, h("p", { class: "error", role: "alert" }, messageOf(err)));
-      mount(preview, h("p", { class: "muted" }, "No preview."));
-      return;
-    }
-    renderDetails(details, bucket, key, head);
-    renderMetadata(app, meta, bucket, key, head, changed);
-    void renderObjectLock(app, objectLock, bucket, key, head.headers);
-    await renderPreview(app, preview, bucket, key, head);
-  })();
-  void renderLayout(app, layout, bucket, key);
-  void renderVersions(app, versions, bucket, key, changed);
+/** HEADs the object, then fills in its details, metadata, object lock and preview. */
+async function renderFromHead(app: App, r: ObjectRegions, bucket: string, key: string, changed: () => void): Promise<void> {
+  let head: ObjectHead;
+  try {
+    head = await app.s3.headObject(bucket, key);
+  } catch (err) {
+    mount(r.details, h("p", { class: "error", role: "alert" }, messageOf(err)));
+    mount(r.preview, h("p", { class: "muted" }, "No preview."));
+    return;
+  }
+  renderDetails(r.details, bucket, key, head);
+  renderMetadata(app, r.meta, bucket, key, head, changed);
+  void renderObjectLock(app, r.objectLock, bucket, key, head.headers);
+  await renderPreview(app, r.preview, bucket, key, head);
 }
 
 /** How an object is encrypted at rest, from its HEAD. */

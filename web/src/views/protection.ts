@@ -50,17 +50,49 @@ function scopeOf(rule: LifecycleRule): string {
   return rule.conditions.length ? `${where}, ${rule.conditions.join(", ")}` : where;
 }
 
+/** The panel's regions, and the rules as last loaded. */
+interface ProtectionView {
+  app: App;
+  bucket: string;
+  summary: HTMLElement;
+  lock: HTMLElement;
+  encrypts: HTMLInputElement;
+  rules: HTMLElement;
+  current: LifecycleRule[];
+}
+
 /** The panel: a summary line that opens onto the rules, the form for a new one and the lock state. */
 export function protectionPanel(app: App, bucket: string): HTMLElement {
-  const summary = h("summary", null, "Lifecycle rules and object lock");
-  const lock = h("p", { class: "small", id: "object-lock-status" }, "Object lock: …");
-  const encrypts = h("input", { type: "checkbox", id: "default-encryption" });
-  const encryption = h(
-    "div",
-    null,
-    h("label", { class: "check" }, encrypts, " Encrypt new objects (SSE-S3: AES-256; storage nodes only ever hold ciphertext)"),
-    h("p", { class: "muted small" }, "Objects already stored stay as they are. Clients can still choose their own key (SSE-C) per object."),
+  const view: ProtectionView = {
+    app,
+    bucket,
+    summary: h("summary", null, "Lifecycle rules and object lock"),
+    lock: h("p", { class: "small", id: "object-lock-status" }, "Object lock: …"),
+    encrypts: h("input", { type: "checkbox", id: "default-encryption" }),
+    rules: h("div", { class: "lifecycle-rules" }, h("p", { class: "muted small" }, "Loading the rules…")),
+    current: [],
+  };
+  const panel = h(
+    "details",
+    { class: "protection card" },
+    view.summary,
+    h("section", { "aria-labelledby": "encryption-title" }, h("h3", { id: "encryption-title" }, "Encryption at rest"), encryptionSwitch(view)),
+    h("section", { "aria-labelledby": "lock-title" }, h("h3", { id: "lock-title" }, "Object lock"), view.lock),
+    h(
+      "section",
+      { "aria-labelledby": "lifecycle-title" },
+      h("h3", { id: "lifecycle-title" }, "Lifecycle rules"),
+      view.rules,
+      ruleForm(app, bucket, () => load(view)),
+    ),
   );
+  void load(view);
+  return panel;
+}
+
+/** The default encryption check box: saved when changed (put back if that fails). */
+function encryptionSwitch(view: ProtectionView): HTMLElement {
+  const { app, bucket, encrypts } = view;
   encrypts.addEventListener("change", async () => {
     try {
       await setDefaultEncryption(app.s3, bucket, encrypts.checked);
@@ -69,79 +101,61 @@ export function protectionPanel(app: App, bucket: string): HTMLElement {
       encrypts.checked = !encrypts.checked;
       toast(messageOf(err), "error");
     }
-    await load();
+    await load(view);
   });
-  const rules = h("div", { class: "lifecycle-rules" }, h("p", { class: "muted small" }, "Loading the rules…"));
-  const panel = h(
-    "details",
-    { class: "protection card" },
-    summary,
-    h("section", { "aria-labelledby": "encryption-title" }, h("h3", { id: "encryption-title" }, "Encryption at rest"), encryption),
-    h("section", { "aria-labelledby": "lock-title" }, h("h3", { id: "lock-title" }, "Object lock"), lock),
-    h(
-      "section",
-      { "aria-labelledby": "lifecycle-title" },
-      h("h3", { id: "lifecycle-title" }, "Lifecycle rules"),
-      rules,
-      ruleForm(app, bucket, () => load()),
-    ),
+  return h(
+    "div",
+    null,
+    h("label", { class: "check" }, encrypts, " Encrypt new objects (SSE-S3: AES-256; storage nodes only ever hold ciphertext)"),
+    h("p", { class: "muted small" }, "Objects already stored stay as they are. Clients can still choose their own key (SSE-C) per object."),
   );
+}
 
-  let current: LifecycleRule[] = [];
-  async function load(): Promise<void> {
-    try {
-      const [list, state, encrypted] = await Promise.all([lifecycleRules(app.s3, bucket), lockState(app.s3, bucket), defaultEncryption(app.s3, bucket)]);
-      current = list;
-      lock.textContent = lockText(state);
-      encrypts.checked = encrypted;
-      summary.textContent = `Lifecycle rules: ${list.length || "none"} · Object lock: ${state ? "on" : "off"} · Encryption: ${encrypted ? "SSE-S3" : "off"}`;
-      renderRules();
-    } catch (err) {
-      mount(rules, h("p", { class: "error" }, messageOf(err)));
-    }
+/** Loads the rules, the lock state and the default encryption, and sums them up in the summary line. */
+async function load(view: ProtectionView): Promise<void> {
+  const { app, bucket } = view;
+  try {
+    const [list, state, encrypted] = await Promise.all([lifecycleRules(app.s3, bucket), lockState(app.s3, bucket), defaultEncryption(app.s3, bucket)]);
+    view.current = list;
+    view.lock.textContent = lockText(state);
+    view.encrypts.checked = encrypted;
+    view.summary.textContent = `Lifecycle rules: ${list.length || "none"} · Object lock: ${state ? "on" : "off"} · Encryption: ${encrypted ? "SSE-S3" : "off"}`;
+    renderRules(view);
+  } catch (err) {
+    mount(view.rules, h("p", { class: "error" }, messageOf(err)));
   }
+}
 
-  function renderRules(): void {
-    if (current.length === 0) {
-      mount(rules, h("p", { class: "muted small" }, "No rules: objects and their versions stay until someone deletes them."));
-      return;
-    }
-    mount(
-      rules,
-      h(
-        "ul",
-        { class: "rules", "aria-label": "Lifecycle rules" },
-        current.map((rule) =>
-          h(
-            "li",
-            { class: "rule" },
-            h("strong", null, rule.id),
-            rule.enabled ? null : h("span", { class: "badge" }, "disabled"),
-            h("span", { class: "rule-text small" }, `${scopeOf(rule)}: ${ruleActions(rule).join("; ")}.`),
-            h("button", { type: "button", class: "small danger", "aria-label": `Delete rule ${rule.id}`, onclick: () => remove(rule) }, "Delete"),
-          ),
-        ),
-      ),
+function renderRules(view: ProtectionView): void {
+  if (view.current.length === 0) {
+    mount(view.rules, h("p", { class: "muted small" }, "No rules: objects and their versions stay until someone deletes them."));
+    return;
+  }
+  const item = (rule: LifecycleRule) =>
+    h(
+      "li",
+      { class: "rule" },
+      h("strong", null, rule.id),
+      rule.enabled ? null : h("span", { class: "badge" }, "disabled"),
+      h("span", { class: "rule-text small" }, `${scopeOf(rule)}: ${ruleActions(rule).join("; ")}.`),
+      h("button", { type: "button", class: "small danger", "aria-label": `Delete rule ${rule.id}`, onclick: () => removeRule(view, rule) }, "Delete"),
     );
-  }
+  mount(view.rules, h("ul", { class: "rules", "aria-label": "Lifecycle rules" }, view.current.map(item)));
+}
 
-  async function remove(rule: LifecycleRule): Promise<void> {
-    if (!(await confirmDialog("Delete rule", `Delete the lifecycle rule “${rule.id}”? Nothing expires by it any more.`, "Delete"))) return;
-    try {
-      await saveLifecycleRules(
-        app.s3,
-        bucket,
-        current.filter((r) => r !== rule).map((r) => r.xml),
-      );
-      toast(`Rule ${rule.id} deleted.`);
-    } catch (err) {
-      toast(messageOf(err), "error");
-    }
-    await load();
+async function removeRule(view: ProtectionView, rule: LifecycleRule): Promise<void> {
+  if (!(await confirmDialog("Delete rule", `Delete the lifecycle rule “${rule.id}”? Nothing expires by it any more.`, "Delete"))) return;
+  try {
+    await saveLifecycleRules(
+      view.app.s3,
+      view.bucket,
+      view.current.filter((r) => r !== rule).map((r) => r.xml),
+    );
+    toast(`Rule ${rule.id} deleted.`);
+  } catch (err) {
+    toast(messageOf(err), "error");
   }
-
-  void load();
-  return panel;
+  await load(view);
 }
 
 /** The form that adds a rule: a prefix and any of three day counts. */

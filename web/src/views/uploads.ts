@@ -17,7 +17,17 @@ interface Row {
 }
 
 const rows = new WeakMap<UploadItem, Row>();
-let shell: { host: HTMLElement; list: HTMLElement; bar: HTMLProgressElement; text: HTMLElement; title: HTMLElement; toggle: HTMLButtonElement } | null = null;
+/** The panel's head (title, overall progress, Hide/Show, Clear finished) and its list, made once per host. */
+interface Shell {
+  host: HTMLElement;
+  list: HTMLElement;
+  bar: HTMLProgressElement;
+  text: HTMLElement;
+  title: HTMLElement;
+  toggle: HTMLButtonElement;
+}
+
+let shell: Shell | null = null;
 
 const STATE_TEXT: Record<UploadItem["state"], string> = {
   queued: "Waiting",
@@ -60,84 +70,93 @@ function rowFor(app: App, item: UploadItem): Row {
 
 export function renderUploadPanel(app: App, host: HTMLElement): void {
   const items = app.uploads.items;
-  if (!shell || shell.host !== host) {
-    const bar = h("progress", { id: "overall-progress", max: 100, value: 0, "aria-label": "Overall upload progress" });
-    const text = h("span", { id: "overall-text", class: "small" });
-    const title = h("h2", { id: "uploads-title" }, "Uploads");
-    const list = h("ul", { class: "upload-list", "aria-labelledby": "uploads-title" });
-    const toggle: HTMLButtonElement = h(
-      "button",
-      {
-        type: "button",
-        class: "subtle",
-        "aria-expanded": "true",
-        onclick: () => {
-          const open = toggle.getAttribute("aria-expanded") !== "true";
-          toggle.setAttribute("aria-expanded", String(open));
-          toggle.textContent = open ? "Hide" : "Show";
-          list.hidden = !open;
-        },
-      },
-      "Hide",
-    );
-    mount(
-      host,
-      h(
-        "div",
-        { class: "upload-summary" },
-        title,
-        bar,
-        text,
-        toggle,
-        h("button", { type: "button", class: "subtle", onclick: () => app.uploads.clearFinished() }, "Clear finished"),
-      ),
-      list,
-    );
-    shell = { host, list, bar, text, title, toggle };
-  }
+  const panel = shellFor(app, host);
   host.hidden = items.length === 0;
   if (items.length === 0) return;
+  updateSummary(app, panel);
+  const wanted = items.map((i) => rowFor(app, i).el);
+  if (panel.list.children.length !== wanted.length || wanted.some((el, i) => panel.list.children[i] !== el)) panel.list.replaceChildren(...wanted);
+  for (const item of items) updateRow(rowFor(app, item), item);
+}
 
+function shellFor(app: App, host: HTMLElement): Shell {
+  if (shell && shell.host === host) return shell;
+  const bar = h("progress", { id: "overall-progress", max: 100, value: 0, "aria-label": "Overall upload progress" });
+  const text = h("span", { id: "overall-text", class: "small" });
+  const title = h("h2", { id: "uploads-title" }, "Uploads");
+  const list = h("ul", { class: "upload-list", "aria-labelledby": "uploads-title" });
+  const toggle: HTMLButtonElement = h(
+    "button",
+    {
+      type: "button",
+      class: "subtle",
+      "aria-expanded": "true",
+      onclick: () => {
+        const open = toggle.getAttribute("aria-expanded") !== "true";
+        toggle.setAttribute("aria-expanded", String(open));
+        toggle.textContent = open ? "Hide" : "Show";
+        list.hidden = !open;
+      },
+    },
+    "Hide",
+  );
+  mount(
+    host,
+    h(
+      "div",
+      { class: "upload-summary" },
+      title,
+      bar,
+      text,
+      toggle,
+      h("button", { type: "button", class: "subtle", onclick: () => app.uploads.clearFinished() }, "Clear finished"),
+    ),
+    list,
+  );
+  shell = { host, list, bar, text, title, toggle };
+  return shell;
+}
+
+/** The head: overall progress, speed and time left (or how many are done), and how many are uploading. */
+function updateSummary(app: App, panel: Shell): void {
   const t = app.uploads.totals();
   const overall = pct(t.loaded, t.size);
-  shell.bar.value = overall;
+  panel.bar.value = overall;
   const speed = app.uploads.overallSpeedValue;
   const left = speed > 0 && t.active ? humanDuration((t.size - t.loaded) / speed) : "";
-  shell.text.textContent =
+  panel.text.textContent =
     t.active > 0
       ? `${overall}% · ${humanSize(t.loaded)} of ${humanSize(t.size)}${speed > 0 ? ` · ${humanSize(speed)}/s` : ""}${left ? ` · ${left} left` : ""}`
       : `${overall}% · ${t.done} of ${t.count} file${t.count === 1 ? "" : "s"} uploaded${t.failed ? ` · ${t.failed} failed` : ""}`;
-  shell.title.textContent = t.active ? `Uploading ${t.active} file${t.active === 1 ? "" : "s"}` : "Uploads";
+  panel.title.textContent = t.active ? `Uploading ${t.active} file${t.active === 1 ? "" : "s"}` : "Uploads";
+}
 
-  const wanted = items.map((i) => rowFor(app, i).el);
-  if (shell.list.children.length !== wanted.length || wanted.some((el, i) => shell?.list.children[i] !== el)) shell.list.replaceChildren(...wanted);
-  for (const item of items) {
-    const row = rowFor(app, item);
-    const p = pct(item.loaded, item.size);
-    row.bar.value = p;
-    row.state.textContent = STATE_TEXT[item.state];
-    row.state.className = `badge ${item.state}`;
-    row.el.className = `upload ${item.state}`;
-    const parts = partsText(item);
-    if (item.state === "uploading") {
-      const left = item.speed > 0 ? humanDuration((item.size - item.loaded) / item.speed) : "";
-      row.text.textContent = `${p}% · ${humanSize(Math.min(item.loaded, item.size))} of ${humanSize(item.size)}${item.speed > 0 ? ` · ${humanSize(item.speed)}/s` : ""}${left ? ` · ${left} left` : ""}${parts}`;
-    } else if (item.state === "failed") {
-      row.text.textContent = item.error ?? "Failed.";
-    } else if (item.state === "done") {
-      row.text.textContent = `100% · ${humanSize(item.size)}${doneText(item)}`;
-    } else {
-      row.text.textContent = `${p}% · ${humanSize(item.size)}${parts}`;
-    }
-    row.nodes.hidden = !item.direct;
-    if (item.direct) {
-      row.nodes.textContent = Object.entries(item.direct.nodes)
-        .map(([node, n]) => `${node} ${Math.floor((n.sent / Math.max(1, n.total)) * 100)}%`)
-        .join(" · ");
-    }
-    row.cancel.hidden = item.state === "done" || item.state === "cancelled";
-    row.retry.hidden = item.state !== "failed";
+/** A file's row, in place: progress, state, what it says, its nodes (browser path), Cancel and Retry. */
+function updateRow(row: Row, item: UploadItem): void {
+  const p = pct(item.loaded, item.size);
+  row.bar.value = p;
+  row.state.textContent = STATE_TEXT[item.state];
+  row.state.className = `badge ${item.state}`;
+  row.el.className = `upload ${item.state}`;
+  const parts = partsText(item);
+  if (item.state === "uploading") {
+    const left = item.speed > 0 ? humanDuration((item.size - item.loaded) / item.speed) : "";
+    row.text.textContent = `${p}% · ${humanSize(Math.min(item.loaded, item.size))} of ${humanSize(item.size)}${item.speed > 0 ? ` · ${humanSize(item.speed)}/s` : ""}${left ? ` · ${left} left` : ""}${parts}`;
+  } else if (item.state === "failed") {
+    row.text.textContent = item.error ?? "Failed.";
+  } else if (item.state === "done") {
+    row.text.textContent = `100% · ${humanSize(item.size)}${doneText(item)}`;
+  } else {
+    row.text.textContent = `${p}% · ${humanSize(item.size)}${parts}`;
   }
+  row.nodes.hidden = !item.direct;
+  if (item.direct) {
+    row.nodes.textContent = Object.entries(item.direct.nodes)
+      .map(([node, n]) => `${node} ${Math.floor((n.sent / Math.max(1, n.total)) * 100)}%`)
+      .join(" · ");
+  }
+  row.cancel.hidden = item.state === "done" || item.state === "cancelled";
+  row.retry.hidden = item.state !== "failed";
 }
 
 /** What a row says of an upload's pieces in flight: shard files (coded here) or parts. */

@@ -91,62 +91,47 @@ export async function renderVersions(app: App, el: HTMLElement, bucket: string, 
 
 function versionRow(app: App, bucket: string, key: string, v: ObjectVersion, reload: () => void): HTMLElement[] {
   const label = v.deleteMarker ? "Delete marker" : humanSize(v.size);
-  const what = v.deleteMarker ? "delete marker" : "version";
+  return [
+    h("span", { class: "version-id mono small", title: v.versionId }, v.versionId === "null" ? "null" : v.versionId.slice(0, 12)),
+    h("span", { class: "version-date small" }, humanDate(v.lastModified)),
+    h("span", { class: "version-size small" }, label),
+    v.isLatest ? h("span", { class: "badge" }, "current") : h("span", null),
+    h("span", { class: "row" }, versionActions(app, bucket, key, v, reload)),
+  ];
+}
+
+/** Download and Restore (a version that is not the current one), and Delete (versions and delete markers). */
+function versionActions(app: App, bucket: string, key: string, v: ObjectVersion, reload: () => void): HTMLElement[] {
   const actions: HTMLElement[] = [];
   if (!v.deleteMarker) {
     const download = h("a", { class: "button small", href: "#", "aria-label": `Download version ${v.versionId}` }, "Download");
     void app.s3.presign(bucket, key, 3600, { versionId: v.versionId, "response-content-disposition": "attachment" }).then((u) => (download.href = u));
     actions.push(download);
     if (!v.isLatest) {
-      actions.push(
-        h(
-          "button",
-          {
-            type: "button",
-            class: "small",
-            "aria-label": `Restore version ${v.versionId}`,
-            onclick: async () => {
-              try {
-                await app.s3.restoreVersion(bucket, key, v.versionId);
-                toast("Version restored: it is now the current version.");
-                reload();
-              } catch (err) {
-                toast(messageOf(err), "error");
-              }
-            },
-          },
-          "Restore",
-        ),
-      );
+      const restore = async () => {
+        try {
+          await app.s3.restoreVersion(bucket, key, v.versionId);
+          toast("Version restored: it is now the current version.");
+          reload();
+        } catch (err) {
+          toast(messageOf(err), "error");
+        }
+      };
+      actions.push(h("button", { type: "button", class: "small", "aria-label": `Restore version ${v.versionId}`, onclick: restore }, "Restore"));
     }
   }
-  actions.push(
-    h(
-      "button",
-      {
-        type: "button",
-        class: "small danger",
-        "aria-label": `Delete version ${v.versionId}`,
-        onclick: async () => {
-          const consequence = v.deleteMarker && v.isLatest ? " The version before it becomes current again." : " This cannot be undone.";
-          if (!(await confirmDialog(`Delete ${what}`, `Delete this ${what} of “${key}” for good?${consequence}`, "Delete"))) return;
-          try {
-            await app.s3.deleteVersion(bucket, key, v.versionId);
-            toast(`The ${what} was deleted.`);
-            reload();
-          } catch (err) {
-            toast(messageOf(err), "error");
-          }
-        },
-      },
-      "Delete",
-    ),
-  );
-  return [
-    h("span", { class: "version-id mono small", title: v.versionId }, v.versionId === "null" ? "null" : v.versionId.slice(0, 12)),
-    h("span", { class: "version-date small" }, humanDate(v.lastModified)),
-    h("span", { class: "version-size small" }, label),
-    v.isLatest ? h("span", { class: "badge" }, "current") : h("span", null),
-    h("span", { class: "row" }, actions),
-  ];
+  const what = v.deleteMarker ? "delete marker" : "version";
+  const remove = async () => {
+    const consequence = v.deleteMarker && v.isLatest ? " The version before it becomes current again." : " This cannot be undone.";
+    if (!(await confirmDialog(`Delete ${what}`, `Delete this ${what} of “${key}” for good?${consequence}`, "Delete"))) return;
+    try {
+      await app.s3.deleteVersion(bucket, key, v.versionId);
+      toast(`The ${what} was deleted.`);
+      reload();
+    } catch (err) {
+      toast(messageOf(err), "error");
+    }
+  };
+  actions.push(h("button", { type: "button", class: "small danger", "aria-label": `Delete version ${v.versionId}`, onclick: remove }, "Delete"));
+  return actions;
 }
