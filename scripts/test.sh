@@ -5,7 +5,7 @@
 #   2. cargo fmt --check, cargo clippy -D warnings
 #   3. typecheck                (tsc --noEmit over worker/, web/ and tests/)
 #   4. lint                     (biome ci: format and lint rules of biome.json)
-#   5. layers                   (scripts/check-layers.mjs: imports in worker/src go one way)
+#   5. layers                   (scripts/check-layers.mjs: imports go one way in every package)
 #   5b. bodies                  (scripts/check-bodies.mjs: no request body read whole outside the bounded reader)
 #   6. vitest run               (projects "workers" in workerd and "node"; extra args go to vitest)
 # All suites run even when an earlier one fails, so one run shows every failure.
