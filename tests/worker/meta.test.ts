@@ -16,13 +16,27 @@ import { renderListBuckets } from "../../worker/src/api/common/list-buckets";
 import type { BucketIndex } from "../../worker/src/meta/bucket-index";
 import { commonPrefixOf, compareKeys, prefixEnd } from "../../worker/src/meta/key-order";
 import type { BucketRegistry } from "../../worker/src/meta/registry";
-import type { ListPage, ListQuery, ObjectRecord } from "../../worker/src/meta/types";
+import { bucketIndex } from "../../worker/src/meta/stubs";
+import { isNoSuchBucket, type ListPage, type ListQuery, type ObjectRecord } from "../../worker/src/meta/types";
+import type { Env } from "../../worker/src/config";
 import { S3Error } from "../../worker/src/s3-error";
 
 const bindings = env as unknown as {
   BUCKET_INDEX: DurableObjectNamespace<BucketIndex>;
   BUCKET_REGISTRY: DurableObjectNamespace<BucketRegistry>;
 };
+
+/** What a bucket's index throws when the bucket does not exist, as it arrives over RPC. */
+const NO_SUCH_BUCKET = "BucketIndex: no such bucket";
+
+/** The message a call failed with (null: it did not). An RPC promise is awaited through `then` only:
+ *  any other property read off it (as `expect(…).rejects` does) is a call of its own, which fails too. */
+function failure(call: Promise<unknown>): Promise<string | null> {
+  return call.then(
+    () => null,
+    (e: unknown) => (e instanceof Error ? e.message : String(e)),
+  );
+}
 
 let bucketSeq = 0;
 /** A fresh bucket's index (tests share storage within this file, so every test gets its own). */
@@ -161,24 +175,44 @@ describe("key order helpers", () => {
 describe("BucketIndex: bucket lifecycle", () => {
   it("init is idempotent and info reflects it", async () => {
     const stub = freshIndex();
-    expect(await stub.info()).toBeNull();
+    expect(await failure(stub.info())).toBe(NO_SUCH_BUCKET);
     expect(await stub.init("photos", 1234)).toBe("created");
     expect(await stub.init("photos", 9999)).toBe("exists");
     expect(await stub.info()).toEqual({ name: "photos", created: 1234 });
   });
 
-  it("a missing bucket answers NoSuchBucket everywhere", async () => {
+  it("a missing bucket answers NoSuchBucket everywhere, one way", async () => {
     const stub = freshIndex();
-    expect(await stub.head("k")).toEqual({ bucket: false, object: null, marker: null, versioned: false });
-    expect(await stub.put(record("k"))).toEqual({ ok: false, reason: "NoSuchBucket" });
-    expect(await stub.delete("k")).toEqual({ bucket: false, outcome: null });
-    expect(await stub.drop()).toBe("missing");
-    expect(await stub.list({ prefix: "", delimiter: null, after: null, maxKeys: 10 })).toEqual({
-      objects: [],
-      commonPrefixes: [],
-      isTruncated: false,
-      last: null,
-    });
+    // Over Durable Object RPC the error keeps its message, not its class: the message tells it.
+    for (const call of [
+      () => stub.head("k"),
+      () => stub.put(record("k")),
+      () => stub.delete("k"),
+      () => stub.deleteMany([{ key: "k" }]),
+      () => stub.drop(),
+      () => stub.list({ prefix: "", delimiter: null, after: null, maxKeys: 10 }),
+      () => stub.listVersions({ prefix: "", delimiter: null, keyMarker: null, maxKeys: 10 }),
+      () => stub.setting("cors"),
+      () => stub.setSetting("tags", null),
+      () => stub.versioning(),
+      () => stub.setVersioning("Enabled"),
+      () => stub.objectLock(),
+      () => stub.upload("u", "k"),
+      () => stub.abortUpload("u", "k"),
+    ]) {
+      const error = await call().then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(isNoSuchBucket(error), String(call)).toBe(true);
+    }
+    // Through meta/stubs.ts it arrives as S3's NoSuchBucket for the bucket named.
+    const named = `absent-${crypto.randomUUID()}`;
+    await expect(bucketIndex(bindings as unknown as Env, named).head("k")).rejects.toMatchObject({ code: "NoSuchBucket", status: 404 });
+    await expect(bucketIndex(bindings as unknown as Env, named).head("k")).rejects.toBeInstanceOf(S3Error);
+    // What only reads or changes what is stored under the bucket answers as for an empty one.
+    expect(await stub.replace(new Uint8Array(), record("k"))).toBe("missing");
+    expect(await stub.runLifecycle(Date.now())).toBeNull();
   });
 
   it("drop: only an empty bucket; afterwards it is gone and can be created again", async () => {
@@ -190,10 +224,10 @@ describe("BucketIndex: bucket lifecycle", () => {
     await stub.delete("k");
     expect(await stub.isEmpty()).toBe(true);
     expect(await stub.drop()).toBe("dropped");
-    expect(await stub.info()).toBeNull();
-    expect(await stub.drop()).toBe("missing");
-    expect(await stub.put(record("k"))).toEqual({ ok: false, reason: "NoSuchBucket" });
-    expect((await stub.head("k")).bucket).toBe(false);
+    expect(await failure(stub.info())).toBe(NO_SUCH_BUCKET);
+    expect(await failure(stub.drop())).toBe(NO_SUCH_BUCKET);
+    expect(await failure(stub.put(record("k")))).toBe(NO_SUCH_BUCKET);
+    expect(await failure(stub.head("k"))).toBe(NO_SUCH_BUCKET);
     expect(await stub.init("b", 42)).toBe("created");
     expect(await stub.info()).toEqual({ name: "b", created: 42 });
   });
@@ -210,13 +244,12 @@ describe("BucketIndex: bucket lifecycle", () => {
 describe("BucketIndex: objects", () => {
   it("put, head, overwrite (returning the replaced record) and delete", async () => {
     const stub = await createdIndex();
-    expect(await stub.head("a/b.txt")).toEqual({ bucket: true, object: null, marker: null, versioned: false, expiry: null });
+    expect(await stub.head("a/b.txt")).toEqual({ object: null, marker: null, versioned: false, expiry: null });
     // The manifest is a view into a larger buffer: exactly its bytes must be stored.
     const backing = new Uint8Array([9, 9, 1, 2, 3, 4, 9]);
     const first = record("a/b.txt", "e1", { manifest: backing.subarray(2, 6), size: 5 });
     expect(await stub.put(first)).toEqual({ ok: true, freed: [], expiry: null });
     const head = await stub.head("a/b.txt");
-    expect(head.bucket).toBe(true);
     expect(head.object).toEqual({ ...first, manifest: new Uint8Array([1, 2, 3, 4]) });
     expect(head.object?.manifest).toBeInstanceOf(Uint8Array);
 
@@ -225,9 +258,9 @@ describe("BucketIndex: objects", () => {
     expect(put2).toEqual({ ok: true, freed: [{ ...first, manifest: new Uint8Array([1, 2, 3, 4]) }], expiry: null });
     expect((await stub.head("a/b.txt")).object).toEqual(second);
 
-    expect(await stub.delete("a/b.txt")).toEqual({ bucket: true, outcome: { freed: [second], marker: false } });
-    expect(await stub.delete("a/b.txt")).toEqual({ bucket: true, outcome: { freed: [], marker: false } });
-    expect(await stub.head("a/b.txt")).toEqual({ bucket: true, object: null, marker: null, versioned: false, expiry: null });
+    expect(await stub.delete("a/b.txt")).toEqual({ freed: [second], marker: false });
+    expect(await stub.delete("a/b.txt")).toEqual({ freed: [], marker: false });
+    expect(await stub.head("a/b.txt")).toEqual({ object: null, marker: null, versioned: false, expiry: null });
   });
 
   it("conditional writes: If-None-Match: * and If-Match", async () => {

@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { expectSameBytes, randomBytes } from "../shared/core-suite";
 import { core } from "../../worker/src/core";
 import { loadConfig, type Env } from "../../worker/src/config";
-import { STALE_UPLOAD_MS } from "../../worker/src/meta/bucket-index";
+import { STALE_UPLOAD_MS } from "../../worker/src/meta/uploads";
 import { drainGarbage } from "../../worker/src/services/garbage";
 import type { StorageNode } from "../../worker/src/shared/nodes";
 import { s3, s3ok } from "./signed";

@@ -3,7 +3,11 @@
 // strings that look like the codec's own tags (S3 keys may start with anything) as those strings.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import type { Env } from "../../worker/src/config";
 import { decode, encode } from "../../worker/src/meta/remote";
+import { bucketIndex } from "../../worker/src/meta/stubs";
+import { NoSuchBucketError } from "../../worker/src/meta/types";
+import { S3Error } from "../../worker/src/s3-error";
 
 /** Values as Durable Object calls carry them: JSON, bytes, undefined; strings biased towards tags. */
 const hostileString = fc.oneof(
@@ -83,5 +87,23 @@ describe("the codec between gateway processes", () => {
 
   it("refuses a tag it does not know", () => {
     expect(() => decode('"\\u0000x"')).toThrow(/malformed/);
+  });
+});
+
+describe("a bucket that does not exist, from another process", () => {
+  it("arrives as S3's 404 NoSuchBucket for that bucket, as in the home process", async () => {
+    // What MetaGate answers when the object throws: its name and message, status 500.
+    const thrown = new NoSuchBucketError();
+    const gate = { fetch: async () => new Response(JSON.stringify({ name: thrown.name, message: thrown.message }), { status: 500 }) };
+    const index = bucketIndex({ SHARDGATE_META: gate } as unknown as Env, "far-away");
+    const error = await index.head("k").then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(S3Error);
+    expect(error).toMatchObject({ code: "NoSuchBucket", status: 404, message: "The specified bucket does not exist: far-away." });
+    // Any other failure passes through as it came.
+    const other = { fetch: async () => new Response(JSON.stringify({ name: "Error", message: "disk full" }), { status: 500 }) };
+    await expect(bucketIndex({ SHARDGATE_META: other } as unknown as Env, "b").head("k")).rejects.toThrow("disk full");
   });
 });

@@ -1,8 +1,12 @@
 // Lifecycle rules: their stored form, which versions they select and when, and a pass that applies
 // them to a bucket's index a bounded batch at a time (BucketIndex calls it inside a transaction, so
 // every decision is made on the state it changes). The clock is an argument: tests move it.
+import { core } from "../core";
+import * as queue from "./heal-queue";
 import { prefixEnd } from "./key-order";
 import { deleteForbidden } from "./object-lock";
+import { currentRecord } from "./object-records";
+import * as stored from "./stored-parts";
 import type { Expiry, ObjectRecord, PartRecord } from "./types";
 import * as uploads from "./uploads";
 import * as versions from "./versions";
@@ -117,6 +121,25 @@ export function applyRules(
     if (visited >= budget) return { counts, freed, abortedParts, next: last };
   }
   return { counts, freed, abortedParts, next: null };
+}
+
+/**
+ * One step of a lifecycle pass (applyRules) with what follows from it in the same transaction:
+ * the shard files of versions deleted for good and of aborted uploads go to the garbage queue, and
+ * the heal queue entry of a key whose current object went goes with it.
+ */
+export function lifecycleStep(
+  sql: SqlStorage,
+  rules: readonly LifecycleRule[],
+  now: number,
+  cursor: LifecycleCursor,
+  budget: number,
+): { counts: LifecycleCounts; next: LifecycleCursor } {
+  const step = applyRules(sql, rules, now, cursor, budget, (m) => core.decodeManifest(m).tags);
+  for (const key of new Set(step.freed.map((r) => r.key))) if (!currentRecord(sql, key)) queue.replace(sql, key, null, Date.now());
+  const parts = [...step.freed.flatMap((r) => core.decodeManifest(r.manifest).parts), ...step.abortedParts.map((p) => p.part)];
+  stored.addGarbage(sql, parts, Date.now());
+  return { counts: step.counts, next: step.next };
 }
 
 /** One key's versions, newest first: the current one (an object, or a delete marker) first. */

@@ -4,6 +4,25 @@
 import type { ChecksumKind, Encryption, ManifestPart, ObjectChecksum } from "../shared/core-api";
 import type { ObjectLock } from "./object-lock";
 
+const NO_SUCH_BUCKET = "BucketIndex: no such bucket";
+
+/**
+ * What a bucket's index throws, whatever the method, when the bucket does not exist. It reaches the
+ * caller as a plain Error with its message (Durable Object RPC and MetaGate, meta/remote.ts, keep an
+ * error's message, not its class), so the message is what tells it (isNoSuchBucket): meta/stubs.ts
+ * answers it with S3's 404 NoSuchBucket.
+ */
+export class NoSuchBucketError extends Error {
+  constructor() {
+    super(NO_SUCH_BUCKET);
+  }
+}
+
+/** Whether `e` is a NoSuchBucketError, here or come from another isolate or process. */
+export function isNoSuchBucket(e: unknown): boolean {
+  return e instanceof Error && e.message === NO_SUCH_BUCKET;
+}
+
 /** One object version as the index holds it. */
 export interface ObjectRecord {
   key: string;
@@ -59,7 +78,6 @@ export interface DeleteMarkerInfo {
 
 /** The one metadata call of a GET or HEAD (BucketIndex.head). */
 export interface HeadResult {
-  bucket: boolean;
   object: ObjectRecord | null;
   /** Instead of an object: the delete marker that is the current version, or the version asked for. */
   marker: DeleteMarkerInfo | null;
@@ -123,7 +141,7 @@ export interface WriteCondition {
  *  unversioned), and the versions it replaced for good (their shard files are to be deleted). */
 export type PutResult =
   | { ok: true; versionId?: string; freed: ObjectRecord[]; expiry: Expiry | null }
-  | { ok: false; reason: "NoSuchBucket" | "PreconditionFailed" | "AlreadyCommitted" | LockRefusal };
+  | { ok: false; reason: "PreconditionFailed" | "AlreadyCommitted" | LockRefusal };
 
 /** Why object lock refused a write: lock headers on a bucket without object lock, or a retained
  *  write without Content-MD5 or a checksum. */
@@ -212,7 +230,7 @@ export interface ListUploadsPage {
 
 export type CompleteResult =
   | { ok: true; versionId?: string; freed: ObjectRecord[]; unused: PartRecord[]; expiry: Expiry | null }
-  | { ok: false; reason: "NoSuchBucket" | "NoSuchUpload" | "InvalidPart" | "PreconditionFailed" | LockRefusal };
+  | { ok: false; reason: "NoSuchUpload" | "InvalidPart" | "PreconditionFailed" | LockRefusal };
 
 /** An access key besides the root key, as listed (never with its secret). */
 export interface KeyRecord {

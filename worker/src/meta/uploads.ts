@@ -1,6 +1,7 @@
 // The multipart half of a bucket's index: uploads in progress and their parts, in the bucket's
 // own SQLite (BucketIndex calls these inside its transactions). An upload's parts are rows of
 // their own, so uploading part 7 of 10,000 rewrites one small row, not a growing list.
+import type { ManifestPart } from "../shared/core-api";
 import { commonPrefixOf, compareKeys, prefixEnd } from "./key-order";
 import type { ListUploadsPage, ListUploadsQuery, PartRecord, UploadInfo } from "./types";
 
@@ -81,6 +82,43 @@ export function listPartRecords(sql: SqlStorage, uploadId: string, after: number
     .map((r) => JSON.parse(r.record) as PartRecord);
 }
 
+/** A part a completion uses: its number, and the version of it the caller built the object from. */
+export type UsedPart = { partNumber: number; version: string };
+
+/** Multipart uploads not completed within this long are aborted and their parts removed. */
+export const STALE_UPLOAD_MS = 7 * 24 * 3600 * 1000;
+/** Stale uploads removed per alarm run: keeps one run's work bounded. */
+const STALE_UPLOADS_PER_ALARM = 100;
+
+/** Aborts uploads older than STALE_UPLOAD_MS, a bounded batch: their parts (whose shard files the caller deletes). */
+export function abortStale(sql: SqlStorage, now: number): ManifestPart[] {
+  return staleUploadIds(sql, now - STALE_UPLOAD_MS, STALE_UPLOADS_PER_ALARM).flatMap((id) => deleteUpload(sql, id).map((p) => p.part));
+}
+
+/** Aborts every upload (its bucket goes): their parts (whose shard files the caller deletes). */
+export function abortAll(sql: SqlStorage): ManifestPart[] {
+  return allUploadIds(sql).flatMap((id) => deleteUpload(sql, id).map((p) => p.part));
+}
+
+/** When the oldest upload turns stale (at least a second from `now`); null when there is none. */
+export function staleCheckDue(sql: SqlStorage, now: number): number | null {
+  const oldest = oldestUpload(sql);
+  return oldest === null ? null : Math.max(oldest + STALE_UPLOAD_MS, now + 1000);
+}
+
+/**
+ * The parts of upload `uploadId` a completion of `key` leaves out, when each part it uses is
+ * still the version the caller read; otherwise why it cannot complete.
+ */
+export function unusedParts(sql: SqlStorage, uploadId: string, key: string, used: readonly UsedPart[]): PartRecord[] | "NoSuchUpload" | "InvalidPart" {
+  const upload = getUpload(sql, uploadId);
+  if (!upload || upload.key !== key) return "NoSuchUpload";
+  const parts = new Map(listPartRecords(sql, uploadId, 0, Number.MAX_SAFE_INTEGER).map((p) => [p.partNumber, p]));
+  if (used.some((u) => parts.get(u.partNumber)?.version !== u.version)) return "InvalidPart";
+  for (const u of used) parts.delete(u.partNumber);
+  return [...parts.values()];
+}
+
 /** Uploads begun before `cutoff` (ms since the epoch), oldest first. */
 export function staleUploadIds(sql: SqlStorage, cutoff: number, limit: number): string[] {
   return sql
@@ -103,8 +141,8 @@ export function oldestUpload(sql: SqlStorage): number | null {
   return sql.exec<{ initiated: number }>("SELECT initiated FROM uploads ORDER BY initiated LIMIT 1").toArray()[0]?.initiated ?? null;
 }
 
-/** Every upload id (for dropping the bucket). */
-export function allUploadIds(sql: SqlStorage): string[] {
+/** Every upload id. */
+function allUploadIds(sql: SqlStorage): string[] {
   return sql
     .exec<{ upload_id: string }>("SELECT upload_id FROM uploads")
     .toArray()

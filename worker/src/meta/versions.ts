@@ -190,6 +190,11 @@ export function hasOtherVersions(sql: SqlStorage): boolean {
   return sql.exec("SELECT 1 FROM versions LIMIT 1").toArray().length > 0;
 }
 
+/** No objects and no other versions (delete markers included): S3's condition to drop a bucket. */
+export function bucketEmpty(sql: SqlStorage): boolean {
+  return sql.exec("SELECT 1 FROM objects LIMIT 1").toArray().length === 0 && !hasOtherVersions(sql);
+}
+
 /** Keys that have any version, after `after` (or from it, `inclusive`), in order, at most `limit`. */
 export function keysAfter(sql: SqlStorage, after: string, inclusive: boolean, limit: number): string[] {
   const op = inclusive ? ">=" : ">";
@@ -235,7 +240,10 @@ export function versionManifests(
  * current object from `objects` merged with the rest from `versions`, keys rolled up into common
  * prefixes as in ListObjects. One entry more than `maxKeys` is read to tell whether it goes on.
  */
-export function listVersions(sql: SqlStorage, q: ListVersionsQuery, maxKeys: number): ListVersionsPage {
+/** One page of ListObjectVersions: q.maxKeys entries, or `maxPage` if it asks for more. */
+export function listVersions(sql: SqlStorage, q: ListVersionsQuery, maxPage: number): ListVersionsPage {
+  const maxKeys = Math.min(Math.max(Math.trunc(q.maxKeys) || 0, 0), maxPage);
+  if (maxKeys === 0) return { versions: [], commonPrefixes: [], isTruncated: false, nextKeyMarker: null, nextVersionIdMarker: null };
   const entries: ({ kind: "version"; v: VersionSummary } | { kind: "prefix"; prefix: string })[] = [];
   const limit = maxKeys + 1;
   const end = q.prefix === "" ? null : prefixEnd(q.prefix);

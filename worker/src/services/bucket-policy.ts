@@ -45,13 +45,13 @@ function denyAllButPolicyChanges(bucket: string): BucketPolicy {
   return parsePolicy(JSON.stringify({ Version: "2012-10-17", Statement: [statement] }), bucket);
 }
 
-/** The policy document as stored: null when none, undefined when there is no such bucket. */
-export function storedPolicy(env: Env, bucket: string): Promise<string | null | undefined> {
+/** The policy document as stored: null when none. */
+export function storedPolicy(env: Env, bucket: string): Promise<string | null> {
   return bucketIndex(env, bucket).setting("policy");
 }
 
-/** Checks and stores a policy document (null removes it); false when there is no such bucket. */
-export async function setBucketPolicy(env: Env, bucket: string, text: string | null): Promise<boolean> {
+/** Checks and stores a policy document (null removes it). */
+export async function setBucketPolicy(env: Env, bucket: string, text: string | null): Promise<void> {
   if (text !== null) parsePolicy(text, bucket); // MalformedPolicy before anything is stored
   return setSetting(env, bucket, "policy", text);
 }

@@ -6,8 +6,8 @@
 //   - remembered per isolate for SETTINGS_CACHE_MS at most, as values (never promises), and
 //     forgotten at once by the isolate that changes them (setSetting).
 import type { Env } from "../config";
-import type { BucketSetting } from "../meta/bucket-index";
-import { bucketIndex, bucketRegistry } from "../meta/stubs";
+import type { BucketSetting } from "../meta/bucket-settings";
+import { bucketIndex, bucketRegistry, orNullWithoutBucket } from "../meta/stubs";
 
 /** How long an isolate trusts a setting it read (ms): a change reaches other isolates within it. */
 export const SETTINGS_CACHE_MS = 5_000;
@@ -21,18 +21,20 @@ export async function cachedSetting(env: Env, bucket: string, name: BucketSettin
   const id = keyOf(bucket, name);
   const hit = known.get(id);
   if (hit && now - hit.at < SETTINGS_CACHE_MS) return hit.value;
-  const value = (await bucketRegistry(env).get(bucket)) ? ((await bucketIndex(env, bucket).setting(name)) ?? null) : null;
+  const value = (await bucketRegistry(env).get(bucket)) ? await orNullWithoutBucket(bucketIndex(env, bucket).setting(name)) : null;
   known.delete(id);
   known.set(id, { at: now, value });
   while (known.size > SETTINGS_CACHE_ENTRIES) known.delete(known.keys().next().value as string);
   return value;
 }
 
-/** Sets (null: removes) a setting; false when there is no such bucket. */
-export async function setSetting(env: Env, bucket: string, name: BucketSetting, value: string | null): Promise<boolean> {
-  const ok = await bucketIndex(env, bucket).setSetting(name, value);
-  known.delete(keyOf(bucket, name));
-  return ok;
+/** Sets (null: removes) a setting. */
+export async function setSetting(env: Env, bucket: string, name: BucketSetting, value: string | null): Promise<void> {
+  try {
+    await bucketIndex(env, bucket).setSetting(name, value);
+  } finally {
+    known.delete(keyOf(bucket, name));
+  }
 }
 
 /** Forgets what this isolate knows of a bucket's settings (it was deleted or created again). */

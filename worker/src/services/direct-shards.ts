@@ -11,7 +11,7 @@
 // for and which is refused once the session is sealed (its commit began), committed or aborted.
 import { type GrantBase, openGrant, signGrant } from "../auth/grant";
 import { type DirectGeometry, SHARD_PATH } from "../shared/direct-protocol";
-import { SHARD_WRITE_LEASE_MS } from "../meta/bucket-index";
+import { SHARD_WRITE_LEASE_MS } from "../meta/direct-sessions";
 import { bucketIndex } from "../meta/stubs";
 import { S3Error } from "../s3-error";
 import { CodedShardLate, CodedShardRefused, storeCodedShard } from "../storage/coded-shard";

@@ -28,12 +28,13 @@ export async function encryptsByDefault(env: Env, bucket: string): Promise<boole
   return (await cachedSetting(env, bucket, "encryption")) !== null;
 }
 
-/** Sets or (null) removes the bucket's default encryption; false when there is no such bucket. */
-export function setBucketEncryption(env: Env, bucket: string, algorithm: "AES256" | null): Promise<boolean> {
+/** Sets or (null) removes the bucket's default encryption. */
+export function setBucketEncryption(env: Env, bucket: string, algorithm: "AES256" | null): Promise<void> {
   return setSetting(env, bucket, "encryption", algorithm === null ? null : JSON.stringify({ algorithm }));
 }
 
-export function bucketEncryption(env: Env, bucket: string): Promise<string | null | undefined> {
+/** The bucket's default encryption as stored (JSON), null when none. */
+export function bucketEncryption(env: Env, bucket: string): Promise<string | null> {
   return bucketIndex(env, bucket).setting("encryption");
 }
 

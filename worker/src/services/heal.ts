@@ -13,7 +13,7 @@ import { equalBytes } from "../shared/bytes";
 import type { Env, GatewayConfig } from "../config";
 import { core } from "../core";
 import type { Core, Manifest, ManifestPart } from "../shared/core-api";
-import { bucketIndex as indexOf, bucketRegistry as registryOf } from "../meta/stubs";
+import { bucketIndex as indexOf, orNullWithoutBucket, bucketRegistry as registryOf } from "../meta/stubs";
 import type { HealQueueEntry, ObjectRecord } from "../meta/types";
 import { metrics } from "../observability/metrics";
 import { isBad, misplacedShards, moveShards, rebuildShards, shardHealth, type HealResult } from "../storage/rebuild-part";
@@ -35,6 +35,9 @@ export interface HealContext {
 
 const bucketIndex = (ctx: HealContext, bucket: string) => indexOf(ctx.env, bucket);
 const bucketRegistry = (ctx: HealContext) => registryOf(ctx.env);
+/** The object under `key` (its current version, or version `versionId`), null also when its bucket is gone: nothing to heal. */
+const objectOf = async (ctx: HealContext, bucket: string, key: string, versionId?: string | null) =>
+  (await orNullWithoutBucket(bucketIndex(ctx, bucket).head(key, versionId)))?.object ?? null;
 
 export interface ObjectHeal {
   rebuilt: number;
@@ -71,8 +74,7 @@ export interface HealOptions {
  * take count as failed.
  */
 export async function healObject(ctx: HealContext, bucket: string, key: string, opts: HealOptions): Promise<ObjectHeal> {
-  const index = bucketIndex(ctx, bucket);
-  const { object } = await index.head(key, opts.versionId);
+  const object = await objectOf(ctx, bucket, key, opts.versionId);
   if (!object) return NOTHING;
   const manifest = ctx.core.decodeManifest(object.manifest);
   const avoid = new Set(opts.drain ? [opts.drain] : []);
@@ -139,7 +141,7 @@ async function recordMoves(ctx: HealContext, bucket: string, object: ObjectRecor
   // shard file to the same node (same key) must not delete the winner's file.
   const current = new Set<string>();
   if (outcome !== "replaced") {
-    const now = (await index.head(object.key)).object;
+    const now = await objectOf(ctx, bucket, object.key);
     for (const part of now ? ctx.core.decodeManifest(now.manifest).parts : []) {
       if (isSharded(part)) part.layout.placement.forEach((node, shard) => current.add(`${node} ${shardKey(part.layout.storageId, shard)}`));
     }
@@ -197,7 +199,7 @@ export async function healAfterRead(ctx: HealContext, bucket: string, key: strin
     if (later.size > 0) await queue("read around a failed or unavailable node", later);
     if (now.size === 0) return;
     // An overwrite or delete since removes these shard files on purpose: do not put them back.
-    const { object } = await index.head(key, read.versionId);
+    const object = await objectOf(ctx, bucket, key, read.versionId);
     if (!object || !equalBytes(object.manifest, read.manifest)) return;
     const result = await healObject(ctx, bucket, key, { known: now, versionId: read.versionId });
     if (result.failed > 0) await queue("read found shard files it could not rebuild", now);

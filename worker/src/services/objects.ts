@@ -9,7 +9,7 @@ import type { ObjectLock } from "../meta/object-lock";
 import type { Expiry, ObjectRecord, PutResult, WriteCondition } from "../meta/types";
 import { hex } from "../shared/bytes";
 import { metrics } from "../observability/metrics";
-import { noSuchBucket, noSuchKey, preconditionFailed, S3Error } from "../s3-error";
+import { noSuchKey, preconditionFailed, S3Error } from "../s3-error";
 import { openPartSource, sourceStream, type LossReason, type RangeSource, type ReadEvents } from "../shared/read-part";
 import { partKey } from "../sse/object-keys";
 import { plainSize, TAG_BYTES } from "../sse/segments";
@@ -42,8 +42,7 @@ export interface FoundObject {
  * version asked for is a delete marker.
  */
 export async function existingObject(ctx: Pick<ObjectContext, "env">, bucket: string, key: string, versionId?: string | null): Promise<FoundObject> {
-  const { bucket: exists, object, marker, versioned, expiry } = await bucketIndex(ctx.env, bucket).head(key, versionId);
-  if (!exists) throw noSuchBucket(bucket);
+  const { object, marker, versioned, expiry } = await bucketIndex(ctx.env, bucket).head(key, versionId);
   if (object) return { object, versioned, expiry: expiry ?? null };
   if (marker) {
     const headers = { "x-amz-delete-marker": "true", "x-amz-version-id": marker.versionId ?? "null" };
@@ -74,10 +73,8 @@ export function expiryHeader(expiry: Expiry | null | undefined): Record<string, 
 export type NewObject = Omit<Manifest, "lastModifiedMs"> & { key: string; lock?: ObjectLock };
 
 /** The S3 error for a write the index refused. */
-export function writeRefused(bucket: string, reason: Exclude<PutResult, { ok: true }>["reason"]): S3Error {
+export function writeRefused(reason: Exclude<PutResult, { ok: true }>["reason"]): S3Error {
   switch (reason) {
-    case "NoSuchBucket":
-      return noSuchBucket(bucket);
     case "PreconditionFailed":
       return preconditionFailed();
     case "NoObjectLockConfiguration":
@@ -120,7 +117,7 @@ export async function commitObject(
     };
     const missed = written.some((w) => w.missedShards.length > 0);
     result = await bucketIndex(ctx.env, bucket).put(record, condition, missed ? UNDER_REPLICATED : null);
-    if (!result.ok) throw writeRefused(bucket, result.reason);
+    if (!result.ok) throw writeRefused(result.reason);
   } catch (e) {
     if (onRefused === "remove") {
       ctx.waitUntil(

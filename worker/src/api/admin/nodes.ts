@@ -2,7 +2,7 @@
 //   GET  /_shardgate/admin/nodes                 every node's breaker state, latency and errors
 //   POST /_shardgate/admin/nodes/{id}/drain      move every shard file off a node, in batches
 //   GET  /_shardgate/admin/object?bucket=B&key=K an object's erasure layout and each shard's health
-import { S3Error, noSuchBucket, noSuchKey } from "../../s3-error";
+import { S3Error, noSuchKey } from "../../s3-error";
 import { shardHealth } from "../../storage/rebuild-part";
 import { isSharded, shardFileBytes } from "../../storage/layout";
 import { GuardedNode, nodeHealth } from "../../shared/node-health";
@@ -21,8 +21,7 @@ export function adminNodes(ctx: RequestContext): Response {
 
 /** An object's parts, geometry and shard placement, with a HEAD of every shard file (shallow health). */
 export async function adminObject(ctx: RequestContext, { bucket, key }: { bucket: string; key: string }): Promise<Response> {
-  const { bucket: exists, object } = await bucketIndex(ctx, bucket).head(key);
-  if (!exists) throw noSuchBucket(bucket);
+  const { object } = await bucketIndex(ctx, bucket).head(key);
   if (!object) throw noSuchKey();
   const manifest = ctx.core.decodeManifest(object.manifest);
   const parts = await Promise.all(

@@ -24,11 +24,11 @@ export async function putBucketEncryption(ctx: RequestContext, bucket: string): 
   const algorithm = (apply ? childText(apply, "SSEAlgorithm") : undefined) ?? "";
   if (algorithm.startsWith("aws:kms")) throw new S3Error("NotImplemented", "SSE-KMS is not supported: use AES256 (SSE-S3).");
   if (algorithm !== "AES256") throw malformedXml();
-  if (!(await setBucketEncryption(ctx.env, bucket, "AES256"))) throw noSuchBucket(bucket);
+  await setBucketEncryption(ctx.env, bucket, "AES256");
   return new Response(null, { status: 200 });
 }
 
 export async function deleteBucketEncryption(ctx: RequestContext, bucket: string): Promise<Response> {
-  if (!(await setBucketEncryption(ctx.env, bucket, null))) throw noSuchBucket(bucket);
+  await setBucketEncryption(ctx.env, bucket, null);
   return new Response(null, { status: 204 });
 }

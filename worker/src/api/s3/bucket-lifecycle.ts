@@ -20,12 +20,12 @@ export async function getBucketLifecycle(ctx: RequestContext, bucket: string): P
 
 export async function putBucketLifecycle(ctx: RequestContext, bucket: string): Promise<Response> {
   const rules = parseLifecycle(await readXml(ctx.auth.body));
-  if (!(await bucketIndex(ctx, bucket).setSetting("lifecycle", JSON.stringify(rules)))) throw noSuchBucket(bucket);
+  await bucketIndex(ctx, bucket).setSetting("lifecycle", JSON.stringify(rules));
   return new Response(null, { status: 200 });
 }
 
 export async function deleteBucketLifecycle(ctx: RequestContext, bucket: string): Promise<Response> {
-  if (!(await bucketIndex(ctx, bucket).setSetting("lifecycle", null))) throw noSuchBucket(bucket);
+  await bucketIndex(ctx, bucket).setSetting("lifecycle", null);
   return new Response(null, { status: 204 });
 }
 

@@ -24,12 +24,12 @@ export async function putBucketPolicy(ctx: RequestContext, bucket: string): Prom
   // Read no further than a policy may be long: a bigger body is refused before it is all read.
   const body = ctx.auth.body ? await readBodyUpTo(ctx.auth.body, MAX_POLICY_BYTES, policyTooLarge) : new Uint8Array();
   const text = new TextDecoder().decode(body);
-  if (!(await setBucketPolicy(ctx.env, bucket, text))) throw noSuchBucket(bucket);
+  await setBucketPolicy(ctx.env, bucket, text);
   return new Response(null, { status: 204 });
 }
 
 export async function deleteBucketPolicy(ctx: RequestContext, bucket: string): Promise<Response> {
-  if (!(await setBucketPolicy(ctx.env, bucket, null))) throw noSuchBucket(bucket);
+  await setBucketPolicy(ctx.env, bucket, null);
   return new Response(null, { status: 204 });
 }
 

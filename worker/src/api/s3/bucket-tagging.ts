@@ -14,11 +14,11 @@ export async function getBucketTagging(ctx: RequestContext, bucket: string): Pro
 export async function putBucketTagging(ctx: RequestContext, bucket: string): Promise<Response> {
   const tags = await parseTaggingXml(ctx.auth.body, MAX_BUCKET_TAGS);
   // An empty tag set is no tag set (GetBucketTagging then answers NoSuchTagSet).
-  if (!(await bucketIndex(ctx, bucket).setSetting("tags", tags.length > 0 ? JSON.stringify(tags) : null))) throw noSuchBucket(bucket);
+  await bucketIndex(ctx, bucket).setSetting("tags", tags.length > 0 ? JSON.stringify(tags) : null);
   return new Response(null, { status: 204 });
 }
 
 export async function deleteBucketTagging(ctx: RequestContext, bucket: string): Promise<Response> {
-  if (!(await bucketIndex(ctx, bucket).setSetting("tags", null))) throw noSuchBucket(bucket);
+  await bucketIndex(ctx, bucket).setSetting("tags", null);
   return new Response(null, { status: 204 });
 }

@@ -57,7 +57,6 @@ const DROPPED_BUCKET_GARBAGE = 10_000;
 export async function deleteBucket(ctx: RequestContext, bucket: string): Promise<Response> {
   const result = await bucketIndex(ctx, bucket).drop();
   if (result === "not-empty") throw new S3Error("BucketNotEmpty", "The bucket you tried to delete is not empty.");
-  if (result === "missing") throw noSuchBucket(bucket);
   await bucketRegistry(ctx).remove(bucket);
   await dropBucketGrants(ctx.env, bucket);
   forgetSettings(bucket);

@@ -30,7 +30,7 @@ const MAX_ASKED_HEADERS = 64;
 
 export async function putBucketCors(ctx: RequestContext, bucket: string): Promise<Response> {
   const rules = parseCorsXml(await readXml(ctx.auth.body, MAX_CORS_BYTES));
-  if (!(await setSetting(ctx.env, bucket, "cors", JSON.stringify(rules)))) throw noSuchBucket(bucket);
+  await setSetting(ctx.env, bucket, "cors", JSON.stringify(rules));
   return new Response(null, { status: 200 });
 }
 
@@ -42,7 +42,7 @@ export async function getBucketCors(ctx: RequestContext, bucket: string): Promis
 }
 
 export async function deleteBucketCors(ctx: RequestContext, bucket: string): Promise<Response> {
-  if (!(await setSetting(ctx.env, bucket, "cors", null))) throw noSuchBucket(bucket);
+  await setSetting(ctx.env, bucket, "cors", null);
   return new Response(null, { status: 204 });
 }
 

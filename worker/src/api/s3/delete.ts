@@ -5,7 +5,7 @@
 // s3:DeleteObjectVersion for an entry naming a version) is answered AccessDenied and kept.
 import { isVersionId } from "../../meta/versions";
 import type { DeleteOutcome } from "../../meta/types";
-import { S3Error, noSuchBucket } from "../../s3-error";
+import { S3Error } from "../../s3-error";
 import { removeFreed } from "../../services/objects";
 import { RequestChecksums } from "../common/checksums";
 import { bucketIndex, type RequestContext } from "../common/context";
@@ -24,8 +24,7 @@ const YIELD_EVERY_KEYS = 100;
 
 export async function deleteObject(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
   const versionId = requestedVersion(ctx.url);
-  const { bucket: exists, outcome } = await bucketIndex(ctx, bucket).delete(key, versionId, await bypassGovernance(ctx, bucket, key));
-  if (!exists) throw noSuchBucket(bucket);
+  const outcome = await bucketIndex(ctx, bucket).delete(key, versionId, await bypassGovernance(ctx, bucket, key));
   // A version that does not exist is already deleted: 204 as for a missing key.
   if (!outcome) return new Response(null, { status: 204 });
   if (outcome.denied) throw new S3Error("AccessDenied", outcome.denied);
@@ -59,11 +58,10 @@ export async function deleteObjects(ctx: RequestContext, bucket: string): Promis
   for (const bypass of [true, false]) {
     const group = valid.filter((item) => mayBypass.get(item) === bypass);
     if (group.length === 0 && (bypass || outcomeOf.size > 0)) continue;
-    const { bucket: exists, outcomes } = await bucketIndex(ctx, bucket).deleteMany(
+    const outcomes = await bucketIndex(ctx, bucket).deleteMany(
       group.map(({ key, versionId }) => ({ key, versionId })),
       bypass,
     );
-    if (!exists) throw noSuchBucket(bucket);
     removeFreed(
       ctx,
       outcomes.flatMap((o) => o?.freed ?? []),

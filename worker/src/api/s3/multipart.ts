@@ -70,7 +70,7 @@ export async function createMultipartUpload(ctx: RequestContext, bucket: string,
   const cipher = await newCipher(ctx.env, ctx.config, bucket, sse);
   if (cipher) upload.encryption = cipher.encryption;
   const created = await bucketIndex(ctx, bucket).createUpload(upload);
-  if (created !== "ok") throw writeRefused(bucket, created);
+  if (created !== "ok") throw writeRefused(created);
   const response = new Headers(sseHeaders(cipher?.encryption, sse?.keyMd5));
   if (algorithm !== null && checksumType !== null) {
     response.set("x-amz-checksum-algorithm", algorithm);
@@ -82,8 +82,7 @@ export async function createMultipartUpload(ctx: RequestContext, bucket: string,
 
 /** The upload a part belongs to (one metadata call: its checksum settings decide how the part is checked). */
 async function openUpload(ctx: RequestContext, bucket: string, key: string, uploadId: string): Promise<UploadInfo> {
-  const { bucket: exists, upload } = await bucketIndex(ctx, bucket).upload(uploadId, key);
-  if (!exists) throw noSuchBucket(bucket);
+  const upload = await bucketIndex(ctx, bucket).upload(uploadId, key);
   if (!upload) throw noSuchUpload();
   return upload as UploadInfo; // RPC typing widens its [name, value] tuples
 }
@@ -216,7 +215,6 @@ export async function completeMultipartUpload(ctx: RequestContext, bucket: strin
   const condition = writeCondition(ctx.request.headers);
   const index = bucketIndex(ctx, bucket);
   const listing = await index.listParts(uploadId, key, 0, MAX_PART_NUMBER);
-  if (!listing.bucket) throw noSuchBucket(bucket);
   if (!listing.upload) throw noSuchUpload();
   const upload = listing.upload as UploadInfo; // RPC typing widens its [name, value] tuples
   const used = choosePartsUsed(upload, listed, listing.parts as PartRecord[]);
@@ -248,7 +246,7 @@ export async function completeMultipartUpload(ctx: RequestContext, bucket: strin
   if (!result.ok) {
     if (result.reason === "NoSuchUpload") throw noSuchUpload();
     if (result.reason === "InvalidPart") throw invalidPart();
-    throw writeRefused(bucket, result.reason);
+    throw writeRefused(result.reason);
   }
   const superseded = result.freed.flatMap((r) => ctx.core.decodeManifest(r.manifest).parts);
   const unused = result.unused.map((p) => p.part);
@@ -291,8 +289,7 @@ async function objectChecksums(ctx: RequestContext, upload: UploadInfo, used: Pa
 }
 
 export async function abortMultipartUpload(ctx: RequestContext, bucket: string, key: string, uploadId: string): Promise<Response> {
-  const { bucket: exists, parts } = await bucketIndex(ctx, bucket).abortUpload(uploadId, key);
-  if (!exists) throw noSuchBucket(bucket);
+  const parts = await bucketIndex(ctx, bucket).abortUpload(uploadId, key);
   if (parts === null) throw noSuchUpload();
   if (parts.length > 0)
     ctx.waitUntil(
@@ -326,8 +323,7 @@ export async function listParts(ctx: RequestContext, bucket: string, key: string
   const markerParam = params.get("part-number-marker");
   const marker = markerParam === null || markerParam === "" ? 0 : Number(markerParam);
   if (!Number.isInteger(marker) || marker < 0) throw new S3Error("InvalidArgument", "Provided part-number-marker not an integer or within integer range");
-  const { bucket: exists, upload, parts } = await bucketIndex(ctx, bucket).listParts(uploadId, key, marker, maxParts + 1);
-  if (!exists) throw noSuchBucket(bucket);
+  const { upload, parts } = await bucketIndex(ctx, bucket).listParts(uploadId, key, marker, maxParts + 1);
   if (!upload) throw noSuchUpload();
   const page = parts.slice(0, maxParts);
   const truncated = parts.length > maxParts;

@@ -47,7 +47,6 @@ export async function putObjectLockConfiguration(ctx: RequestContext, bucket: st
     config.defaultRetention = { mode, ...(days !== undefined ? { days: n } : { years: n }) };
   }
   const result = await bucketIndex(ctx, bucket).setObjectLock(config);
-  if (result === "missing") throw noSuchBucket(bucket);
   if (result === "not-versioned") throw new S3Error("InvalidBucketState", "Versioning must be 'Enabled' on the bucket to apply a Object Lock configuration");
   return new Response(null, { status: 200 });
 }
@@ -111,8 +110,6 @@ async function changeLock(
   switch (outcome.result) {
     case "ok":
       return;
-    case "no-bucket":
-      throw noSuchBucket(bucket);
     case "no-lock":
       throw missingLockConfiguration();
     case "no-key":

@@ -27,7 +27,7 @@ export async function putObject(ctx: RequestContext, bucket: string, key: string
   // Object lock wants the body's integrity proven when a retention applies (the index decides).
   const integrity = contentMd5 !== null || !checksums.isEmpty;
   // Asked for in the headers: refused before a byte is stored.
-  if (lock?.mode !== undefined && !integrity) throw writeRefused(bucket, "IntegrityRequired");
+  if (lock?.mode !== undefined && !integrity) throw writeRefused("IntegrityRequired");
 
   const sse = await sseRequest(headers);
   const cipher = await newCipher(ctx.env, ctx.config, bucket, sse);

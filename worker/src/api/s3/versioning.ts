@@ -29,7 +29,6 @@ export async function putBucketVersioning(ctx: RequestContext, bucket: string): 
     throw new S3Error("IllegalVersioningConfigurationException", "The versioning configuration specified in the request is invalid.");
   }
   const result = await index.setVersioning(status);
-  if (result === "missing") throw noSuchBucket(bucket);
   if (result === "locked") {
     throw new S3Error("InvalidBucketState", "An Object Lock configuration is present on this bucket, so the versioning state cannot be changed.");
   }
