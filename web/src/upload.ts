@@ -148,6 +148,49 @@ function partSizeFor(size: number): number {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** The parts of a multipart upload, stored and in flight; update() shows them on its item (loaded: bytes stored plus bytes sent of parts in flight). */
+class PartTally {
+  private readonly have: Map<number, Part>;
+  private readonly inFlight = new Map<number, number>();
+  constructor(
+    private readonly item: UploadItem,
+    stored: Part[],
+    private readonly onProgress: () => void,
+  ) {
+    this.have = new Map(stored.map((p) => [p.partNumber, p]));
+  }
+  has(n: number): boolean {
+    return this.have.has(n);
+  }
+  parts(): Part[] {
+    return [...this.have.values()];
+  }
+  /** Part `n` is being sent (again): none of its bytes yet. */
+  sending(n: number): void {
+    this.inFlight.set(n, 0);
+  }
+  sent(n: number, loaded: number): void {
+    this.inFlight.set(n, loaded);
+    this.update();
+  }
+  stored(n: number, part: Part): void {
+    this.inFlight.delete(n);
+    this.have.set(n, part);
+    this.update();
+  }
+  /** Part `n` is no longer in flight, and not stored (its request failed or was cancelled). */
+  dropped(n: number): void {
+    this.inFlight.delete(n);
+    this.update();
+  }
+  update(): void {
+    const storedBytes = [...this.have.values()].reduce((n, p) => n + p.size, 0);
+    this.item.loaded = storedBytes + [...this.inFlight.values()].reduce((a, b) => a + b, 0);
+    this.item.partsDone = this.have.size;
+    this.onProgress();
+  }
+}
+
 export class Uploads {
   readonly items: UploadItem[] = [];
   private readonly slots = new Slots(PARTS_IN_FLIGHT);
@@ -346,92 +389,18 @@ export class Uploads {
     item.partsDone = 1;
   }
 
+  /** A multipart upload: the one remembered for this file resumed (only its missing parts sent), or a new one. */
   private async multipart(item: UploadItem, signal: AbortSignal): Promise<void> {
-    const { bucket, key, file } = item;
-    let record = this.recall(item);
-    let done: Part[] = [];
-    if (record) {
-      try {
-        const listed = await this.s3.listParts(bucket, key, record.uploadId, record.algorithm);
-        const partSize = record.partSize;
-        const expected = (n: number) => Math.min(partSize, file.size - (n - 1) * partSize);
-        done = listed.filter((p) => p.partNumber >= 1 && (p.partNumber - 1) * partSize < file.size && p.size === expected(p.partNumber) && p.etag);
-        if (item.partsResumed === 0 && item.partsDone === 0) item.partsResumed = done.length;
-      } catch (e) {
-        if (!(e instanceof S3Error) || e.code !== "NoSuchUpload") throw e;
-        this.forget(item);
-        record = null;
-      }
-    }
-    if (!record) {
-      const uploadId = await this.s3.createMultipart(bucket, key, file.type, ALGORITHM);
-      if (signal.aborted) {
-        // Cancelled while the upload was being created: cancel() had no upload id to abort yet.
-        void this.s3.abortMultipart(bucket, key, uploadId).catch(() => undefined);
-        return;
-      }
-      record = { uploadId, partSize: partSizeFor(file.size), algorithm: ALGORITHM, created: Date.now() };
-      this.remember(item, record);
-    }
-    const { uploadId, partSize, algorithm } = record;
-    const total = Math.max(1, Math.ceil(file.size / partSize));
+    const upload = await this.resumeOrCreate(item, signal);
+    if (!upload) return;
+    const { record, stored } = upload;
+    const total = Math.max(1, Math.ceil(item.file.size / record.partSize));
     item.partsTotal = total;
-    const have = new Map(done.map((p) => [p.partNumber, p]));
-    const inFlight = new Map<number, number>();
-    const storedBytes = () => [...have.values()].reduce((n, p) => n + p.size, 0);
-    const update = () => {
-      item.loaded = storedBytes() + [...inFlight.values()].reduce((a, b) => a + b, 0);
-      item.partsDone = have.size;
-      this.progress(item);
-    };
-    update();
-
+    const tally = new PartTally(item, stored, () => this.progress(item));
+    tally.update();
     const missing: number[] = [];
-    for (let n = 1; n <= total; n++) if (!have.has(n)) missing.push(n);
-    const failed: number[] = [];
-    await Promise.all(
-      missing.map(async (n) => {
-        const release = await this.slots.take();
-        try {
-          if (signal.aborted) return;
-          const blob = file.slice((n - 1) * partSize, Math.min(file.size, n * partSize));
-          const checksum = await checksumBlob(blob, algorithm);
-          const part = await this.withRetries(item, signal, async () => {
-            inFlight.set(n, 0);
-            const res = await this.s3.sendWithProgress(
-              "PUT",
-              objectPath(bucket, key),
-              { partNumber: n, uploadId },
-              { [`x-amz-checksum-${algorithm.toLowerCase()}`]: checksum },
-              blob,
-              (loaded) => {
-                inFlight.set(n, loaded);
-                update();
-              },
-              signal,
-            );
-            if (res.status < 200 || res.status >= 300) {
-              inFlight.delete(n);
-              update();
-              throw errorFromText(res.status, res.text);
-            }
-            return { partNumber: n, size: blob.size, etag: res.header("etag") ?? "", checksum } satisfies Part;
-          });
-          inFlight.delete(n);
-          have.set(n, part);
-          update();
-        } catch (e) {
-          inFlight.delete(n);
-          update();
-          if (signal.aborted) return;
-          if (e instanceof S3Error && e.code === "NoSuchUpload") this.forget(item);
-          failed.push(n);
-          item.error = messageOf(e);
-        } finally {
-          release();
-        }
-      }),
-    );
+    for (let n = 1; n <= total; n++) if (!tally.has(n)) missing.push(n);
+    const failed = await this.sendParts(item, signal, record, missing, tally);
     if (signal.aborted) return;
     if (failed.length) {
       item.failedParts = failed.sort((a, b) => a - b);
@@ -441,8 +410,95 @@ export class Uploads {
     }
     item.state = "completing";
     this.onChange();
-    await this.s3.completeMultipart(bucket, key, uploadId, algorithm, [...have.values()]);
+    await this.s3.completeMultipart(item.bucket, item.key, record.uploadId, record.algorithm, tally.parts());
     this.forget(item);
+  }
+
+  /** The remembered upload with the parts it has stored, else a new one; null when cancelled while it was created. */
+  private async resumeOrCreate(item: UploadItem, signal: AbortSignal): Promise<{ record: ResumeRecord; stored: Part[] } | null> {
+    const recalled = this.recall(item);
+    const stored = recalled && (await this.storedParts(item, recalled));
+    if (recalled && stored) return { record: recalled, stored };
+    const record = await this.create(item, signal);
+    return record && { record, stored: [] };
+  }
+
+  /** The parts an interrupted upload has whole (as its part size says they must be); null when the gateway no longer has it. */
+  private async storedParts(item: UploadItem, record: ResumeRecord): Promise<Part[] | null> {
+    const { bucket, key, file } = item;
+    try {
+      const listed = await this.s3.listParts(bucket, key, record.uploadId, record.algorithm);
+      const partSize = record.partSize;
+      const expected = (n: number) => Math.min(partSize, file.size - (n - 1) * partSize);
+      const done = listed.filter((p) => p.partNumber >= 1 && (p.partNumber - 1) * partSize < file.size && p.size === expected(p.partNumber) && p.etag);
+      if (item.partsResumed === 0 && item.partsDone === 0) item.partsResumed = done.length;
+      return done;
+    } catch (e) {
+      if (!(e instanceof S3Error) || e.code !== "NoSuchUpload") throw e;
+      this.forget(item);
+      return null;
+    }
+  }
+
+  /** Creates a multipart upload and remembers it; null (and the upload aborted) when cancelled meanwhile. */
+  private async create(item: UploadItem, signal: AbortSignal): Promise<ResumeRecord | null> {
+    const { bucket, key, file } = item;
+    const uploadId = await this.s3.createMultipart(bucket, key, file.type, ALGORITHM);
+    if (signal.aborted) {
+      // Cancelled while the upload was being created: cancel() had no upload id to abort yet.
+      void this.s3.abortMultipart(bucket, key, uploadId).catch(() => undefined);
+      return null;
+    }
+    const record = { uploadId, partSize: partSizeFor(file.size), algorithm: ALGORITHM, created: Date.now() };
+    this.remember(item, record);
+    return record;
+  }
+
+  /** Sends the parts numbered `numbers`, as many at a time as the shared slots allow; returns those that failed. */
+  private async sendParts(item: UploadItem, signal: AbortSignal, record: ResumeRecord, numbers: number[], tally: PartTally): Promise<number[]> {
+    const failed: number[] = [];
+    await Promise.all(
+      numbers.map(async (n) => {
+        const release = await this.slots.take();
+        try {
+          if (signal.aborted) return;
+          tally.stored(n, await this.sendPart(item, signal, record, n, tally));
+        } catch (e) {
+          tally.dropped(n);
+          if (signal.aborted) return;
+          if (e instanceof S3Error && e.code === "NoSuchUpload") this.forget(item);
+          failed.push(n);
+          item.error = messageOf(e);
+        } finally {
+          release();
+        }
+      }),
+    );
+    return failed;
+  }
+
+  /** Part `n`: its checksum, then its PUT (retried), its bytes counted as they go. */
+  private async sendPart(item: UploadItem, signal: AbortSignal, record: ResumeRecord, n: number, tally: PartTally): Promise<Part> {
+    const { uploadId, partSize, algorithm } = record;
+    const blob = item.file.slice((n - 1) * partSize, Math.min(item.file.size, n * partSize));
+    const checksum = await checksumBlob(blob, algorithm);
+    return this.withRetries(item, signal, async () => {
+      tally.sending(n);
+      const res = await this.s3.sendWithProgress(
+        "PUT",
+        objectPath(item.bucket, item.key),
+        { partNumber: n, uploadId },
+        { [`x-amz-checksum-${algorithm.toLowerCase()}`]: checksum },
+        blob,
+        (loaded) => tally.sent(n, loaded),
+        signal,
+      );
+      if (res.status < 200 || res.status >= 300) {
+        tally.dropped(n);
+        throw errorFromText(res.status, res.text);
+      }
+      return { partNumber: n, size: blob.size, etag: res.header("etag") ?? "", checksum } satisfies Part;
+    });
   }
 
   /** Runs one request up to PART_ATTEMPTS times (1 s, 2 s between), except for errors retrying cannot fix. */

@@ -66,6 +66,7 @@ const MAX_PRESIGNED_EXPIRES = 604800;
 const accessDenied = (message: string) => new S3Error("AccessDenied", message);
 const headerMalformed = (detail: string) => new S3Error("AuthorizationHeaderMalformed", `The authorization header is malformed; ${detail}`);
 const queryError = (message: string) => new S3Error("AuthorizationQueryParametersError", message);
+const credentialParamError = (detail: string) => queryError(`Error parsing the X-Amz-Credential parameter; ${detail}`);
 const signatureMismatch = () =>
   new S3Error("SignatureDoesNotMatch", "The request signature we calculated does not match the signature you provided. Check your key and signing method.");
 const unsupportedMechanism = () =>
@@ -397,8 +398,7 @@ function parsePresigned(query: Map<string, string>, headers: Headers, now: numbe
     );
   }
   if (algorithm !== ALGORITHM) throw queryError('X-Amz-Algorithm only supports "AWS4-HMAC-SHA256"');
-  const fail = (detail: string) => queryError(`Error parsing the X-Amz-Credential parameter; ${detail}`);
-  const cred = parseCredential(credential, fail);
+  const cred = parseCredential(credential, credentialParamError);
   const time = parseAmzDate(date);
   if (time === null) throw queryError(`X-Amz-Date must be in the ISO8601 Long Format "yyyyMMdd'T'HHmmss'Z'"`);
   if (!/^\d{1,7}$/.test(expires)) throw queryError("X-Amz-Expires should be a number");
@@ -497,6 +497,144 @@ function signedHeaderValue(request: Request, url: URL, name: string): string {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Authentication, step by step (authenticate, at the end, runs them in this order)
+
+/** The query's parameters, and the first value of each by its decoded name. */
+function readQuery(url: URL): { params: QueryParam[]; query: Map<string, string> } {
+  const params = parseQuery(url.search);
+  const query = new Map<string, string>();
+  for (const p of params) if (!query.has(p.name)) query.set(p.name, p.value);
+  return { params, query };
+}
+
+/** What the request claims, from the one mechanism it may use: a presigned query or the Authorization header. */
+function readSignedRequest(headers: Headers, query: Map<string, string>, opts: AuthOptions): SignedRequest {
+  const authorization = headers.get("authorization");
+  const presigned = query.has("X-Amz-Algorithm") || query.has("X-Amz-Credential") || query.has("X-Amz-Signature");
+  if (presigned && authorization !== null) {
+    throw new S3Error(
+      "InvalidArgument",
+      "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature query string parameter or the Authorization header should be specified",
+    );
+  }
+  if (presigned) return parsePresigned(query, headers, opts.now);
+  if (authorization === null) {
+    // Signature Version 2 query authentication is not supported.
+    if (query.has("AWSAccessKeyId") && query.has("Signature")) throw unsupportedMechanism();
+    throw accessDenied("Access Denied");
+  }
+  return parseAuthorizationHeader(authorization, headers, opts.payloadHash);
+}
+
+/** The credential scope must name this endpoint's region, a service it serves, aws4_request, and the request's own date. */
+function checkScope(req: SignedRequest, opts: AuthOptions): void {
+  const fail = req.presigned ? credentialParamError : headerMalformed;
+  if (req.region !== opts.region) throw fail(`the region '${req.region}' is wrong; expecting '${opts.region}'`);
+  const services = opts.services ?? [SERVICE];
+  if (!services.includes(req.service)) throw fail(`incorrect service '${req.service}'. This endpoint belongs to '${services.join("' or '")}'.`);
+  if (req.terminal !== TERMINAL) throw fail(`incorrect terminal '${req.terminal}'. This endpoint uses '${TERMINAL}'.`);
+  if (req.scopeDate !== req.amzDate.slice(0, 8)) {
+    throw fail(`Invalid credential date "${req.scopeDate}". This date is not the same as X-Amz-Date: "${req.amzDate.slice(0, 8)}".`);
+  }
+}
+
+/** A header-signed request must be within 15 minutes of now (a presigned URL's window was checked as it was parsed). */
+function checkClockSkew(req: SignedRequest, now: number): void {
+  if (!req.presigned && Math.abs(now - req.time) > MAX_SKEW_MS) {
+    throw new S3Error("RequestTimeTooSkewed", "The difference between the request time and the current time is too large.");
+  }
+}
+
+/**
+ * Every x-amz-* header (but x-amz-content-sha256, as S3 allows) and the Date the timestamp came
+ * from must be signed: otherwise anyone holding the request could add or change them.
+ */
+function checkHeadersSigned(req: SignedRequest, headers: Headers): void {
+  const signed = new Set(req.signedHeaders);
+  const unsigned: string[] = [];
+  for (const [name] of headers) {
+    if (name.startsWith("x-amz-") && name !== "x-amz-content-sha256" && !signed.has(name)) unsigned.push(name);
+  }
+  if (req.dateHeader === "date" && !signed.has("date")) unsigned.push("date");
+  if (unsigned.length > 0) {
+    throw accessDenied(`There were headers present in the request which were not signed (HeadersNotSigned: ${unsigned.join(", ")})`);
+  }
+}
+
+/** The canonical request (its rules are at the top of this file). */
+function canonicalRequest(request: Request, url: URL, params: QueryParam[], req: SignedRequest): string {
+  const canonicalHeaders = req.signedHeaders.map((name) => `${name}:${canonicalHeaderValue(signedHeaderValue(request, url, name))}\n`).join("");
+  return [
+    request.method.toUpperCase(),
+    canonicalUri(url.pathname),
+    canonicalQuery(params, req.presigned ? "X-Amz-Signature" : undefined),
+    canonicalHeaders,
+    req.signedHeaders.join(";"),
+    req.payloadHash,
+  ].join("\n");
+}
+
+/**
+ * Checks the request's signature against the one `secret` gives, in constant time. Returns what
+ * an aws-chunked payload's chunk signatures chain from: the signing key, scope and this signature.
+ */
+async function verifySignature(request: Request, url: URL, params: QueryParam[], req: SignedRequest, secret: string): Promise<ChunkSigning> {
+  const canonical = canonicalRequest(request, url, params, req);
+  const scope = `${req.scopeDate}/${req.region}/${req.service}/${TERMINAL}`;
+  const stringToSign = [ALGORITHM, req.amzDate, scope, await sha256Hex(canonical)].join("\n");
+  const key = await signingKey(secret, req.scopeDate, req.region, req.service);
+  const expected = await hmacHex(key, stringToSign);
+  if (!constantTimeEqual(expected, req.signature)) throw signatureMismatch();
+  return { signingKey: key, amzDate: req.amzDate, scope, seedSignature: expected };
+}
+
+/** The payload to store, as `mode` says it was sent, verified as it streams. */
+function payloadOf(request: Request, accessKeyId: string, mode: PayloadMode, seed: ChunkSigning): Authenticated {
+  const source = request.body;
+  const contentLength = parseLength(request.headers.get("content-length"), "Content-Length");
+  const noBody = source === null || contentLength === 0;
+  switch (mode.kind) {
+    case "unsigned":
+      return { accessKeyId, body: noBody ? null : source, contentLength, trailers: NO_TRAILERS() };
+    case "sha256":
+      if (noBody) {
+        if (!constantTimeEqual(mode.hash, EMPTY_SHA256)) throw contentShaMismatch();
+        return { accessKeyId, body: null, contentLength, trailers: NO_TRAILERS() };
+      }
+      return { accessKeyId, body: verifySha256(source!, mode.hash), contentLength, trailers: NO_TRAILERS() };
+    case "chunked":
+      if (noBody) {
+        throw new S3Error("IncompleteBody", "The request body terminated unexpectedly before the end of the aws-chunked payload.");
+      }
+      return chunkedPayload(source!, request.headers, accessKeyId, mode, seed);
+  }
+}
+
+/** An aws-chunked payload, decoded (its chunk signatures checked, when signed) as it streams. */
+function chunkedPayload(
+  source: ReadableStream<Uint8Array>,
+  headers: Headers,
+  accessKeyId: string,
+  mode: Extract<PayloadMode, { kind: "chunked" }>,
+  seed: ChunkSigning,
+): Authenticated {
+  const decodedLength = parseLength(headers.get("x-amz-decoded-content-length"), "x-amz-decoded-content-length");
+  const declaredTrailers = announcedTrailers(headers);
+  const decoded = decodeAwsChunked(source, { signing: mode.signed ? seed : null, trailer: mode.trailer, declaredTrailers, decodedLength });
+  return { accessKeyId, body: decoded.body, contentLength: decodedLength, trailers: decoded.trailers };
+}
+
+/** The trailer names `x-amz-trailer` announces (lower-case), or null when it was not sent. */
+function announcedTrailers(headers: Headers): string[] | null {
+  const announced = headers.get("x-amz-trailer");
+  if (announced === null) return null;
+  return announced
+    .split(",")
+    .map((t) => t.trim().toLowerCase())
+    .filter((t) => t !== "");
+}
+
+// ---------------------------------------------------------------------------------------------
 
 /**
  * Authenticates an S3 request signed with AWS Signature Version 4 (Authorization header or
@@ -509,53 +647,11 @@ function signedHeaderValue(request: Request, url: URL, name: string): string {
  */
 export async function authenticate(request: Request, secretOf: SecretLookup, opts: AuthOptions): Promise<Authenticated> {
   const url = new URL(request.url);
-  const headers = request.headers;
-  const params = parseQuery(url.search);
-  const query = new Map<string, string>();
-  for (const p of params) if (!query.has(p.name)) query.set(p.name, p.value);
-
-  const authorization = headers.get("authorization");
-  const presigned = query.has("X-Amz-Algorithm") || query.has("X-Amz-Credential") || query.has("X-Amz-Signature");
-  if (presigned && authorization !== null) {
-    throw new S3Error(
-      "InvalidArgument",
-      "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature query string parameter or the Authorization header should be specified",
-    );
-  }
-  if (!presigned && authorization === null) {
-    // Signature Version 2 query authentication is not supported.
-    if (query.has("AWSAccessKeyId") && query.has("Signature")) throw unsupportedMechanism();
-    throw accessDenied("Access Denied");
-  }
-
-  const req = presigned ? parsePresigned(query, headers, opts.now) : parseAuthorizationHeader(authorization!, headers, opts.payloadHash);
-  const fail = presigned ? (detail: string) => queryError(`Error parsing the X-Amz-Credential parameter; ${detail}`) : headerMalformed;
-
-  // Scope.
-  if (req.region !== opts.region) throw fail(`the region '${req.region}' is wrong; expecting '${opts.region}'`);
-  const services = opts.services ?? [SERVICE];
-  if (!services.includes(req.service)) throw fail(`incorrect service '${req.service}'. This endpoint belongs to '${services.join("' or '")}'.`);
-  if (req.terminal !== TERMINAL) throw fail(`incorrect terminal '${req.terminal}'. This endpoint uses '${TERMINAL}'.`);
-  if (req.scopeDate !== req.amzDate.slice(0, 8)) {
-    throw fail(`Invalid credential date "${req.scopeDate}". This date is not the same as X-Amz-Date: "${req.amzDate.slice(0, 8)}".`);
-  }
-
-  if (!presigned && Math.abs(opts.now - req.time) > MAX_SKEW_MS) {
-    throw new S3Error("RequestTimeTooSkewed", "The difference between the request time and the current time is too large.");
-  }
-
-  // Every x-amz-* header (but x-amz-content-sha256, as S3 allows) and the Date the timestamp
-  // came from must be signed: otherwise anyone holding the request could add or change them.
-  const signed = new Set(req.signedHeaders);
-  const unsigned: string[] = [];
-  for (const [name] of headers) {
-    if (name.startsWith("x-amz-") && name !== "x-amz-content-sha256" && !signed.has(name)) unsigned.push(name);
-  }
-  if (req.dateHeader === "date" && !signed.has("date")) unsigned.push("date");
-  if (unsigned.length > 0) {
-    throw accessDenied(`There were headers present in the request which were not signed (HeadersNotSigned: ${unsigned.join(", ")})`);
-  }
-
+  const { params, query } = readQuery(url);
+  const req = readSignedRequest(request.headers, query, opts);
+  checkScope(req, opts);
+  checkClockSkew(req, opts.now);
+  checkHeadersSigned(req, request.headers);
   const mode = payloadMode(req.payloadHash);
 
   // Only a request that could be valid costs a key lookup (a Durable Object call when the key is
@@ -563,51 +659,6 @@ export async function authenticate(request: Request, secretOf: SecretLookup, opt
   const secret = await secretOf(req.accessKeyId);
   if (secret === null) throw new S3Error("InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
 
-  // The canonical request, the string to sign, the signature.
-  const canonicalHeaders = req.signedHeaders.map((name) => `${name}:${canonicalHeaderValue(signedHeaderValue(request, url, name))}\n`).join("");
-  const canonicalRequest = [
-    request.method.toUpperCase(),
-    canonicalUri(url.pathname),
-    canonicalQuery(params, presigned ? "X-Amz-Signature" : undefined),
-    canonicalHeaders,
-    req.signedHeaders.join(";"),
-    req.payloadHash,
-  ].join("\n");
-  const scope = `${req.scopeDate}/${req.region}/${req.service}/${TERMINAL}`;
-  const stringToSign = [ALGORITHM, req.amzDate, scope, await sha256Hex(canonicalRequest)].join("\n");
-  const key = await signingKey(secret, req.scopeDate, req.region, req.service);
-  const expected = await hmacHex(key, stringToSign);
-  if (!constantTimeEqual(expected, req.signature)) throw signatureMismatch();
-
-  // The payload.
-  const source = request.body;
-  const contentLength = parseLength(headers.get("content-length"), "Content-Length");
-  const noBody = source === null || contentLength === 0;
-  switch (mode.kind) {
-    case "unsigned":
-      return { accessKeyId: req.accessKeyId, body: noBody ? null : source, contentLength, trailers: NO_TRAILERS() };
-    case "sha256":
-      if (noBody) {
-        if (!constantTimeEqual(mode.hash, EMPTY_SHA256)) throw contentShaMismatch();
-        return { accessKeyId: req.accessKeyId, body: null, contentLength, trailers: NO_TRAILERS() };
-      }
-      return { accessKeyId: req.accessKeyId, body: verifySha256(source!, mode.hash), contentLength, trailers: NO_TRAILERS() };
-    case "chunked": {
-      if (noBody) {
-        throw new S3Error("IncompleteBody", "The request body terminated unexpectedly before the end of the aws-chunked payload.");
-      }
-      const decodedLength = parseLength(headers.get("x-amz-decoded-content-length"), "x-amz-decoded-content-length");
-      const announced = headers.get("x-amz-trailer");
-      const declaredTrailers =
-        announced === null
-          ? null
-          : announced
-              .split(",")
-              .map((t) => t.trim().toLowerCase())
-              .filter((t) => t !== "");
-      const signing: ChunkSigning | null = mode.signed ? { signingKey: key, amzDate: req.amzDate, scope, seedSignature: expected } : null;
-      const decoded = decodeAwsChunked(source!, { signing, trailer: mode.trailer, declaredTrailers, decodedLength });
-      return { accessKeyId: req.accessKeyId, body: decoded.body, contentLength: decodedLength, trailers: decoded.trailers };
-    }
-  }
+  const seed = await verifySignature(request, url, params, req, secret);
+  return payloadOf(request, req.accessKeyId, mode, seed);
 }

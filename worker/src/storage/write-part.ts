@@ -99,10 +99,7 @@ async function writeSharded(
     await reader.expectEnd();
     giveBuffer(block); // only here: a failed read may have left it with the stream
   } catch (e) {
-    const abandoned = new WriteAbandoned(e instanceof Error ? e.message : String(e));
-    sinks.forEach((s) => s.abort(abandoned));
-    // Best effort, and not awaited: a stalled node must not hold the client's answer.
-    void cleanup(placement, storageId, sinks).catch(() => {});
+    abandon(e, placement, storageId, sinks);
     throw e;
   } finally {
     encoder.free();
@@ -195,6 +192,17 @@ export function preferAvailable(nodes: readonly StorageNode[], count: number): r
 function quorumLost(sinks: ShardSink[], config: GatewayConfig): WriteQuorumError {
   const ok = sinks.filter((s) => !s.failed).length;
   return new WriteQuorumError(`Only ${ok} of ${sinks.length} storage nodes accepted the data; ${config.writeQuorum} are needed.`);
+}
+
+/**
+ * Gives up a streamed write that failed with `cause`: every shard file's upload is aborted with a
+ * WriteAbandoned, and what reached the nodes is removed: best effort, and not awaited, since a
+ * stalled node must not hold the client's answer.
+ */
+function abandon(cause: unknown, placement: StorageNode[], storageId: string, sinks: ShardSink[]): void {
+  const abandoned = new WriteAbandoned(cause instanceof Error ? cause.message : String(cause));
+  sinks.forEach((s) => s.abort(abandoned));
+  void cleanup(placement, storageId, sinks).catch(() => {});
 }
 
 /** Removes whatever a failed write left on its nodes (best effort: nothing references it). */
