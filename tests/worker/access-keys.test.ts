@@ -9,8 +9,7 @@ import { listDurableObjectIds, runInDurableObject } from "cloudflare:test";
 import { env as workersEnv, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../worker/src/config";
-import { NEEDS } from "../../worker/src/api/common/permissions";
-import type { Endpoint } from "../../worker/src/api/common/router";
+import { OPERATIONS, type OperationName } from "../../worker/src/api/operations";
 import { GATEWAY, s3, s3ok } from "./signed";
 
 type Key = { id: string; secret: string; name: string; created: number; enabled: boolean; createBucket: boolean };
@@ -200,7 +199,7 @@ const B = "perm-matrix";
 // PostObject carries its credentials in the form: post-object.test.ts checks it with keys. A shard
 // file's URL carries its grant (direct.test.ts). GetSessionToken needs any key (sts.test.ts).
 type Op = Exclude<
-  Endpoint["op"],
+  OperationName,
   "PreflightCors" | "GetMetrics" | "Admin" | "NotImplemented" | "ListBuckets" | "CreateBucket" | "PostObject" | "TransferShard" | "GetSessionToken"
 >;
 type Call = { path: string; init?: RequestInit; md5?: string };
@@ -327,9 +326,9 @@ describe("the permission matrix", () => {
         const body = await res.text();
         // A copy also reads its source, here in the same bucket: no single right is enough (the
         // copier test above gives write and read).
-        const allowed = NEEDS[op] === right && op !== "CopyObject" && op !== "UploadPartCopy";
+        const allowed = OPERATIONS[op].permission.need === right && op !== "CopyObject" && op !== "UploadPartCopy";
         const denied = res.status === 403 && (call.init?.method === "HEAD" || errorCode(body) === "AccessDenied");
-        if (allowed === denied) cells.push(`${op} with ${right}: ${res.status} ${errorCode(body) ?? ""} (needs ${NEEDS[op]})`);
+        if (allowed === denied) cells.push(`${op} with ${right}: ${res.status} ${errorCode(body) ?? ""} (needs ${OPERATIONS[op].permission.need})`);
       }
     }
     expect(cells).toEqual([]);

@@ -1,4 +1,4 @@
-// Bucket policies mean what they say (api/common/permissions.ts PERMISSIONS, auth/policy.ts): one walk of
+// Bucket policies mean what they say (api/operations.ts, auth/policy.ts): one walk of
 // every action the parser accepts × Allow and Deny × every operation the table maps to it (its
 // versioned variant, a copy's source, a write that tags or locks), with a key holding every right (a Deny must refuse it), a
 // key holding none and nobody at all (an Allow must let them through, and only for that action);
@@ -8,8 +8,7 @@
 import { AwsClient } from "aws4fetch";
 import { env as workersEnv, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { PERMISSIONS } from "../../worker/src/api/common/permissions";
-import type { Endpoint } from "../../worker/src/api/common/router";
+import { OPERATIONS, type OperationName } from "../../worker/src/api/operations";
 import { POLICY_ACTIONS, type PolicyAction } from "../../worker/src/auth/policy";
 import { signedPostFields } from "./post-form";
 import type { Env } from "../../worker/src/config";
@@ -17,7 +16,7 @@ import { setSetting } from "../../worker/src/services/bucket-settings";
 import { GATEWAY, s3, s3ok } from "./signed";
 
 type Key = { id: string; secret: string };
-type Op = Endpoint["op"];
+type Op = OperationName;
 type Requester = Key | "anonymous";
 
 const errorCode = (xml: string) => xml.match(/<Code>([^<]+)<\/Code>/)?.[1];
@@ -212,7 +211,7 @@ const HEADER_VALUES: Record<string, string> = {
 
 function cases(): Case[] {
   const out: Case[] = [];
-  for (const [op, p] of Object.entries(PERMISSIONS) as [Op, (typeof PERMISSIONS)[Op]][]) {
+  for (const [op, { permission: p }] of Object.entries(OPERATIONS) as [Op, (typeof OPERATIONS)[Op]][]) {
     if (p.action === null || op === "PostObject") continue; // POST forms: their own test below
     const sourceActions = p.source?.action ? [p.source.action] : [];
     const plain = { op, versioned: false, source: false };

@@ -5,7 +5,7 @@
 // action the parser accepts.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { PERMISSIONS } from "../../worker/src/api/common/permissions";
+import { OPERATIONS } from "../../worker/src/api/operations";
 import { POLICY_ACTIONS, POLICY_LIMITS, evaluatePolicy, parsePolicy } from "../../worker/src/auth/policy";
 import { compileWildcard, wildcardMatch } from "../../worker/src/auth/wildcard";
 import { S3Error } from "../../worker/src/s3-error";
@@ -194,7 +194,7 @@ describe("policy limits", () => {
 describe("the permissions table", () => {
   it("maps an operation to every action the parser accepts, and names only accepted actions", () => {
     const named = new Set<string>();
-    for (const p of Object.values(PERMISSIONS)) {
+    for (const { permission: p } of Object.values(OPERATIONS)) {
       for (const check of [p, p.source, p.bypass, ...(p.headers ?? []).map((h) => h.check)]) {
         if (!check) continue;
         if (check.action) named.add(check.action);

@@ -27,7 +27,7 @@ export type Requester = string | null;
 
 /**
  * Every action a policy may name: S3's names, each enforced by the operations that the table of
- * api/common/permissions.ts (PERMISSIONS) maps to it; a name no operation checks is not here, so a policy
+ * api/operations.ts (OPERATIONS, each entry's permission) maps to it; a name no operation checks is not here, so a policy
  * naming it is refused rather than silently unenforced.
  */
 export const POLICY_ACTIONS = [

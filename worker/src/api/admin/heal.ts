@@ -1,5 +1,5 @@
 // The admin API of healing: `POST /_shardgate/admin/heal` (services/heal.ts does the work).
-import { S3Error, noSuchBucket } from "../../s3-error";
+import { S3Error } from "../../s3-error";
 import { emptyTally, healEach, healQueues } from "../../services/heal";
 import { json } from "../common/json";
 import { bucketIndex, type RequestContext } from "../common/context";
@@ -18,8 +18,8 @@ export async function adminHeal(
   if (bucket === null) return json(await healQueues(ctx, q["max-objects"]));
   if (bucket === "") throw new S3Error("InvalidArgument", "Name the bucket to heal (?bucket=NAME), or none to work through the heal queues.");
   const index = bucketIndex(ctx, bucket);
-  const [info, page] = await Promise.all([index.info(), index.list({ prefix, delimiter: null, after: q["start-after"], maxKeys: q["max-objects"] })]);
-  if (!info) throw noSuchBucket(bucket);
+  // info() answers NoSuchBucket for a bucket that does not exist (whose listing is empty).
+  const [, page] = await Promise.all([index.info(), index.list({ prefix, delimiter: null, after: q["start-after"], maxKeys: q["max-objects"] })]);
   const tally = emptyTally();
   await healEach(
     ctx,

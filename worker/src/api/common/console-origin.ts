@@ -3,7 +3,7 @@
 // stored object ever runs on the origin that holds the console's credentials, and it talks to the
 // gateway cross-origin. Requests from that origin get CORS answers on every S3, admin and STS
 // request (preflights included), whatever a bucket's own CORS rules say; any other origin gets only
-// what a bucket's rules allow (api/s3/cors.ts). No cookie or other ambient credential exists: every
+// what a bucket's rules allow (api/s3/bucket-cors.ts). No cookie or other ambient credential exists: every
 // request the console sends is signed.
 
 /** What the console reads from answers besides the CORS-safelisted headers (and "*": any, for requests without credentials). */

@@ -22,6 +22,25 @@ export interface RequestContext {
   waitUntil(promise: Promise<unknown>): void;
 }
 
+/** Where a bucket operation acts. */
+export interface BucketAt {
+  bucket: string;
+}
+
+/** Where an object operation acts: the bucket, the key, and the version `?versionId` names. */
+export interface ObjectAt {
+  bucket: string;
+  key: string;
+  /** undefined for none (the current version), null for the null version. */
+  versionId: string | null | undefined;
+}
+
+/** Where a shard URL leads: the bucket and the grant the URL carries (docs/browser-path.md). */
+export interface ShardAt {
+  bucket: string;
+  grant: string;
+}
+
 /** Who owns every bucket and object: the gateway is one account, named by its root key; other keys act within it. */
 export function owner(ctx: Pick<RequestContext, "auth" | "config">): { id: string; displayName: string } {
   const id = ctx.config.credentials?.accessKeyId ?? ctx.auth.accessKeyId;

@@ -10,21 +10,39 @@ import type { WrittenPart } from "../../storage/write-part";
 import type { RequestChecksums } from "./checksums";
 import type { RequestContext } from "./context";
 
-/**
- * The version an object request names with `?versionId`: undefined for none (the current one),
- * null for the null version. One that this gateway could not have made is InvalidArgument.
- */
-export function requestedVersion(url: URL): string | null | undefined {
-  const versionId = url.searchParams.get("versionId");
-  if (versionId === null) return undefined;
-  return parseVersionId(versionId);
-}
-
-/** A version id as sent ("null": the null version); InvalidArgument when malformed. */
+/** A version id as sent (`?versionId`; "null": the null version); InvalidArgument when one this gateway could not have made. */
 export function parseVersionId(versionId: string): string | null {
   if (!isVersionId(versionId)) throw new S3Error("InvalidArgument", "Invalid version id specified");
   return versionId === "null" ? null : versionId;
 }
+
+/** S3's highest part number. */
+export const MAX_PART_NUMBER = 10_000;
+
+/** A part number as sent (`?partNumber`): InvalidArgument unless a whole number from 1 to 10000. */
+export function parsePartNumber(value: string | null): number {
+  const n = value !== null && /^\d{1,5}$/.test(value) ? Number(value) : Number.NaN;
+  if (!(n >= 1 && n <= MAX_PART_NUMBER)) throw new S3Error("InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive");
+  return n;
+}
+
+/** A multipart upload's requests name it: `?uploadId`. */
+export interface UploadParams {
+  uploadId: string;
+}
+
+/** UploadPart and UploadPartCopy name the part too: `?partNumber`. */
+export interface PartParams extends UploadParams {
+  partNumber: number;
+}
+
+export const uploadParams = (query: URLSearchParams): UploadParams => ({ uploadId: query.get("uploadId") ?? "" });
+export const partParams = (query: URLSearchParams): PartParams => ({ ...uploadParams(query), partNumber: parsePartNumber(query.get("partNumber")) });
+/** GET and HEAD may name one part of a multipart object (`?partNumber`), or none. */
+export const readPartParams = (query: URLSearchParams): { partNumber: number | null } => {
+  const n = query.get("partNumber");
+  return { partNumber: n === null ? null : parsePartNumber(n) };
+};
 
 /** S3's limit for a single PUT (and a single part, and a CopyObject). */
 export const MAX_PUT_BYTES = 5 * 1024 ** 3;

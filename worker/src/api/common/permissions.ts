@@ -1,13 +1,12 @@
-// Who may do what (docs/access.md): the one table from each S3 operation to the right it needs and
-// the action a bucket policy names it by (PERMISSIONS), and the check every request passes after
-// authentication. The root key may do everything; another key has, per bucket, any of read, write
+// Who may do what (docs/access.md): the shape of an operation's permission (the right it needs and
+// the action a bucket policy names it by, declared with each operation in api/operations.ts), and
+// the check every request passes after authentication. The root key may do everything; another key has, per bucket, any of read, write
 // and owner, and may be allowed to create buckets; a bucket policy can allow more (to keys or to
 // everyone) and deny, per object where the operation acts on one.
 import { allowsSomewhere, type BucketPolicy, evaluatePolicy, type PolicyAction, resourceOf } from "../../auth/policy";
 import { S3Error } from "../../s3-error";
 import type { Principal } from "../../services/access-keys";
 import { parseCopySource } from "./copy-source";
-import type { Endpoint } from "./router";
 
 /**
  * What an operation needs: a right on its bucket (read, write, owner); to create a bucket; nothing
@@ -44,8 +43,12 @@ export interface HeaderCheck {
   check: Check;
 }
 
-/** A copy reads its source as a GET would. */
-const READ_SOURCE: Check = { need: "read", action: "s3:GetObject", versioned: "s3:GetObjectVersion" };
+/** Reading an object (GET, HEAD, a read plan; a copy reads its source so). */
+export const READ_OBJECT: Check = { need: "read", action: "s3:GetObject", versioned: "s3:GetObjectVersion" };
+/** Writing an object (PUT, a copy's target, multipart, the browser path's sessions and forms). */
+export const WRITE_OBJECT: Check = { need: "write", action: "s3:PutObject" };
+/** Deleting an object or a version (DeleteObject, and each key of a DeleteObjects). */
+export const DELETE_OBJECT: Check = { need: "write", action: "s3:DeleteObject", versioned: "s3:DeleteObjectVersion" };
 /**
  * A copy that keeps its source's tags (tagging directive COPY) reads them as GetObjectTagging does
  * and writes them as PutObjectTagging does: a policy denying either refuses it.
@@ -62,82 +65,11 @@ export const BYPASS_GOVERNANCE: Check = { need: "owner", action: "s3:BypassGover
  * PutObjectLegalHold do: a policy denying those refuses it (ACL headers need nothing more: only
  * owner-only ACLs exist, api/common/acl-policy.ts).
  */
-const WRITE_HEADERS: readonly HeaderCheck[] = [
+export const WRITE_OBJECT_HEADERS: readonly HeaderCheck[] = [
   { names: ["x-amz-tagging"], check: { need: "write", action: "s3:PutObjectTagging" } },
   { names: ["x-amz-object-lock-mode", "x-amz-object-lock-retain-until-date"], check: { need: "write", action: "s3:PutObjectRetention" } },
   { names: ["x-amz-object-lock-legal-hold"], check: { need: "write", action: "s3:PutObjectLegalHold" } },
 ];
-
-/** The one table: every operation, what it needs, and what a policy calls it. */
-export const PERMISSIONS: Record<Endpoint["op"], Permission> = {
-  ListBuckets: { need: "anyKey", action: null },
-  GetSessionToken: { need: "anyKey", action: null }, // temporary credentials with the signing key's own rights (api/s3/sts.ts)
-  CreateBucket: { need: "createBucket", action: null },
-  HeadBucket: { need: "read", action: "s3:ListBucket" },
-  DeleteBucket: { need: "owner", action: "s3:DeleteBucket" },
-  GetBucketLocation: { need: "read", action: "s3:GetBucketLocation" },
-  GetBucketVersioning: { need: "read", action: "s3:GetBucketVersioning" },
-  PutBucketVersioning: { need: "owner", action: "s3:PutBucketVersioning" },
-  ListObjectsV2: { need: "read", action: "s3:ListBucket" },
-  ListObjects: { need: "read", action: "s3:ListBucket" },
-  ListObjectVersions: { need: "read", action: "s3:ListBucketVersions" },
-  GetObject: { need: "read", action: "s3:GetObject", versioned: "s3:GetObjectVersion" },
-  HeadObject: { need: "read", action: "s3:GetObject", versioned: "s3:GetObjectVersion" },
-  PutObject: { need: "write", action: "s3:PutObject", headers: WRITE_HEADERS },
-  PostObject: { need: "write", action: "s3:PutObject" }, // checked by the operation, with the key that signed the form
-  DeleteObject: { need: "write", action: "s3:DeleteObject", versioned: "s3:DeleteObjectVersion", bypass: BYPASS_GOVERNANCE },
-  DeleteObjects: { need: "write", action: "s3:DeleteObject", versioned: "s3:DeleteObjectVersion", perKey: true, bypass: BYPASS_GOVERNANCE },
-  CopyObject: { need: "write", action: "s3:PutObject", source: READ_SOURCE, headers: WRITE_HEADERS },
-  GetObjectAttributes: { need: "read", action: "s3:GetObjectAttributes", versioned: "s3:GetObjectVersionAttributes" },
-  CreateMultipartUpload: { need: "write", action: "s3:PutObject", headers: WRITE_HEADERS },
-  UploadPart: { need: "write", action: "s3:PutObject" },
-  UploadPartCopy: { need: "write", action: "s3:PutObject", source: READ_SOURCE },
-  CompleteMultipartUpload: { need: "write", action: "s3:PutObject" },
-  AbortMultipartUpload: { need: "write", action: "s3:AbortMultipartUpload" },
-  ListParts: { need: "write", action: "s3:ListMultipartUploadParts" },
-  ListMultipartUploads: { need: "write", action: "s3:ListBucketMultipartUploads" },
-  GetObjectTagging: { need: "read", action: "s3:GetObjectTagging", versioned: "s3:GetObjectVersionTagging" },
-  PutObjectTagging: { need: "write", action: "s3:PutObjectTagging", versioned: "s3:PutObjectVersionTagging" },
-  DeleteObjectTagging: { need: "write", action: "s3:DeleteObjectTagging", versioned: "s3:DeleteObjectVersionTagging" },
-  GetBucketTagging: { need: "read", action: "s3:GetBucketTagging" },
-  PutBucketTagging: { need: "owner", action: "s3:PutBucketTagging" },
-  DeleteBucketTagging: { need: "owner", action: "s3:PutBucketTagging" },
-  GetBucketLifecycleConfiguration: { need: "read", action: "s3:GetLifecycleConfiguration" },
-  PutBucketLifecycleConfiguration: { need: "owner", action: "s3:PutLifecycleConfiguration" },
-  DeleteBucketLifecycle: { need: "owner", action: "s3:PutLifecycleConfiguration" },
-  GetObjectLockConfiguration: { need: "read", action: "s3:GetBucketObjectLockConfiguration" },
-  PutObjectLockConfiguration: { need: "owner", action: "s3:PutBucketObjectLockConfiguration" },
-  GetObjectRetention: { need: "read", action: "s3:GetObjectRetention" },
-  PutObjectRetention: { need: "write", action: "s3:PutObjectRetention", bypass: BYPASS_GOVERNANCE },
-  GetObjectLegalHold: { need: "read", action: "s3:GetObjectLegalHold" },
-  PutObjectLegalHold: { need: "write", action: "s3:PutObjectLegalHold" },
-  GetBucketAcl: { need: "read", action: "s3:GetBucketAcl" },
-  PutBucketAcl: { need: "owner", action: "s3:PutBucketAcl" },
-  GetObjectAcl: { need: "read", action: "s3:GetObjectAcl", versioned: "s3:GetObjectVersionAcl" },
-  PutObjectAcl: { need: "write", action: "s3:PutObjectAcl", versioned: "s3:PutObjectVersionAcl" },
-  GetBucketCors: { need: "read", action: "s3:GetBucketCORS" },
-  PutBucketCors: { need: "owner", action: "s3:PutBucketCORS" },
-  DeleteBucketCors: { need: "owner", action: "s3:PutBucketCORS" },
-  GetBucketEncryption: { need: "read", action: "s3:GetEncryptionConfiguration" },
-  PutBucketEncryption: { need: "owner", action: "s3:PutEncryptionConfiguration" },
-  DeleteBucketEncryption: { need: "owner", action: "s3:PutEncryptionConfiguration" },
-  GetBucketPolicy: { need: "owner", action: "s3:GetBucketPolicy" },
-  PutBucketPolicy: { need: "owner", action: "s3:PutBucketPolicy" },
-  DeleteBucketPolicy: { need: "owner", action: "s3:DeleteBucketPolicy" },
-  GetBucketPolicyStatus: { need: "owner", action: "s3:GetBucketPolicyStatus" },
-  PreflightCors: { need: "anyKey", action: null }, // answered before authentication, from the bucket's CORS rules
-  CreateDirectUpload: { need: "write", action: "s3:PutObject" },
-  CompleteDirectUpload: { need: "write", action: "s3:PutObject" },
-  AbortDirectUpload: { need: "write", action: "s3:AbortMultipartUpload" },
-  GetReadPlan: { need: "read", action: "s3:GetObject", versioned: "s3:GetObjectVersion" },
-  TransferShard: { need: "anyKey", action: null }, // authorized by the grant in its URL alone (services/direct-shards.ts)
-  GetMetrics: { need: "root", action: null },
-  Admin: { need: "root", action: null },
-  NotImplemented: { need: "anyKey", action: null },
-};
-
-/** The right (or other need) of each operation, from PERMISSIONS. */
-export const NEEDS = Object.fromEntries(Object.entries(PERMISSIONS).map(([op, p]) => [op, p.need])) as Record<Endpoint["op"], Need>;
 
 const denied = () => new S3Error("AccessDenied", "Access Denied");
 
@@ -181,21 +113,27 @@ export function passes(principal: Principal, check: Check, bucket: string, key: 
   return permitted(principal, check.need, (versioned && check.versioned) || check.action, bucket, key, policyOf);
 }
 
+/** Where an operation acts, as authorization sees it. */
+export interface Acting {
+  bucket: string | null;
+  key: string | null;
+}
+
 /**
- * Throws AccessDenied unless `principal` may do `endpoint`, with the request's `headers` (a copy's
- * source) and `query` (`versionId`: the version-specific action). An operation evaluated per key
- * (DeleteObjects) is let in here by the right or by an Allow of its action anywhere in the policy,
- * and checks each key itself (objectPermitted).
+ * Throws AccessDenied unless `principal` has `permission` on `at`, with the request's `headers` (a
+ * copy's source, a write's tags and lock) and `query` (`versionId`: the version-specific action). An
+ * operation evaluated per key (DeleteObjects) is let in here by the right or by an Allow of its
+ * action anywhere in the policy, and checks each key itself (`passes` with DELETE_OBJECT).
  */
 export async function authorize(
   principal: Principal,
-  endpoint: Endpoint,
+  permission: Permission,
+  at: Acting,
   headers: Headers,
   policyOf: PolicyLookup,
   query: URLSearchParams = new URLSearchParams(),
 ): Promise<void> {
   if (principal.kind === "root") return;
-  const permission = PERMISSIONS[endpoint.op];
   const need = permission.need;
   switch (need) {
     case "anyKey":
@@ -207,39 +145,20 @@ export async function authorize(
       if (principal.kind !== "key" || !principal.createBucket) throw denied();
       return;
   }
-  if (!("bucket" in endpoint)) throw denied();
+  const { bucket, key } = at;
+  if (bucket === null) throw denied();
   const check = { ...permission, need };
   if (permission.perKey) {
     const actions = [check.action, check.versioned].filter((a): a is PolicyAction => a !== null && a !== undefined);
-    if (!holds(principal, endpoint.bucket, need) && !allowsSomewhere(await policyOf(endpoint.bucket), requester(principal), actions)) throw denied();
-  } else {
-    const key = "key" in endpoint ? endpoint.key : null;
-    if (!(await passes(principal, check, endpoint.bucket, key, query.has("versionId"), policyOf))) throw denied();
-  }
+    if (!holds(principal, bucket, need) && !allowsSomewhere(await policyOf(bucket), requester(principal), actions)) throw denied();
+  } else if (!(await passes(principal, check, bucket, key, query.has("versionId"), policyOf))) throw denied();
   for (const extra of permission.headers ?? []) {
     if (!extra.names.some((name) => headers.has(name))) continue;
-    if (!(await passes(principal, extra.check, endpoint.bucket, "key" in endpoint ? endpoint.key : null, false, policyOf))) throw denied();
+    if (!(await passes(principal, extra.check, bucket, key, false, policyOf))) throw denied();
   }
   const header = permission.source ? headers.get("x-amz-copy-source") : null;
   if (permission.source && header !== null) {
     const source = parseCopySource(header);
     if (!(await passes(principal, permission.source, source.bucket, source.key, source.versionId !== undefined, policyOf))) throw denied();
   }
-}
-
-/**
- * Whether `principal` may do `op` on one object of `bucket` (a DeleteObjects entry, `versioned`
- * when it names a version): the operation's own check, evaluated on `bucket/key`.
- */
-export function objectPermitted(
-  principal: Principal,
-  op: Endpoint["op"],
-  bucket: string,
-  key: string,
-  versioned: boolean,
-  policyOf: PolicyLookup,
-): Promise<boolean> {
-  const { need, action, versioned: versionAction } = PERMISSIONS[op];
-  if (need !== "read" && need !== "write" && need !== "owner") return Promise.resolve(false);
-  return passes(principal, { need, action, versioned: versionAction }, bucket, key, versioned, policyOf);
 }

@@ -1,73 +1,51 @@
 import { SHARD_PATH } from "../../shared/direct-protocol";
 
-// Turns every S3 request into one Endpoint value that names its operation and parameters, so
-// dispatch is exhaustive and an operation we do not implement is refused by name (Garage's design).
+// Turns a request into the operation it names (Garage's design: one name per operation, so dispatch
+// is exhaustive and an operation we do not implement is refused by name). The routes themselves are
+// declared with each operation in api/operations.ts; this module compiles them into a matcher and
+// knows how a URL names a bucket and a key.
 
-export type Endpoint =
-  | { op: "ListBuckets" }
-  | { op: "GetSessionToken" }
-  | { op: "CreateBucket"; bucket: string }
-  | { op: "HeadBucket"; bucket: string }
-  | { op: "DeleteBucket"; bucket: string }
-  | { op: "GetBucketLocation"; bucket: string }
-  | { op: "GetBucketVersioning"; bucket: string }
-  | { op: "PutBucketVersioning"; bucket: string }
-  | { op: "ListObjectsV2"; bucket: string }
-  | { op: "ListObjects"; bucket: string }
-  | { op: "ListObjectVersions"; bucket: string }
-  | { op: "GetObject"; bucket: string; key: string }
-  | { op: "HeadObject"; bucket: string; key: string }
-  | { op: "PutObject"; bucket: string; key: string }
-  | { op: "PostObject"; bucket: string }
-  | { op: "DeleteObject"; bucket: string; key: string }
-  | { op: "DeleteObjects"; bucket: string }
-  | { op: "CopyObject"; bucket: string; key: string }
-  | { op: "GetObjectAttributes"; bucket: string; key: string }
-  | { op: "CreateMultipartUpload"; bucket: string; key: string }
-  | { op: "UploadPart"; bucket: string; key: string; uploadId: string; partNumber: string | null }
-  | { op: "UploadPartCopy"; bucket: string; key: string; uploadId: string; partNumber: string | null }
-  | { op: "CompleteMultipartUpload"; bucket: string; key: string; uploadId: string }
-  | { op: "AbortMultipartUpload"; bucket: string; key: string; uploadId: string }
-  | { op: "ListParts"; bucket: string; key: string; uploadId: string }
-  | { op: "ListMultipartUploads"; bucket: string }
-  | { op: "GetObjectTagging"; bucket: string; key: string }
-  | { op: "PutObjectTagging"; bucket: string; key: string }
-  | { op: "DeleteObjectTagging"; bucket: string; key: string }
-  | { op: "GetBucketTagging"; bucket: string }
-  | { op: "PutBucketTagging"; bucket: string }
-  | { op: "DeleteBucketTagging"; bucket: string }
-  | { op: "GetBucketLifecycleConfiguration"; bucket: string }
-  | { op: "PutBucketLifecycleConfiguration"; bucket: string }
-  | { op: "DeleteBucketLifecycle"; bucket: string }
-  | { op: "GetObjectLockConfiguration"; bucket: string }
-  | { op: "PutObjectLockConfiguration"; bucket: string }
-  | { op: "GetObjectRetention"; bucket: string; key: string }
-  | { op: "PutObjectRetention"; bucket: string; key: string }
-  | { op: "GetObjectLegalHold"; bucket: string; key: string }
-  | { op: "PutObjectLegalHold"; bucket: string; key: string }
-  | { op: "GetBucketAcl"; bucket: string }
-  | { op: "PutBucketAcl"; bucket: string }
-  | { op: "GetObjectAcl"; bucket: string; key: string }
-  | { op: "PutObjectAcl"; bucket: string; key: string }
-  | { op: "GetBucketCors"; bucket: string }
-  | { op: "PutBucketCors"; bucket: string }
-  | { op: "DeleteBucketCors"; bucket: string }
-  | { op: "GetBucketEncryption"; bucket: string }
-  | { op: "PutBucketEncryption"; bucket: string }
-  | { op: "DeleteBucketEncryption"; bucket: string }
-  | { op: "GetBucketPolicy"; bucket: string }
-  | { op: "PutBucketPolicy"; bucket: string }
-  | { op: "DeleteBucketPolicy"; bucket: string }
-  | { op: "GetBucketPolicyStatus"; bucket: string }
-  | { op: "PreflightCors"; bucket: string }
-  | { op: "CreateDirectUpload"; bucket: string; key: string }
-  | { op: "CompleteDirectUpload"; bucket: string; key: string }
-  | { op: "AbortDirectUpload"; bucket: string; key: string }
-  | { op: "GetReadPlan"; bucket: string; key: string }
-  | { op: "TransferShard"; bucket: string; token: string }
-  | { op: "GetMetrics" }
-  | { op: "Admin"; path: string }
-  | { op: "NotImplemented"; name: string };
+/** Where a request acts: S3's service, bucket and object; the gateway's shard URLs, metrics and admin API. */
+export type Scope = "service" | "bucket" | "object" | "shard" | "metrics" | "admin";
+
+export type Method = "GET" | "HEAD" | "PUT" | "POST" | "DELETE" | "OPTIONS";
+
+/** What a route may look at besides its scope, method and sub-resource. */
+export interface RouteRequest {
+  method: string;
+  query: URLSearchParams;
+  headers: Headers;
+}
+
+/** One way a request reaches an operation. */
+export interface Route {
+  on: Scope;
+  /** The method; absent: any. */
+  method?: Method;
+  /** The sub-resource (a query parameter, e.g. `tagging`) the request names; absent: none. */
+  sub?: string;
+  /** Whatever sub-resources the query names (a CORS preflight). */
+  anyQuery?: true;
+  /** A further condition (a header, a parameter's value); a route with one is tried first. */
+  when?: (request: RouteRequest) => boolean;
+}
+
+/** A request routed: the operation's name and where it acts (`rest`: the path after a gateway prefix). */
+export interface Routed<Op extends string> {
+  op: Op;
+  scope: Scope;
+  bucket: string | null;
+  key: string | null;
+  rest: string | null;
+}
+
+/** A request naming nothing we implement: refused with NotImplemented, by `name`, once authenticated. */
+export interface Unrouted {
+  op: "NotImplemented";
+  name: string;
+}
+
+export type Endpoint<Op extends string> = Routed<Op> | Unrouted;
 
 export interface Target {
   bucket: string | null;
@@ -103,209 +81,87 @@ function decodePath(pathname: string): string {
   }
 }
 
-/** Sub-resources that name an operation we do not implement (yet), by method. */
-const BUCKET_SUBRESOURCES: Record<string, string> = {
-  acl: "BucketAcl",
-  analytics: "BucketAnalyticsConfiguration",
-  cors: "BucketCors",
-  intelligentTiering: "BucketIntelligentTieringConfiguration",
-  inventory: "BucketInventoryConfiguration",
-  lifecycle: "BucketLifecycleConfiguration",
-  logging: "BucketLogging",
-  metrics: "BucketMetricsConfiguration",
-  notification: "BucketNotificationConfiguration",
-  "object-lock": "ObjectLockConfiguration",
-  ownershipControls: "BucketOwnershipControls",
-  publicAccessBlock: "PublicAccessBlock",
-  replication: "BucketReplication",
-  requestPayment: "BucketRequestPayment",
-  tagging: "BucketTagging",
-  website: "BucketWebsite",
-  accelerate: "BucketAccelerateConfiguration",
-};
-
-const OBJECT_SUBRESOURCES: Record<string, string> = {
-  acl: "ObjectAcl",
-  attributes: "ObjectAttributes",
-  "legal-hold": "ObjectLegalHold",
-  retention: "ObjectRetention",
-  tagging: "ObjectTagging",
-  torrent: "ObjectTorrent",
-  restore: "RestoreObject",
-  select: "SelectObjectContent",
-};
-
-const VERB: Record<string, string> = { GET: "Get", HEAD: "Get", PUT: "Put", DELETE: "Delete", POST: "Post" };
-
 /** The gateway's own signed endpoint (no bucket may start with "_", so it cannot shadow one). */
 export const METRICS_PATH = "/_shardgate/metrics";
 /** The admin API's paths: api/admin-app.ts routes within them. */
 const ADMIN_PATHS = "/_shardgate/admin/";
 
-/** The Endpoint for a request: the gateway's own endpoints first, then S3's. */
-export function routeRequest(method: string, url: URL, virtualHostSuffix: string, headers: Headers): Endpoint {
-  if (url.pathname === METRICS_PATH) return method === "GET" ? { op: "GetMetrics" } : notImplemented(`${method} on the metrics endpoint`);
-  if (url.pathname.startsWith(ADMIN_PATHS)) return { op: "Admin", path: url.pathname.slice(ADMIN_PATHS.length) };
-  if (url.pathname.startsWith(SHARD_PATH)) return routeShard(method, url.pathname.slice(SHARD_PATH.length));
-  return route(method, resolveTarget(url, virtualHostSuffix), url.searchParams, headers);
+const VERB: Record<string, string> = { GET: "Get", HEAD: "Get", PUT: "Put", DELETE: "Delete", POST: "Post" };
+const SCOPE_NAMES: Record<Scope, string> = {
+  service: "the service",
+  bucket: "a bucket",
+  object: "an object",
+  shard: "a shard URL",
+  metrics: "the metrics endpoint",
+  admin: "the admin API",
+};
+
+/** Sub-resources by scope, with the name S3 gives their operations (`Get` + name …), implemented or not. */
+export type SubresourceNames = Partial<Record<Scope, Record<string, string>>>;
+
+/** One scope's routes: by sub-resource, in the order they are tried, and those that name none. */
+interface ScopeRoutes<Op extends string> {
+  anyQuery: [Op, Route][];
+  subs: [string, [Op, Route][]][];
+  plain: [Op, Route][];
 }
 
-export function route(method: string, target: Target, query: URLSearchParams, headers: Headers): Endpoint {
-  const { bucket, key } = target;
-  if (bucket === null) {
-    if (method === "GET") return { op: "ListBuckets" };
-    // STS (api/s3/sts.ts): GetSessionToken or AssumeRole, named by the form body's Action.
-    return method === "POST" ? { op: "GetSessionToken" } : notImplemented(`${method} on the service`);
+/**
+ * The matcher for `routes`: a request names its scope by path (and host), then the first
+ * sub-resource its query names (in the order the routes declare them, then the names S3 has that
+ * no route takes), then its method and any condition. A request that names a sub-resource no
+ * route of its method takes is refused by S3's name for it (`DeleteBucketVersioning`).
+ */
+export function compileRouter<Op extends string>(routes: readonly [Op, Route][], names: SubresourceNames) {
+  const scopes = new Map<Scope, ScopeRoutes<Op>>();
+  // Routes with a condition first, then those for one method, then those for any.
+  const rank = ([, r]: [Op, Route]) => (r.when ? 0 : r.method ? 1 : 2);
+  const sorted = [...routes].sort((a, b) => rank(a) - rank(b));
+  for (const scope of Object.keys(SCOPE_NAMES) as Scope[]) {
+    const mine = sorted.filter(([, r]) => r.on === scope);
+    // Sub-resources in the order the routes declare them (not the order they are tried in within one).
+    const declared = routes.flatMap(([, r]) => (r.on === scope && r.sub ? [r.sub] : []));
+    const subs = [...new Set([...declared, ...Object.keys(names[scope] ?? {})])];
+    scopes.set(scope, {
+      anyQuery: mine.filter(([, r]) => r.anyQuery),
+      subs: subs.map((sub) => [sub, mine.filter(([, r]) => r.sub === sub)]),
+      plain: mine.filter(([, r]) => !r.sub && !r.anyQuery),
+    });
   }
-  // Preflights are answered by the bucket's CORS rules, without credentials.
-  if (method === "OPTIONS") return { op: "PreflightCors", bucket };
-  if (key === null) return routeBucket(method, bucket, query, headers);
-  return routeObject(method, bucket, key, query, headers);
-}
 
-function routeBucket(method: string, bucket: string, query: URLSearchParams, headers: Headers): Endpoint {
-  if (query.has("cors")) {
-    if (method === "GET") return { op: "GetBucketCors", bucket };
-    if (method === "PUT") return { op: "PutBucketCors", bucket };
-    if (method === "DELETE") return { op: "DeleteBucketCors", bucket };
-  }
-  if (query.has("tagging")) {
-    if (method === "GET") return { op: "GetBucketTagging", bucket };
-    if (method === "PUT") return { op: "PutBucketTagging", bucket };
-    if (method === "DELETE") return { op: "DeleteBucketTagging", bucket };
-  }
-  if (query.has("lifecycle")) {
-    if (method === "GET") return { op: "GetBucketLifecycleConfiguration", bucket };
-    if (method === "PUT") return { op: "PutBucketLifecycleConfiguration", bucket };
-    if (method === "DELETE") return { op: "DeleteBucketLifecycle", bucket };
-  }
-  if (query.has("object-lock")) {
-    if (method === "GET") return { op: "GetObjectLockConfiguration", bucket };
-    if (method === "PUT") return { op: "PutObjectLockConfiguration", bucket };
-  }
-  if (query.has("encryption")) {
-    if (method === "GET") return { op: "GetBucketEncryption", bucket };
-    if (method === "PUT") return { op: "PutBucketEncryption", bucket };
-    if (method === "DELETE") return { op: "DeleteBucketEncryption", bucket };
-  }
-  if (query.has("policy")) {
-    if (method === "GET") return { op: "GetBucketPolicy", bucket };
-    if (method === "PUT") return { op: "PutBucketPolicy", bucket };
-    if (method === "DELETE") return { op: "DeleteBucketPolicy", bucket };
-  }
-  if (query.has("policyStatus") && method === "GET") return { op: "GetBucketPolicyStatus", bucket };
-  if (query.has("acl")) {
-    if (method === "GET") return { op: "GetBucketAcl", bucket };
-    if (method === "PUT") return { op: "PutBucketAcl", bucket };
-  }
-  for (const [name, op] of Object.entries(BUCKET_SUBRESOURCES)) {
-    if (query.has(name)) return notImplemented(`${VERB[method] ?? method}${op}`);
-  }
-  if (query.has("uploads")) return method === "GET" ? { op: "ListMultipartUploads", bucket } : notImplemented(`${method} on uploads`);
-  if (query.has("versions")) return method === "GET" ? { op: "ListObjectVersions", bucket } : notImplemented(`${method} on versions`);
-  if (query.has("versioning")) {
-    if (method === "GET") return { op: "GetBucketVersioning", bucket };
-    return method === "PUT" ? { op: "PutBucketVersioning", bucket } : notImplemented(`${VERB[method] ?? method}BucketVersioning`);
-  }
-  if (query.has("delete")) return method === "POST" ? { op: "DeleteObjects", bucket } : notImplemented(`${method} on delete`);
-  switch (method) {
-    case "GET":
-      if (query.has("location")) return { op: "GetBucketLocation", bucket };
-      return query.get("list-type") === "2" ? { op: "ListObjectsV2", bucket } : { op: "ListObjects", bucket };
-    case "HEAD":
-      return { op: "HeadBucket", bucket };
-    case "PUT":
-      return { op: "CreateBucket", bucket };
-    case "DELETE":
-      return { op: "DeleteBucket", bucket };
-    case "POST":
-      // A browser form upload (presigned POST).
-      if (/^multipart\/form-data\b/i.test(headers.get("content-type") ?? "")) return { op: "PostObject", bucket };
-      return notImplemented(`${method} on a bucket`);
-    default:
-      return notImplemented(`${method} on a bucket`);
-  }
-}
+  const pick = (candidates: [Op, Route][], request: RouteRequest): Op | null => {
+    for (const [op, r] of candidates) if ((!r.method || r.method === request.method) && (!r.when || r.when(request))) return op;
+    return null;
+  };
 
-function routeObject(method: string, bucket: string, key: string, query: URLSearchParams, headers: Headers): Endpoint {
-  if (query.has("tagging")) {
-    if (method === "GET") return { op: "GetObjectTagging", bucket, key };
-    if (method === "PUT") return { op: "PutObjectTagging", bucket, key };
-    if (method === "DELETE") return { op: "DeleteObjectTagging", bucket, key };
-  }
-  if (query.has("attributes") && method === "GET") return { op: "GetObjectAttributes", bucket, key };
-  if (query.has("retention")) {
-    if (method === "GET") return { op: "GetObjectRetention", bucket, key };
-    if (method === "PUT") return { op: "PutObjectRetention", bucket, key };
-  }
-  if (query.has("legal-hold")) {
-    if (method === "GET") return { op: "GetObjectLegalHold", bucket, key };
-    if (method === "PUT") return { op: "PutObjectLegalHold", bucket, key };
-  }
-  if (query.has("acl")) {
-    if (method === "GET") return { op: "GetObjectAcl", bucket, key };
-    if (method === "PUT") return { op: "PutObjectAcl", bucket, key };
-  }
-  const direct = routeDirect(method, bucket, key, query);
-  if (direct) return direct;
-  for (const [name, op] of Object.entries(OBJECT_SUBRESOURCES)) {
-    if (query.has(name)) return notImplemented(`${VERB[method] ?? method}${op}`);
-  }
-  const copy = headers.has("x-amz-copy-source");
-  if (query.has("uploads")) return method === "POST" ? { op: "CreateMultipartUpload", bucket, key } : notImplemented(`${method} on uploads`);
-  const uploadId = query.get("uploadId");
-  if (uploadId !== null) {
-    const partNumber = query.get("partNumber");
-    switch (method) {
-      case "GET":
-        return { op: "ListParts", bucket, key, uploadId };
-      case "PUT":
-        return { op: copy ? "UploadPartCopy" : "UploadPart", bucket, key, uploadId, partNumber };
-      case "POST":
-        return { op: "CompleteMultipartUpload", bucket, key, uploadId };
-      case "DELETE":
-        return { op: "AbortMultipartUpload", bucket, key, uploadId };
-      default:
-        return notImplemented(`${method} on an upload`);
+  function match(scope: Scope, target: Target, rest: string | null, request: RouteRequest): Endpoint<Op> {
+    const routed = (op: Op | null, name: () => string): Endpoint<Op> =>
+      op === null ? { op: "NotImplemented", name: name() } : { op, scope, bucket: target.bucket, key: target.key, rest };
+    const { anyQuery, subs, plain } = scopes.get(scope) as ScopeRoutes<Op>;
+    const any = pick(anyQuery, request);
+    if (any !== null) return routed(any, () => "");
+    for (const [sub, candidates] of subs) {
+      if (!request.query.has(sub)) continue;
+      const family = names[scope]?.[sub];
+      return routed(pick(candidates, request), () => (family ? `${VERB[request.method] ?? request.method}${family}` : `${request.method} on ?${sub}`));
     }
+    return routed(pick(plain, request), () => `${request.method} on ${SCOPE_NAMES[scope]}`);
   }
-  switch (method) {
-    case "GET":
-      return { op: "GetObject", bucket, key };
-    case "HEAD":
-      return { op: "HeadObject", bucket, key };
-    case "PUT":
-      return copy ? { op: "CopyObject", bucket, key } : { op: "PutObject", bucket, key };
-    case "DELETE":
-      return { op: "DeleteObject", bucket, key };
-    default:
-      return notImplemented(`${method} on an object`);
-  }
-}
 
-/** A shard file's URL: SHARD_PATH, the bucket, the grant (docs/browser-path.md). Preflights get the bucket's CORS rules. */
-function routeShard(method: string, rest: string): Endpoint {
-  const slash = rest.indexOf("/");
-  if (slash <= 0) return notImplemented(`${method} on a shard URL without a bucket`);
-  const bucket = decodePath(rest.slice(0, slash));
-  if (method === "OPTIONS") return { op: "PreflightCors", bucket };
-  return { op: "TransferShard", bucket, token: rest.slice(slash + 1) };
-}
-
-/** The browser path's requests on an object (docs/browser-path.md), or null for none. */
-function routeDirect(method: string, bucket: string, key: string, query: URLSearchParams): Endpoint | null {
-  const ops = [
-    ["shardgate-upload", "POST", "CreateDirectUpload"],
-    ["shardgate-commit", "POST", "CompleteDirectUpload"],
-    ["shardgate-abort", "POST", "AbortDirectUpload"],
-    ["shardgate-plan", "GET", "GetReadPlan"],
-  ] as const;
-  for (const [name, verb, op] of ops) {
-    if (query.has(name)) return method === verb ? { op, bucket, key } : notImplemented(`${method} on ${name}`);
-  }
-  return null;
-}
-
-function notImplemented(name: string): Endpoint {
-  return { op: "NotImplemented", name };
+  /** The operation a request names: the gateway's own endpoints first, then S3's. */
+  return function route(method: string, url: URL, virtualHostSuffix: string, headers: Headers): Endpoint<Op> {
+    const request = { method, query: url.searchParams, headers };
+    const none = { bucket: null, key: null };
+    if (url.pathname === METRICS_PATH) return match("metrics", none, null, request);
+    if (url.pathname.startsWith(ADMIN_PATHS)) return match("admin", none, url.pathname.slice(ADMIN_PATHS.length), request);
+    if (url.pathname.startsWith(SHARD_PATH)) {
+      // A shard file's URL: SHARD_PATH, the bucket, the grant (docs/browser-path.md).
+      const rest = url.pathname.slice(SHARD_PATH.length);
+      const slash = rest.indexOf("/");
+      if (slash <= 0) return { op: "NotImplemented", name: `${method} on a shard URL without a bucket` };
+      return match("shard", { bucket: decodePath(rest.slice(0, slash)), key: null }, rest.slice(slash + 1), request);
+    }
+    const target = resolveTarget(url, virtualHostSuffix);
+    return match(target.bucket === null ? "service" : target.key === null ? "bucket" : "object", target, null, request);
+  };
 }

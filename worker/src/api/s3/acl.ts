@@ -1,14 +1,12 @@
 // Get/PutBucketAcl and Get/PutObjectAcl, answered as a single-owner service does (api/common/acl-policy.ts).
-import { noSuchBucket } from "../../s3-error";
 import { existingObject, versionHeader } from "../../services/objects";
 import { checkAclBody, checkAclHeaders, ownerAclXml } from "../common/acl-policy";
-import { bucketIndex, type RequestContext } from "../common/context";
-import { requestedVersion } from "../common/object-request";
+import { bucketIndex, type RequestContext, type BucketAt, type ObjectAt } from "../common/context";
 import { xmlResponse } from "../common/xml";
 import { readXmlBody } from "../common/xml-parse";
 
-export async function getBucketAcl(ctx: RequestContext, bucket: string): Promise<Response> {
-  if ((await bucketIndex(ctx, bucket).info()) === null) throw noSuchBucket(bucket);
+export async function getBucketAcl(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
+  await bucketIndex(ctx, bucket).info(); // NoSuchBucket unless it exists
   return xmlResponse(ownerAclXml(ctx));
 }
 
@@ -18,19 +16,19 @@ async function checkAcl(ctx: RequestContext): Promise<void> {
   if (ctx.auth.body) checkAclBody(ctx, await readXmlBody(ctx.auth.body));
 }
 
-export async function putBucketAcl(ctx: RequestContext, bucket: string): Promise<Response> {
+export async function putBucketAcl(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   await checkAcl(ctx);
-  if ((await bucketIndex(ctx, bucket).info()) === null) throw noSuchBucket(bucket);
+  await bucketIndex(ctx, bucket).info(); // NoSuchBucket unless it exists
   return new Response(null, { status: 200 });
 }
 
-export async function getObjectAcl(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
-  const found = await existingObject(ctx, bucket, key, requestedVersion(ctx.url));
+export async function getObjectAcl(ctx: RequestContext, { bucket, key, versionId }: ObjectAt): Promise<Response> {
+  const found = await existingObject(ctx, bucket, key, versionId);
   return xmlResponse(ownerAclXml(ctx), 200, versionHeader(found));
 }
 
-export async function putObjectAcl(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
+export async function putObjectAcl(ctx: RequestContext, { bucket, key, versionId }: ObjectAt): Promise<Response> {
   await checkAcl(ctx);
-  const found = await existingObject(ctx, bucket, key, requestedVersion(ctx.url));
+  const found = await existingObject(ctx, bucket, key, versionId);
   return new Response(null, { status: 200, headers: versionHeader(found) });
 }

@@ -2,14 +2,13 @@
 // storage class, size), from the manifest alone.
 import { S3Error } from "../../s3-error";
 import { checksumValue } from "../common/checksums";
-import type { RequestContext } from "../common/context";
+import type { RequestContext, ObjectAt } from "../common/context";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
 import { existingObject, partOffsets, versionHeader } from "../../services/objects";
-import { requestedVersion } from "../common/object-request";
 
 const ATTRIBUTES = ["ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSize"];
 
-export async function getObjectAttributes(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
+export async function getObjectAttributes(ctx: RequestContext, { bucket, key, versionId }: ObjectAt): Promise<Response> {
   const headers = ctx.request.headers;
   const wanted = new Set(
     (headers.get("x-amz-object-attributes") ?? "")
@@ -23,7 +22,7 @@ export async function getObjectAttributes(ctx: RequestContext, bucket: string, k
   const maxParts = Math.min(Number(headers.get("x-amz-max-parts") ?? 1000) || 1000, 1000);
   const marker = Number(headers.get("x-amz-part-number-marker") ?? 0) || 0;
 
-  const found = await existingObject(ctx, bucket, key, requestedVersion(ctx.url));
+  const found = await existingObject(ctx, bucket, key, versionId);
   const manifest = ctx.core.decodeManifest(found.object.manifest);
   const partsCount = manifest.parts.length;
 

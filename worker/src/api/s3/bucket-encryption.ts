@@ -1,21 +1,20 @@
 // Get/Put/DeleteBucketEncryption: a bucket's default server-side encryption. AES256 (SSE-S3) is
 // applied to every new object that does not ask for SSE-C itself; SSE-KMS is refused by name.
-import { noSuchBucket, S3Error } from "../../s3-error";
+import { S3Error } from "../../s3-error";
 import { bucketEncryption, setBucketEncryption } from "../../services/encryption";
-import type { RequestContext } from "../common/context";
+import type { RequestContext, BucketAt } from "../common/context";
 import { S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
 import { childrenNamed, childText, malformedXml, parseXmlBytes, readXmlBody } from "../common/xml-parse";
 
-export async function getBucketEncryption(ctx: RequestContext, bucket: string): Promise<Response> {
+export async function getBucketEncryption(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   const stored = await bucketEncryption(ctx.env, bucket);
-  if (stored === undefined) throw noSuchBucket(bucket);
   if (stored === null) throw new S3Error("ServerSideEncryptionConfigurationNotFoundError", "The server side encryption configuration was not found");
   const rule =
     "<Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault><BucketKeyEnabled>false</BucketKeyEnabled></Rule>";
   return xmlResponse(`${XML_DECLARATION}<ServerSideEncryptionConfiguration xmlns="${S3_XMLNS}">${rule}</ServerSideEncryptionConfiguration>`);
 }
 
-export async function putBucketEncryption(ctx: RequestContext, bucket: string): Promise<Response> {
+export async function putBucketEncryption(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   const doc = parseXmlBytes(await readXmlBody(ctx.auth.body));
   if (doc.name !== "ServerSideEncryptionConfiguration") throw malformedXml();
   const rules = childrenNamed(doc, "Rule");
@@ -28,7 +27,7 @@ export async function putBucketEncryption(ctx: RequestContext, bucket: string): 
   return new Response(null, { status: 200 });
 }
 
-export async function deleteBucketEncryption(ctx: RequestContext, bucket: string): Promise<Response> {
+export async function deleteBucketEncryption(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   await setBucketEncryption(ctx.env, bucket, null);
   return new Response(null, { status: 204 });
 }

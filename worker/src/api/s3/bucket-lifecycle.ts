@@ -2,8 +2,8 @@
 // the rules meta/lifecycle-rules.ts applies. Checked by S3's rules before anything is stored; actions
 // about storage classes (transitions) are refused by name: there is one storage class.
 import { DAY_MS, type LifecycleFilter, type LifecycleRule } from "../../meta/lifecycle-rules";
-import { noSuchBucket, S3Error } from "../../s3-error";
-import { bucketIndex, type RequestContext } from "../common/context";
+import { S3Error } from "../../s3-error";
+import { bucketIndex, type RequestContext, type BucketAt } from "../common/context";
 import { MAX_BUCKET_TAGS, validateTags } from "../common/tags";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
 import { childrenNamed, childText, malformedXml, readXml, type XmlElement } from "../common/xml-parse";
@@ -11,20 +11,19 @@ import { childrenNamed, childText, malformedXml, readXml, type XmlElement } from
 const MAX_RULES = 1000;
 const MAX_ID_CHARS = 255;
 
-export async function getBucketLifecycle(ctx: RequestContext, bucket: string): Promise<Response> {
+export async function getBucketLifecycle(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   const stored = await bucketIndex(ctx, bucket).setting("lifecycle");
-  if (stored === undefined) throw noSuchBucket(bucket);
   if (stored === null) throw new S3Error("NoSuchLifecycleConfiguration", "The lifecycle configuration does not exist");
   return xmlResponse(renderLifecycle(JSON.parse(stored) as LifecycleRule[]));
 }
 
-export async function putBucketLifecycle(ctx: RequestContext, bucket: string): Promise<Response> {
+export async function putBucketLifecycle(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   const rules = parseLifecycle(await readXml(ctx.auth.body));
   await bucketIndex(ctx, bucket).setSetting("lifecycle", JSON.stringify(rules));
   return new Response(null, { status: 200 });
 }
 
-export async function deleteBucketLifecycle(ctx: RequestContext, bucket: string): Promise<Response> {
+export async function deleteBucketLifecycle(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   await bucketIndex(ctx, bucket).setSetting("lifecycle", null);
   return new Response(null, { status: 204 });
 }

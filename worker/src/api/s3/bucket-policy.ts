@@ -1,9 +1,9 @@
 // Get/Put/DeleteBucketPolicy and GetBucketPolicyStatus: a bucket's policy (auth/policy.ts), the
 // subset of S3's policy language that the gateway enforces, kept with the bucket.
 import { isPublic, MAX_POLICY_BYTES, parsePolicy } from "../../auth/policy";
-import { noSuchBucket, S3Error } from "../../s3-error";
+import { S3Error } from "../../s3-error";
 import { setBucketPolicy, storedPolicy } from "../../services/bucket-policy";
-import type { RequestContext } from "../common/context";
+import type { RequestContext, BucketAt } from "../common/context";
 import { readBodyUpTo } from "../common/request-body";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
 
@@ -11,16 +11,15 @@ const policyTooLarge = () => new S3Error("PolicyTooLarge", `Policy exceeds the m
 
 async function policyText(ctx: RequestContext, bucket: string): Promise<string> {
   const stored = await storedPolicy(ctx.env, bucket);
-  if (stored === undefined) throw noSuchBucket(bucket);
   if (stored === null) throw new S3Error("NoSuchBucketPolicy", "The bucket policy does not exist");
   return stored;
 }
 
-export async function getBucketPolicy(ctx: RequestContext, bucket: string): Promise<Response> {
+export async function getBucketPolicy(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   return new Response(await policyText(ctx, bucket), { status: 200, headers: { "content-type": "application/json" } });
 }
 
-export async function putBucketPolicy(ctx: RequestContext, bucket: string): Promise<Response> {
+export async function putBucketPolicy(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   // Read no further than a policy may be long: a bigger body is refused before it is all read.
   const body = ctx.auth.body ? await readBodyUpTo(ctx.auth.body, MAX_POLICY_BYTES, policyTooLarge) : new Uint8Array();
   const text = new TextDecoder().decode(body);
@@ -28,12 +27,12 @@ export async function putBucketPolicy(ctx: RequestContext, bucket: string): Prom
   return new Response(null, { status: 204 });
 }
 
-export async function deleteBucketPolicy(ctx: RequestContext, bucket: string): Promise<Response> {
+export async function deleteBucketPolicy(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   await setBucketPolicy(ctx.env, bucket, null);
   return new Response(null, { status: 204 });
 }
 
-export async function getBucketPolicyStatus(ctx: RequestContext, bucket: string): Promise<Response> {
+export async function getBucketPolicyStatus(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   const policy = parsePolicy(await policyText(ctx, bucket), bucket);
   const status = element("IsPublic", String(isPublic(policy)));
   return xmlResponse(`${XML_DECLARATION}<PolicyStatus xmlns="${S3_XMLNS}">${status}</PolicyStatus>`);

@@ -1,24 +1,23 @@
 // Get/Put/DeleteBucketTagging: a bucket's tags, kept with the bucket in its Durable Object.
-import { noSuchBucket, S3Error } from "../../s3-error";
-import { bucketIndex, type RequestContext } from "../common/context";
+import { S3Error } from "../../s3-error";
+import { bucketIndex, type RequestContext, type BucketAt } from "../common/context";
 import { MAX_BUCKET_TAGS, parseTaggingXml, renderTagging, type Tags } from "../common/tags";
 import { xmlResponse } from "../common/xml";
 
-export async function getBucketTagging(ctx: RequestContext, bucket: string): Promise<Response> {
+export async function getBucketTagging(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   const stored = await bucketIndex(ctx, bucket).setting("tags");
-  if (stored === undefined) throw noSuchBucket(bucket);
   if (stored === null) throw new S3Error("NoSuchTagSet", "The TagSet does not exist");
   return xmlResponse(renderTagging(JSON.parse(stored) as Tags));
 }
 
-export async function putBucketTagging(ctx: RequestContext, bucket: string): Promise<Response> {
+export async function putBucketTagging(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   const tags = await parseTaggingXml(ctx.auth.body, MAX_BUCKET_TAGS);
   // An empty tag set is no tag set (GetBucketTagging then answers NoSuchTagSet).
   await bucketIndex(ctx, bucket).setSetting("tags", tags.length > 0 ? JSON.stringify(tags) : null);
   return new Response(null, { status: 204 });
 }
 
-export async function deleteBucketTagging(ctx: RequestContext, bucket: string): Promise<Response> {
+export async function deleteBucketTagging(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   await bucketIndex(ctx, bucket).setSetting("tags", null);
   return new Response(null, { status: 204 });
 }

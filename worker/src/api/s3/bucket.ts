@@ -1,8 +1,8 @@
 // Bucket operations: CreateBucket, HeadBucket, DeleteBucket, GetBucketLocation.
-import { S3Error, noSuchBucket } from "../../s3-error";
+import { S3Error } from "../../s3-error";
 import { checkBucketName } from "../common/bucket-name";
 import { checkAclHeaders } from "../common/acl-policy";
-import { bucketIndex, bucketRegistry, type RequestContext } from "../common/context";
+import { bucketIndex, bucketRegistry, type RequestContext, type BucketAt } from "../common/context";
 import { readBodyUpTo } from "../common/request-body";
 import { S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
 import { childText, malformedXml, parseXmlBytes } from "../common/xml-parse";
@@ -10,7 +10,7 @@ import { drainBucketGarbage } from "../../services/garbage";
 import { dropBucketGrants, grantBucket } from "../../services/access-keys";
 import { forgetSettings } from "../../services/bucket-settings";
 
-export async function createBucket(ctx: RequestContext, bucket: string): Promise<Response> {
+export async function createBucket(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   checkBucketName(bucket);
   checkAclHeaders(ctx.request.headers);
   await checkLocationConstraint(ctx);
@@ -45,16 +45,15 @@ async function checkLocationConstraint(ctx: RequestContext): Promise<void> {
   }
 }
 
-export async function headBucket(ctx: RequestContext, bucket: string): Promise<Response> {
-  const info = await bucketIndex(ctx, bucket).info();
-  if (!info) throw noSuchBucket(bucket);
+export async function headBucket(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
+  await bucketIndex(ctx, bucket).info(); // NoSuchBucket unless it exists
   return new Response(null, { status: 200, headers: { "x-amz-bucket-region": ctx.config.region } });
 }
 
 /** Garbage entries deleted right after a bucket is: its uploads' parts. */
 const DROPPED_BUCKET_GARBAGE = 10_000;
 
-export async function deleteBucket(ctx: RequestContext, bucket: string): Promise<Response> {
+export async function deleteBucket(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   const result = await bucketIndex(ctx, bucket).drop();
   if (result === "not-empty") throw new S3Error("BucketNotEmpty", "The bucket you tried to delete is not empty.");
   await bucketRegistry(ctx).remove(bucket);
@@ -65,9 +64,8 @@ export async function deleteBucket(ctx: RequestContext, bucket: string): Promise
   return new Response(null, { status: 204 });
 }
 
-export async function getBucketLocation(ctx: RequestContext, bucket: string): Promise<Response> {
-  const info = await bucketIndex(ctx, bucket).info();
-  if (!info) throw noSuchBucket(bucket);
+export async function getBucketLocation(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
+  await bucketIndex(ctx, bucket).info(); // NoSuchBucket unless it exists
   // S3 answers an empty constraint for us-east-1.
   const region = ctx.config.region === "us-east-1" ? "" : ctx.config.region;
   return xmlResponse(`${XML_DECLARATION}<LocationConstraint xmlns="${S3_XMLNS}">${region}</LocationConstraint>`);

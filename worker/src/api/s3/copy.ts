@@ -7,7 +7,7 @@ import { parseCopySource, readCopySource } from "../common/copy-source";
 import { type Cipher, encryptionOf, newCipher, objectEtag, objectKeyOf, writeObjectPart } from "../../services/encryption";
 import { customerKey, sseHeaders, sseRequest } from "../common/sse-headers";
 import { checksumElements, parseAlgorithm, RequestChecksums, type Algorithm } from "../common/checksums";
-import { bucketIndex, type RequestContext } from "../common/context";
+import { bucketIndex, type RequestContext, type ObjectAt } from "../common/context";
 import { storedHeaders, userMetadata } from "../common/object-headers";
 import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
 import { writeCondition } from "../common/conditions";
@@ -25,7 +25,7 @@ function directive(headers: Headers, name: string): "COPY" | "REPLACE" {
   return value;
 }
 
-export async function copyObject(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
+export async function copyObject(ctx: RequestContext, { bucket, key }: ObjectAt): Promise<Response> {
   const headers = ctx.request.headers;
   checkKey(key);
   checkAclHeaders(headers);

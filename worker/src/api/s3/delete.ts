@@ -8,22 +8,21 @@ import type { DeleteOutcome } from "../../meta/types";
 import { S3Error } from "../../s3-error";
 import { removeFreed } from "../../services/objects";
 import { RequestChecksums } from "../common/checksums";
-import { bucketIndex, type RequestContext } from "../common/context";
+import { bucketIndex, type RequestContext, type BucketAt, type ObjectAt } from "../common/context";
 import { equalBytes } from "../../shared/bytes";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
 import { childrenNamed, childText, malformedXml, parseXmlBytes, readXmlBody } from "../common/xml-parse";
-import { parseContentMd5, requestedVersion } from "../common/object-request";
+import { parseContentMd5 } from "../common/object-request";
 import { bypassGovernance } from "../common/object-lock-headers";
 import { bucketPolicy } from "../../services/bucket-policy";
-import { objectPermitted } from "../common/permissions";
+import { DELETE_OBJECT, passes } from "../common/permissions";
 
 /** S3's limit on keys per DeleteObjects request. */
 const MAX_DELETE_KEYS = 1000;
 /** Keys of a batch evaluated against a bucket policy between two turns of the event loop. */
 const YIELD_EVERY_KEYS = 100;
 
-export async function deleteObject(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
-  const versionId = requestedVersion(ctx.url);
+export async function deleteObject(ctx: RequestContext, { bucket, key, versionId }: ObjectAt): Promise<Response> {
   const outcome = await bucketIndex(ctx, bucket).delete(key, versionId, await bypassGovernance(ctx, bucket, key));
   // A version that does not exist is already deleted: 204 as for a missing key.
   if (!outcome) return new Response(null, { status: 204 });
@@ -35,7 +34,7 @@ export async function deleteObject(ctx: RequestContext, bucket: string, key: str
   return new Response(null, { status: 204, headers });
 }
 
-export async function deleteObjects(ctx: RequestContext, bucket: string): Promise<Response> {
+export async function deleteObjects(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   const request = await parseDeleteRequest(ctx);
   // One policy read for the batch; each key is evaluated against it (linear in the keys, and a
   // long batch yields now and then so that other requests are served between its slices).
@@ -45,7 +44,7 @@ export async function deleteObjects(ctx: RequestContext, bucket: string): Promis
   for (const [i, item] of request.items.entries()) {
     if (policy !== null && i > 0 && i % YIELD_EVERY_KEYS === 0) await new Promise((resolve) => setTimeout(resolve, 0));
     if (item.error !== null) continue;
-    if (!(await objectPermitted(ctx.principal, "DeleteObjects", bucket, item.key, item.versionId !== undefined, policyOf))) {
+    if (!(await passes(ctx.principal, DELETE_OBJECT, bucket, item.key, item.versionId !== undefined, policyOf))) {
       item.error = { code: "AccessDenied", message: "Access Denied" };
       continue;
     }

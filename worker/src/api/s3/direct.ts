@@ -11,25 +11,25 @@ import { readPlan } from "../../services/direct-read";
 import type { DirectContext } from "../../services/direct-context";
 import { abortUpload, commitUpload, openUploadSession } from "../../services/direct-upload";
 import { writeCondition } from "../common/conditions";
-import type { RequestContext } from "../common/context";
+import type { RequestContext, ObjectAt, ShardAt } from "../common/context";
 import { json } from "../common/json";
 import { readBodyUpTo } from "../common/request-body";
 import { storedHeaders, userMetadata } from "../common/object-headers";
-import { checkKey, requestedVersion } from "../common/object-request";
-import { objectPermitted } from "../common/permissions";
+import { checkKey } from "../common/object-request";
+import { passes, READ_OBJECT, WRITE_OBJECT } from "../common/permissions";
 
 /** Largest JSON body taken (a commit of a 5 GiB upload's parts is well under it). */
 const MAX_JSON_BYTES = 1024 * 1024;
 
 /** POST /bucket/key?shardgate-upload {size}: a new session (or "classic": use PutObject). */
-export async function createDirectUpload(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
+export async function createDirectUpload(ctx: RequestContext, { bucket, key }: ObjectAt): Promise<Response> {
   checkKey(key);
   const { size } = await readJson<DirectUploadRequest>(ctx);
   return json(await openUploadSession(directContext(ctx), bucket, key, size));
 }
 
 /** POST /bucket/key?shardgate-commit {upload, parts, partMd5s, contentType?, metadata?}: PutObject's answer, in JSON and headers. */
-export async function completeDirectUpload(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
+export async function completeDirectUpload(ctx: RequestContext, { bucket, key }: ObjectAt): Promise<Response> {
   checkKey(key);
   const commit = await readJson<DirectCommit>(ctx);
   const committed = await commitUpload(directContext(ctx), bucket, key, commit, writeCondition(ctx.request.headers), fieldsOf(commit));
@@ -40,18 +40,18 @@ export async function completeDirectUpload(ctx: RequestContext, bucket: string, 
 }
 
 /** POST /bucket/key?shardgate-abort {upload, parts}: the session's shard files removed now. */
-export async function abortDirectUpload(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
+export async function abortDirectUpload(ctx: RequestContext, { bucket, key }: ObjectAt): Promise<Response> {
   await abortUpload(directContext(ctx), bucket, key, await readJson<DirectAbort>(ctx));
   return new Response(null, { status: 204 });
 }
 
 /** GET /bucket/key?shardgate-plan[&versionId=]: the read plan. */
-export async function getReadPlan(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
-  return json(await readPlan(directContext(ctx), bucket, key, requestedVersion(ctx.url)));
+export async function getReadPlan(ctx: RequestContext, { bucket, key, versionId }: ObjectAt): Promise<Response> {
+  return json(await readPlan(directContext(ctx), bucket, key, versionId));
 }
 
 /** PUT, GET (one Range or none) and HEAD of SHARD_PATH + bucket + grant. */
-export async function transferShard(ctx: RequestContext, bucket: string, token: string): Promise<Response> {
+export async function transferShard(ctx: RequestContext, { bucket, grant: token }: ShardAt): Promise<Response> {
   const method = ctx.request.method;
   const file = await grantedShard(directContext(ctx), bucket, token, method === "PUT");
   await stillPermitted(ctx, useOf(file));
@@ -97,8 +97,9 @@ async function serveShard(ctx: RequestContext, file: GrantedShard): Promise<Resp
 async function stillPermitted(ctx: RequestContext, use: GrantUse): Promise<void> {
   const root = ctx.config.credentials;
   const signer = use.holder === null ? { principal: { kind: "anonymous" as const } } : root ? await signerOf(ctx.env, root, use.holder) : null;
-  const op = use.write ? "CreateDirectUpload" : "GetReadPlan";
-  if (!signer || !(await objectPermitted(signer.principal, op, use.bucket, use.key, use.versioned, (b) => bucketPolicy(ctx.env, b)))) {
+  // The check of the operation that handed the grant out: CreateDirectUpload or GetReadPlan.
+  const check = use.write ? WRITE_OBJECT : READ_OBJECT;
+  if (!signer || !(await passes(signer.principal, check, use.bucket, use.key, use.versioned, (b) => bucketPolicy(ctx.env, b)))) {
     throw new S3Error("AccessDenied", "Access Denied");
   }
 }

@@ -5,11 +5,10 @@ import type { Manifest } from "../../shared/core-api";
 import { S3Error } from "../../s3-error";
 import type { RangeSource } from "../../shared/read-part";
 import { checksumHeaders } from "../common/checksums";
-import type { RequestContext } from "../common/context";
+import type { RequestContext, ObjectAt } from "../common/context";
 import { healAfterRead, type LostShards } from "../../services/heal";
 import { existingObject, expiryHeader, openRangeSource, partOffsets, versionHeader } from "../../services/objects";
 import { lockHeaders } from "../common/object-lock-headers";
-import { requestedVersion } from "../common/object-request";
 import { RESPONSE_OVERRIDES } from "../common/object-headers";
 import { checkConditions, requestConditions } from "../common/conditions";
 import { objectKeyOf } from "../../services/encryption";
@@ -22,8 +21,8 @@ interface Selection {
   partsCount: number | null;
 }
 
-export async function getObject(ctx: RequestContext, bucket: string, key: string, head: boolean): Promise<Response> {
-  const found = await existingObject(ctx, bucket, key, requestedVersion(ctx.url));
+export async function getObject(ctx: RequestContext, { bucket, key, versionId }: ObjectAt, partNumber: number | null, head: boolean): Promise<Response> {
+  const found = await existingObject(ctx, bucket, key, versionId);
   const object = found.object;
   const notModified = checkConditions(requestConditions(ctx.request.headers), object);
   const manifest = ctx.core.decodeManifest(object.manifest);
@@ -31,11 +30,11 @@ export async function getObject(ctx: RequestContext, bucket: string, key: string
   const customer = await customerKey(ctx.request.headers);
   if (customer && manifest.encryption?.mode !== "SSE-C") throw new S3Error("InvalidArgument", "The encryption parameters are not applicable to this object.");
   const objectKey = manifest.encryption ? await objectKeyOf(ctx.env, manifest.encryption, customer?.key ?? null) : null;
-  const headers = objectHeaders(ctx, manifest);
+  const headers = objectHeaders(ctx, manifest, partNumber);
   const extra = { ...versionHeader(found), ...expiryHeader(found.expiry), ...lockHeaders(object.lock), ...sseHeaders(manifest.encryption, customer?.keyMd5) };
   for (const [name, value] of Object.entries(extra)) headers.set(name, value);
   if (notModified) return new Response(null, { status: 304, headers: notModifiedHeaders(headers) });
-  const sel = select(ctx, manifest);
+  const sel = select(ctx, manifest, partNumber);
   headers.set("Content-Length", String(sel.end - sel.start));
   if (sel.status === 206) headers.set("Content-Range", `bytes ${sel.start}-${sel.end - 1}/${manifest.size}`);
   if (sel.partsCount !== null) headers.set("x-amz-mp-parts-count", String(sel.partsCount));
@@ -108,7 +107,7 @@ async function sendBroken(bytes: Uint8Array, error: unknown, writable: WritableS
   await writer.abort(error).catch(() => {});
 }
 
-function objectHeaders(ctx: RequestContext, manifest: Manifest): Headers {
+function objectHeaders(ctx: RequestContext, manifest: Manifest, partNumber: number | null): Headers {
   const headers = new Headers({
     ETag: `"${manifest.etag}"`,
     "Last-Modified": new Date(manifest.lastModifiedMs).toUTCString(),
@@ -128,7 +127,7 @@ function objectHeaders(ctx: RequestContext, manifest: Manifest): Headers {
   if (isActiveContent(headers.get("Content-Type"))) headers.set("Content-Security-Policy", "sandbox");
   const wantsChecksums = ctx.request.headers.get("x-amz-checksum-mode")?.toUpperCase() === "ENABLED";
   if (wantsChecksums && !ctx.request.headers.has("range")) {
-    for (const [name, value] of Object.entries(selectedChecksums(ctx, manifest))) headers.set(name, value);
+    for (const [name, value] of Object.entries(selectedChecksums(manifest, partNumber))) headers.set(name, value);
   }
   return headers;
 }
@@ -151,10 +150,9 @@ export function isActiveContent(contentType: string | null): boolean {
 }
 
 /** The object's checksums, or with ?partNumber on a multipart object that part's own. */
-function selectedChecksums(ctx: RequestContext, manifest: Manifest): Record<string, string> {
-  const n = Number(ctx.url.searchParams.get("partNumber") ?? 0);
-  if (manifest.parts.length > 1 && Number.isInteger(n) && n >= 1 && n <= manifest.parts.length) {
-    const layout = manifest.parts[n - 1].layout;
+function selectedChecksums(manifest: Manifest, partNumber: number | null): Record<string, string> {
+  if (manifest.parts.length > 1 && partNumber !== null && partNumber <= manifest.parts.length) {
+    const layout = manifest.parts[partNumber - 1].layout;
     return layout.type === "sharded" ? checksumHeaders(layout.partChecksums) : {};
   }
   return checksumHeaders(manifest.checksums, manifest.parts.length);
@@ -171,15 +169,13 @@ function notModifiedHeaders(headers: Headers): Headers {
 }
 
 /** Which bytes to send: a Range, a partNumber, or everything. */
-function select(ctx: RequestContext, manifest: Manifest): Selection {
+function select(ctx: RequestContext, manifest: Manifest, partNumber: number | null): Selection {
   const all = partOffsets(manifest);
   const multipart = manifest.parts.length > 1 || /-\d+$/.test(manifest.etag);
-  const partNumber = ctx.url.searchParams.get("partNumber");
   const range = ctx.request.headers.get("range");
   if (partNumber !== null) {
     if (range !== null) throw new S3Error("InvalidRequest", "Cannot specify both Range header and partNumber query parameter.");
-    const n = Number(partNumber);
-    if (!Number.isInteger(n) || n < 1 || n > 10000) throw new S3Error("InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive.");
+    const n = partNumber;
     if (n > manifest.parts.length) throw new S3Error("InvalidPartNumber", "The requested partnumber is not satisfiable.");
     const { offset, size } = all[n - 1];
     const whole = !multipart;

@@ -1,31 +1,29 @@
 // ListObjects (v1 and v2), ListObjectVersions and ListBuckets: an indexed range query in the
 // metadata Durable Object, rendered as S3's XML.
 import type { ListPage, ListQuery } from "../../meta/types";
-import { bucketIndex, bucketRegistry, owner, type RequestContext } from "../common/context";
+import { bucketIndex, bucketRegistry, owner, type RequestContext, type BucketAt } from "../common/context";
 import { renderListBuckets } from "../common/list-buckets";
 import { parseListObjectsParams, parseListVersionsParams, renderListObjects, renderListVersions } from "../common/list-objects";
 import { xmlResponse } from "../common/xml";
 import { sees } from "../common/permissions";
-import { noSuchBucket } from "../../s3-error";
 
 /** One page of the bucket's keys, or NoSuchBucket. */
 async function listPage(ctx: RequestContext, bucket: string, query: ListQuery): Promise<ListPage> {
   const index = bucketIndex(ctx, bucket);
-  // Both in parallel: one round trip of latency.
-  const [info, page] = await Promise.all([index.info(), index.list(query)]);
-  if (info === null) throw noSuchBucket(bucket);
+  // Both in parallel: one round trip of latency. The listing of a bucket that does not exist is
+  // empty; info() answers NoSuchBucket for it.
+  const [, page] = await Promise.all([index.info(), index.list(query)]);
   return page;
 }
 
-export async function listObjects(ctx: RequestContext, bucket: string): Promise<Response> {
+export async function listObjects(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   const req = parseListObjectsParams(ctx.url.searchParams);
   return xmlResponse(renderListObjects(bucket, req, await listPage(ctx, bucket, req.query), owner(ctx)));
 }
 
-export async function listObjectVersions(ctx: RequestContext, bucket: string): Promise<Response> {
+export async function listObjectVersions(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   const req = parseListVersionsParams(ctx.url.searchParams);
   const page = await bucketIndex(ctx, bucket).listVersions(req.query);
-  if (page === null) throw noSuchBucket(bucket);
   return xmlResponse(renderListVersions(bucket, req, page, owner(ctx)));
 }
 

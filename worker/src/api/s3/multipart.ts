@@ -6,7 +6,7 @@
 import type { ChecksumKind, ObjectChecksum } from "../../shared/core-api";
 import { newUploadId } from "../../meta/uploads";
 import type { PartRecord, UploadInfo } from "../../meta/types";
-import { S3Error, noSuchBucket } from "../../s3-error";
+import { S3Error } from "../../s3-error";
 import { removeParts, storageIds } from "../../storage/remove";
 import { type Cipher, cipherOf, newCipher, objectEtag, objectKeyOf, type WrittenObjectPart, writeObjectPart } from "../../services/encryption";
 import { customerKey, sseHeaders, sseRequest } from "../common/sse-headers";
@@ -21,33 +21,35 @@ import {
   type Algorithm,
 } from "../common/checksums";
 import { checkAclHeaders } from "../common/acl-policy";
-import { bucketIndex, type RequestContext } from "../common/context";
+import { bucketIndex, type RequestContext, type BucketAt, type ObjectAt } from "../common/context";
 import { parseCopySource, readCopySource } from "../common/copy-source";
 import { storedHeaders, userMetadata } from "../common/object-headers";
 import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
 import { childrenNamed, childText, malformedXml, readXml } from "../common/xml-parse";
 import { multipartEtag, openRange, partOf, UNDER_REPLICATED, writeRefused, writtenHeaders } from "../../services/objects";
 import { lockFromHeaders } from "../common/object-lock-headers";
-import { checkKey, MAX_PUT_BYTES, parseContentMd5, requestSize, verifyWritten } from "../common/object-request";
+import {
+  checkKey,
+  MAX_PART_NUMBER,
+  MAX_PUT_BYTES,
+  parseContentMd5,
+  requestSize,
+  verifyWritten,
+  type PartParams,
+  type UploadParams,
+} from "../common/object-request";
 import { writeCondition } from "../common/conditions";
 import { parseTaggingHeader } from "../common/tags";
 
 /** S3's smallest part, except the last. */
 export const MIN_PART_BYTES = 5 * 1024 * 1024;
-const MAX_PART_NUMBER = 10_000;
 const MAX_LIST = 1000;
 
 function noSuchUpload(): S3Error {
   return new S3Error("NoSuchUpload", "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.");
 }
 
-export function parsePartNumber(value: string | null): number {
-  const n = value !== null && /^\d{1,5}$/.test(value) ? Number(value) : NaN;
-  if (!(n >= 1 && n <= MAX_PART_NUMBER)) throw new S3Error("InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive");
-  return n;
-}
-
-export async function createMultipartUpload(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
+export async function createMultipartUpload(ctx: RequestContext, { bucket, key }: ObjectAt): Promise<Response> {
   const headers = ctx.request.headers;
   checkKey(key);
   checkAclHeaders(headers);
@@ -87,9 +89,8 @@ async function openUpload(ctx: RequestContext, bucket: string, key: string, uplo
   return upload as UploadInfo; // RPC typing widens its [name, value] tuples
 }
 
-export async function uploadPart(ctx: RequestContext, bucket: string, key: string, uploadId: string, partNumberParam: string | null): Promise<Response> {
+export async function uploadPart(ctx: RequestContext, { bucket, key }: ObjectAt, { uploadId, partNumber }: PartParams): Promise<Response> {
   const headers = ctx.request.headers;
-  const partNumber = parsePartNumber(partNumberParam);
   const size = requestSize(ctx);
   const contentMd5 = parseContentMd5(headers.get("content-md5"));
   const upload = await openUpload(ctx, bucket, key, uploadId);
@@ -103,9 +104,8 @@ export async function uploadPart(ctx: RequestContext, bucket: string, key: strin
   return new Response(null, { status: 200, headers: answer });
 }
 
-export async function uploadPartCopy(ctx: RequestContext, bucket: string, key: string, uploadId: string, partNumberParam: string | null): Promise<Response> {
+export async function uploadPartCopy(ctx: RequestContext, { bucket, key }: ObjectAt, { uploadId, partNumber }: PartParams): Promise<Response> {
   const headers = ctx.request.headers;
-  const partNumber = parsePartNumber(partNumberParam);
   const source = parseCopySource(headers.get("x-amz-copy-source") ?? "");
   const upload = await openUpload(ctx, bucket, key, uploadId);
   const { manifest } = await readCopySource(ctx, source);
@@ -210,7 +210,7 @@ function invalidPart(): S3Error {
   );
 }
 
-export async function completeMultipartUpload(ctx: RequestContext, bucket: string, key: string, uploadId: string): Promise<Response> {
+export async function completeMultipartUpload(ctx: RequestContext, { bucket, key }: ObjectAt, { uploadId }: UploadParams): Promise<Response> {
   const listed = await parseCompleteBody(ctx.auth.body);
   const condition = writeCondition(ctx.request.headers);
   const index = bucketIndex(ctx, bucket);
@@ -288,7 +288,7 @@ async function objectChecksums(ctx: RequestContext, upload: UploadInfo, used: Pa
   return [checksum];
 }
 
-export async function abortMultipartUpload(ctx: RequestContext, bucket: string, key: string, uploadId: string): Promise<Response> {
+export async function abortMultipartUpload(ctx: RequestContext, { bucket, key }: ObjectAt, { uploadId }: UploadParams): Promise<Response> {
   const parts = await bucketIndex(ctx, bucket).abortUpload(uploadId, key);
   if (parts === null) throw noSuchUpload();
   if (parts.length > 0)
@@ -317,7 +317,7 @@ function uploadChecksumElements(upload: Pick<UploadInfo, "checksumAlgorithm" | "
   return element("ChecksumAlgorithm", upload.checksumAlgorithm) + element("ChecksumType", upload.checksumType);
 }
 
-export async function listParts(ctx: RequestContext, bucket: string, key: string, uploadId: string): Promise<Response> {
+export async function listParts(ctx: RequestContext, { bucket, key }: ObjectAt, { uploadId }: UploadParams): Promise<Response> {
   const params = ctx.url.searchParams;
   const maxParts = listLimit(params.get("max-parts"), "max-parts");
   const markerParam = params.get("part-number-marker");
@@ -351,7 +351,7 @@ export async function listParts(ctx: RequestContext, bucket: string, key: string
   return xmlResponse(`${XML_DECLARATION}<ListPartsResult xmlns="${S3_XMLNS}">${body}</ListPartsResult>`);
 }
 
-export async function listMultipartUploads(ctx: RequestContext, bucket: string): Promise<Response> {
+export async function listMultipartUploads(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   const params = ctx.url.searchParams;
   const encodeUrl = params.get("encoding-type") === "url";
   if (params.has("encoding-type") && !encodeUrl) throw new S3Error("InvalidArgument", "Invalid Encoding Method specified in Request");
@@ -363,7 +363,6 @@ export async function listMultipartUploads(ctx: RequestContext, bucket: string):
     maxUploads: listLimit(params.get("max-uploads"), "max-uploads"),
   };
   const page = await bucketIndex(ctx, bucket).listUploads(query);
-  if (page === null) throw noSuchBucket(bucket);
   const enc = (s: string) => (encodeUrl ? encodeURIComponent(s).replace(/%2F/g, "/") : s);
   const uploads = page.uploads
     .map(

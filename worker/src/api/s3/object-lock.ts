@@ -3,11 +3,10 @@
 // rules are applied in the bucket's Durable Object (meta/object-lock.ts) in the transaction that
 // changes the version.
 import type { LockConfig, ObjectLock } from "../../meta/object-lock";
-import { noSuchBucket, noSuchKey, S3Error } from "../../s3-error";
+import { noSuchKey, S3Error } from "../../s3-error";
 import { existingObject } from "../../services/objects";
-import { bucketIndex, type RequestContext } from "../common/context";
+import { bucketIndex, type RequestContext, type BucketAt, type ObjectAt } from "../common/context";
 import { bypassGovernance, parseMode, parseRetainUntil } from "../common/object-lock-headers";
-import { requestedVersion } from "../common/object-request";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
 import { childrenNamed, childText, malformedXml, readXml } from "../common/xml-parse";
 
@@ -15,9 +14,8 @@ function missingLockConfiguration(): S3Error {
   return new S3Error("InvalidRequest", "Bucket is missing Object Lock Configuration");
 }
 
-export async function getObjectLockConfiguration(ctx: RequestContext, bucket: string): Promise<Response> {
+export async function getObjectLockConfiguration(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   const config = await bucketIndex(ctx, bucket).objectLock();
-  if (config === undefined) throw noSuchBucket(bucket);
   if (config === null) throw new S3Error("ObjectLockConfigurationNotFoundError", "Object Lock configuration does not exist for this bucket");
   const d = config.defaultRetention;
   const rule = d
@@ -28,7 +26,7 @@ export async function getObjectLockConfiguration(ctx: RequestContext, bucket: st
   );
 }
 
-export async function putObjectLockConfiguration(ctx: RequestContext, bucket: string): Promise<Response> {
+export async function putObjectLockConfiguration(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   const doc = await readXml(ctx.auth.body);
   if (doc.name !== "ObjectLockConfiguration" || childText(doc, "ObjectLockEnabled")?.trim() !== "Enabled") throw malformedXml();
   const config: LockConfig = { enabled: true };
@@ -52,8 +50,8 @@ export async function putObjectLockConfiguration(ctx: RequestContext, bucket: st
 }
 
 /** A version's lock, for the Get operations (its bucket must have object lock). */
-async function lockOf(ctx: RequestContext, bucket: string, key: string): Promise<ObjectLock> {
-  const [found, config] = await Promise.all([existingObject(ctx, bucket, key, requestedVersion(ctx.url)), bucketIndex(ctx, bucket).objectLock()]);
+async function lockOf(ctx: RequestContext, { bucket, key, versionId }: ObjectAt): Promise<ObjectLock> {
+  const [found, config] = await Promise.all([existingObject(ctx, bucket, key, versionId), bucketIndex(ctx, bucket).objectLock()]);
   if (!config) throw missingLockConfiguration();
   return found.object.lock ?? {};
 }
@@ -62,21 +60,21 @@ function noLockOnObject(): S3Error {
   return new S3Error("NoSuchObjectLockConfiguration", "The specified object does not have a ObjectLock configuration");
 }
 
-export async function getObjectRetention(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
-  const lock = await lockOf(ctx, bucket, key);
+export async function getObjectRetention(ctx: RequestContext, object: ObjectAt): Promise<Response> {
+  const lock = await lockOf(ctx, object);
   if (lock.mode === undefined || lock.until === undefined) throw noLockOnObject();
   return xmlResponse(
     `${XML_DECLARATION}<Retention xmlns="${S3_XMLNS}">${element("Mode", lock.mode)}${element("RetainUntilDate", new Date(lock.until).toISOString())}</Retention>`,
   );
 }
 
-export async function getObjectLegalHold(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
-  const lock = await lockOf(ctx, bucket, key);
+export async function getObjectLegalHold(ctx: RequestContext, object: ObjectAt): Promise<Response> {
+  const lock = await lockOf(ctx, object);
   if (lock.legalHold === undefined) throw noLockOnObject();
   return xmlResponse(`${XML_DECLARATION}<LegalHold xmlns="${S3_XMLNS}">${element("Status", lock.legalHold ? "ON" : "OFF")}</LegalHold>`);
 }
 
-export async function putObjectRetention(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
+export async function putObjectRetention(ctx: RequestContext, object: ObjectAt): Promise<Response> {
   const doc = await readXml(ctx.auth.body);
   if (doc.name !== "Retention") throw malformedXml();
   const modeText = childText(doc, "Mode")?.trim();
@@ -87,25 +85,23 @@ export async function putObjectRetention(ctx: RequestContext, bucket: string, ke
     if (modeText === undefined || untilText === undefined) throw malformedXml();
     retention = { mode: parseMode(modeText), until: parseRetainUntil(untilText, Date.now()) };
   }
-  await changeLock(ctx, bucket, key, { retention });
+  await changeLock(ctx, object, { retention });
   return new Response(null, { status: 200 });
 }
 
-export async function putObjectLegalHold(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
+export async function putObjectLegalHold(ctx: RequestContext, object: ObjectAt): Promise<Response> {
   const doc = await readXml(ctx.auth.body);
   const status = doc.name === "LegalHold" ? childText(doc, "Status")?.trim() : undefined;
   if (status !== "ON" && status !== "OFF") throw malformedXml();
-  await changeLock(ctx, bucket, key, { legalHold: status === "ON" });
+  await changeLock(ctx, object, { legalHold: status === "ON" });
   return new Response(null, { status: 200 });
 }
 
 async function changeLock(
   ctx: RequestContext,
-  bucket: string,
-  key: string,
+  { bucket, key, versionId }: ObjectAt,
   change: { retention: Pick<ObjectLock, "mode" | "until"> } | { legalHold: boolean },
 ): Promise<void> {
-  const versionId = requestedVersion(ctx.url);
   const outcome = await bucketIndex(ctx, bucket).setVersionLock(key, versionId, change, await bypassGovernance(ctx, bucket, key));
   switch (outcome.result) {
     case "ok":

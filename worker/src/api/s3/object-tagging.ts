@@ -3,25 +3,24 @@
 // still needs one metadata call; changing them swaps the manifest only if nothing else did.
 import type { Manifest } from "../../shared/core-api";
 import { S3Error, noSuchKey } from "../../s3-error";
-import { bucketIndex, type RequestContext } from "../common/context";
+import { bucketIndex, type RequestContext, type ObjectAt } from "../common/context";
 import { xmlResponse } from "../common/xml";
 import { existingObject, versionHeader } from "../../services/objects";
-import { requestedVersion } from "../common/object-request";
 import { parseTaggingXml, renderTagging } from "../common/tags";
 
-export async function getObjectTagging(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
-  const found = await existingObject(ctx, bucket, key, requestedVersion(ctx.url));
+export async function getObjectTagging(ctx: RequestContext, { bucket, key, versionId }: ObjectAt): Promise<Response> {
+  const found = await existingObject(ctx, bucket, key, versionId);
   return xmlResponse(renderTagging(ctx.core.decodeManifest(found.object.manifest).tags), 200, versionHeader(found));
 }
 
-export async function putObjectTagging(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
+export async function putObjectTagging(ctx: RequestContext, object: ObjectAt): Promise<Response> {
   const tags = await parseTaggingXml(ctx.auth.body);
-  const headers = await updateManifest(ctx, bucket, key, (m) => ({ ...m, tags }));
+  const headers = await updateManifest(ctx, object, (m) => ({ ...m, tags }));
   return new Response(null, { status: 200, headers });
 }
 
-export async function deleteObjectTagging(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
-  const headers = await updateManifest(ctx, bucket, key, (m) => ({ ...m, tags: [] }));
+export async function deleteObjectTagging(ctx: RequestContext, object: ObjectAt): Promise<Response> {
+  const headers = await updateManifest(ctx, object, (m) => ({ ...m, tags: [] }));
   return new Response(null, { status: 204, headers });
 }
 
@@ -29,8 +28,7 @@ export async function deleteObjectTagging(ctx: RequestContext, bucket: string, k
  * Rewrites the manifest of the version the request names (or the current one); retried when a
  * concurrent write changed it meanwhile. Returns the answer's version header.
  */
-async function updateManifest(ctx: RequestContext, bucket: string, key: string, change: (m: Manifest) => Manifest): Promise<Record<string, string>> {
-  const versionId = requestedVersion(ctx.url);
+async function updateManifest(ctx: RequestContext, { bucket, key, versionId }: ObjectAt, change: (m: Manifest) => Manifest): Promise<Record<string, string>> {
   for (let attempt = 0; attempt < 5; attempt++) {
     const found = await existingObject(ctx, bucket, key, versionId);
     const { object } = found;

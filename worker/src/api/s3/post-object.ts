@@ -13,12 +13,12 @@ import { commitObject, partOf, writtenHeaders } from "../../services/objects";
 import { encryptionOf, newCipher, objectEtag, writeObjectPart } from "../../services/encryption";
 import { checkAclHeaders } from "../common/acl-policy";
 import { RequestChecksums } from "../common/checksums";
-import type { RequestContext } from "../common/context";
+import type { RequestContext, BucketAt } from "../common/context";
 import { type FormUpload, readFormUpload } from "../common/form-upload";
 import { storedHeaders, userMetadata } from "../common/object-headers";
 import { checkKey } from "../common/object-request";
 import { sseHeaders, sseRequest } from "../common/sse-headers";
-import { authorize } from "../common/permissions";
+import { authorize, WRITE_OBJECT } from "../common/permissions";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
 
 /** Form fields that become the object's headers, as a PUT's request headers would. */
@@ -29,7 +29,7 @@ const MAX_OBJECT_BYTES = 5 * 1024 ** 3;
 /** What the key field may contain to take the uploaded file's name (S3's `${filename}`). */
 const FILENAME = ["$", "{filename}"].join("");
 
-export async function postObject(ctx: RequestContext, bucket: string): Promise<Response> {
+export async function postObject(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   const form = await readFormUpload(ctx.request.body, ctx.request.headers.get("content-type") ?? "", ctx.auth.contentLength);
   try {
     return await store(ctx, bucket, form);
@@ -46,7 +46,8 @@ async function store(ctx: RequestContext, bucket: string, form: FormUpload): Pro
   const key = rawKey.replaceAll(FILENAME, form.filename);
   checkKey(key);
   const { principal, policy } = await signer(ctx, fields, new Map([...fields, ["bucket", bucket], ["key", key]]));
-  await authorize(principal, { op: "PutObject", bucket, key }, new Headers(), (b) => bucketPolicy(ctx.env, b));
+  // What PutObject takes, checked with the key that signed the form.
+  await authorize(principal, WRITE_OBJECT, { bucket, key }, new Headers(), (b) => bucketPolicy(ctx.env, b));
   if (form.size > MAX_OBJECT_BYTES) throw new S3Error("EntityTooLarge", "Your proposed upload exceeds the maximum allowed size");
   checkPostLength(policy, form.size);
 

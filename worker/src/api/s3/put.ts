@@ -3,7 +3,7 @@
 // commit; a failed or refused write removes its shard files; an overwrite removes the superseded
 // object's shard files after the new manifest is committed.
 import { checksumHeaders, RequestChecksums } from "../common/checksums";
-import type { RequestContext } from "../common/context";
+import type { RequestContext, ObjectAt } from "../common/context";
 import { storedHeaders, userMetadata } from "../common/object-headers";
 import { encryptionOf, newCipher, objectEtag, writeObjectPart } from "../../services/encryption";
 import { sseHeaders, sseRequest } from "../common/sse-headers";
@@ -14,7 +14,7 @@ import { writeCondition } from "../common/conditions";
 import { checkAclHeaders } from "../common/acl-policy";
 import { checkKey, parseContentMd5, requestSize, verifyWritten } from "../common/object-request";
 
-export async function putObject(ctx: RequestContext, bucket: string, key: string): Promise<Response> {
+export async function putObject(ctx: RequestContext, { bucket, key }: ObjectAt): Promise<Response> {
   const headers = ctx.request.headers;
   checkKey(key);
   checkAclHeaders(headers);

@@ -1,20 +1,19 @@
 // GetBucketVersioning and PutBucketVersioning. A bucket starts unversioned; once versioning is
 // enabled it can be suspended but never turned off again (as S3). What each state means for
 // writes and deletes is in meta/versions.ts.
-import { noSuchBucket, S3Error } from "../../s3-error";
-import { bucketIndex, type RequestContext } from "../common/context";
+import { S3Error } from "../../s3-error";
+import { bucketIndex, type RequestContext, type BucketAt } from "../common/context";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
 import { childText, malformedXml, readXml } from "../common/xml-parse";
 
-export async function getBucketVersioning(ctx: RequestContext, bucket: string): Promise<Response> {
+export async function getBucketVersioning(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   const status = await bucketIndex(ctx, bucket).versioning();
-  if (status === undefined) throw noSuchBucket(bucket);
   // A bucket that never had versioning answers an empty configuration.
   const body = status === null ? "" : element("Status", status);
   return xmlResponse(`${XML_DECLARATION}<VersioningConfiguration xmlns="${S3_XMLNS}">${body}</VersioningConfiguration>`);
 }
 
-export async function putBucketVersioning(ctx: RequestContext, bucket: string): Promise<Response> {
+export async function putBucketVersioning(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   const doc = await readXml(ctx.auth.body);
   if (doc.name !== "VersioningConfiguration") throw malformedXml();
   if (childText(doc, "MfaDelete")?.trim() === "Enabled") throw new S3Error("NotImplemented", "MFA delete is not implemented.");
@@ -22,7 +21,7 @@ export async function putBucketVersioning(ctx: RequestContext, bucket: string): 
   const index = bucketIndex(ctx, bucket);
   if (status === undefined) {
     // Nothing to change; the bucket must still exist.
-    if ((await index.versioning()) === undefined) throw noSuchBucket(bucket);
+    await index.versioning(); // NoSuchBucket unless it exists
     return new Response(null, { status: 200 });
   }
   if (status !== "Enabled" && status !== "Suspended") {

@@ -1,0 +1,234 @@
+// What every S3 request goes through on its way to its operation and back, one concern per
+// middleware (hono's shape: each gets the exchange and `next`): the request id, metrics and the log
+// line; unread bodies settled; errors as S3 error answers; routing; the console's CORS; a bucket's
+// CORS; authentication; authorization. api/handle.ts puts them in order and dispatches to the operation.
+import { anonymousRequest, type Authenticated, authenticate as verifySigV4, hasCredentials } from "../auth/sigv4";
+import { authenticateV2, isSigV2 } from "../auth/sigv2";
+import { clientOf, throttled } from "../auth/throttle";
+import { type Env, type GatewayConfig, loadConfig } from "../config";
+import { errorResponse, newRequestId } from "../errors";
+import { metricsStore } from "../meta/stubs";
+import { metrics } from "../observability/metrics";
+import { BODY_PIECE_BYTES, PieceReader } from "../shared/piece-reader";
+import { S3Error } from "../s3-error";
+import { type Principal, signerOf } from "../services/access-keys";
+import { bucketPolicy } from "../services/bucket-policy";
+import { isTemporaryKeyId, sessionSignerOf } from "../services/sessions";
+import { bearerAuthorized } from "./admin/metrics";
+import { allowConsole, consoleOriginOf, consolePreflight } from "./common/console-origin";
+import { applyCors, corsRules } from "./common/cors";
+import { toS3Error } from "./common/error-map";
+import { authorize as authorizeFor, type Permission } from "./common/permissions";
+import type { Endpoint } from "./common/router";
+import { type Authentication, OPERATIONS, type OperationName, routeRequest } from "./operations";
+import { RangeNotSatisfiable } from "./s3/get";
+import { readStsRequest, STS_SIGNING_SERVICES, sessionTokenOf, stsErrorResponse } from "./s3/sts";
+
+/** One request on its way through: what the middleware before has found out. */
+export interface Exchange {
+  readonly request: Request;
+  readonly url: URL;
+  readonly env: Env;
+  readonly exec: { waitUntil(promise: Promise<unknown>): void };
+  readonly requestId: string;
+  readonly started: number;
+  /** The operation's name for the log and the metrics: "unknown" until routed. */
+  op: string;
+  config: GatewayConfig | null;
+  endpoint: Endpoint<OperationName> | null;
+  /** The console's origin when the request comes from it (its CORS answers every request). */
+  fromConsole: string | null;
+  principal: Principal;
+  auth: Authenticated | null;
+  /** When the credentials that signed it expire (temporary credentials), or null. */
+  credentialsExpire: number | null;
+  /** What every answer gets on its way out, errors included (CORS headers). */
+  readonly finishers: ((response: Response) => void | Promise<void>)[];
+}
+
+export type Middleware = (x: Exchange, next: () => Promise<Response>) => Promise<Response>;
+
+export function exchange(request: Request, env: Env, exec: Exchange["exec"]): Exchange {
+  return {
+    request,
+    url: new URL(request.url),
+    env,
+    exec,
+    requestId: newRequestId(),
+    started: Date.now(),
+    op: "unknown",
+    config: null,
+    endpoint: null,
+    fromConsole: null,
+    principal: { kind: "anonymous" },
+    auth: null,
+    credentialsExpire: null,
+    finishers: [],
+  };
+}
+
+/** An operation's permission and how it authenticates; an unimplemented one needs any valid key (a 501 tells no one anonymous what exists). */
+export function operationOf(endpoint: Endpoint<OperationName>): { permission: Permission; authentication: Authentication } {
+  return endpoint.op === "NotImplemented" ? { permission: { need: "anyKey", action: null }, authentication: "signature" } : OPERATIONS[endpoint.op];
+}
+
+/** The request id, the counters and one JSON log line, for every answer; the finishers' headers. */
+export const observe: Middleware = async (x, next) => {
+  const response = await next();
+  for (const finish of x.finishers) await finish(response);
+  response.headers.set("x-amz-request-id", x.requestId);
+  const received = Number(x.request.headers.get("content-length") ?? 0) || 0;
+  const sent = x.request.method === "HEAD" ? 0 : Number(response.headers.get("content-length") ?? 0) || 0;
+  metrics.add("shardgate_requests_total", 1, { op: x.op, status: response.status });
+  metrics.add("shardgate_client_bytes_received_total", received);
+  metrics.add("shardgate_client_bytes_sent_total", sent);
+  const flush = metrics.flushSoon(() => metricsStore(x.env));
+  if (flush) x.exec.waitUntil(flush.catch((e: unknown) => console.error(JSON.stringify({ metricsFlush: String(e) }))));
+  const { requestId, op, request, url } = x;
+  console.log(
+    JSON.stringify({ requestId, op, method: request.method, path: url.pathname, status: response.status, ms: Date.now() - x.started, received, sent }),
+  );
+  return response;
+};
+
+/** No request body is left pending once the answer is ready (settleUnreadBody). */
+export const settleBody: Middleware = async (x, next) => {
+  const response = await next();
+  await settleUnreadBody(x.request);
+  return response;
+};
+
+/** Anything thrown becomes its S3 error answer (STS's own format for STS). */
+export const answerErrors: Middleware = async (x, next) => {
+  try {
+    return await next();
+  } catch (e) {
+    const error = toS3Error(e);
+    if (error.status === 500) console.error(JSON.stringify({ requestId: x.requestId, error: String(e), stack: e instanceof Error ? e.stack : undefined }));
+    if (x.op === "GetSessionToken") return stsErrorResponse(error, x.requestId);
+    const response = errorResponse(error, x.url.pathname, x.requestId, x.request.method === "HEAD");
+    if (e instanceof RangeNotSatisfiable) response.headers.set("Content-Range", `bytes */${e.size}`);
+    return response;
+  }
+};
+
+/** The configuration, and the operation the request names (api/operations.ts). */
+export const route: Middleware = (x, next) => {
+  const config = loadConfig(x.env);
+  const endpoint = routeRequest(x.request.method, x.url, config.virtualHostSuffix, x.request.headers);
+  x.config = config;
+  x.endpoint = endpoint;
+  x.op = endpoint.op === "NotImplemented" ? endpoint.name : endpoint.op;
+  return next();
+};
+
+/** The console, on its own origin, is answered CORS on every request, before any bucket rule (api/common/console-origin.ts). */
+export const consoleCors: Middleware = (x, next) => {
+  const origin = consoleOriginOf(x.request, x.env);
+  if (origin === null) return next();
+  if (x.request.method === "OPTIONS") return Promise.resolve(consolePreflight(x.request, origin));
+  x.fromConsole = origin;
+  x.finishers.push((response) => allowConsole(response, origin));
+  return next();
+};
+
+/**
+ * Browsers on other origins: an actual request gets the Access-Control-* headers of the bucket's
+ * rule that allows it, errors included (preflights are an operation of their own).
+ */
+export const bucketCors: Middleware = (x, next) => {
+  const endpoint = x.endpoint;
+  if (x.fromConsole !== null || !x.request.headers.has("origin") || endpoint === null || endpoint.op === "NotImplemented") return next();
+  if (endpoint.bucket === null || endpoint.op === "PreflightCors") return next();
+  const rules = corsRules({ env: x.env }, endpoint.bucket).catch(() => []);
+  x.finishers.push(async (response) => applyCors(await rules, x.request, response));
+  return next();
+};
+
+/**
+ * Who sent the request. The root key is known without a lookup; any other key comes from the key
+ * store; temporary credentials carry their key in the session token (services/sessions.ts). A
+ * request without credentials is anonymous: it gets only what a bucket policy allows everyone.
+ */
+export const authenticate: Middleware = async (x, next) => {
+  const { request, url, env } = x;
+  const config = x.config as GatewayConfig;
+  const { authentication } = operationOf(x.endpoint as Endpoint<OperationName>);
+  // A preflight needs nothing; the metrics scraper's bearer token lets it in (authorize checks it again).
+  if (authentication === "none" || (authentication === "bearer" && bearerAuthorized(request, env))) {
+    x.auth = anonymousRequest(request);
+    return next();
+  }
+  // Nothing else answers without valid credentials, not even NotImplemented.
+  const root = config.credentials;
+  if (!root) throw new S3Error("AccessDenied", "The gateway has no credentials configured (SHARDGATE_ACCESS_KEY_ID, SHARDGATE_SECRET_ACCESS_KEY).");
+  // A browser form's POST carries its credentials in the form, a shard file's URL its grant: the operation checks them.
+  if (authentication === "self" || !hasCredentials(request, url)) {
+    x.auth = anonymousRequest(request);
+    return next();
+  }
+  const token = sessionTokenOf(request, url);
+  const secretOf = async (id: string): Promise<string | null> => {
+    const key = token !== null ? await sessionSignerOf(env, root, id, token) : isTemporaryKeyId(id, root) ? null : await signerOf(env, root, id);
+    if (key) {
+      x.principal = key.principal;
+      x.credentialsExpire = key.expires ?? null;
+    }
+    return key?.secret ?? null;
+  };
+  // STS signs the form body's hash without sending it: the body is read (bounded) first.
+  const sts = x.op === "GetSessionToken" ? await readStsRequest(request) : null;
+  const now = Date.now();
+  // A client that keeps failing is answered SlowDown before any lookup (auth/throttle.ts).
+  x.auth = await throttled(clientOf(request, env.SHARDGATE_CLIENT_IP_HEADER), () =>
+    sts
+      ? verifySigV4(sts.request, secretOf, { region: config.region, now, services: STS_SIGNING_SERVICES, payloadHash: sts.payloadHash })
+      : config.sigV2 && isSigV2(request, url)
+        ? authenticateV2(request, secretOf, { now, virtualHostSuffix: config.virtualHostSuffix })
+        : verifySigV4(request, secretOf, { region: config.region, now }),
+  );
+  return next();
+};
+
+/** Whether the principal may do the operation: its grants, then the bucket's policy (api/common/permissions.ts). */
+export const authorize: Middleware = async (x, next) => {
+  const endpoint = x.endpoint as Endpoint<OperationName>;
+  const { permission, authentication } = operationOf(endpoint);
+  const bearer = authentication === "bearer" && bearerAuthorized(x.request, x.env);
+  if (authentication === "signature" || (authentication === "bearer" && !bearer)) {
+    const at = endpoint.op === "NotImplemented" ? { bucket: null, key: null } : endpoint;
+    await authorizeFor(x.principal, permission, at, x.request.headers, (bucket) => bucketPolicy(x.env, bucket), x.url.searchParams);
+  }
+  return next();
+};
+
+/** How much of an unread body an early answer reads away before it gives up and cancels. */
+const DRAIN_LIMIT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Settles a request body that the answer did not read (an early error: 403, 404, 501 …): no body
+ * is ever left pending. The body is read away (up to DRAIN_LIMIT_BYTES, then cancelled): the
+ * answer then goes out on a connection in a clean state, which wrangler dev's proxy needs (it
+ * fails with a 500 of its own when the Worker cancels a body it is still sending), and a client
+ * that sends before it reads gets its answer instead of a reset (measured on workerd: cancelling
+ * instead lost early answers to Node's http client, which sends before it reads). A client that
+ * sent `Expect: 100-continue` gets its body cancelled rather than read: both runtimes send their
+ * own `100 Continue` whatever the Worker does, and the answer, then the connection's next request
+ * (curl), came through either way (tests/node/bad-clients.test.ts).
+ */
+async function settleUnreadBody(request: Request): Promise<void> {
+  const body = request.body;
+  if (!body || request.bodyUsed || body.locked || request.headers.get("content-length") === "0") return;
+  if ((request.headers.get("expect") ?? "").toLowerCase() === "100-continue") return void body.cancel().catch(() => {});
+  const reader = new PieceReader(body, { pieceBytes: BODY_PIECE_BYTES, reuse: true });
+  try {
+    for (let read = 0; read < DRAIN_LIMIT_BYTES; ) {
+      const piece = await reader.read();
+      if (!piece) return;
+      read += piece.length;
+    }
+  } catch {
+    return; // the body broke: nothing left to settle
+  }
+  await reader.cancel();
+}

@@ -1,0 +1,264 @@
+// Every operation the gateway answers, declared once: how a request reaches it (its routes), what
+// it takes to be let in (the right by grants and the action a bucket policy names it by:
+// docs/access.md), its parameters parsed into typed fields, and its handler. The router
+// (api/common/router.ts), authorization (api/common/permissions.ts) and dispatch (api/handle.ts)
+// read this table; adding an operation is one entry here and its handler in api/s3/ or api/admin/.
+import type { PolicyAction } from "../auth/policy";
+import { BYPASS_GOVERNANCE, DELETE_OBJECT, type Permission, READ_OBJECT, WRITE_OBJECT, WRITE_OBJECT_HEADERS } from "./common/permissions";
+import type { BucketAt, ObjectAt, RequestContext, ShardAt } from "./common/context";
+import { compileRouter, type Endpoint, type Route, type RouteRequest, type Routed, type Scope, type SubresourceNames } from "./common/router";
+import { parseVersionId, partParams, readPartParams, uploadParams } from "./common/object-request";
+import { adminApp } from "./admin-app";
+import { getMetrics } from "./admin/metrics";
+import { getBucketAcl, getObjectAcl, putBucketAcl, putObjectAcl } from "./s3/acl";
+import { getObjectAttributes } from "./s3/attributes";
+import { createBucket, deleteBucket, getBucketLocation, headBucket } from "./s3/bucket";
+import { deleteBucketCors, getBucketCors, preflightCors, putBucketCors } from "./s3/bucket-cors";
+import { deleteBucketEncryption, getBucketEncryption, putBucketEncryption } from "./s3/bucket-encryption";
+import { deleteBucketLifecycle, getBucketLifecycle, putBucketLifecycle } from "./s3/bucket-lifecycle";
+import { deleteBucketPolicy, getBucketPolicy, getBucketPolicyStatus, putBucketPolicy } from "./s3/bucket-policy";
+import { deleteBucketTagging, getBucketTagging, putBucketTagging } from "./s3/bucket-tagging";
+import { copyObject } from "./s3/copy";
+import { deleteObject, deleteObjects } from "./s3/delete";
+import { abortDirectUpload, completeDirectUpload, createDirectUpload, getReadPlan, transferShard } from "./s3/direct";
+import { getObject } from "./s3/get";
+import { listBuckets, listObjects, listObjectVersions } from "./s3/list";
+import {
+  abortMultipartUpload,
+  completeMultipartUpload,
+  createMultipartUpload,
+  listMultipartUploads,
+  listParts,
+  uploadPart,
+  uploadPartCopy,
+} from "./s3/multipart";
+import {
+  getObjectLegalHold,
+  getObjectLockConfiguration,
+  getObjectRetention,
+  putObjectLegalHold,
+  putObjectLockConfiguration,
+  putObjectRetention,
+} from "./s3/object-lock";
+import { deleteObjectTagging, getObjectTagging, putObjectTagging } from "./s3/object-tagging";
+import { postObject } from "./s3/post-object";
+import { putObject } from "./s3/put";
+import { getSessionToken } from "./s3/sts";
+import { getBucketVersioning, putBucketVersioning } from "./s3/versioning";
+
+/** Where an operation acts, typed by its scope. */
+type AtOf<S extends Scope> = S extends "object" ? ObjectAt : S extends "bucket" ? BucketAt : S extends "shard" ? ShardAt : object;
+
+/**
+ * How a request proves who sent it: a signature (SigV4 or V2) or none (anonymous, then a bucket
+ * policy's Allow); `self`: the operation checks what the request carries itself (a form's signed
+ * policy, a shard URL's grant); `none`: nothing at all (a CORS preflight); `bearer`: also a bearer
+ * token (`SHARDGATE_METRICS_TOKEN`, what a Prometheus scraper can send).
+ */
+export type Authentication = "signature" | "self" | "none" | "bearer";
+
+/** One operation, as dispatch sees it. */
+export interface Operation {
+  routes: readonly Route[];
+  permission: Permission;
+  authentication: Authentication;
+  run(ctx: RequestContext, routed: Routed<string>): Promise<Response>;
+}
+
+/** The typed target of a routed request (the router sets bucket and key for the scopes that have them). */
+function at(routed: Routed<string>, query: URLSearchParams): AtOf<Scope> {
+  const bucket = routed.bucket ?? "";
+  switch (routed.scope) {
+    case "object": {
+      const versionId = query.get("versionId");
+      return { bucket, key: routed.key ?? "", versionId: versionId === null ? undefined : parseVersionId(versionId) };
+    }
+    case "shard":
+      return { bucket, grant: routed.rest ?? "" };
+    case "bucket":
+      return { bucket };
+    default:
+      return {};
+  }
+}
+
+// Conditions routes look at besides the sub-resource.
+const copies = (r: RouteRequest) => r.headers.has("x-amz-copy-source");
+const listV2 = (r: RouteRequest) => r.query.get("list-type") === "2";
+const form = (r: RouteRequest) => /^multipart\/form-data\b/i.test(r.headers.get("content-type") ?? "");
+
+// Permissions: the right by grants and the action a bucket policy names the operation by (and the
+// action of its versioned form, when the request names a version).
+const read = (action: PolicyAction, versioned?: PolicyAction): Permission => ({ need: "read", action, ...(versioned ? { versioned } : {}) });
+const write = (action: PolicyAction, versioned?: PolicyAction): Permission => ({ need: "write", action, ...(versioned ? { versioned } : {}) });
+const owner = (action: PolicyAction): Permission => ({ need: "owner", action });
+const anyKey: Permission = { need: "anyKey", action: null };
+const root: Permission = { need: "root", action: null };
+
+/**
+ * Declares operations in `scope`: `bucket(route, permission, handler, { params, authentication })`.
+ * The handler gets where the operation acts, typed by its scope, and its parameters, parsed once by
+ * `params` (after authorization: a malformed one is refused only to whoever may ask).
+ */
+function on<S extends Scope>(scope: S | readonly S[]) {
+  const scopes: readonly S[] = typeof scope === "string" ? [scope] : scope;
+  return <P = undefined>(
+    route: Omit<Route, "on">,
+    permission: Permission,
+    handle: (ctx: RequestContext, at: AtOf<S>, params: P) => Promise<Response>,
+    options: { params?: (query: URLSearchParams) => P; authentication?: Authentication } = {},
+  ): Operation => ({
+    routes: scopes.map((on) => ({ ...route, on })),
+    permission,
+    authentication: options.authentication ?? "signature",
+    run: (ctx, routed) => {
+      const query = ctx.url.searchParams;
+      return handle(ctx, at(routed, query) as AtOf<S>, (options.params ? options.params(query) : undefined) as P);
+    },
+  });
+}
+const service = on("service");
+const bucket = on("bucket");
+const object = on("object");
+const shard = on("shard");
+const metrics = on("metrics");
+const admin = on("admin");
+
+/** The one table. Within a scope, sub-resources are tried in the order they appear here. */
+export const OPERATIONS = {
+  // The service; STS on `POST /` (GetSessionToken or AssumeRole, named by the form's Action):
+  // temporary credentials with the signing key's own rights.
+  ListBuckets: service({ method: "GET" }, anyKey, listBuckets),
+  GetSessionToken: service({ method: "POST" }, anyKey, getSessionToken),
+
+  // CORS preflights: answered from the bucket's rules, without credentials; also for shard URLs.
+  PreflightCors: on(["bucket", "object", "shard"])({ method: "OPTIONS", anyQuery: true }, anyKey, preflightCors, { authentication: "none" }),
+
+  // A bucket's settings.
+  GetBucketCors: bucket({ method: "GET", sub: "cors" }, read("s3:GetBucketCORS"), getBucketCors),
+  PutBucketCors: bucket({ method: "PUT", sub: "cors" }, owner("s3:PutBucketCORS"), putBucketCors),
+  DeleteBucketCors: bucket({ method: "DELETE", sub: "cors" }, owner("s3:PutBucketCORS"), deleteBucketCors),
+  GetBucketTagging: bucket({ method: "GET", sub: "tagging" }, read("s3:GetBucketTagging"), getBucketTagging),
+  PutBucketTagging: bucket({ method: "PUT", sub: "tagging" }, owner("s3:PutBucketTagging"), putBucketTagging),
+  DeleteBucketTagging: bucket({ method: "DELETE", sub: "tagging" }, owner("s3:PutBucketTagging"), deleteBucketTagging),
+  GetBucketLifecycleConfiguration: bucket({ method: "GET", sub: "lifecycle" }, read("s3:GetLifecycleConfiguration"), getBucketLifecycle),
+  PutBucketLifecycleConfiguration: bucket({ method: "PUT", sub: "lifecycle" }, owner("s3:PutLifecycleConfiguration"), putBucketLifecycle),
+  DeleteBucketLifecycle: bucket({ method: "DELETE", sub: "lifecycle" }, owner("s3:PutLifecycleConfiguration"), deleteBucketLifecycle),
+  GetObjectLockConfiguration: bucket({ method: "GET", sub: "object-lock" }, read("s3:GetBucketObjectLockConfiguration"), getObjectLockConfiguration),
+  PutObjectLockConfiguration: bucket({ method: "PUT", sub: "object-lock" }, owner("s3:PutBucketObjectLockConfiguration"), putObjectLockConfiguration),
+  GetBucketEncryption: bucket({ method: "GET", sub: "encryption" }, read("s3:GetEncryptionConfiguration"), getBucketEncryption),
+  PutBucketEncryption: bucket({ method: "PUT", sub: "encryption" }, owner("s3:PutEncryptionConfiguration"), putBucketEncryption),
+  DeleteBucketEncryption: bucket({ method: "DELETE", sub: "encryption" }, owner("s3:PutEncryptionConfiguration"), deleteBucketEncryption),
+  GetBucketPolicy: bucket({ method: "GET", sub: "policy" }, owner("s3:GetBucketPolicy"), getBucketPolicy),
+  PutBucketPolicy: bucket({ method: "PUT", sub: "policy" }, owner("s3:PutBucketPolicy"), putBucketPolicy),
+  DeleteBucketPolicy: bucket({ method: "DELETE", sub: "policy" }, owner("s3:DeleteBucketPolicy"), deleteBucketPolicy),
+  GetBucketPolicyStatus: bucket({ method: "GET", sub: "policyStatus" }, owner("s3:GetBucketPolicyStatus"), getBucketPolicyStatus),
+  GetBucketAcl: bucket({ method: "GET", sub: "acl" }, read("s3:GetBucketAcl"), getBucketAcl),
+  PutBucketAcl: bucket({ method: "PUT", sub: "acl" }, owner("s3:PutBucketAcl"), putBucketAcl),
+  ListMultipartUploads: bucket({ method: "GET", sub: "uploads" }, write("s3:ListBucketMultipartUploads"), listMultipartUploads),
+  ListObjectVersions: bucket({ method: "GET", sub: "versions" }, read("s3:ListBucketVersions"), listObjectVersions),
+  GetBucketVersioning: bucket({ method: "GET", sub: "versioning" }, read("s3:GetBucketVersioning"), getBucketVersioning),
+  PutBucketVersioning: bucket({ method: "PUT", sub: "versioning" }, owner("s3:PutBucketVersioning"), putBucketVersioning),
+  // Judged per key as S3 does: api/s3/delete.ts checks each key with DELETE_OBJECT.
+  DeleteObjects: bucket({ method: "POST", sub: "delete" }, { ...DELETE_OBJECT, perKey: true, bypass: BYPASS_GOVERNANCE }, deleteObjects),
+  GetBucketLocation: bucket({ method: "GET", sub: "location" }, read("s3:GetBucketLocation"), getBucketLocation),
+
+  // A bucket itself. A browser form upload (presigned POST) carries its credentials in the form:
+  // the operation checks them.
+  ListObjectsV2: bucket({ method: "GET", when: listV2 }, read("s3:ListBucket"), listObjects),
+  ListObjects: bucket({ method: "GET" }, read("s3:ListBucket"), listObjects),
+  HeadBucket: bucket({ method: "HEAD" }, read("s3:ListBucket"), headBucket),
+  CreateBucket: bucket({ method: "PUT" }, { need: "createBucket", action: null }, createBucket),
+  DeleteBucket: bucket({ method: "DELETE" }, owner("s3:DeleteBucket"), deleteBucket),
+  PostObject: bucket({ method: "POST", when: form }, WRITE_OBJECT, postObject, { authentication: "self" }),
+
+  // An object's sub-resources.
+  GetObjectTagging: object({ method: "GET", sub: "tagging" }, read("s3:GetObjectTagging", "s3:GetObjectVersionTagging"), getObjectTagging),
+  PutObjectTagging: object({ method: "PUT", sub: "tagging" }, write("s3:PutObjectTagging", "s3:PutObjectVersionTagging"), putObjectTagging),
+  DeleteObjectTagging: object({ method: "DELETE", sub: "tagging" }, write("s3:DeleteObjectTagging", "s3:DeleteObjectVersionTagging"), deleteObjectTagging),
+  GetObjectAttributes: object({ method: "GET", sub: "attributes" }, read("s3:GetObjectAttributes", "s3:GetObjectVersionAttributes"), getObjectAttributes),
+  GetObjectRetention: object({ method: "GET", sub: "retention" }, read("s3:GetObjectRetention"), getObjectRetention),
+  PutObjectRetention: object({ method: "PUT", sub: "retention" }, { ...write("s3:PutObjectRetention"), bypass: BYPASS_GOVERNANCE }, putObjectRetention),
+  GetObjectLegalHold: object({ method: "GET", sub: "legal-hold" }, read("s3:GetObjectLegalHold"), getObjectLegalHold),
+  PutObjectLegalHold: object({ method: "PUT", sub: "legal-hold" }, write("s3:PutObjectLegalHold"), putObjectLegalHold),
+  GetObjectAcl: object({ method: "GET", sub: "acl" }, read("s3:GetObjectAcl", "s3:GetObjectVersionAcl"), getObjectAcl),
+  PutObjectAcl: object({ method: "PUT", sub: "acl" }, write("s3:PutObjectAcl", "s3:PutObjectVersionAcl"), putObjectAcl),
+
+  // The browser path (docs/browser-path.md): sessions, commits and read plans on an object; shard
+  // URLs, authorized by their grant alone.
+  CreateDirectUpload: object({ method: "POST", sub: "shardgate-upload" }, WRITE_OBJECT, createDirectUpload),
+  CompleteDirectUpload: object({ method: "POST", sub: "shardgate-commit" }, WRITE_OBJECT, completeDirectUpload),
+  AbortDirectUpload: object({ method: "POST", sub: "shardgate-abort" }, write("s3:AbortMultipartUpload"), abortDirectUpload),
+  GetReadPlan: object({ method: "GET", sub: "shardgate-plan" }, READ_OBJECT, getReadPlan),
+  TransferShard: shard({}, anyKey, transferShard, { authentication: "self" }),
+
+  // Multipart uploads.
+  CreateMultipartUpload: object({ method: "POST", sub: "uploads" }, { ...WRITE_OBJECT, headers: WRITE_OBJECT_HEADERS }, createMultipartUpload),
+  UploadPartCopy: object({ method: "PUT", sub: "uploadId", when: copies }, { ...WRITE_OBJECT, source: READ_OBJECT }, uploadPartCopy, { params: partParams }),
+  UploadPart: object({ method: "PUT", sub: "uploadId" }, WRITE_OBJECT, uploadPart, { params: partParams }),
+  CompleteMultipartUpload: object({ method: "POST", sub: "uploadId" }, WRITE_OBJECT, completeMultipartUpload, { params: uploadParams }),
+  AbortMultipartUpload: object({ method: "DELETE", sub: "uploadId" }, write("s3:AbortMultipartUpload"), abortMultipartUpload, { params: uploadParams }),
+  ListParts: object({ method: "GET", sub: "uploadId" }, write("s3:ListMultipartUploadParts"), listParts, { params: uploadParams }),
+
+  // An object itself.
+  GetObject: object({ method: "GET" }, READ_OBJECT, (ctx, o, p) => getObject(ctx, o, p.partNumber, false), { params: readPartParams }),
+  HeadObject: object({ method: "HEAD" }, READ_OBJECT, (ctx, o, p) => getObject(ctx, o, p.partNumber, true), { params: readPartParams }),
+  CopyObject: object({ method: "PUT", when: copies }, { ...WRITE_OBJECT, source: READ_OBJECT, headers: WRITE_OBJECT_HEADERS }, copyObject),
+  PutObject: object({ method: "PUT" }, { ...WRITE_OBJECT, headers: WRITE_OBJECT_HEADERS }, putObject),
+  DeleteObject: object({ method: "DELETE" }, { ...DELETE_OBJECT, bypass: BYPASS_GOVERNANCE }, deleteObject),
+
+  // The gateway's own: its metrics (also with the scraper's bearer token) and the admin API
+  // (api/admin-app.ts routes within it).
+  GetMetrics: metrics({ method: "GET" }, root, (ctx) => getMetrics(ctx.env), { authentication: "bearer" }),
+  Admin: admin({}, root, async (ctx) => adminApp.fetch(ctx.request, { ctx })),
+} satisfies Record<string, Operation>;
+
+export type OperationName = keyof typeof OPERATIONS;
+
+/**
+ * The sub-resources S3 names operations by, whether implemented here or not: a request naming one
+ * that no route takes (with its method) is refused NotImplemented by S3's name for it.
+ */
+const SUBRESOURCES: SubresourceNames = {
+  bucket: {
+    acl: "BucketAcl",
+    analytics: "BucketAnalyticsConfiguration",
+    cors: "BucketCors",
+    encryption: "BucketEncryption",
+    intelligentTiering: "BucketIntelligentTieringConfiguration",
+    inventory: "BucketInventoryConfiguration",
+    lifecycle: "BucketLifecycleConfiguration",
+    logging: "BucketLogging",
+    metrics: "BucketMetricsConfiguration",
+    notification: "BucketNotificationConfiguration",
+    "object-lock": "ObjectLockConfiguration",
+    ownershipControls: "BucketOwnershipControls",
+    policy: "BucketPolicy",
+    policyStatus: "BucketPolicyStatus",
+    publicAccessBlock: "PublicAccessBlock",
+    replication: "BucketReplication",
+    requestPayment: "BucketRequestPayment",
+    tagging: "BucketTagging",
+    versioning: "BucketVersioning",
+    website: "BucketWebsite",
+    accelerate: "BucketAccelerateConfiguration",
+  },
+  object: {
+    acl: "ObjectAcl",
+    attributes: "ObjectAttributes",
+    "legal-hold": "ObjectLegalHold",
+    retention: "ObjectRetention",
+    tagging: "ObjectTagging",
+    torrent: "ObjectTorrent",
+    restore: "RestoreObject",
+    select: "SelectObjectContent",
+  },
+};
+
+const routes = (Object.entries(OPERATIONS) as [OperationName, Operation][]).flatMap(([name, o]) => o.routes.map((r): [OperationName, Route] => [name, r]));
+
+/** The operation a request names (api/common/router.ts), or NotImplemented by name. */
+export const routeRequest: (method: string, url: URL, virtualHostSuffix: string, headers: Headers) => Endpoint<OperationName> = compileRouter(
+  routes,
+  SUBRESOURCES,
+);
