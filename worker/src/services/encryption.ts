@@ -142,70 +142,101 @@ export async function cipherOf(env: Env, encryption: Encryption, customerKey: Ui
  * docs/benchmarks.md, "Encryption": what a WebCrypto call costs and what was tried.
  */
 export function decryptingSource(stored: RangeSource, key: CryptoKey, segmentBytes: number, first: number, skip: number, length: number): RangeSource {
-  const framed = segmentBytes + TAG_BYTES;
-  const partial = new Uint8Array(framed);
-  let partialLength = 0;
-  let pending: Promise<ArrayBuffer>[] = [];
-  let segment = first;
-  let toSkip = skip;
-  let left = length;
-  let ended = false;
-  let joined = new Uint8Array(0);
-  const join = (opened: ArrayBuffer[]): Uint8Array => {
-    const total = opened.reduce((n, o) => n + o.byteLength, 0);
-    if (joined.length < total) joined = new Uint8Array(total);
-    let at = 0;
-    for (const o of opened) {
-      joined.set(new Uint8Array(o), at);
-      at += o.byteLength;
+  return new DecryptingSource(stored, key, segmentBytes + TAG_BYTES, first, skip, length);
+}
+
+class DecryptingSource implements RangeSource {
+  /** A segment split across two stored pieces, gathered here. */
+  private readonly partial: Uint8Array;
+  private partialLength = 0;
+  /** Decryptions issued and not yet awaited, in segment order. */
+  private pending: Promise<ArrayBuffer>[] = [];
+  private ended = false;
+  /** The buffer a batch of several segments is joined into, reused. */
+  private joined = new Uint8Array(0);
+  /** `take` bound once, as stored.next's callback. */
+  private readonly taker = (piece: Uint8Array): object => this.take(piece);
+
+  constructor(
+    private readonly stored: RangeSource,
+    private readonly key: CryptoKey,
+    private readonly framed: number,
+    private segment: number,
+    private toSkip: number,
+    private left: number,
+  ) {
+    this.partial = new Uint8Array(framed);
+  }
+
+  async next<T extends object>(use: (piece: Uint8Array) => T): Promise<T | null> {
+    while (this.left > 0) {
+      const plain = await this.decryptBatch();
+      if (plain === null) return null;
+      const from = Math.min(this.toSkip, plain.length);
+      this.toSkip -= from;
+      const piece = plain.subarray(from, from + Math.min(this.left, plain.length - from));
+      this.left -= piece.length;
+      if (piece.length > 0) return use(piece);
     }
-    return joined.subarray(0, total);
-  };
-  const open = (bytes: Uint8Array) => pending.push(crypto.subtle.decrypt({ name: "AES-GCM", iv: nonce(segment++) }, key, bytes));
-  const take = (piece: Uint8Array): object => {
+    return null;
+  }
+
+  close(): void {
+    this.stored.close();
+  }
+
+  /** The next batch of segments, decrypted (joined when more than one), or null at the end. */
+  private async decryptBatch(): Promise<Uint8Array | null> {
+    while (this.pending.length < BATCH && !this.ended) {
+      if ((await this.stored.next(this.taker)) === null) this.ended = true;
+    }
+    if (this.ended && this.partialLength > 0) {
+      this.open(this.partial.subarray(0, this.partialLength)); // the part's last, shorter segment
+      this.partialLength = 0;
+    }
+    if (this.pending.length === 0) return null;
+    const batch = this.pending;
+    this.pending = [];
+    const opened = await Promise.all(batch).catch(() => {
+      throw new Error("an encrypted segment failed authentication");
+    });
+    return opened.length === 1 ? new Uint8Array(opened[0] as ArrayBuffer) : this.join(opened);
+  }
+
+  /** Issues the decryption of whole segments of a lent piece; keeps a split one's start. */
+  private take(piece: Uint8Array): object {
+    const framed = this.framed;
     let at = 0;
-    if (partialLength > 0) {
-      const n = Math.min(framed - partialLength, piece.length);
-      partial.set(piece.subarray(0, n), partialLength);
-      partialLength += n;
+    if (this.partialLength > 0) {
+      const n = Math.min(framed - this.partialLength, piece.length);
+      this.partial.set(piece.subarray(0, n), this.partialLength);
+      this.partialLength += n;
       at = n;
-      if (partialLength === framed) {
-        open(partial);
-        partialLength = 0;
+      if (this.partialLength === framed) {
+        this.open(this.partial);
+        this.partialLength = 0;
       }
     }
-    for (; piece.length - at >= framed; at += framed) open(piece.subarray(at, at + framed));
+    for (; piece.length - at >= framed; at += framed) this.open(piece.subarray(at, at + framed));
     if (at < piece.length) {
-      partial.set(piece.subarray(at), 0);
-      partialLength = piece.length - at;
+      this.partial.set(piece.subarray(at), 0);
+      this.partialLength = piece.length - at;
     }
     return {};
-  };
-  return {
-    async next(use) {
-      while (left > 0) {
-        while (pending.length < BATCH && !ended) {
-          if ((await stored.next(take)) === null) ended = true;
-        }
-        if (ended && partialLength > 0) {
-          open(partial.subarray(0, partialLength)); // the part's last, shorter segment
-          partialLength = 0;
-        }
-        if (pending.length === 0) return null;
-        const batch = pending;
-        pending = [];
-        const opened = await Promise.all(batch).catch(() => {
-          throw new Error("an encrypted segment failed authentication");
-        });
-        const plain = opened.length === 1 ? new Uint8Array(opened[0] as ArrayBuffer) : join(opened);
-        const from = Math.min(toSkip, plain.length);
-        toSkip -= from;
-        const piece = plain.subarray(from, from + Math.min(left, plain.length - from));
-        left -= piece.length;
-        if (piece.length > 0) return use(piece);
-      }
-      return null;
-    },
-    close: () => stored.close(),
-  };
+  }
+
+  private open(bytes: Uint8Array): void {
+    this.pending.push(crypto.subtle.decrypt({ name: "AES-GCM", iv: nonce(this.segment++) }, this.key, bytes));
+  }
+
+  private join(opened: ArrayBuffer[]): Uint8Array {
+    const total = opened.reduce((n, o) => n + o.byteLength, 0);
+    if (this.joined.length < total) this.joined = new Uint8Array(total);
+    let at = 0;
+    for (const o of opened) {
+      this.joined.set(new Uint8Array(o), at);
+      at += o.byteLength;
+    }
+    return this.joined.subarray(0, total);
+  }
 }

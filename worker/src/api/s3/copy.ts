@@ -3,7 +3,7 @@
 import type { Manifest } from "../../shared/core-api";
 import type { Expiry, ObjectRecord } from "../../meta/types";
 import { S3Error, noSuchKey, preconditionFailed } from "../../s3-error";
-import { parseCopySource, readCopySource } from "../common/copy-source";
+import { type CopySource, parseCopySource, readCopySource } from "../common/copy-source";
 import { type Cipher, encryptionOf, newCipher, objectEtag, objectKeyOf, writeObjectPart } from "../../services/encryption";
 import { customerKey, sseHeaders, sseRequest } from "../common/sse-headers";
 import { checksumElements, parseAlgorithm, RequestChecksums, type Algorithm } from "../common/checksums";
@@ -46,11 +46,7 @@ export async function copyObject(ctx: RequestContext, { bucket, key }: ObjectAt)
     );
   }
   const { record, manifest, versioned, headers: sourceHeaders } = await readCopySource(ctx, source);
-  if (taggingDirective === "COPY" && manifest.tags.length > 0) {
-    const policyOf = (b: string) => bucketPolicy(ctx.env, b);
-    const mayRead = await passes(ctx.principal, COPY_TAGS.source, source.bucket, source.key, source.versionId !== undefined, policyOf);
-    if (!mayRead || !(await passes(ctx.principal, COPY_TAGS.target, bucket, key, false, policyOf))) throw new S3Error("AccessDenied", "Access Denied");
-  }
+  if (taggingDirective === "COPY" && manifest.tags.length > 0) await checkCopyTags(ctx, source, { bucket, key });
   if (manifest.size > MAX_PUT_BYTES) {
     throw new S3Error("InvalidRequest", `The specified copy source is larger than the maximum allowable size for a copy source: ${MAX_PUT_BYTES}`);
   }
@@ -85,6 +81,14 @@ export async function copyObject(ctx: RequestContext, { bucket, key }: ObjectAt)
     ...writtenHeaders(result),
     ...sseHeaders(cipher?.encryption, sse?.keyMd5),
   });
+}
+
+/** A copy that keeps its source's tags reads them as GetObjectTagging and writes them as PutObjectTagging: a policy denying either refuses it. */
+async function checkCopyTags(ctx: RequestContext, source: CopySource, target: { bucket: string; key: string }): Promise<void> {
+  const policyOf = (b: string) => bucketPolicy(ctx.env, b);
+  const mayRead = await passes(ctx.principal, COPY_TAGS.source, source.bucket, source.key, source.versionId !== undefined, policyOf);
+  if (!mayRead || !(await passes(ctx.principal, COPY_TAGS.target, target.bucket, target.key, false, policyOf)))
+    throw new S3Error("AccessDenied", "Access Denied");
 }
 
 type Fields = Pick<NewObject, "headers" | "userMetadata" | "tags">;
