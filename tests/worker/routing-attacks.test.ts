@@ -129,7 +129,13 @@ describe("a query that names several sub-resources", () => {
 describe("OPTIONS, methods and HEAD", () => {
   it("a preflight on a bucket, an object or a shard URL is answered by the bucket's rules without credentials, whatever its query", async () => {
     const ask = { origin: "http://evil.example", "access-control-request-method": "DELETE" };
-    for (const path of [`/${B}?delete`, `/${B}/k?uploadId=x&partNumber=1`, `/${B}/k?versionId=null&shardgate-upload`, `/_shardgate/shards/${B}/grant`]) {
+    for (const path of [
+      `/${B}?delete`,
+      `/${B}/k?uploadId=x&partNumber=1`,
+      `/${B}/k?versionId=null&shardgate-upload`,
+      `/${B}/k?versionId=garbage`,
+      `/_shardgate/shards/${B}/grant`,
+    ]) {
       const res = await anon(path, { method: "OPTIONS", headers: ask });
       expect(await outcome(res), path).toEqual([403, "AccessForbidden"]);
       expect(res.headers.get("x-amz-request-id"), path).toMatch(/\S/);
@@ -266,11 +272,16 @@ describe("x-amz-copy-source", () => {
   });
 
   it("an empty, slashless or malformed copy source is a copy refused as such, never a PutObject of the body", async () => {
-    for (const source of ["", "/", `${SRC}`, `/${SRC}/`, `/${SRC}/%E0%A4%A`, `/${SRC}/secret?versionId=garbage`]) {
+    for (const source of ["", "/", `${SRC}`, `/${SRC}/`, `/${SRC}/%E0%A4%A`, "/%E0%A4%A/secret", `/${SRC}/secret?versionId=garbage`]) {
       const res = await as(writer, `/${B}/from-empty`, { method: "PUT", headers: { "x-amz-copy-source": source }, body: "written?" });
       expect(await outcome(res), JSON.stringify(source)).toEqual([400, "InvalidArgument"]);
     }
     expect((await s3(`/${B}/from-empty`, { method: "HEAD" })).status).toBe(404);
+    // The same from anyone a policy lets write, and for the root key: S3's 400, never a 500.
+    const badBucket = { "x-amz-copy-source": "/%E0%A4%A/secret" };
+    expect(await outcome(await anon(`/${P}/drop/x1`, { method: "PUT", headers: badBucket }))).toEqual([400, "InvalidArgument"]);
+    expect(await outcome(await s3(`/${B}/x1`, { method: "PUT", headers: badBucket }))).toEqual([400, "InvalidArgument"]);
+    expect(await outcome(await s3(`/${B}/k?uploadId=u&partNumber=1`, { method: "PUT", headers: badBucket }))).toEqual([400, "InvalidArgument"]);
   });
 });
 
@@ -454,16 +465,15 @@ describe("the bucket index's NoSuchBucket (meta/stubs.ts)", () => {
 });
 
 describe("routing cost", () => {
-  it("is linear in the query: 20,000 parameters, or 20,000 sub-resource names, route at once", () => {
+  // How long routing takes is for the benchmarks; here, that a huge query routes as the table says.
+  it("routes a query of 20,000 parameters, or of 20,000 sub-resource names, as the table says", () => {
     const many = new URLSearchParams();
     for (let i = 0; i < 20_000; i++) many.append(`p${i}`, "x");
     const repeated = new URLSearchParams();
     for (let i = 0; i < 20_000; i++) repeated.append(i % 2 ? "website" : "logging", "");
-    const started = performance.now();
     const plain = routeRequest("GET", new URL(`http://localhost/b?${many}`), "localhost", new Headers());
     const refused = routeRequest("GET", new URL(`http://localhost/b/k?${repeated}`), "localhost", new Headers());
     const both = routeRequest("GET", new URL(`http://localhost/b?${repeated}&cors`), "localhost", new Headers());
-    expect(performance.now() - started).toBeLessThan(1_000);
     expect(plain.op).toBe("ListObjects");
     expect(refused.op).toBe("GetObject");
     expect(both.op).toBe("GetBucketCors");

@@ -74,9 +74,14 @@ export function operationOf(endpoint: Endpoint<OperationName>): { permission: Pe
 
 /** The request id, the counters and one JSON log line, for every answer; the finishers' headers. */
 export const observe: Middleware = async (x, next) => {
-  const response = await next();
-  for (const finish of x.finishers) await finish(response);
-  response.headers.set("x-amz-request-id", x.requestId);
+  let response = await next();
+  try {
+    await stamp(x, response);
+  } catch {
+    // Headers that cannot change (a Response.redirect's): the same answer with headers of its own.
+    response = new Response(response.body, response);
+    await stamp(x, response);
+  }
   const received = Number(x.request.headers.get("content-length") ?? 0) || 0;
   const sent = x.request.method === "HEAD" ? 0 : Number(response.headers.get("content-length") ?? 0) || 0;
   metrics.add("shardgate_requests_total", 1, { op: x.op, status: response.status });
@@ -90,6 +95,11 @@ export const observe: Middleware = async (x, next) => {
   );
   return response;
 };
+
+async function stamp(x: Exchange, response: Response): Promise<void> {
+  for (const finish of x.finishers) await finish(response);
+  response.headers.set("x-amz-request-id", x.requestId);
+}
 
 /** No request body is left pending once the answer is ready (settleUnreadBody). */
 export const settleBody: Middleware = async (x, next) => {

@@ -100,15 +100,14 @@ const root: Permission = { need: "root", action: null };
  * The handler gets where the operation acts, typed by its scope, and its parameters, parsed once by
  * `params` (after authorization: a malformed one is refused only to whoever may ask).
  */
-function on<S extends Scope>(scope: S | readonly S[]) {
-  const scopes: readonly S[] = typeof scope === "string" ? [scope] : scope;
+function on<S extends Scope>(scope: S) {
   return <P = undefined>(
     route: Omit<Route, "on">,
     permission: Permission,
     handle: (ctx: RequestContext, at: AtOf<S>, params: P) => Promise<Response>,
     options: { params?: (query: URLSearchParams) => P; authentication?: Authentication } = {},
   ): Operation => ({
-    routes: scopes.map((on) => ({ ...route, on })),
+    routes: [{ ...route, on: scope }],
     permission,
     authentication: options.authentication ?? "signature",
     run: (ctx, routed) => {
@@ -117,6 +116,25 @@ function on<S extends Scope>(scope: S | readonly S[]) {
     },
   });
 }
+/**
+ * Declares an operation reached on the bucket of whatever it names (a CORS preflight, on a bucket,
+ * an object or a shard URL): its handler gets the bucket alone, and nothing else of the request is
+ * parsed.
+ */
+function onBucketOf(scopes: readonly ("bucket" | "object" | "shard")[]) {
+  return (
+    route: Omit<Route, "on">,
+    permission: Permission,
+    handle: (ctx: RequestContext, at: BucketAt) => Promise<Response>,
+    authentication: Authentication,
+  ): Operation => ({
+    routes: scopes.map((on) => ({ ...route, on })),
+    permission,
+    authentication,
+    run: (ctx, routed) => handle(ctx, { bucket: routed.bucket ?? "" }),
+  });
+}
+
 const service = on("service");
 const bucket = on("bucket");
 const object = on("object");
@@ -132,7 +150,7 @@ export const OPERATIONS = {
   GetSessionToken: service({ method: "POST" }, anyKey, getSessionToken),
 
   // CORS preflights: answered from the bucket's rules, without credentials; also for shard URLs.
-  PreflightCors: on(["bucket", "object", "shard"])({ method: "OPTIONS", anyQuery: true }, anyKey, preflightCors, { authentication: "none" }),
+  PreflightCors: onBucketOf(["bucket", "object", "shard"])({ method: "OPTIONS", anyQuery: true }, anyKey, preflightCors, "none"),
 
   // A bucket's settings.
   GetBucketCors: bucket({ method: "GET", sub: "cors" }, read("s3:GetBucketCORS"), getBucketCors),

@@ -20,15 +20,21 @@ export function parseCopySource(header: string): CopySource {
   const [path, query] = header.split("?", 2);
   const trimmed = path.startsWith("/") ? path.slice(1) : path;
   const slash = trimmed.indexOf("/");
-  let key: string;
-  try {
-    key = decodeURIComponent(trimmed.slice(slash + 1));
-  } catch {
-    key = "";
-  }
-  if (slash <= 0 || key === "") throw new S3Error("InvalidArgument", "Copy Source must mention the source bucket and key: sourcebucket/sourcekey.");
+  const bucket = decoded(trimmed.slice(0, slash));
+  const key = decoded(trimmed.slice(slash + 1));
+  if (slash <= 0 || bucket === "" || key === "")
+    throw new S3Error("InvalidArgument", "Copy Source must mention the source bucket and key: sourcebucket/sourcekey.");
   const version = new URLSearchParams(query ?? "").get("versionId");
-  return { bucket: decodeURIComponent(trimmed.slice(0, slash)), key, versionId: version === null ? undefined : parseVersionId(version) };
+  return { bucket, key, versionId: version === null ? undefined : parseVersionId(version) };
+}
+
+/** A URL-encoded part of the copy source, or "" when it is not valid percent-encoding. */
+function decoded(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return "";
+  }
 }
 
 /**
