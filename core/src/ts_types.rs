@@ -7,7 +7,10 @@ use crate::manifest::{
 };
 use ts_rs::{Config, TS};
 
-const FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../worker/src/shared/core-types.ts");
+const FILE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../worker/src/shared/core-types.ts"
+);
 
 fn generated() -> String {
     // JSON numbers: every size fits in 2^53.
