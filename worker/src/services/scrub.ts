@@ -7,7 +7,7 @@
 // fails is recorded and passed; a run that dies while checking one (a CPU or wall-time limit) has
 // that object recorded as failed by the next run, which goes on after it. Nothing ever sends the
 // walk back to the start of a pass.
-import { bucketIndex, bucketRegistry, metricsStore } from "../meta/stubs";
+import { bucketIndex, bucketRegistry, metricsStore, orNullWithoutBucket } from "../meta/stubs";
 import type { ListVersionsPage, ObjectRecord, VersionSummary } from "../meta/types";
 import { healObject } from "./heal";
 import type { Env, GatewayConfig } from "../config";
@@ -253,18 +253,21 @@ async function walkPage(run: ScrubRun, bucket: string): Promise<boolean> {
 }
 
 /** The next versions after the cursor: every version of every object (noncurrent ones keep shard
- *  files too), delete markers aside; none if the bucket cannot be listed (recorded, and passed like a failed object). */
+ *  files too), delete markers aside; none if the bucket was dropped meanwhile, or cannot be listed
+ *  (recorded, and passed like a failed object). */
 async function listPage(run: ScrubRun, index: BucketIndexStub, bucket: string): Promise<ListVersionsPage> {
   const { state, settings } = run;
   try {
     const afterVersion = state.cursor?.afterVersion;
-    const page = await index.listVersions({
-      prefix: "",
-      delimiter: null,
-      keyMarker: state.cursor?.after ?? null,
-      versionIdMarker: afterVersion === undefined ? undefined : afterVersion === "null" ? null : afterVersion,
-      maxKeys: Math.min(LIST_PAGE, settings.maxObjects - run.counters.objectsChecked + 1),
-    });
+    const page = await orNullWithoutBucket(
+      index.listVersions({
+        prefix: "",
+        delimiter: null,
+        keyMarker: state.cursor?.after ?? null,
+        versionIdMarker: afterVersion === undefined ? undefined : afterVersion === "null" ? null : afterVersion,
+        maxKeys: Math.min(LIST_PAGE, settings.maxObjects - run.counters.objectsChecked + 1),
+      }),
+    );
     if (page) return page;
   } catch (e) {
     recordError(state, { at: new Date().toISOString(), bucket, key: "", error: `listing failed: ${e instanceof Error ? e.message : String(e)}` });
