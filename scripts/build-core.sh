@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Build the Rust core to WebAssembly and generate its JS bindings into core/pkg (git-ignored).
+# Build the Rust core to WebAssembly and generate its JS bindings into core/pkg. core/pkg is in the
+# repository, so that serving needs no Rust toolchain; `npm test` rebuilds it and fails when the
+# build differs from what is committed (commit the rebuilt core/pkg with a change to core/src).
 # Needs the wasm32-unknown-unknown target and wasm-bindgen-cli (scripts/setup.sh installs both).
 # wasm-opt is deliberately not used (Debian's binaryen breaks the module).
 set -euo pipefail

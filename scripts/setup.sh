@@ -9,14 +9,18 @@
 #   2. npm dependencies: `npm ci` when node_modules is missing or package-lock.json changed
 #      since the last install (`npm install` when there is no lock yet). Among them workerd, the
 #      production runtime `npm start` serves on, and wrangler, which bundles the Worker.
-#   3. rustup target wasm32-unknown-unknown.
-#   4. wasm-bindgen-cli at exactly the version of the wasm-bindgen crate in Cargo.lock
-#      (cargo install into ~/.cargo/bin, a few minutes, once per machine).
-#   5. The core: cargo build for wasm32 + wasm-bindgen into core/pkg (scripts/build-core.sh).
+#   3-5. The core, from source when Rust is installed (or SHARDGATE_CORE_FROM_SOURCE=1, as `npm
+#      test` sets): rustup target wasm32-unknown-unknown; wasm-bindgen-cli at exactly the version of
+#      the wasm-bindgen crate in Cargo.lock (cargo install into ~/.cargo/bin, a few minutes, once per
+#      machine); cargo build for wasm32 + wasm-bindgen into core/pkg (scripts/build-core.sh).
+#      Without Rust, the core/pkg in the repository is served as it is: it is the build of
+#      core/src, byte for byte (`npm test` rebuilds it and fails when it differs), so serving
+#      needs no Rust toolchain.
 #   6. The web console: `vite build` of web/ into web/dist/ (served on the console's own origin),
 #      redone only when its sources (or the core it embeds) changed, or the output is missing.
 #
-# Needs: bash, a system node + npm (any version npm 9+ runs on), rustup/cargo, sha256sum.
+# Needs: bash, a system node + npm (any version npm 9+ runs on), sha256sum; rustup/cargo to build
+# the core from source (optional for serving).
 # All output goes to stderr, so `npm run -s bench:core -- --json > out.json` gets only JSON.
 set -euo pipefail
 
@@ -88,7 +92,13 @@ else
   sha256sum package-lock.json | cut -d' ' -f1 > "$stamp"
 fi
 
-# --- 3. Rust wasm32 target --------------------------------------------------------------------
+# --- 3-5. the core: from source with Rust, else the committed build --------------------------
+if [ "${SHARDGATE_CORE_FROM_SOURCE:-}" != 1 ] && ! command -v cargo >/dev/null 2>&1; then
+  [ -f core/pkg/shardgate_core_bg.wasm ] || die "core/pkg is missing and cargo was not found (install Rust with rustup to build the core)"
+  say "no Rust toolchain: serving the core as built into core/pkg (npm test rebuilds it from core/src)"
+  bindgen_version="$(cat core/pkg/.wasm-bindgen-version 2>/dev/null || echo 'wasm-bindgen ?')"
+  bindgen_version="${bindgen_version#wasm-bindgen }"
+else
 command -v cargo >/dev/null 2>&1 || die "cargo not found (install Rust with rustup; ~/.cargo/bin is searched)"
 command -v rustup >/dev/null 2>&1 || die "rustup not found (needed to add the wasm32-unknown-unknown target)"
 if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
@@ -113,6 +123,7 @@ fi
 
 # --- 5. the core ------------------------------------------------------------------------------
 bash "$here/build-core.sh" >&2
+fi
 
 # --- 6. the web console (web/ -> web/dist/) ---------------------------------------------------
 # Everything the bundle is made of: its sources, its config and lock, and the core it embeds.
