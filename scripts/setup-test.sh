@@ -12,6 +12,9 @@
 #      is missing (as root, or with passwordless sudo). Nothing downloads a browser from elsewhere.
 #   4. rustfmt and clippy (rustup components), which `npm test` runs over the core.
 #
+# First, the npm development dependencies (vitest, typescript, biome …), when scripts/setup.sh
+# installed only what serving needs (`npm start`).
+#
 # Needs: python3 >= 3.10 with its venv module (Debian: python3-venv), go >= 1.24.
 set -euo pipefail
 
@@ -28,6 +31,12 @@ if command -v flock >/dev/null 2>&1; then
   exec 9>.tools/setup-test.lock
   flock 9
 fi
+
+# --- 0. npm development dependencies ---------------------------------------------------------
+case "$(cat node_modules/.shardgate-install.sha256 2>/dev/null || true)" in
+  *" dev") ;;
+  *) SHARDGATE_DEV_DEPS=1 bash "$here/setup.sh" ;;
+esac
 
 # --- 1. AWS CLI + boto3 in .tools/python -----------------------------------------------------
 venv=.tools/python

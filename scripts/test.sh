@@ -12,8 +12,9 @@
 # All suites run even when an earlier one fails, so one run shows every failure.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# The tests build the core from source, whatever the committed core/pkg holds.
-SHARDGATE_CORE_FROM_SOURCE=1 bash "$here/setup.sh"
+# The tests build the core from source, whatever the committed core/pkg holds, and need the
+# development dependencies (vitest, typescript, biome …) besides what serving needs.
+SHARDGATE_CORE_FROM_SOURCE=1 SHARDGATE_DEV_DEPS=1 bash "$here/setup.sh"
 bash "$here/setup-test.sh"
 . "$here/env.sh"
 cd "$SHARDGATE_ROOT"
