@@ -5,6 +5,7 @@
 // exports anything else (e.g. a string constant). Helpers live in their own modules.
 import { Hono } from "hono";
 import pkg from "../package.json";
+import { getReady } from "./api/admin/ready";
 import { handleS3 } from "./api/handle";
 import type { Env } from "./config";
 import { mountConsole } from "./console";
@@ -14,6 +15,8 @@ import { armScheduler } from "./jobs/scheduler";
 const app = new Hono<{ Bindings: Env }>();
 
 app.get("/_shardgate/health", (c) => c.json({ status: "ok", version: pkg.version, core: coreVersion() }));
+// 503 until metadata answers and k + 1 nodes are reachable (api/admin/ready.ts); no credentials, bounded work.
+app.get("/_shardgate/ready", (c) => getReady(c.env));
 
 mountConsole(app); // the web console on its own origin: /_console/ and a browser's GET / redirected there
 

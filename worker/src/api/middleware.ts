@@ -72,7 +72,7 @@ export function operationOf(endpoint: Endpoint<OperationName>): { permission: Pe
   return endpoint.op === "NotImplemented" ? { permission: { need: "anyKey", action: null }, authentication: "signature" } : OPERATIONS[endpoint.op];
 }
 
-/** The request id, the counters and one JSON log line, for every answer; the finishers' headers. */
+/** The request id, the counters and the duration histogram, and one JSON log line, for every answer; the finishers' headers. */
 export const observe: Middleware = async (x, next) => {
   let response = await next();
   try {
@@ -84,15 +84,15 @@ export const observe: Middleware = async (x, next) => {
   }
   const received = Number(x.request.headers.get("content-length") ?? 0) || 0;
   const sent = x.request.method === "HEAD" ? 0 : Number(response.headers.get("content-length") ?? 0) || 0;
+  const ms = Date.now() - x.started;
   metrics.add("shardgate_requests_total", 1, { op: x.op, status: response.status });
+  metrics.observeDuration(x.op, ms);
   metrics.add("shardgate_client_bytes_received_total", received);
   metrics.add("shardgate_client_bytes_sent_total", sent);
   const flush = metrics.flushSoon(() => metricsStore(x.env));
   if (flush) x.exec.waitUntil(flush.catch((e: unknown) => console.error(JSON.stringify({ metricsFlush: String(e) }))));
   const { requestId, op, request, url } = x;
-  console.log(
-    JSON.stringify({ requestId, op, method: request.method, path: url.pathname, status: response.status, ms: Date.now() - x.started, received, sent }),
-  );
+  console.log(JSON.stringify({ requestId, op, method: request.method, path: url.pathname, status: response.status, ms, received, sent }));
   return response;
 };
 

@@ -1,7 +1,10 @@
-// Prometheus counters for the whole gateway. Each isolate counts into its own pending deltas
-// (no I/O on the request path) and adds them to the MetricsStore Durable Object, which holds the
-// totals, at most once per FLUSH_DELAY_MS, after the response. GET /_shardgate/metrics flushes
-// its own isolate first, so a single isolate (`npm start`) always reads exact figures.
+// Prometheus metrics for the whole gateway. Counters and the request duration histogram: each
+// isolate counts into its own pending deltas (no I/O on the request path) and adds them to the
+// MetricsStore Durable Object, which holds the totals, at most once per FLUSH_DELAY_MS, after the
+// response. GET /_shardgate/metrics flushes its own isolate first, so a single isolate
+// (`npm start`) always reads exact figures. A histogram's buckets travel as cumulative counters
+// (one series per `le`), which add up across isolates like any counter. Gauges (GAUGES) are not
+// stored: the scrape reads them when it renders (node health, the heal queues, the build).
 
 /** Every counter the gateway exports: name → help text. */
 export const COUNTERS = {
@@ -33,6 +36,46 @@ export const COUNTERS = {
 export type CounterName = keyof typeof COUNTERS;
 type Labels = Record<string, string | number>;
 
+/** The request duration histogram: time from a request's arrival to its response's headers. */
+export const DURATION = "shardgate_request_duration_seconds";
+const DURATION_HELP =
+  "Time from an S3 request's arrival to its response's headers (a body streams after), by operation. In workerd the clock advances only on I/O.";
+/** Upper bounds of its buckets (seconds); +Inf follows. */
+export const DURATION_BUCKETS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+/** Distinct `op` labels the histogram keeps (the operations table's names are fewer). */
+const MAX_DURATION_OPS = 512;
+
+/** Every gauge the gateway exports: name → help text. Read at scrape time, never stored. */
+export const GAUGES = {
+  shardgate_build_info: "The gateway's version and its core's, as labels; always 1.",
+  shardgate_ready: "1 when GET /_shardgate/ready answers 200 (metadata answers, at least k + 1 nodes reachable), else 0; as the answering isolate saw it.",
+  shardgate_node_up:
+    "1 when the node answered the readiness probe (a HEAD of a key that does not exist, at most every 2 s, 2 s timeout), else 0; as the answering isolate saw it.",
+  shardgate_node_breaker_open: "1 while the node's circuit breaker refuses requests (consecutive failures), else 0; the answering isolate's breaker.",
+  shardgate_node_latency_seconds: "Moving average of the node's time to response headers (GET and HEAD), as the answering isolate measured it.",
+  shardgate_heal_queue_objects:
+    "Objects waiting in the heal queues, summed over the buckets (at most 1000 buckets counted), counted at most once a minute per isolate.",
+  shardgate_heal_queue_age_seconds: "How long ago shardgate_heal_queue_objects was counted.",
+} as const;
+
+export type GaugeName = keyof typeof GAUGES;
+export interface GaugeSample {
+  name: GaugeName;
+  labels?: Labels;
+  value: number;
+}
+
+/** One operation's pending observations: a count per bucket (not cumulative; the last is +Inf),
+ *  their sum (s), and the series keys they flush to. */
+interface DurationCounts {
+  readonly counts: Float64Array;
+  sum: number;
+  n: number;
+  readonly bucketKeys: readonly string[];
+  readonly sumKey: string;
+  readonly countKey: string;
+}
+
 /** Where flushed totals go: the MetricsStore Durable Object. */
 export interface MetricsSink {
   /** Adds to each series' total (series key → delta). */
@@ -46,7 +89,7 @@ const FLUSH_DELAY_MS = 1000;
 const MAX_CACHED_KEYS = 4096;
 
 /** One series' identity: `name{label="value",...}` with labels sorted, values escaped. */
-export function seriesKey(name: CounterName, labels: Labels = {}): string {
+export function seriesKey(name: string, labels: Labels = {}): string {
   const parts = Object.keys(labels)
     .sort()
     .map((k) => `${k}="${String(labels[k]).replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"')}"`);
@@ -68,6 +111,45 @@ export class Metrics {
   /** Series keys by name and label values as the caller passed them: a request adds several
    *  counts, and sorting and escaping labels for each showed up in profiles. Bounded. */
   private readonly keys = new Map<string, string>();
+
+  /** The duration histogram's pending observations, by operation (allocated once per operation). */
+  private readonly durations = new Map<string, DurationCounts>();
+
+  /**
+   * Records one request's duration (ms) under its operation: a bucket found by a walk over 13
+   * bounds, three additions; nothing allocated once the operation was seen.
+   */
+  observeDuration(op: string, ms: number): void {
+    let h = this.durations.get(op);
+    if (h === undefined) {
+      if (this.durations.size >= MAX_DURATION_OPS) return;
+      h = durationCounts(op);
+      this.durations.set(op, h);
+    }
+    const seconds = ms / 1000;
+    let i = 0;
+    while (i < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[i]) i++;
+    h.counts[i]++;
+    h.sum += seconds;
+    h.n++;
+  }
+
+  /** Moves the histogram's observations into the pending deltas: cumulative per `le`, zeros included. */
+  private foldDurations(): void {
+    for (const h of this.durations.values()) {
+      if (h.n === 0) continue;
+      let cumulative = 0;
+      for (let i = 0; i < h.counts.length; i++) {
+        cumulative += h.counts[i];
+        h.counts[i] = 0;
+        this.pending.set(h.bucketKeys[i], (this.pending.get(h.bucketKeys[i]) ?? 0) + cumulative);
+      }
+      this.pending.set(h.sumKey, (this.pending.get(h.sumKey) ?? 0) + h.sum);
+      this.pending.set(h.countKey, (this.pending.get(h.countKey) ?? 0) + h.n);
+      h.sum = 0;
+      h.n = 0;
+    }
+  }
 
   add(name: CounterName, value = 1, labels?: Labels): void {
     if (value === 0) return;
@@ -110,6 +192,7 @@ export class Metrics {
    */
   async flush(sink: MetricsSink): Promise<void> {
     while (this.inflight > 0 && Date.now() - this.sentAt < 1000) await new Promise((r) => setTimeout(r, 10));
+    this.foldDurations();
     if (this.pending.size === 0) return;
     const deltas = this.pending;
     this.pending = new Map();
@@ -129,14 +212,36 @@ export class Metrics {
 /** This isolate's counters. */
 export const metrics = new Metrics();
 
-/** Prometheus text exposition (format 0.0.4) of the totals: HELP and TYPE for every counter,
- *  unlabelled counters at 0 when nothing was counted yet. */
-export function renderPrometheus(totals: Record<string, number>): string {
+function durationCounts(op: string): DurationCounts {
+  return {
+    counts: new Float64Array(DURATION_BUCKETS.length + 1),
+    sum: 0,
+    n: 0,
+    bucketKeys: [...DURATION_BUCKETS.map(String), "+Inf"].map((le) => seriesKey(`${DURATION}_bucket`, { le, op })),
+    sumKey: seriesKey(`${DURATION}_sum`, { op }),
+    countKey: seriesKey(`${DURATION}_count`, { op }),
+  };
+}
+
+/** A sample's value as Prometheus writes it. */
+function sampleValue(v: number): string {
+  if (Number.isNaN(v)) return "NaN";
+  if (v === Number.POSITIVE_INFINITY) return "+Inf";
+  if (v === Number.NEGATIVE_INFINITY) return "-Inf";
+  return String(v);
+}
+
+/**
+ * Prometheus text exposition (format 0.0.4) of the stored totals and the scrape's gauges: HELP and
+ * TYPE for every metric, unlabelled counters at 0 when nothing was counted yet, each operation's
+ * histogram buckets in order of `le` (every bound, +Inf last), then its _sum and _count.
+ */
+export function renderPrometheus(totals: Record<string, number>, gauges: readonly GaugeSample[] = []): string {
   const byName = new Map<string, string[]>();
   for (const [series, value] of Object.entries(totals).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     const name = series.replace(/\{.*$/, "");
     const lines = byName.get(name) ?? [];
-    lines.push(`${series} ${value}`);
+    lines.push(`${series} ${sampleValue(value)}`);
     byName.set(name, lines);
   }
   let out = "";
@@ -145,6 +250,37 @@ export function renderPrometheus(totals: Record<string, number>): string {
     const lines = byName.get(name);
     if (lines) out += `${lines.join("\n")}\n`;
     else if (!COUNTER_LABELS[name as CounterName]) out += `${name} 0\n`;
+  }
+  out += `# HELP ${DURATION} ${DURATION_HELP}\n# TYPE ${DURATION} histogram\n${renderDurations(totals)}`;
+  for (const [name, help] of Object.entries(GAUGES)) {
+    out += `# HELP ${name} ${help}\n# TYPE ${name} gauge\n`;
+    for (const g of gauges) if (g.name === name) out += `${seriesKey(name, g.labels)} ${sampleValue(g.value)}\n`;
+  }
+  return out;
+}
+
+/** The histogram's series, one operation after another; a bound missing from the totals (stored
+ *  before it existed, or a delta lost) reads as the bound below it, so counts never decrease. */
+function renderDurations(totals: Record<string, number>): string {
+  const ops = new Map<string, Map<string, number>>(); // op's label text → le → count
+  const bucket = new RegExp(`^${DURATION}_bucket\\{le="([^"]*)",(.*)\\}$`);
+  for (const [series, value] of Object.entries(totals)) {
+    const m = bucket.exec(series);
+    if (!m) continue;
+    const les = ops.get(m[2]) ?? new Map<string, number>();
+    les.set(m[1], value);
+    ops.set(m[2], les);
+  }
+  let out = "";
+  for (const rest of [...ops.keys()].sort()) {
+    const les = ops.get(rest) as Map<string, number>;
+    let previous = 0;
+    for (const le of [...DURATION_BUCKETS.map(String), "+Inf"]) {
+      previous = Math.max(previous, les.get(le) ?? previous);
+      out += `${DURATION}_bucket{le="${le}",${rest}} ${sampleValue(previous)}\n`;
+    }
+    out += `${DURATION}_sum{${rest}} ${sampleValue(totals[`${DURATION}_sum{${rest}}`] ?? 0)}\n`;
+    out += `${DURATION}_count{${rest}} ${sampleValue(totals[`${DURATION}_count{${rest}}`] ?? previous)}\n`;
   }
   return out;
 }

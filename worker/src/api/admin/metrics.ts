@@ -1,12 +1,18 @@
-// GET /_shardgate/metrics: the gateway-wide counters in Prometheus text format. Signed with the
+// GET /_shardgate/metrics: the gateway-wide counters and histogram, and this isolate's gauges (its
+// readiness check and node health, the heal queues' size, the build), in Prometheus text format. Signed with the
 // gateway's credentials like any S3 request, or `Authorization: Bearer <SHARDGATE_METRICS_TOKEN>`
 // when that secret is set (what a Prometheus scraper can send).
 import { constantTimeEqual } from "../../auth/crypto";
-import type { Env } from "../../config";
+import pkg from "../../../package.json";
+import { type Env, loadConfig } from "../../config";
+import { coreVersion } from "../../core";
 import { textResponse } from "../../errors";
 import { S3Error } from "../../s3-error";
 import { metricsStore } from "../../meta/stubs";
-import { metrics, renderPrometheus } from "../../observability/metrics";
+import { type GaugeSample, metrics, renderPrometheus } from "../../observability/metrics";
+import { healQueueDepth } from "../../services/heal-depth";
+import { readiness } from "../../services/readiness";
+import { GuardedNode, nodeHealth } from "../../shared/node-health";
 
 /** True for `Authorization: Bearer <SHARDGATE_METRICS_TOKEN>`, false without a bearer token (the
  *  request must then be SigV4-signed); AccessDenied for a wrong one or when no token is set. */
@@ -21,6 +27,28 @@ export function bearerAuthorized(request: Request, env: Env): boolean {
 export async function getMetrics(env: Env): Promise<Response> {
   const store = metricsStore(env);
   await metrics.flush(store); // this isolate's pending counts first, so they are in the totals
-  const body = renderPrometheus(await store.snapshot());
+  const [totals, gauges] = await Promise.all([store.snapshot(), scrapeGauges(env)]);
+  const body = renderPrometheus(totals, gauges);
   return textResponse(body, { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8", "cache-control": "no-store" } });
+}
+
+/** The gauges as of now: each from what is kept or cheap (readiness and heal counts are cached). */
+async function scrapeGauges(env: Env): Promise<GaugeSample[]> {
+  const config = loadConfig(env);
+  const [ready, heal] = await Promise.all([readiness(env, config), healQueueDepth(env)]);
+  const gauges: GaugeSample[] = [
+    { name: "shardgate_build_info", labels: { version: pkg.version, core: coreVersion() }, value: 1 },
+    { name: "shardgate_ready", value: ready.ready ? 1 : 0 },
+  ];
+  for (const probe of ready.nodes) gauges.push({ name: "shardgate_node_up", labels: { node: probe.id }, value: probe.up ? 1 : 0 });
+  for (const node of config.nodes) {
+    const health = node instanceof GuardedNode ? node.health : nodeHealth(node.id);
+    gauges.push({ name: "shardgate_node_breaker_open", labels: { node: node.id }, value: health.refusing ? 1 : 0 });
+    if (health.latencyMs !== null) gauges.push({ name: "shardgate_node_latency_seconds", labels: { node: node.id }, value: health.latencyMs / 1000 });
+  }
+  if (heal) {
+    gauges.push({ name: "shardgate_heal_queue_objects", value: heal.objects });
+    gauges.push({ name: "shardgate_heal_queue_age_seconds", value: Math.max(0, (Date.now() - heal.at) / 1000) });
+  }
+  return gauges;
 }

@@ -1,0 +1,28 @@
+// GET /_shardgate/ready: 200 when the gateway can serve, else 503 with what is missing, as a
+// small JSON body: `{"status":"not ready","missing":["metadata","nodes: 2 of 6 reachable, 5 needed"]}`.
+// No credentials needed (like /_shardgate/health): it names kinds of problems and counts, never a
+// node, an endpoint or an error's text, and its work is bounded and cached (services/readiness.ts).
+// An invalid configuration is missing too: the variables it names, not their values.
+import { type Env, loadConfig } from "../../config";
+import { readiness } from "../../services/readiness";
+
+const HEADERS = { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" };
+
+export async function getReady(env: Env): Promise<Response> {
+  let missing: string[];
+  try {
+    missing = (await readiness(env, loadConfig(env))).missing;
+  } catch (e) {
+    missing = [configurationProblem(e)];
+  }
+  const body = missing.length === 0 ? { status: "ready" } : { status: "not ready", missing };
+  return new Response(JSON.stringify(body), { status: missing.length === 0 ? 200 : 503, headers: HEADERS });
+}
+
+/** An invalid configuration said by the variables it names (values may be secrets: never echoed). */
+function configurationProblem(e: unknown): string {
+  const message = e instanceof Error ? e.message : String(e);
+  console.error(JSON.stringify({ ready: { configuration: message } }));
+  const names = [...new Set(message.match(/\bSHARDGATE_[A-Z0-9_]+\b/g) ?? [])].sort();
+  return names.length > 0 ? `configuration: invalid ${names.join(", ")}` : "configuration: invalid (see the gateway's log)";
+}

@@ -1,0 +1,116 @@
+// Whether the gateway can serve (GET /_shardgate/ready, for load balancers and orchestrators):
+// metadata answers (one primary-key lookup in the bucket registry) and at least k + 1 nodes are
+// reachable (a HEAD of a key that never exists on every node, through its circuit breaker, so an
+// open breaker answers at once without I/O). The endpoint is unauthenticated, so the work is
+// bounded whoever polls: one check per configuration per isolate at a time, its result kept for
+// READY_CACHE_MS; requests meanwhile answer the last result (or wait, on their own timers, for the
+// first one); every probe is timed out; at most PROBES_AT_ONCE nodes are probed at once. What the
+// answer names is counts and kinds of problems, never a node's endpoint or an error's text.
+import type { Env, GatewayConfig } from "../config";
+import { bucketRegistry } from "../meta/stubs";
+import type { StorageNode } from "../shared/nodes";
+
+/** How long a check's result answers every request (ms). */
+export const READY_CACHE_MS = 2_000;
+/** How long a probe (metadata or a node) may take before it counts as failed (ms). */
+export const PROBE_TIMEOUT_MS = 2_000;
+/** Nodes probed at once. */
+const PROBES_AT_ONCE = 8;
+/** The key a node probe HEADs: no shard key looks like it (shared/nodes.ts shardKey), so no node has it. */
+const PROBE_KEY = "_shardgate-ready-probe";
+
+export interface NodeProbe {
+  id: string;
+  up: boolean;
+}
+
+export interface Readiness {
+  ready: boolean;
+  /** What is missing, for people: e.g. "metadata", "nodes: 2 of 6 reachable, 5 needed". */
+  missing: string[];
+  nodes: NodeProbe[];
+  /** When the check started (ms since the epoch). */
+  at: number;
+}
+
+interface CheckState {
+  last: Readiness | null;
+  /** When the check in progress started (0: none). */
+  checkingSince: number;
+}
+
+/** Per configuration (one per isolate in production; tests make several). */
+const states = new WeakMap<GatewayConfig, CheckState>();
+/** Checks started in this isolate (tests: polling must not multiply them). */
+let checks = 0;
+
+export function readinessChecks(): number {
+  return checks;
+}
+
+/**
+ * The gateway's readiness, at most READY_CACHE_MS old. Never awaits a promise another request
+ * made (the runtime cancels a request that waits on another's I/O as hung): a request that finds
+ * a check in progress answers the previous result, or, before the first, polls on its own timer.
+ */
+export async function readiness(env: Env, config: GatewayConfig): Promise<Readiness> {
+  let state = states.get(config);
+  if (!state) {
+    state = { last: null, checkingSince: 0 };
+    states.set(config, state);
+  }
+  const fresh = () => state.last !== null && Date.now() - state.last.at < READY_CACHE_MS;
+  // A check still running after the longest it can take was abandoned (its request cancelled).
+  const checking = () => state.checkingSince !== 0 && Date.now() - state.checkingSince < 3 * PROBE_TIMEOUT_MS;
+  if (fresh()) return state.last as Readiness;
+  if (checking()) {
+    if (state.last) return state.last;
+    while (checking() && !state.last) await new Promise((r) => setTimeout(r, 50));
+    if (state.last) return state.last;
+  }
+  const at = Date.now();
+  state.checkingSince = at;
+  checks++;
+  try {
+    state.last = await check(env, config, at);
+    return state.last;
+  } finally {
+    if (state.checkingSince === at) state.checkingSince = 0;
+  }
+}
+
+async function check(env: Env, config: GatewayConfig, at: number): Promise<Readiness> {
+  const [metadata, nodes] = await Promise.all([answers(() => bucketRegistry(env).get("")), probeNodes(config.nodes)]);
+  const missing: string[] = [];
+  if (!metadata) missing.push("metadata");
+  const up = nodes.filter((n) => n.up).length;
+  const needed = config.dataShards + 1;
+  if (up < needed) missing.push(`nodes: ${up} of ${nodes.length} reachable, ${needed} needed`);
+  return { ready: missing.length === 0, missing, nodes, at };
+}
+
+/** Every node probed, PROBES_AT_ONCE at a time, in configuration order. */
+async function probeNodes(nodes: readonly StorageNode[]): Promise<NodeProbe[]> {
+  const out: NodeProbe[] = nodes.map((n) => ({ id: n.id, up: false }));
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < nodes.length; i = next++) out[i].up = await answers(() => nodes[i].head(PROBE_KEY));
+  };
+  await Promise.all(Array.from({ length: Math.min(PROBES_AT_ONCE, nodes.length) }, worker));
+  return out;
+}
+
+/** Whether `call` answers (anything, null included) within PROBE_TIMEOUT_MS. */
+async function answers(call: () => Promise<unknown>): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const timeout = new Promise<false>((r) => {
+    timer = setTimeout(() => r(false), PROBE_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([call().then(() => true), timeout]);
+  } catch {
+    return false;
+  } finally {
+    if (timer !== null) clearTimeout(timer);
+  }
+}
