@@ -8,7 +8,7 @@ import { ExactReader } from "../../worker/src/storage/exact-reader";
 import type { GatewayConfig } from "../../worker/src/config";
 import { core } from "../../worker/src/core";
 import { DelayedNode } from "../../worker/src/storage/delayed-node";
-import { WriteQuorumError } from "../../worker/src/shared/storage-errors";
+import { WriteQuorumError } from "../../worker/src/storage/errors";
 import type { ShardBody, StorageNode } from "../../worker/src/shared/nodes";
 import { ShardSink } from "../../worker/src/storage/shard-sink";
 import { writePart } from "../../worker/src/storage/write-part";

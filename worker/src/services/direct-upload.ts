@@ -15,7 +15,7 @@ import { noSuchBucket, S3Error } from "../s3-error";
 import type { ShardedPart } from "../storage/layout";
 import { removeParts } from "../storage/remove";
 import { newStorageId, preferAvailable } from "../storage/write-part";
-import { placeShards } from "../shared/nodes";
+import { placeShards } from "../storage/placement";
 import { shardUrl } from "./direct-shards";
 import { verifyCodedParts } from "./direct-verify";
 import { encryptsByDefault } from "./encryption";

@@ -16,10 +16,10 @@ import type { Core, Manifest, ManifestPart } from "../shared/core-api";
 import { bucketIndex as indexOf, orNullWithoutBucket, bucketRegistry as registryOf } from "../meta/stubs";
 import type { HealQueueEntry, ObjectRecord } from "../meta/types";
 import { metrics } from "../observability/metrics";
-import { isBad, misplacedShards, moveShards, rebuildShards, shardHealth, type HealResult } from "../storage/rebuild-part";
+import { HEAL_NOW, isBad, misplacedShards, moveShards, rebuildShards, shardHealth, type HealResult } from "../storage/rebuild-part";
 import { isSharded, shardFileBytes } from "../storage/layout";
 import { nodesById, shardKey } from "../shared/nodes";
-import { HEAL_NOW, type LossReason } from "../shared/read-part";
+import type { LossReason } from "../shared/read-part";
 
 /** Shard files a read went around, by the storage id of their part, with why. */
 export type LostShards = Map<string, Map<number, LossReason>>;

@@ -10,10 +10,11 @@ import type { Expiry, ObjectRecord, PutResult, WriteCondition } from "../meta/ty
 import { hex } from "../shared/bytes";
 import { metrics } from "../observability/metrics";
 import { noSuchKey, preconditionFailed, S3Error } from "../s3-error";
-import { openPartSource, sourceStream, type LossReason, type RangeSource, type ReadEvents } from "../shared/read-part";
+import { openPartSource, type LossReason, type RangeSource, type ReadEvents } from "../shared/read-part";
 import { partKey } from "../sse/object-keys";
 import { plainSize, TAG_BYTES } from "../sse/segments";
 import { decryptingSource } from "./encryption";
+import { sourceStream } from "../storage/range-stream";
 import { removeParts, storageIds } from "../storage/remove";
 import type { WrittenPart } from "../storage/write-part";
 import type { LostShards } from "./heal";

@@ -38,13 +38,6 @@ export interface ReadEvents {
  */
 export type LossReason = "missing" | "error" | "checksum" | "unavailable" | "slow";
 
-/**
- * The reasons to rebuild a shard file at once: its node answered, without the file or with rotten
- * bytes. A node that failed, is down or slow likely still has its file when it comes back: such
- * objects are queued instead, and the queue's heal looks again later (services/heal.ts).
- */
-export const HEAL_NOW: ReadonlySet<LossReason> = new Set(["missing", "checksum"]);
-
 /** Largest piece of output handed to the client stream at once. */
 const OUTPUT_PIECE = 256 * 1024;
 
@@ -110,26 +103,6 @@ export async function openPartSource(
   const reader = new ShardedRangeReader(config, core, part.layout, part.size, end, events, avoid);
   await reader.open(start);
   return reader;
-}
-
-/** openPartSource as a stream (for readers that want one: a copy's source, a heal). */
-export async function openPartRange(...args: Parameters<typeof openPartSource>): Promise<ReadableStream<Uint8Array>> {
-  return sourceStream(await openPartSource(...args));
-}
-
-/** A RangeSource as a pull stream: nothing is read before the consumer asks. */
-export function sourceStream(source: RangeSource): ReadableStream<Uint8Array> {
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        const piece = await source.next((lent) => lent.slice());
-        if (piece) controller.enqueue(piece);
-        else controller.close();
-      },
-      cancel: () => source.close(),
-    },
-    { highWaterMark: 0 },
-  );
 }
 
 interface Source {

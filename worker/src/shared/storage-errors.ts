@@ -1,21 +1,11 @@
 // What the storage layer throws when it cannot do its part; api/common/error-map.ts answers each with
 // its S3 error (the storage layer knows nothing of S3's codes). In shared/ (docs/architecture.md,
 // "Shared code") because the range reader and the node breaker, which the client library runs too,
-// throw and recognize them.
+// throw and recognize them; the write path's own, which only the Worker throws, are in storage/errors.ts.
 
 /** More of a part's shard files are unavailable than its parity covers: it cannot be read now. */
 export class NodesUnavailableError extends Error {
   override name = "NodesUnavailableError";
-}
-
-/** Fewer nodes than the write quorum took a part's shard files: nothing was stored. */
-export class WriteQuorumError extends Error {
-  override name = "WriteQuorumError";
-}
-
-/** The client's body ended before, or went on past, the length it declared (or broke off). */
-export class BodyLengthError extends Error {
-  override name = "BodyLengthError";
 }
 
 /**

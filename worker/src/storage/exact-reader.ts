@@ -2,7 +2,7 @@
 // pulling it in large pieces (shared/piece-reader.ts) and copying each once, into the caller's block.
 import { BODY_PIECE_BYTES, PieceReader } from "../shared/piece-reader";
 import { S3Error } from "../s3-error";
-import { BodyLengthError } from "../shared/storage-errors";
+import { BodyLengthError } from "./errors";
 
 export class ExactReader {
   private readonly reader: PieceReader | null;

@@ -9,11 +9,20 @@ import { partGeometry, type Core } from "../shared/core-api";
 import { ExactReader } from "./exact-reader";
 import { type ShardedPart, shardFileBytes } from "./layout";
 import { GuardedNode } from "../shared/node-health";
-import { NodeAnswerError, nodesById, placeShards, shardKey, type StorageNode } from "../shared/nodes";
-import { HEAL_NOW, openPartRange, type LossReason } from "../shared/read-part";
+import { NodeAnswerError, nodesById, shardKey, type StorageNode } from "../shared/nodes";
+import type { LossReason } from "../shared/read-part";
+import { placeShards } from "./placement";
+import { openPartRange } from "./range-stream";
 import { ShardSink } from "./shard-sink";
 import { storeCodedShard } from "./coded-shard";
 import { WriteAbandoned } from "../shared/storage-errors";
+
+/**
+ * The reasons to rebuild a shard file at once: its node answered, without the file or with rotten
+ * bytes. A node that failed, is down or slow likely still has its file when it comes back: such
+ * objects are queued instead, and the queue's heal looks again later (services/heal.ts).
+ */
+export const HEAL_NOW: ReadonlySet<LossReason> = new Set(["missing", "checksum"]);
 
 export interface HealResult {
   /** Shard indices written back. */

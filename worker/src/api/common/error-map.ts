@@ -1,7 +1,9 @@
 // Anything thrown while serving a request, as the S3 error to answer with: S3 errors as they are,
-// the storage layer's own errors (shared/storage-errors.ts) by this table, anything else a 500.
+// the storage layer's own errors (shared/storage-errors.ts, storage/errors.ts) by this table,
+// anything else a 500.
 import { S3Error, type S3ErrorCode } from "../../s3-error";
-import { BodyLengthError, NodesUnavailableError, WriteQuorumError } from "../../shared/storage-errors";
+import { NodesUnavailableError } from "../../shared/storage-errors";
+import { BodyLengthError, WriteQuorumError } from "../../storage/errors";
 
 const STORAGE_ERRORS: [new (...args: never[]) => Error, S3ErrorCode][] = [
   [NodesUnavailableError, "ServiceUnavailable"],
