@@ -4,21 +4,23 @@
 // plain directory; the gateway reaches them as S3 nodes (SHARDGATE_S3_NODES) and answers at the
 // same address and with the same credentials as `npm start`.
 //
-//   node scripts/cluster.mjs [--ip 127.0.0.1] [--port 8787] [--data DIR] [--var NAME:VALUE]… [--client-urls] [--quiet]
+//   node scripts/cluster.mjs [--ip 127.0.0.1] [--port 8787] [--data-dir DIR] [--var NAME:VALUE]… [--client-urls] [--quiet]
 //
 // Prints each node's process id, port and data directory; with --quiet, only one line
 // `cluster {json}` once everything answers (what tests read), where each node also carries the
 // `argv` that starts it again on the same port and data (after a kill). `--var` passes a Worker
-// variable to the gateway (e.g. --var SHARDGATE_DATA_SHARDS:3). `--client-urls` lets clients send
-// and fetch shard files straight from the nodes (the browser path with presigned node URLs).
+// variable to the gateway (e.g. --var SHARDGATE_DATA_SHARDS:3: k, m and the region go to their keys
+// of the generated shardgate.json). `--client-urls` lets clients send and fetch shard files
+// straight from the nodes (the browser path with presigned node URLs). `--data-dir` was `--data`:
+// the old spelling is still taken, with a one-line notice.
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
 import { AwsClient } from "aws4fetch";
 import { freePort } from "./lib/free-port.mjs";
+import { parseFlags } from "./lib/shardgate-config.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const NODES = 6;
@@ -26,19 +28,29 @@ const BUCKET = "shardgate";
 // The nodes' own credentials (loopback only; the gateway's are separate, as with `npm start`).
 const NODE_KEY = { accessKeyId: "shardgate-node", secretAccessKey: "shardgate-node-secret" };
 
-const { values: opts } = parseArgs({
-  options: {
-    ip: { type: "string", default: "127.0.0.1" },
-    port: { type: "string", default: "8787" },
-    data: { type: "string" },
-    quiet: { type: "boolean", default: false },
-    "client-urls": { type: "boolean", default: false },
-    var: { type: "string", multiple: true, default: [] },
-  },
-});
+let opts;
+try {
+  ({ values: opts } = parseFlags(
+    process.argv.slice(2),
+    {
+      ip: { type: "string", default: "127.0.0.1" },
+      port: { type: "string", default: "8787" },
+      "data-dir": { type: "string" },
+      quiet: { type: "boolean", default: false },
+      "client-urls": { type: "boolean", default: false },
+      var: { type: "string", multiple: true, default: [] },
+    },
+    { deprecated: { data: "data-dir" } },
+  ));
+  const bad = opts.var.find((v) => !/^SHARDGATE_[A-Z0-9_]+:/.test(v));
+  if (bad !== undefined) throw new Error(`--var: expected NAME:VALUE with a SHARDGATE_ name, got ${JSON.stringify(bad.slice(0, 60))}`);
+} catch (e) {
+  console.error(`cluster: ${e.message}`);
+  process.exit(1);
+}
 // The nodes' files and the gateway's data are the owner's alone (files 0600, directories 0700).
 process.umask(0o077);
-const data = opts.data ?? mkdtempSync(join(tmpdir(), "shardgate-cluster-"));
+const data = opts["data-dir"] ?? mkdtempSync(join(tmpdir(), "shardgate-cluster-"));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const children = [];
@@ -92,13 +104,18 @@ await Promise.all(nodes.map(createBucket));
 
 // The gateway on the production runtime (scripts/serve.mjs), its nodes given in a config file.
 const vars = Object.fromEntries(opts.var.map((v) => [v.slice(0, v.indexOf(":")), v.slice(v.indexOf(":") + 1)]));
+// What the config file has keys for goes to those keys (serve.mjs refuses them in "vars").
+const { SHARDGATE_DATA_SHARDS: k, SHARDGATE_PARITY_SHARDS: m, SHARDGATE_REGION: region, ...otherVars } = vars;
 const config = {
   nodes: nodes.map((n) => ({ id: n.id, type: "s3", endpoint: n.endpoint, bucket: BUCKET, region: "us-east-1", ...NODE_KEY, clientUrls: opts["client-urls"] })),
   // A paused node counts as failed after 5 s without progress (30 s by default).
-  vars: { SHARDGATE_NODE_STALL_MS: "5000", ...vars },
+  vars: { SHARDGATE_NODE_STALL_MS: "5000", ...otherVars },
 };
-if (vars.SHARDGATE_DATA_SHARDS) config.dataShards = Number(vars.SHARDGATE_DATA_SHARDS);
-if (vars.SHARDGATE_PARITY_SHARDS) config.parityShards = Number(vars.SHARDGATE_PARITY_SHARDS);
+// Numbers when they are (serve.mjs names the key when they are not).
+const number = (v) => (/^[0-9]{1,9}$/.test(v) ? Number(v) : v);
+if (k) config.dataShards = number(k);
+if (m) config.parityShards = number(m);
+if (region) config.region = region;
 const configFile = join(data, "shardgate.json");
 writeFileSync(configFile, JSON.stringify(config, null, 2));
 // The console on its own origin (a free port of its own: the nodes took ports near the gateway's).

@@ -2,7 +2,11 @@
 // simulated by miniflare and persisted on disk). For development: wrangler dev adds a few ms to
 // every request; `npm start` (scripts/serve.mjs) is the production runtime.
 //
-//   node scripts/dev.mjs [--ip 127.0.0.1] [--port 8787] [--console-port PORT] [--persist-to DIR] [--quiet] [-- wrangler dev args]
+//   node scripts/dev.mjs [--ip 127.0.0.1] [--port 8787] [--console-port PORT] [--data-dir DIR] [--quiet] [-- wrangler dev args]
+//
+// --data-dir is where wrangler dev persists (its --persist-to; default .wrangler/state); the old
+// spelling --persist-to is still taken, with a one-line notice. An unknown flag is one line naming
+// the nearest valid one (scripts/lib/shardgate-config.mjs parseFlags).
 //
 // The web console is served on an origin of its own (docs/console.md): wrangler dev listens on one
 // port, so a second workerd serves the console (the same Worker as `npm start`,
@@ -14,24 +18,42 @@ import { spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
 import { freePort, portAvailable } from "./lib/free-port.mjs";
 import { consoleOriginsFor, defaultKeysRefusal, LOCAL_DEFAULTS, masterKey, printBanner, waitHealthy } from "./lib/serving.mjs";
+import { parseFlags } from "./lib/shardgate-config.mjs";
 import { consoleOnlyConfig } from "./lib/workerd-config.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
-const { values: opts, positionals: wranglerArgs } = parseArgs({
-  options: {
-    ip: { type: "string", default: "127.0.0.1" },
-    port: { type: "string", default: "8787" },
-    "console-port": { type: "string" },
-    "persist-to": { type: "string" },
-    quiet: { type: "boolean", default: false },
-  },
-  allowPositionals: true,
-});
+let parsed;
+try {
+  parsed = parseFlags(
+    process.argv.slice(2),
+    {
+      ip: { type: "string", default: "127.0.0.1" },
+      port: { type: "string", default: "8787" },
+      "console-port": { type: "string" },
+      "data-dir": { type: "string" },
+      quiet: { type: "boolean", default: false },
+    },
+    { allowPositionals: true, deprecated: { "persist-to": "data-dir" } },
+  );
+  for (const flag of ["port", "console-port"]) {
+    const v = parsed.values[flag];
+    if (v !== undefined && !(/^[0-9]{1,5}$/.test(v) && Number(v) >= 1 && Number(v) <= 65535))
+      throw new Error(`--${flag}: expected an integer from 1 to 65535, got ${JSON.stringify(v.slice(0, 40))}`);
+  }
+} catch (e) {
+  console.error(`shardgate: ${e.message}`);
+  process.exit(1);
+}
+const { values: opts, positionals: wranglerArgs } = parsed;
+const dataDir = opts["data-dir"];
 
+if (Boolean(process.env.SHARDGATE_ACCESS_KEY_ID) !== Boolean(process.env.SHARDGATE_SECRET_ACCESS_KEY)) {
+  console.error("shardgate: SHARDGATE_ACCESS_KEY_ID and SHARDGATE_SECRET_ACCESS_KEY must be set together (one of them is empty or unset)");
+  process.exit(1);
+}
 const credentials = {
   accessKeyId: process.env.SHARDGATE_ACCESS_KEY_ID || LOCAL_DEFAULTS.accessKeyId,
   secretAccessKey: process.env.SHARDGATE_SECRET_ACCESS_KEY || LOCAL_DEFAULTS.secretAccessKey,
@@ -59,9 +81,9 @@ const wrangler = spawn(
     ...["--ip", opts.ip, "--port", opts.port, "--inspector-port", String(inspectorPort)],
     "--show-interactive-dev-session=false",
     ...["--var", `SHARDGATE_ACCESS_KEY_ID:${credentials.accessKeyId}`, "--var", `SHARDGATE_SECRET_ACCESS_KEY:${credentials.secretAccessKey}`],
-    ...["--var", `SHARDGATE_MASTER_KEY:${masterKey(opts["persist-to"] ?? join(root, ".wrangler/state"))}`],
+    ...["--var", `SHARDGATE_MASTER_KEY:${masterKey(dataDir ?? join(root, ".wrangler/state"))}`],
     ...["--var", `SHARDGATE_CONSOLE_ORIGIN:${consoleOrigins}`],
-    ...(opts["persist-to"] ? ["--persist-to", opts["persist-to"]] : []),
+    ...(dataDir ? ["--persist-to", dataDir] : []),
     ...wranglerArgs,
   ],
   { cwd: root, stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" } },
@@ -74,10 +96,12 @@ wrangler.on("exit", (code, signal) => {
 });
 
 // The console's own origin: a second workerd serving web/dist and /config.json on the console port.
-const consoleDir = resolve(opts["persist-to"] ?? join(root, ".wrangler/state"));
+const consoleDir = resolve(dataDir ?? join(root, ".wrangler/state"));
 mkdirSync(consoleDir, { recursive: true });
 const { unstable_readConfig } = await import("wrangler");
 const wranglerConfig = unstable_readConfig({ config: join(root, "wrangler.toml") }, { hideWarnings: true });
+// The region wrangler.toml's [vars] set (SHARDGATE_REGION): the console signs with it, the banner says it.
+const region = wranglerConfig.vars?.SHARDGATE_REGION || "us-east-1";
 const consoleCapnp = join(consoleDir, "console.capnp");
 const consoleHost = opts.ip.includes(":") ? `[${opts.ip}]` : opts.ip;
 writeFileSync(
@@ -88,7 +112,7 @@ writeFileSync(
     assetsDir: resolve(root, wranglerConfig.assets?.directory ?? "web/dist"),
     assetsWorker: join(root, "scripts/workerd/console-assets.js"),
     address: `${consoleHost}:${consolePort}`,
-    consoleConfig: { gatewayPort: Number(opts.port) },
+    consoleConfig: { gatewayPort: Number(opts.port), region },
   }),
 );
 const consoleServer = spawn(join(root, "node_modules/workerd/bin/workerd"), ["serve", consoleCapnp], {
@@ -113,5 +137,12 @@ if (!(await waitHealthy(`${base}/_shardgate/health`, { timeoutMs: 120_000, gone:
   console.error("shardgate: wrangler dev did not come up within 2 minutes");
   shutdown();
 } else if (!opts.quiet) {
-  printBanner({ base, port: opts.port, credentials, runtime: "wrangler dev, for development", consoleBase: `http://${consoleHost}:${consolePort}` });
+  printBanner({
+    base,
+    port: opts.port,
+    credentials,
+    region,
+    runtime: "wrangler dev, for development",
+    consoleBase: `http://${consoleHost}:${consolePort}`,
+  });
 }

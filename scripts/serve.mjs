@@ -14,31 +14,41 @@
 // One gateway per data directory: a second start on it is refused (DATA/serve.pid).
 //
 //   node scripts/serve.mjs [--config shardgate.json] [--ip IP] [--port PORT] [--console-port PORT] [--data-dir DIR] [--processes N] [--quiet]
+//
+// Flags override the file key by key (--port changes only the port of "listen"). A configuration
+// that cannot be served (an unknown key or flag, a value of the wrong type, a bad Worker variable:
+// scripts/lib/shardgate-config.mjs, scripts/lib/worker-vars.mjs) stops it before workerd starts,
+// with one line on stderr and exit status 1.
 import { spawn } from "node:child_process";
 import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
 import { freePort, portAvailable } from "./lib/free-port.mjs";
 import { consoleOriginsFor, printBanner, restrictDirectories, waitHealthy } from "./lib/serving.mjs";
-import { loadShardgateConfig } from "./lib/shardgate-config.mjs";
+import { loadShardgateConfig, parseFlags } from "./lib/shardgate-config.mjs";
 import { workerBundle } from "./lib/worker-bundle.mjs";
-import { workerdConfig } from "./lib/workerd-config.mjs";
+import { checkVars } from "./lib/worker-vars.mjs";
+import { workerdConfig, workerVars } from "./lib/workerd-config.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
-const { values: opts } = parseArgs({
-  options: {
-    config: { type: "string" },
-    ip: { type: "string" },
-    port: { type: "string" },
-    "console-port": { type: "string" },
-    "data-dir": { type: "string" },
-    processes: { type: "string" },
-    quiet: { type: "boolean", default: false },
-    help: { type: "boolean", default: false },
-  },
+/** Until the gateway is up, any failure (a bad flag or file, a data directory that cannot be made) is one line, no stack trace. */
+const startupFailure = (e) => {
+  console.error(`shardgate: ${e instanceof Error ? e.message.split("\n")[0] : String(e)}`);
+  process.exit(1);
+};
+process.on("uncaughtException", startupFailure);
+
+const { values: opts } = parseFlags(process.argv.slice(2), {
+  config: { type: "string" },
+  ip: { type: "string" },
+  port: { type: "string" },
+  "console-port": { type: "string" },
+  "data-dir": { type: "string" },
+  processes: { type: "string" },
+  quiet: { type: "boolean", default: false },
+  help: { type: "boolean", default: false },
 });
 if (opts.help) {
   console.log(
@@ -51,22 +61,11 @@ if (opts.help) {
 // is its owner's alone: files 0600, directories 0700, workerd's included (it inherits the umask).
 process.umask(0o077);
 
-let config;
-try {
-  config = loadShardgateConfig({
-    root,
-    file: opts.config,
-    overrides: {
-      dataDir: opts["data-dir"],
-      listen: opts.ip || opts.port ? `${opts.ip ?? "127.0.0.1"}:${opts.port ?? 8787}` : undefined,
-      consolePort: opts["console-port"],
-      processes: opts.processes,
-    },
-  });
-} catch (e) {
-  console.error(`shardgate: ${e.message}`);
-  process.exit(1);
-}
+const config = loadShardgateConfig({
+  root,
+  file: opts.config,
+  overrides: { dataDir: opts["data-dir"], ip: opts.ip, port: opts.port, consolePort: opts["console-port"], processes: opts.processes },
+});
 // Port + 1 by default; when that one is taken (and none was asked for), the next free port.
 let consolePort = config.consolePort;
 if (!config.consolePortSet && !(await portAvailable(config.ip, consolePort))) {
@@ -77,6 +76,10 @@ if (!config.consolePortSet && !(await portAvailable(config.ip, consolePort))) {
 const consoleVars = { SHARDGATE_CONSOLE_ORIGIN: consoleOriginsFor(config.ip, consolePort, config.tls ? "https" : "http").join(","), ...config.vars };
 const { unstable_readConfig } = await import("wrangler");
 const wrangler = unstable_readConfig({ config: join(root, "wrangler.toml") }, { hideWarnings: true });
+// What the Worker will be given, checked as the Worker checks it (worker/src/config.ts): a bad
+// variable stops here, not at the first request.
+const varProblems = checkVars(workerVars(wrangler, { ...config, vars: consoleVars }));
+if (varProblems.length) startupFailure(new Error(`Worker variables: ${varProblems.join("; ")}`));
 
 const diskPaths = config.nodes.filter((n) => n.type === "disk").map((n) => n.path);
 for (const dir of [join(config.dataDir, "meta"), ...diskPaths]) mkdirSync(dir, { recursive: true });
@@ -106,7 +109,7 @@ const writeConfig = (role) => {
       assetsWorker: join(root, "scripts/workerd/console-assets.js"),
       address,
       consoleAddress: `${host}:${consolePort}`,
-      consoleConfig: { gatewayPort: config.port, gateway: config.vars.SHARDGATE_GATEWAY_URL },
+      consoleConfig: { gatewayPort: config.port, gateway: config.vars.SHARDGATE_GATEWAY_URL, region: config.region },
       split: role === "single" ? undefined : { role, metaSocket },
     }),
     { mode: 0o600 }, // it holds the credentials
@@ -175,10 +178,22 @@ const local = `${config.tls ? "https" : "http"}://${config.ip === "0.0.0.0" ? "1
 if (!(await waitHealthy(`${local}/_shardgate/health`, { timeoutMs: 60_000, gone }))) {
   console.error("shardgate: workerd did not come up within 60 s");
   shutdown();
-} else if (!opts.quiet) {
-  const consoleBase = `${local.slice(0, local.lastIndexOf(":"))}:${consolePort}`;
-  const runtime = split ? `plain workerd, ${config.processes} processes` : "plain workerd";
-  printBanner({ base: local, port: config.port, credentials: config.credentials, runtime, dataDir: config.dataDir, consoleBase });
+} else {
+  process.off("uncaughtException", startupFailure);
+  if (!opts.quiet) {
+    const consoleBase = `${local.slice(0, local.lastIndexOf(":"))}:${consolePort}`;
+    const runtime = split ? `plain workerd, ${config.processes} processes` : "plain workerd";
+    printBanner({
+      base: local,
+      port: config.port,
+      credentials: config.credentials,
+      credentialsFrom: config.credentialsFrom,
+      region: config.region,
+      runtime,
+      dataDir: config.dataDir,
+      consoleBase,
+    });
+  }
 }
 
 /**

@@ -136,22 +136,30 @@ export function consoleOriginsFor(ip, consolePort, scheme = "http") {
   return [...hosts].map(origin);
 }
 
-/** Prints where the gateway is served and how to use it. */
-export function printBanner({ base, port, credentials, runtime, dataDir, consoleBase }) {
+/**
+ * Prints where the gateway is served and how to use it. The secret key is printed only when it is
+ * the local default (public anyway); any other is named by where it came from (`credentialsFrom`).
+ * @param {{ base: string, port: number | string, credentials: { accessKeyId: string, secretAccessKey: string }, credentialsFrom?: string,
+ *   region?: string, runtime: string, dataDir?: string, consoleBase?: string }} p
+ */
+export function printBanner({ base, port, credentials, credentialsFrom, region = "us-east-1", runtime, dataDir, consoleBase }) {
   const scheme = base.startsWith("https:") ? "https" : "http";
-  const defaults = credentials.accessKeyId === LOCAL_DEFAULTS.accessKeyId && credentials.secretAccessKey === LOCAL_DEFAULTS.secretAccessKey;
+  const defaults = credentials.secretAccessKey === LOCAL_DEFAULTS.secretAccessKey;
+  const secret = defaults
+    ? `${credentials.secretAccessKey}   (local defaults: set SHARDGATE_ACCESS_KEY_ID / SHARDGATE_SECRET_ACCESS_KEY to change)`
+    : `(not shown: from ${credentialsFrom ?? "the environment (SHARDGATE_SECRET_ACCESS_KEY)"})`;
   console.log(`
 shardgate is serving (${runtime})
   console       ${consoleBase ? `${consoleBase}/  (the web console, on its own origin: sign in with the keys below)` : "not served"}
   S3 endpoint   ${base}  (path style; virtual-hosted style as ${scheme}://BUCKET.localhost:${port})
-  region        us-east-1
+  region        ${region}
   access key    ${credentials.accessKeyId}
-  secret key    ${credentials.secretAccessKey}${defaults ? "   (local defaults: set SHARDGATE_ACCESS_KEY_ID / SHARDGATE_SECRET_ACCESS_KEY to change)" : ""}
+  secret key    ${secret}
   health        ${base}/_shardgate/health
   metrics       ${base}/_shardgate/metrics  (SigV4-signed, like any S3 request)${dataDir ? `\n  data          ${dataDir}` : ""}
 
 Try it with the AWS CLI:
-  export AWS_ACCESS_KEY_ID=${credentials.accessKeyId} AWS_SECRET_ACCESS_KEY=${credentials.secretAccessKey} AWS_DEFAULT_REGION=us-east-1
+  export AWS_ACCESS_KEY_ID=${credentials.accessKeyId} AWS_SECRET_ACCESS_KEY=${defaults ? credentials.secretAccessKey : "<the secret key>"} AWS_DEFAULT_REGION=${region}
   aws --endpoint-url ${base} s3 mb s3://demo
   aws --endpoint-url ${base} s3 cp ./some-file s3://demo/
   aws --endpoint-url ${base} s3 ls s3://demo

@@ -28,7 +28,7 @@ const text = (s) => JSON.stringify(String(s));
  * @param {string} p.assetsWorker path of scripts/workerd/console-assets.js
  * @param {string} p.address   where workerd listens (HOST:PORT)
  * @param {string} [p.consoleAddress] where the console listens (HOST:PORT)
- * @param {object} [p.consoleConfig]  what the console's /config.json is made from ({ gatewayPort } or { gateway })
+ * @param {object} [p.consoleConfig]  what the console's /config.json is made from ({ gatewayPort } or { gateway }, and { region })
  * @param {{ role: "home" | "front", metaSocket: string }} [p.split] one of several processes (--processes N)
  */
 export function workerdConfig({ wrangler, config, bundle, configDir, assetsDir, assetsWorker, address, consoleAddress, consoleConfig, split }) {
@@ -38,20 +38,8 @@ export function workerdConfig({ wrangler, config, bundle, configDir, assetsDir, 
   const sqlite = new Set(wrangler.migrations.flatMap((m) => m.new_sqlite_classes ?? []));
   const durableObjects = wrangler.durable_objects.bindings;
   const diskNodes = config.nodes.filter((n) => n.type === "disk");
-  const s3Nodes = config.nodes.filter((n) => n.type === "s3");
 
-  const vars = {
-    ...wrangler.vars,
-    ...config.vars,
-    SHARDGATE_NODES: config.nodes.map((n) => n.id).join(","),
-    SHARDGATE_DATA_SHARDS: String(config.dataShards),
-    SHARDGATE_PARITY_SHARDS: String(config.parityShards),
-    SHARDGATE_ACCESS_KEY_ID: config.credentials.accessKeyId,
-    SHARDGATE_SECRET_ACCESS_KEY: config.credentials.secretAccessKey,
-    SHARDGATE_MASTER_KEY: config.masterKey,
-  };
-  if (diskNodes.length) vars.SHARDGATE_DISK_NODES = diskNodes.map((n) => n.id).join(",");
-  if (s3Nodes.length) vars.SHARDGATE_S3_NODES = JSON.stringify(Object.fromEntries(s3Nodes.map(({ id, type: _, ...spec }) => [id, spec])));
+  const vars = workerVars(wrangler, config);
 
   const bindings = [
     ...Object.entries(vars).map(([name, value]) => `(name = ${text(name)}, text = ${text(value)})`),
@@ -109,6 +97,32 @@ ${indent(bindings, 4)}
   globalOutbound = "network",
 );
 `;
+}
+
+/**
+ * The Worker's variables: wrangler.toml's [vars], the config's "vars", then what the config's own
+ * keys set (nodes, k + m, region, credentials, master key). scripts/serve.mjs checks them
+ * (scripts/lib/worker-vars.mjs) before it starts workerd.
+ * @param {object} wrangler @param {object} config the resolved shardgate config
+ * @returns {Record<string, string>}
+ */
+export function workerVars(wrangler, config) {
+  const diskNodes = config.nodes.filter((n) => n.type === "disk");
+  const s3Nodes = config.nodes.filter((n) => n.type === "s3");
+  const vars = {
+    ...wrangler.vars,
+    ...config.vars,
+    SHARDGATE_NODES: config.nodes.map((n) => n.id).join(","),
+    SHARDGATE_DATA_SHARDS: String(config.dataShards),
+    SHARDGATE_PARITY_SHARDS: String(config.parityShards),
+    SHARDGATE_REGION: config.region ?? wrangler.vars?.SHARDGATE_REGION ?? "us-east-1",
+    SHARDGATE_ACCESS_KEY_ID: config.credentials.accessKeyId,
+    SHARDGATE_SECRET_ACCESS_KEY: config.credentials.secretAccessKey,
+    SHARDGATE_MASTER_KEY: config.masterKey,
+  };
+  if (diskNodes.length) vars.SHARDGATE_DISK_NODES = diskNodes.map((n) => n.id).join(",");
+  if (s3Nodes.length) vars.SHARDGATE_S3_NODES = JSON.stringify(Object.fromEntries(s3Nodes.map(({ id, type: _, ...spec }) => [id, spec])));
+  return vars;
 }
 
 /** The console's Worker and its files (scripts/workerd/console-assets.js). */

@@ -4,7 +4,7 @@
 // Content-Type browsers need (module scripts are refused as application/octet-stream), the
 // single-page app's index.html for other paths, and /config.json, which names the gateway: the
 // configured URL (CONSOLE_CONFIG.gateway), else the host this page was loaded from on the gateway's
-// port (CONSOLE_CONFIG.gatewayPort). The headers of its pages match worker/src/console.ts.
+// port (CONSOLE_CONFIG.gatewayPort); and the region the console signs with (CONSOLE_CONFIG.region). The headers of its pages match worker/src/console.ts.
 const TYPES = {
   html: "text/html; charset=utf-8",
   js: "text/javascript; charset=utf-8",
@@ -54,7 +54,7 @@ export default {
     if (path === "/config.json") {
       const config = JSON.parse(env.CONSOLE_CONFIG ?? "{}");
       const gateway = config.gateway ?? `${url.protocol}//${url.hostname}:${config.gatewayPort}`;
-      return new Response(JSON.stringify({ gateway }), {
+      return new Response(JSON.stringify({ gateway, region: config.region ?? "us-east-1" }), {
         headers: { "content-type": "application/json", "cache-control": "no-store", "x-content-type-options": "nosniff" },
       });
     }

@@ -214,7 +214,7 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     expect(index.headers.get("x-content-type-options")).toBe("nosniff");
     expect(await index.text()).toContain("shardgate console");
     // It names its gateway; deep links fall back to the app's index.html; missing bundle files stay 404.
-    expect(await (await fetch(`${gw.consoleBase}/config.json`)).json()).toEqual({ gateway: gw.base });
+    expect(await (await fetch(`${gw.consoleBase}/config.json`)).json()).toEqual({ gateway: gw.base, region: "us-east-1" });
     expect((await fetch(`${gw.consoleBase}/some/deep/link`)).status).toBe(200);
     expect((await fetch(`${gw.consoleBase}/assets/missing.js`)).status).toBe(404);
     // Nothing of the S3 API answers on the console's origin.

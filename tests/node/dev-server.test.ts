@@ -23,7 +23,7 @@ describe(`the ${gateway.runtime} runtime`, () => {
     const index = await fetch(`${gateway.consoleBase}/`);
     expect(index.status).toBe(200);
     expect(await index.text()).toContain("shardgate console");
-    expect(await (await fetch(`${gateway.consoleBase}/config.json`)).json()).toEqual({ gateway: gateway.base });
+    expect(await (await fetch(`${gateway.consoleBase}/config.json`)).json()).toEqual({ gateway: gateway.base, region: "us-east-1" });
     const preflight = await fetch(`${gateway.base}/`, {
       method: "OPTIONS",
       headers: { origin: gateway.consoleBase, "access-control-request-method": "POST", "access-control-request-headers": "authorization" },

@@ -128,7 +128,7 @@ describe("the gateway and the console's origin", () => {
     expect(index.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
     expect(index.headers.get("x-frame-options")).toBe("DENY");
     expect(await index.text()).toContain("shardgate console");
-    expect(await (await call(new Request(`${CONSOLE}/config.json`))).json()).toEqual({ gateway: GATEWAY });
+    expect(await (await call(new Request(`${CONSOLE}/config.json`))).json()).toEqual({ gateway: GATEWAY, region: "us-east-1" });
     // An object path on the console's host is the app, never the object; a signed S3 write is refused.
     const object = await call(new Request(`${CONSOLE}/${bucket}/page.html`));
     expect(await object.text()).toContain("shardgate console");

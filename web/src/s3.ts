@@ -1,5 +1,5 @@
 // The console's S3 client: every call is a SigV4-signed request (aws4fetch) to the gateway (service
-// "s3", region "us-east-1"), on another origin than the console's (docs/console.md), signed with
+// "s3", in the region the console's /config.json names: web/src/config.ts), on another origin than the console's (docs/console.md), signed with
 // temporary credentials held in memory only. Uploads of bodies are signed here and sent with
 // XMLHttpRequest, the only browser API that reports upload progress.
 import { AwsClient } from "aws4fetch";
@@ -75,7 +75,18 @@ export interface XhrResult {
   text: string;
 }
 
-export const REGION = "us-east-1";
+/** The region requests are signed for: the gateway's (SHARDGATE_REGION), as /config.json says (setRegion). */
+let region = "us-east-1";
+
+/** Sets the region every later signature uses (web/src/config.ts, from the console's /config.json). */
+export function setRegion(name: string): void {
+  region = name;
+}
+
+/** The region requests are signed for. */
+export function signingRegion(): string {
+  return region;
+}
 /** How long a console session lasts (s): the most the gateway gives temporary credentials. */
 export const SESSION_SECONDS = 3600;
 
@@ -84,7 +95,7 @@ export const SESSION_SECONDS = 3600;
  * service "sts"). The key's secret is used for this one signature and kept nowhere.
  */
 export async function startSession(endpoint: string, key: Credentials, seconds = SESSION_SECONDS): Promise<Session> {
-  const sts = new AwsClient({ accessKeyId: key.accessKeyId, secretAccessKey: key.secretAccessKey, service: "sts", region: REGION, retries: 0 });
+  const sts = new AwsClient({ accessKeyId: key.accessKeyId, secretAccessKey: key.secretAccessKey, service: "sts", region, retries: 0 });
   const asked = Date.now();
   const res = await sts.fetch(new URL("/", endpoint).toString(), {
     method: "POST",
@@ -114,7 +125,7 @@ function signer(c: Credentials): AwsClient {
     secretAccessKey: c.secretAccessKey,
     sessionToken: c.sessionToken,
     service: "s3",
-    region: REGION,
+    region,
     retries: 0,
   });
 }

@@ -51,44 +51,213 @@ export function loadConfig(env: Env): GatewayConfig {
   return config;
 }
 
+/**
+ * What each Worker variable holds: the schema every SHARDGATE_* variable is checked against
+ * (checkVars). A variable of this prefix that is not named here is an error naming the nearest
+ * one. scripts/lib/shardgate-config.mjs checks shardgate.json's "vars" against the same table
+ * (VAR_KINDS there; tests/worker/config-vars.test.ts keeps the two equal).
+ */
+export const VAR_KINDS = {
+  SHARDGATE_NODES: "ids",
+  SHARDGATE_S3_NODES: "json",
+  SHARDGATE_DISK_NODES: "ids",
+  SHARDGATE_DRAINING_NODES: "ids",
+  SHARDGATE_NODE_DELAY_MS: "json",
+  SHARDGATE_DATA_SHARDS: "count",
+  SHARDGATE_PARITY_SHARDS: "count",
+  SHARDGATE_BLOCK_BYTES: "count",
+  SHARDGATE_CHUNK_BYTES: "count",
+  SHARDGATE_INLINE_BYTES: "count",
+  SHARDGATE_WRITE_QUORUM: "count",
+  SHARDGATE_REGION: "region",
+  SHARDGATE_NODE_STALL_MS: "ms",
+  SHARDGATE_READ_STALL_MS: "ms",
+  SHARDGATE_JOB_INTERVAL_MS: "ms",
+  SHARDGATE_ORPHAN_SWEEP_MS: "ms",
+  SHARDGATE_ORPHAN_GRACE_MS: "ms0",
+  SHARDGATE_ACCESS_KEY_ID: "text",
+  SHARDGATE_SECRET_ACCESS_KEY: "text",
+  SHARDGATE_MASTER_KEY: "text",
+  SHARDGATE_METRICS_TOKEN: "text",
+  SHARDGATE_SIGV2: "switch",
+  SHARDGATE_CLIENT_IP_HEADER: "header",
+  SHARDGATE_CONSOLE_ORIGIN: "text",
+  SHARDGATE_GATEWAY_URL: "url",
+  SHARDGATE_VIRTUAL_HOST_SUFFIX: "host",
+  SHARDGATE_DIRECT_PART_BYTES: "count",
+  SHARDGATE_DIRECT_SESSION_MS: "ms",
+  SHARDGATE_DIRECT_VERIFY_BLOCKS: "count",
+  SHARDGATE_SCRUB_MODE: "scrubMode",
+  SHARDGATE_SCRUB_OBJECTS_PER_RUN: "count",
+  SHARDGATE_SCRUB_MS_PER_RUN: "ms",
+  SHARDGATE_SCRUB_MOVE_MIB_PER_RUN: "count",
+  SHARDGATE_META: "binding",
+} as const;
+
+/** Variables without a default: the gateway cannot serve without them. */
+const REQUIRED_VARS = ["SHARDGATE_NODES", "SHARDGATE_DATA_SHARDS", "SHARDGATE_PARITY_SHARDS", "SHARDGATE_BLOCK_BYTES", "SHARDGATE_CHUNK_BYTES"];
+
+/** What a value of each kind must be, for the messages; and the check. */
+const KINDS: Record<string, { expected: string; ok: (v: string) => boolean }> = {
+  count: { expected: "a positive integer", ok: (v) => /^[0-9]{1,15}$/.test(v) && Number(v) > 0 },
+  ms: { expected: "a positive integer of milliseconds", ok: (v) => /^[0-9]{1,15}$/.test(v) && Number(v) > 0 },
+  ms0: { expected: "an integer of milliseconds, 0 or more", ok: (v) => /^[0-9]{1,15}$/.test(v) },
+  ids: { expected: "comma-separated node ids", ok: (v) => v.split(",").every((id) => /^\s*[A-Za-z0-9_-]{1,64}\s*$/.test(id) || id.trim() === "") },
+  json: { expected: "a JSON object", ok: (v) => isJsonObject(v) },
+  text: { expected: "a non-empty string", ok: (v) => v.length > 0 },
+  region: { expected: 'a region name such as "us-east-1"', ok: (v) => /^[a-z0-9][a-z0-9-]{0,62}$/.test(v) },
+  switch: { expected: '"on" or "off"', ok: (v) => v === "on" || v === "off" },
+  header: { expected: "an HTTP header name", ok: (v) => /^[A-Za-z0-9-]{1,64}$/.test(v) },
+  url: { expected: "an http:// or https:// URL", ok: (v) => /^https?:\/\/[^/\s]+/.test(v) },
+  host: { expected: "a host name", ok: (v) => /^[A-Za-z0-9.-]{1,253}$/.test(v) },
+  scrubMode: { expected: '"deep" or "shallow"', ok: (v) => v === "deep" || v === "shallow" },
+};
+
+function isJsonObject(v: string): boolean {
+  try {
+    const parsed: unknown = JSON.parse(v);
+    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed);
+  } catch {
+    return false;
+  }
+}
+
+/** An S3 node's credentials as secrets of their own: SHARDGATE_S3_NODE_<ID>_ACCESS_KEY_ID / _SECRET_ACCESS_KEY. */
+function isS3NodeSecret(name: string): boolean {
+  return name.startsWith("SHARDGATE_S3_NODE_") && (name.endsWith("_ACCESS_KEY_ID") || name.endsWith("_SECRET_ACCESS_KEY"));
+}
+
+/** A value as a message shows it: quoted, cut short, control characters escaped. */
+export function shown(v: unknown): string {
+  const s = typeof v === "string" ? JSON.stringify(v.length > 80 ? `${v.slice(0, 80)}…` : v) : String(v);
+  return s.length > 90 ? `${s.slice(0, 90)}…` : s;
+}
+
+/**
+ * Every problem with the SHARDGATE_* variables of `vars` against VAR_KINDS: unknown names (with the
+ * nearest known one), values of the wrong kind, required ones missing (unless `partial`).
+ */
+export function checkVars(vars: Record<string, unknown>, partial = false): string[] {
+  const problems: string[] = [];
+  for (const [name, value] of Object.entries(vars)) {
+    if (value === undefined || !name.startsWith("SHARDGATE_") || isS3NodeSecret(name)) continue;
+    const kind = (VAR_KINDS as Record<string, string>)[name];
+    if (kind === undefined) {
+      const near = nearest(name, Object.keys(VAR_KINDS));
+      problems.push(`${name}: unknown variable${near ? ` (did you mean ${near}?)` : ""}`);
+    } else if (kind !== "binding") {
+      const spec = KINDS[kind];
+      if (typeof value !== "string") problems.push(`${name}: expected a string, got ${typeof value}`);
+      else if (spec && !spec.ok(value) && !(value === "" && !REQUIRED_VARS.includes(name)))
+        problems.push(`${name}: expected ${spec.expected}, got ${shown(value)}`);
+    }
+  }
+  if (!partial) for (const name of REQUIRED_VARS) if (vars[name] === undefined || vars[name] === "") problems.push(`${name}: required, not set`);
+  return problems;
+}
+
+/**
+ * The candidate nearest to `word` by edit distance (case-insensitive), if near enough to be a typo:
+ * a third of the word's length, at least 2 and at most 3 edits (a swap of two neighbours is one).
+ */
+export function nearest(word: string, candidates: readonly string[]): string | null {
+  const w = word.slice(0, 100).toLowerCase();
+  let best: string | null = null;
+  let bestDistance = Math.min(3, Math.max(2, Math.floor(w.length / 3))) + 1;
+  for (const c of candidates) {
+    const d = editDistance(w, c.toLowerCase());
+    if (d < bestDistance) {
+      best = c;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+/** Optimal string alignment distance: insertions, deletions, substitutions, swaps of neighbours. */
+function editDistance(a: string, b: string): number {
+  let before: number[] = [];
+  let prev = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      let d = Math.min((prev[j] ?? 0) + 1, (row[j - 1] ?? 0) + 1, (prev[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, (before[j - 2] ?? 0) + 1);
+      row[j] = d;
+    }
+    before = prev;
+    prev = row;
+  }
+  return prev[b.length] ?? 0;
+}
+
 function int(env: Env, name: keyof Env, fallback?: number): number {
   const raw = env[name];
-  if (raw === undefined && fallback !== undefined) return fallback;
+  if ((raw === undefined || raw === "") && fallback !== undefined) return fallback;
   const n = Number(raw);
   if (typeof raw !== "string" || !Number.isSafeInteger(n) || n <= 0) {
-    throw new Error(`configuration: ${String(name)} must be a positive integer, got ${String(raw)}`);
+    throw new Error(`configuration: ${String(name)} must be a positive integer, got ${shown(raw)}`);
   }
   return n;
 }
 
+/**
+ * The configuration, or one Error whose message lists every problem found ("configuration: …";
+ * several joined with "; "): the variables' schema first, then what the values must agree on.
+ */
 function parseConfig(env: Env): GatewayConfig {
+  const vars = env as unknown as Record<string, unknown>;
+  const schema = checkVars(vars);
+  if (schema.length) throw configError(schema);
+  const problems: string[] = [];
+  /** Runs a check that throws its problem; the problem is kept and the result left undefined. */
+  const attempt = <T>(f: () => T): T | undefined => {
+    try {
+      return f();
+    } catch (e) {
+      problems.push((e instanceof Error ? e.message : String(e)).replace(/^configuration: /, ""));
+      return undefined;
+    }
+  };
+  const config = attempt(() => buildConfig(env, attempt));
+  if (problems.length || !config) throw configError(problems);
+  return config;
+}
+
+function configError(problems: string[]): Error {
+  return new Error(problems.length === 1 ? `configuration: ${problems[0]}` : `configuration: ${problems.length} problems: ${problems.join("; ")}`);
+}
+
+function buildConfig(env: Env, attempt: <T>(f: () => T) => T | undefined): GatewayConfig {
   const ids = (env.SHARDGATE_NODES ?? "")
     .split(",")
     .map((s) => s.trim())
     .filter(Boolean);
-  const s3Nodes = parseS3Nodes(env);
+  const s3Nodes = attempt(() => parseS3Nodes(env)) ?? new Map<string, S3NodeSpec>();
   const nodeStallMs = int(env, "SHARDGATE_NODE_STALL_MS", 30_000);
   const diskNodes = idList(env.SHARDGATE_DISK_NODES);
-  const delays = parseDelays(env.SHARDGATE_NODE_DELAY_MS, ids);
-  const nodes = ids.map((id) => {
-    const origin = originNode(env, id, s3Nodes, diskNodes, nodeStallMs);
+  const delays = attempt(() => parseDelays(env.SHARDGATE_NODE_DELAY_MS, ids)) ?? new Map<string, number>();
+  const nodes = ids.flatMap((id) => {
+    const origin = attempt(() => originNode(env, id, s3Nodes, diskNodes, nodeStallMs));
+    if (!origin) return [];
     const delay = delays.get(id);
-    return new GuardedNode(new CountedNode(delay ? new DelayedNode(origin, delay) : origin, metrics), nodeHealth(id));
+    return [new GuardedNode(new CountedNode(delay ? new DelayedNode(origin, delay) : origin, metrics), nodeHealth(id))];
   });
+  if (new Set(ids).size !== ids.length) attempt(() => fail("SHARDGATE_NODES names a node twice"));
   const draining = idList(env.SHARDGATE_DRAINING_NODES);
-  for (const id of draining) if (!ids.includes(id)) throw new Error(`configuration: draining node ${id} is not in SHARDGATE_NODES`);
+  for (const id of draining) if (!ids.includes(id)) attempt(() => fail(`draining node ${id} is not in SHARDGATE_NODES`));
   const dataShards = int(env, "SHARDGATE_DATA_SHARDS");
   const parityShards = int(env, "SHARDGATE_PARITY_SHARDS");
   const writable = nodes.filter((n) => !draining.has(n.id));
-  if (writable.length < dataShards + parityShards) {
-    throw new Error(
-      `configuration: ${dataShards}+${parityShards} needs at least ${dataShards + parityShards} nodes that are not draining, have ${writable.length}`,
-    );
+  if (nodes.length === ids.length && writable.length < dataShards + parityShards) {
+    attempt(() => fail(`${dataShards}+${parityShards} needs at least ${dataShards + parityShards} nodes that are not draining, have ${writable.length}`));
   }
   const writeQuorum = int(env, "SHARDGATE_WRITE_QUORUM", Math.min(dataShards + 1, dataShards + parityShards));
   if (writeQuorum < dataShards || writeQuorum > dataShards + parityShards) {
-    throw new Error(`configuration: SHARDGATE_WRITE_QUORUM must be between k and k + m`);
+    attempt(() => fail(`SHARDGATE_WRITE_QUORUM must be between k and k + m (${dataShards} and ${dataShards + parityShards}), got ${writeQuorum}`));
   }
+  attempt(() => jobIntervalMs(env));
+  attempt(() => orphanSweepMs(env));
   const blockBytes = int(env, "SHARDGATE_BLOCK_BYTES");
   return {
     nodes,
@@ -101,7 +270,7 @@ function parseConfig(env: Env): GatewayConfig {
     writeQuorum,
     nodeStallMs,
     readStallMs: int(env, "SHARDGATE_READ_STALL_MS", 5_000),
-    region: env.SHARDGATE_REGION || "us-east-1",
+    region: regionOf(env),
     credentials:
       env.SHARDGATE_ACCESS_KEY_ID && env.SHARDGATE_SECRET_ACCESS_KEY
         ? { accessKeyId: env.SHARDGATE_ACCESS_KEY_ID, secretAccessKey: env.SHARDGATE_SECRET_ACCESS_KEY }
@@ -116,6 +285,17 @@ function parseConfig(env: Env): GatewayConfig {
       verifyBlocks: int(env, "SHARDGATE_DIRECT_VERIFY_BLOCKS", 4),
     },
   };
+}
+
+function fail(message: string): never {
+  throw new Error(`configuration: ${message}`);
+}
+
+/** The region the gateway signs and answers in (SHARDGATE_REGION, default us-east-1): also what the console signs with. */
+export function regionOf(env: Pick<Env, "SHARDGATE_REGION">): string {
+  const region = env.SHARDGATE_REGION || "us-east-1";
+  if (!KINDS.region?.ok(region)) fail(`SHARDGATE_REGION: expected ${KINDS.region?.expected}, got ${shown(region)}`);
+  return region;
 }
 
 function parseSwitch(raw: string | undefined, name: string, fallback: boolean): boolean {
@@ -206,17 +386,29 @@ function isFetcher(v: unknown): v is Fetcher {
 
 const DAY_MS = 24 * 3600 * 1000;
 
+/** Default time between background job runs (SHARDGATE_JOB_INTERVAL_MS overrides it). */
+const DEFAULT_JOB_INTERVAL_MS = 15 * 60_000;
+
+/** SHARDGATE_JOB_INTERVAL_MS: time between background job runs (default 15 minutes); a bad value throws. */
+export function jobIntervalMs(env: Env): number {
+  return positiveMs(env.SHARDGATE_JOB_INTERVAL_MS, "SHARDGATE_JOB_INTERVAL_MS", DEFAULT_JOB_INTERVAL_MS, false);
+}
+
 /** SHARDGATE_ORPHAN_GRACE_MS: files younger than this are never swept (default a day). */
 export function orphanGraceMs(env: Env): number {
-  return positiveMs(env.SHARDGATE_ORPHAN_GRACE_MS, DAY_MS, true);
+  return positiveMs(env.SHARDGATE_ORPHAN_GRACE_MS, "SHARDGATE_ORPHAN_GRACE_MS", DAY_MS, true);
 }
 
 /** SHARDGATE_ORPHAN_SWEEP_MS: time between the background jobs' orphan sweeps (default a day). */
 export function orphanSweepMs(env: Env): number {
-  return positiveMs(env.SHARDGATE_ORPHAN_SWEEP_MS, DAY_MS, false);
+  return positiveMs(env.SHARDGATE_ORPHAN_SWEEP_MS, "SHARDGATE_ORPHAN_SWEEP_MS", DAY_MS, false);
 }
 
-function positiveMs(raw: string | undefined, fallback: number, zeroOk: boolean): number {
+/** Milliseconds from a variable: its default when unset or empty, an error when not a whole number (never the default in silence). */
+function positiveMs(raw: string | undefined, name: string, fallback: number, zeroOk: boolean): number {
+  if (raw === undefined || raw === "") return fallback;
   const n = Number(raw);
-  return raw !== undefined && raw !== "" && Number.isSafeInteger(n) && (zeroOk ? n >= 0 : n > 0) ? n : fallback;
+  if (!/^[0-9]{1,15}$/.test(raw) || !Number.isSafeInteger(n) || (zeroOk ? n < 0 : n <= 0))
+    fail(`${name}: expected ${zeroOk ? "an integer of milliseconds, 0 or more" : "a positive integer of milliseconds"}, got ${shown(raw)}`);
+  return n;
 }

@@ -5,12 +5,13 @@
 //   - A request to a console origin itself (Cloudflare: a second route or custom domain on this
 //     Worker) is served the console's files from the ASSETS binding (wrangler.toml [assets],
 //     run_worker_first, so S3 requests never reach asset matching) and `/config.json`, which names
-//     the gateway (SHARDGATE_GATEWAY_URL); nothing of the S3 API answers there.
+//     the gateway (SHARDGATE_GATEWAY_URL) and the region the console signs with (SHARDGATE_REGION);
+//     nothing of the S3 API answers there.
 // `npm start` and `npm run dev` serve the console on a listener of its own instead
 // (scripts/workerd/console-assets.js), with the same headers.
 import type { Hono } from "hono";
 import { consoleOrigins } from "./api/common/console-origin";
-import type { Env } from "./config";
+import { type Env, regionOf } from "./config";
 
 /** Where the console used to be served on the gateway: now a redirect to its origin. */
 export const CONSOLE_PATH = "/_console/";
@@ -62,7 +63,13 @@ async function serveConsole(req: Request, env: Env, assets: Fetcher): Promise<Re
   const url = new URL(req.url);
   if (url.pathname === "/_console" || url.pathname.startsWith(CONSOLE_PATH)) return Response.redirect(new URL("/", url).toString(), 301);
   if (url.pathname === "/config.json") {
-    return new Response(JSON.stringify({ gateway: env.SHARDGATE_GATEWAY_URL ?? null }), {
+    let region: string;
+    try {
+      region = regionOf(env);
+    } catch (e) {
+      return new Response(`${e instanceof Error ? e.message : String(e)}\n`, { status: 503, headers: { "content-type": "text/plain; charset=utf-8" } });
+    }
+    return new Response(JSON.stringify({ gateway: env.SHARDGATE_GATEWAY_URL ?? null, region }), {
       headers: { "content-type": "application/json", "cache-control": "no-store", "x-content-type-options": "nosniff" },
     });
   }

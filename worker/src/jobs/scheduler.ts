@@ -3,7 +3,7 @@
 // exist only on Cloudflare. One object (named "main") keeps one alarm; the Worker arms it once per
 // isolate, and every run sets the next one before it starts, so a crash mid-run never stops it.
 import { DurableObject } from "cloudflare:workers";
-import { type Env, type GatewayConfig, loadConfig, orphanGraceMs, orphanSweepMs } from "../config";
+import { type Env, type GatewayConfig, jobIntervalMs, loadConfig, orphanGraceMs, orphanSweepMs } from "../config";
 import { core } from "../core";
 import { drainGarbage } from "../services/garbage";
 import { runLifecycle } from "../services/lifecycle";
@@ -16,9 +16,6 @@ const GARBAGE_PER_RUN = 1000;
 
 /** Time one run gives the lifecycle rules (a bucket's pass goes on in the next run). */
 const LIFECYCLE_BUDGET_MS = 30_000;
-
-/** Default time between runs (SHARDGATE_JOB_INTERVAL_MS overrides it). */
-const DEFAULT_INTERVAL_MS = 15 * 60_000;
 
 export class JobScheduler extends DurableObject<Env> {
   /** Sets the alarm unless one is set already. */
@@ -86,9 +83,9 @@ async function collectGarbage(env: Env, config: GatewayConfig): Promise<void> {
   }
 }
 
+/** SHARDGATE_JOB_INTERVAL_MS (default 15 minutes): a bad value throws (loadConfig reports it too), never the default in silence. */
 function intervalMs(env: Env): number {
-  const n = Number(env.SHARDGATE_JOB_INTERVAL_MS);
-  return Number.isSafeInteger(n) && n > 0 ? n : DEFAULT_INTERVAL_MS;
+  return jobIntervalMs(env);
 }
 
 let armed = false;
