@@ -1,0 +1,745 @@
+// Every command: its words, arguments, flags, help and what it does. Admin commands call
+// /_shardgate/admin/* (worker/src/api/admin-app.ts); bucket commands are S3 requests.
+import { readFileSync, statSync } from "node:fs";
+import { clean, NotAvailableError, RequestError, UsageError } from "./errors.mjs";
+import { parseJson, xmlElements, xmlText } from "./client.mjs";
+import { bytes, cell, fields, inline, report, table, time } from "./output.mjs";
+
+/** The largest policy file read (S3's limit is 20 KiB; the gateway says so itself). */
+const MAX_POLICY_FILE_BYTES = 1024 * 1024;
+
+const NAME_FLAGS = {
+  bucket: { type: "string", metavar: "NAME", desc: "Start at this bucket (with --start-after), as a previous answer's next.bucket said." },
+};
+
+/** A value the gateway answered, checked to be an object (else the answer is not what the API gives). */
+function expectObject(value, what) {
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    throw new RequestError(`unexpected answer from the gateway: ${what} is not a JSON object.`);
+  return value;
+}
+
+function expectList(value, what) {
+  if (!Array.isArray(value)) throw new RequestError(`unexpected answer from the gateway: ${what} is not a list.`);
+  return value;
+}
+
+// --- status and nodes --------------------------------------------------------------------------------
+
+/** Node up/down as the readiness probes saw them, from the metrics' shardgate_node_up (null when not available). */
+async function probedNodes(client) {
+  try {
+    const res = await client.request("GET", ["_shardgate", "metrics"]);
+    const up = new Map();
+    for (const m of res.body.toString("utf8").matchAll(/^shardgate_node_up\{node="([^"]*)"\}\s+([0-9.]+)/gm)) up.set(m[1], m[2] === "1");
+    return up;
+  } catch {
+    return null;
+  }
+}
+
+/** The gateway's readiness (GET /_shardgate/ready, no credentials): { status, missing? }, or an error's text. */
+async function readiness(client) {
+  try {
+    const res = await client.request("GET", ["_shardgate", "ready"], { anonymous: true, accept: [503] });
+    return expectObject(parseJson(res), "the readiness answer");
+  } catch (e) {
+    return { status: "unknown", missing: [e.message] };
+  }
+}
+
+function nodeRows(nodes, usage, probes) {
+  return nodes.map((n) => {
+    const node = expectObject(n, "a node");
+    const up = probes?.has(node.id) ? probes.get(node.id) : node.state !== "open";
+    const u = usage?.[node.id];
+    return [
+      node.id,
+      node.kind,
+      up ? "up" : "down",
+      node.state,
+      typeof node.latencyMs === "number" ? `${node.latencyMs} ms` : null,
+      node.requests,
+      node.errors,
+      node.draining,
+      u ? u.files : null,
+      u ? bytes(u.bytes) : null,
+      node.lastError ? clean(node.lastError, 60) : null,
+    ];
+  });
+}
+
+const NODE_HEADER = ["NODE", "KIND", "UP", "BREAKER", "LATENCY", "REQUESTS", "ERRORS", "DRAINING", "FILES", "BYTES", "LAST ERROR"];
+
+async function status(ctx) {
+  const client = ctx.client();
+  const [nodesAnswer, heal, ready, probes] = await Promise.all([
+    client.admin("GET", ["nodes"]),
+    client.admin("GET", ["heal"]),
+    readiness(client),
+    probedNodes(client),
+  ]);
+  const nodes = expectList(expectObject(nodesAnswer, "the nodes answer").nodes, "nodes");
+  const healStatus = expectObject(heal, "the heal answer");
+  const scrub = healStatus.scrub ?? {};
+  const usage = scrub.lastPass?.usage ?? scrub.usage ?? null;
+  const rows = nodeRows(nodes, usage, probes);
+  const reachable = rows.filter((r) => r[2] === "up").length;
+  const data = {
+    endpoint: client.endpoint,
+    ready,
+    reachable,
+    nodes: nodes.map((n) => ({ ...n, up: probes?.has(n.id) ? probes.get(n.id) : n.state !== "open", usage: usage?.[n.id] ?? null })),
+    heal: healStatus,
+  };
+  ctx.print(data, () => {
+    const queue = healStatus.queue ?? {};
+    const lastRun = scrub.lastRun;
+    const lastPass = scrub.lastPass;
+    const draining = nodes.filter((n) => n.draining).length;
+    return [
+      fields([
+        [
+          "gateway",
+          `${client.endpoint} — ${cell(ready.status)}${ready.missing?.length ? ` (missing: ${ready.missing.map((m) => clean(m, 100)).join("; ")})` : ""}`,
+        ],
+        [
+          "quorum",
+          `${reachable} of ${nodes.length} nodes reachable${draining ? `, ${draining} draining` : ""}; k + m is not reported by the admin API (the gateway is ready when k + 1 are reachable)`,
+        ],
+        ["heal queue", `${cell(queue.pending ?? 0)} object(s) pending`],
+        [
+          "scrub",
+          `pass ${cell(scrub.pass)}${scrub.running ? " (running now)" : ""}, mode ${cell(scrub.settings?.mode)}` +
+            (scrub.cursor ? `, at ${cell(scrub.cursor.bucket)}/${cell(scrub.cursor.after ?? "")}` : ""),
+        ],
+        [
+          "last run",
+          lastRun
+            ? `${time(lastRun.finished)} ${cell(lastRun.trigger)} ${cell(lastRun.mode)}: ${cell(lastRun.counters?.objectsChecked)} objects, ${cell(lastRun.counters?.badShards)} bad shards, ${cell(lastRun.counters?.shardsRebuilt)} rebuilt, stopped by ${cell(lastRun.stoppedBy)}`
+            : "none yet",
+        ],
+        [
+          "last pass",
+          lastPass
+            ? `#${cell(lastPass.pass)} finished ${time(lastPass.finished)}: ${cell(lastPass.counters?.objectsChecked)} objects, ${cell(lastPass.counters?.shardsMisplaced)} misplaced`
+            : "none finished yet",
+        ],
+        ["errors", `${Array.isArray(scrub.lastErrors) ? scrub.lastErrors.length : 0} recent scrub error(s)`],
+      ]),
+      "",
+      table(NODE_HEADER, rows),
+      ...(Array.isArray(queue.objects) && queue.objects.length > 0
+        ? [
+            "",
+            table(
+              ["BUCKET", "KEY", "REASON", "SINCE", "ATTEMPTS"],
+              queue.objects.slice(0, 20).map((o) => [o.bucket, o.key, o.reason, time(o.since), o.attempts]),
+            ),
+          ]
+        : []),
+    ].join("\n");
+  });
+}
+
+async function nodeList(ctx) {
+  const client = ctx.client();
+  const answer = expectObject(await client.admin("GET", ["nodes"]), "the nodes answer");
+  const nodes = expectList(answer.nodes, "nodes");
+  ctx.print(answer, () =>
+    table(
+      NODE_HEADER.slice(0, 8).concat(["LAST ERROR"]),
+      nodeRows(nodes, null, null).map((r) => [...r.slice(0, 8), r[10]]),
+    ),
+  );
+}
+
+/** Sums two tallies: numbers added, lists joined, the rest from the later one. */
+function addTally(total, batch) {
+  const out = { ...total };
+  for (const [k, v] of Object.entries(batch)) {
+    if (typeof v === "number" && typeof out[k] === "number") out[k] += v;
+    else if (Array.isArray(v) && Array.isArray(out[k])) out[k] = [...out[k], ...v];
+    else out[k] = v;
+  }
+  return out;
+}
+
+/** Repeats `step(next)` until its answer's `next` is null; refuses a `next` that does not move. */
+async function walk(ctx, first, step, say) {
+  let answer = expectObject(await step(first), "the answer");
+  let total = answer;
+  let batches = 1;
+  const seen = new Set();
+  while (ctx.flags.all && answer.next !== null && answer.next !== undefined) {
+    const key = JSON.stringify(answer.next);
+    if (seen.has(key)) throw new RequestError(`the gateway answered the same next position twice (${clean(key, 100)}): stopped.`);
+    seen.add(key);
+    if (!ctx.flags.json) process.stderr.write(`${say(answer)}\n`);
+    answer = expectObject(await step(answer.next), "the answer");
+    total = addTally(total, answer);
+    batches++;
+  }
+  return ctx.flags.all ? { ...total, batches } : total;
+}
+
+async function nodeDrain(ctx) {
+  const client = ctx.client();
+  const { bucket, "start-after": startAfter, "max-objects": max } = ctx.flags;
+  const result = await walk(
+    ctx,
+    { bucket, startAfter },
+    (at) =>
+      client.admin("POST", ["nodes", ctx.args.ID, "drain"], {
+        query: { bucket: at.bucket ?? undefined, "start-after": at.startAfter ?? undefined, "max-objects": max },
+      }),
+    (a) => `drain ${ctx.args.ID}: ${a.objectsChecked} objects checked, ${a.shardsMoved} shard files moved; going on at ${inline(a.next)}`,
+  );
+  ctx.print(result, () => report(result));
+}
+
+function notAvailable(message) {
+  return () => {
+    throw new NotAvailableError(`not available yet: ${message}`);
+  };
+}
+
+const NODE_CHANGE =
+  "takes a restart: the nodes are read from shardgate.json (`nodes`) or SHARDGATE_NODES when the gateway starts. Edit the list and restart `npm start`; see docs/operations.md#adding-draining-and-removing-nodes.";
+
+// --- heal, scrub, sweep, lifecycle ---------------------------------------------------------------------
+
+async function heal(ctx) {
+  const client = ctx.client();
+  const { bucket, prefix, "start-after": startAfter, "max-objects": max } = ctx.flags;
+  if (bucket === undefined && (prefix !== undefined || startAfter !== undefined))
+    throw new UsageError("--prefix and --start-after walk a bucket: name it with --bucket.");
+  let result;
+  if (bucket === undefined) {
+    // The heal queues: repeated (--all) while objects are pending and a round healed some.
+    result = expectObject(await client.admin("POST", ["heal"], { query: { "max-objects": max } }), "the heal answer");
+    let rounds = 1;
+    while (ctx.flags.all && result.pending > 0 && result.objectsHealed > 0 && rounds < 1000) {
+      if (!ctx.flags.json) process.stderr.write(`heal: ${result.objectsHealed} healed, ${result.pending} pending; going on\n`);
+      const next = expectObject(await client.admin("POST", ["heal"], { query: { "max-objects": max } }), "the heal answer");
+      result = { ...addTally(result, next), pending: next.pending };
+      rounds++;
+    }
+  } else {
+    result = await walk(
+      ctx,
+      startAfter ?? null,
+      (after) => client.admin("POST", ["heal"], { query: { bucket, prefix, "start-after": after ?? undefined, "max-objects": max } }),
+      (a) => `heal ${bucket}: ${a.objectsChecked} objects checked, ${a.shardsRebuilt} shard files rebuilt; going on after ${clean(a.next, 100)}`,
+    );
+  }
+  ctx.print(result, () => report(result));
+}
+
+function scrubStatusText(s) {
+  const scrub = s.scrub ?? s;
+  return fields([
+    ["pass", `${cell(scrub.pass)}${scrub.running ? " (running now)" : ""}, started ${time(scrub.passStarted)}`],
+    ["cursor", scrub.cursor ? `${cell(scrub.cursor.bucket)}/${cell(scrub.cursor.after ?? "")}` : "-"],
+    ["settings", inline(scrub.settings ?? null)],
+    ["this pass", inline(scrub.current ?? null)],
+    ["last pass", scrub.lastPass ? `#${cell(scrub.lastPass.pass)} finished ${time(scrub.lastPass.finished)}: ${inline(scrub.lastPass.counters)}` : "-"],
+    [
+      "last run",
+      scrub.lastRun
+        ? `${time(scrub.lastRun.finished)} ${cell(scrub.lastRun.trigger)} ${cell(scrub.lastRun.mode)}, stopped by ${cell(scrub.lastRun.stoppedBy)}`
+        : "-",
+    ],
+    ["totals", inline(scrub.totals ?? null)],
+    ["errors", `${Array.isArray(scrub.lastErrors) ? scrub.lastErrors.length : 0}`],
+    ...(s.queue ? [["heal queue", `${cell(s.queue.pending)} object(s) pending`]] : []),
+  ]);
+}
+
+async function healStatus(ctx) {
+  const answer = expectObject(await ctx.client().admin("GET", ["heal"]), "the heal answer");
+  ctx.print(answer, () => scrubStatusText(answer));
+}
+
+async function scrub(ctx) {
+  const f = ctx.flags;
+  const query = {
+    mode: f.mode,
+    "max-objects": f["max-objects"],
+    "max-ms": f["max-ms"],
+    "move-mib": f["move-mib"],
+    heal: f["report-only"] ? "false" : undefined,
+  };
+  const answer = expectObject(await ctx.client().admin("POST", ["scrub"], { query }), "the scrub answer");
+  ctx.print(answer, () => {
+    const run = answer.run ?? {};
+    return [
+      fields([
+        ["run", `${cell(run.mode)}${run.heal === false ? " (report only)" : ""}, ${cell(run.ms)} ms, stopped by ${cell(run.stoppedBy)}`],
+        ["counters", inline(run.counters ?? null)],
+      ]),
+      "",
+      scrubStatusText(answer.status ?? {}),
+    ].join("\n");
+  });
+}
+
+async function sweep(ctx) {
+  const answer = expectObject(await ctx.client().admin("POST", ["sweep"], { query: { "grace-seconds": ctx.flags["grace-seconds"] } }), "the sweep answer");
+  ctx.print(answer, () => report(answer));
+}
+
+async function lifecycle(ctx) {
+  const answer = expectObject(
+    await ctx.client().admin("POST", ["lifecycle"], { query: { bucket: ctx.flags.bucket, now: ctx.flags.now } }),
+    "the lifecycle answer",
+  );
+  ctx.print(answer, () => report(answer));
+}
+
+// --- keys ----------------------------------------------------------------------------------------------
+
+function grantsText(grants) {
+  if (!Array.isArray(grants) || grants.length === 0) return "-";
+  return grants.map((g) => `${clean(g.bucket, 63)}:${["read", "write", "owner"].filter((r) => g[r]).join("+") || "none"}`).join(", ");
+}
+
+async function keyList(ctx) {
+  const client = ctx.client();
+  if (ctx.flags.bucket !== undefined) {
+    const answer = expectObject(await client.admin("GET", ["buckets", ctx.flags.bucket, "keys"]), "the answer");
+    const keys = expectList(answer.keys, "keys");
+    ctx.print(answer, () =>
+      keys.length === 0
+        ? `No key has rights on ${clean(ctx.flags.bucket, 63)}.`
+        : table(
+            ["KEY", "READ", "WRITE", "OWNER"],
+            keys.map((k) => [k.keyId, k.grant?.read, k.grant?.write, k.grant?.owner]),
+          ),
+    );
+    return;
+  }
+  const answer = expectObject(await client.admin("GET", ["keys"]), "the keys answer");
+  const keys = expectList(answer.keys, "keys");
+  ctx.print(answer, () =>
+    keys.length === 0
+      ? "No access keys yet (the root key is not listed): `shardgate key create NAME`."
+      : table(
+          ["ID", "NAME", "ENABLED", "CREATE-BUCKET", "CREATED", "GRANTS"],
+          keys.map((k) => [k.id, k.name, k.enabled, k.createBucket, time(k.created), grantsText(k.grants)]),
+        ),
+  );
+}
+
+function keyText(k) {
+  return fields([
+    ["id", cell(k.id)],
+    ...(k.secret !== undefined ? [["secret", `${cell(k.secret)}   (shown once: keep it now)`]] : []),
+    ["name", cell(k.name)],
+    ["enabled", cell(k.enabled)],
+    ["create-bucket", cell(k.createBucket)],
+    ["created", time(k.created)],
+  ]);
+}
+
+async function keyCreate(ctx) {
+  const key = expectObject(
+    await ctx.client().admin("POST", ["keys"], {
+      body: JSON.stringify({ name: ctx.args.NAME, createBucket: ctx.flags["create-bucket"] }),
+      headers: { "content-type": "application/json" },
+    }),
+    "the new key",
+  );
+  ctx.print(key, () => keyText(key));
+}
+
+function keyUpdate(change) {
+  return async (ctx) => {
+    const body = typeof change === "function" ? change(ctx) : change;
+    const key = expectObject(
+      await ctx.client().admin("PATCH", ["keys", ctx.args.ID], { body: JSON.stringify(body), headers: { "content-type": "application/json" } }),
+      "the key",
+    );
+    ctx.print(key, () => keyText(key));
+  };
+}
+
+async function keyDelete(ctx) {
+  await ctx.client().admin("DELETE", ["keys", ctx.args.ID]);
+  ctx.print({ id: ctx.args.ID, deleted: true }, () => `Deleted access key ${clean(ctx.args.ID, 128)}.`);
+}
+
+async function keyGrant(ctx) {
+  const { read, write, owner, none } = ctx.flags;
+  if (none && (read || write || owner)) throw new UsageError("--none takes every right away: give it alone, or name the rights (--read, --write, --owner).");
+  if (!none && !read && !write && !owner) throw new UsageError("name the rights to grant (--read, --write, --owner), or --none to take them all away.");
+  const grant = expectObject(
+    await ctx.client().admin("PUT", ["keys", ctx.args.ID, "buckets", ctx.args.BUCKET], {
+      body: JSON.stringify({ read, write, owner }),
+      headers: { "content-type": "application/json" },
+    }),
+    "the grant",
+  );
+  ctx.print(
+    { id: ctx.args.ID, ...grant },
+    () => `${clean(ctx.args.ID, 128)} on ${clean(grant.bucket ?? ctx.args.BUCKET, 63)}: ${grantsText([grant]).split(":").pop()}`,
+  );
+}
+
+// --- buckets (S3) ----------------------------------------------------------------------------------------
+
+async function bucketList(ctx) {
+  const res = await ctx.client().request("GET", []);
+  const xml = res.body.toString("utf8");
+  if (!xml.includes("<ListAllMyBucketsResult")) throw new RequestError("unexpected answer from the gateway: not a ListAllMyBucketsResult.");
+  const buckets = xmlElements(xml, "Bucket").map((b) => ({ name: xmlText(b, "Name"), created: xmlText(b, "CreationDate") }));
+  ctx.print({ buckets }, () =>
+    buckets.length === 0
+      ? "No buckets yet: `shardgate bucket create NAME`."
+      : table(
+          ["NAME", "CREATED"],
+          buckets.map((b) => [b.name, time(b.created)]),
+        ),
+  );
+}
+
+async function bucketCreate(ctx) {
+  const headers = ctx.flags["object-lock"] ? { "x-amz-bucket-object-lock-enabled": "true" } : {};
+  await ctx.client().request("PUT", [ctx.args.NAME], { headers });
+  ctx.print(
+    { bucket: ctx.args.NAME, created: true, objectLock: ctx.flags["object-lock"] },
+    () => `Created bucket ${clean(ctx.args.NAME, 63)}${ctx.flags["object-lock"] ? " (object lock on, versioning enabled)" : ""}.`,
+  );
+}
+
+async function bucketDelete(ctx) {
+  await ctx.client().request("DELETE", [ctx.args.NAME]);
+  ctx.print({ bucket: ctx.args.NAME, deleted: true }, () => `Deleted bucket ${clean(ctx.args.NAME, 63)}.`);
+}
+
+async function policyGet(ctx) {
+  const res = await ctx.client().request("GET", [ctx.args.NAME], { query: { policy: null } });
+  const policy = parseJson(res);
+  // The policy document itself, in both modes: it is JSON already (and what `policy set` takes back).
+  ctx.print(policy, () => JSON.stringify(policy, null, 2));
+}
+
+/** A policy file's text (FILE, or - for standard input), checked to be JSON here so a typo fails before the request. */
+function readPolicy(file) {
+  let text;
+  try {
+    if (file === "-") text = readFileSync(0, "utf8");
+    else {
+      if (statSync(file).size > MAX_POLICY_FILE_BYTES) throw new UsageError(`${file} is larger than 1 MiB: not a bucket policy.`);
+      text = readFileSync(file, "utf8");
+    }
+  } catch (e) {
+    if (e instanceof UsageError) throw e;
+    throw new UsageError(`cannot read ${file}: ${e.code ?? e.message}`);
+  }
+  try {
+    JSON.parse(text);
+  } catch (e) {
+    throw new UsageError(`${file === "-" ? "standard input" : file} is not JSON: ${clean(e.message, 120)}`);
+  }
+  return text;
+}
+
+async function policySet(ctx) {
+  const text = readPolicy(ctx.args.FILE);
+  await ctx.client().request("PUT", [ctx.args.NAME], { query: { policy: null }, body: text, headers: { "content-type": "application/json" } });
+  ctx.print({ bucket: ctx.args.NAME, policy: "set" }, () => `Set the policy of ${clean(ctx.args.NAME, 63)}.`);
+}
+
+async function policyDelete(ctx) {
+  await ctx.client().request("DELETE", [ctx.args.NAME], { query: { policy: null } });
+  ctx.print({ bucket: ctx.args.NAME, policy: "deleted" }, () => `Deleted the policy of ${clean(ctx.args.NAME, 63)}.`);
+}
+
+async function versioningGet(ctx) {
+  const res = await ctx.client().request("GET", [ctx.args.NAME], { query: { versioning: null } });
+  const xml = res.body.toString("utf8");
+  if (!xml.includes("<VersioningConfiguration")) throw new RequestError("unexpected answer from the gateway: not a VersioningConfiguration.");
+  const status = xmlText(xml, "Status");
+  ctx.print({ bucket: ctx.args.NAME, status }, () => `${clean(ctx.args.NAME, 63)}: versioning ${status ? clean(status, 20) : "never enabled"}`);
+}
+
+function versioningSet(status) {
+  return async (ctx) => {
+    const body = `<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>${status}</Status></VersioningConfiguration>`;
+    await ctx.client().request("PUT", [ctx.args.NAME], { query: { versioning: null }, body, headers: { "content-type": "application/xml" } });
+    ctx.print({ bucket: ctx.args.NAME, status }, () => `${clean(ctx.args.NAME, 63)}: versioning ${status}`);
+  };
+}
+
+async function lockGet(ctx) {
+  const res = await ctx.client().request("GET", [ctx.args.NAME], { query: { "object-lock": null } });
+  const xml = res.body.toString("utf8");
+  if (!xml.includes("<ObjectLockConfiguration")) throw new RequestError("unexpected answer from the gateway: not an ObjectLockConfiguration.");
+  const retention = xmlElements(xml, "DefaultRetention")[0];
+  const days = retention ? xmlText(retention, "Days") : null;
+  const years = retention ? xmlText(retention, "Years") : null;
+  const data = {
+    bucket: ctx.args.NAME,
+    enabled: xmlText(xml, "ObjectLockEnabled") === "Enabled",
+    defaultRetention: retention
+      ? { mode: xmlText(retention, "Mode"), ...(days !== null ? { days: Number(days) } : {}), ...(years !== null ? { years: Number(years) } : {}) }
+      : null,
+  };
+  ctx.print(data, () =>
+    fields([
+      ["object lock", data.enabled ? "enabled" : "not enabled"],
+      [
+        "default retention",
+        data.defaultRetention ? `${cell(data.defaultRetention.mode)}, ${days !== null ? `${cell(days)} day(s)` : `${cell(years)} year(s)`}` : "none",
+      ],
+    ]),
+  );
+}
+
+async function lockSet(ctx) {
+  const { mode, days, years, "no-default": none } = ctx.flags;
+  if (none && (mode || days !== undefined || years !== undefined)) throw new UsageError("--no-default takes no --mode, --days or --years.");
+  if (!none && (!mode || (days === undefined) === (years === undefined)))
+    throw new UsageError("give --mode GOVERNANCE|COMPLIANCE and one of --days N or --years N (or --no-default for no default retention).");
+  const rule = none
+    ? ""
+    : `<Rule><DefaultRetention><Mode>${mode}</Mode>${days !== undefined ? `<Days>${days}</Days>` : `<Years>${years}</Years>`}</DefaultRetention></Rule>`;
+  const body = `<ObjectLockConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><ObjectLockEnabled>Enabled</ObjectLockEnabled>${rule}</ObjectLockConfiguration>`;
+  await ctx.client().request("PUT", [ctx.args.NAME], { query: { "object-lock": null }, body, headers: { "content-type": "application/xml" } });
+  const defaultRetention = none ? null : { mode, ...(days !== undefined ? { days } : { years }) };
+  ctx.print({ bucket: ctx.args.NAME, enabled: true, defaultRetention }, () =>
+    none
+      ? `${clean(ctx.args.NAME, 63)}: object lock enabled, no default retention.`
+      : `${clean(ctx.args.NAME, 63)}: default retention ${mode}, ${days ?? years} ${days !== undefined ? "day(s)" : "year(s)"}.`,
+  );
+}
+
+// --- the table ---------------------------------------------------------------------------------------------
+
+const integer = (desc, metavar = "N", min = 0) => ({ type: "integer", desc, metavar, min });
+const string = (desc, metavar = "VALUE") => ({ type: "string", desc, metavar });
+const boolean = (desc) => ({ type: "boolean", desc });
+
+/**
+ * Every command: `words` (how it is called), `args` (positional, required), `flags`, `summary`,
+ * `example`, `run`; `anything: true` takes any arguments (the commands that only say "not yet").
+ */
+export const COMMANDS = [
+  {
+    words: ["status"],
+    summary: "Nodes (up/down, latency, usage), quorum, the heal queue and the scrub.",
+    example: "shardgate status",
+    run: status,
+  },
+  {
+    words: ["key", "list"],
+    summary: "Access keys, their settings and grants (no secrets); --bucket: the keys with rights on a bucket.",
+    flags: { bucket: string("Only the keys with rights on this bucket.", "NAME") },
+    example: "shardgate key list",
+    run: keyList,
+  },
+  {
+    words: ["key", "create"],
+    args: ["NAME"],
+    summary: "Create an access key; its secret is shown once.",
+    flags: { "create-bucket": boolean("The key may create buckets (it then owns those it creates).") },
+    example: "shardgate key create backup --create-bucket",
+    run: keyCreate,
+  },
+  { words: ["key", "enable"], args: ["ID"], summary: "Enable a key.", example: "shardgate key enable GK1234…", run: keyUpdate({ enabled: true }) },
+  {
+    words: ["key", "disable"],
+    args: ["ID"],
+    summary: "Disable a key (its requests are refused at once).",
+    example: "shardgate key disable GK1234…",
+    run: keyUpdate({ enabled: false }),
+  },
+  {
+    words: ["key", "rename"],
+    args: ["ID", "NAME"],
+    summary: "Rename a key.",
+    example: "shardgate key rename GK1234… nightly-backup",
+    run: keyUpdate((ctx) => ({ name: ctx.args.NAME })),
+  },
+  { words: ["key", "delete"], args: ["ID"], summary: "Delete a key.", example: "shardgate key delete GK1234…", run: keyDelete },
+  {
+    words: ["key", "grant"],
+    args: ["ID", "BUCKET"],
+    summary: "Set a key's rights on a bucket (replacing what it had there).",
+    flags: {
+      read: boolean("List and read objects."),
+      write: boolean("Write and delete objects."),
+      owner: boolean("Bucket settings: policy, versioning, lifecycle, object lock, deleting the bucket."),
+      none: boolean("No rights on the bucket (takes them away)."),
+    },
+    example: "shardgate key grant GK1234… photos --read --write",
+    run: keyGrant,
+  },
+  { words: ["bucket", "list"], summary: "Buckets (what the credentials may see).", example: "shardgate bucket list", run: bucketList },
+  {
+    words: ["bucket", "create"],
+    args: ["NAME"],
+    summary: "Create a bucket.",
+    flags: { "object-lock": boolean("With object lock (versioning is then enabled for good).") },
+    example: "shardgate bucket create photos",
+    run: bucketCreate,
+  },
+  { words: ["bucket", "delete"], args: ["NAME"], summary: "Delete an empty bucket.", example: "shardgate bucket delete photos", run: bucketDelete },
+  {
+    words: ["bucket", "policy", "get"],
+    args: ["NAME"],
+    summary: "Print a bucket's policy (JSON).",
+    example: "shardgate bucket policy get photos",
+    run: policyGet,
+  },
+  {
+    words: ["bucket", "policy", "set"],
+    args: ["NAME", "FILE"],
+    summary: "Set a bucket's policy from a JSON file (- for standard input).",
+    example: "shardgate bucket policy set photos policy.json",
+    run: policySet,
+  },
+  {
+    words: ["bucket", "policy", "delete"],
+    args: ["NAME"],
+    summary: "Delete a bucket's policy.",
+    example: "shardgate bucket policy delete photos",
+    run: policyDelete,
+  },
+  {
+    words: ["bucket", "versioning", "get"],
+    args: ["NAME"],
+    summary: "A bucket's versioning: Enabled, Suspended, or never enabled.",
+    example: "shardgate bucket versioning get photos",
+    run: versioningGet,
+  },
+  {
+    words: ["bucket", "versioning", "enable"],
+    args: ["NAME"],
+    summary: "Enable versioning.",
+    example: "shardgate bucket versioning enable photos",
+    run: versioningSet("Enabled"),
+  },
+  {
+    words: ["bucket", "versioning", "suspend"],
+    args: ["NAME"],
+    summary: "Suspend versioning (versions kept so far stay).",
+    example: "shardgate bucket versioning suspend photos",
+    run: versioningSet("Suspended"),
+  },
+  {
+    words: ["bucket", "lock", "get"],
+    args: ["NAME"],
+    summary: "A bucket's object lock and default retention.",
+    example: "shardgate bucket lock get photos",
+    run: lockGet,
+  },
+  {
+    words: ["bucket", "lock", "set"],
+    args: ["NAME"],
+    summary: "Turn object lock on (versioning must be enabled) and set or clear its default retention.",
+    flags: {
+      mode: { type: "string", choices: ["GOVERNANCE", "COMPLIANCE"], metavar: "MODE", desc: "GOVERNANCE or COMPLIANCE." },
+      days: integer("Retain new versions this many days.", "N", 1),
+      years: integer("Retain new versions this many years.", "N", 1),
+      "no-default": boolean("No default retention (object lock stays on)."),
+    },
+    example: "shardgate bucket lock set photos --mode GOVERNANCE --days 30",
+    run: lockSet,
+  },
+  {
+    words: ["bucket", "quota"],
+    anything: true,
+    summary: "Not available yet: bucket quotas are issue #33.",
+    example: "shardgate bucket quota photos",
+    run: notAvailable("bucket quotas are not implemented in the gateway yet (issue #33, quotas): there is nothing to set or read."),
+  },
+  { words: ["node", "list"], summary: "Every node: breaker state, latency, requests, errors, draining.", example: "shardgate node list", run: nodeList },
+  {
+    words: ["node", "drain"],
+    args: ["ID"],
+    summary: "Move a batch of shard files off a draining node (listed in SHARDGATE_DRAINING_NODES); --all until done.",
+    flags: {
+      bucket: NAME_FLAGS.bucket,
+      "start-after": string("Go on after this key (a previous answer's next.startAfter).", "KEY"),
+      "max-objects": integer("Objects per batch (1 to 1000, default 50).", "N", 1),
+      all: boolean("Repeat batches until the walk is done."),
+    },
+    example: "shardgate node drain NODE_5 --all",
+    run: nodeDrain,
+  },
+  {
+    words: ["node", "add"],
+    anything: true,
+    summary: "Not available while the gateway runs: nodes are configured at start.",
+    example: "shardgate node add NODE_6",
+    run: notAvailable(`adding a node ${NODE_CHANGE}`),
+  },
+  {
+    words: ["node", "remove"],
+    anything: true,
+    summary: "Not available while the gateway runs: nodes are configured at start.",
+    example: "shardgate node remove NODE_5",
+    run: notAvailable(
+      `removing a node ${NODE_CHANGE} Drain it first: list it in SHARDGATE_DRAINING_NODES (vars in shardgate.json), restart, \`shardgate node drain ID --all\`, then remove it and restart.`,
+    ),
+  },
+  {
+    words: ["heal"],
+    summary: "Heal now: a bucket's objects (--bucket, a batch; --all to the end), or the heal queues.",
+    flags: {
+      bucket: string("Check and rebuild this bucket's objects (without it: work through the heal queues).", "NAME"),
+      prefix: string("Only keys under this prefix (with --bucket).", "PREFIX"),
+      "start-after": string("Go on after this key (a previous answer's next).", "KEY"),
+      "max-objects": integer("Objects per batch (1 to 1000, default 100).", "N", 1),
+      all: boolean("Repeat batches until the bucket (or the queue) is done."),
+    },
+    example: "shardgate heal --bucket photos --all",
+    run: heal,
+  },
+  { words: ["heal", "status"], summary: "The scrub's progress and results, and the heal queue.", example: "shardgate heal status", run: healStatus },
+  {
+    words: ["scrub"],
+    summary: "Run one bounded scrub step now (what the scheduler runs).",
+    flags: {
+      mode: {
+        type: "string",
+        choices: ["deep", "shallow"],
+        metavar: "MODE",
+        desc: "deep (read and verify every chunk) or shallow (check shard files are there).",
+      },
+      "max-objects": integer("At most this many objects (1 to 100000).", "N", 1),
+      "max-ms": integer("At most this long, in ms (1 to 900000).", "MS", 1),
+      "move-mib": integer("Move at most this many MiB of misplaced shard files.", "MIB"),
+      "report-only": boolean("Report only: rebuild and move nothing (heal=false)."),
+    },
+    example: "shardgate scrub --mode shallow --max-objects 5000",
+    run: scrub,
+  },
+  { words: ["scrub", "status"], summary: "The scrub's progress and results (as `heal status`).", example: "shardgate scrub status", run: healStatus },
+  {
+    words: ["sweep"],
+    summary: "Sweep orphan shard files (no manifest refers to them) older than the grace period now.",
+    flags: { "grace-seconds": integer("Grace period in seconds (default SHARDGATE_ORPHAN_GRACE_MS, a day).", "S") },
+    example: "shardgate sweep --grace-seconds 3600",
+    run: sweep,
+  },
+  {
+    words: ["lifecycle"],
+    summary: "Apply the lifecycle rules now (every bucket, or --bucket), then delete what they expired.",
+    flags: { bucket: string("Only this bucket.", "NAME"), now: string("As of this ISO 8601 time (default now).", "TIME") },
+    example: "shardgate lifecycle --bucket logs",
+    run: lifecycle,
+  },
+];
+
+/** Flags every command takes. */
+export const GLOBAL_FLAGS = {
+  endpoint: string("The gateway (default $SHARDGATE_ENDPOINT, else http://127.0.0.1:8787).", "URL"),
+  profile: string("Use this profile of ~/.aws/credentials / ~/.aws/config (without it: the environment's keys, else $AWS_PROFILE, else default).", "NAME"),
+  region: string("The signing region (default $AWS_REGION, $AWS_DEFAULT_REGION, the profile's, else us-east-1).", "REGION"),
+  json: boolean("Machine output: the gateway's JSON answer (or a stable shape for S3 answers)."),
+  timeout: integer("Give up on an answer after this many seconds (default 30).", "S", 1),
+  help: boolean("Help for the command."),
+};
