@@ -25,7 +25,7 @@ import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort, portAvailable } from "./lib/free-port.mjs";
-import { consoleOriginsFor, printBanner, restrictDirectories, waitHealthy } from "./lib/serving.mjs";
+import { consoleOriginsFor, masterKey, printBanner, restrictDirectories, waitHealthy } from "./lib/serving.mjs";
 import { loadShardgateConfig, parseFlags } from "./lib/shardgate-config.mjs";
 import { workerBundle } from "./lib/worker-bundle.mjs";
 import { checkVars } from "./lib/worker-vars.mjs";
@@ -78,8 +78,10 @@ const { unstable_readConfig } = await import("wrangler");
 const wrangler = unstable_readConfig({ config: join(root, "wrangler.toml") }, { hideWarnings: true });
 // What the Worker will be given, checked as the Worker checks it (worker/src/config.ts): a bad
 // variable stops here, not at the first request.
-const varProblems = checkVars(workerVars(wrangler, { ...config, vars: consoleVars }));
+// (The master key is made only after this: a refused start writes nothing.)
+const varProblems = checkVars(workerVars(wrangler, { ...config, masterKey: config.masterKey ?? "made at first start".padEnd(64, "."), vars: consoleVars }));
 if (varProblems.length) startupFailure(new Error(`Worker variables: ${varProblems.join("; ")}`));
+config.masterKey ??= masterKey(config.dataDir);
 
 const diskPaths = config.nodes.filter((n) => n.type === "disk").map((n) => n.path);
 for (const dir of [join(config.dataDir, "meta"), ...diskPaths]) mkdirSync(dir, { recursive: true });

@@ -31,7 +31,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { defaultKeysRefusal, LOCAL_DEFAULTS, masterKey } from "./serving.mjs";
+import { defaultKeysRefusal, LOCAL_DEFAULTS } from "./serving.mjs";
 import { checkVars, isS3NodeSecret, KINDS, nearest, shown, VAR_KINDS } from "./worker-vars.mjs";
 
 const DEFAULT_NODES = 6;
@@ -209,7 +209,6 @@ function resolveConfig(raw, path, root, overrides) {
   if (refusal) throw new ConfigError(refusal);
   if (env.SHARDGATE_MASTER_KEY !== undefined && env.SHARDGATE_MASTER_KEY.length < MIN_MASTER_KEY_LENGTH)
     fail(`SHARDGATE_MASTER_KEY (environment) must be ${MIN_MASTER_KEY_LENGTH} characters or more, got ${env.SHARDGATE_MASTER_KEY.length}`);
-  const master = env.SHARDGATE_MASTER_KEY || raw.masterKey || masterKey(dataDir);
   return {
     file: existsSync(path) ? path : null,
     ip,
@@ -225,7 +224,8 @@ function resolveConfig(raw, path, root, overrides) {
     credentials,
     /** Where the secret came from: "default" (LOCAL_DEFAULTS), else a phrase naming the place. */
     credentialsFrom,
-    masterKey: master,
+    /** null: DATA/master.key, made at the first start (scripts/lib/serving.mjs masterKey) once the configuration passed. */
+    masterKey: env.SHARDGATE_MASTER_KEY || raw.masterKey || null,
     tls: tlsFiles(raw.tls, dirname(path)),
     vars: Object.fromEntries(Object.entries(raw.vars ?? {}).map(([k, v]) => [k, String(v)])),
   };
@@ -297,9 +297,9 @@ export function parseFlags(argv, options, { allowPositionals = false, deprecated
     const flag = /'(-{1,2}[^' ]*)/.exec(message)?.[1] ?? "";
     const known = Object.keys(options);
     if (e.code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
-      const near = nearest(flag.replace(/^-+/, "").split("=")[0], known);
+      const near = nearest(flag.replace(/^-+/, "").split("=")[0], [...known, ...Object.keys(deprecated)]);
       throw new ConfigError(
-        `unknown flag ${shown(flag).slice(1, -1)}${near ? ` (did you mean --${near}?)` : ""}; flags: ${known.map((k) => `--${k}`).join(" ")}`,
+        `unknown flag ${shown(flag).slice(1, -1)}${near ? ` (did you mean --${deprecated[near] ?? near}?)` : ""}; flags: ${known.map((k) => `--${k}`).join(" ")}`,
       );
     }
     if (e.code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE")

@@ -127,6 +127,8 @@ export function nearest(word, candidates) {
       bestDistance = d;
     }
   }
+  // A word cut short ("data" for "data-dir"): the candidate it begins.
+  if (best === null && w.length >= 3) best = candidates.find((c) => c.toLowerCase().startsWith(w)) ?? null;
   return best;
 }
 

@@ -171,6 +171,8 @@ export function nearest(word: string, candidates: readonly string[]): string | n
       bestDistance = d;
     }
   }
+  // A word cut short ("data" for "data-dir"): the candidate it begins.
+  if (best === null && w.length >= 3) best = candidates.find((c) => c.toLowerCase().startsWith(w)) ?? null;
   return best;
 }
 
