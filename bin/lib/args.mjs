@@ -18,7 +18,7 @@ function distance(a, b) {
   return row[b.length];
 }
 
-/** The candidate nearest `word` (a prefix match first, then the smallest edit distance). */
+/** The candidate nearest `word` (a prefix match first, then the smallest edit distance), null when none is near. */
 export function nearest(word, candidates) {
   const w = word.toLowerCase();
   const prefixed = candidates.filter((c) => c.toLowerCase().startsWith(w) || w.startsWith(c.toLowerCase()));
@@ -29,14 +29,15 @@ export function nearest(word, candidates) {
     const d = distance(w, c.toLowerCase());
     if (d < bestDistance) [best, bestDistance] = [c, d];
   }
-  return best;
+  // Nothing is near a word that shares less than half its letters with every candidate.
+  return bestDistance <= Math.max(2, Math.floor(w.length / 2)) ? best : null;
 }
 
 /**
  * Splits argv into words (positionals) and flag tokens. `valued` is the set of flag names that take
- * a value (in any command), so their values are not taken for words.
+ * a value (in any command), so their values are not taken for words; `known` every flag name.
  */
-export function split(argv, valued) {
+export function split(argv, valued, known) {
   const words = [];
   const flags = [];
   for (let i = 0; i < argv.length; i++) {
@@ -54,6 +55,8 @@ export function split(argv, valued) {
       const name = eq < 0 ? token.slice(2) : token.slice(2, eq);
       if (eq >= 0) flags.push({ name, value: token.slice(eq + 1), token });
       else if (valued.has(name) && i + 1 < argv.length) flags.push({ name, value: argv[++i], token });
+      // A flag no command knows takes the next word with it (it is refused anyway, by name).
+      else if (!known.has(name) && i + 1 < argv.length && !argv[i + 1].startsWith("-")) flags.push({ name, value: argv[++i], token });
       else flags.push({ name, value: null, token });
       continue;
     }

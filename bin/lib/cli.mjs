@@ -19,6 +19,8 @@ const VALUED = new Set(
   ),
 );
 
+const KNOWN = new Set([GLOBAL_FLAGS, ...COMMANDS.map((c) => c.flags ?? {})].flatMap((spec) => Object.keys(spec)));
+
 const startsWith = (words, prefix) => prefix.every((w, i) => words[i] === w);
 
 function usageLine(c) {
@@ -91,11 +93,11 @@ function find(words) {
     const rest = words.slice(best.words.length);
     const extensions = COMMANDS.filter((c) => c !== best && startsWith(c.words, best.words));
     if (!best.anything && rest.length > (best.args?.length ?? 0) && extensions.length > 0 && (best.args?.length ?? 0) === 0) {
-      const near = nearest(
-        rest[0],
-        extensions.map((c) => c.words[best.words.length]),
+      const subs = extensions.map((c) => c.words[best.words.length]);
+      const near = nearest(rest[0], subs);
+      throw new UsageError(
+        `unknown command "${clean([...best.words, rest[0]].join(" "), 60)}"; ${near ? `did you mean "${[...best.words, near].join(" ")}"?` : `"${best.words.join(" ")}" takes no argument; its commands: ${subs.join(", ")}`}`,
       );
-      throw new UsageError(`unknown command "${clean([...best.words, rest[0]].join(" "), 60)}"; did you mean "${[...best.words, near].join(" ")}"?`);
     }
     return { command: best, rest };
   }
@@ -107,7 +109,7 @@ function find(words) {
   const next = [...new Set(COMMANDS.filter((c) => startsWith(c.words, prefix) && c.words.length > depth).map((c) => c.words[depth]))];
   const near = nearest(words[depth], next);
   throw new UsageError(
-    `unknown command "${clean([...prefix, words[depth]].join(" "), 60)}"${near ? `; did you mean "${[...prefix, near].join(" ")}"?` : ""} (shardgate --help lists them)`,
+    `unknown command "${clean([...prefix, words[depth]].join(" "), 60)}"${near ? `; did you mean "${[...prefix, near].join(" ")}"?` : `; the commands${prefix.length ? ` of "${prefix.join(" ")}"` : ""}: ${next.join(", ")}`}`,
   );
 }
 
@@ -119,9 +121,23 @@ async function write(stream, text) {
 export async function main(argv, env = process.env) {
   let json = argv.includes("--json");
   try {
-    const { words: all, flags } = split(argv, VALUED);
+    const { words: all, flags } = split(argv, VALUED, KNOWN);
     const helpWord = all[0] === "help";
     const words = helpWord ? all.slice(1) : all;
+    // A flag no command knows is named first: its command's own flags are the candidates when the words name one.
+    const stranger = flags.find((f) => !KNOWN.has(f.name));
+    if (stranger) {
+      let command = null;
+      try {
+        command = find(words).command ?? null;
+      } catch {
+        // the words are wrong too: the flag is said first
+      }
+      if (!command?.anything) {
+        const spec = command ? { ...GLOBAL_FLAGS, ...(command.flags ?? {}) } : Object.fromEntries([...KNOWN].map((n) => [n, {}]));
+        readFlags([stranger], spec, command ? `shardgate ${command.words.join(" ")}` : "shardgate");
+      }
+    }
     const wantsHelp = helpWord || flags.some((f) => f.name === "help");
     if (words.length === 0) {
       if (wantsHelp) {

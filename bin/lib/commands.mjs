@@ -653,7 +653,7 @@ export const COMMANDS = [
     anything: true,
     summary: "Not available yet: bucket quotas are issue #33.",
     example: "shardgate bucket quota photos",
-    run: notAvailable("bucket quotas are not implemented in the gateway yet (issue #33, quotas): there is nothing to set or read."),
+    run: notAvailable("bucket quotas are not in the gateway (issue #33: quotas), so there is nothing to set or read."),
   },
   { words: ["node", "list"], summary: "Every node: breaker state, latency, requests, errors, draining.", example: "shardgate node list", run: nodeList },
   {

@@ -1,0 +1,400 @@
+// The `shardgate` CLI (bin/shardgate.mjs, docs/cli.md) end to end: the real bin run with
+// child_process against the gateway as `npm start` serves it, with credentials from the environment
+// and from profile files in a temporary HOME, and against hostile servers (garbage, huge and
+// never-ending answers) that must end it with one line, never a stack trace or a hang.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { AwsClient } from "aws4fetch";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CREDENTIALS, Gateway } from "./gateway";
+import { clientEnv, ROOT, run, type RunResult } from "./tools";
+
+const BIN = join(ROOT, "bin/shardgate.mjs");
+const gateway = new Gateway();
+let home: string;
+
+beforeAll(async () => {
+  home = mkdtempSync(join(tmpdir(), "shardgate-cli-"));
+  await gateway.start();
+}, 120_000);
+afterAll(async () => {
+  await gateway.dispose();
+  rmSync(home, { recursive: true, force: true });
+});
+
+const ROOT_KEYS = { AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId, AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey };
+
+/** `shardgate ARGS…` against the gateway (unless args name another --endpoint), with `env` (the root key by default) and HOME the temp folder. */
+function cli(args: string[], opts: { env?: Record<string, string>; input?: string; endpoint?: string; timeoutMs?: number } = {}): Promise<RunResult> {
+  const env = clientEnv({ HOME: home, ...(opts.env ?? ROOT_KEYS) });
+  delete env.SHARDGATE_ENDPOINT;
+  return run(process.execPath, [BIN, "--endpoint", opts.endpoint ?? gateway.base, ...args], {
+    env,
+    input: opts.input,
+    cwd: home,
+    timeoutMs: opts.timeoutMs ?? 30_000,
+  });
+}
+
+/** `cli`, failing with its output unless it exited 0. */
+async function ok(args: string[], opts: Parameters<typeof cli>[1] = {}): Promise<string> {
+  const res = await cli(args, opts);
+  if (res.code !== 0) throw new Error(`shardgate ${args.join(" ")} exited with ${res.code}\n--- stdout\n${res.stdout}\n--- stderr\n${res.stderr}`);
+  return res.stdout;
+}
+
+/** `cli … --json`, parsed. */
+async function okJson<T = Record<string, unknown>>(args: string[], opts: Parameters<typeof cli>[1] = {}): Promise<T> {
+  return JSON.parse(await ok([...args, "--json"], opts)) as T;
+}
+
+/** The run failed with `code` and said so on exactly one line of stderr (no stack trace), which is returned. */
+function oneLineError(res: RunResult, code: number): string {
+  expect(res.code, `stdout: ${res.stdout}\nstderr: ${res.stderr}`).toBe(code);
+  const lines = res.stderr.trimEnd().split("\n");
+  expect(lines, res.stderr).toHaveLength(1);
+  expect(lines[0]).toMatch(/^shardgate: /);
+  expect(res.stderr).not.toMatch(/\n\s+at /);
+  return lines[0];
+}
+
+interface Key {
+  id: string;
+  name: string;
+  secret?: string;
+  enabled: boolean;
+  createBucket: boolean;
+  grants?: { bucket: string; read: boolean; write: boolean; owner: boolean }[];
+}
+
+describe("the command line", () => {
+  it("prints help for every level, and names the nearest command or flag for a typo (exit 2, one line)", async () => {
+    expect(await ok(["--help"])).toMatch(/Usage: shardgate COMMAND/);
+    expect(await ok(["key", "--help"])).toMatch(/key create NAME/);
+    expect(await ok(["bucket", "lock", "set", "--help"])).toMatch(/--mode MODE[\s\S]*Example: shardgate bucket lock set/);
+    expect(await ok(["help", "heal"])).toMatch(/--max-objects N/);
+    expect(oneLineError(await cli(["stauts"]), 2)).toContain('did you mean "status"');
+    expect(oneLineError(await cli(["key", "creat", "x"]), 2)).toContain('did you mean "key create"');
+    expect(oneLineError(await cli(["bucket", "versoning", "get", "b"]), 2)).toContain('did you mean "bucket versioning"');
+    expect(oneLineError(await cli(["status", "--jsn"]), 2)).toContain("did you mean --json");
+    expect(oneLineError(await cli(["heal", "--max-object", "3"]), 2)).toContain("unknown flag --max-object for `shardgate heal`; did you mean --max-objects?");
+    expect(oneLineError(await cli(["--bogus", "x", "status"]), 2)).toContain("unknown flag --bogus for `shardgate status`");
+    expect(oneLineError(await cli(["key"]), 2)).toContain("needs a command: list, create");
+    expect(oneLineError(await cli(["key", "create"]), 2)).toContain("missing NAME");
+    expect(oneLineError(await cli(["key", "delete", "a", "b"]), 2)).toContain('unexpected argument "b"');
+    expect(oneLineError(await cli(["scrub", "--mode", "fast"]), 2)).toContain("--mode must be one of deep, shallow");
+    expect(oneLineError(await cli(["sweep", "--grace-seconds", "-1"]), 2)).toContain("whole number");
+    expect(oneLineError(await cli([]), 2)).toContain("name a command");
+  });
+
+  it("says what the gateway does not offer yet, with exit status 2", async () => {
+    expect(oneLineError(await cli(["bucket", "quota", "photos", "--max-bytes", "10"]), 2)).toMatch(/not available yet: .*issue #33/);
+    expect(oneLineError(await cli(["node", "add", "NODE_6"]), 2)).toMatch(/not available yet: .*shardgate\.json.*restart/);
+    expect(oneLineError(await cli(["node", "remove", "NODE_5"]), 2)).toMatch(/not available yet: .*SHARDGATE_DRAINING_NODES/);
+  });
+});
+
+describe("access keys", () => {
+  it("creates, lists, grants, disables, enables and deletes a key that then signs S3 requests", async () => {
+    await ok(["bucket", "create", "cli-keys"]);
+    await ok(["bucket", "create", "cli-other"]);
+    const key = await okJson<Key>(["key", "create", "cli-user"]);
+    expect(key).toMatchObject({ name: "cli-user", enabled: true, createBucket: false });
+    expect(key.id).toMatch(/\S/);
+    expect(key.secret).toMatch(/\S{20,}/);
+
+    const table = await ok(["key", "list"]);
+    expect(table).toMatch(/^ID\s+NAME\s+ENABLED/);
+    expect(table).toContain(key.id);
+    expect(table).not.toContain(key.secret);
+
+    expect(await ok(["key", "grant", key.id, "cli-keys", "--read", "--write"])).toContain("read+write");
+    const { keys } = await okJson<{ keys: Key[] }>(["key", "list"]);
+    expect(keys.find((k) => k.id === key.id)?.grants).toEqual([{ bucket: "cli-keys", read: true, write: true, owner: false }]);
+    const onBucket = await okJson<{ keys: { keyId: string }[] }>(["key", "list", "--bucket", "cli-keys"]);
+    expect(onBucket.keys.map((k) => k.keyId)).toContain(key.id);
+
+    // The new key writes and reads its bucket, and nothing else.
+    const s3 = new AwsClient({ accessKeyId: key.id, secretAccessKey: key.secret as string, service: "s3", region: "us-east-1", retries: 0 });
+    expect((await s3.fetch(`${gateway.base}/cli-keys/hello.txt`, { method: "PUT", body: "hello" })).status).toBe(200);
+    expect(await (await s3.fetch(`${gateway.base}/cli-keys/hello.txt`)).text()).toBe("hello");
+    expect((await s3.fetch(`${gateway.base}/cli-other/x`, { method: "PUT", body: "x" })).status).toBe(403);
+    // …and the CLI with it: its buckets, and no admin API.
+    const asKey = { AWS_ACCESS_KEY_ID: key.id, AWS_SECRET_ACCESS_KEY: key.secret as string };
+    expect((await okJson<{ buckets: { name: string }[] }>(["bucket", "list"], { env: asKey })).buckets.map((b) => b.name)).toEqual(["cli-keys"]);
+    expect(oneLineError(await cli(["key", "list"], { env: asKey }), 1)).toMatch(/^shardgate: AccessDenied: /);
+
+    expect((await okJson<Key>(["key", "disable", key.id])).enabled).toBe(false);
+    expect((await s3.fetch(`${gateway.base}/cli-keys/hello.txt`)).status).toBe(403);
+    expect((await okJson<Key>(["key", "enable", key.id])).enabled).toBe(true);
+    expect((await okJson<Key>(["key", "rename", key.id, "renamed"])).name).toBe("renamed");
+    expect(await ok(["key", "grant", key.id, "cli-keys", "--none"])).toContain("none");
+    expect(await ok(["key", "delete", key.id])).toContain(`Deleted access key ${key.id}`);
+    expect(oneLineError(await cli(["key", "delete", key.id]), 1)).toMatch(/^shardgate: InvalidArgument: There is no access key/);
+    expect(oneLineError(await cli(["key", "grant", "x", "cli-keys"]), 2)).toContain("--read, --write, --owner");
+  });
+});
+
+describe("buckets", () => {
+  it("creates and lists buckets, sets versioning, a policy and object lock's default retention", async () => {
+    expect(await ok(["bucket", "create", "cli-photos"])).toContain("Created bucket cli-photos");
+    expect(oneLineError(await cli(["bucket", "create", "cli-photos"]), 1)).toMatch(/^shardgate: BucketAlreadyOwnedByYou: /);
+    expect(await ok(["bucket", "list"])).toMatch(/^NAME\s+CREATED\n(.*\n)*cli-photos\s+\d{4}-/m);
+    const listed = await okJson<{ buckets: { name: string; created: string }[] }>(["bucket", "list"]);
+    expect(listed.buckets.find((b) => b.name === "cli-photos")?.created).toMatch(/^\d{4}-\d\d-\d\dT/);
+
+    expect(await okJson(["bucket", "versioning", "get", "cli-photos"])).toEqual({ bucket: "cli-photos", status: null });
+    expect(await ok(["bucket", "versioning", "enable", "cli-photos"])).toContain("versioning Enabled");
+    expect(await okJson(["bucket", "versioning", "get", "cli-photos"])).toEqual({ bucket: "cli-photos", status: "Enabled" });
+    await ok(["bucket", "versioning", "suspend", "cli-photos"]);
+    expect(await ok(["bucket", "versioning", "get", "cli-photos"])).toContain("versioning Suspended");
+
+    const policy = {
+      Version: "2012-10-17",
+      Statement: [{ Effect: "Allow", Principal: "*", Action: "s3:GetObject", Resource: "arn:aws:s3:::cli-photos/public/*" }],
+    };
+    writeFileSync(join(home, "policy.json"), JSON.stringify(policy));
+    expect(oneLineError(await cli(["bucket", "policy", "get", "cli-photos"]), 1)).toMatch(/^shardgate: NoSuchBucketPolicy: /);
+    expect(await ok(["bucket", "policy", "set", "cli-photos", "policy.json"])).toContain("Set the policy of cli-photos");
+    expect(await okJson(["bucket", "policy", "get", "cli-photos"])).toEqual(policy);
+    // From standard input too; a file that is not JSON fails before any request.
+    await ok(["bucket", "policy", "set", "cli-photos", "-"], { input: JSON.stringify(policy) });
+    writeFileSync(join(home, "broken.json"), "{ nope");
+    expect(oneLineError(await cli(["bucket", "policy", "set", "cli-photos", "broken.json"]), 2)).toContain("broken.json is not JSON");
+    expect(oneLineError(await cli(["bucket", "policy", "set", "cli-photos", "missing.json"]), 2)).toContain("cannot read missing.json");
+    await ok(["bucket", "policy", "delete", "cli-photos"]);
+    expect((await cli(["bucket", "policy", "get", "cli-photos"])).code).toBe(1);
+
+    // Object lock: on a bucket created with it, default retention set, read back and cleared.
+    await ok(["bucket", "create", "cli-locked", "--object-lock"]);
+    expect(await okJson(["bucket", "lock", "get", "cli-locked"])).toEqual({ bucket: "cli-locked", enabled: true, defaultRetention: null });
+    expect(await ok(["bucket", "lock", "set", "cli-locked", "--mode", "GOVERNANCE", "--days", "3"])).toContain("GOVERNANCE, 3 day(s)");
+    expect(await okJson(["bucket", "lock", "get", "cli-locked"])).toEqual({
+      bucket: "cli-locked",
+      enabled: true,
+      defaultRetention: { mode: "GOVERNANCE", days: 3 },
+    });
+    expect(await ok(["bucket", "lock", "get", "cli-locked"])).toMatch(/default retention\s+GOVERNANCE, 3 day\(s\)/);
+    await ok(["bucket", "lock", "set", "cli-locked", "--no-default"]);
+    expect((await okJson<{ defaultRetention: unknown }>(["bucket", "lock", "get", "cli-locked"])).defaultRetention).toBeNull();
+    expect(oneLineError(await cli(["bucket", "lock", "set", "cli-locked", "--mode", "GOVERNANCE"]), 2)).toContain("--days N or --years N");
+    expect(oneLineError(await cli(["bucket", "lock", "get", "cli-photos"]), 1)).toMatch(/^shardgate: ObjectLockConfigurationNotFoundError: /);
+
+    await ok(["bucket", "delete", "cli-photos"]);
+    expect(oneLineError(await cli(["bucket", "versioning", "get", "cli-photos"]), 1)).toMatch(/^shardgate: NoSuchBucket: /);
+  });
+});
+
+describe("operations", () => {
+  it("status shows every node, quorum, the heal queue and the scrub; --json parses", async () => {
+    const text = await ok(["status"]);
+    expect(text).toMatch(/gateway\s+http:\/\/127\.0\.0\.1:\d+ — ready/);
+    expect(text).toMatch(/quorum\s+6 of 6 nodes reachable/);
+    expect(text).toMatch(/heal queue\s+0 object\(s\) pending/);
+    for (let i = 0; i < 6; i++) expect(text).toMatch(new RegExp(`^NODE_${i}\\s+disk\\s+up\\s+closed`, "m"));
+    const status = await okJson<{
+      ready: { status: string };
+      reachable: number;
+      nodes: { id: string; up: boolean }[];
+      heal: { scrub: unknown; queue: { pending: number } };
+    }>(["status"]);
+    expect(status.ready.status).toBe("ready");
+    expect(status.reachable).toBe(6);
+    expect(status.nodes.map((n) => [n.id, n.up])).toEqual([0, 1, 2, 3, 4, 5].map((i) => [`NODE_${i}`, true]));
+    expect(status.heal.queue.pending).toBe(0);
+    expect((await okJson<{ nodes: unknown[] }>(["node", "list"])).nodes).toHaveLength(6);
+    expect(await ok(["node", "list"])).toMatch(/^NODE\s+KIND\s+UP\s+BREAKER\s+LATENCY/);
+  });
+
+  it("heal (a bucket in batches, or the queues), scrub, sweep, lifecycle and drain with their flags", async () => {
+    await ok(["bucket", "create", "cli-heal"]);
+    const s3 = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1", retries: 0 });
+    for (const key of ["a", "b", "c"])
+      expect((await s3.fetch(`${gateway.base}/cli-heal/${key}`, { method: "PUT", body: `object ${key}`.repeat(3000) })).status).toBe(200);
+
+    const batch = await okJson<{ objectsChecked: number; next: string | null }>(["heal", "--bucket", "cli-heal", "--max-objects", "2"]);
+    expect(batch).toMatchObject({ objectsChecked: 2, next: "b" });
+    const all = await okJson<{ objectsChecked: number; batches: number; next: string | null }>(["heal", "--bucket", "cli-heal", "--max-objects", "1", "--all"]);
+    expect(all).toMatchObject({ objectsChecked: 3, batches: 3, next: null });
+    expect(await okJson(["heal", "--bucket", "cli-heal", "--start-after", "b"])).toMatchObject({ objectsChecked: 1, next: null });
+    expect(await okJson(["heal", "--bucket", "cli-heal", "--prefix", "c"])).toMatchObject({ prefix: "c", objectsChecked: 1 });
+    expect(await okJson(["heal"])).toMatchObject({ pending: 0, objectsHealed: 0 });
+    expect(await ok(["heal", "--bucket", "cli-heal"])).toMatch(/objectsChecked\s+3/);
+    expect(oneLineError(await cli(["heal", "--bucket", "no-such-bucket"]), 1)).toMatch(/^shardgate: NoSuchBucket: /);
+
+    const scrub = await okJson<{ run: { mode: string; heal: boolean; counters: { objectsChecked: number } }; status: { pass: number } }>([
+      "scrub",
+      "--mode",
+      "shallow",
+      "--max-objects",
+      "100",
+      "--max-ms",
+      "20000",
+      "--move-mib",
+      "0",
+      "--report-only",
+    ]);
+    expect(scrub.run).toMatchObject({ mode: "shallow", heal: false });
+    expect(scrub.run.counters.objectsChecked).toBeGreaterThanOrEqual(3);
+    expect(await ok(["scrub", "--mode", "deep"])).toMatch(/^run\s+deep, \d+ ms, stopped by/m);
+    const healStatus = await okJson<{ scrub: { lastRun: { mode: string } }; queue: { pending: number } }>(["heal", "status"]);
+    expect(healStatus.scrub.lastRun.mode).toBe("deep");
+    expect(await ok(["scrub", "status"])).toMatch(/last run\s+\S+ admin deep/);
+
+    expect(await okJson(["sweep", "--grace-seconds", "3600"])).toMatchObject({ orphans: 0, removed: 0, failed: 0, nodesSkipped: [] });
+    expect(await ok(["sweep"])).toMatch(/filesListed\s+\d+/);
+    expect(await okJson(["lifecycle", "--bucket", "cli-heal", "--now", "2030-01-01T00:00:00Z"])).toMatchObject({ now: "2030-01-01T00:00:00.000Z" });
+
+    // Draining needs the node listed in SHARDGATE_DRAINING_NODES (a restart): the gateway says so.
+    expect(oneLineError(await cli(["node", "drain", "NODE_5", "--max-objects", "10"]), 1)).toMatch(/^shardgate: NodeNotDraining: .*SHARDGATE_DRAINING_NODES/);
+    expect(oneLineError(await cli(["node", "drain", "NODE_9"]), 1)).toMatch(/^shardgate: NoSuchNode: /);
+  });
+});
+
+describe("credentials", () => {
+  it("come from a profile of ~/.aws/credentials or ~/.aws/config in HOME, or the files the environment names", async () => {
+    mkdirSync(join(home, ".aws"), { recursive: true });
+    writeFileSync(
+      join(home, ".aws/credentials"),
+      `# comment\n[default]\naws_access_key_id = nobody\naws_secret_access_key = wrong\n\n[ops]\naws_access_key_id = ${CREDENTIALS.accessKeyId}\naws_secret_access_key = ${CREDENTIALS.secretAccessKey}\n`,
+    );
+    writeFileSync(
+      join(home, ".aws/config"),
+      `[default]\nregion = us-east-1\ns3 =\n  max_concurrent_requests = 4\n[profile cfg]\nregion = eu-west-1\naws_access_key_id = ${CREDENTIALS.accessKeyId}\naws_secret_access_key = ${CREDENTIALS.secretAccessKey}\n`,
+    );
+    const noKeys = {};
+    expect((await okJson<{ nodes: unknown[] }>(["node", "list", "--profile", "ops"], { env: noKeys })).nodes).toHaveLength(6);
+    expect((await okJson<{ nodes: unknown[] }>(["node", "list"], { env: { AWS_PROFILE: "ops" } })).nodes).toHaveLength(6);
+    // The cfg profile's region (eu-west-1) is not the gateway's; --region or AWS_REGION win over it.
+    expect(oneLineError(await cli(["node", "list", "--profile", "cfg"], { env: noKeys }), 1)).toMatch(
+      /^shardgate: AuthorizationHeaderMalformed: .*'eu-west-1'/,
+    );
+    expect((await okJson<{ nodes: unknown[] }>(["node", "list", "--profile", "cfg", "--region", "us-east-1"], { env: noKeys })).nodes).toHaveLength(6);
+    await ok(["node", "list", "--profile", "cfg"], { env: { AWS_REGION: "us-east-1" } });
+    expect((await cli(["node", "list"], { env: { ...ROOT_KEYS, AWS_DEFAULT_REGION: "eu-west-1" } })).code).toBe(1);
+    // The default profile's wrong secret; a profile that does not exist; the environment's keys over AWS_PROFILE; --profile over them.
+    expect(oneLineError(await cli(["node", "list"], { env: noKeys }), 1)).toMatch(/^shardgate: InvalidAccessKeyId: /);
+    expect(oneLineError(await cli(["node", "list", "--profile", "nope"], { env: noKeys }), 2)).toContain('profile "nope" is in neither');
+    await ok(["node", "list"], { env: { ...ROOT_KEYS, AWS_PROFILE: "default" } });
+    expect((await cli(["node", "list", "--profile", "default"], { env: ROOT_KEYS })).code).toBe(1);
+
+    // Files elsewhere, named by the environment.
+    const elsewhere = join(home, "elsewhere");
+    writeFileSync(elsewhere, `[moved]\naws_access_key_id = ${CREDENTIALS.accessKeyId}\naws_secret_access_key = ${CREDENTIALS.secretAccessKey}\n`);
+    await ok(["node", "list", "--profile", "moved"], { env: { AWS_SHARED_CREDENTIALS_FILE: elsewhere } });
+    writeFileSync(
+      join(home, "config-elsewhere"),
+      `[profile far]\naws_access_key_id = ${CREDENTIALS.accessKeyId}\naws_secret_access_key = ${CREDENTIALS.secretAccessKey}\n`,
+    );
+    await ok(["node", "list", "--profile", "far"], {
+      env: { AWS_CONFIG_FILE: join(home, "config-elsewhere"), AWS_SHARED_CREDENTIALS_FILE: join(home, "none") },
+    });
+    rmSync(join(home, ".aws"), { recursive: true, force: true });
+    expect(oneLineError(await cli(["status"], { env: noKeys }), 2)).toContain("no credentials: set AWS_ACCESS_KEY_ID");
+  });
+
+  it("a wrong secret, a half-set environment, a session token the gateway does not know: one line, non-zero", async () => {
+    const wrong = oneLineError(await cli(["status"], { env: { ...ROOT_KEYS, AWS_SECRET_ACCESS_KEY: "wrong" } }), 1);
+    expect(wrong).toMatch(/^shardgate: SignatureDoesNotMatch: The request signature we calculated does not match/);
+    expect(oneLineError(await cli(["key", "list"], { env: { AWS_ACCESS_KEY_ID: "nobody", AWS_SECRET_ACCESS_KEY: "x" } }), 1)).toMatch(
+      /^shardgate: InvalidAccessKeyId: /,
+    );
+    expect(oneLineError(await cli(["status"], { env: { AWS_ACCESS_KEY_ID: "x" } }), 2)).toContain("AWS_SECRET_ACCESS_KEY is not");
+    expect((await cli(["status"], { env: { ...ROOT_KEYS, AWS_SESSION_TOKEN: "bogus" } })).code).toBe(1);
+    // --json: the error as JSON on stderr, still one line.
+    const res = await cli(["key", "list", "--json"], { env: { ...ROOT_KEYS, AWS_SECRET_ACCESS_KEY: "wrong" } });
+    expect(res.code).toBe(1);
+    expect(JSON.parse(res.stderr)).toMatchObject({ error: { code: "SignatureDoesNotMatch", status: 403 } });
+  });
+});
+
+describe("a hostile or absent gateway", () => {
+  let server: http.Server;
+  let base: string;
+  const sockets = new Set<Socket>();
+
+  beforeAll(async () => {
+    server = http.createServer((req, res) => {
+      const path = new URL(req.url ?? "/", "http://x").pathname;
+      if (path.endsWith("/admin/keys")) {
+        // Garbage with a 200.
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end("\u001b[31m<html>not json</html>");
+      } else if (path.endsWith("/admin/nodes")) {
+        // An endless body, no length: the CLI stops reading at its bound.
+        res.writeHead(200, { "content-type": "application/json" });
+        const chunk = Buffer.alloc(1 << 20, 0x20);
+        const pump = () => {
+          while (res.write(chunk)) {}
+          res.once("drain", pump);
+        };
+        res.on("error", () => {});
+        pump();
+      } else if (path.endsWith("/admin/heal")) {
+        // A declared 1 GiB body.
+        res.writeHead(200, { "content-type": "application/json", "content-length": String(1 << 30) });
+        res.write("{");
+      } else if (path.endsWith("/admin/sweep")) {
+        // Headers, then nothing ever again.
+        res.writeHead(200, { "content-type": "application/json" });
+        res.write("{");
+      } else if (path.endsWith("/admin/scrub")) {
+        // An S3 error whose message carries terminal escapes and newlines.
+        res.writeHead(500, { "content-type": "application/xml" });
+        res.end("<Error><Code>InternalError</Code><Message>bad\u001b]0;pwned\u0007\nsecond line</Message></Error>");
+      } else if (path.endsWith("/admin/lifecycle")) {
+        res.writeHead(502, { "content-type": "text/html" });
+        res.end("<html>bad gateway</html>");
+      } else if (path.endsWith("/admin/keys/k")) {
+        // Valid JSON of the wrong shape.
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end("[1,2,3]");
+      } else {
+        res.writeHead(302, { location: "http://elsewhere.invalid/" });
+        res.end();
+      }
+    });
+    server.on("connection", (s) => {
+      sockets.add(s);
+      s.on("close", () => sockets.delete(s));
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    for (const s of sockets) s.destroy();
+    await new Promise((r) => server.close(r));
+  });
+
+  it("garbage, huge or endless answers, hangs and redirects end the CLI with one line and exit 1", async () => {
+    const started = Date.now();
+    const hostile = (args: string[]) => cli(args, { endpoint: base });
+    expect(oneLineError(await hostile(["key", "list"]), 1)).toMatch(/not JSON/);
+    expect(oneLineError(await hostile(["node", "list"]), 1)).toMatch(/larger than the \d+ bytes this CLI reads/);
+    expect(oneLineError(await hostile(["heal", "status"]), 1)).toMatch(/is 1073741824 bytes, more than/);
+    expect(oneLineError(await hostile(["sweep", "--timeout", "2"]), 1)).toMatch(/no complete answer .* within 2 s/);
+    const escaped = oneLineError(await hostile(["scrub"]), 1);
+    expect(escaped).toMatch(/^shardgate: InternalError: bad/);
+    expect([...escaped].some((c) => c.charCodeAt(0) < 0x20)).toBe(false);
+    expect(oneLineError(await hostile(["lifecycle"]), 1)).toMatch(/HTTP 502.*not an S3 error document/);
+    expect(oneLineError(await hostile(["key", "enable", "k"]), 1)).toMatch(/unexpected answer from the gateway/);
+    expect(oneLineError(await hostile(["bucket", "list"]), 1)).toMatch(/HTTP 302.*redirects/);
+    expect(Date.now() - started).toBeLessThan(25_000);
+  });
+
+  it("a gateway that is not there, or a bad endpoint: one line", async () => {
+    const closed = await new Promise<number>((resolve) => {
+      const s = http.createServer();
+      s.listen(0, "127.0.0.1", () => {
+        const { port } = s.address() as AddressInfo;
+        s.close(() => resolve(port));
+      });
+    });
+    expect(oneLineError(await cli(["status"], { endpoint: `http://127.0.0.1:${closed}` }), 1)).toContain("connection refused");
+    expect(oneLineError(await cli(["status"], { endpoint: "not a url" }), 2)).toContain("is not a URL");
+    expect(oneLineError(await cli(["status"], { endpoint: "ftp://127.0.0.1" }), 2)).toContain("http:// or https://");
+  });
+});
