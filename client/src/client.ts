@@ -13,6 +13,7 @@ import type {
 } from "../../worker/src/shared/direct-protocol";
 import { openPlanPart, planNodes } from "./plan-nodes";
 import { codePart, type CodedPart, partMd5 } from "./coding";
+import { type CoreSource, loadCore } from "./core";
 
 export interface ClientOptions {
   /** The gateway, e.g. "http://127.0.0.1:8787". */
@@ -22,8 +23,13 @@ export interface ClientOptions {
   /** Temporary credentials' session token (x-amz-security-token), with their key and secret. */
   sessionToken?: string;
   region?: string;
-  /** The core, instantiated by the caller (web/src/core.ts in a browser, initSync in Node). */
-  core: Core;
+  /**
+   * The core, instantiated by the caller. Default: the package loads it itself, once, when a call
+   * first needs it (from `wasm`, or the .wasm file next to the package).
+   */
+  core?: Core;
+  /** Where the package loads the core's .wasm from, when the caller's bundler does not copy the file next to it. */
+  wasm?: CoreSource;
   /** A shard stream silent this long (ms) is read around (default 5 s). */
   readStallMs?: number;
   /** How requests go out (default: the global fetch). */
@@ -52,7 +58,12 @@ export interface ShardState {
   state: "waiting" | "sending" | "sent" | "stored before" | "failed";
 }
 
-export interface UploadOptions {
+/** Every call takes an AbortSignal: once it aborts, the call sends nothing more and rejects with its reason. */
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+export interface UploadOptions extends CallOptions {
   contentType?: string;
   metadata?: Record<string, string>;
   onProgress?(progress: UploadProgress): void;
@@ -75,9 +86,18 @@ export interface Declined {
   reason: string;
 }
 
+export interface DownloadOptions extends CallOptions {
+  versionId?: string;
+  /** Bytes [start, end) of the object only (`end` defaults to its size), as Blob.slice counts them. */
+  range?: { start: number; end?: number };
+}
+
 export interface Download {
   mode: "direct" | "classic";
+  /** The object's size. */
   size: number;
+  /** The object bytes `body` carries: [start, end). */
+  range: { start: number; end: number };
   etag: string;
   contentType: string | null;
   body: ReadableStream<Uint8Array>;
@@ -133,15 +153,19 @@ export class ShardgateClient {
   }
 
   private async uploadOr(bucket: string, key: string, data: Blob | Uint8Array, options: UploadOptions, decline: boolean): Promise<UploadResult | Declined> {
+    const signal = options.signal;
+    signal?.throwIfAborted();
     const blob = data instanceof Blob ? data : new Blob([data as Uint8Array<ArrayBuffer>]);
     const path = objectPath(bucket, key);
+    const loaded = this.core(); // loads while the session is asked for
     // A session kept from before resumes only while it lasts, and only for data of its size.
     const kept = options.session;
     const resumed =
       kept?.mode === "direct" && kept.expires > Date.now() + 60_000 && kept.parts.reduce((n, p) => n + p.size, 0) === blob.size ? kept : null;
-    const session = resumed ?? (await this.json<DirectUploadSession>(`${path}?shardgate-upload`, { method: "POST", body: JSON.stringify({ size: blob.size }) }));
+    const session = resumed ?? (await this.json<DirectUploadSession>(`${path}?shardgate-upload`, { method: "POST", body: JSON.stringify({ size: blob.size }), signal }));
     if (session.mode === "classic") return decline ? { mode: "declined", reason: session.reason } : this.putClassic(path, blob, options);
     options.onSession?.(session);
+    const core = await untilAborted(loaded, signal);
     const progress: UploadProgress = {
       totalBytes: blob.size,
       codedBytes: 0,
@@ -149,7 +173,9 @@ export class ShardgateClient {
       nodeBytes: {},
       shards: session.parts.flatMap((part, p) => part.placement.map((node, shard) => ({ part: p, shard, node, bytes: part.shardFileBytes, state: "waiting" as const }))),
     };
-    const report = () => options.onProgress?.(progress);
+    const report = () => {
+      if (!signal?.aborted) options.onProgress?.(progress);
+    };
     const md5s: string[] = [];
     // Parts code while earlier ones are sent: at most PARTS_IN_FLIGHT + 1 parts' shard files in memory.
     const sending: Promise<void>[] = [];
@@ -157,16 +183,19 @@ export class ShardgateClient {
     for (const [p, part] of session.parts.entries()) {
       const bytes = new Uint8Array(await blob.slice(offset, offset + part.size).arrayBuffer());
       offset += part.size;
-      const stored = resumed ? await this.storedShards(part) : new Set<number>();
-      const coded = stored.size === part.urls.length ? null : codePart(this.options.core, session.geometry, part, bytes);
-      md5s.push(coded?.md5 ?? partMd5(this.options.core, bytes));
+      signal?.throwIfAborted();
+      const stored = resumed ? await this.storedShards(part, signal) : new Set<number>();
+      const coded = stored.size === part.urls.length ? null : codePart(core, session.geometry, part, bytes);
+      md5s.push(coded?.md5 ?? partMd5(core, bytes));
       progress.codedBytes += part.size;
       if (sending.length >= PARTS_IN_FLIGHT) await sending.shift();
-      const sent = this.sendPart(p, part, coded, stored, progress, report);
+      signal?.throwIfAborted();
+      const sent = this.sendPart(p, part, coded, stored, progress, report, signal);
       sent.catch(() => {}); // awaited in turn
       sending.push(sent);
     }
     for (const sent of sending) await sent;
+    signal?.throwIfAborted();
     const commit: DirectCommit = {
       upload: session.upload,
       parts: session.parts.map(placeOf),
@@ -174,63 +203,133 @@ export class ShardgateClient {
       ...(options.contentType === undefined ? {} : { contentType: options.contentType }),
       ...(options.metadata === undefined ? {} : { metadata: options.metadata }),
     };
-    const committed = await this.commit(path, commit);
+    const committed = await this.commit(path, commit, signal);
     return { mode: "direct", ...committed };
   }
 
-  /** Gives up on a session: its shard files are removed now. */
-  async abort(bucket: string, key: string, session: DirectUploadSession): Promise<void> {
+  /**
+   * Gives up on a session: its shard files are removed now. After the session committed:
+   * ShardgateError NoSuchUpload (the object is there, whole).
+   */
+  async abort(bucket: string, key: string, session: DirectUploadSession, options: CallOptions = {}): Promise<void> {
     if (session.mode !== "direct") return;
     const body = JSON.stringify({ upload: session.upload, parts: session.parts.map(placeOf) });
-    const res = await this.signed(`${objectPath(bucket, key)}?shardgate-abort`, { method: "POST", body });
-    await expectOk(res);
+    const res = await this.signed(`${objectPath(bucket, key)}?shardgate-abort`, { method: "POST", body, signal: options.signal });
+    await expectOk(res, options.signal);
   }
 
-  /** Downloads bucket/key (a version of it), decoding here; parity stands in for missing or slow shard files. */
-  async download(bucket: string, key: string, options: { versionId?: string } = {}): Promise<Download> {
+  /**
+   * Downloads bucket/key (a version of it, a range of it), decoding here; parity stands in for
+   * missing or slow shard files. An abort (options.signal) errors the body and cancels every shard request.
+   */
+  async download(bucket: string, key: string, options: DownloadOptions = {}): Promise<Download> {
+    const signal = options.signal;
+    signal?.throwIfAborted();
+    const wanted = options.range;
+    if (wanted && !(Number.isSafeInteger(wanted.start) && wanted.start >= 0 && (wanted.end === undefined || (Number.isSafeInteger(wanted.end) && wanted.end > wanted.start))))
+      throw new RangeError("range: 0 <= start < end, whole numbers");
     const path = objectPath(bucket, key);
     const version = options.versionId === undefined ? "" : `&versionId=${encodeURIComponent(options.versionId)}`;
-    const plan = await this.json<DirectReadPlan>(`${path}?shardgate-plan${version}`, { method: "GET" });
+    const loaded = this.core(); // loads while the plan is asked for
+    const plan = await this.json<DirectReadPlan>(`${path}?shardgate-plan${version}`, { method: "GET", signal });
     if (plan.mode === "classic") {
-      const res = await this.signed(`${path}${version ? `?${version.slice(1)}` : ""}`, { method: "GET" });
-      await expectOk(res);
-      const size = Number(res.headers.get("content-length"));
+      const headers: Record<string, string> = wanted ? { range: `bytes=${wanted.start}-${wanted.end === undefined ? "" : wanted.end - 1}` } : {};
+      const res = await this.signed(`${path}${version ? `?${version.slice(1)}` : ""}`, { method: "GET", headers, signal });
+      await expectOk(res, signal);
+      const length = Number(res.headers.get("content-length"));
+      const ranged = res.status === 206 ? /^bytes (\d+)-(\d+)\/(\d+)$/.exec(res.headers.get("content-range") ?? "") : null;
+      const size = ranged ? Number(ranged[3]) : length;
+      const range = ranged ? { start: Number(ranged[1]), end: Number(ranged[2]) + 1 } : { start: 0, end: length };
       const etag = (res.headers.get("etag") ?? "").replace(/"/g, "");
-      return { mode: "classic", size, etag, contentType: res.headers.get("content-type"), body: res.body ?? new Blob([]).stream(), readAround: [] };
+      return { mode: "classic", size, range, etag, contentType: res.headers.get("content-type"), body: res.body ?? new Blob([]).stream(), readAround: [] };
+    }
+    const start = wanted?.start ?? 0;
+    const end = Math.min(wanted?.end ?? plan.size, plan.size);
+    if (start > 0 && start >= plan.size) throw new ShardgateError(416, "InvalidRange", "The requested range is not satisfiable");
+    const core = await untilAborted(loaded, signal);
+    // The parts the range touches, and the bytes of each it wants.
+    const spans: { part: number; start: number; end: number }[] = [];
+    let at = 0;
+    for (const [p, part] of plan.parts.entries()) {
+      const from = Math.max(start, at);
+      const to = Math.min(end, at + part.size);
+      if (from < to) spans.push({ part: p, start: from - at, end: to - at });
+      at += part.size;
     }
     const readAround: Download["readAround"] = [];
-    const setup = { nodes: planNodes(plan, (url) => this.url(url), this.send), readStallMs: this.options.readStallMs ?? 5_000 };
+    const nodes = planNodes(plan, (url) => this.url(url), this.send, signal);
+    const setup = { nodes, readStallMs: this.options.readStallMs ?? 5_000 };
     let index = 0;
     let source: Awaited<ReturnType<typeof openPlanPart>> | null = null;
+    let onAbort: (() => void) | null = null;
+    const done = () => {
+      if (onAbort) signal?.removeEventListener("abort", onAbort);
+      onAbort = null;
+      source?.close();
+      source = null;
+    };
     const body = new ReadableStream<Uint8Array>(
       {
+        start: (controller) => {
+          if (!signal) return;
+          onAbort = () => {
+            done();
+            controller.error(signal.reason);
+          };
+          signal.addEventListener("abort", onAbort, { once: true });
+        },
         pull: async (controller) => {
-          for (;;) {
-            if (!source) {
-              if (index >= plan.parts.length) return controller.close();
-              const part = index;
-              source = await openPlanPart(setup, this.options.core, plan.parts[part], (shard, why) => readAround.push({ part, shard, why }));
+          try {
+            for (;;) {
+              if (!source) {
+                if (index >= spans.length) {
+                  done();
+                  return controller.close();
+                }
+                const { part, start: from, end: to } = spans[index];
+                const opened = await openPlanPart(setup, core, plan.parts[part], from, to, (shard, why) => {
+                  if (!signal?.aborted) readAround.push({ part, shard, why });
+                });
+                if (signal?.aborted) {
+                  opened.close();
+                  return;
+                }
+                source = opened;
+              }
+              const piece = await source.next((lent) => lent.slice());
+              if (signal?.aborted) return;
+              if (piece) return controller.enqueue(piece);
+              source.close();
+              source = null;
+              index += 1;
             }
-            const piece = await source.next((lent) => lent.slice());
-            if (piece) return controller.enqueue(piece);
-            source.close();
-            source = null;
-            index += 1;
+          } catch (e) {
+            if (signal?.aborted) return; // the stream is errored with the signal's reason already
+            done();
+            throw e;
           }
         },
-        cancel: () => source?.close(),
+        cancel: () => done(),
       },
       { highWaterMark: 0 },
     );
-    return { mode: "direct", size: plan.size, etag: plan.etag, contentType: plan.contentType, body, readAround };
+    return { mode: "direct", size: plan.size, range: { start, end: Math.max(start, end) }, etag: plan.etag, contentType: plan.contentType, body, readAround };
+  }
+
+  /** The caller's core, or the package's (loaded once, on first use). */
+  private core(): Promise<Core> {
+    const core = this.options.core ? Promise.resolve(this.options.core) : loadCore(this.options.wasm);
+    core.catch(() => {}); // awaited where needed; a classic upload never needs it
+    return core;
   }
 
   /** Shard files of a resumed part already stored whole. */
-  private async storedShards(part: DirectUploadPart): Promise<Set<number>> {
+  private async storedShards(part: DirectUploadPart, signal: AbortSignal | undefined): Promise<Set<number>> {
     const stored = new Set<number>();
     await Promise.all(
       part.urls.map(async (url, shard) => {
-        const res = await this.send(new Request(this.url(url), { method: "HEAD" })).catch(() => null);
+        const res = await this.send(new Request(this.url(url), { method: "HEAD", signal })).catch(() => null);
+        signal?.throwIfAborted();
         if (res?.ok && Number(res.headers.get("content-length")) === part.shardFileBytes) stored.add(shard);
       }),
     );
@@ -238,7 +337,15 @@ export class ShardgateClient {
   }
 
   /** Sends a part's shard files, all at once; a file that fails twice is left to the commit's quorum. */
-  private async sendPart(p: number, part: DirectUploadPart, coded: CodedPart | null, stored: Set<number>, progress: UploadProgress, report: () => void): Promise<void> {
+  private async sendPart(
+    p: number,
+    part: DirectUploadPart,
+    coded: CodedPart | null,
+    stored: Set<number>,
+    progress: UploadProgress,
+    report: () => void,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
     const states = progress.shards.filter((s) => s.part === p);
     await Promise.all(
       part.urls.map(async (url, shard) => {
@@ -250,7 +357,9 @@ export class ShardgateClient {
         state.state = "sending";
         report();
         for (let attempt = 1; attempt <= SHARD_ATTEMPTS; attempt++) {
-          const res = await this.send(new Request(this.url(url), { method: "PUT", body: coded.files[shard] })).catch(() => null);
+          signal?.throwIfAborted();
+          const res = await this.send(new Request(this.url(url), { method: "PUT", body: coded.files[shard], signal })).catch(() => null);
+          signal?.throwIfAborted(); // an aborted send is not a failed one: nothing is sent again
           await res?.body?.cancel();
           if (res?.ok) {
             state.state = "sent";
@@ -271,32 +380,45 @@ export class ShardgateClient {
     const headers: Record<string, string> = {};
     if (options.contentType !== undefined) headers["content-type"] = options.contentType;
     for (const [name, value] of Object.entries(options.metadata ?? {})) headers[`x-amz-meta-${name}`] = value;
-    const res = await this.signed(path, { method: "PUT", headers, body: new Uint8Array(await blob.arrayBuffer()) });
-    await expectOk(res);
+    const body = new Uint8Array(await blob.arrayBuffer());
+    const res = await this.signed(path, { method: "PUT", headers, body, signal: options.signal });
+    await expectOk(res, options.signal);
     const version = res.headers.get("x-amz-version-id");
     return { mode: "classic", etag: (res.headers.get("etag") ?? "").replace(/"/g, ""), ...(version ? { versionId: version } : {}) };
   }
 
   /** The commit, sent again (up to COMMIT_ATTEMPTS) while the gateway answers 503: a node it had to check did not answer. */
-  private async commit(path: string, commit: DirectCommit): Promise<DirectCommitted> {
+  private async commit(path: string, commit: DirectCommit, signal: AbortSignal | undefined): Promise<DirectCommitted> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.json<DirectCommitted>(`${path}?shardgate-commit`, { method: "POST", body: JSON.stringify(commit) });
+        return await this.json<DirectCommitted>(`${path}?shardgate-commit`, { method: "POST", body: JSON.stringify(commit), signal });
       } catch (e) {
         if (!(e instanceof ShardgateError && e.status === 503) || attempt >= COMMIT_ATTEMPTS) throw e;
-        await new Promise((r) => setTimeout(r, 500 * attempt));
+        await sleep(500 * attempt, signal);
       }
     }
   }
 
   private async json<T>(path: string, init: RequestInit): Promise<T> {
     const res = await this.signed(path, init);
-    await expectOk(res);
-    return (await res.json()) as T;
+    await expectOk(res, init.signal);
+    try {
+      return (await res.json()) as T;
+    } catch (e) {
+      init.signal?.throwIfAborted();
+      throw e;
+    }
   }
 
+  /** A signed request; when its signal aborts, rejects with the signal's reason. */
   private async signed(path: string, init: RequestInit): Promise<Response> {
-    return this.send(await this.aws.sign(this.url(path), init));
+    const request = await this.aws.sign(this.url(path), init);
+    try {
+      return await this.send(request);
+    } catch (e) {
+      init.signal?.throwIfAborted();
+      throw e;
+    }
   }
 
   private url(path: string): string {
@@ -312,10 +434,31 @@ function objectPath(bucket: string, key: string): string {
   return `/${encodeURIComponent(bucket)}/${key.split("/").map(encodeURIComponent).join("/")}`;
 }
 
-async function expectOk(res: Response): Promise<void> {
+async function expectOk(res: Response, signal?: AbortSignal | null): Promise<void> {
   if (res.ok) return;
   const text = await res.text().catch(() => "");
+  signal?.throwIfAborted();
   const code = /<Code>([^<]*)<\/Code>/.exec(text)?.[1] ?? `HTTP ${res.status}`;
   const message = /<Message>([^<]*)<\/Message>/.exec(text)?.[1] ?? text.slice(0, 200);
   throw new ShardgateError(res.status, code, message);
+}
+
+/** `promise`, or the signal's reason as soon as it aborts. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+/** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  let timer!: ReturnType<typeof setTimeout>; // set by the executor, which runs at once
+  const slept = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  return untilAborted(slept, signal).finally(() => clearTimeout(timer));
 }

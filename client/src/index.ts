@@ -1,5 +1,18 @@
 // @shardgate/client: upload to and download from a shardgate gateway with the erasure coding done
 // here, in a browser or in Node (docs/browser-path.md, client/README.md).
-export { type ClientOptions, type Declined, type Download, ShardgateClient, ShardgateError, type ShardState, type UploadOptions, type UploadProgress, type UploadResult } from "./client";
+export { type CoreSource, loadCore } from "./core";
+export {
+  type CallOptions,
+  type ClientOptions,
+  type Declined,
+  type Download,
+  type DownloadOptions,
+  ShardgateClient,
+  ShardgateError,
+  type ShardState,
+  type UploadOptions,
+  type UploadProgress,
+  type UploadResult,
+} from "./client";
 export type { DirectReadPlan, DirectUploadSession } from "../../worker/src/shared/direct-protocol";
 export { Core } from "../../worker/src/shared/core-api";
