@@ -52,7 +52,8 @@ function nodeRows(nodes, usage, probes) {
   return nodes.map((n) => {
     const node = expectObject(n, "a node");
     const up = probes?.has(node.id) ? probes.get(node.id) : node.state !== "open";
-    const u = usage?.[node.id];
+    // A node a finished pass found no shard file on holds none (an empty or drained node).
+    const u = usage ? (usage[node.id] ?? { files: 0, bytes: 0 }) : null;
     return [
       node.id,
       node.kind,
@@ -89,7 +90,11 @@ async function status(ctx) {
     endpoint: client.endpoint,
     ready,
     reachable,
-    nodes: nodes.map((n) => ({ ...n, up: probes?.has(n.id) ? probes.get(n.id) : n.state !== "open", usage: usage?.[n.id] ?? null })),
+    nodes: nodes.map((n) => ({
+      ...n,
+      up: probes?.has(n.id) ? probes.get(n.id) : n.state !== "open",
+      usage: usage ? (usage[n.id] ?? { files: 0, bytes: 0 }) : null,
+    })),
     heal: healStatus,
   };
   ctx.print(data, () => {
@@ -547,22 +552,22 @@ export const COMMANDS = [
     example: "shardgate key create backup --create-bucket",
     run: keyCreate,
   },
-  { words: ["key", "enable"], args: ["ID"], summary: "Enable a key.", example: "shardgate key enable GK1234…", run: keyUpdate({ enabled: true }) },
+  { words: ["key", "enable"], args: ["ID"], summary: "Enable a key.", example: "shardgate key enable SGDG8ROISLKKYJY2SH7G", run: keyUpdate({ enabled: true }) },
   {
     words: ["key", "disable"],
     args: ["ID"],
     summary: "Disable a key (its requests are refused at once).",
-    example: "shardgate key disable GK1234…",
+    example: "shardgate key disable SGDG8ROISLKKYJY2SH7G",
     run: keyUpdate({ enabled: false }),
   },
   {
     words: ["key", "rename"],
     args: ["ID", "NAME"],
     summary: "Rename a key.",
-    example: "shardgate key rename GK1234… nightly-backup",
+    example: "shardgate key rename SGDG8ROISLKKYJY2SH7G nightly-backup",
     run: keyUpdate((ctx) => ({ name: ctx.args.NAME })),
   },
-  { words: ["key", "delete"], args: ["ID"], summary: "Delete a key.", example: "shardgate key delete GK1234…", run: keyDelete },
+  { words: ["key", "delete"], args: ["ID"], summary: "Delete a key.", example: "shardgate key delete SGDG8ROISLKKYJY2SH7G", run: keyDelete },
   {
     words: ["key", "grant"],
     args: ["ID", "BUCKET"],
@@ -573,7 +578,7 @@ export const COMMANDS = [
       owner: boolean("Bucket settings: policy, versioning, lifecycle, object lock, deleting the bucket."),
       none: boolean("No rights on the bucket (takes them away)."),
     },
-    example: "shardgate key grant GK1234… photos --read --write",
+    example: "shardgate key grant SGDG8ROISLKKYJY2SH7G photos --read --write",
     run: keyGrant,
   },
   { words: ["bucket", "list"], summary: "Buckets (what the credentials may see).", example: "shardgate bucket list", run: bucketList },
