@@ -296,6 +296,34 @@ describe("credentials", () => {
     expect(oneLineError(await cli(["status"], { env: noKeys }), 2)).toContain("no credentials: set AWS_ACCESS_KEY_ID");
   });
 
+  it("temporary credentials (AWS_SESSION_TOKEN, or aws_session_token in a profile) sign with their token; the admin API keeps lasting access to the root key", async () => {
+    const root = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1", retries: 0 });
+    const res = await root.fetch(`${gateway.base}/`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: "Action=GetSessionToken&Version=2011-06-15&DurationSeconds=900",
+    });
+    const xml = await res.text();
+    expect(res.status, xml).toBe(200);
+    const field = (name: string) => new RegExp(`<${name}>([^<]+)</${name}>`).exec(xml)?.[1] as string;
+    const session = { AWS_ACCESS_KEY_ID: field("AccessKeyId"), AWS_SECRET_ACCESS_KEY: field("SecretAccessKey"), AWS_SESSION_TOKEN: field("SessionToken") };
+    expect((await okJson<{ nodes: unknown[] }>(["node", "list"], { env: session })).nodes).toHaveLength(6);
+    await ok(["key", "list"], { env: session });
+    expect(oneLineError(await cli(["key", "create", "from-session"], { env: session }), 1)).toMatch(
+      /^shardgate: AccessDenied: Temporary credentials cannot create a key/,
+    );
+    mkdirSync(join(home, ".aws"), { recursive: true });
+    writeFileSync(
+      join(home, ".aws/credentials"),
+      `[session]\naws_access_key_id = ${session.AWS_ACCESS_KEY_ID}\naws_secret_access_key = ${session.AWS_SECRET_ACCESS_KEY}\naws_session_token = ${session.AWS_SESSION_TOKEN}\n`,
+    );
+    await ok(["status", "--profile", "session"], { env: {} });
+    // Without its token the temporary key is unknown.
+    const { AWS_SESSION_TOKEN: _, ...tokenless } = session;
+    expect(oneLineError(await cli(["node", "list"], { env: tokenless }), 1)).toMatch(/^shardgate: InvalidAccessKeyId: /);
+    rmSync(join(home, ".aws"), { recursive: true, force: true });
+  });
+
   it("a wrong secret, a half-set environment, a session token the gateway does not know: one line, non-zero", async () => {
     const wrong = oneLineError(await cli(["status"], { env: { ...ROOT_KEYS, AWS_SECRET_ACCESS_KEY: "wrong" } }), 1);
     expect(wrong).toMatch(/^shardgate: SignatureDoesNotMatch: The request signature we calculated does not match/);
