@@ -339,6 +339,37 @@ describe("credentials", () => {
   });
 });
 
+/** What a gateway behind `/prefix` answers with NODE_1 down (for `status`). */
+const FAKE: Record<string, { status?: number; body: unknown }> = {
+  "/prefix/_shardgate/admin/nodes": {
+    body: {
+      nodes: [
+        { id: "NODE_0", kind: "disk", state: "closed", latencyMs: 1.5, requests: 10, errors: 0, lastError: null, draining: false },
+        { id: "NODE_1", kind: "s3", state: "open", latencyMs: null, requests: 7, errors: 7, lastError: "connect ECONNREFUSED\u001b[2J", draining: true },
+      ],
+    },
+  },
+  "/prefix/_shardgate/admin/heal": {
+    body: {
+      scrub: {
+        pass: 2,
+        running: false,
+        settings: { mode: "shallow" },
+        lastPass: {
+          pass: 1,
+          finished: "2026-01-01T00:00:00Z",
+          counters: { objectsChecked: 5, shardsMisplaced: 0 },
+          usage: { NODE_0: { files: 3, bytes: 3 << 20 } },
+        },
+        lastErrors: [],
+      },
+      queue: { pending: 1, objects: [{ bucket: "b", key: "k", reason: "degraded-read", since: 0, attempts: 2, lastError: null, shards: null }] },
+    },
+  },
+  "/prefix/_shardgate/metrics": { body: 'shardgate_node_up{node="NODE_0"} 1\nshardgate_node_up{node="NODE_1"} 0\n' },
+  "/prefix/_shardgate/ready": { status: 503, body: { status: "not ready", missing: ["nodes: 1 of 2 reachable, 2 needed"] } },
+};
+
 describe("a hostile or absent gateway", () => {
   let server: http.Server;
   let base: string;
@@ -347,7 +378,12 @@ describe("a hostile or absent gateway", () => {
   beforeAll(async () => {
     server = http.createServer((req, res) => {
       const path = new URL(req.url ?? "/", "http://x").pathname;
-      if (path.endsWith("/admin/keys")) {
+      const fake = FAKE[path];
+      if (fake) {
+        // A well-behaved gateway under a path prefix, with a node down and an object queued.
+        res.writeHead(fake.status ?? 200, { "content-type": "application/json" });
+        res.end(typeof fake.body === "string" ? fake.body : JSON.stringify(fake.body));
+      } else if (path.endsWith("/admin/keys")) {
         // Garbage with a 200.
         res.writeHead(200, { "content-type": "application/json" });
         res.end("\u001b[31m<html>not json</html>");
@@ -411,6 +447,20 @@ describe("a hostile or absent gateway", () => {
     expect(oneLineError(await hostile(["key", "enable", "k"]), 1)).toMatch(/unexpected answer from the gateway/);
     expect(oneLineError(await hostile(["bucket", "list"]), 1)).toMatch(/HTTP 302.*redirects/);
     expect(Date.now() - started).toBeLessThan(25_000);
+  });
+
+  it("status shows a node down, readiness missing, usage and the heal queue (a gateway under a path prefix)", async () => {
+    const text = await ok(["status"], { endpoint: `${base}/prefix` });
+    expect(text).toMatch(/gateway\s+http:\/\/127\.0\.0\.1:\d+\/prefix — not ready \(missing: nodes: 1 of 2 reachable, 2 needed\)/);
+    expect(text).toMatch(/quorum\s+1 of 2 nodes reachable, 1 draining/);
+    expect(text).toMatch(/heal queue\s+1 object\(s\) pending/);
+    expect(text).toMatch(/^NODE_0\s+disk\s+up\s+closed\s+1\.5 ms\s+10\s+0\s+no\s+3\s+3\.0 MiB/m);
+    expect(text).toMatch(/^NODE_1\s+s3\s+down\s+open\s+-\s+7\s+7\s+yes\s+0\s+0 B\s+connect ECONNREFUSED/m);
+    expect(text).toMatch(/^b\s+k\s+degraded-read/m);
+    expect([...text].some((c) => c.charCodeAt(0) < 0x20 && c !== "\n")).toBe(false);
+    const status = await okJson<{ reachable: number; nodes: { id: string; up: boolean }[] }>(["status"], { endpoint: `${base}/prefix` });
+    expect(status.reachable).toBe(1);
+    expect(status.nodes.map((n) => n.up)).toEqual([true, false]);
   });
 
   it("a gateway that is not there, or a bad endpoint: one line", async () => {
