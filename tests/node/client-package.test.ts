@@ -101,6 +101,27 @@ for (const [start, end] of ranges) {
   out.abortedDownload = { first: first.value.length, name: error?.name, settledMs, sentAfter: sent.filter((r) => r.at > abortedAt).length };
 }
 
+// Downloads aborted while a read waits on shard streams, three in a row: each read rejects at once,
+// nothing is sent after the abort, and the next download reads the nodes as before.
+{
+  out.abortedReads = [];
+  let sentAfter = 0;
+  for (let i = 0; i < 3; i++) {
+    const controller = new AbortController();
+    const down = await client.download(bucket, "node.bin", { signal: controller.signal });
+    const reader = down.body.getReader();
+    await reader.read();
+    const pending = reader.read();
+    const before = sent.length;
+    controller.abort();
+    out.abortedReads.push(await pending.then(() => null, (e) => e.name));
+    await new Promise((r) => setTimeout(r, 200));
+    sentAfter += sent.length - before;
+  }
+  const again = await client.download(bucket, "node.bin");
+  out.afterAbortedReads = { sentAfter, same: sha(await read(again.body)) === sha(data), readAround: again.readAround };
+}
+
 // Already aborted: nothing is sent; a reason given to abort() is what the call rejects with.
 {
   const before = sent.length;
@@ -238,6 +259,8 @@ describe("@shardgate/client, packed and installed", () => {
     expect(out.abortedDownload).toMatchObject({ name: "AbortError", sentAfter: 0 });
     expect(out.abortedDownload.first).toBeGreaterThan(0);
     expect(out.abortedDownload.settledMs).toBeLessThan(1000);
+    expect(out.abortedReads).toEqual(["AbortError", "AbortError", "AbortError"]);
+    expect(out.afterAbortedReads).toEqual({ sentAfter: 0, same: true, readAround: [] });
     expect(out.alreadyAborted).toEqual({ name: "AbortError", reason: "changed my mind", sent: 0 });
     // What the client stored reads back through the gateway byte for byte.
     const got = new Uint8Array(await (await aws.fetch(`${g.base}/${BUCKET}/node.bin`)).arrayBuffer());
