@@ -1,6 +1,6 @@
 // `node scripts/check-layers.mjs`: checks that imports go one way (docs/architecture.md), in every
 // package of the repository: worker/src (the Worker), web/src (the console), client/src
-// (@shardgate/client), bench/ and scripts/.
+// (@shardgate/client), bench/, scripts/ and bin/ (the shardgate CLI).
 //
 // Inside worker/src, by layer:
 //
@@ -59,7 +59,7 @@ const workerOnly = argument("--root");
 const repo = workerOnly ?? argument("--repo") ?? resolve(fileURLToPath(new URL("..", import.meta.url)));
 
 /** The packages, by folder (repo-relative). */
-const PACKAGES = ["worker/src", "web/src", "client/src", "bench", "scripts"];
+const PACKAGES = ["worker/src", "web/src", "client/src", "bench", "scripts", "bin"];
 /** Where each package's folder is on disk. */
 const packageDir = (pkg) => (workerOnly ? (pkg === "worker/src" ? workerOnly : null) : join(repo, pkg));
 
@@ -88,6 +88,8 @@ const SHARES = {
     [SHARED, "the shared module"],
     [CLIENT_ENTRY, "@shardgate/client's entry"],
   ],
+  // The CLI (`npx shardgate`) talks to a gateway over HTTP only: it imports nothing of the others.
+  bin: [],
 };
 
 /** The npm workspaces `@shardgate/<name>` names (package.json workspaces). */
