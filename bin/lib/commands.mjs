@@ -80,7 +80,13 @@ async function status(ctx) {
     readiness(client),
     probedNodes(client),
   ]);
-  const nodes = expectList(expectObject(nodesAnswer, "the nodes answer").nodes, "nodes");
+  const nodesObject = expectObject(nodesAnswer, "the nodes answer");
+  const nodes = expectList(nodesObject.nodes, "nodes");
+  // k + m: the code new objects are written with (a read needs k nodes; the gateway is ready with k + 1).
+  const code =
+    Number.isSafeInteger(nodesObject.dataShards) && Number.isSafeInteger(nodesObject.parityShards)
+      ? { k: nodesObject.dataShards, m: nodesObject.parityShards }
+      : null;
   const healStatus = expectObject(heal, "the heal answer");
   const scrub = healStatus.scrub ?? {};
   const usage = scrub.lastPass?.usage ?? scrub.usage ?? null;
@@ -90,6 +96,7 @@ async function status(ctx) {
     endpoint: client.endpoint,
     ready,
     reachable,
+    ...(code ? { dataShards: code.k, parityShards: code.m } : {}),
     nodes: nodes.map((n) => ({
       ...n,
       up: probes?.has(n.id) ? probes.get(n.id) : n.state !== "open",
@@ -110,7 +117,8 @@ async function status(ctx) {
         ],
         [
           "quorum",
-          `${reachable} of ${nodes.length} nodes reachable${draining ? `, ${draining} draining` : ""}; k + m is not reported by the admin API (the gateway is ready when k + 1 are reachable)`,
+          `${reachable} of ${nodes.length} nodes reachable${draining ? `, ${draining} draining` : ""}; ` +
+            (code ? `objects are ${code.k} + ${code.m}: reads need ${code.k}, the gateway is ready with ${code.k + 1}` : "k + m not reported by this gateway"),
         ],
         ["heal queue", `${cell(queue.pending ?? 0)} object(s) pending`],
         [

@@ -192,17 +192,20 @@ describe("operations", () => {
   it("status shows every node, quorum, the heal queue and the scrub; --json parses", async () => {
     const text = await ok(["status"]);
     expect(text).toMatch(/gateway\s+http:\/\/127\.0\.0\.1:\d+ — ready/);
-    expect(text).toMatch(/quorum\s+6 of 6 nodes reachable/);
+    expect(text).toMatch(/quorum\s+6 of 6 nodes reachable; objects are 4 \+ 2: reads need 4, the gateway is ready with 5/);
     expect(text).toMatch(/heal queue\s+0 object\(s\) pending/);
     for (let i = 0; i < 6; i++) expect(text).toMatch(new RegExp(`^NODE_${i}\\s+disk\\s+up\\s+closed`, "m"));
     const status = await okJson<{
       ready: { status: string };
       reachable: number;
+      dataShards: number;
+      parityShards: number;
       nodes: { id: string; up: boolean }[];
       heal: { scrub: unknown; queue: { pending: number } };
     }>(["status"]);
     expect(status.ready.status).toBe("ready");
     expect(status.reachable).toBe(6);
+    expect([status.dataShards, status.parityShards]).toEqual([4, 2]);
     expect(status.nodes.map((n) => [n.id, n.up])).toEqual([0, 1, 2, 3, 4, 5].map((i) => [`NODE_${i}`, true]));
     expect(status.heal.queue.pending).toBe(0);
     expect((await okJson<{ nodes: unknown[] }>(["node", "list"])).nodes).toHaveLength(6);

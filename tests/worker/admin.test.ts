@@ -21,7 +21,9 @@ describe("the admin API", () => {
   it("answers its endpoints as JSON", async () => {
     const res = await s3ok("/_shardgate/admin/nodes");
     expect(res.headers.get("content-type")).toBe("application/json");
-    expect(((await res.json()) as { nodes: unknown[] }).nodes).toHaveLength(6);
+    const nodes = (await res.json()) as { dataShards: number; parityShards: number; nodes: unknown[] };
+    expect(nodes.nodes).toHaveLength(6);
+    expect([nodes.dataShards, nodes.parityShards]).toEqual([4, 2]); // the code new objects get (k + m)
     const sweep = (await (await s3ok("/_shardgate/admin/sweep?grace-seconds=3600", { method: "POST" })).json()) as { orphans: number };
     expect(sweep.orphans).toBe(0);
   });

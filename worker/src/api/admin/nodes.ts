@@ -16,7 +16,9 @@ export function adminNodes(ctx: RequestContext): Response {
     const health = node instanceof GuardedNode ? node.health : nodeHealth(node.id);
     return { ...health.status(node.kind), draining: draining.has(node.id) };
   });
-  return json({ nodes });
+  // The code new objects are written with: k data and m parity shards (a read needs any k nodes).
+  const { dataShards, parityShards } = ctx.config;
+  return json({ dataShards, parityShards, nodes });
 }
 
 /** An object's parts, geometry and shard placement, with a HEAD of every shard file (shallow health). */
