@@ -39,6 +39,7 @@ const startupFailure = (e) => {
   process.exit(1);
 };
 process.on("uncaughtException", startupFailure);
+process.on("unhandledRejection", startupFailure);
 
 const { values: opts } = parseFlags(process.argv.slice(2), {
   config: { type: "string" },
@@ -182,6 +183,7 @@ if (!(await waitHealthy(`${local}/_shardgate/health`, { timeoutMs: 60_000, gone 
   shutdown();
 } else {
   process.off("uncaughtException", startupFailure);
+  process.off("unhandledRejection", startupFailure);
   if (!opts.quiet) {
     const consoleBase = `${local.slice(0, local.lastIndexOf(":"))}:${consolePort}`;
     const runtime = split ? `plain workerd, ${config.processes} processes` : "plain workerd";
