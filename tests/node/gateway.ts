@@ -67,7 +67,7 @@ export class Gateway {
     this.output = "";
     const args =
       this.runtime === "dev"
-        ? [join(root, "scripts/dev.mjs"), "--quiet", "--port", String(port), "--console-port", String(consolePort), "--persist-to", this.persist]
+        ? [join(root, "scripts/dev.mjs"), "--quiet", "--port", String(port), "--console-port", String(consolePort), "--data-dir", this.persist]
         : [
             ...[join(root, "scripts/serve.mjs"), "--quiet", "--port", String(port), "--console-port", String(consolePort), "--data-dir", this.persist],
             ...(this.processes > 1 ? ["--processes", String(this.processes)] : []),
