@@ -4,12 +4,14 @@
 // duration histogram counts a request; histograms counted by two isolates add up; the gauges;
 // and every metric docs/grafana-dashboard.json queries is in the scrape.
 import { exports } from "cloudflare:workers";
-import { describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it, vi } from "vitest";
 import dashboard from "../../docs/grafana-dashboard.json";
 import workerPkg from "../../worker/package.json";
 import { DURATION_BUCKETS, Metrics, type MetricsSink, renderPrometheus } from "../../worker/src/observability/metrics";
 import { METRICS_TOKEN } from "../shared/credentials";
 import { GATEWAY, s3ok } from "./signed";
+
+vi.setConfig({ testTimeout: 30_000 }); // the first request of an isolate starts its scheduler; 2 shared cores
 
 interface Sample {
   name: string;
@@ -225,6 +227,25 @@ describe("GET /_shardgate/metrics", () => {
     }
     expect(sample(families, "shardgate_heal_queue_objects")?.value).toBeGreaterThanOrEqual(0);
     for (const f of families.values()) if (f.type === "gauge") expect(f.name, "gauges get no _total").not.toMatch(/_total$/);
+  });
+
+  it("has the bytes and files per node that the last complete scrub pass counted", async () => {
+    await s3ok("/prom-usage", { method: "PUT" });
+    await s3ok("/prom-usage/one.bin", { method: "PUT", body: new Uint8Array(300_000).fill(7) });
+    let completed = false;
+    for (let i = 0; i < 10 && !completed; i++) {
+      const answer = (await (await s3ok("/_shardgate/admin/scrub?mode=shallow&max-objects=10000", { method: "POST" })).json()) as {
+        run: { passCompleted: boolean };
+      };
+      completed = answer.run.passCompleted;
+    }
+    expect(completed).toBe(true);
+    const { families } = await scrape();
+    const stored = families.get("shardgate_node_stored_bytes")?.samples ?? [];
+    expect(stored.length).toBeGreaterThanOrEqual(6); // 4 + 2: every part on six nodes
+    expect(stored.reduce((sum, s) => sum + s.value, 0)).toBeGreaterThanOrEqual(300_000);
+    expect(families.get("shardgate_node_stored_files")?.samples.every((s) => s.value >= 1)).toBe(true);
+    expect(sample(families, "shardgate_scrub_last_pass_finished_timestamp_seconds")?.value).toBeGreaterThan(Date.now() / 1000 - 3600);
   });
 
   it("histograms counted by two isolates add up in the store like counters", async () => {

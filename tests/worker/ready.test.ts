@@ -92,6 +92,13 @@ describe("GET /_shardgate/ready", () => {
     const s3 = await ready(freshEnv({ SHARDGATE_NODES: "NODE_0,X", SHARDGATE_S3_NODES: '{"X": {"endpoint": "https://user:pw-secret@node.example"' }));
     expect(s3.status).toBe(503);
     expect(s3.text).not.toMatch(/pw-secret|node\.example/);
+
+    // Polled hard, an invalid configuration answers at once, with no check made (nothing to probe).
+    const before = readinessChecks();
+    const bad = freshEnv({ SHARDGATE_PARITY_SHARDS: "-1" });
+    const answers = await Promise.all(Array.from({ length: 200 }, () => ready(bad)));
+    expect(answers.every((a) => a.status === 503 && a.body.missing?.join() === "configuration: invalid SHARDGATE_PARITY_SHARDS")).toBe(true);
+    expect(readinessChecks()).toBe(before);
   });
 
   it("hostile polling: hundreds of parallel and back-to-back requests make one check (one probe per node)", async () => {

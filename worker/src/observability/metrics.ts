@@ -53,6 +53,11 @@ export const GAUGES = {
     "1 when the node answered the readiness probe (a HEAD of a key that does not exist, at most every 2 s, 2 s timeout), else 0; as the answering isolate saw it.",
   shardgate_node_breaker_open: "1 while the node's circuit breaker refuses requests (consecutive failures), else 0; the answering isolate's breaker.",
   shardgate_node_latency_seconds: "Moving average of the node's time to response headers (GET and HEAD), as the answering isolate measured it.",
+  shardgate_node_stored_bytes:
+    "Bytes of shard files on the node as the last complete scrub pass counted them from the manifests (absent before the first pass ends).",
+  shardgate_node_stored_files: "Shard files on the node as the last complete scrub pass counted them from the manifests.",
+  shardgate_scrub_last_pass_finished_timestamp_seconds:
+    "When the last complete scrub pass (whose counts the stored gauges show) finished, in seconds since the epoch.",
   shardgate_heal_queue_objects:
     "Objects waiting in the heal queues, summed over the buckets (at most 1000 buckets counted), counted at most once a minute per isolate.",
   shardgate_heal_queue_age_seconds: "How long ago shardgate_heal_queue_objects was counted.",

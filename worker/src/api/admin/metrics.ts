@@ -1,5 +1,6 @@
 // GET /_shardgate/metrics: the gateway-wide counters and histogram, and this isolate's gauges (its
-// readiness check and node health, the heal queues' size, the build), in Prometheus text format. Signed with the
+// readiness check and node health, the heal queues' size, the bytes per node the last scrub pass
+// counted, the build), in Prometheus text format. Signed with the
 // gateway's credentials like any S3 request, or `Authorization: Bearer <SHARDGATE_METRICS_TOKEN>`
 // when that secret is set (what a Prometheus scraper can send).
 import { constantTimeEqual } from "../../auth/crypto";
@@ -12,6 +13,7 @@ import { metricsStore } from "../../meta/stubs";
 import { type GaugeSample, metrics, renderPrometheus } from "../../observability/metrics";
 import { healQueueDepth } from "../../services/heal-depth";
 import { readiness } from "../../services/readiness";
+import { scrubStatus } from "../../services/scrub";
 import { GuardedNode, nodeHealth } from "../../shared/node-health";
 
 /** True for `Authorization: Bearer <SHARDGATE_METRICS_TOKEN>`, false without a bearer token (the
@@ -35,7 +37,7 @@ export async function getMetrics(env: Env): Promise<Response> {
 /** The gauges as of now: each from what is kept or cheap (readiness and heal counts are cached). */
 async function scrapeGauges(env: Env): Promise<GaugeSample[]> {
   const config = loadConfig(env);
-  const [ready, heal] = await Promise.all([readiness(env, config), healQueueDepth(env)]);
+  const [ready, heal, scrub] = await Promise.all([readiness(env, config), healQueueDepth(env), scrubStatus(env).catch(() => null)]);
   const gauges: GaugeSample[] = [
     { name: "shardgate_build_info", labels: { version: pkg.version, core: coreVersion() }, value: 1 },
     { name: "shardgate_ready", value: ready.ready ? 1 : 0 },
@@ -45,6 +47,16 @@ async function scrapeGauges(env: Env): Promise<GaugeSample[]> {
     const health = node instanceof GuardedNode ? node.health : nodeHealth(node.id);
     gauges.push({ name: "shardgate_node_breaker_open", labels: { node: node.id }, value: health.refusing ? 1 : 0 });
     if (health.latencyMs !== null) gauges.push({ name: "shardgate_node_latency_seconds", labels: { node: node.id }, value: health.latencyMs / 1000 });
+  }
+  // Bytes per node: what the scrub's last complete pass counted (one registry call); no cheaper source knows them.
+  const pass = scrub?.state.lastPass;
+  if (pass) {
+    for (const [node, usage] of Object.entries(pass.usage ?? {})) {
+      gauges.push({ name: "shardgate_node_stored_bytes", labels: { node }, value: usage.bytes });
+      gauges.push({ name: "shardgate_node_stored_files", labels: { node }, value: usage.files });
+    }
+    const finished = Date.parse(pass.finished);
+    if (Number.isFinite(finished)) gauges.push({ name: "shardgate_scrub_last_pass_finished_timestamp_seconds", value: finished / 1000 });
   }
   if (heal) {
     gauges.push({ name: "shardgate_heal_queue_objects", value: heal.objects });

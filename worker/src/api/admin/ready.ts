@@ -19,10 +19,17 @@ export async function getReady(env: Env): Promise<Response> {
   return new Response(JSON.stringify(body), { status: missing.length === 0 ? 200 : 503, headers: HEADERS });
 }
 
+let loggedAt = 0;
+
 /** An invalid configuration said by the variables it names (values may be secrets: never echoed). */
 function configurationProblem(e: unknown): string {
   const message = e instanceof Error ? e.message : String(e);
-  console.error(JSON.stringify({ ready: { configuration: message } }));
+  // Logged once a minute at most: a load balancer (or anyone) polling must not flood the log.
+  const now = Date.now();
+  if (now - loggedAt >= 60_000) {
+    loggedAt = now;
+    console.error(JSON.stringify({ ready: { configuration: message } }));
+  }
   const names = [...new Set(message.match(/\bSHARDGATE_[A-Z0-9_]+\b/g) ?? [])].sort();
   return names.length > 0 ? `configuration: invalid ${names.join(", ")}` : "configuration: invalid (see the gateway's log)";
 }
