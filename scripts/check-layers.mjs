@@ -192,10 +192,12 @@ function resolveImport(file, spec) {
     if (!m || workerOnly) return null;
     const dir = join(repo, WORKSPACES[m[1]] ?? m[1]);
     if (m[2]) target = join(dir, m[2]);
+    else if (m[1] === "client") target = join(repo, CLIENT_ENTRY); // its sources' entry (exports names the built dist/)
     else {
       const manifest = join(dir, "package.json");
       const pkg = existsSync(manifest) ? JSON.parse(readFileSync(manifest, "utf8")) : {};
-      const entry = (typeof pkg.exports === "string" ? pkg.exports : pkg.exports?.["."]) ?? pkg.main;
+      const dot = typeof pkg.exports === "string" ? pkg.exports : pkg.exports?.["."];
+      const entry = (typeof dot === "string" ? dot : dot?.import) ?? pkg.main;
       target = entry ? join(dir, entry) : join(dir, "index");
     }
   }

@@ -160,9 +160,9 @@ export class ShardgateClient {
     const loaded = this.core(); // loads while the session is asked for
     // A session kept from before resumes only while it lasts, and only for data of its size.
     const kept = options.session;
-    const resumed =
-      kept?.mode === "direct" && kept.expires > Date.now() + 60_000 && kept.parts.reduce((n, p) => n + p.size, 0) === blob.size ? kept : null;
-    const session = resumed ?? (await this.json<DirectUploadSession>(`${path}?shardgate-upload`, { method: "POST", body: JSON.stringify({ size: blob.size }), signal }));
+    const resumed = kept?.mode === "direct" && kept.expires > Date.now() + 60_000 && kept.parts.reduce((n, p) => n + p.size, 0) === blob.size ? kept : null;
+    const session =
+      resumed ?? (await this.json<DirectUploadSession>(`${path}?shardgate-upload`, { method: "POST", body: JSON.stringify({ size: blob.size }), signal }));
     if (session.mode === "classic") return decline ? { mode: "declined", reason: session.reason } : this.putClassic(path, blob, options);
     options.onSession?.(session);
     const core = await untilAborted(loaded, signal);
@@ -171,7 +171,9 @@ export class ShardgateClient {
       codedBytes: 0,
       sentBytes: 0,
       nodeBytes: {},
-      shards: session.parts.flatMap((part, p) => part.placement.map((node, shard) => ({ part: p, shard, node, bytes: part.shardFileBytes, state: "waiting" as const }))),
+      shards: session.parts.flatMap((part, p) =>
+        part.placement.map((node, shard) => ({ part: p, shard, node, bytes: part.shardFileBytes, state: "waiting" as const })),
+      ),
     };
     const report = () => {
       if (!signal?.aborted) options.onProgress?.(progress);
@@ -226,7 +228,14 @@ export class ShardgateClient {
     const signal = options.signal;
     signal?.throwIfAborted();
     const wanted = options.range;
-    if (wanted && !(Number.isSafeInteger(wanted.start) && wanted.start >= 0 && (wanted.end === undefined || (Number.isSafeInteger(wanted.end) && wanted.end > wanted.start))))
+    if (
+      wanted &&
+      !(
+        Number.isSafeInteger(wanted.start) &&
+        wanted.start >= 0 &&
+        (wanted.end === undefined || (Number.isSafeInteger(wanted.end) && wanted.end > wanted.start))
+      )
+    )
       throw new RangeError("range: 0 <= start < end, whole numbers");
     const path = objectPath(bucket, key);
     const version = options.versionId === undefined ? "" : `&versionId=${encodeURIComponent(options.versionId)}`;
