@@ -250,8 +250,10 @@ describe("GET /_shardgate/metrics", () => {
 
   it("histograms counted by two isolates add up in the store like counters", async () => {
     const totals: Record<string, number> = {};
+    const rows: number[] = [];
     const sink: MetricsSink = {
       add: async (deltas) => {
+        rows.push(Object.keys(deltas).length);
         for (const [k, v] of Object.entries(deltas)) totals[k] = (totals[k] ?? 0) + v;
       },
       snapshot: async () => totals,
@@ -266,6 +268,8 @@ describe("GET /_shardgate/metrics", () => {
     await b.flush(sink);
     a.observeDuration("GetObject", 3);
     await a.flush(sink);
+    // A flush writes the buckets that got observations, with their sum and count: not one row per bound.
+    expect(rows).toEqual([4, 3 + 3, 3]);
     const families = parsePrometheus(renderPrometheus(totals));
     const get = (le: string) => sample(families, "shardgate_request_duration_seconds_bucket", { op: "GetObject", le })?.value;
     expect([get("0.005"), get("0.5"), get("1"), get("60"), get("+Inf")]).toEqual([2, 2, 3, 3, 4]);

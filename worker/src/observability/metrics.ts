@@ -2,8 +2,10 @@
 // isolate counts into its own pending deltas (no I/O on the request path) and adds them to the
 // MetricsStore Durable Object, which holds the totals, at most once per FLUSH_DELAY_MS, after the
 // response. GET /_shardgate/metrics flushes its own isolate first, so a single isolate
-// (`npm start`) always reads exact figures. A histogram's buckets travel as cumulative counters
-// (one series per `le`), which add up across isolates like any counter. Gauges (GAUGES) are not
+// (`npm start`) always reads exact figures. A histogram travels as counters too, which add up
+// across isolates like any other: each bucket's own count (`…_in{le}`: observations above the
+// bound below and at most `le`, only the buckets that got any), its sum and count; rendering
+// makes the buckets cumulative. Gauges (GAUGES) are not
 // stored: the scrape reads them when it renders (node health, the heal queues, the build).
 
 /** Every counter the gateway exports: name → help text. */
@@ -139,15 +141,15 @@ export class Metrics {
     h.n++;
   }
 
-  /** Moves the histogram's observations into the pending deltas: cumulative per `le`, zeros included. */
+  /** Moves the histogram's observations into the pending deltas: each bucket that got any (a
+   *  flush writes a few rows per operation, not one per bound). */
   private foldDurations(): void {
     for (const h of this.durations.values()) {
       if (h.n === 0) continue;
-      let cumulative = 0;
       for (let i = 0; i < h.counts.length; i++) {
-        cumulative += h.counts[i];
+        if (h.counts[i] === 0) continue;
+        this.pending.set(h.bucketKeys[i], (this.pending.get(h.bucketKeys[i]) ?? 0) + h.counts[i]);
         h.counts[i] = 0;
-        this.pending.set(h.bucketKeys[i], (this.pending.get(h.bucketKeys[i]) ?? 0) + cumulative);
       }
       this.pending.set(h.sumKey, (this.pending.get(h.sumKey) ?? 0) + h.sum);
       this.pending.set(h.countKey, (this.pending.get(h.countKey) ?? 0) + h.n);
@@ -222,7 +224,7 @@ function durationCounts(op: string): DurationCounts {
     counts: new Float64Array(DURATION_BUCKETS.length + 1),
     sum: 0,
     n: 0,
-    bucketKeys: [...DURATION_BUCKETS.map(String), "+Inf"].map((le) => seriesKey(`${DURATION}_bucket`, { le, op })),
+    bucketKeys: [...DURATION_BUCKETS.map(String), "+Inf"].map((le) => seriesKey(`${DURATION}_in`, { le, op })),
     sumKey: seriesKey(`${DURATION}_sum`, { op }),
     countKey: seriesKey(`${DURATION}_count`, { op }),
   };
@@ -264,11 +266,11 @@ export function renderPrometheus(totals: Record<string, number>, gauges: readonl
   return out;
 }
 
-/** The histogram's series, one operation after another; a bound missing from the totals (stored
- *  before it existed, or a delta lost) reads as the bound below it, so counts never decrease. */
+/** The histogram's series, one operation after another: the stored counts of each bucket (`…_in`;
+ *  a bucket never observed has none) summed up to each bound. */
 function renderDurations(totals: Record<string, number>): string {
   const ops = new Map<string, Map<string, number>>(); // op's label text → le → count
-  const bucket = new RegExp(`^${DURATION}_bucket\\{le="([^"]*)",(.*)\\}$`);
+  const bucket = new RegExp(`^${DURATION}_in\\{le="([^"]*)",(.*)\\}$`);
   for (const [series, value] of Object.entries(totals)) {
     const m = bucket.exec(series);
     if (!m) continue;
@@ -281,7 +283,7 @@ function renderDurations(totals: Record<string, number>): string {
     const les = ops.get(rest) as Map<string, number>;
     let previous = 0;
     for (const le of [...DURATION_BUCKETS.map(String), "+Inf"]) {
-      previous = Math.max(previous, les.get(le) ?? previous);
+      previous += les.get(le) ?? 0;
       out += `${DURATION}_bucket{le="${le}",${rest}} ${sampleValue(previous)}\n`;
     }
     out += `${DURATION}_sum{${rest}} ${sampleValue(totals[`${DURATION}_sum{${rest}}`] ?? 0)}\n`;
