@@ -33,8 +33,15 @@ afterEach(() => resetNodeHealth());
 
 describe("GET /_shardgate/ready", () => {
   it("answers 200 without credentials when metadata answers and the nodes are reachable", async () => {
-    const res = await ready(freshEnv());
+    const workerEnv = freshEnv();
+    const res = await ready(workerEnv);
     expect(res).toMatchObject({ status: 200, body: { status: "ready" } });
+    // HEAD too (what some load balancers send): the same status, no body.
+    const ctx = createExecutionContext();
+    const head = await app.fetch(new Request("http://gateway.test/_shardgate/ready", { method: "HEAD" }), workerEnv, ctx);
+    await waitOnExecutionContext(ctx);
+    expect(head.status).toBe(200);
+    expect(await head.text()).toBe("");
   });
 
   it("is 503 naming the nodes while too few answer (open breakers), then 200 once they answer again", async () => {
