@@ -192,7 +192,8 @@ function resolveImport(file, spec) {
     if (!m || workerOnly) return null;
     const dir = join(repo, WORKSPACES[m[1]] ?? m[1]);
     if (m[2]) target = join(dir, m[2]);
-    else if (m[1] === "client") target = join(repo, CLIENT_ENTRY); // its sources' entry (exports names the built dist/)
+    else if (m[1] === "client")
+      target = join(repo, CLIENT_ENTRY); // its sources' entry (exports names the built dist/)
     else {
       const manifest = join(dir, "package.json");
       const pkg = existsSync(manifest) ? JSON.parse(readFileSync(manifest, "utf8")) : {};
