@@ -56,6 +56,9 @@ export default defineConfig({
           name: "workers",
           root,
           include: ["tests/worker/**/*.test.ts"],
+          // A safety net, not a measure (speed is the benchmarks'): several files run at once on
+          // two shared cores, and a test that writes and heals megabytes took 5-7 s under load.
+          testTimeout: 30_000,
           provide,
         },
       },
