@@ -167,5 +167,23 @@ export function xmlText(xml, name) {
 
 /** Every <name>…</name> element's inner XML. */
 export function xmlElements(xml, name) {
-  return [...xml.matchAll(new RegExp(`<${name}(?:\\s[^>]*)?>([\\s\\S]*?)</${name}>`, "g"))].map((m) => m[1]);
+  // One pass with indexOf (a hostile answer of unclosed elements costs linear time, not quadratic).
+  const out = [];
+  const open = `<${name}`;
+  const close = `</${name}>`;
+  let at = 0;
+  for (;;) {
+    const start = xml.indexOf(open, at);
+    if (start < 0) return out;
+    const next = xml[start + open.length];
+    if (next !== ">" && next !== " " && next !== "\t" && next !== "\n" && next !== "\r") {
+      at = start + open.length; // another element whose name starts the same
+      continue;
+    }
+    const gt = xml.indexOf(">", start);
+    const end = gt < 0 ? -1 : xml.indexOf(close, gt + 1);
+    if (end < 0) return out;
+    out.push(xml.slice(gt + 1, end));
+    at = end + close.length;
+  }
 }

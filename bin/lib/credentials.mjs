@@ -20,10 +20,11 @@ export function parseIni(text) {
     if (/^\s/.test(raw) && current !== null && raw.trim() !== "") continue; // a nested setting (`s3 =\n  max_… = 4`)
     const line = raw.trim();
     if (line === "" || line.startsWith("#") || line.startsWith(";")) continue;
-    const section = /^\[\s*([^\]]+?)\s*\]$/.exec(line);
-    if (section) {
-      current = sections.get(section[1]) ?? {};
-      sections.set(section[1], current);
+    // A section header, `[name]`: sliced, not matched (a hostile line costs linear time).
+    const name = line.startsWith("[") && line.endsWith("]") ? line.slice(1, -1).trim() : "";
+    if (name !== "" && !name.includes("]")) {
+      current = sections.get(name) ?? {};
+      sections.set(name, current);
       continue;
     }
     const eq = line.indexOf("=");

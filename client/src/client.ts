@@ -285,6 +285,8 @@ export class ShardgateClient {
             done();
             controller.error(signal.reason);
           };
+          // Aborted already (in the gap between the core loading and this start): error at once.
+          if (signal.aborted) return onAbort();
           signal.addEventListener("abort", onAbort, { once: true });
         },
         pull: async (controller) => {

@@ -32,7 +32,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { defaultKeysRefusal, LOCAL_DEFAULTS } from "./serving.mjs";
-import { checkVars, isS3NodeSecret, KINDS, nearest, shown, VAR_KINDS } from "./worker-vars.mjs";
+import { checkVars, isS3NodeSecret, KINDS, nearest, SECRET_VARS, shown, VAR_KINDS } from "./worker-vars.mjs";
 
 const DEFAULT_NODES = 6;
 const MAX_PROCESSES = 64;
@@ -88,18 +88,21 @@ const child = (path, key) =>
 
 const typeName = (v) => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
 
+/** A field's value as a message shows it: never the text of a credential or key. */
+const shownAt = (path, value) => (/(secretAccessKey|accessKeyId|masterKey)$/.test(path) ? `a ${typeName(value)} (not shown)` : shown(value));
+
 /** Problems of `value` against `field` at `path`, pushed to `problems`; true when it may be used. */
 function checkField(value, field, path, problems) {
   if (field.type === "integer") {
     if (typeof value !== "number" || !Number.isSafeInteger(value) || value < (field.min ?? -Infinity) || value > (field.max ?? Infinity)) {
-      problems.push(`${path}: expected ${field.expected ?? "an integer"}, got ${shown(value)}`);
+      problems.push(`${path}: expected ${field.expected ?? "an integer"}, got ${shownAt(path, value)}`);
       return false;
     }
     return true;
   }
   if (typeName(value) !== field.type) {
     const article = field.type === "array" || field.type === "object" || field.type === "integer" ? "an" : "a";
-    problems.push(`${path}: expected ${article} ${field.type}, got ${shown(value)}`);
+    problems.push(`${path}: expected ${article} ${field.type}, got ${shownAt(path, value)}`);
     return false;
   }
   if (field.type === "string" && value === "") {
@@ -154,7 +157,7 @@ export function checkSchema(raw) {
         problems.push(`${at}: unknown variable${near ? ` (did you mean ${near}?)` : ""}`);
       } else if (VAR_KINDS[name] === "binding") problems.push(`${at}: a binding, not a variable`);
       else if (typeof value !== "string" && !(typeof value === "number" && Number.isSafeInteger(value)))
-        problems.push(`${at}: expected a string, got ${shown(value)}`);
+        problems.push(`${at}: expected a string, got ${SECRET_VARS.includes(name) ? `a ${typeName(value)} (not shown)` : shown(value)}`);
       else problems.push(...checkVars({ [name]: String(value) }, { partial: true, prefix: "vars." }));
     }
   }
@@ -247,10 +250,19 @@ function tlsFiles(tls, base) {
 }
 
 function parseJson(path) {
+  let text;
   try {
-    return JSON.parse(readFileSync(path, "utf8"));
+    text = readFileSync(path, "utf8");
   } catch (e) {
     throw new ConfigError(`config file ${path}: ${e.message.split("\n")[0]}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    // Where, not what: the parser's message quotes the file, which may hold a secret.
+    const at = /position (\d+)/.exec(e.message);
+    const before = at ? text.slice(0, Number(at[1])).split("\n") : null;
+    throw new ConfigError(`config file ${path}: not valid JSON${before ? ` (line ${before.length}, column ${before[before.length - 1].length + 1})` : ""}`);
   }
 }
 

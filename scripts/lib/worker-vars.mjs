@@ -74,6 +74,14 @@ export function isS3NodeSecret(name) {
   return name.startsWith("SHARDGATE_S3_NODE_") && (name.endsWith("_ACCESS_KEY_ID") || name.endsWith("_SECRET_ACCESS_KEY"));
 }
 
+/** Variables whose values may hold a secret: a message names their length, never their text. */
+export const SECRET_VARS = ["SHARDGATE_S3_NODES", "SHARDGATE_SECRET_ACCESS_KEY", "SHARDGATE_MASTER_KEY", "SHARDGATE_METRICS_TOKEN"];
+
+/** Variable `name`'s value as a message shows it: shown(), or only its length for one that may hold a secret. */
+export function shownVar(name, v) {
+  return SECRET_VARS.includes(name) && typeof v === "string" ? `a value of ${v.length} characters (not shown: it may hold a secret)` : shown(v);
+}
+
 /** A value as a message shows it: JSON, cut short (control characters escaped). */
 export function shown(v) {
   if (Array.isArray(v)) return "an array";
@@ -100,7 +108,7 @@ export function checkVars(vars, { partial = false, prefix = "" } = {}) {
       const spec = KINDS[kind];
       if (typeof value !== "string") problems.push(`${prefix}${name}: expected a string, got ${shown(value)}`);
       else if (!spec.ok(value) && !(value === "" && !REQUIRED_VARS.includes(name)))
-        problems.push(`${prefix}${name}: expected ${spec.expected}, got ${shown(value)}`);
+        problems.push(`${prefix}${name}: expected ${spec.expected}, got ${shownVar(name, value)}`);
     }
   }
   if (partial || problems.length) return problems;

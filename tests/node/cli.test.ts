@@ -479,3 +479,17 @@ describe("a hostile or absent gateway", () => {
     expect(oneLineError(await cli(["status"], { endpoint: "ftp://127.0.0.1" }), 2)).toContain("http:// or https://");
   });
 });
+
+describe("what the CLI parses", () => {
+  // Linear in what it reads: a hostile answer or credentials file of a few MiB is read at once (a
+  // quadratic parse of these took minutes of CPU before).
+  it("an answer of unclosed elements and a section header never closed parse to nothing, at once", async () => {
+    // Plain JavaScript without declarations: their shapes as used here.
+    const { xmlElements } = (await import(join(ROOT, "bin/lib/client.mjs"))) as { xmlElements(xml: string, name: string): string[] };
+    const { parseIni } = (await import(join(ROOT, "bin/lib/credentials.mjs"))) as { parseIni(text: string): Map<string, Record<string, string>> };
+    expect(xmlElements(`<ListAllMyBucketsResult>${"<Bucket>".repeat(1_000_000)}`, "Bucket")).toEqual([]);
+    expect(xmlElements('<R><Bucket><Name>a</Name></Bucket><Buckets>x</Buckets><Bucket a="1">b</Bucket></R>', "Bucket")).toEqual(["<Name>a</Name>", "b"]);
+    const ini = parseIni(`[a${" ".repeat(1_000_000)}b\n[ profile p ]\naws_access_key_id = A\n[bad]x]\n`);
+    expect([...ini.keys()]).toEqual(["profile p"]);
+  });
+});

@@ -66,11 +66,23 @@ describe("loadConfig", () => {
       'SHARDGATE_SIGV2: expected "on" or "off", got "yes"',
       'SHARDGATE_REGION: expected a region name such as "us-east-1", got "EU West!"',
       'SHARDGATE_INLINE_BYTES: expected a positive integer, got "-1"',
-      'SHARDGATE_S3_NODES: expected a JSON object, got "[1,2]"',
+      "SHARDGATE_S3_NODES: expected a JSON object, got a value of 5 characters (not shown: it may hold a secret)",
       'SHARDGATE_SCRUB_MODE: expected "deep" or "shallow", got "thorough"',
       "SHARDGATE_BLOCK_BYTES: required, not set",
     ])
       expect(message).toContain(part);
+  });
+
+  it("never quotes a variable that may hold a secret: its length only (a malformed SHARDGATE_S3_NODES with a key inline)", () => {
+    const secret = "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY";
+    for (const vars of [
+      { SHARDGATE_S3_NODES: `{"s3a":{"endpoint":"http://x","bucket":"b","accessKeyId":"AKIA","secretAccessKey":"${secret}",}}` },
+      { SHARDGATE_S3_NODES: `[${JSON.stringify(secret)}]` },
+    ]) {
+      const message = problemOf(vars);
+      expect(message).toContain("not shown: it may hold a secret");
+      expect(message).not.toContain(secret.slice(0, 5));
+    }
   });
 
   it("lists the problems values have together (quorum, draining, geometry), after the schema passes", () => {

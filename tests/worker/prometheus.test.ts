@@ -216,6 +216,19 @@ describe("GET /_shardgate/metrics", () => {
     expect(sample(after.families, "shardgate_request_duration_seconds_sum", labels)?.value).toBeGreaterThanOrEqual(0);
   });
 
+  it("labels what no route takes NotImplemented: no request, whatever its method and query, adds a series", async () => {
+    for (const [method, path] of [
+      ["PROPFIND", "/prom-b?acl"],
+      ["MKCOL", "/prom-b/k?website"],
+      ["GET", "/prom-b?inventory&x-made-up=1"],
+    ])
+      await (await exports.default.fetch(new Request(`${GATEWAY}${path}`, { method }))).arrayBuffer();
+    const { text } = await scrape();
+    for (const made of ["PROPFIND", "MKCOL", "BucketInventory", "ObjectWebsite"]) expect(text).not.toContain(made);
+    const ops = new Set([...text.matchAll(/\bop="([^"]*)"/g)].map((m) => m[1]));
+    expect(ops.has("NotImplemented")).toBe(true);
+  });
+
   it("has the gauges: build info, readiness, every node up with its breaker, the heal queue", async () => {
     const { families } = await scrape();
     expect(sample(families, "shardgate_build_info", { version: workerPkg.version, core: inject("coreCrateVersion") })?.value).toBe(1);

@@ -128,6 +128,14 @@ function isS3NodeSecret(name: string): boolean {
 }
 
 /** A value as a message shows it: quoted, cut short, control characters escaped. */
+/** Variables whose values may hold a secret: a message names their length, never their text. */
+export const SECRET_VARS: readonly string[] = ["SHARDGATE_S3_NODES", "SHARDGATE_SECRET_ACCESS_KEY", "SHARDGATE_MASTER_KEY", "SHARDGATE_METRICS_TOKEN"];
+
+/** Variable `name`'s value as a message shows it: shown(), or only its length for one that may hold a secret. */
+export function shownVar(name: string, v: string): string {
+  return SECRET_VARS.includes(name) ? `a value of ${v.length} characters (not shown: it may hold a secret)` : shown(v);
+}
+
 export function shown(v: unknown): string {
   const s = typeof v === "string" ? JSON.stringify(v.length > 80 ? `${v.slice(0, 80)}…` : v) : String(v);
   return s.length > 90 ? `${s.slice(0, 90)}…` : s;
@@ -149,7 +157,7 @@ export function checkVars(vars: Record<string, unknown>, partial = false): strin
       const spec = KINDS[kind];
       if (typeof value !== "string") problems.push(`${name}: expected a string, got ${typeof value}`);
       else if (spec && !spec.ok(value) && !(value === "" && !REQUIRED_VARS.includes(name)))
-        problems.push(`${name}: expected ${spec.expected}, got ${shown(value)}`);
+        problems.push(`${name}: expected ${spec.expected}, got ${shownVar(name, value)}`);
     }
   }
   if (!partial) for (const name of REQUIRED_VARS) if (vars[name] === undefined || vars[name] === "") problems.push(`${name}: required, not set`);

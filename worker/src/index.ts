@@ -16,7 +16,7 @@ const app = new Hono<{ Bindings: Env }>();
 
 app.get("/_shardgate/health", (c) => c.json({ status: "ok", version: pkg.version, core: coreVersion() }));
 // 503 until metadata answers and k + 1 nodes are reachable (api/admin/ready.ts); no credentials, bounded work.
-app.get("/_shardgate/ready", (c) => getReady(c.env));
+app.get("/_shardgate/ready", (c) => getReady(c.env, c.executionCtx));
 
 mountConsole(app); // the web console on its own origin: /_console/ and a browser's GET / redirected there
 

@@ -227,7 +227,7 @@ export const OPERATIONS = {
 
   // The gateway's own: its metrics (also with the scraper's bearer token) and the admin API
   // (api/admin-app.ts routes within it).
-  GetMetrics: metrics({ method: "GET" }, root, (ctx) => getMetrics(ctx.env), { authentication: "bearer" }),
+  GetMetrics: metrics({ method: "GET" }, root, (ctx) => getMetrics(ctx.env, (p) => ctx.waitUntil(p)), { authentication: "bearer" }),
   Admin: admin({}, root, async (ctx) => adminApp.fetch(ctx.request, { ctx })),
 } satisfies Record<string, Operation>;
 

@@ -52,8 +52,10 @@ export function readinessChecks(): number {
  * The gateway's readiness, at most READY_CACHE_MS old. Never awaits a promise another request
  * made (the runtime cancels a request that waits on another's I/O as hung): a request that finds
  * a check in progress answers the previous result, or, before the first, polls on its own timer.
+ * The check the request starts runs to its end under `waitUntil`, even if the request that
+ * started it is cancelled (a client that disconnects cannot leave a stale result in place).
  */
-export async function readiness(env: Env, config: GatewayConfig): Promise<Readiness> {
+export async function readiness(env: Env, config: GatewayConfig, waitUntil: (promise: Promise<unknown>) => void): Promise<Readiness> {
   let state = states.get(config);
   if (!state) {
     state = { last: null, checkingSince: 0 };
@@ -71,12 +73,17 @@ export async function readiness(env: Env, config: GatewayConfig): Promise<Readin
   const at = Date.now();
   state.checkingSince = at;
   checks++;
-  try {
-    state.last = await check(env, config, at);
-    return state.last;
-  } finally {
-    if (state.checkingSince === at) state.checkingSince = 0;
-  }
+  const done = check(env, config, at)
+    .then((result) => {
+      // An older check that ends later (it waited on slower nodes) never replaces a newer result.
+      if (state.last === null || state.last.at <= result.at) state.last = result;
+      return result;
+    })
+    .finally(() => {
+      if (state.checkingSince === at) state.checkingSince = 0;
+    });
+  waitUntil(done.catch(() => {}));
+  return done;
 }
 
 async function check(env: Env, config: GatewayConfig, at: number): Promise<Readiness> {

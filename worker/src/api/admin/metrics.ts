@@ -26,18 +26,18 @@ export function bearerAuthorized(request: Request, env: Env): boolean {
   throw new S3Error("AccessDenied", "The bearer token is not valid for the metrics endpoint.");
 }
 
-export async function getMetrics(env: Env): Promise<Response> {
+export async function getMetrics(env: Env, waitUntil: (promise: Promise<unknown>) => void): Promise<Response> {
   const store = metricsStore(env);
   await metrics.flush(store); // this isolate's pending counts first, so they are in the totals
-  const [totals, gauges] = await Promise.all([store.snapshot(), scrapeGauges(env)]);
+  const [totals, gauges] = await Promise.all([store.snapshot(), scrapeGauges(env, waitUntil)]);
   const body = renderPrometheus(totals, gauges);
   return textResponse(body, { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8", "cache-control": "no-store" } });
 }
 
 /** The gauges as of now: each from what is kept or cheap (readiness and heal counts are cached). */
-async function scrapeGauges(env: Env): Promise<GaugeSample[]> {
+async function scrapeGauges(env: Env, waitUntil: (promise: Promise<unknown>) => void): Promise<GaugeSample[]> {
   const config = loadConfig(env);
-  const [ready, heal, scrub] = await Promise.all([readiness(env, config), healQueueDepth(env), scrubStatus(env).catch(() => null)]);
+  const [ready, heal, scrub] = await Promise.all([readiness(env, config, waitUntil), healQueueDepth(env), scrubStatus(env).catch(() => null)]);
   const gauges: GaugeSample[] = [
     { name: "shardgate_build_info", labels: { version: pkg.version, core: coreVersion() }, value: 1 },
     { name: "shardgate_ready", value: ready.ready ? 1 : 0 },

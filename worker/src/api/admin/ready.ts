@@ -8,10 +8,10 @@ import { readiness } from "../../services/readiness";
 
 const HEADERS = { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" };
 
-export async function getReady(env: Env): Promise<Response> {
+export async function getReady(env: Env, exec: { waitUntil(promise: Promise<unknown>): void }): Promise<Response> {
   let missing: string[];
   try {
-    missing = (await readiness(env, loadConfig(env))).missing;
+    missing = (await readiness(env, loadConfig(env), (p) => exec.waitUntil(p))).missing;
   } catch (e) {
     missing = [configurationProblem(e)];
   }
