@@ -87,6 +87,8 @@ const SHARES = {
   scripts: [
     [SHARED, "the shared module"],
     [CLIENT_ENTRY, "@shardgate/client's entry"],
+    // npm start checks the variables it passes the Worker with the Worker's own schema.
+    ["worker/src/config-vars.ts", "the Worker's variables' schema"],
   ],
   // The CLI (`npx shardgate`) talks to a gateway over HTTP only: it imports nothing of the others.
   bin: [],

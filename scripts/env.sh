@@ -2,7 +2,7 @@
 # Source this file (". scripts/env.sh") to get shardgate's toolchain first on PATH:
 #   node_modules/.bin (wrangler, vitest, tsc), the Python venv .tools/python/bin (aws, and the
 #   python with boto3), the project-local Node 22 from .tools/ (when setup installed one because
-#   the system node is older than 22.12), and the cargo bin dir (cargo, rustup, wasm-bindgen).
+#   the system node is older than 22.18), and the cargo bin dir (cargo, rustup, wasm-bindgen).
 #   Safe to source more than once. Sets no shell options.
 
 SHARDGATE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

