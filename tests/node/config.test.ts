@@ -5,7 +5,7 @@
 // with a notice; a region other than us-east-1 is served end to end (an S3 client signing for it,
 // the banner, the console's /config.json and the console in Chromium signing with it); the banner
 // prints no secret but the local default.
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,6 +15,7 @@ import { AwsClient } from "aws4fetch";
 import { chromium } from "playwright-core";
 import { afterAll, describe, expect, it } from "vitest";
 import { freePort } from "./gateway";
+import { startServe } from "./tools";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const serve = join(root, "scripts/serve.mjs");
@@ -59,27 +60,11 @@ function expectOneLine(run: ReturnType<typeof refused>, ...parts: string[]): str
 
 /** Starts serve.mjs and waits for its health check; its output so far. */
 async function started(args: string[], env: Record<string, string>, base: string): Promise<{ child: ChildProcess; output: () => string }> {
-  let output = "";
-  const child = spawn(process.execPath, [serve, ...args], { cwd: root, detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
-  running.push(child);
-  child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
-  child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`serve.mjs exited with ${child.exitCode}:\n${output}`);
-    if (
-      await fetch(`${base}/_shardgate/health`).then(
-        (r) => r.ok,
-        () => false,
-      )
-    )
-      break;
-    if (Date.now() > deadline) throw new Error(`serve.mjs did not come up:\n${output}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  const healthy = () => fetch(`${base}/_shardgate/health`).then((r) => r.ok);
+  const { child, output } = await startServe(args, env, healthy, running);
   // The banner follows the health check.
-  for (let i = 0; i < 50 && !args.includes("--quiet") && !output.includes("Try it"); i++) await new Promise((r) => setTimeout(r, 100));
-  return { child, output: () => output };
+  for (let i = 0; i < 50 && !args.includes("--quiet") && !output().includes("Try it"); i++) await new Promise((r) => setTimeout(r, 100));
+  return { child, output };
 }
 
 function stop(child: ChildProcess): Promise<void> {

@@ -2,7 +2,7 @@
 // address but loopback, with one line naming the setting to change; the data directory is the
 // owner's alone (directories 0700, files 0600: shard files, the metadata SQLite, the config, the
 // master key); and HTTPS is served from a certificate and key named in shardgate.json.
-import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { execFileSync, spawnSync, type ChildProcess } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { Agent, get } from "node:https";
 import { tmpdir } from "node:os";
@@ -13,6 +13,7 @@ import { NodeHttpHandler } from "@smithy/node-http-handler";
 import { AwsClient } from "aws4fetch";
 import { afterAll, describe, expect, it } from "vitest";
 import { freePort } from "./gateway";
+import { startServe } from "./tools";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const serve = join(root, "scripts/serve.mjs");
@@ -33,19 +34,8 @@ function refused(args: string[]): { status: number | null; stderr: string } {
 }
 
 /** Starts serve.mjs and waits until `ready` (a health probe) says it answers; its output so far. */
-async function started(args: string[], env: Record<string, string>, ready: () => Promise<boolean>): Promise<{ child: ChildProcess; output: () => string }> {
-  let output = "";
-  const child = spawn(process.execPath, [serve, ...args], { cwd: root, detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
-  running.push(child);
-  child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
-  child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`serve.mjs exited with ${child.exitCode}:\n${output}`);
-    if (await ready().catch(() => false)) return { child, output: () => output };
-    if (Date.now() > deadline) throw new Error(`serve.mjs did not come up:\n${output}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+function started(args: string[], env: Record<string, string>, ready: () => Promise<boolean>): Promise<{ child: ChildProcess; output: () => string }> {
+  return startServe(args, env, ready, running);
 }
 
 function stop(child: ChildProcess): Promise<void> {

@@ -2,7 +2,7 @@
 // (pinned in tests/python/requirements.txt), into .tools/go/bin rclone and mc (pinned in
 // setup.sh), and a small runner for them. The binaries are
 // resolved from the repository, not from PATH, so the tests work however vitest was started.
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -80,4 +80,34 @@ export async function runOk(cmd: string, args: string[], opts: Parameters<typeof
   const res = await run(cmd, args, opts);
   if (res.code !== 0) throw new Error(`${cmd} ${args.join(" ")} exited with ${res.code}\n--- stdout\n${res.stdout}\n--- stderr\n${res.stderr}`);
   return res;
+}
+
+/**
+ * Starts scripts/serve.mjs with `args` (and `env` over this process's), adds it to `running` (the
+ * caller kills those after its tests) and waits, 90 s at most, until `ready` says it answers; its
+ * output so far. Throws with the output when it exits or never comes up.
+ */
+export async function startServe(
+  args: string[],
+  env: Record<string, string>,
+  ready: () => Promise<boolean>,
+  running: ChildProcess[],
+): Promise<{ child: ChildProcess; output: () => string }> {
+  let output = "";
+  const child = spawn(process.execPath, [join(ROOT, "scripts/serve.mjs"), ...args], {
+    cwd: ROOT,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, ...env },
+  });
+  running.push(child);
+  child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
+  child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`serve.mjs exited with ${child.exitCode}:\n${output}`);
+    if (await ready().catch(() => false)) return { child, output: () => output };
+    if (Date.now() > deadline) throw new Error(`serve.mjs did not come up:\n${output}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
