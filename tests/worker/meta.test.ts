@@ -263,16 +263,34 @@ describe("BucketIndex: objects", () => {
     expect(await stub.head("a/b.txt")).toEqual({ object: null, marker: null, versioned: false, expiry: null });
   });
 
-  it("conditional writes: If-None-Match: * and If-Match", async () => {
+  it("conditional writes: If-Match over no object is NoSuchKey, over another ETag PreconditionFailed; If-None-Match: * over an object PreconditionFailed", async () => {
     const stub = await createdIndex();
-    expect(await stub.put(record("k", "e1"), { ifMatch: "e1" })).toEqual({ ok: false, reason: "PreconditionFailed" });
+    expect(await stub.put(record("k", "e1"), { ifMatch: ["e1"] })).toEqual({ ok: false, reason: "NoSuchKey" });
+    expect(await stub.put(record("k", "e1"), { ifMatch: ["*"] })).toEqual({ ok: false, reason: "NoSuchKey" });
     expect((await stub.put(record("k", "e1"), { ifNoneMatch: true })).ok).toBe(true);
     expect(await stub.put(record("k", "e2"), { ifNoneMatch: true })).toEqual({ ok: false, reason: "PreconditionFailed" });
-    expect(await stub.put(record("k", "e2"), { ifMatch: "nope" })).toEqual({ ok: false, reason: "PreconditionFailed" });
+    expect(await stub.put(record("k", "e2"), { ifMatch: ["nope"] })).toEqual({ ok: false, reason: "PreconditionFailed" });
+    expect(await stub.put(record("k", "e2"), { ifMatch: [] })).toEqual({ ok: false, reason: "PreconditionFailed" });
+    expect(await stub.put(record("k", "e2"), { ifMatch: ["e1"], ifNoneMatch: true })).toEqual({ ok: false, reason: "PreconditionFailed" });
+    expect(await stub.put(record("k", "e2"), { ifNoneMatchEtag: ["x", "e1"] })).toEqual({ ok: false, reason: "PreconditionFailed" });
     expect((await stub.head("k")).object?.etag).toBe("e1");
-    const ok = await stub.put(record("k", "e2"), { ifMatch: "e1" });
+    const ok = await stub.put(record("k", "e2"), { ifMatch: ["other", "e1"] });
     expect(ok.ok && ok.freed[0]?.etag).toBe("e1");
     expect((await stub.head("k")).object?.etag).toBe("e2");
+    expect((await stub.put(record("k", "e3"), { ifMatch: ["*"], ifNoneMatchEtag: ["e1"] })).ok).toBe(true);
+  });
+
+  it("concurrent If-Match puts on the same ETag: exactly one wins, the others are PreconditionFailed", async () => {
+    const stub = await createdIndex();
+    for (let round = 0; round < 5; round++) {
+      const key = `cas-${round}`;
+      expect((await stub.put(record(key, "base"))).ok).toBe(true);
+      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => stub.put(record(key, `writer-${i}`), { ifMatch: ["base"] })));
+      const winners = results.flatMap((r, i) => (r.ok ? [i] : []));
+      expect(winners).toHaveLength(1);
+      for (const r of results) if (!r.ok) expect(r.reason).toBe("PreconditionFailed");
+      expect((await stub.head(key)).object?.etag).toBe(`writer-${winners[0]}`);
+    }
   });
 
   it("concurrent create-only puts: exactly one wins", async () => {

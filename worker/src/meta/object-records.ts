@@ -4,7 +4,7 @@
 // versions themselves are meta/versions.ts, the rules of object lock meta/object-lock.ts.
 import * as heal from "./heal-queue";
 import { defaultLock, deleteForbidden, type LockConfig, type ObjectLock, retained, retentionChangeForbidden } from "./object-lock";
-import type { DeleteOutcome, HeadResult, LockRefusal, ObjectRecord, WriteCondition } from "./types";
+import type { ConditionRefusal, DeleteOutcome, HeadResult, LockRefusal, ObjectRecord, WriteCondition } from "./types";
 import * as versions from "./versions";
 
 /** The key's current object. */
@@ -51,8 +51,9 @@ export function commit(
   lock: LockConfig | null,
   healReason: string | null,
   now: number,
-): { refused: "PreconditionFailed" | LockRefusal } | { refused: null; change: versions.VersionChange } {
-  if (!conditionHolds(currentRecord(sql, record.key), condition)) return { refused: "PreconditionFailed" };
+): { refused: ConditionRefusal | LockRefusal } | { refused: null; change: versions.VersionChange } {
+  const refused = conditionRefusal(currentRecord(sql, record.key), condition);
+  if (refused) return { refused };
   const locked = withLock(record, condition, lock);
   if (typeof locked === "string") return { refused: locked };
   const change = versions.putVersion(sql, locked);
@@ -60,11 +61,19 @@ export function commit(
   return { refused: null, change };
 }
 
-function conditionHolds(current: ObjectRecord | null, condition: WriteCondition): boolean {
-  if (condition.ifNoneMatch && current !== null) return false;
-  if (condition.ifNoneMatchEtag !== undefined && current?.etag === condition.ifNoneMatchEtag) return false;
-  if (condition.ifMatch !== undefined && current?.etag !== condition.ifMatch) return false;
-  return true;
+/**
+ * Why `condition` refuses a write over `current` (the key's current object; null: none, or a
+ * delete marker), or null when it holds. If-Match first: no object is NoSuchKey, another ETag
+ * PreconditionFailed; then If-None-Match (* or an ETag) over an object is PreconditionFailed.
+ */
+export function conditionRefusal(current: Pick<ObjectRecord, "etag"> | null, condition: WriteCondition): ConditionRefusal | null {
+  if (condition.ifMatch !== undefined) {
+    if (current === null) return "NoSuchKey";
+    if (!condition.ifMatch.some((t) => t === "*" || t === current.etag)) return "PreconditionFailed";
+  }
+  if (current === null) return null;
+  if (condition.ifNoneMatch || condition.ifNoneMatchEtag?.includes(current.etag)) return "PreconditionFailed";
+  return null;
 }
 
 /**

@@ -127,10 +127,13 @@ export interface ListPage {
 export interface WriteCondition {
   /** Only if no object exists under the key (If-None-Match: *). */
   ifNoneMatch?: boolean;
-  /** Only if the current object's ETag is not this (If-None-Match: <etag>), without quotes. */
-  ifNoneMatchEtag?: string;
-  /** Only if the current object's ETag is this (If-Match), without quotes. */
-  ifMatch?: string;
+  /** Only if the current object's ETag is none of these (If-None-Match: <etag>, …), without quotes. */
+  ifNoneMatchEtag?: readonly string[];
+  /**
+   * Only over an existing object (If-Match) whose ETag is one of these (without quotes; "*": any
+   * object). With no object under the key the write is refused as NoSuchKey, as S3 does.
+   */
+  ifMatch?: readonly string[];
   /** The write carried Content-MD5 or a checksum: object lock requires one when a retention applies. */
   integrity?: boolean;
   /** A write that may happen once (a browser-path commit): refused as AlreadyCommitted if `id` was written before `until`. */
@@ -141,7 +144,10 @@ export interface WriteCondition {
  *  unversioned), and the versions it replaced for good (their shard files are to be deleted). */
 export type PutResult =
   | { ok: true; versionId?: string; freed: ObjectRecord[]; expiry: Expiry | null }
-  | { ok: false; reason: "PreconditionFailed" | "AlreadyCommitted" | LockRefusal };
+  | { ok: false; reason: ConditionRefusal | "AlreadyCommitted" | LockRefusal };
+
+/** Why a write's If-Match / If-None-Match refused it: no object for If-Match (404), else 412. */
+export type ConditionRefusal = "PreconditionFailed" | "NoSuchKey";
 
 /** Why object lock refused a write: lock headers on a bucket without object lock, or a retained
  *  write without Content-MD5 or a checksum. */
@@ -230,7 +236,7 @@ export interface ListUploadsPage {
 
 export type CompleteResult =
   | { ok: true; versionId?: string; freed: ObjectRecord[]; unused: PartRecord[]; expiry: Expiry | null }
-  | { ok: false; reason: "NoSuchUpload" | "InvalidPart" | "PreconditionFailed" | LockRefusal };
+  | { ok: false; reason: "NoSuchUpload" | "InvalidPart" | ConditionRefusal | LockRefusal };
 
 /** An access key besides the root key, as listed (never with its secret). */
 export interface KeyRecord {

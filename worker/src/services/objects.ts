@@ -78,6 +78,8 @@ export function writeRefused(reason: Exclude<PutResult, { ok: true }>["reason"])
   switch (reason) {
     case "PreconditionFailed":
       return preconditionFailed();
+    case "NoSuchKey":
+      return noSuchKey();
     case "NoObjectLockConfiguration":
       return new S3Error("InvalidRequest", "Bucket is missing Object Lock Configuration");
     case "AlreadyCommitted":

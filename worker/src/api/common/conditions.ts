@@ -51,20 +51,46 @@ function httpDate(value: string | null): number | null {
 }
 
 /**
- * Conditional writes: If-None-Match: * (create only), If-None-Match: <etag> (not over that
- * object) and If-Match: <etag>.
+ * Conditional writes (PutObject, CopyObject's destination, CompleteMultipartUpload), decided in
+ * the commit's transaction (meta/object-records.ts conditionRefusal): If-Match: * or a list of
+ * ETags (over an existing object whose ETag is listed), If-None-Match: * (create only) or a list
+ * of ETags (not over an object whose ETag is listed). ETags are taken with or without quotes.
+ * Comparison is RFC 9110's: strong for If-Match (a weak W/"…" ETag matches nothing: S3's ETags are
+ * strong), weak for If-None-Match. A header with no ETag in it (empty, only commas) matches
+ * nothing. Both headers may be sent together: both must hold. (A list's length is bounded by
+ * the runtime's limit on request headers.)
  */
 export function writeCondition(headers: Headers): WriteCondition | undefined {
-  const ifNoneMatch = headers.get("if-none-match")?.trim() ?? null;
+  const ifNoneMatch = headers.get("if-none-match");
   const ifMatch = headers.get("if-match");
   if (ifNoneMatch === null && ifMatch === null) return undefined;
-  return {
-    ifNoneMatch: ifNoneMatch === "*",
-    ifNoneMatchEtag: ifNoneMatch === null || ifNoneMatch === "*" ? undefined : unquote(ifNoneMatch),
-    ifMatch: ifMatch === null ? undefined : unquote(ifMatch.trim()),
-  };
+  const condition: WriteCondition = {};
+  if (ifMatch !== null) condition.ifMatch = etagList(ifMatch, false);
+  if (ifNoneMatch !== null) {
+    const tags = etagList(ifNoneMatch, true);
+    if (tags.includes("*")) condition.ifNoneMatch = true;
+    else condition.ifNoneMatchEtag = tags;
+  }
+  return condition;
+}
+
+/**
+ * The ETags of a conditional header, without quotes; `weak` keeps a W/"…" ETag as its opaque tag
+ * (weak comparison), else leaves it out (strong comparison: it matches nothing).
+ */
+function etagList(header: string, weak: boolean): string[] {
+  const tags: string[] = [];
+  for (const raw of header.split(",")) {
+    let t = raw.trim();
+    if (t.startsWith("W/")) {
+      if (!weak) continue;
+      t = t.slice(2);
+    }
+    if (t !== "") tags.push(unquote(t));
+  }
+  return tags;
 }
 
 function unquote(etag: string): string {
-  return etag.replace(/^"|"$/g, "");
+  return etag.length >= 2 && etag.startsWith('"') && etag.endsWith('"') ? etag.slice(1, -1) : etag;
 }

@@ -2,7 +2,8 @@
 // (never buffered whole); a copy onto itself that only replaces metadata moves no bytes at all.
 import type { Manifest } from "../../shared/core-api";
 import type { Expiry, ObjectRecord } from "../../meta/types";
-import { S3Error, noSuchKey, preconditionFailed } from "../../s3-error";
+import { S3Error, noSuchKey } from "../../s3-error";
+import { conditionRefusal } from "../../meta/object-records";
 import { type CopySource, parseCopySource, readCopySource } from "../common/copy-source";
 import { type Cipher, encryptionOf, newCipher, objectEtag, objectKeyOf, writeObjectPart } from "../../services/encryption";
 import { customerKey, sseHeaders, sseRequest } from "../common/sse-headers";
@@ -12,7 +13,7 @@ import { storedHeaders, userMetadata } from "../common/object-headers";
 import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
 import { writeCondition } from "../common/conditions";
 import { checkAclHeaders } from "../common/acl-policy";
-import { openRange, commitObject, partOf, writtenHeaders, type NewObject } from "../../services/objects";
+import { openRange, commitObject, partOf, writeRefused, writtenHeaders, type NewObject } from "../../services/objects";
 import { lockFromHeaders } from "../common/object-lock-headers";
 import { checkKey, MAX_PUT_BYTES } from "../common/object-request";
 import { parseTaggingHeader } from "../common/tags";
@@ -128,9 +129,9 @@ async function replaceInPlace(
   fields: Fields,
   condition: ReturnType<typeof writeCondition>,
 ) {
-  if (condition?.ifNoneMatch || condition?.ifNoneMatchEtag === record.etag || (condition?.ifMatch !== undefined && condition.ifMatch !== record.etag)) {
-    throw preconditionFailed();
-  }
+  // The condition against the object read; replace() below commits only if it is still that one.
+  const refused = condition ? conditionRefusal(record, condition) : null;
+  if (refused) throw writeRefused(refused);
   const object: NewObject = { key: record.key, size: manifest.size, etag: manifest.etag, checksums: manifest.checksums, parts: manifest.parts, ...fields };
   const lastModified = Date.now();
   const next: Manifest = { ...manifest, ...fields, lastModifiedMs: lastModified };
