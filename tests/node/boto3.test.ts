@@ -451,6 +451,33 @@ describe("boto3 against the gateway", () => {
     expect(r.left).toEqual([]);
   });
 
+  it("conditional writes (IfMatch=, IfNoneMatch=): 404 NoSuchKey over no object, 412 otherwise, on put_object, copy_object and complete_multipart_upload; eight racing writers, one winner", async () => {
+    const r = await boto3("conditional-writes", { bucket: "boto3" });
+    const noSuchKey = { code: "NoSuchKey", status: 404 };
+    const failed = { code: "PreconditionFailed", status: 412 };
+    expect(r.put_if_match_star_missing).toEqual(noSuchKey);
+    expect(r.put_if_match_etag_missing).toEqual(noSuchKey);
+    expect(r.put_if_none_match_existing).toEqual(failed);
+    expect(r.put_if_match_wrong).toEqual(failed);
+    expect(r.put_if_match_unquoted).toBe(200);
+    expect(r.copy_if_match_missing).toEqual(noSuchKey);
+    expect(r.copy_if_none_match_new).toBe(200);
+    expect(r.copy_if_none_match_existing).toEqual(failed);
+    expect(r.copy_if_match_wrong).toEqual(failed);
+    expect(r.complete_if_match_missing).toEqual(noSuchKey);
+    expect(r.complete_upload_left).toBe(1);
+    // A bucket that never had versioning: no VersionId in the answer.
+    expect(r.complete_if_none_match_new).toEqual({ status: 200, version_id: null });
+    expect(r.complete_if_none_match_existing).toEqual(failed);
+    expect(r.complete_if_match_wrong).toEqual(failed);
+    expect(r.complete_if_match_current).toBe(200);
+    for (const race of [r.race_put, r.race_complete_create, r.race_complete_cas]) {
+      expect(race.errors.filter((e: unknown) => e === null)).toHaveLength(1);
+      expect(race.errors.filter((e: unknown) => e !== null)).toEqual(Array(7).fill(failed));
+      expect(race.winner_stored).toEqual([race.errors.indexOf(null)]);
+    }
+  });
+
   describe("listing 2,500 keys", () => {
     const keys: string[] = [];
     for (let d = 0; d < 24; d++) for (let f = 0; f < 100; f++) keys.push(`list/d${String(d).padStart(2, "0")}/f-${String(f).padStart(4, "0")}.bin`);

@@ -1,9 +1,12 @@
 // End to end with the AWS SDK for JavaScript v3 beyond single PUTs: @aws-sdk/lib-storage's
 // `Upload` of stream bodies (multipart, each part aws-chunked with a CRC32 trailer, the SDK's
-// default), a create-only PUT race, CopyObject, DeleteObjects and aborting an upload.
+// default), a create-only PUT race, conditional writes (IfMatch / IfNoneMatch on PutObject,
+// CopyObject and CompleteMultipartUpload, racing writers), CopyObject, DeleteObjects and aborting
+// an upload.
 import { Readable } from "node:stream";
 import {
   AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
   CopyObjectCommand,
   CreateBucketCommand,
   CreateMultipartUploadCommand,
@@ -152,5 +155,67 @@ describe("the rest of a client's day", () => {
       status: 404,
     });
     expect((await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }))).Uploads ?? []).toEqual([]);
+  });
+});
+
+describe("conditional writes with the JS SDK (IfMatch, IfNoneMatch)", () => {
+  const put = (Key: string, Body: Uint8Array | string, cond: { IfMatch?: string; IfNoneMatch?: string }) =>
+    s3.send(new PutObjectCommand({ Bucket: bucket, Key, Body, ...cond }));
+
+  async function uploadOnePart(Key: string, Body: Uint8Array): Promise<{ UploadId: string; ETag: string }> {
+    const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key }));
+    const { ETag } = await s3.send(new UploadPartCommand({ Bucket: bucket, Key, UploadId, PartNumber: 1, Body }));
+    return { UploadId: UploadId as string, ETag: ETag as string };
+  }
+  const complete = (Key: string, up: { UploadId: string; ETag: string }, cond: { IfMatch?: string; IfNoneMatch?: string }) =>
+    s3.send(
+      new CompleteMultipartUploadCommand({
+        Bucket: bucket,
+        Key,
+        UploadId: up.UploadId,
+        MultipartUpload: { Parts: [{ PartNumber: 1, ETag: up.ETag }] },
+        ...cond,
+      }),
+    );
+
+  it("PutObject and CopyObject with IfMatch over no object: NoSuchKey 404; with another ETag: PreconditionFailed 412; with the ETag: written", async () => {
+    expect(await s3Error(put("cond/none.txt", "x", { IfMatch: "*" }))).toEqual({ name: "NoSuchKey", status: 404 });
+    expect(await s3Error(put("cond/none.txt", "x", { IfMatch: '"abc"' }))).toEqual({ name: "NoSuchKey", status: 404 });
+    const { ETag } = await put("cond/one.txt", "one", { IfNoneMatch: "*" });
+    expect(await s3Error(put("cond/one.txt", "x", { IfNoneMatch: "*" }))).toEqual({ name: "PreconditionFailed", status: 412 });
+    expect(await s3Error(put("cond/one.txt", "x", { IfMatch: '"abc"' }))).toEqual({ name: "PreconditionFailed", status: 412 });
+    await put("cond/one.txt", "two", { IfMatch: ETag });
+    const copy = (Key: string, cond: { IfMatch?: string; IfNoneMatch?: string }) =>
+      s3.send(new CopyObjectCommand({ Bucket: bucket, Key, CopySource: `${bucket}/cond/one.txt`, ...cond }));
+    expect(await s3Error(copy("cond/copy.txt", { IfMatch: "*" }))).toEqual({ name: "NoSuchKey", status: 404 });
+    await copy("cond/copy.txt", { IfNoneMatch: "*" });
+    expect(await s3Error(copy("cond/copy.txt", { IfNoneMatch: "*" }))).toEqual({ name: "PreconditionFailed", status: 412 });
+  });
+
+  it("eight racing PutObject calls with IfMatch on one ETag: exactly one wins, seven PreconditionFailed, the winner's bytes read back", async () => {
+    const { ETag } = await put("cond/race.bin", "base", {});
+    const bodies = Array.from({ length: 8 }, (_, i) => randomBytes(MIB + i, 200 + i));
+    const results = await Promise.allSettled(bodies.map((Body) => put("cond/race.bin", Body, { IfMatch: ETag })));
+    const won = results.flatMap((r, i) => (r.status === "fulfilled" ? [i] : []));
+    expect(won).toHaveLength(1);
+    for (const r of results) if (r.status === "rejected") expect(r.reason).toMatchObject({ name: "PreconditionFailed", $metadata: { httpStatusCode: 412 } });
+    expect(sha256(await getBytes("cond/race.bin"))).toBe(sha256(bodies[won[0]]));
+  });
+
+  it("CompleteMultipartUpload: IfMatch over no object is NoSuchKey and leaves the upload; eight racing completes with IfNoneMatch: * have one winner", async () => {
+    const lone = await uploadOnePart("cond/mpu.bin", randomBytes(1000, 300));
+    expect(await s3Error(complete("cond/mpu.bin", lone, { IfMatch: "*" }))).toEqual({ name: "NoSuchKey", status: 404 });
+    const bodies = Array.from({ length: 8 }, (_, i) => randomBytes(64 * 1024 + i, 310 + i));
+    const uploads = await Promise.all(bodies.map((b) => uploadOnePart("cond/mpu.bin", b)));
+    const results = await Promise.allSettled(uploads.map((u) => complete("cond/mpu.bin", u, { IfNoneMatch: "*" })));
+    const won = results.flatMap((r, i) => (r.status === "fulfilled" ? [i] : []));
+    expect(won).toHaveLength(1);
+    for (const r of results) if (r.status === "rejected") expect(r.reason).toMatchObject({ name: "PreconditionFailed", $metadata: { httpStatusCode: 412 } });
+    expect(sha256(await getBytes("cond/mpu.bin"))).toBe(sha256(bodies[won[0]]));
+    // The refused upload is still there: completed with the current ETag it wins.
+    const { ETag } = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: "cond/mpu.bin" }));
+    await complete("cond/mpu.bin", lone, { IfMatch: ETag });
+    for (const [i, u] of uploads.entries())
+      if (i !== won[0]) await s3.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: "cond/mpu.bin", UploadId: u.UploadId }));
   });
 });

@@ -339,6 +339,63 @@ def cmd_copy_delete(args):
     }
 
 
+def cmd_conditional_writes(args):
+    """Conditional writes with boto3's IfMatch= / IfNoneMatch= parameters: put_object,
+    copy_object (the destination) and complete_multipart_upload over no object, another ETag and
+    the current one; eight racing put_object calls with IfMatch on one ETag, and eight racing
+    complete_multipart_upload calls onto one key with IfNoneMatch="*", then with IfMatch."""
+    s3 = client(pool=16)
+    bucket = args["bucket"]
+    rng = random.Random(33)
+    out = {}
+    out["put_if_match_star_missing"] = error_of(lambda: s3.put_object(Bucket=bucket, Key="cw/none", Body=b"x", IfMatch="*"))
+    out["put_if_match_etag_missing"] = error_of(lambda: s3.put_object(Bucket=bucket, Key="cw/none", Body=b"x", IfMatch='"abc"'))
+    etag = s3.put_object(Bucket=bucket, Key="cw/obj", Body=b"one", IfNoneMatch="*")["ETag"]
+    out["put_if_none_match_existing"] = error_of(lambda: s3.put_object(Bucket=bucket, Key="cw/obj", Body=b"x", IfNoneMatch="*"))
+    out["put_if_match_wrong"] = error_of(lambda: s3.put_object(Bucket=bucket, Key="cw/obj", Body=b"x", IfMatch='"abc"'))
+    out["put_if_match_unquoted"] = status(s3.put_object(Bucket=bucket, Key="cw/obj", Body=b"two", IfMatch=etag.strip('"')))
+    src = {"Bucket": bucket, "Key": "cw/obj"}
+    out["copy_if_match_missing"] = error_of(lambda: s3.copy_object(Bucket=bucket, Key="cw/copy", CopySource=src, IfMatch="*"))
+    out["copy_if_none_match_new"] = status(s3.copy_object(Bucket=bucket, Key="cw/copy", CopySource=src, IfNoneMatch="*"))
+    out["copy_if_none_match_existing"] = error_of(lambda: s3.copy_object(Bucket=bucket, Key="cw/copy", CopySource=src, IfNoneMatch="*"))
+    out["copy_if_match_wrong"] = error_of(lambda: s3.copy_object(Bucket=bucket, Key="cw/copy", CopySource=src, IfMatch='"abc"'))
+
+    def upload(key, body):
+        uid = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+        part = s3.upload_part(Bucket=bucket, Key=key, UploadId=uid, PartNumber=1, Body=body)
+        return uid, {"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]}
+
+    def complete(key, up, **cond):
+        return s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=up[0], MultipartUpload=up[1], **cond)
+
+    up = upload("cw/mpu", b"m" * 1000)
+    out["complete_if_match_missing"] = error_of(lambda: complete("cw/mpu", up, IfMatch="*"))
+    out["complete_upload_left"] = len(s3.list_parts(Bucket=bucket, Key="cw/mpu", UploadId=up[0]).get("Parts", []))
+    done = complete("cw/mpu", up, IfNoneMatch="*")
+    out["complete_if_none_match_new"] = {"status": status(done), "version_id": done.get("VersionId")}
+    up = upload("cw/mpu", b"n" * 1000)
+    out["complete_if_none_match_existing"] = error_of(lambda: complete("cw/mpu", up, IfNoneMatch="*"))
+    out["complete_if_match_wrong"] = error_of(lambda: complete("cw/mpu", up, IfMatch='"abc"'))
+    out["complete_if_match_current"] = status(complete("cw/mpu", up, IfMatch=done["ETag"]))
+
+    base = s3.put_object(Bucket=bucket, Key="cw/race", Body=b"base")["ETag"]
+    bodies = [rng.randbytes(256 * 1024 + i) for i in range(8)]
+    with ThreadPoolExecutor(8) as pool:
+        puts = list(pool.map(lambda b: error_of(lambda: s3.put_object(Bucket=bucket, Key="cw/race", Body=b, IfMatch=base)), bodies))
+    stored = s3.get_object(Bucket=bucket, Key="cw/race")["Body"].read()
+    out["race_put"] = {"errors": puts, "winner_stored": [i for i, e in enumerate(puts) if e is None and bodies[i] == stored]}
+    for name, cond in [("race_complete_create", {"IfNoneMatch": "*"}), ("race_complete_cas", None)]:
+        key = f"cw/{name}"
+        if cond is None:
+            cond = {"IfMatch": s3.put_object(Bucket=bucket, Key=key, Body=b"base")["ETag"]}
+        bodies = [rng.randbytes(64 * 1024 + i) for i in range(8)]
+        ups = [upload(key, b) for b in bodies]
+        with ThreadPoolExecutor(8) as pool:
+            errs = list(pool.map(lambda u: error_of(lambda: complete(key, u, **cond)), ups))
+        stored = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        out[name] = {"errors": errs, "winner_stored": [i for i, e in enumerate(errs) if e is None and bodies[i] == stored]}
+    return out
+
 def cmd_versioning(args):
     """A versioned bucket end to end: versions by id, a delete marker and its undoing, a version
     deleted for good, DeleteObjects with VersionId, a copy from a version, concurrent overwrites,
@@ -900,6 +957,7 @@ COMMANDS = {
     "sigv2": cmd_sigv2,
     "presigned-post": cmd_presigned_post,
     "encryption": cmd_encryption,
+    "conditional-writes": cmd_conditional_writes,
     "session-token": cmd_session_token,
 }
 
