@@ -89,6 +89,8 @@ const SHARES = {
     [CLIENT_ENTRY, "@shardgate/client's entry"],
     // npm start checks the variables it passes the Worker with the Worker's own schema.
     ["worker/src/config-vars.ts", "the Worker's variables' schema"],
+    // The one-file binary (scripts/binary/launcher.mjs) runs the admin CLI too.
+    ["bin/lib/cli.mjs", "the CLI's entry"],
   ],
   // The CLI (`npx shardgate`) talks to a gateway over HTTP only: it imports nothing of the others.
   bin: [],

@@ -1,0 +1,284 @@
+// Serving the gateway on plain workerd: what `npm start` (scripts/serve.mjs) and the one-file binary
+// (scripts/binary/launcher.mjs, `npm run build:binary`) both run, with the same flags and the same
+// shardgate.json. They differ only in where the runtime's parts come from (a ServingRuntime): the
+// repository (wrangler bundles the Worker, vite built the console, workerd from node_modules) or the
+// binary itself (the parts built into it, unpacked into the data directory).
+//
+// It writes a workerd config into the data directory (scripts/lib/workerd-config.mjs: Durable
+// Objects in SQLite on local disk, one disk service per disk node, S3 nodes over the network, the
+// console on a listener of its own) and runs `workerd serve` on the configured address. Nothing
+// stands between clients and workerd. The console has its own origin (the console port, default
+// port + 1): no stored object is ever served there (docs/console.md).
+//
+// With `--processes N` (config "processes"), N workerd processes serve the listen address: this
+// opens the listening socket and hands it to each (`--socket-fd`), the kernel gives each
+// connection to one of them. The first, the home process, hosts the Durable Objects and the
+// console; the others reach the Durable Objects through it over HTTP on a Unix socket in the
+// data directory (worker/src/meta/remote.ts), and start taking connections once that socket exists.
+// One gateway per data directory: a second start on it is refused (DATA/serve.pid). The workerd
+// processes end with this one, however it ends (kill -9 included: `setpriv --pdeathsig`, where
+// the system has it), so a restart finds the port free.
+//
+// Flags override the file key by key (--port changes only the port of "listen"). A configuration
+// that cannot be served (an unknown key or flag, a value of the wrong type, a bad Worker variable:
+// scripts/lib/shardgate-config.mjs, scripts/lib/worker-vars.mjs) stops it before workerd starts,
+// with one line on stderr and exit status 1.
+import { spawn } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { freePort, portAvailable } from "./free-port.mjs";
+import { consoleOriginsFor, masterKey, printBanner, restrictDirectories, waitHealthy } from "./serving.mjs";
+import { loadShardgateConfig, parseFlags } from "./shardgate-config.mjs";
+import { checkVars } from "./worker-vars.mjs";
+import { workerdConfig, workerVars } from "./workerd-config.mjs";
+
+/**
+ * @typedef {{ dir: string, modules: { name: string, type: "esModule" | "wasm" }[] }} WorkerBundle
+ * @typedef {{ bundle: WorkerBundle, assetsDir: string | null, assetsWorker: string, workerdBin: string }} RuntimeParts
+ * @typedef {object} ServingRuntime
+ * @property {string} command   how the usage line names the command
+ * @property {string} base      where relative paths (shardgate.json, .shardgate) resolve: the repository for npm start, the working directory for the binary
+ * @property {string} marker    what /proc/PID/cmdline of a gateway serving a data directory contains (the lock's check)
+ * @property {string} runtime   how the banner names what serves
+ * @property {() => Promise<object>} wrangler  wrangler's parsed config (the fields workerdConfig reads)
+ * @property {(dataDir: string) => RuntimeParts} parts  the Worker bundle, the console's files and workerd, ready to use
+ */
+
+const FLAGS = {
+  config: { type: "string" },
+  ip: { type: "string" },
+  port: { type: "string" },
+  "console-port": { type: "string" },
+  "data-dir": { type: "string" },
+  processes: { type: "string" },
+  quiet: { type: "boolean", default: false },
+  help: { type: "boolean", default: false },
+};
+const USAGE = "[--config shardgate.json] [--ip IP] [--port PORT] [--console-port PORT] [--data-dir DIR] [--processes N] [--quiet]";
+
+/** Until the gateway is up, any failure (a bad flag or file, a data directory that cannot be made) is one line, no stack trace. */
+const startupFailure = (e) => {
+  console.error(`shardgate: ${e instanceof Error ? e.message.split("\n")[0] : String(e)}`);
+  process.exit(1);
+};
+
+/**
+ * Serves the gateway until a signal ends it.
+ * @param {string[]} argv the flags @param {ServingRuntime} runtime
+ */
+export async function serveGateway(argv, runtime) {
+  process.on("uncaughtException", startupFailure);
+  process.on("unhandledRejection", startupFailure);
+  const { values: opts } = parseFlags(argv, FLAGS);
+  if (opts.help) {
+    console.log(`usage: ${runtime.command} ${USAGE}`);
+    process.exit(0);
+  }
+  // Everything the gateway writes (metadata, shard files on disk nodes, its config, the master key)
+  // is its owner's alone: files 0600, directories 0700, workerd's included (it inherits the umask).
+  process.umask(0o077);
+  const config = loadShardgateConfig({
+    root: runtime.base,
+    file: opts.config,
+    overrides: { dataDir: opts["data-dir"], ip: opts.ip, port: opts.port, consolePort: opts["console-port"], processes: opts.processes },
+  });
+  const consolePort = await chooseConsolePort(config, opts.quiet);
+  // The gateway answers CORS for the console's origins (never "*"), unless shardgate.json's vars name them.
+  const consoleVars = { SHARDGATE_CONSOLE_ORIGIN: consoleOriginsFor(config.ip, consolePort, config.tls ? "https" : "http").join(","), ...config.vars };
+  const wrangler = await runtime.wrangler();
+  // What the Worker will be given, checked as the Worker checks it (worker/src/config.ts): a bad
+  // variable stops here, not at the first request. (The master key is made only after this: a
+  // refused start writes nothing.)
+  const varProblems = checkVars(workerVars(wrangler, { ...config, masterKey: config.masterKey ?? "made at first start".padEnd(64, "."), vars: consoleVars }));
+  if (varProblems.length) startupFailure(new Error(`Worker variables: ${varProblems.join("; ")}`));
+  config.masterKey ??= masterKey(config.dataDir);
+  config.vars = consoleVars;
+
+  prepareDataDir(config, runtime.marker);
+  const host = config.ip.includes(":") ? `[${config.ip}]` : config.ip;
+  const metaSocket = join(config.dataDir, "meta.sock");
+  if (config.processes > 1 && Buffer.byteLength(metaSocket) > 100)
+    startupFailure(new Error(`--processes needs a shorter data directory path (the Unix socket ${metaSocket} is too long)`));
+  const parts = runtime.parts(config.dataDir);
+  const writeConfig = configWriter({ config, wrangler, parts, host, consolePort, metaSocket });
+  const gone = startWorkerd({ config, host, metaSocket, workerdBin: parts.workerdBin, writeConfig });
+  await announce({
+    config,
+    host,
+    consolePort,
+    runtime: config.processes > 1 ? `${runtime.runtime}, ${config.processes} processes` : runtime.runtime,
+    quiet: opts.quiet,
+    gone,
+  });
+}
+
+/** Makes the data directory and its node directories (owner only), and takes it (DATA/serve.pid). */
+function prepareDataDir(config, marker) {
+  const diskPaths = config.nodes.filter((n) => n.type === "disk").map((n) => n.path);
+  for (const dir of [join(config.dataDir, "meta"), ...diskPaths]) mkdirSync(dir, { recursive: true });
+  // What an earlier version made before the umask above: the metadata whole, the node directories.
+  restrictDirectories([config.dataDir, join(config.dataDir, "nodes"), ...diskPaths], [join(config.dataDir, "meta")]);
+  lockDataDir(config.dataDir, marker);
+}
+
+/**
+ * What writes the workerd config of the home process ("home"; "single" without --processes) or of
+ * the others ("front") into the data directory, and answers its path.
+ * @returns {(role: "single" | "home" | "front") => string}
+ */
+function configWriter({ config, wrangler, parts, host, consolePort, metaSocket }) {
+  return (role) => {
+    const file = join(config.dataDir, role === "front" ? "workerd-front.capnp" : "workerd.capnp");
+    const consoleConfig = { gatewayPort: config.port, gateway: config.vars.SHARDGATE_GATEWAY_URL, region: config.region };
+    const split = role === "single" ? undefined : { role, metaSocket };
+    const { bundle, assetsDir, assetsWorker } = parts;
+    const address = `${host}:${config.port}`;
+    const consoleAddress = `${host}:${consolePort}`;
+    const text = workerdConfig({ wrangler, config, bundle, configDir: config.dataDir, assetsDir, assetsWorker, address, consoleAddress, consoleConfig, split });
+    writeFileSync(file, text, { mode: 0o600 }); // it holds the credentials
+    chmodSync(file, 0o600);
+    return file;
+  };
+}
+
+/** Port + 1 by default; when that one is taken (and none was asked for), the next free port. */
+async function chooseConsolePort(config, quiet) {
+  if (config.consolePortSet || (await portAvailable(config.ip, config.consolePort))) return config.consolePort;
+  const port = await freePort(config.ip);
+  if (!quiet) console.error(`shardgate: port ${config.consolePort} is taken: the console is served on port ${port}`);
+  return port;
+}
+
+/** Waits for the gateway's health check, then prints the banner; shuts down when it never answers. */
+async function announce({ config, host, consolePort, runtime, quiet, gone }) {
+  // A wildcard address is reached on loopback.
+  const local = `${config.tls ? "https" : "http"}://${config.ip === "0.0.0.0" ? "127.0.0.1" : config.ip === "::" ? "[::1]" : host}:${config.port}`;
+  if (!(await waitHealthy(`${local}/_shardgate/health`, { timeoutMs: 60_000, gone }))) {
+    console.error("shardgate: workerd did not come up within 60 s");
+    process.kill(process.pid, "SIGTERM");
+    return;
+  }
+  process.off("uncaughtException", startupFailure);
+  process.off("unhandledRejection", startupFailure);
+  if (quiet) return;
+  const consoleBase = `${local.slice(0, local.lastIndexOf(":"))}:${consolePort}`;
+  const { credentials, credentialsFrom, region, dataDir } = config;
+  printBanner({ base: local, port: config.port, credentials, credentialsFrom, region, runtime, dataDir, consoleBase });
+}
+
+/**
+ * Starts the workerd process (or, with --processes N, N of them on one listening socket) and
+ * watches them: one gone ends them all. @returns whether any has exited
+ */
+function startWorkerd({ config, host, metaSocket, workerdBin, writeConfig }) {
+  const children = watchChildren();
+  if (config.processes === 1) {
+    children.watch(spawnTied(workerdBin, ["serve", writeConfig("single"), "--experimental"], { cwd: config.dataDir, stdio: ["ignore", "inherit", "inherit"] }));
+    return children.gone;
+  }
+  const home = writeConfig("home");
+  const front = writeConfig("front");
+  rmSync(metaSocket, { force: true });
+  // The listening socket, opened here and handed to every process as its fd 3. Everything below
+  // runs within the 'listening' callback, before this process's event loop could accept a
+  // connection; then this process closes its copy and the workerd processes alone accept.
+  const listener = createServer();
+  listener.on("error", (e) => startupFailure(new Error(`cannot listen on ${host}:${config.port}: ${e.message}`)));
+  listener.listen({ host: config.ip, port: config.port, backlog: 4096 }, () => {
+    const fd = /** @type {any} */ (listener)._handle.fd;
+    const stdio = /** @type {const} */ (["ignore", "inherit", "inherit", fd]);
+    children.watch(spawnTied(workerdBin, ["serve", home, "--experimental", "--socket-fd", "http=3"], { cwd: config.dataDir, stdio }));
+    // The others wait for the home process's metadata socket before they take connections (at
+    // most 60 s: then the wait fails, and with it the whole gateway).
+    const wait = `i=0; while [ ! -S "$1" ]; do i=$((i+1)); [ $i -gt 1200 ] && exit 1; sleep 0.05; done; shift; exec "$@"`;
+    const args = ["-c", wait, "sh", metaSocket, workerdBin, "serve", front, "--experimental", "--socket-fd", "http=3"];
+    for (let i = 1; i < config.processes; i++) children.watch(spawnTied("/bin/sh", args, { cwd: config.dataDir, stdio }));
+    listener.close();
+  });
+  return children.gone;
+}
+
+/** The workerd processes: a signal stops them all, and one that exits on its own ends the gateway. */
+function watchChildren() {
+  let stopping = false;
+  /** @type {import("node:child_process").ChildProcess[]} */
+  const children = [];
+  const shutdown = () => {
+    stopping = true;
+    for (const child of children) child.kill("SIGTERM");
+    setTimeout(() => process.exit(0), 3000).unref();
+  };
+  process.on("SIGINT", shutdown);
+  process.on("SIGTERM", shutdown);
+  const watch = (child) => {
+    children.push(child);
+    child.on("exit", (code, signal) => {
+      if (stopping) {
+        if (children.every((c) => c.exitCode !== null || c.signalCode !== null)) process.exit(0);
+        return;
+      }
+      // One process gone ends them all: a gateway serving part of its connections is not one to keep.
+      console.error(`shardgate: workerd exited (${signal ?? code})`);
+      for (const other of children) if (other !== child) other.kill("SIGTERM");
+      process.exit(code ?? 1);
+    });
+  };
+  return { watch, gone: () => children.some((c) => c.exitCode !== null) };
+}
+
+const SETPRIV = "/usr/bin/setpriv";
+
+/**
+ * Spawns a process that gets SIGTERM when this one dies, however it dies (kill -9, the OOM
+ * killer): util-linux's setpriv sets the parent-death signal and execs the command, so the child
+ * keeps its pid and its signals. Without setpriv (not Linux), a plain spawn.
+ */
+function spawnTied(command, args, options) {
+  return existsSync(SETPRIV) ? spawn(SETPRIV, ["--pdeathsig", "TERM", "--", command, ...args], options) : spawn(command, args, options);
+}
+
+/**
+ * Makes this the one gateway serving `dir`: two on the same metadata would each believe they own
+ * its Durable Objects (and, with --processes, its metadata socket). DATA/serve.pid names the one
+ * that serves it; one left by a gateway that is gone (kill -9) is taken over.
+ * @param {string} dir @param {string} marker what a serving gateway's command line contains
+ */
+function lockDataDir(dir, marker) {
+  const file = join(dir, "serve.pid");
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(file, `${process.pid}\n`, { flag: "wx", mode: 0o600 });
+      process.on("exit", () => {
+        try {
+          if (readFileSync(file, "utf8").trim() === String(process.pid)) rmSync(file, { force: true });
+        } catch {
+          // gone with its directory
+        }
+      });
+      return;
+    } catch (e) {
+      if (e.code !== "EEXIST") throw e;
+    }
+    const pid = Number(readFileSync(file, "utf8").trim());
+    if (serving(pid, marker)) startupFailure(new Error(`another gateway (pid ${pid}) serves ${dir}: stop it first, or use another --data-dir`));
+    rmSync(file, { force: true });
+  }
+  startupFailure(new Error(`could not take ${file}: another gateway is starting on ${dir}`));
+}
+
+/** Whether `pid` is a running gateway (not a process that took a dead gateway's pid). */
+function serving(pid, marker) {
+  if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid) return false;
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(marker);
+  } catch {
+    // no /proc (not Linux): whether it runs at all
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}
