@@ -118,7 +118,8 @@ export async function authenticateV2(request: Request, secretOf: SecretLookup, o
     dateLine = url.searchParams.get("Expires") ?? "";
     const expires = Number(dateLine);
     if (!/^\d+$/.test(dateLine)) throw new S3Error("AccessDenied", "Query-string authentication requires the Signature, Expires and AWSAccessKeyId parameters");
-    if (expires * 1000 < opts.now) throw new S3Error("AccessDenied", "Request has expired");
+    // Valid until, not through, the second it names: an Expires of now has expired (403, as S3).
+    if (expires * 1000 <= opts.now) throw new S3Error("AccessDenied", "Request has expired");
     if (expires * 1000 - opts.now > MAX_PRESIGNED_SECONDS * 1000) {
       throw new S3Error("AccessDenied", "Query-string authentication: the URL may be valid for at most 7 days");
     }

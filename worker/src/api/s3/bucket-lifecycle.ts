@@ -62,10 +62,24 @@ export function parseLifecycle(doc: XmlElement): LifecycleRule[] {
   return rules;
 }
 
-function parseRule(el: XmlElement): LifecycleRule {
+/**
+ * Transitions are refused (one storage class): with 501 NotImplemented when well formed, else with
+ * S3's 400 InvalidArgument for what it checks first (a Date that is not midnight ISO 8601, Days
+ * that are not a non-negative integer), as S3 answers a rule it could never apply.
+ */
+function refuseTransitions(el: XmlElement): void {
   for (const name of ["Transition", "NoncurrentVersionTransition"]) {
-    if (single(el, name)) throw new S3Error("NotImplemented", `${name} is not supported: the gateway has one storage class.`);
+    const transition = single(el, name);
+    if (!transition) continue;
+    const date = childText(transition, "Date")?.trim();
+    if (date !== undefined) parseMidnight(date);
+    positive(transition, name === "Transition" ? "Days" : "NoncurrentDays", `${name} action`, 0);
+    throw new S3Error("NotImplemented", `${name} is not supported: the gateway has one storage class.`);
   }
+}
+
+function parseRule(el: XmlElement): LifecycleRule {
+  refuseTransitions(el);
   const id = childText(el, "ID")?.trim() || crypto.randomUUID();
   if ([...id].length > MAX_ID_CHARS) throw invalid("ID length should not exceed allowed limit of 255");
   const status = childText(el, "Status")?.trim();
@@ -143,7 +157,8 @@ function parseFilter(el: XmlElement): LifecycleFilter {
 /** An ISO 8601 date at midnight UTC (S3 refuses any other time of day). */
 function parseMidnight(text: string): number {
   const ms = Date.parse(/^\d{4}-\d{2}-\d{2}$/.test(text) ? `${text}T00:00:00Z` : text);
-  if (Number.isNaN(ms)) throw invalid("'Date' must be a valid ISO 8601 date");
+  // ISO 8601 only: Date.parse also takes forms such as "Sep 27 2022".
+  if (Number.isNaN(ms) || !/^\d{4}-\d{2}-\d{2}(T|$)/.test(text)) throw invalid("'Date' must be a valid ISO 8601 date");
   if (ms % DAY_MS !== 0) throw invalid("'Date' must be at midnight GMT");
   return ms;
 }
