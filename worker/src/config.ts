@@ -11,6 +11,7 @@ import type { StorageNode } from "./shared/nodes";
 import { R2Node } from "./storage/r2-node";
 import { DelayedNode } from "./storage/delayed-node";
 import { S3Node, type S3NodeSpec } from "./storage/s3-node";
+import type { NodeOverlay, StoredS3Spec } from "./meta/node-overlay";
 
 /** The Worker's bindings, vars and secrets (declared in env.d.ts). */
 export type Env = Cloudflare.Env;
@@ -20,6 +21,8 @@ export interface GatewayConfig {
   nodes: StorageNode[];
   /** The nodes new shard files go to: all but those being drained. */
   writableNodes: StorageNode[];
+  /** The nodes of the Worker's vars (the others were added at runtime), and those the vars mark draining. */
+  configuredNodes: { ids: readonly string[]; draining: readonly string[] };
   dataShards: number;
   parityShards: number;
   blockBytes: number;
@@ -123,6 +126,7 @@ function buildConfig(env: Env, attempt: <T>(f: () => T) => T | undefined): Gatew
   return {
     nodes,
     writableNodes: writable,
+    configuredNodes: { ids, draining: [...draining] },
     dataShards,
     parityShards,
     blockBytes,
@@ -146,6 +150,123 @@ function buildConfig(env: Env, attempt: <T>(f: () => T) => T | undefined): Gatew
       verifyBlocks: int(env, "SHARDGATE_DIRECT_VERIFY_BLOCKS", 4),
     },
   };
+}
+
+// --- the node overlay ------------------------------------------------------------------------------
+// The effective node set: the configured nodes and the overlay kept in the registry
+// (meta/node-overlay.ts; changed by services/node-overlay.ts): S3 nodes added while the gateway
+// runs, and every node's runtime state (active | draining). Every isolate keeps the overlay as a
+// value (never a promise shared across requests):
+//   - fresh for OVERLAY_FRESH_MS: requests use it with no metadata call;
+//   - then, up to OVERLAY_MAX_AGE_MS, still used while one refresh runs off the request's path
+//     (waitUntil); older than that (or never read), a request waits for one read;
+//   - the isolate that makes a change installs the overlay the change answered at once.
+// So a change reaches every isolate (every process of `--processes N`) within OVERLAY_MAX_AGE_MS.
+
+export const OVERLAY_FRESH_MS = 2_000;
+export const OVERLAY_MAX_AGE_MS = 5_000;
+
+interface OverlayEntry {
+  at: number;
+  version: number;
+  config: GatewayConfig;
+  /** When the last off-path refresh began (0: none). */
+  refreshing: number;
+}
+
+const overlays = new WeakMap<Env, OverlayEntry>();
+/** Drivers of added nodes by id and stored spec: the same objects across refreshes. */
+const addedDrivers = new Map<string, StorageNode>();
+let overlayReadCount = 0;
+
+/** How many times this isolate has read the node overlay from the registry (tests count round trips). */
+export function overlayReads(): number {
+  return overlayReadCount;
+}
+
+/** Where the overlay comes from: the registry, and the master key that opens added nodes' secrets (services/node-overlay.ts overlaySource). */
+export interface OverlaySource {
+  read(): Promise<NodeOverlay>;
+  openSecret(id: string, sealed: string): Promise<string>;
+}
+
+/** The configuration with the node overlay applied, as of at most OVERLAY_MAX_AGE_MS ago. */
+export async function gatewayConfig(env: Env, source: OverlaySource, waitUntil?: (p: Promise<unknown>) => void, now = Date.now()): Promise<GatewayConfig> {
+  const base = loadConfig(env);
+  const entry = overlays.get(env);
+  if (entry && now - entry.at < OVERLAY_FRESH_MS) return entry.config;
+  if (entry && waitUntil && now - entry.at < OVERLAY_MAX_AGE_MS) {
+    if (now - entry.refreshing >= OVERLAY_FRESH_MS) {
+      entry.refreshing = now;
+      waitUntil(refreshOverlay(env, source, base).catch((e) => console.error(JSON.stringify({ nodeOverlay: { error: String(e) } }))));
+    }
+    return entry.config;
+  }
+  return refreshOverlay(env, source, base);
+}
+
+/** The configuration with the overlay as the registry holds it now (admin changes, walks, jobs). */
+export function freshGatewayConfig(env: Env, source: OverlaySource): Promise<GatewayConfig> {
+  return refreshOverlay(env, source, loadConfig(env));
+}
+
+async function refreshOverlay(env: Env, source: OverlaySource, base: GatewayConfig): Promise<GatewayConfig> {
+  overlayReadCount++;
+  return installOverlay(env, source, await source.read(), base);
+}
+
+/** Keeps `overlay` (as a change answered it, or as read) as this isolate's value unless a newer one is kept; the configuration with it. */
+export async function installOverlay(env: Env, source: OverlaySource, overlay: NodeOverlay, base = loadConfig(env)): Promise<GatewayConfig> {
+  const kept = overlays.get(env);
+  if (kept && kept.version >= overlay.version) {
+    if (kept.version === overlay.version) kept.at = Date.now();
+    return kept.config;
+  }
+  const configured = new Set(base.nodes.map((n) => n.id));
+  const added: StorageNode[] = [];
+  for (const node of overlay.nodes) {
+    if (node.spec === null || configured.has(node.id)) continue; // a configured node of the same id wins (docs/operations.md)
+    const driver = await addedDriver(source, base, node.id, node.spec);
+    if (driver) added.push(driver);
+  }
+  const draining = new Set(overlay.nodes.filter((n) => n.state === "draining").map((n) => n.id));
+  const config = withNodes(base, added, draining);
+  const latest = overlays.get(env);
+  if (latest && latest.version > overlay.version) return latest.config;
+  overlays.set(env, { at: Date.now(), version: overlay.version, config, refreshing: 0 });
+  return config;
+}
+
+async function addedDriver(source: OverlaySource, base: GatewayConfig, id: string, specJson: string): Promise<StorageNode | null> {
+  const key = `${id}\n${specJson}`;
+  const known = addedDrivers.get(key);
+  if (known) return known;
+  try {
+    const { endpoint, bucket, region, accessKeyId, clientUrls, sealedSecret } = JSON.parse(specJson) as StoredS3Spec;
+    const secretAccessKey = await source.openSecret(id, sealedSecret);
+    const driver = s3NodeDriver(id, { endpoint, bucket, region, accessKeyId, secretAccessKey, clientUrls }, base.nodeStallMs);
+    addedDrivers.set(key, driver);
+    return driver;
+  } catch (e) {
+    // Left out (its shard files read as missing) rather than failing every request: logged.
+    console.error(JSON.stringify({ nodeOverlay: { node: id, error: `added node not usable: ${e instanceof Error ? e.message : String(e)}` } }));
+    return null;
+  }
+}
+
+/** An S3 node's driver as the configuration wraps every node: counted for metrics, behind its breaker. */
+export function s3NodeDriver(id: string, spec: S3NodeSpec, stallMs: number): StorageNode {
+  return new GuardedNode(new CountedNode(new S3Node(id, spec, stallMs), metrics), nodeHealth(id));
+}
+
+/**
+ * The configuration with the node overlay applied (services/node-overlay.ts): nodes added at
+ * runtime after the configured ones, and `draining` (runtime states) on top of the vars' draining nodes.
+ */
+export function withNodes(base: GatewayConfig, added: readonly StorageNode[], draining: ReadonlySet<string>): GatewayConfig {
+  const nodes = [...base.nodes, ...added.filter((n) => !base.nodes.some((c) => c.id === n.id))];
+  const fromVars = new Set(base.configuredNodes.draining);
+  return { ...base, nodes, writableNodes: nodes.filter((n) => !draining.has(n.id) && !fromVars.has(n.id)) };
 }
 
 function fail(message: string): never {

@@ -65,6 +65,10 @@ export const S3_ERRORS = {
   // The gateway's own, from its admin endpoints.
   NoSuchNode: 404,
   NodeNotDraining: 409,
+  NodeAlreadyExists: 409,
+  NodeNotEmpty: 409,
+  NodeProbeFailed: 400,
+  TooFewNodes: 409,
 } as const satisfies Record<string, number>;
 
 export type S3ErrorCode = keyof typeof S3_ERRORS;

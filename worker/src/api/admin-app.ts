@@ -7,6 +7,7 @@ import { validator } from "hono/validator";
 import { S3Error } from "../s3-error";
 import type { RequestContext } from "./common/context";
 import { adminDrain, adminNodes, adminObject } from "./admin/nodes";
+import { adminAddNode, adminRemoveNode, adminSetNodeState } from "./admin/node-changes";
 import { adminHeal } from "./admin/heal";
 import { adminBucketKeys, adminCreateKey, adminDeleteKey, adminGrantBucket, adminListKeys, adminUpdateKey } from "./admin/keys";
 import { adminLifecycle } from "./admin/lifecycle";
@@ -90,6 +91,9 @@ const MAX_BATCH = 1000;
 export const adminApp = new Hono<AdminEnv>().basePath(ADMIN_PREFIX);
 
 adminApp.get("/nodes", (c) => adminNodes(c.env.ctx));
+adminApp.post("/nodes", (c) => adminAddNode(c.env.ctx));
+adminApp.patch("/nodes/:node", (c) => adminSetNodeState(c.env.ctx, c.req.param("node")));
+adminApp.delete("/nodes/:node", (c) => adminRemoveNode(c.env.ctx, c.req.param("node")));
 adminApp.get("/object", query({ bucket: required("Name the object: ?bucket=NAME&key=KEY."), key: required("Name the object: ?bucket=NAME&key=KEY.") }), (c) =>
   adminObject(c.env.ctx, c.req.valid("query")),
 );

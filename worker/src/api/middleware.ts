@@ -5,7 +5,7 @@
 import { anonymousRequest, type Authenticated, authenticate as verifySigV4, hasCredentials } from "../auth/sigv4";
 import { authenticateV2, isSigV2 } from "../auth/sigv2";
 import { clientOf, throttled } from "../auth/throttle";
-import { type Env, type GatewayConfig, loadConfig } from "../config";
+import { type Env, type GatewayConfig, gatewayConfig } from "../config";
 import { errorResponse, newRequestId } from "../errors";
 import { metricsStore } from "../meta/stubs";
 import { metrics } from "../observability/metrics";
@@ -13,6 +13,7 @@ import { BODY_PIECE_BYTES, PieceReader } from "../shared/piece-reader";
 import { S3Error } from "../s3-error";
 import { type Principal, signerOf } from "../services/access-keys";
 import { bucketPolicy } from "../services/bucket-policy";
+import { overlaySource } from "../services/node-overlay";
 import { isTemporaryKeyId, sessionSignerOf } from "../services/sessions";
 import { bearerAuthorized } from "./admin/metrics";
 import { allowConsole, consoleOriginOf, consolePreflight } from "./common/console-origin";
@@ -125,9 +126,12 @@ export const answerErrors: Middleware = async (x, next) => {
   }
 };
 
-/** The configuration, and the operation the request names (api/operations.ts). */
-export const route: Middleware = (x, next) => {
-  const config = loadConfig(x.env);
+/**
+ * The configuration (with the node overlay: services/node-overlay.ts, a value kept per isolate, no
+ * metadata call while it is fresh), and the operation the request names (api/operations.ts).
+ */
+export const route: Middleware = async (x, next) => {
+  const config = await gatewayConfig(x.env, overlaySource(x.env), (p) => x.exec.waitUntil(p));
   const endpoint = routeRequest(x.request.method, x.url, config.virtualHostSuffix, x.request.headers);
   x.config = config;
   x.endpoint = endpoint;

@@ -31,7 +31,7 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 /** What a derived key seals: each purpose has its own key, so one's ciphertext never opens as another's. */
-export type SealPurpose = "access key secrets v1" | "session tokens v1";
+export type SealPurpose = "access key secrets v1" | "session tokens v1" | "node secrets v1";
 
 /** Derived keys by purpose and master key (one per isolate: the master key does not change while it runs). */
 const derived = new Map<string, CryptoKey>();

@@ -3,10 +3,11 @@
 // exist only on Cloudflare. One object (named "main") keeps one alarm; the Worker arms it once per
 // isolate, and every run sets the next one before it starts, so a crash mid-run never stops it.
 import { DurableObject } from "cloudflare:workers";
-import { type Env, type GatewayConfig, jobIntervalMs, loadConfig, orphanGraceMs, orphanSweepMs } from "../config";
+import { type Env, freshGatewayConfig, type GatewayConfig, jobIntervalMs, orphanGraceMs, orphanSweepMs } from "../config";
 import { core } from "../core";
 import { drainGarbage } from "../services/garbage";
 import { runLifecycle } from "../services/lifecycle";
+import { overlaySource } from "../services/node-overlay";
 import { sweepOrphans } from "../services/orphans";
 import { scheduledHeal } from "../services/heal";
 import { scheduledScrub } from "../services/scrub";
@@ -45,7 +46,7 @@ export class JobScheduler extends DurableObject<Env> {
 export async function runJobs(env: Env): Promise<void> {
   let config: GatewayConfig;
   try {
-    config = loadConfig(env); // services receive the configuration, they never load it
+    config = await freshGatewayConfig(env, overlaySource(env)); // services receive the configuration (with the node overlay), they never load it
   } catch (e) {
     console.error(JSON.stringify({ jobs: { error: e instanceof Error ? e.message : String(e) } }));
     return;
@@ -59,7 +60,9 @@ export async function runJobs(env: Env): Promise<void> {
 /** The orphan sweep (services/orphans.ts), logged as one JSON line. Never throws. */
 async function sweepOnce(env: Env, now: number): Promise<void> {
   try {
-    console.log(JSON.stringify({ orphanSweep: await sweepOrphans(env, loadConfig(env), core, { graceMs: orphanGraceMs(env), now }) }));
+    console.log(
+      JSON.stringify({ orphanSweep: await sweepOrphans(env, await freshGatewayConfig(env, overlaySource(env)), core, { graceMs: orphanGraceMs(env), now }) }),
+    );
   } catch (e) {
     console.error(JSON.stringify({ orphanSweep: { error: e instanceof Error ? e.message : String(e) } }));
   }

@@ -1,8 +1,22 @@
 // The one Durable Object that knows every bucket (env.BUCKET_REGISTRY.idFromName("registry")),
 // for ListBuckets. Each bucket's own BucketIndex stays the authority on whether it exists; this
 // is the list of names to show. It also keeps the background scrub's cursor and results (one
-// row), with a lease so that two runs (a cron and an operator's) never walk at the same time.
+// row), with a lease so that two runs (a cron and an operator's) never walk at the same time, and
+// the node overlay: nodes added at runtime and every node's runtime state (meta/node-overlay.ts).
 import { DurableObject } from "cloudflare:workers";
+import {
+  addNode,
+  NODE_OVERLAY_SCHEMA,
+  type NodeOverlay,
+  type NodeState,
+  readOverlay,
+  recordDrainBatch,
+  removeNode,
+  type StateChange,
+  setNodeState,
+  TooFewWritable,
+  type WritableRule,
+} from "./node-overlay";
 import { migrate } from "./schema";
 import type { BucketInfo } from "./types";
 
@@ -13,6 +27,7 @@ const REGISTRY_SCHEMA: readonly (readonly string[])[] = [
     "CREATE TABLE scrub (id INTEGER PRIMARY KEY CHECK (id = 1), state TEXT, lease_owner TEXT, lease_until INTEGER NOT NULL DEFAULT 0)",
     "INSERT INTO scrub (id, state, lease_owner, lease_until) VALUES (1, NULL, NULL, 0)",
   ],
+  NODE_OVERLAY_SCHEMA,
 ];
 
 type ScrubRow = { state: string | null; lease_owner: string | null; lease_until: number };
@@ -79,6 +94,40 @@ export class BucketRegistry extends DurableObject {
       leaseUntil ?? 0,
     );
     return true;
+  }
+
+  /** The node overlay: added nodes and runtime states, with its version. */
+  async nodeOverlay(): Promise<NodeOverlay> {
+    return readOverlay(this.ctx.storage.sql);
+  }
+
+  /** Adds a node (its spec JSON, secret sealed); null when that id was added already, else the new overlay. */
+  async nodeAdd(id: string, spec: string, now: number): Promise<NodeOverlay | null> {
+    const sql = this.ctx.storage.sql;
+    return this.ctx.storage.transactionSync(() => (addNode(sql, id, spec, now) ? readOverlay(sql) : null));
+  }
+
+  /** Marks a node draining or active, unless fewer than `rule.minimum` nodes would stay writable. */
+  async nodeSetState(id: string, state: NodeState, rule: WritableRule, now: number): Promise<StateChange> {
+    const sql = this.ctx.storage.sql;
+    try {
+      return this.ctx.storage.transactionSync(() => setNodeState(sql, id, state, rule, now));
+    } catch (e) {
+      if (e instanceof TooFewWritable) return { ok: false, writable: e.writable };
+      throw e;
+    }
+  }
+
+  /** Records a batch of a drain walk; answers when the node was found drained (null: not yet). */
+  async nodeDrainBatch(id: string, batch: { first: boolean; failed: boolean; last: boolean }, settleMs: number, now: number): Promise<number | null> {
+    const sql = this.ctx.storage.sql;
+    return this.ctx.storage.transactionSync(() => recordDrainBatch(sql, id, batch, settleMs, now));
+  }
+
+  /** Removes an added node that is draining and drained clean. */
+  async nodeRemove(id: string): Promise<{ result: ReturnType<typeof removeNode>; overlay: NodeOverlay }> {
+    const sql = this.ctx.storage.sql;
+    return this.ctx.storage.transactionSync(() => ({ result: removeNode(sql, id), overlay: readOverlay(sql) }));
   }
 
   private scrubRow(): ScrubRow {

@@ -80,9 +80,23 @@ export async function sweepOrphans(env: Env, config: GatewayConfig, core: Core, 
 /** Every storage id some bucket references: objects, uploads in progress, garbage. */
 async function referencedStorageIds(env: Env, core: Core): Promise<Set<string>> {
   const ids = new Set<string>();
-  const add = (part: ManifestPart) => {
+  await eachReferencedPart(env, core, (part) => {
     if (part.layout.type === "sharded") ids.add(part.layout.storageId);
-  };
+  });
+  return ids;
+}
+
+/** How many referenced parts (objects of every version, uploads in progress, garbage) place a shard file on `nodeId`. */
+export async function partsOnNode(env: Env, core: Core, nodeId: string): Promise<number> {
+  let count = 0;
+  await eachReferencedPart(env, core, (part) => {
+    if (part.layout.type === "sharded" && part.layout.placement.includes(nodeId)) count += 1;
+  });
+  return count;
+}
+
+/** Calls `add` with every part some bucket references: objects of every version, uploads in progress, garbage. */
+async function eachReferencedPart(env: Env, core: Core, add: (part: ManifestPart) => void): Promise<void> {
   for (const { name } of await bucketRegistry(env).list()) {
     const index = bucketIndex(env, name);
     for (let after: string | null = null, first = true; first || after !== null; first = false) {
@@ -92,7 +106,6 @@ async function referencedStorageIds(env: Env, core: Core): Promise<Set<string>> 
       after = page.next;
     }
   }
-  return ids;
 }
 
 /** The storage id of a shard file's key (`DAY/UUID/SHARD`, shared/nodes.ts shardKey), or null for a key that is not one. */

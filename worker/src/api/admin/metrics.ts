@@ -5,13 +5,14 @@
 // when that secret is set (what a Prometheus scraper can send).
 import { constantTimeEqual } from "../../auth/crypto";
 import pkg from "../../../package.json";
-import { type Env, loadConfig } from "../../config";
+import { type Env, gatewayConfig } from "../../config";
 import { coreVersion } from "../../core";
 import { textResponse } from "../../errors";
 import { S3Error } from "../../s3-error";
 import { metricsStore } from "../../meta/stubs";
 import { type GaugeSample, metrics, renderPrometheus } from "../../observability/metrics";
 import { healQueueDepth } from "../../services/heal-depth";
+import { overlaySource } from "../../services/node-overlay";
 import { readiness } from "../../services/readiness";
 import { scrubStatus } from "../../services/scrub";
 import { GuardedNode, nodeHealth } from "../../shared/node-health";
@@ -36,7 +37,7 @@ export async function getMetrics(env: Env, waitUntil: (promise: Promise<unknown>
 
 /** The gauges as of now: each from what is kept or cheap (readiness and heal counts are cached). */
 async function scrapeGauges(env: Env, waitUntil: (promise: Promise<unknown>) => void): Promise<GaugeSample[]> {
-  const config = loadConfig(env);
+  const config = await gatewayConfig(env, overlaySource(env), waitUntil);
   const [ready, heal, scrub] = await Promise.all([readiness(env, config, waitUntil), healQueueDepth(env), scrubStatus(env).catch(() => null)]);
   const gauges: GaugeSample[] = [
     { name: "shardgate_build_info", labels: { version: pkg.version, core: coreVersion() }, value: 1 },

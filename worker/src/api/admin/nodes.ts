@@ -1,24 +1,34 @@
 // The gateway's own view of its nodes and of an object's layout, for operators and the console:
-//   GET  /_shardgate/admin/nodes                 every node's breaker state, latency and errors
-//   POST /_shardgate/admin/nodes/{id}/drain      move every shard file off a node, in batches
+//   GET  /_shardgate/admin/nodes                 every node's breaker state, latency, errors, where it
+//                                                comes from (configured | added), its state and whether a
+//                                                drain walk found it empty
+//   POST /_shardgate/admin/nodes/{id}/drain      move every shard file off a draining node, in batches
 //   GET  /_shardgate/admin/object?bucket=B&key=K an object's erasure layout and each shard's health
+// (Adding, marking and removing nodes: node-changes.ts.)
 import { S3Error, noSuchKey } from "../../s3-error";
 import { shardHealth } from "../../storage/rebuild-part";
 import { isSharded, shardFileBytes } from "../../storage/layout";
 import { GuardedNode, nodeHealth } from "../../shared/node-health";
 import { bucketIndex, bucketRegistry, type RequestContext } from "../common/context";
 import { emptyTally, healEach } from "../../services/heal";
+import { freshGatewayConfig } from "../../config";
+import { drainSettleWait, nodeFacts, noSuchNode, overlaySource, recordDrainBatch } from "../../services/node-overlay";
+import { partsOnNode } from "../../services/orphans";
 import { json } from "../common/json";
 
-export function adminNodes(ctx: RequestContext): Response {
-  const draining = new Set(ctx.config.nodes.filter((n) => !ctx.config.writableNodes.includes(n)).map((n) => n.id));
-  const nodes = ctx.config.nodes.map((node) => {
+export async function adminNodes(ctx: RequestContext): Promise<Response> {
+  const [config, facts] = await Promise.all([freshGatewayConfig(ctx.env, overlaySource(ctx.env)), nodeFacts(ctx.env)]);
+  const draining = new Set(config.nodes.filter((n) => !config.writableNodes.includes(n)).map((n) => n.id));
+  const nodes = config.nodes.map((node) => {
     const health = node instanceof GuardedNode ? node.health : nodeHealth(node.id);
-    return { ...health.status(node.kind), draining: draining.has(node.id) };
+    const fact = facts.get(node.id);
+    const added = fact?.source === "added" ? { endpoint: fact.endpoint, bucket: fact.bucket, region: fact.region } : {};
+    const drainedAt = draining.has(node.id) && fact?.drainedAt ? new Date(fact.drainedAt).toISOString() : null;
+    return { ...health.status(node.kind), draining: draining.has(node.id), source: fact?.source ?? "configured", ...added, drainedAt };
   });
   // The code new objects are written with: k data and m parity shards (a read needs any k nodes).
-  const { dataShards, parityShards } = ctx.config;
-  return json({ dataShards, parityShards, nodes });
+  const { dataShards, parityShards } = config;
+  return json({ dataShards, parityShards, writableNodes: config.writableNodes.length, nodes });
 }
 
 /** An object's parts, geometry and shard placement, with a HEAD of every shard file (shallow health). */
@@ -63,17 +73,44 @@ export async function adminObject(ctx: RequestContext, { bucket, key }: { bucket
  * `next` ({bucket, startAfter}: send both back) is where the next call goes on; null when the walk
  * is over. The node is empty then unless objects failed (reported, passed, never retried from the
  * start: run the walk again) or multipart uploads still in progress placed parts on it.
+ *
+ * A walk that begins at the start (no bucket, no start-after) and ends with no failure, begun once
+ * every isolate has seen the node draining (it waits for that, a few seconds at most), is counted:
+ * at its end every manifest is checked for parts still placed on the node (noncurrent versions,
+ * uploads in progress, garbage not yet collected: `partsLeft`), and with none the node is recorded
+ * drained (`drained`), which is what removing an added node needs.
  */
 export async function adminDrain(
   ctx: RequestContext,
   nodeId: string,
   q: { bucket: string; "start-after": string | null; "max-objects": number },
 ): Promise<Response> {
-  if (!ctx.config.nodes.some((n) => n.id === nodeId)) throw new S3Error("NoSuchNode", `There is no node ${nodeId} in SHARDGATE_NODES.`);
+  const config = await freshGatewayConfig(ctx.env, overlaySource(ctx.env));
+  if (!config.nodes.some((n) => n.id === nodeId)) throw noSuchNode(nodeId);
   // Otherwise new writes would keep landing on the node while it is emptied.
-  if (ctx.config.writableNodes.some((n) => n.id === nodeId)) {
-    throw new S3Error("NodeNotDraining", `Node ${nodeId} is not draining: list it in SHARDGATE_DRAINING_NODES first, so no new shard files go to it.`);
+  if (config.writableNodes.some((n) => n.id === nodeId)) {
+    throw new S3Error(
+      "NodeNotDraining",
+      `Node ${nodeId} is not draining: mark it draining first (shardgate node drain does; or PATCH /_shardgate/admin/nodes/${nodeId} {"state":"draining"}, or SHARDGATE_DRAINING_NODES), so no new shard files go to it.`,
+    );
   }
+  const first = q.bucket === "" && q["start-after"] === null;
+  if (first) await sleep(await drainSettleWait(ctx.env, nodeId));
+  const walked = await drainWalk({ ...ctx, config }, nodeId, q);
+  const failed = walked.tally.objectsFailed.length > 0 || walked.tally.shardsFailed > 0;
+  const last = walked.next === null;
+  const partsLeft = last && !failed ? await partsOnNode(ctx.env, ctx.core, nodeId) : null;
+  const drainedAt = await recordDrainBatch(ctx.env, nodeId, { first, failed: failed || (partsLeft ?? 0) > 0, last });
+  return json({ node: nodeId, ...walked.tally, next: walked.next, partsLeft, drained: drainedAt !== null });
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function drainWalk(
+  ctx: RequestContext,
+  nodeId: string,
+  q: { bucket: string; "start-after": string | null; "max-objects": number },
+): Promise<{ tally: ReturnType<typeof emptyTally>; next: { bucket: string; startAfter: string } | null }> {
   const budget = q["max-objects"];
   const fromBucket = q.bucket;
   let after = q["start-after"];
@@ -99,5 +136,5 @@ export async function adminDrain(
       break;
     }
   }
-  return json({ node: nodeId, ...tally, next });
+  return { tally, next };
 }

@@ -3,7 +3,8 @@
 // No credentials needed (like /_shardgate/health): it names kinds of problems and counts, never a
 // node, an endpoint or an error's text, and its work is bounded and cached (services/readiness.ts).
 // An invalid configuration is missing too: the variables it names, not their values.
-import { type Env, loadConfig } from "../../config";
+import { type Env, gatewayConfig, loadConfig } from "../../config";
+import { overlaySource } from "../../services/node-overlay";
 import { readiness } from "../../services/readiness";
 
 const HEADERS = { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" };
@@ -11,12 +12,31 @@ const HEADERS = { "content-type": "application/json; charset=utf-8", "cache-cont
 export async function getReady(env: Env, exec: { waitUntil(promise: Promise<unknown>): void }): Promise<Response> {
   let missing: string[];
   try {
-    missing = (await readiness(env, loadConfig(env), (p) => exec.waitUntil(p))).missing;
+    const base = loadConfig(env);
+    // With the nodes added at runtime; when the overlay cannot be read, the configured nodes (readiness names metadata then).
+    const config = await within(
+      gatewayConfig(env, overlaySource(env), (p) => exec.waitUntil(p)),
+      OVERLAY_WAIT_MS,
+    ).catch(() => base);
+    missing = (await readiness(env, config, (p) => exec.waitUntil(p))).missing;
   } catch (e) {
     missing = [configurationProblem(e)];
   }
   const body = missing.length === 0 ? { status: "ready" } : { status: "not ready", missing };
   return new Response(JSON.stringify(body), { status: missing.length === 0 ? 200 : 503, headers: HEADERS });
+}
+
+/** How long readiness waits for the node overlay before it checks the configured nodes alone. */
+const OVERLAY_WAIT_MS = 2_000;
+
+function within<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error("timed out")), ms);
+  });
+  return Promise.race([p, late]).finally(() => {
+    if (timer !== undefined) clearTimeout(timer);
+  });
 }
 
 let loggedAt = 0;
