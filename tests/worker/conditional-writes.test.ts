@@ -76,6 +76,34 @@ describe("PutObject with If-Match / If-None-Match", () => {
     await expectShardFiles(before);
   });
 
+  it("a large body under a condition that already fails is refused before it is stored: with Expect: 100-continue the answer comes while the body is still unsent", async () => {
+    await s3ok(`/${bucket}/early.bin`, { method: "PUT", body: "here" });
+    const size = 3 * MIB;
+    for (const headers of [{ "if-none-match": "*" }, { "if-match": '"abc"' }] as Record<string, string>[]) {
+      // A body that sends 64 KiB and then nothing: only an answer given before reading it returns.
+      // (Without Expect: 100-continue an early answer reads the body away first: middleware.ts.)
+      let pulled = 0;
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (pulled++ === 0) controller.enqueue(new Uint8Array(64 * 1024));
+          else return new Promise<void>(() => {});
+        },
+      });
+      const init = {
+        method: "PUT",
+        body,
+        headers: { ...headers, "content-length": String(size), "x-amz-content-sha256": "UNSIGNED-PAYLOAD", expect: "100-continue" },
+        duplex: "half",
+      };
+      const timeout = new Promise<"hung">((resolve) => setTimeout(() => resolve("hung"), 5000));
+      const res = await Promise.race([s3(`/${bucket}/early.bin`, init as RequestInit), timeout]);
+      expect(res).not.toBe("hung");
+      expect(await outcome(res as Response)).toEqual([412, "PreconditionFailed"]);
+      await body.cancel().catch(() => {});
+    }
+    expect(await (await s3ok(`/${bucket}/early.bin`)).text()).toBe("here");
+  });
+
   it("eight racing writers with If-Match on the same ETag: exactly one 200, seven 412, and the winner's bytes read back", async () => {
     await s3ok(`/${bucket}/race-cas.bin`, { method: "PUT", body: "base" });
     const base = await etagOf(`/${bucket}/race-cas.bin`);

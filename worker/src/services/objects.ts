@@ -5,6 +5,7 @@ import type { Env, GatewayConfig } from "../config";
 import type { Core, Manifest, ManifestPart, ObjectChecksum } from "../shared/core-api";
 import { bucketIndex } from "../meta/stubs";
 import { expirationHeader } from "../meta/lifecycle-rules";
+import { conditionRefusal } from "../meta/object-records";
 import type { ObjectLock } from "../meta/object-lock";
 import type { Expiry, ObjectRecord, PutResult, WriteCondition } from "../meta/types";
 import { hex } from "../shared/bytes";
@@ -87,6 +88,18 @@ export function writeRefused(reason: Exclude<PutResult, { ok: true }>["reason"])
     case "IntegrityRequired":
       return new S3Error("InvalidRequest", "Content-MD5 OR x-amz-checksum- HTTP header is required for Put Object requests with Object Lock parameters");
   }
+}
+
+/**
+ * Refuses a conditional write whose condition already fails against the key's current object,
+ * before its bytes are stored: a large body's upload costs more than this lookup. The commit
+ * decides again, atomically (a write that passes here may still be refused there).
+ */
+export async function refuseEarly(ctx: Pick<ObjectContext, "env">, bucket: string, key: string, condition: WriteCondition): Promise<void> {
+  if (condition.ifMatch === undefined && !condition.ifNoneMatch && condition.ifNoneMatchEtag === undefined) return;
+  const { object } = await bucketIndex(ctx.env, bucket).head(key);
+  const refused = conditionRefusal(object, condition);
+  if (refused) throw writeRefused(refused);
 }
 
 /**

@@ -13,7 +13,7 @@ import { storedHeaders, userMetadata } from "../common/object-headers";
 import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
 import { writeCondition } from "../common/conditions";
 import { checkAclHeaders } from "../common/acl-policy";
-import { openRange, commitObject, partOf, writeRefused, writtenHeaders, type NewObject } from "../../services/objects";
+import { openRange, commitObject, partOf, refuseEarly, writeRefused, writtenHeaders, type NewObject } from "../../services/objects";
 import { lockFromHeaders } from "../common/object-lock-headers";
 import { checkKey, MAX_PUT_BYTES } from "../common/object-request";
 import { parseTaggingHeader } from "../common/tags";
@@ -106,6 +106,8 @@ async function copyBytes(
   sourceKey: Uint8Array | null,
   cipher: Cipher | null,
 ) {
+  // A copy of more than one block is not made for a condition that already fails.
+  if (condition && source.size > ctx.config.blockBytes) await refuseEarly(ctx, bucket, key, condition);
   const checksums = RequestChecksums.computing(ctx.core, algorithm);
   const body = await openRange(ctx, source, 0, source.size, undefined, sourceKey);
   const part = await writeObjectPart(ctx.config, ctx.core, body, source.size, (b) => checksums.update(b), cipher, "copy");

@@ -8,7 +8,7 @@ import { storedHeaders, userMetadata } from "../common/object-headers";
 import { encryptionOf, newCipher, objectEtag, writeObjectPart } from "../../services/encryption";
 import { sseHeaders, sseRequest } from "../common/sse-headers";
 import { parseTaggingHeader } from "../common/tags";
-import { commitObject, partOf, writeRefused, writtenHeaders } from "../../services/objects";
+import { commitObject, partOf, refuseEarly, writeRefused, writtenHeaders } from "../../services/objects";
 import { lockFromHeaders } from "../common/object-lock-headers";
 import { writeCondition } from "../common/conditions";
 import { checkAclHeaders } from "../common/acl-policy";
@@ -28,6 +28,9 @@ export async function putObject(ctx: RequestContext, { bucket, key }: ObjectAt):
   const integrity = contentMd5 !== null || !checksums.isEmpty;
   // Asked for in the headers: refused before a byte is stored.
   if (lock?.mode !== undefined && !integrity) throw writeRefused("IntegrityRequired");
+
+  // A body of more than one block is not stored for a condition that already fails.
+  if (condition && size > ctx.config.blockBytes) await refuseEarly(ctx, bucket, key, condition);
 
   const sse = await sseRequest(headers);
   const cipher = await newCipher(ctx.env, ctx.config, bucket, sse);
