@@ -318,4 +318,60 @@ describe("server-side encryption", () => {
     expect(errorCode(await bad.text())).toBe("InvalidArgument");
     expect((await s3(`/${BUCKET}/kms.bin`, { method: "HEAD" })).status).toBe(404);
   });
+
+  it("S3's 400 for SSE-KMS's headers without aws:kms (a key id, a context): InvalidArgument, nothing stored", async () => {
+    const cases: Record<string, string>[] = [
+      { "x-amz-server-side-encryption-aws-kms-key-id": "alias/mine" },
+      { "x-amz-server-side-encryption": "AES256", "x-amz-server-side-encryption-aws-kms-key-id": "alias/mine" },
+      { "x-amz-server-side-encryption-context": btoa("{}") },
+    ];
+    for (const [i, headers] of cases.entries()) {
+      const res = await s3(`/${BUCKET}/kms-${i}.bin`, { method: "PUT", body: "x", headers });
+      expect(res.status, JSON.stringify(headers)).toBe(400);
+      expect(errorCode(await res.text())).toBe("InvalidArgument");
+      expect((await s3(`/${BUCKET}/kms-${i}.bin`, { method: "HEAD" })).status).toBe(404);
+    }
+  });
+
+  it("S3's 400 for a write's encryption headers on a read: GET and HEAD with x-amz-server-side-encryption are InvalidArgument", async () => {
+    await s3ok(`/${BUCKET}/read-sse.bin`, { method: "PUT", body: "r", headers: { "x-amz-server-side-encryption": "AES256" } });
+    for (const method of ["GET", "HEAD"]) {
+      for (const headers of [{ "x-amz-server-side-encryption": "AES256" }, { "x-amz-server-side-encryption-aws-kms-key-id": "k" }]) {
+        const res = await s3(`/${BUCKET}/read-sse.bin`, { method, headers });
+        expect(res.status, `${method} ${JSON.stringify(headers)}`).toBe(400);
+        if (method === "GET") expect(errorCode(await res.text())).toBe("InvalidArgument");
+        else await res.body?.cancel();
+      }
+    }
+    expect(await (await s3ok(`/${BUCKET}/read-sse.bin`)).text()).toBe("r");
+  });
+
+  it("S3's 400s for an SSE-C multipart upload's parts: another key is InvalidArgument, no key InvalidRequest, a key on a plain upload InvalidArgument; the upload goes on", async () => {
+    const key = randomBytes(32, 21);
+    const other = randomBytes(32, 22);
+    const created = await s3ok(`/${BUCKET}/mp-keys.bin?uploads`, { method: "POST", headers: await customer(key) });
+    const uploadId = (await created.text()).match(/<UploadId>([^<]+)<\/UploadId>/)?.[1] as string;
+    const part = (headers: Record<string, string>, body: Uint8Array | string = "p") =>
+      s3(`/${BUCKET}/mp-keys.bin?partNumber=1&uploadId=${uploadId}`, { method: "PUT", body, headers });
+    for (const [what, headers, code] of [
+      ["another key", await customer(other), "InvalidArgument"],
+      ["no key", {}, "InvalidRequest"],
+    ] as const) {
+      const res = await part(headers);
+      expect(res.status, what).toBe(400);
+      expect(errorCode(await res.text()), what).toBe(code);
+    }
+    const good = await part(await customer(key), "part one");
+    expect(good.status).toBe(200);
+    const complete = `<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>${good.headers.get("etag")}</ETag></Part></CompleteMultipartUpload>`;
+    await s3ok(`/${BUCKET}/mp-keys.bin?uploadId=${uploadId}`, { method: "POST", body: complete });
+    expect(await (await s3ok(`/${BUCKET}/mp-keys.bin`, { headers: await customer(key) })).text()).toBe("part one");
+
+    const plain = await s3ok(`/${BUCKET}/mp-plain.bin?uploads`, { method: "POST" });
+    const plainId = (await plain.text()).match(/<UploadId>([^<]+)<\/UploadId>/)?.[1] as string;
+    const keyed = await s3(`/${BUCKET}/mp-plain.bin?partNumber=1&uploadId=${plainId}`, { method: "PUT", body: "p", headers: await customer(key) });
+    expect(keyed.status).toBe(400);
+    expect(errorCode(await keyed.text())).toBe("InvalidArgument");
+    await s3ok(`/${BUCKET}/mp-plain.bin?uploadId=${plainId}`, { method: "DELETE" }, 204);
+  });
 });

@@ -40,6 +40,15 @@ async function post(
   return exports.default.fetch(new Request(`${GATEWAY}/${bucket}`, { method: "POST", body, headers, redirect: "manual" }));
 }
 
+/** A V2 form's policy (base64 JSON) with `conditions`, valid for ten minutes. */
+const v2Policy = (conditions: unknown[]) => btoa(JSON.stringify({ expiration: new Date(Date.now() + 600_000).toISOString(), conditions }));
+
+/** `fields` without `name`. */
+function withoutField(fields: Record<string, string>, name: string): Record<string, string> {
+  const { [name]: _, ...rest } = fields;
+  return rest;
+}
+
 async function md5Hex(bytes: Uint8Array | string): Promise<string> {
   return hexOf(new Uint8Array(await crypto.subtle.digest("MD5", typeof bytes === "string" ? enc.encode(bytes) : bytes)));
 }
@@ -121,6 +130,23 @@ describe("browser form uploads (POST Object)", () => {
         "SignatureDoesNotMatch",
       ],
       ["no key field", { ...(await signedPostFields(base)) }, "abc", 400, "InvalidArgument"],
+      // S3: a form that names its key (x-amz-credential, or V2's AWSAccessKeyId) but has no signature field is a 400.
+      [
+        "no X-Amz-Signature field",
+        { key: "ok/unsigned4.txt", ...withoutField(await signedPostFields(base), "x-amz-signature") },
+        "abc",
+        400,
+        "InvalidArgument",
+      ],
+      ["no V2 Signature field", { key: "ok/unsigned2.txt", AWSAccessKeyId: CREDENTIALS.accessKeyId, policy: v2Policy(base) }, "abc", 400, "InvalidArgument"],
+      // S3: a signed form whose key id does not exist is a 403 InvalidAccessKeyId.
+      [
+        "an access key that does not exist",
+        { key: "ok/nobody.txt", ...(await signedPostFields(base, { key: { id: `SG${"Z".repeat(18)}`, secret: "x" } })) },
+        "abc",
+        403,
+        "InvalidAccessKeyId",
+      ],
     ];
     for (const [what, fields, body, status, code] of cases) {
       const res = await post(BUCKET, fields, { name: "f.txt", body });
@@ -143,6 +169,14 @@ describe("browser form uploads (POST Object)", () => {
       expect(errorCode(await res.text())).toBe("AccessDenied");
     }
     expect(metricTotal(await scrapeMetrics(), "shardgate_key_lookups_total")).toBe(before);
+  });
+
+  it("stores a signed form without a Content-Type field (S3: 204)", async () => {
+    const fields = { key: "ok/untyped.txt", ...(await signedPostFields([{ bucket: BUCKET }, ["starts-with", "$key", "ok/"]])) };
+    const res = await post(BUCKET, fields, { name: "untyped.txt", body: "untyped" });
+    expect(res.status).toBe(204);
+    const got = await s3ok(`/${BUCKET}/ok/untyped.txt`);
+    expect(await got.text()).toBe("untyped");
   });
 
   it("refuses a form whose file is not the last field, leaving nothing visible", async () => {

@@ -33,9 +33,16 @@ export async function customerKey(headers: Headers, copySource = false): Promise
   return { key: bytes, keyMd5: md5 };
 }
 
+/** SSE-KMS's own headers: S3 takes them only with `x-amz-server-side-encryption: aws:kms`. */
+const KMS_HEADERS = ["x-amz-server-side-encryption-aws-kms-key-id", "x-amz-server-side-encryption-context", "x-amz-server-side-encryption-bucket-key-enabled"];
+
 /** What a write asks for: SSE-S3, SSE-C, or nothing (the bucket's default then decides). */
 export async function sseRequest(headers: Headers): Promise<(SseRequest & { keyMd5?: string }) | null> {
   const asked = headers.get("x-amz-server-side-encryption");
+  const kms = KMS_HEADERS.find((name) => headers.has(name));
+  // S3's 400 for SSE-KMS's headers without it (rather than ignoring what the client asked for).
+  if (kms !== undefined && !asked?.startsWith("aws:kms"))
+    throw invalid(`Server Side Encryption with AWS KMS managed key requires HTTP header x-amz-server-side-encryption : aws:kms (${kms} was sent without it).`);
   const customer = await customerKey(headers);
   if (asked !== null && customer) throw invalid("Server Side Encryption with Customer provided keys cannot be combined with x-amz-server-side-encryption.");
   if (customer) return { mode: "SSE-C", key: customer.key, keyMd5: customer.keyMd5 };
@@ -43,6 +50,15 @@ export async function sseRequest(headers: Headers): Promise<(SseRequest & { keyM
   if (asked === "AES256") return { mode: "SSE-S3" };
   if (asked.startsWith("aws:kms")) throw new S3Error("NotImplemented", "SSE-KMS is not supported: use AES256 (SSE-S3) or customer-provided keys (SSE-C).");
   throw invalid(`The encryption method specified is not supported: ${asked}`);
+}
+
+/**
+ * A read (GetObject, HeadObject) names the encryption of what it reads only by SSE-C's headers: S3
+ * answers 400 to the headers of a write's encryption on it.
+ */
+export function refuseWriteEncryptionHeaders(headers: Headers): void {
+  for (const name of ["x-amz-server-side-encryption", "x-amz-server-side-encryption-aws-kms-key-id"])
+    if (headers.has(name)) throw invalid(`${name} header is not supported for this operation.`);
 }
 
 /** The headers an answer about an object encrypted with `encryption` carries (SSE-C: with the key's MD5 as sent). */

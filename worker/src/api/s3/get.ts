@@ -12,7 +12,7 @@ import { lockHeaders } from "../common/object-lock-headers";
 import { RESPONSE_OVERRIDES } from "../common/object-headers";
 import { checkConditions, requestConditions } from "../common/conditions";
 import { objectKeyOf } from "../../services/encryption";
-import { customerKey, sseHeaders } from "../common/sse-headers";
+import { customerKey, refuseWriteEncryptionHeaders, sseHeaders } from "../common/sse-headers";
 
 interface Selection {
   status: 200 | 206;
@@ -22,6 +22,7 @@ interface Selection {
 }
 
 export async function getObject(ctx: RequestContext, { bucket, key, versionId }: ObjectAt, partNumber: number | null, head: boolean): Promise<Response> {
+  refuseWriteEncryptionHeaders(ctx.request.headers);
   const found = await existingObject(ctx, bucket, key, versionId);
   const object = found.object;
   const notModified = checkConditions(requestConditions(ctx.request.headers), object);

@@ -140,9 +140,28 @@ function copySourceRange(header: string | null, size: number): { start: number; 
 
 /** Records a written part; a part it replaces has its shard files removed, and so does this one if the upload is gone. */
 /** The cipher an upload's parts are written with (SSE-C: the customer's key comes with every part). */
+/**
+ * The cipher a part of `upload` is written with: the upload's. A part names the upload's SSE-C key
+ * (S3: 400 when it brings none, another one, or one to an upload that is not SSE-C).
+ */
 async function uploadCipher(ctx: RequestContext, upload: UploadInfo, customer: Uint8Array | null): Promise<Cipher | null> {
+  const sseC = upload.encryption?.mode === "SSE-C";
+  if (customer && !sseC)
+    throw new S3Error("InvalidArgument", "The encryption parameters are not applicable to this upload: it was not initiated with a customer-provided key.");
   if (!upload.encryption) return null;
-  return cipherOf(ctx.env, { ...upload.encryption, partSalts: [] }, customer);
+  if (sseC && !customer) {
+    throw new S3Error(
+      "InvalidRequest",
+      "The multipart upload initiate requested encryption. Subsequent part requests must include the appropriate encryption parameters.",
+    );
+  }
+  try {
+    return await cipherOf(ctx.env, { ...upload.encryption, partSalts: [] }, customer);
+  } catch (e) {
+    if (e instanceof S3Error && e.code === "AccessDenied")
+      throw new S3Error("InvalidArgument", "The provided encryption parameters did not match the ones used originally.");
+    throw e;
+  }
 }
 
 async function commitPart(

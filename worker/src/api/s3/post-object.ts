@@ -122,6 +122,13 @@ async function signer(
   if (policy) checkPostPolicy(policy, checked, Date.now());
   if (credential === undefined && v2Key === undefined) return { principal: { kind: "anonymous" }, policy };
   if (policyText === null || policy === null) throw new S3Error("InvalidArgument", "Bucket POST must contain a field named 'policy' when it is signed.");
+  // S3's 400 for a form that names its key but carries no signature (before any key lookup).
+  const signatureField = credential !== undefined ? "X-Amz-Signature" : "Signature";
+  if (!fields.has(signatureField.toLowerCase()))
+    throw new S3Error(
+      "InvalidArgument",
+      `Bucket POST must contain a field named '${signatureField}'.  If it is specified, please check the order of the fields.`,
+    );
   const root = ctx.config.credentials as { accessKeyId: string; secretAccessKey: string };
   const [keyId, sign, given] =
     credential !== undefined ? v4(ctx, fields, credential) : [v2Key as string, (secret: string) => v2(ctx, secret, policyText), fields.get("signature") ?? ""];
