@@ -336,7 +336,8 @@ describe("server-side encryption", () => {
   it("S3's 400 for a write's encryption headers on a read: GET and HEAD with x-amz-server-side-encryption are InvalidArgument", async () => {
     await s3ok(`/${BUCKET}/read-sse.bin`, { method: "PUT", body: "r", headers: { "x-amz-server-side-encryption": "AES256" } });
     for (const method of ["GET", "HEAD"]) {
-      for (const headers of [{ "x-amz-server-side-encryption": "AES256" }, { "x-amz-server-side-encryption-aws-kms-key-id": "k" }]) {
+      const cases: Record<string, string>[] = [{ "x-amz-server-side-encryption": "AES256" }, { "x-amz-server-side-encryption-aws-kms-key-id": "k" }];
+      for (const headers of cases) {
         const res = await s3(`/${BUCKET}/read-sse.bin`, { method, headers });
         expect(res.status, `${method} ${JSON.stringify(headers)}`).toBe(400);
         if (method === "GET") expect(errorCode(await res.text())).toBe("InvalidArgument");
