@@ -175,6 +175,7 @@ export async function main(argv, env = process.env) {
     const ctx = {
       args,
       flags: values,
+      env,
       client() {
         if (client) return client;
         const { credentials, region } = resolveCredentials({ profile: values.profile, region: values.region }, env);

@@ -196,11 +196,76 @@ async function walk(ctx, first, step, say) {
   return ctx.flags.all ? { ...total, batches } : total;
 }
 
+/** Reads stdin to its end (a secret piped in), without its last line break. */
+async function readStdin() {
+  const chunks = [];
+  for await (const chunk of process.stdin) {
+    chunks.push(chunk);
+    if (chunks.reduce((n, c) => n + c.length, 0) > 64 * 1024) throw new UsageError("stdin holds more than 64 KiB: not a secret key.");
+  }
+  return Buffer.concat(chunks)
+    .toString("utf8")
+    .replace(/\r?\n$/, "");
+}
+
+/** A node's credential: the flag, else stdin (--secret-access-key-stdin), else the environment variable. */
+async function nodeCredential(ctx, flag, envName, stdinFlag) {
+  if (ctx.flags[flag] !== undefined) return ctx.flags[flag];
+  if (stdinFlag && ctx.flags[stdinFlag]) return readStdin();
+  const fromEnv = ctx.env[envName];
+  if (fromEnv) return fromEnv;
+  throw new UsageError(
+    `shardgate node add: give the node's ${flag.replace(/-/g, " ")}: ${envName} in the environment${stdinFlag ? `, --${stdinFlag}` : ""} or --${flag}.`,
+  );
+}
+
+async function nodeAdd(ctx) {
+  const { "node-endpoint": endpoint, bucket, "node-region": region } = ctx.flags;
+  if (endpoint === undefined || bucket === undefined)
+    throw new UsageError(
+      "shardgate node add: --node-endpoint URL and --bucket NAME are needed (usage: shardgate node add ID --node-endpoint URL --bucket NAME).",
+    );
+  const accessKeyId = await nodeCredential(ctx, "access-key-id", "SHARDGATE_NODE_ACCESS_KEY_ID");
+  const secretAccessKey = await nodeCredential(ctx, "secret-access-key", "SHARDGATE_NODE_SECRET_ACCESS_KEY", "secret-access-key-stdin");
+  const body = { id: ctx.args.ID, kind: "s3", endpoint, bucket, ...(region === undefined ? {} : { region }), accessKeyId, secretAccessKey };
+  if (ctx.flags["client-urls"]) body.clientUrls = true;
+  const node = expectObject(
+    await ctx.client().admin("POST", ["nodes"], { body: JSON.stringify(body), headers: { "content-type": "application/json" } }),
+    "the new node",
+  );
+  ctx.print(node, () => report(node));
+}
+
+function nodeState(state) {
+  return async (ctx) => {
+    const answer = expectObject(
+      await ctx.client().admin("PATCH", ["nodes", ctx.args.ID], { body: JSON.stringify({ state }), headers: { "content-type": "application/json" } }),
+      "the node",
+    );
+    ctx.print(answer, () => report(answer));
+  };
+}
+
+async function nodeRemove(ctx) {
+  const answer = expectObject(await ctx.client().admin("DELETE", ["nodes", ctx.args.ID]), "the answer");
+  ctx.print(answer, () => report(answer));
+}
+
+/** Marks the node draining unless it is already (or --no-mark), then walks until the walk is done. */
 async function nodeDrain(ctx) {
   const client = ctx.client();
+  if (!ctx.flags["no-mark"]) {
+    const listed = expectList(expectObject(await client.admin("GET", ["nodes"]), "the nodes answer").nodes, "nodes");
+    const node = listed.find((n) => n?.id === ctx.args.ID);
+    if (node && !node.draining) {
+      await client.admin("PATCH", ["nodes", ctx.args.ID], { body: JSON.stringify({ state: "draining" }), headers: { "content-type": "application/json" } });
+      if (!ctx.flags.json)
+        process.stderr.write(`drain ${ctx.args.ID}: marked draining; no new shard files go to it (the walk begins once every process has seen it)\n`);
+    }
+  }
   const { bucket, "start-after": startAfter, "max-objects": max } = ctx.flags;
   const result = await walk(
-    ctx,
+    { ...ctx, flags: { ...ctx.flags, all: ctx.flags.all || !ctx.flags.once } },
     { bucket, startAfter },
     (at) =>
       client.admin("POST", ["nodes", ctx.args.ID, "drain"], {
@@ -216,9 +281,6 @@ function notAvailable(message) {
     throw new NotAvailableError(`not available yet: ${message}`);
   };
 }
-
-const NODE_CHANGE =
-  "takes a restart: the nodes are read from shardgate.json (`nodes`) or SHARDGATE_NODES when the gateway starts. Edit the list and restart `npm start`; see docs/operations.md#adding-draining-and-removing-nodes.";
 
 // --- heal, scrub, sweep, lifecycle ---------------------------------------------------------------------
 
@@ -670,33 +732,49 @@ export const COMMANDS = [
   },
   { words: ["node", "list"], summary: "Every node: breaker state, latency, requests, errors, draining.", example: "shardgate node list", run: nodeList },
   {
+    words: ["node", "add"],
+    args: ["ID"],
+    summary: "Add an S3 node while the gateway runs (probed first; kept across restarts). The secret: SHARDGATE_NODE_SECRET_ACCESS_KEY or stdin.",
+    flags: {
+      "node-endpoint": string("The node's S3 endpoint (http:// or https://, no credentials in it; --endpoint is the gateway's).", "URL"),
+      bucket: string("The bucket on the node that holds the shard files.", "NAME"),
+      "node-region": string("The node's region (default us-east-1; --region is the gateway's signing region).", "REGION"),
+      "access-key-id": string("The node's access key id (else SHARDGATE_NODE_ACCESS_KEY_ID).", "ID"),
+      "secret-access-key": string("The node's secret key (shows in ps: prefer SHARDGATE_NODE_SECRET_ACCESS_KEY or --secret-access-key-stdin).", "SECRET"),
+      "secret-access-key-stdin": boolean("Read the node's secret key from stdin."),
+      "client-urls": boolean("Clients can reach the endpoint themselves (the browser path sends shard files straight to it)."),
+    },
+    example: "SHARDGATE_NODE_ACCESS_KEY_ID=… SHARDGATE_NODE_SECRET_ACCESS_KEY=… shardgate node add S3_7 --node-endpoint https://s3.example.com --bucket shards",
+    run: nodeAdd,
+  },
+  {
     words: ["node", "drain"],
     args: ["ID"],
-    summary: "Move a batch of shard files off a draining node (listed in SHARDGATE_DRAINING_NODES); --all until done.",
+    summary: "Mark a node draining (no new shard files go to it) and move its shard files off, batch after batch, to the end.",
     flags: {
       bucket: NAME_FLAGS.bucket,
       "start-after": string("Go on after this key (a previous answer's next.startAfter).", "KEY"),
       "max-objects": integer("Objects per batch (1 to 1000, default 50).", "N", 1),
-      all: boolean("Repeat batches until the walk is done."),
+      all: boolean("Repeat batches until the walk is done (the default)."),
+      once: boolean("One batch only."),
+      "no-mark": boolean("Do not mark the node draining: it must be already."),
     },
-    example: "shardgate node drain NODE_5 --all",
+    example: "shardgate node drain S3_7",
     run: nodeDrain,
   },
   {
-    words: ["node", "add"],
-    anything: true,
-    summary: "Not available while the gateway runs: nodes are configured at start.",
-    example: "shardgate node add NODE_6",
-    run: notAvailable(`adding a node ${NODE_CHANGE}`),
+    words: ["node", "undrain"],
+    args: ["ID"],
+    summary: "Mark a draining node active again (new shard files may go to it).",
+    example: "shardgate node undrain S3_7",
+    run: nodeState("active"),
   },
   {
     words: ["node", "remove"],
-    anything: true,
-    summary: "Not available while the gateway runs: nodes are configured at start.",
-    example: "shardgate node remove NODE_5",
-    run: notAvailable(
-      `removing a node ${NODE_CHANGE} Drain it first: list it in SHARDGATE_DRAINING_NODES (vars in shardgate.json), restart, \`shardgate node drain ID --all\`, then remove it and restart.`,
-    ),
+    args: ["ID"],
+    summary: "Remove a node added at runtime, once `node drain` has found it empty. Configured nodes: drain, then edit the configuration and restart.",
+    example: "shardgate node remove S3_7",
+    run: nodeRemove,
   },
   {
     words: ["heal"],

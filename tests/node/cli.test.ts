@@ -9,7 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AwsClient } from "aws4fetch";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CREDENTIALS, Gateway } from "./gateway";
+import { spawn, type ChildProcess } from "node:child_process";
+import { readdirSync } from "node:fs";
+import { CREDENTIALS, freePort, Gateway } from "./gateway";
 import { clientEnv, ROOT, run, type RunResult } from "./tools";
 
 const BIN = join(ROOT, "bin/shardgate.mjs");
@@ -92,8 +94,6 @@ describe("the command line", () => {
 
   it("says what the gateway does not offer yet, with exit status 2", async () => {
     expect(oneLineError(await cli(["bucket", "quota", "photos", "--max-bytes", "10"]), 2)).toMatch(/not available yet: .*issue #33/);
-    expect(oneLineError(await cli(["node", "add", "NODE_6"]), 2)).toMatch(/not available yet: .*shardgate\.json.*restart/);
-    expect(oneLineError(await cli(["node", "remove", "NODE_5"]), 2)).toMatch(/not available yet: .*SHARDGATE_DRAINING_NODES/);
   });
 });
 
@@ -251,9 +251,146 @@ describe("operations", () => {
     expect(await ok(["sweep"])).toMatch(/filesListed\s+\d+/);
     expect(await okJson(["lifecycle", "--bucket", "cli-heal", "--now", "2030-01-01T00:00:00Z"])).toMatchObject({ now: "2030-01-01T00:00:00.000Z" });
 
-    // Draining needs the node listed in SHARDGATE_DRAINING_NODES (a restart): the gateway says so.
-    expect(oneLineError(await cli(["node", "drain", "NODE_5", "--max-objects", "10"]), 1)).toMatch(/^shardgate: NodeNotDraining: .*SHARDGATE_DRAINING_NODES/);
+    // 4 + 2 over six nodes: none may drain (k + m writable needed); --no-mark walks a node that must be draining already.
+    expect(oneLineError(await cli(["node", "drain", "NODE_5", "--max-objects", "10"]), 1)).toMatch(
+      /^shardgate: TooFewNodes: Draining NODE_5 would leave 5 writable nodes/,
+    );
+    expect(oneLineError(await cli(["node", "drain", "NODE_5", "--no-mark"]), 1)).toMatch(/^shardgate: NodeNotDraining: /);
     expect(oneLineError(await cli(["node", "drain", "NODE_9"]), 1)).toMatch(/^shardgate: NoSuchNode: /);
+  });
+});
+
+describe("nodes added, drained and removed while the gateway runs (a real versitygw node)", () => {
+  const NODE_KEY = { id: "AKVERSITYNODE", secret: "versity-node-secret-7Hq2" };
+  let versity: ChildProcess | undefined;
+  let nodeDir = "";
+  let nodeEndpoint = "";
+  const nodeEnv = { ...ROOT_KEYS, SHARDGATE_NODE_ACCESS_KEY_ID: NODE_KEY.id, SHARDGATE_NODE_SECRET_ACCESS_KEY: NODE_KEY.secret };
+  const gatewayS3 = () => new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1", retries: 0 });
+  /** Shard files on the versitygw node's disk (its bucket's directory, walked). */
+  const filesOnNode = () =>
+    readdirSync(join(nodeDir, "data", "shards"), { recursive: true, withFileTypes: true }).filter((d) => d.isFile() && !d.parentPath.includes(".sgwtmp"))
+      .length;
+  const written = new Map<string, string>();
+
+  beforeAll(async () => {
+    nodeDir = mkdtempSync(join(tmpdir(), "shardgate-versity-"));
+    mkdirSync(join(nodeDir, "data"));
+    mkdirSync(join(nodeDir, "iam"));
+    const port = await freePort();
+    nodeEndpoint = `http://127.0.0.1:${port}`;
+    const bin = join(ROOT, ".tools/go/bin/versitygw");
+    const args = [
+      "--access",
+      NODE_KEY.id,
+      "--secret",
+      NODE_KEY.secret,
+      "--port",
+      `127.0.0.1:${port}`,
+      "--iam-dir",
+      join(nodeDir, "iam"),
+      "posix",
+      join(nodeDir, "data"),
+    ];
+    versity = spawn(bin, args, { stdio: ["ignore", "ignore", "inherit"] });
+    const s3 = new AwsClient({ accessKeyId: NODE_KEY.id, secretAccessKey: NODE_KEY.secret, service: "s3", region: "us-east-1", retries: 0 });
+    for (let tries = 0; ; tries++) {
+      try {
+        const res = await s3.fetch(`${nodeEndpoint}/shards`, { method: "PUT" });
+        await res.arrayBuffer();
+        if (res.ok || res.status === 409) break;
+      } catch (e) {
+        if (tries > 100) throw e;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }, 60_000);
+  afterAll(() => {
+    versity?.kill("SIGTERM");
+    rmSync(nodeDir, { recursive: true, force: true });
+  });
+
+  it("refuses bad input, unreachable nodes, drains below k + m and other keys than the admin's: one line, nothing kept, the secret never shown", async () => {
+    const add = (id: string, extra: string[] = [], env: Record<string, string> = nodeEnv) =>
+      cli(["node", "add", id, "--node-endpoint", nodeEndpoint, "--bucket", "shards", ...extra], { env });
+    const refusals: [RunResult, number, RegExp][] = [
+      [await add("9bad"), 1, /^shardgate: InvalidArgument: id must be/],
+      [await add("NODE_0"), 1, /^shardgate: NodeAlreadyExists: /],
+      [await add("S3_X", ["--node-endpoint", "http://127.0.0.1:9"]), 1, /^shardgate: NodeProbeFailed: Node S3_X failed its probe \(PUT/],
+      [await add("S3_X", ["--node-endpoint", `http://u:${NODE_KEY.secret}@127.0.0.1:9`]), 1, /^shardgate: InvalidArgument: endpoint must not hold credentials/],
+      [await add("S3_X", ["--bucket", "nope-bucket"]), 1, /^shardgate: NodeProbeFailed: /],
+      [await add("S3_X", [], ROOT_KEYS), 2, /give the node's access key id: SHARDGATE_NODE_ACCESS_KEY_ID/],
+      [await cli(["node", "add", "S3_X", "--bucket", "shards"], { env: nodeEnv }), 2, /--node-endpoint URL and --bucket NAME are needed/],
+      [await cli(["node", "remove", "NODE_0"]), 1, /^shardgate: InvalidRequest: Node NODE_0 is configured/],
+      [await cli(["node", "remove", "NOPE"]), 1, /^shardgate: NoSuchNode: /],
+      [await cli(["node", "undrain", "NOPE"]), 1, /^shardgate: NoSuchNode: /],
+      [await cli(["node", "drain", "NODE_0"]), 1, /^shardgate: TooFewNodes: /],
+    ];
+    for (const [res, code, message] of refusals) {
+      expect(oneLineError(res, code)).toMatch(message);
+      expect(res.stdout + res.stderr).not.toContain(NODE_KEY.secret);
+    }
+    // The secret from stdin (never on the command line): a wrong one fails the probe.
+    const wrong = await cli(
+      ["node", "add", "S3_X", "--node-endpoint", nodeEndpoint, "--bucket", "shards", "--access-key-id", NODE_KEY.id, "--secret-access-key-stdin"],
+      {
+        env: ROOT_KEYS,
+        input: "not-the-secret\n",
+      },
+    );
+    expect(oneLineError(wrong, 1)).toMatch(/^shardgate: NodeProbeFailed: /);
+    // Another key than the admin's is refused.
+    const key = await okJson<Key>(["key", "create", "not-admin"]);
+    const other = { AWS_ACCESS_KEY_ID: key.id, AWS_SECRET_ACCESS_KEY: key.secret as string };
+    expect(
+      oneLineError(await add("S3_X", [], { ...other, SHARDGATE_NODE_ACCESS_KEY_ID: NODE_KEY.id, SHARDGATE_NODE_SECRET_ACCESS_KEY: NODE_KEY.secret }), 1),
+    ).toMatch(/^shardgate: AccessDenied: /);
+    expect(oneLineError(await cli(["node", "drain", "NODE_1"], { env: other }), 1)).toMatch(/^shardgate: AccessDenied: /);
+    expect((await okJson<{ nodes: { id: string }[] }>(["node", "list"])).nodes.map((n) => n.id)).toEqual([
+      "NODE_0",
+      "NODE_1",
+      "NODE_2",
+      "NODE_3",
+      "NODE_4",
+      "NODE_5",
+    ]);
+  });
+
+  it("adds a node (its secret from the environment); new objects go to it; a restart keeps it; drain empties it; remove takes it out", async () => {
+    const added = await okJson(["node", "add", "S3_X", "--node-endpoint", nodeEndpoint, "--bucket", "shards"], { env: nodeEnv });
+    expect(added).toMatchObject({ id: "S3_X", kind: "s3", source: "added", state: "active", endpoint: nodeEndpoint });
+    expect(JSON.stringify(added)).not.toContain(NODE_KEY.secret);
+    expect(await ok(["node", "list"])).toMatch(/^S3_X\s+s3\s/m);
+    // Not drained: removing is refused.
+    expect(oneLineError(await cli(["node", "remove", "S3_X"]), 1)).toMatch(/^shardgate: NodeNotDraining: /);
+
+    const s3 = gatewayS3();
+    expect((await s3.fetch(`${gateway.base}/cli-nodes`, { method: "PUT" })).status).toBe(200);
+    for (let i = 0; i < 10; i++) {
+      const body = `object ${i} `.repeat(3000 + i * 100);
+      const res = await s3.fetch(`${gateway.base}/cli-nodes/o${i}`, { method: "PUT", body });
+      expect(res.status).toBe(200);
+      written.set(`o${i}`, body);
+    }
+    expect(filesOnNode()).toBeGreaterThan(0); // 6 of 7 nodes per object
+
+    await gateway.stop();
+    await gateway.start();
+    const listed = await okJson<{ nodes: { id: string; source: string; draining: boolean }[] }>(["node", "list"]);
+    expect(listed.nodes.find((n) => n.id === "S3_X")).toMatchObject({ source: "added", draining: false });
+    for (const [key, body] of written) expect(await (await gatewayS3().fetch(`${gateway.base}/cli-nodes/${key}`)).text()).toBe(body);
+
+    const drain = await cli(["node", "drain", "S3_X", "--max-objects", "4"], { timeoutMs: 60_000 });
+    expect(drain.code, drain.stderr).toBe(0);
+    expect(drain.stderr).toMatch(/marked draining/);
+    expect(drain.stderr).toMatch(/drain S3_X: \d+ objects checked/); // progress between batches
+    expect(drain.stdout).toMatch(/^drained\s+yes$/m);
+    expect(filesOnNode()).toBe(0);
+    for (const [key, body] of written) expect(await (await gatewayS3().fetch(`${gateway.base}/cli-nodes/${key}`)).text()).toBe(body);
+
+    expect(await okJson(["node", "remove", "S3_X"])).toMatchObject({ id: "S3_X", removed: true });
+    expect((await okJson<{ nodes: { id: string }[] }>(["node", "list"])).nodes.map((n) => n.id)).not.toContain("S3_X");
+    expect(gateway.log).not.toContain(NODE_KEY.secret);
   });
 });
 
