@@ -3,10 +3,12 @@
 // PreconditionFailed otherwise), decided in the bucket's Durable Object transaction so that of
 // racing writers exactly one wins; a refused write leaves nothing visible and its shard files are
 // collected; a refused completion leaves the upload in place. In workerd with real R2 nodes.
+import { AwsClient } from "aws4fetch";
+import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { expectSameBytes, randomBytes } from "../shared/core-suite";
 import { shardFiles } from "./nodes";
-import { s3, s3ok } from "./signed";
+import { GATEWAY, s3, s3ok } from "./signed";
 
 const MIB = 1 << 20;
 const bucket = "cond-writes";
@@ -309,5 +311,61 @@ describe("a bucket that never had versioning", () => {
     expect(done.status).toBe(200);
     expect(done.headers.has("x-amz-version-id")).toBe(false);
     expect(await done.text()).not.toContain("VersionId");
+  });
+});
+
+describe("who may write conditionally", () => {
+  const permBucket = "cond-writes-perm";
+  type Key = { id: string; secret: string };
+  const admin = (method: string, path: string, body?: unknown) =>
+    s3(`/_shardgate/admin${path}`, { method, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  async function keyWith(rights: { read?: boolean; write?: boolean }): Promise<Key> {
+    const key = (await (await admin("POST", "/keys", { name: `cond ${JSON.stringify(rights)}` })).json()) as Key;
+    expect((await admin("PUT", `/keys/${key.id}/buckets/${permBucket}`, rights)).status).toBe(200);
+    return key;
+  }
+  const as = (key: Key) => {
+    const client = new AwsClient({ accessKeyId: key.id, secretAccessKey: key.secret, service: "s3", region: "us-east-1" });
+    return async (path: string, init: RequestInit = {}) => exports.default.fetch(await client.sign(`${GATEWAY}${path}`, init));
+  };
+  beforeAll(async () => {
+    await s3ok(`/${permBucket}`, { method: "PUT" });
+    await s3ok(`/${permBucket}/k.txt`, { method: "PUT", body: "kept" });
+  });
+
+  it("If-Match needs the read right (s3:GetObject) besides write, as S3 asks; If-None-Match: * needs write only", async () => {
+    const etag = await etagOf(`/${permBucket}/k.txt`);
+    const writeOnly = as(await keyWith({ write: true }));
+    for (const ifMatch of [etag, "*", '"abc"']) {
+      expect(await outcome(await writeOnly(`/${permBucket}/k.txt`, { method: "PUT", body: "x", headers: { "if-match": ifMatch } }))).toEqual([403, "AccessDenied"]);
+      expect(await outcome(await writeOnly(`/${permBucket}/none.txt`, { method: "PUT", body: "x", headers: { "if-match": ifMatch } }))).toEqual([403, "AccessDenied"]);
+    }
+    const copy = { "x-amz-copy-source": `/${permBucket}/k.txt` };
+    expect(await outcome(await writeOnly(`/${permBucket}/c.txt`, { method: "PUT", headers: { ...copy, "if-match": "*" } }))).toEqual([403, "AccessDenied"]);
+    expect(await outcome(await writeOnly(`/${permBucket}/k.txt`, { method: "PUT", body: "x", headers: { "if-none-match": "*" } }))).toEqual([412, "PreconditionFailed"]);
+    expect((await writeOnly(`/${permBucket}/new.txt`, { method: "PUT", body: "x", headers: { "if-none-match": "*" } })).status).toBe(200);
+    const upload = await uploadWithPart(permBucket, "mpu.bin", randomBytes(1000, 90));
+    const body = `<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>${upload.etag}</ETag></Part></CompleteMultipartUpload>`;
+    const completeAs = (headers: Record<string, string>) => writeOnly(`/${permBucket}/mpu.bin?uploadId=${upload.uploadId}`, { method: "POST", body, headers });
+    expect(await outcome(await completeAs({ "if-match": "*" }))).toEqual([403, "AccessDenied"]);
+    expect((await completeAs({ "if-none-match": "*" })).status).toBe(200);
+    expect(await (await s3ok(`/${permBucket}/k.txt`)).text()).toBe("kept");
+
+    const readWrite = as(await keyWith({ read: true, write: true }));
+    expect(await outcome(await readWrite(`/${permBucket}/none.txt`, { method: "PUT", body: "x", headers: { "if-match": "*" } }))).toEqual([404, "NoSuchKey"]);
+    expect((await readWrite(`/${permBucket}/k.txt`, { method: "PUT", body: "new", headers: { "if-match": etag } })).status).toBe(200);
+  });
+
+  it("an anonymous writer that a policy lets PutObject (not GetObject): If-Match refused (403), If-None-Match: * allowed", async () => {
+    const policy = {
+      Version: "2012-10-17",
+      Statement: [{ Effect: "Allow", Principal: "*", Action: "s3:PutObject", Resource: `arn:aws:s3:::${permBucket}/public/*` }],
+    };
+    await s3ok(`/${permBucket}?policy`, { method: "PUT", body: JSON.stringify(policy) }, 204);
+    const anonymous = (path: string, headers: Record<string, string>) =>
+      exports.default.fetch(new Request(`${GATEWAY}${path}`, { method: "PUT", body: "anon", headers }));
+    expect((await anonymous(`/${permBucket}/public/a.txt`, { "if-none-match": "*" })).status).toBe(200);
+    expect(await outcome(await anonymous(`/${permBucket}/public/a.txt`, { "if-match": "*" }))).toEqual([403, "AccessDenied"]);
+    expect(await outcome(await anonymous(`/${permBucket}/public/a.txt`, { "if-none-match": "*" }))).toEqual([412, "PreconditionFailed"]);
   });
 });

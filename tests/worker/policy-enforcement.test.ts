@@ -207,6 +207,7 @@ const HEADER_VALUES: Record<string, string> = {
   "x-amz-object-lock-mode": "GOVERNANCE",
   "x-amz-object-lock-retain-until-date": "2099-01-01T00:00:00Z",
   "x-amz-object-lock-legal-hold": "OFF",
+  "if-match": "*",
 };
 
 function cases(): Case[] {
@@ -226,7 +227,9 @@ function cases(): Case[] {
       if (!extra.check.action) continue;
       const headers = Object.fromEntries(extra.names.map((name) => [name, HEADER_VALUES[name] as string]));
       const companions = [p.action, ...sourceActions];
-      out.push({ ...plain, action: extra.check.action, companions, insufficient: companions, headers });
+      // (A copy's If-Match reads its target as its source is read: s3:GetObject is a companion already.)
+      const insufficient = companions.includes(extra.check.action) ? null : companions;
+      out.push({ ...plain, action: extra.check.action, companions, insufficient, headers });
     }
   }
   return out;

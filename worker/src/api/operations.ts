@@ -4,7 +4,16 @@
 // (api/common/router.ts), authorization (api/common/permissions.ts) and dispatch (api/handle.ts)
 // read this table; adding an operation is one entry here and its handler in api/s3/ or api/admin/.
 import type { PolicyAction } from "../auth/policy";
-import { BYPASS_GOVERNANCE, DELETE_OBJECT, type Permission, READ_OBJECT, WRITE_OBJECT, WRITE_OBJECT_HEADERS } from "./common/permissions";
+import {
+  BYPASS_GOVERNANCE,
+  CONDITIONAL_WRITE_HEADERS,
+  DELETE_OBJECT,
+  IF_MATCH_READS,
+  type Permission,
+  READ_OBJECT,
+  WRITE_OBJECT,
+  WRITE_OBJECT_HEADERS,
+} from "./common/permissions";
 import type { BucketAt, ObjectAt, RequestContext, ShardAt } from "./common/context";
 import { compileRouter, type Endpoint, type Route, type RouteRequest, type Routed, type Scope, type SubresourceNames } from "./common/router";
 import { parseVersionId, partParams, readPartParams, uploadParams } from "./common/object-request";
@@ -214,15 +223,17 @@ export const OPERATIONS = {
   CreateMultipartUpload: object({ method: "POST", sub: "uploads" }, { ...WRITE_OBJECT, headers: WRITE_OBJECT_HEADERS }, createMultipartUpload),
   UploadPartCopy: object({ method: "PUT", sub: "uploadId", when: copies }, { ...WRITE_OBJECT, source: READ_OBJECT }, uploadPartCopy, { params: partParams }),
   UploadPart: object({ method: "PUT", sub: "uploadId" }, WRITE_OBJECT, uploadPart, { params: partParams }),
-  CompleteMultipartUpload: object({ method: "POST", sub: "uploadId" }, WRITE_OBJECT, completeMultipartUpload, { params: uploadParams }),
+  CompleteMultipartUpload: object({ method: "POST", sub: "uploadId" }, { ...WRITE_OBJECT, headers: [IF_MATCH_READS] }, completeMultipartUpload, {
+    params: uploadParams,
+  }),
   AbortMultipartUpload: object({ method: "DELETE", sub: "uploadId" }, write("s3:AbortMultipartUpload"), abortMultipartUpload, { params: uploadParams }),
   ListParts: object({ method: "GET", sub: "uploadId" }, write("s3:ListMultipartUploadParts"), listParts, { params: uploadParams }),
 
   // An object itself.
   GetObject: object({ method: "GET" }, READ_OBJECT, (ctx, o, p) => getObject(ctx, o, p.partNumber, false), { params: readPartParams }),
   HeadObject: object({ method: "HEAD" }, READ_OBJECT, (ctx, o, p) => getObject(ctx, o, p.partNumber, true), { params: readPartParams }),
-  CopyObject: object({ method: "PUT", when: copies }, { ...WRITE_OBJECT, source: READ_OBJECT, headers: WRITE_OBJECT_HEADERS }, copyObject),
-  PutObject: object({ method: "PUT" }, { ...WRITE_OBJECT, headers: WRITE_OBJECT_HEADERS }, putObject),
+  CopyObject: object({ method: "PUT", when: copies }, { ...WRITE_OBJECT, source: READ_OBJECT, headers: CONDITIONAL_WRITE_HEADERS }, copyObject),
+  PutObject: object({ method: "PUT" }, { ...WRITE_OBJECT, headers: CONDITIONAL_WRITE_HEADERS }, putObject),
   DeleteObject: object({ method: "DELETE" }, { ...DELETE_OBJECT, bypass: BYPASS_GOVERNANCE }, deleteObject),
 
   // The gateway's own: its metrics (also with the scraper's bearer token) and the admin API

@@ -71,6 +71,15 @@ export const WRITE_OBJECT_HEADERS: readonly HeaderCheck[] = [
   { names: ["x-amz-object-lock-legal-hold"], check: { need: "write", action: "s3:PutObjectLegalHold" } },
 ];
 
+/**
+ * If-Match on a write learns the object's ETag (and whether it exists): S3 asks for s3:GetObject
+ * besides, by grants the read right. If-None-Match: * needs nothing more, as in S3.
+ */
+export const IF_MATCH_READS: HeaderCheck = { names: ["if-match"], check: { need: "read", action: "s3:GetObject" } };
+
+/** A PUT's and a copy's headers: those of WRITE_OBJECT_HEADERS, and If-Match. */
+export const CONDITIONAL_WRITE_HEADERS: readonly HeaderCheck[] = [...WRITE_OBJECT_HEADERS, IF_MATCH_READS];
+
 const denied = () => new S3Error("AccessDenied", "Access Denied");
 
 /** Whether `principal` holds `right` on `bucket` by its grants (the root key holds every right). */
