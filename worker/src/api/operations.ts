@@ -214,7 +214,7 @@ export const OPERATIONS = {
   // The browser path (docs/browser-path.md): sessions, commits and read plans on an object; shard
   // URLs, authorized by their grant alone.
   CreateDirectUpload: object({ method: "POST", sub: "shardgate-upload" }, WRITE_OBJECT, createDirectUpload),
-  CompleteDirectUpload: object({ method: "POST", sub: "shardgate-commit" }, WRITE_OBJECT, completeDirectUpload),
+  CompleteDirectUpload: object({ method: "POST", sub: "shardgate-commit" }, { ...WRITE_OBJECT, headers: [IF_MATCH_READS] }, completeDirectUpload),
   AbortDirectUpload: object({ method: "POST", sub: "shardgate-abort" }, write("s3:AbortMultipartUpload"), abortDirectUpload),
   GetReadPlan: object({ method: "GET", sub: "shardgate-plan" }, READ_OBJECT, getReadPlan),
   TransferShard: shard({}, anyKey, transferShard, { authentication: "self" }),
