@@ -9,10 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AwsClient } from "aws4fetch";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawn, type ChildProcess } from "node:child_process";
-import { readdirSync } from "node:fs";
-import { CREDENTIALS, freePort, Gateway } from "./gateway";
+import { CREDENTIALS, Gateway } from "./gateway";
 import { clientEnv, ROOT, run, type RunResult } from "./tools";
+import { VersityNode } from "./versity-node";
 
 const BIN = join(ROOT, "bin/shardgate.mjs");
 const gateway = new Gateway();
@@ -261,54 +260,20 @@ describe("operations", () => {
 });
 
 describe("nodes added, drained and removed while the gateway runs (a real versitygw node)", () => {
-  const NODE_KEY = { id: "AKVERSITYNODE", secret: "versity-node-secret-7Hq2" };
-  let versity: ChildProcess | undefined;
-  let nodeDir = "";
+  const versity = new VersityNode();
+  const NODE_KEY = versity.key;
   let nodeEndpoint = "";
   const nodeEnv = { ...ROOT_KEYS, SHARDGATE_NODE_ACCESS_KEY_ID: NODE_KEY.id, SHARDGATE_NODE_SECRET_ACCESS_KEY: NODE_KEY.secret };
   const gatewayS3 = () => new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1", retries: 0 });
-  /** Shard files on the versitygw node's disk (its bucket's directory, walked). */
-  const filesOnNode = () =>
-    readdirSync(join(nodeDir, "data", "shards"), { recursive: true, withFileTypes: true }).filter((d) => d.isFile() && !d.parentPath.includes(".sgwtmp"))
-      .length;
+  /** Shard files on the versitygw node's disk. */
+  const filesOnNode = () => versity.files();
   const written = new Map<string, string>();
 
   beforeAll(async () => {
-    nodeDir = mkdtempSync(join(tmpdir(), "shardgate-versity-"));
-    mkdirSync(join(nodeDir, "data"));
-    mkdirSync(join(nodeDir, "iam"));
-    const port = await freePort();
-    nodeEndpoint = `http://127.0.0.1:${port}`;
-    const bin = join(ROOT, ".tools/go/bin/versitygw");
-    const args = [
-      "--access",
-      NODE_KEY.id,
-      "--secret",
-      NODE_KEY.secret,
-      "--port",
-      `127.0.0.1:${port}`,
-      "--iam-dir",
-      join(nodeDir, "iam"),
-      "posix",
-      join(nodeDir, "data"),
-    ];
-    versity = spawn(bin, args, { stdio: ["ignore", "ignore", "inherit"] });
-    const s3 = new AwsClient({ accessKeyId: NODE_KEY.id, secretAccessKey: NODE_KEY.secret, service: "s3", region: "us-east-1", retries: 0 });
-    for (let tries = 0; ; tries++) {
-      try {
-        const res = await s3.fetch(`${nodeEndpoint}/shards`, { method: "PUT" });
-        await res.arrayBuffer();
-        if (res.ok || res.status === 409) break;
-      } catch (e) {
-        if (tries > 100) throw e;
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await versity.start();
+    nodeEndpoint = versity.endpoint;
   }, 60_000);
-  afterAll(() => {
-    versity?.kill("SIGTERM");
-    rmSync(nodeDir, { recursive: true, force: true });
-  });
+  afterAll(() => versity.stop());
 
   it("refuses bad input, unreachable nodes, drains below k + m and other keys than the admin's: one line, nothing kept, the secret never shown", async () => {
     const add = (id: string, extra: string[] = [], env: Record<string, string> = nodeEnv) =>

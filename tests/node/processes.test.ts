@@ -29,6 +29,7 @@ import { AwsClient } from "aws4fetch";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "../shared/core-suite";
 import { CREDENTIALS, Gateway } from "./gateway";
+import { VersityNode } from "./versity-node";
 
 const gateway = new Gateway({ runtime: "workerd", processes: 2 });
 let s3: S3Client;
@@ -214,5 +215,44 @@ describe("two workerd processes on one port", () => {
     });
     expect(s3Port.status).toBe(403);
     expect(await s3Port.text()).toContain("<Code>AccessDenied</Code>");
+  });
+
+  it("sees a node added and a node marked draining in every process within seconds (the overlay, config.ts)", async () => {
+    const versity = new VersityNode();
+    await versity.start();
+    try {
+      const admin = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1", retries: 0 });
+      const call = async (method: string, path: string, body?: unknown) => {
+        const init = { method, headers: { connection: "close" }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) };
+        const res = await admin.fetch(`${gateway.base}/_shardgate/admin${path}`, init);
+        const text = await res.text();
+        expect(res.status, text).toBeLessThan(300);
+        return JSON.parse(text) as Record<string, unknown>;
+      };
+      // Both processes have read the overlay (and keep it) before the changes.
+      for (let i = 0; i < 10; i++) await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: "doc" }));
+      await call("POST", "/nodes", {
+        id: "S3_P",
+        endpoint: versity.endpoint,
+        bucket: versity.bucket,
+        accessKeyId: versity.key.id,
+        secretAccessKey: versity.key.secret,
+      });
+      await call("PATCH", "/nodes/NODE_3", { state: "draining" });
+      await new Promise((r) => setTimeout(r, 5_500)); // OVERLAY_MAX_AGE_MS (5 s): every process has read it since
+      const placements: string[][] = [];
+      for (let i = 0; i < 30; i++) {
+        const key = `after-change/${i}`;
+        await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: randomBytes(40_000 + i, 500 + i) }));
+        const layout = await call("GET", `/object?bucket=${bucket}&key=${encodeURIComponent(key)}`);
+        placements.push((layout.parts as { shards: { node: string }[] }[])[0].shards.map((s) => s.node));
+      }
+      // From either process: nothing on the draining node, and the added node in use (6 of 7 writable: all six).
+      expect(placements.filter((p) => p.includes("NODE_3"))).toEqual([]);
+      expect(placements.every((p) => p.includes("S3_P"))).toBe(true);
+      expect(versity.files()).toBeGreaterThanOrEqual(30);
+    } finally {
+      versity.stop();
+    }
   });
 });
