@@ -394,6 +394,9 @@ def cmd_conditional_writes(args):
             errs = list(pool.map(lambda u: error_of(lambda: complete(key, u, **cond)), ups))
         stored = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
         out[name] = {"errors": errs, "winner_stored": [i for i, e in enumerate(errs) if e is None and bodies[i] == stored]}
+        for u, e in zip(ups, errs):
+            if e is not None:  # a refused completion leaves its upload: aborted here
+                s3.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=u[0])
     return out
 
 def cmd_versioning(args):
