@@ -10,7 +10,8 @@ import { env } from "cloudflare:workers";
 import { AwsClient } from "aws4fetch";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { handleS3 } from "../../worker/src/api/handle";
-import { type Env, overlayReads } from "../../worker/src/config";
+import { type Env, OVERLAY_MAX_AGE_MS, overlayReads } from "../../worker/src/config";
+import { DRAIN_SETTLE_MS } from "../../worker/src/services/node-overlay";
 import { CREDENTIALS } from "../shared/credentials";
 import { expectSameBytes, randomBytes } from "../shared/core-suite";
 import { GATEWAY } from "./signed";
@@ -243,6 +244,11 @@ describe("nodes added and drained at runtime", () => {
     expect((await nodes(gw)).nodes.map((n) => n.id)).not.toContain("S3_A");
     expect((await nodes({ ...base } as Env)).nodes.map((n) => n.id)).not.toContain("S3_A");
     for (const [key, bytes] of written) expectSameBytes(new Uint8Array(await (await ok(gw, `/${bucket}/${key}`)).arrayBuffer()), bytes);
+  });
+
+  it("proves a node empty only with walks that begin after every isolate has seen it draining", () => {
+    // services/ cannot import config.ts's value: the two are kept apart, and in this order.
+    expect(DRAIN_SETTLE_MS).toBeGreaterThan(OVERLAY_MAX_AGE_MS);
   });
 
   it("never logs a node's secret", () => {

@@ -255,7 +255,7 @@ async function addedDriver(source: OverlaySource, base: GatewayConfig, id: strin
 }
 
 /** An S3 node's driver as the configuration wraps every node: counted for metrics, behind its breaker. */
-export function s3NodeDriver(id: string, spec: S3NodeSpec, stallMs: number): StorageNode {
+function s3NodeDriver(id: string, spec: S3NodeSpec, stallMs: number): StorageNode {
   return new GuardedNode(new CountedNode(new S3Node(id, spec, stallMs), metrics), nodeHealth(id));
 }
 
@@ -263,7 +263,7 @@ export function s3NodeDriver(id: string, spec: S3NodeSpec, stallMs: number): Sto
  * The configuration with the node overlay applied (services/node-overlay.ts): nodes added at
  * runtime after the configured ones, and `draining` (runtime states) on top of the vars' draining nodes.
  */
-export function withNodes(base: GatewayConfig, added: readonly StorageNode[], draining: ReadonlySet<string>): GatewayConfig {
+function withNodes(base: GatewayConfig, added: readonly StorageNode[], draining: ReadonlySet<string>): GatewayConfig {
   const nodes = [...base.nodes, ...added.filter((n) => !base.nodes.some((c) => c.id === n.id))];
   const fromVars = new Set(base.configuredNodes.draining);
   return { ...base, nodes, writableNodes: nodes.filter((n) => !draining.has(n.id) && !fromVars.has(n.id)) };
