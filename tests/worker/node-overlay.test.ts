@@ -47,6 +47,8 @@ async function nodes(on: Env): Promise<{ writableNodes: number; nodes: NodeRow[]
 
 // --- a small S3 server the Worker's fetch reaches -----------------------------------------------
 const FAKE = "http://s3-node.test:9000";
+/** An endpoint that takes requests and never answers. */
+const HANGING = "http://s3-hanging.test:9000";
 const SECRET = "node-secret-Zq8v1Lw3Kx";
 const KEY_ID = "AKNODEKEY1";
 const store = new Map<string, Uint8Array>();
@@ -84,6 +86,7 @@ const logged: string[] = [];
 beforeAll(() => {
   globalThis.fetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
     const request = new Request(input, init);
+    if (request.url.startsWith(HANGING)) return new Promise<Response>(() => {});
     return request.url.startsWith(FAKE) ? fakeS3(request) : realFetch(input, init);
   }) as typeof fetch;
   for (const level of ["log", "error", "warn", "info"] as const) {
@@ -160,6 +163,7 @@ describe("nodes added and drained at runtime", () => {
       [s3Node("S3_B", { secretAccessKey: "" }), 400, "InvalidArgument", /^secretAccessKey/],
       [s3Node("S3_B", { endpont: FAKE }), 400, "InvalidArgument", /Unknown field endpont/],
       [s3Node("S3_B", { kind: "disk" }), 400, "InvalidRequest", /restart/],
+      [s3Node("S3_B", { endpoint: GATEWAY }), 400, "InvalidArgument", /this gateway/],
       [s3Node("S3_B", { endpoint: "http://127.0.0.1:9" }), 400, "NodeProbeFailed", /S3_B failed its probe \(PUT/],
       [s3Node("S3_B", { bucket: "other" }), 400, "NodeProbeFailed", /PUT/],
       [s3Node("S3_B", { accessKeyId: "AKWRONG" }), 400, "NodeProbeFailed", /403/],
@@ -173,6 +177,16 @@ describe("nodes added and drained at runtime", () => {
     }
     expect(await errorOf(await admin(gw, "POST", "/nodes", "not json"))).toMatchObject({ status: 400, code: "InvalidArgument" });
     expect((await nodes(gw)).nodes.map((n) => n.id).filter((id) => !id.startsWith("NODE_"))).toEqual(["S3_A"]);
+  });
+
+  it("gives up on a node that never answers (the probe is timed: here SHARDGATE_NODE_STALL_MS, at most 10 s)", async () => {
+    const impatient = { ...base, SHARDGATE_NODE_STALL_MS: "500" } as Env;
+    const started = Date.now();
+    const e = await errorOf(await admin(impatient, "POST", "/nodes", s3Node("S3_H", { endpoint: HANGING })));
+    expect(e).toMatchObject({ status: 400, code: "NodeProbeFailed" });
+    expect(e.message).toMatch(/no answer within 500 ms|did not answer within 500 ms/);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect((await nodes(gw)).nodes.map((n) => n.id)).not.toContain("S3_H");
   });
 
   it("refuses other keys than the admin's", async () => {

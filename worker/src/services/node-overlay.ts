@@ -81,7 +81,9 @@ async function probeS3Node(id: string, spec: S3NodeSpec, timeoutMs: number): Pro
     await node.delete([key]);
   };
   try {
-    await Promise.race([run(), timeout]);
+    const running = run();
+    running.catch(() => {}); // when the timeout wins, the probe's own failure comes later and is not news
+    await Promise.race([running, timeout]);
   } catch (e) {
     const why = (e instanceof Error ? e.message : String(e)).replaceAll(spec.secretAccessKey, "…");
     throw new S3Error(

@@ -82,6 +82,8 @@ function s3NodeInput(body: Record<string, unknown>): S3NodeInput {
 
 export async function adminAddNode(ctx: RequestContext): Promise<Response> {
   const input = s3NodeInput(await jsonBody(ctx));
+  // The gateway as its own node would store each object's shard files in itself.
+  if (new URL(input.endpoint).host === new URL(ctx.request.url).host) throw invalid("endpoint is this gateway: a node must be another S3 service.");
   const source = overlaySource(ctx.env);
   await installOverlay(ctx.env, source, await addS3Node(ctx.env, await freshGatewayConfig(ctx.env, source), input));
   const { id, endpoint, bucket, region, clientUrls } = input;
