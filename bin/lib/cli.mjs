@@ -1,7 +1,6 @@
 // The shardgate CLI's entry: reads the command line, finds the command (or says which one was
 // meant), runs it, prints its answer (a table, or JSON with --json) and exits 0; errors are one
-// line on stderr with exit status 1 (the request failed) or 2 (the command line is wrong, or the
-// gateway does not offer that yet).
+// line on stderr with exit status 1 (the request failed) or 2 (the command line is wrong).
 import { nearest, readFlags, split } from "./args.mjs";
 import { Client } from "./client.mjs";
 import { COMMANDS, GLOBAL_FLAGS } from "./commands.mjs";
@@ -40,8 +39,7 @@ function commandList(commands) {
   return rows.map(([a, d]) => `  ${a.padEnd(width)}  ${d}`);
 }
 
-const EXIT_STATUS =
-  "Exit status: 0 done; 1 the request failed (one line: the S3 error code and message); 2 a wrong command line, or something the gateway does not offer yet.";
+const EXIT_STATUS = "Exit status: 0 done; 1 the request failed (one line: the S3 error code and message); 2 a wrong command line.";
 
 function topHelp() {
   return [

@@ -1,7 +1,7 @@
 // Every command: its words, arguments, flags, help and what it does. Admin commands call
 // /_shardgate/admin/* (worker/src/api/admin-app.ts); bucket commands are S3 requests.
 import { readFileSync, statSync } from "node:fs";
-import { clean, NotAvailableError, RequestError, UsageError } from "./errors.mjs";
+import { clean, RequestError, UsageError } from "./errors.mjs";
 import { parseJson, xmlElements, xmlText } from "./client.mjs";
 import { bytes, cell, fields, inline, report, table, time } from "./output.mjs";
 
@@ -276,10 +276,54 @@ async function nodeDrain(ctx) {
   ctx.print(result, () => report(result));
 }
 
-function notAvailable(message) {
-  return () => {
-    throw new NotAvailableError(`not available yet: ${message}`);
+// --- bucket quotas (admin API) ----------------------------------------------------------------------------
+
+const SIZE_UNITS = { "": 1, B: 1, KB: 1e3, MB: 1e6, GB: 1e9, TB: 1e12, KIB: 2 ** 10, MIB: 2 ** 20, GIB: 2 ** 30, TIB: 2 ** 40 };
+
+/** A size: a whole number of bytes, or a number with a unit (10GiB, 1.5 TB, 500MB); null for "none". */
+export function parseSize(text, flag) {
+  if (text === "none") return null;
+  const m = /^([0-9]{1,16}(?:\.[0-9]{1,6})?) ?([A-Za-z]{0,3})$/.exec(text);
+  const unit = m ? SIZE_UNITS[m[2].toUpperCase()] : undefined;
+  const n = m && unit !== undefined ? Math.floor(Number(m[1]) * unit) : Number.NaN;
+  if (!Number.isSafeInteger(n)) throw new UsageError(`${flag}: expected a size such as 500MB, 10GiB or 1048576 (bytes), or none; got ${clean(text, 40)}.`);
+  return n;
+}
+
+function quotaText(answer) {
+  const { quota, usage } = answer;
+  const of = (used, max, show) => (max === null || max === undefined ? `${show(used)} (no limit)` : `${show(used)} of ${show(max)}`);
+  return fields([
+    ["bytes", of(usage.bytes, quota?.maxBytes, bytes)],
+    ["objects", of(usage.objects, quota?.maxObjects, String)],
+  ]);
+}
+
+async function quotaGet(ctx) {
+  const answer = expectObject(await ctx.client().admin("GET", ["buckets", ctx.args.NAME, "quota"]), "the quota");
+  ctx.print(answer, () => quotaText(answer));
+}
+
+async function quotaSet(ctx) {
+  const { "max-bytes": maxBytes, "max-objects": maxObjects } = ctx.flags;
+  if (maxBytes === undefined && maxObjects === undefined)
+    throw new UsageError("give --max-bytes SIZE and/or --max-objects N (`shardgate bucket quota clear NAME` removes the quota).");
+  const current = expectObject(await ctx.client().admin("GET", ["buckets", ctx.args.NAME, "quota"]), "the quota");
+  // A limit not given keeps its value.
+  const body = {
+    maxBytes: maxBytes === undefined ? (current.quota?.maxBytes ?? null) : parseSize(maxBytes, "--max-bytes"),
+    maxObjects: maxObjects === undefined ? (current.quota?.maxObjects ?? null) : maxObjects,
   };
+  const answer = expectObject(
+    await ctx.client().admin("PUT", ["buckets", ctx.args.NAME, "quota"], { body: JSON.stringify(body), headers: { "content-type": "application/json" } }),
+    "the quota",
+  );
+  ctx.print(answer, () => `${clean(ctx.args.NAME, 63)}: quota set.\n${quotaText(answer)}`);
+}
+
+async function quotaClear(ctx) {
+  await ctx.client().admin("DELETE", ["buckets", ctx.args.NAME, "quota"]);
+  ctx.print({ bucket: ctx.args.NAME, quota: null }, () => `${clean(ctx.args.NAME, 63)}: no quota.`);
 }
 
 // --- heal, scrub, sweep, lifecycle ---------------------------------------------------------------------
@@ -598,7 +642,7 @@ const boolean = (desc) => ({ type: "boolean", desc });
 
 /**
  * Every command: `words` (how it is called), `args` (positional, required), `flags`, `summary`,
- * `example`, `run`; `anything: true` takes any arguments (the commands that only say "not yet").
+ * `example`, `run`; `anything: true` takes any arguments.
  */
 export const COMMANDS = [
   {
@@ -724,11 +768,29 @@ export const COMMANDS = [
     run: lockSet,
   },
   {
-    words: ["bucket", "quota"],
-    anything: true,
-    summary: "Not available yet: bucket quotas are issue #33.",
-    example: "shardgate bucket quota photos",
-    run: notAvailable("bucket quotas are not in the gateway (issue #33: quotas), so there is nothing to set or read."),
+    words: ["bucket", "quota", "get"],
+    args: ["NAME"],
+    summary: "A bucket's quota and usage (bytes and objects, every version counted).",
+    example: "shardgate bucket quota get photos",
+    run: quotaGet,
+  },
+  {
+    words: ["bucket", "quota", "set"],
+    args: ["NAME"],
+    summary: "Set a bucket's hard quota: writes that would exceed it are refused (403 QuotaExceeded).",
+    flags: {
+      "max-bytes": string("The most bytes it may store: 500MB, 10GiB, a number of bytes, or none.", "SIZE"),
+      "max-objects": integer("The most objects (versions) it may store.", "N", 0),
+    },
+    example: "shardgate bucket quota set photos --max-bytes 10GiB --max-objects 100000",
+    run: quotaSet,
+  },
+  {
+    words: ["bucket", "quota", "clear"],
+    args: ["NAME"],
+    summary: "Remove a bucket's quota.",
+    example: "shardgate bucket quota clear photos",
+    run: quotaClear,
   },
   { words: ["node", "list"], summary: "Every node: breaker state, latency, requests, errors, draining.", example: "shardgate node list", run: nodeList },
   {

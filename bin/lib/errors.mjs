@@ -1,13 +1,8 @@
 // The CLI's errors, each said as one line: exit status 1 for a failed request, 2 for a wrong
-// command line or something the gateway does not offer yet.
+// command line.
 
 /** The command line is wrong (unknown command or flag, missing argument): exit status 2. */
 export class UsageError extends Error {
-  exitCode = 2;
-}
-
-/** What the gateway does not offer yet: exit status 2. */
-export class NotAvailableError extends Error {
   exitCode = 2;
 }
 

@@ -90,9 +90,30 @@ describe("the command line", () => {
     expect(oneLineError(await cli(["sweep", "--grace-seconds", "-1"]), 2)).toContain("whole number");
     expect(oneLineError(await cli([]), 2)).toContain("name a command");
   });
+});
 
-  it("says what the gateway does not offer yet, with exit status 2", async () => {
-    expect(oneLineError(await cli(["bucket", "quota", "photos", "--max-bytes", "10"]), 2)).toMatch(/not available yet: .*issue #33/);
+describe("bucket quotas", () => {
+  it("sets, reads and clears a quota; a write over it is refused; bad sizes are usage errors", async () => {
+    await ok(["bucket", "create", "cli-quota"]);
+    const set = await okJson<{ quota: { maxBytes: number; maxObjects: number | null } }>(["bucket", "quota", "set", "cli-quota", "--max-bytes", "1KiB"]);
+    expect(set.quota).toEqual({ maxBytes: 1024, maxObjects: null });
+    // --max-objects alone keeps the byte limit.
+    await ok(["bucket", "quota", "set", "cli-quota", "--max-objects", "10"]);
+    const s3 = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1" });
+    expect((await s3.fetch(`${gateway.base}/cli-quota/a`, { method: "PUT", body: "a".repeat(1000) })).status).toBe(200);
+    const over = await s3.fetch(`${gateway.base}/cli-quota/b`, { method: "PUT", body: "b".repeat(100) });
+    expect(over.status).toBe(403);
+    expect(await over.text()).toContain("<Code>QuotaExceeded</Code>");
+    const got = await okJson<{ quota: unknown; usage: unknown }>(["bucket", "quota", "get", "cli-quota"]);
+    expect(got).toMatchObject({ quota: { maxBytes: 1024, maxObjects: 10 }, usage: { bytes: 1000, objects: 1 } });
+    expect(await ok(["bucket", "quota", "get", "cli-quota"])).toMatch(/bytes\s+1000 B of 1\.0 KiB\nobjects\s+1 of 10/);
+    for (const size of ["-1", "1.5.5", "10 parsecs", "99999999999999999999", "1e3"])
+      expect(oneLineError(await cli(["bucket", "quota", "set", "cli-quota", "--max-bytes", size]), 2), size).toContain("--max-bytes");
+    expect(oneLineError(await cli(["bucket", "quota", "set", "cli-quota"]), 2)).toContain("--max-bytes");
+    await ok(["bucket", "quota", "clear", "cli-quota"]);
+    expect((await okJson<{ quota: unknown }>(["bucket", "quota", "get", "cli-quota"])).quota).toBeNull();
+    expect((await s3.fetch(`${gateway.base}/cli-quota/b`, { method: "PUT", body: "b".repeat(100) })).status).toBe(200);
+    expect(oneLineError(await cli(["bucket", "quota", "get", "no-such-bucket-cli"]), 1)).toContain("NoSuchBucket");
   });
 });
 

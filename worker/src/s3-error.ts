@@ -53,6 +53,8 @@ export const S3_ERRORS = {
   OperationAborted: 409,
   PolicyTooLarge: 400,
   PreconditionFailed: 412,
+  // The gateway's own: a write over the bucket's quota (meta/quota.ts), refused as MinIO's hard quota is.
+  QuotaExceeded: 403,
   RequestTimeTooSkewed: 403,
   ServerSideEncryptionConfigurationNotFoundError: 404,
   ServiceUnavailable: 503,

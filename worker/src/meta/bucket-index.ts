@@ -23,7 +23,8 @@ import { migrate } from "./schema";
 import * as stored from "./stored-parts";
 import type { BucketInfo, CompleteResult, DeleteOutcome, GarbageEntry, HeadResult, HealQueueEntry, ListPage, ListQuery } from "./types";
 import type { ListUploadsPage, ListUploadsQuery, ListVersionsPage, ListVersionsQuery, ObjectRecord, PartRecord, PutResult } from "./types";
-import { NoSuchBucketError, type UploadInfo, type VersioningStatus, type WriteCondition } from "./types";
+import { NoSuchBucketError, type QuotaRefusal, type UploadInfo, type VersioningStatus, type WriteCondition } from "./types";
+import * as quota from "./quota";
 import * as uploads from "./uploads";
 import * as versions from "./versions";
 
@@ -60,6 +61,7 @@ export class BucketIndex extends DurableObject {
       if (!versions.bucketEmpty(this.sql)) return "not-empty";
       stored.addGarbage(this.sql, uploads.abortAll(this.sql), Date.now());
       this.settings.remove();
+      quota.setQuota(this.sql, null); // a bucket made again under this name starts without one
       return "dropped";
     });
   }
@@ -80,7 +82,7 @@ export class BucketIndex extends DurableObject {
    * good so the caller can delete their shard files once this has committed.
    */
   async put(record: ObjectRecord, condition: WriteCondition = {}, heal: string | null = null): Promise<PutResult> {
-    return this.ctx.storage.transactionSync((): PutResult => {
+    return this.refusingOverQuota((): PutResult => {
       this.requireBucket();
       const now = Date.now();
       if (condition.once && direct.spent(this.sql, condition.once.id, now)) return { ok: false, reason: "AlreadyCommitted" };
@@ -232,7 +234,7 @@ export class BucketIndex extends DurableObject {
     condition: WriteCondition = {},
     heal: string | null = null,
   ): Promise<CompleteResult> {
-    return this.ctx.storage.transactionSync((): CompleteResult => {
+    return this.refusingOverQuota((): CompleteResult => {
       this.requireBucket();
       const unused = uploads.unusedParts(this.sql, uploadId, record.key, used);
       if (typeof unused === "string") return { ok: false, reason: unused };
@@ -277,6 +279,18 @@ export class BucketIndex extends DurableObject {
   async setSetting(name: BucketSetting, value: string | null): Promise<void> {
     this.requireBucket();
     this.settings.set(name, value);
+  }
+
+  /** The bucket's quota (null: none) and its usage (meta/quota.ts). */
+  async quota(): Promise<{ quota: quota.Quota | null; usage: quota.Usage }> {
+    this.requireBucket();
+    return { quota: quota.quotaOf(this.sql), usage: quota.usageOf(this.sql) };
+  }
+
+  /** Sets the bucket's quota (null, or both limits null: none). Writes already stored stay. */
+  async setQuota(limits: quota.Quota | null): Promise<void> {
+    this.requireBucket();
+    quota.setQuota(this.sql, limits);
   }
 
   /** The bucket's object lock configuration; null: none. */
@@ -340,6 +354,19 @@ export class BucketIndex extends DurableObject {
   async list(q: ListQuery): Promise<ListPage> {
     this.requireBucket();
     return listing.listPage(this.sql, q);
+  }
+
+  /**
+   * Runs a write in a transaction; one that would take the bucket over its quota (meta/quota.ts
+   * throws QuotaExceeded inside it) is rolled back whole and answered as refused.
+   */
+  private refusingOverQuota<T>(write: () => T): T | { ok: false; reason: QuotaRefusal } {
+    try {
+      return this.ctx.storage.transactionSync(write);
+    } catch (e) {
+      if (e instanceof quota.QuotaExceeded) return { ok: false, reason: `QuotaExceeded:${e.what}` };
+      throw e;
+    }
   }
 
   /** Throws NoSuchBucketError unless the bucket exists: the one way every method says it does not. */

@@ -3,6 +3,7 @@
 // the bucket row meta/bucket-settings.ts, objects and versions meta/versions.ts, uploads
 // meta/uploads.ts, the heal queue meta/heal-queue.ts, garbage meta/stored-parts.ts, the browser
 // path's sessions meta/direct-sessions.ts.
+import { QUOTA_SCHEMA } from "./quota";
 import { UPLOADS_SCHEMA } from "./uploads";
 import { VERSIONS_SCHEMA } from "./versions";
 
@@ -74,4 +75,6 @@ export const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
     "CREATE TABLE sealed (id TEXT PRIMARY KEY, until INTEGER NOT NULL) WITHOUT ROWID",
     "CREATE TABLE shard_writes (session TEXT NOT NULL, lease TEXT NOT NULL, until INTEGER NOT NULL, PRIMARY KEY (session, lease)) WITHOUT ROWID",
   ],
+  // Quotas: the bucket's limits, and its usage kept exact by triggers (meta/quota.ts).
+  QUOTA_SCHEMA,
 ];

@@ -2,6 +2,7 @@
 // looked up, a write checked against its conditions and object lock, a delete, a lock changed.
 // BucketIndex calls these inside its events (a write and its checks in one transaction); the
 // versions themselves are meta/versions.ts, the rules of object lock meta/object-lock.ts.
+import * as quota from "./quota";
 import * as heal from "./heal-queue";
 import { defaultLock, deleteForbidden, type LockConfig, type ObjectLock, retained, retentionChangeForbidden } from "./object-lock";
 import type { ConditionRefusal, DeleteOutcome, HeadResult, LockRefusal, ObjectRecord, WriteCondition } from "./types";
@@ -56,7 +57,8 @@ export function commit(
   if (refused) return { refused };
   const locked = withLock(record, condition, lock);
   if (typeof locked === "string") return { refused: locked };
-  const change = versions.putVersion(sql, locked);
+  // Over the bucket's quota, quota.withinQuota throws: the caller's transaction rolls back.
+  const change = quota.withinQuota(sql, () => versions.putVersion(sql, locked));
   heal.replace(sql, record.key, healReason, now);
   return { refused: null, change };
 }

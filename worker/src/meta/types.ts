@@ -144,7 +144,10 @@ export interface WriteCondition {
  *  unversioned), and the versions it replaced for good (their shard files are to be deleted). */
 export type PutResult =
   | { ok: true; versionId?: string; freed: ObjectRecord[]; expiry: Expiry | null }
-  | { ok: false; reason: ConditionRefusal | "AlreadyCommitted" | LockRefusal };
+  | { ok: false; reason: ConditionRefusal | "AlreadyCommitted" | LockRefusal | QuotaRefusal };
+
+/** Why a bucket's quota refused a write (meta/quota.ts): it would store more bytes or objects than allowed. */
+export type QuotaRefusal = "QuotaExceeded:bytes" | "QuotaExceeded:objects";
 
 /** Why a write's If-Match / If-None-Match refused it: no object for If-Match (404), else 412. */
 export type ConditionRefusal = "PreconditionFailed" | "NoSuchKey";
@@ -236,7 +239,7 @@ export interface ListUploadsPage {
 
 export type CompleteResult =
   | { ok: true; versionId?: string; freed: ObjectRecord[]; unused: PartRecord[]; expiry: Expiry | null }
-  | { ok: false; reason: "NoSuchUpload" | "InvalidPart" | ConditionRefusal | LockRefusal };
+  | { ok: false; reason: "NoSuchUpload" | "InvalidPart" | ConditionRefusal | LockRefusal | QuotaRefusal };
 
 /** An access key besides the root key, as listed (never with its secret). */
 export interface KeyRecord {

@@ -87,6 +87,10 @@ export function writeRefused(reason: Exclude<PutResult, { ok: true }>["reason"])
       return new S3Error("InvalidRequest", "This upload session was committed already: open a new one.");
     case "IntegrityRequired":
       return new S3Error("InvalidRequest", "Content-MD5 OR x-amz-checksum- HTTP header is required for Put Object requests with Object Lock parameters");
+    case "QuotaExceeded:bytes":
+      return new S3Error("QuotaExceeded", "Bucket quota exceeded: this write would store more bytes than the bucket's quota allows.");
+    case "QuotaExceeded:objects":
+      return new S3Error("QuotaExceeded", "Bucket quota exceeded: this write would store more objects than the bucket's quota allows.");
   }
 }
 

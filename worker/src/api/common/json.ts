@@ -1,6 +1,32 @@
-// The answers of the gateway's own endpoints (admin API): JSON.
+// The gateway's own endpoints (admin API) speak JSON: their answers, and the bodies they read.
+import { S3Error } from "../../s3-error";
+import type { RequestContext } from "./context";
+import { readBodyUpTo } from "./request-body";
+
+/** The largest JSON body an admin endpoint reads. */
+export const MAX_JSON_BODY_BYTES = 16 * 1024;
 
 /** The admin endpoints' answers: JSON, never cached (they show live state). */
 export function json(value: unknown, status = 200): Response {
   return new Response(JSON.stringify(value, null, 2), { status, headers: { "content-type": "application/json", "cache-control": "no-store" } });
+}
+
+/**
+ * The request's body as a JSON object (no body, or an empty one: {}), read no further than
+ * MAX_JSON_BODY_BYTES; anything else is 400 InvalidArgument.
+ */
+export async function jsonObjectBody(ctx: RequestContext): Promise<Record<string, unknown>> {
+  const invalid = (message: string) => new S3Error("InvalidArgument", message);
+  const bytes = ctx.auth.body
+    ? await readBodyUpTo(ctx.auth.body, MAX_JSON_BODY_BYTES, () => invalid(`The body is larger than ${MAX_JSON_BODY_BYTES} bytes.`))
+    : null;
+  const text = bytes ? new TextDecoder().decode(bytes) : "";
+  let value: unknown;
+  try {
+    value = text === "" ? {} : JSON.parse(text);
+  } catch {
+    throw invalid("The body is not JSON.");
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw invalid("The body must be a JSON object.");
+  return value as Record<string, unknown>;
 }

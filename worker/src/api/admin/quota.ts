@@ -1,0 +1,47 @@
+// A bucket's quota (meta/quota.ts), for the root key:
+//   GET    /_shardgate/admin/buckets/BUCKET/quota   {"bucket", "quota": {"maxBytes", "maxObjects"} | null, "usage": {"bytes", "objects"}}
+//   PUT    /_shardgate/admin/buckets/BUCKET/quota   {"maxBytes"?: N | null, "maxObjects"?: N | null}: both limits (an absent one is none)
+//   DELETE /_shardgate/admin/buckets/BUCKET/quota   no quota
+// Writes that would take the bucket over it are refused with 403 QuotaExceeded in the commit's
+// transaction; what is stored already stays (a lower quota only stops growth).
+import type { Quota } from "../../meta/quota";
+import { S3Error } from "../../s3-error";
+import { checkBucketName } from "../common/bucket-name";
+import { bucketIndex, type RequestContext } from "../common/context";
+import { json, jsonObjectBody } from "../common/json";
+
+const invalid = (message: string) => new S3Error("InvalidArgument", message);
+const FIELDS = new Set(["maxBytes", "maxObjects"]);
+
+/** A limit: a whole number, 0 or more (up to 2^53 - 1), or null / absent for none. */
+function limit(body: Record<string, unknown>, name: keyof Quota): number | null {
+  const value = body[name];
+  if (value === undefined || value === null) return null;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) throw invalid(`${name} must be a whole number, 0 or more, or null for no limit.`);
+  return value;
+}
+
+async function answer(ctx: RequestContext, bucket: string): Promise<Response> {
+  checkBucketName(bucket); // (a made-up name must not make a bucket index)
+  const { quota, usage } = await bucketIndex(ctx, bucket).quota();
+  return json({ bucket, quota, usage });
+}
+
+export function adminGetQuota(ctx: RequestContext, bucket: string): Promise<Response> {
+  return answer(ctx, bucket);
+}
+
+export async function adminSetQuota(ctx: RequestContext, bucket: string): Promise<Response> {
+  checkBucketName(bucket);
+  const body = await jsonObjectBody(ctx);
+  const unknown = Object.keys(body).find((k) => !FIELDS.has(k));
+  if (unknown !== undefined) throw invalid(`Unknown field ${JSON.stringify(unknown.slice(0, 64))}: a quota has maxBytes and maxObjects.`);
+  await bucketIndex(ctx, bucket).setQuota({ maxBytes: limit(body, "maxBytes"), maxObjects: limit(body, "maxObjects") });
+  return answer(ctx, bucket);
+}
+
+export async function adminDeleteQuota(ctx: RequestContext, bucket: string): Promise<Response> {
+  checkBucketName(bucket);
+  await bucketIndex(ctx, bucket).setQuota(null);
+  return new Response(null, { status: 204 });
+}
