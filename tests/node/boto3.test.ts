@@ -378,7 +378,7 @@ describe("boto3 against the gateway", () => {
     expect(k).toMatchObject({ put: denied, get: "hello session", presigned: "hello session", from_session: denied });
   });
 
-  it("Signature Version 2: boto3's default presigned URLs (GET, PUT), expiry, tampering, permissions, and V2 header signing", async () => {
+  it("Signature Version 2: boto3's default presigned URLs (GET, PUT), expiry (ExpiresIn=0 refused with 403, V2 and V4), tampering, permissions, and V2 header signing", async () => {
     const admin = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1", retries: 0 });
     const made = await admin.fetch(`${gateway.base}/_shardgate/admin/keys`, { method: "POST", body: JSON.stringify({ name: "v2 stranger" }) });
     const stranger = (await made.json()) as { id: string; secret: string };
@@ -390,6 +390,8 @@ describe("boto3 against the gateway", () => {
       stranger_get: 403,
       stranger_v4: { code: "AccessDenied", status: 403 },
       uploaded: "put with v2",
+      zero_v2: 403, // ExpiresIn=0: a V2 Expires of now has expired (S3's 403)
+      zero_v4: 403, // and X-Amz-Expires=0
       expired: 403,
       tampered: 403,
       header_get: ["header v2", { note: "v2" }],

@@ -753,6 +753,15 @@ def cmd_sigv2(args):
         "stranger_v4": error_of(lambda: stranger.get_object(Bucket=bucket, Key="dir/hello world.txt")),
     }
     out["uploaded"] = s3.get_object(Bucket=bucket, Key="uploaded.txt")["Body"].read().decode()
+    # Valid for 0 seconds: V2's Expires is now, V4's X-Amz-Expires=0; both have expired (403).
+    # (botocore's own SigV4 query signer: with awscrt installed, generate_presigned_url refuses 0.)
+    from botocore.auth import S3SigV4QueryAuth
+    from botocore.awsrequest import AWSRequest
+
+    out["zero_v2"] = fetch(s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "dir/hello world.txt"}, ExpiresIn=0))
+    zero = AWSRequest(method="GET", url=f"{os.environ['SHARDGATE_ENDPOINT']}/{bucket}/dir/hello%20world.txt")
+    S3SigV4QueryAuth(s3._request_signer._credentials, "s3", "us-east-1", expires=0).add_auth(zero)
+    out["zero_v4"] = fetch(zero.url)
     time.sleep(2.2)
     out["expired"] = fetch(short)
     tampered = get_url.replace("hello%20world", "hello%20there")
