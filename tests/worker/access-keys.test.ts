@@ -289,6 +289,12 @@ const CALLS: Record<Op, Call> = {
     },
   },
   DeleteBucketEncryption: { path: `/${B}?encryption`, init: { method: "DELETE" } },
+  GetBucketWebsite: { path: `/${B}?website` },
+  PutBucketWebsite: {
+    path: `/${B}?website`,
+    init: { method: "PUT", body: "<WebsiteConfiguration><IndexDocument><Suffix>index.html</Suffix></IndexDocument></WebsiteConfiguration>" },
+  },
+  DeleteBucketWebsite: { path: `/${B}?website`, init: { method: "DELETE" } },
   GetBucketPolicy: { path: `/${B}?policy` },
   PutBucketPolicy: {
     path: `/${B}?policy`,

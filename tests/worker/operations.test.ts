@@ -28,6 +28,9 @@ const SAMPLES: Record<OperationName, Sample> = {
   PutObjectLockConfiguration: ["PUT", "/b?object-lock"],
   GetBucketEncryption: ["GET", "/b?encryption"],
   PutBucketEncryption: ["PUT", "/b?encryption"],
+  GetBucketWebsite: ["GET", "/b?website"],
+  PutBucketWebsite: ["PUT", "/b?website"],
+  DeleteBucketWebsite: ["DELETE", "/b?website"],
   DeleteBucketEncryption: ["DELETE", "/b?encryption"],
   GetBucketPolicy: ["GET", "/b?policy"],
   PutBucketPolicy: ["PUT", "/b?policy"],
@@ -107,7 +110,8 @@ describe("the operations table", () => {
   it("refuses what no route takes by S3's name for it, or by method and place", () => {
     for (const [method, path, name] of [
       ["DELETE", "/b?versioning", "DeleteBucketVersioning"],
-      ["GET", "/b?website", "GetBucketWebsite"],
+      ["GET", "/b?logging", "GetBucketLogging"],
+      ["POST", "/b?website", "PostBucketWebsite"],
       ["PUT", "/b?policyStatus", "PutBucketPolicyStatus"],
       ["GET", "/b/k?torrent", "GetObjectTorrent"],
       ["POST", "/b/k?select&select-type=2", "PostSelectObjectContent"],

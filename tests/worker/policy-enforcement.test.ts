@@ -168,6 +168,12 @@ function callOf(op: Op, v: string | null, sv: string | null): Call | null {
       },
     },
     DeleteBucketEncryption: { path: `/${B}?encryption`, init: { method: "DELETE" } },
+    GetBucketWebsite: { path: `/${B}?website` },
+    PutBucketWebsite: {
+      path: `/${B}?website`,
+      init: { method: "PUT", body: "<WebsiteConfiguration><IndexDocument><Suffix>index.html</Suffix></IndexDocument></WebsiteConfiguration>" },
+    },
+    DeleteBucketWebsite: { path: `/${B}?website`, init: { method: "DELETE" } },
     GetBucketPolicy: { path: `/${B}?policy` },
     // Replaces the walk's policy (the next case sets its own).
     PutBucketPolicy: {

@@ -68,6 +68,8 @@ declare namespace Cloudflare {
     SHARDGATE_GATEWAY_URL?: string;
     /** Host suffix under which `bucket.<suffix>` is virtual-hosted style (default "localhost"). */
     SHARDGATE_VIRTUAL_HOST_SUFFIX?: string;
+    /** Hosts serving a bucket's website (a JSON object, `{"www.example.com": "site"}`), besides `<bucket>.website.<suffix>` (api/website.ts). */
+    SHARDGATE_WEBSITE_HOSTS?: string;
     /** Object bytes per part of an upload the client codes itself (docs/browser-path.md; default 16 MiB). */
     SHARDGATE_DIRECT_PART_BYTES?: string;
     /** How long a browser-path upload session or read plan stays valid (ms, default 6 hours). */

@@ -7,6 +7,7 @@ import { Hono } from "hono";
 import pkg from "../package.json";
 import { getReady } from "./api/admin/ready";
 import { handleS3 } from "./api/handle";
+import { handleWebsite, websiteOf } from "./api/website";
 import type { Env } from "./config";
 import { mountConsole } from "./console";
 import { coreVersion } from "./core";
@@ -17,6 +18,14 @@ const app = new Hono<{ Bindings: Env }>();
 app.get("/_shardgate/health", (c) => c.json({ status: "ok", version: pkg.version, core: coreVersion() }));
 // 503 until metadata answers and k + 1 nodes are reachable (api/admin/ready.ts); no credentials, bounded work.
 app.get("/_shardgate/ready", (c) => getReady(c.env, c.executionCtx));
+
+// Website endpoints (api/website.ts): a site's host, or the path form. Before the console's routes,
+// which send a browser's GET / to the console; a console origin is never a site.
+app.use("*", async (c, next) => {
+  const site = websiteOf(c.req.raw, c.env);
+  if (site !== null) return handleWebsite(c.req.raw, c.env, c.executionCtx, site);
+  await next();
+});
 
 mountConsole(app); // the web console on its own origin: /_console/ and a browser's GET / redirected there
 

@@ -48,6 +48,7 @@ export const S3_ERRORS = {
   NoSuchTagSet: 404,
   NoSuchUpload: 404,
   NoSuchVersion: 404,
+  NoSuchWebsiteConfiguration: 404,
   NotImplemented: 501,
   ObjectLockConfigurationNotFoundError: 404,
   OperationAborted: 409,

@@ -11,6 +11,7 @@ import { filesFromDrop } from "../upload";
 import { openObject } from "./object";
 import { permissionsPanel } from "./permissions";
 import { protectionPanel } from "./protection";
+import { websitePanel } from "./website";
 import { versioningSwitch } from "./versions";
 
 type SortKey = "name" | "size" | "date";
@@ -66,7 +67,15 @@ export async function renderBrowser(app: App, bucket: string, prefix: string): P
     pager: h("div", { class: "pager" }),
     deleteButton: h("button", { type: "button", class: "danger", disabled: true, onclick: () => void deleteSelected(view) }, "Delete selected"),
   };
-  mount(app.main, breadcrumbs(bucket, prefix), versioningSwitch(app, bucket), protectionPanel(app, bucket), permissionsPanel(app, bucket), objectsCard(view));
+  mount(
+    app.main,
+    breadcrumbs(bucket, prefix),
+    versioningSwitch(app, bucket),
+    protectionPanel(app, bucket),
+    permissionsPanel(app, bucket),
+    websitePanel(app, bucket),
+    objectsCard(view),
+  );
   reload = () => load(view);
   await load(view);
 }

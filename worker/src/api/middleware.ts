@@ -49,6 +49,9 @@ export interface Exchange {
 
 export type Middleware = (x: Exchange, next: () => Promise<Response>) => Promise<Response>;
 
+/** The website endpoint's requests (api/website.ts), one label in the metrics. */
+export const WEBSITE_OP = "Website";
+
 export function exchange(request: Request, env: Env, exec: Exchange["exec"]): Exchange {
   return {
     request,
@@ -88,7 +91,7 @@ export const observe: Middleware = async (x, next) => {
   const ms = Date.now() - x.started;
   // Labelled by the table's names only: what no route takes is "NotImplemented" here (its name,
   // made of the request's method and query, goes to the log line), so no request adds a series.
-  const label = x.endpoint === null ? "unknown" : x.endpoint.op;
+  const label = x.endpoint !== null ? x.endpoint.op : x.op === WEBSITE_OP ? WEBSITE_OP : "unknown";
   metrics.add("shardgate_requests_total", 1, { op: label, status: response.status });
   metrics.observeDuration(label, ms);
   metrics.add("shardgate_client_bytes_received_total", received);

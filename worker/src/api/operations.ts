@@ -27,6 +27,7 @@ import { deleteBucketEncryption, getBucketEncryption, putBucketEncryption } from
 import { deleteBucketLifecycle, getBucketLifecycle, putBucketLifecycle } from "./s3/bucket-lifecycle";
 import { deleteBucketPolicy, getBucketPolicy, getBucketPolicyStatus, putBucketPolicy } from "./s3/bucket-policy";
 import { deleteBucketTagging, getBucketTagging, putBucketTagging } from "./s3/bucket-tagging";
+import { deleteBucketWebsite, getBucketWebsite, putBucketWebsite } from "./s3/bucket-website";
 import { copyObject } from "./s3/copy";
 import { deleteObject, deleteObjects } from "./s3/delete";
 import { abortDirectUpload, completeDirectUpload, createDirectUpload, getReadPlan, transferShard } from "./s3/direct";
@@ -176,6 +177,9 @@ export const OPERATIONS = {
   GetBucketEncryption: bucket({ method: "GET", sub: "encryption" }, read("s3:GetEncryptionConfiguration"), getBucketEncryption),
   PutBucketEncryption: bucket({ method: "PUT", sub: "encryption" }, owner("s3:PutEncryptionConfiguration"), putBucketEncryption),
   DeleteBucketEncryption: bucket({ method: "DELETE", sub: "encryption" }, owner("s3:PutEncryptionConfiguration"), deleteBucketEncryption),
+  GetBucketWebsite: bucket({ method: "GET", sub: "website" }, read("s3:GetBucketWebsite"), getBucketWebsite),
+  PutBucketWebsite: bucket({ method: "PUT", sub: "website" }, owner("s3:PutBucketWebsite"), putBucketWebsite),
+  DeleteBucketWebsite: bucket({ method: "DELETE", sub: "website" }, owner("s3:DeleteBucketWebsite"), deleteBucketWebsite),
   GetBucketPolicy: bucket({ method: "GET", sub: "policy" }, owner("s3:GetBucketPolicy"), getBucketPolicy),
   PutBucketPolicy: bucket({ method: "PUT", sub: "policy" }, owner("s3:PutBucketPolicy"), putBucketPolicy),
   DeleteBucketPolicy: bucket({ method: "DELETE", sub: "policy" }, owner("s3:DeleteBucketPolicy"), deleteBucketPolicy),

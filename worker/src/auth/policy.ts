@@ -78,6 +78,9 @@ export const POLICY_ACTIONS = [
   "s3:GetBucketPolicyStatus",
   "s3:DeleteBucket",
   "s3:BypassGovernanceRetention",
+  "s3:GetBucketWebsite",
+  "s3:PutBucketWebsite",
+  "s3:DeleteBucketWebsite",
 ] as const;
 
 export type PolicyAction = (typeof POLICY_ACTIONS)[number];

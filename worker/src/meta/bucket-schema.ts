@@ -77,4 +77,6 @@ export const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
   ],
   // Quotas: the bucket's limits, and its usage kept exact by triggers (meta/quota.ts).
   QUOTA_SCHEMA,
+  // Static website hosting: the website configuration (JSON, api/common/website.ts), or NULL.
+  ["ALTER TABLE bucket ADD COLUMN website TEXT"],
 ];

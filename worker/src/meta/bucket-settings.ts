@@ -1,6 +1,6 @@
 // A bucket's row in its index (meta/bucket-index.ts): whether the bucket exists, and its settings,
 // each a column of that one row: the CORS rules, tags, lifecycle rules (and where their pass goes
-// on), policy and default encryption as JSON text, the versioning state (meta/versions.ts) and the
+// on), policy, default encryption and website configuration as JSON text, the versioning state (meta/versions.ts) and the
 // object lock configuration (meta/object-lock.ts). Only the index's one instance writes the row,
 // one request at a time, so what it has read stays true until it writes it again: BucketSettings
 // remembers what every request asks (whether the bucket exists, its versioning, object lock and
@@ -12,8 +12,15 @@ import type { BucketInfo, Expiry, ObjectRecord, VersioningStatus } from "./types
 import * as versions from "./versions";
 
 /** Per-bucket settings kept as JSON in a column of the bucket row (the table names the column). */
-export type BucketSetting = "cors" | "tags" | "lifecycle" | "policy" | "encryption";
-const SETTING_COLUMNS: Record<BucketSetting, string> = { cors: "cors", tags: "tags", lifecycle: "lifecycle", policy: "policy", encryption: "encryption" };
+export type BucketSetting = "cors" | "tags" | "lifecycle" | "policy" | "encryption" | "website";
+const SETTING_COLUMNS: Record<BucketSetting, string> = {
+  cors: "cors",
+  tags: "tags",
+  lifecycle: "lifecycle",
+  policy: "policy",
+  encryption: "encryption",
+  website: "website",
+};
 
 type BucketRow = { name: string; created: number; present: number };
 
@@ -59,7 +66,7 @@ export class BucketSettings {
   remove(): void {
     this.forget();
     this.sql.exec(
-      "UPDATE bucket SET present = 0, cors = NULL, tags = NULL, versioning = NULL, lifecycle = NULL, lifecycle_cursor = NULL, object_lock = NULL, policy = NULL, encryption = NULL WHERE id = 1",
+      "UPDATE bucket SET present = 0, cors = NULL, tags = NULL, versioning = NULL, lifecycle = NULL, lifecycle_cursor = NULL, object_lock = NULL, policy = NULL, encryption = NULL, website = NULL WHERE id = 1",
     );
   }
 

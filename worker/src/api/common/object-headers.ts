@@ -1,9 +1,37 @@
 // Which request headers an object keeps, and how they come back on GET/HEAD.
+import { S3Error } from "../../s3-error";
 
-/** Content headers S3 stores with an object and returns as they were sent. */
-export const STORED_HEADERS = ["content-type", "content-disposition", "content-encoding", "content-language", "cache-control", "expires"] as const;
+/** Where the website endpoint sends a request for the object (301), stored with it. */
+export const WEBSITE_REDIRECT = "x-amz-website-redirect-location";
+
+/**
+ * Headers S3 stores with an object and returns as they were sent: its content headers, and where
+ * the website endpoint redirects a request for it (x-amz-website-redirect-location, api/website.ts).
+ */
+export const STORED_HEADERS = [
+  "content-type",
+  "content-disposition",
+  "content-encoding",
+  "content-language",
+  "cache-control",
+  "expires",
+  WEBSITE_REDIRECT,
+] as const;
+
+/** S3's longest x-amz-website-redirect-location. */
+const MAX_REDIRECT_BYTES = 2048;
+
+/** An object's website redirect: a path in the bucket's site or an http(s) URL, as S3 takes it (InvalidArgument otherwise). */
+export function checkWebsiteRedirect(value: string): void {
+  const prefixed = value.startsWith("/") || value.startsWith("http://") || value.startsWith("https://");
+  if (!prefixed) throw new S3Error("InvalidArgument", "The website redirect location must have a prefix of 'http://' or 'https://' or '/'.");
+  if (new TextEncoder().encode(value).length > MAX_REDIRECT_BYTES)
+    throw new S3Error("InvalidArgument", "The length of website redirect location cannot exceed 2,048 characters.");
+}
 
 export function storedHeaders(headers: Headers): [string, string][] {
+  const redirect = headers.get(WEBSITE_REDIRECT);
+  if (redirect !== null) checkWebsiteRedirect(redirect);
   const out: [string, string][] = [];
   for (const name of STORED_HEADERS) {
     let value = headers.get(name);

@@ -123,7 +123,7 @@ function objectHeaders(ctx: RequestContext, manifest: Manifest, partNumber: numb
   if (manifest.tags.length > 0) headers.set("x-amz-tagging-count", String(manifest.tags.length));
   // Stored bytes never run as a page of the gateway's origin: no sniffing a type into HTML, and
   // active types (what a browser would run scripts in) only in a sandbox of their own, an opaque
-  // origin. There is no website hosting that would want otherwise.
+  // origin. (Pages run as pages only on a website endpoint's host of its own: api/website.ts.)
   headers.set("X-Content-Type-Options", "nosniff");
   if (isActiveContent(headers.get("Content-Type"))) headers.set("Content-Security-Policy", "sandbox");
   const wantsChecksums = ctx.request.headers.get("x-amz-checksum-mode")?.toUpperCase() === "ENABLED";
