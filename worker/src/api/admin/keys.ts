@@ -12,11 +12,8 @@ import type { KeyChange } from "../../meta/key-store";
 import { S3Error } from "../../s3-error";
 import { bucketGrants, createKey, deleteKey, grantBucket, listKeys, updateKey } from "../../services/access-keys";
 import type { RequestContext } from "../common/context";
-import { json } from "../common/json";
-import { readBodyUpTo } from "../common/request-body";
+import { json, jsonObjectBody } from "../common/json";
 
-/** The largest JSON body these endpoints read. */
-const MAX_BODY_BYTES = 16 * 1024;
 const MAX_NAME_LENGTH = 128;
 
 const invalid = (message: string) => new S3Error("InvalidArgument", message);
@@ -26,20 +23,6 @@ const noSuchKey = (id: string) => new S3Error("InvalidArgument", `There is no ac
 function refuseSession(ctx: RequestContext, what: string): void {
   if (ctx.credentialsExpire !== null)
     throw new S3Error("AccessDenied", `Temporary credentials cannot ${what}: that access would outlast them. Sign this request with the root key itself.`);
-}
-
-/** The request's JSON object body. */
-async function jsonBody(ctx: RequestContext): Promise<Record<string, unknown>> {
-  const bytes = ctx.auth.body ? await readBodyUpTo(ctx.auth.body, MAX_BODY_BYTES, () => invalid(`The body is larger than ${MAX_BODY_BYTES} bytes.`)) : null;
-  const text = bytes ? new TextDecoder().decode(bytes) : "";
-  let value: unknown;
-  try {
-    value = text === "" ? {} : JSON.parse(text);
-  } catch {
-    throw invalid("The body is not JSON.");
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw invalid("The body must be a JSON object.");
-  return value as Record<string, unknown>;
 }
 
 function flag(body: Record<string, unknown>, name: string): boolean | undefined {
@@ -63,13 +46,13 @@ export async function adminListKeys(ctx: RequestContext): Promise<Response> {
 
 export async function adminCreateKey(ctx: RequestContext): Promise<Response> {
   refuseSession(ctx, "create a key");
-  const body = await jsonBody(ctx);
+  const body = await jsonObjectBody(ctx);
   const key = await createKey(ctx.env, { name: name(body, true) as string, createBucket: flag(body, "createBucket") ?? false });
   return json(key, 201);
 }
 
 export async function adminUpdateKey(ctx: RequestContext, id: string): Promise<Response> {
-  const body = await jsonBody(ctx);
+  const body = await jsonObjectBody(ctx);
   const change: KeyChange = { name: name(body, false), enabled: flag(body, "enabled"), createBucket: flag(body, "createBucket") };
   // Renaming and disabling take nothing beyond the session; narrowing createBucket is refused too (one simple rule).
   if (change.enabled === true) refuseSession(ctx, "enable a key");
@@ -86,7 +69,7 @@ export async function adminDeleteKey(ctx: RequestContext, id: string): Promise<R
 
 export async function adminGrantBucket(ctx: RequestContext, id: string, bucket: string): Promise<Response> {
   refuseSession(ctx, "set a key's rights");
-  const body = await jsonBody(ctx);
+  const body = await jsonObjectBody(ctx);
   const grant = { bucket, read: flag(body, "read") ?? false, write: flag(body, "write") ?? false, owner: flag(body, "owner") ?? false };
   if (!(await grantBucket(ctx.env, id, grant))) throw noSuchKey(id);
   return json(grant);

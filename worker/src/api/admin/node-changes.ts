@@ -8,24 +8,9 @@ import { freshGatewayConfig, installOverlay } from "../../config";
 import { S3Error } from "../../s3-error";
 import { addS3Node, checkNodeId, overlaySource, removeNode, type S3NodeInput, setNodeState } from "../../services/node-overlay";
 import type { RequestContext } from "../common/context";
-import { json } from "../common/json";
-import { readBodyUpTo } from "../common/request-body";
+import { json, jsonObjectBody } from "../common/json";
 
-const MAX_BODY_BYTES = 16 * 1024;
 const invalid = (message: string) => new S3Error("InvalidArgument", message);
-
-/** The request's JSON object body. */
-async function jsonBody(ctx: RequestContext): Promise<Record<string, unknown>> {
-  const bytes = ctx.auth.body ? await readBodyUpTo(ctx.auth.body, MAX_BODY_BYTES, () => invalid(`The body is larger than ${MAX_BODY_BYTES} bytes.`)) : null;
-  let value: unknown;
-  try {
-    value = JSON.parse(bytes ? new TextDecoder().decode(bytes) : "");
-  } catch {
-    throw invalid("The body must be a JSON object.");
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw invalid("The body must be a JSON object.");
-  return value as Record<string, unknown>;
-}
 
 const S3_FIELDS = new Set(["id", "kind", "endpoint", "bucket", "region", "accessKeyId", "secretAccessKey", "clientUrls"]);
 const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
@@ -81,7 +66,7 @@ function s3NodeInput(body: Record<string, unknown>): S3NodeInput {
 }
 
 export async function adminAddNode(ctx: RequestContext): Promise<Response> {
-  const input = s3NodeInput(await jsonBody(ctx));
+  const input = s3NodeInput(await jsonObjectBody(ctx));
   // The gateway as its own node would store each object's shard files in itself.
   if (new URL(input.endpoint).host === new URL(ctx.request.url).host) throw invalid("endpoint is this gateway: a node must be another S3 service.");
   const source = overlaySource(ctx.env);
@@ -91,7 +76,7 @@ export async function adminAddNode(ctx: RequestContext): Promise<Response> {
 }
 
 export async function adminSetNodeState(ctx: RequestContext, id: string): Promise<Response> {
-  const body = await jsonBody(ctx);
+  const body = await jsonObjectBody(ctx);
   const state = body.state;
   if (state !== "draining" && state !== "active") throw invalid('state must be "draining" or "active".');
   if (Object.keys(body).length !== 1) throw invalid("The body has one field: state.");
