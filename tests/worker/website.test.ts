@@ -5,6 +5,8 @@
 // x-amz-website-redirect-location, ranges and conditional GETs, HTML errors; and hostile input.
 import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
+import { websiteOf } from "../../worker/src/api/website";
+import type { Env } from "../../worker/src/config";
 import { s3, s3ok } from "./signed";
 
 const SITE = "site-one";
@@ -292,6 +294,10 @@ describe("the website endpoint", () => {
     expect(await dots.text()).toBe("<h1>not here</h1>");
     const encoded = await visit(`${host(SITE)}/%2e%2e/${PRIVATE}/index.html`);
     expect(encoded.status).toBe(404);
+    // On a site's host the path form names a key of that site, never another bucket.
+    const other = await visit(`${host(SITE)}/_shardgate/website/${PRIVATE}/index.html`);
+    expect(other.status).toBe(404);
+    expect(await other.text()).toBe("<h1>not here</h1>");
   });
 
   it("serves ranges and conditional GETs as the S3 API does", async () => {
@@ -327,6 +333,16 @@ describe("the website endpoint", () => {
     expect(notFound.headers.get("content-security-policy")).toContain("sandbox");
   });
 
+  it("reads an error document named with '..' from the site's own bucket only", async () => {
+    await s3ok(`/${REDIRECTED}?website`, { method: "PUT", body: web(`${INDEX}<ErrorDocument><Key>../${SITE}/404.html</Key></ErrorDocument>`) });
+    await publicRead(REDIRECTED);
+    const res = await visit(`${host(REDIRECTED)}/missing`);
+    expect(res.status).toBe(404);
+    const body = await res.text();
+    expect(body).not.toContain("not here");
+    expect(body).toContain("<li>Code: NoSuchKey</li>");
+  });
+
   it("answers Host headers naming no site, another bucket's name badly or the console as the S3 API or HTML 404s", async () => {
     const none = await visit("http://no-such-bucket-here.website.localhost/");
     expect(none.status).toBe(404);
@@ -344,5 +360,38 @@ describe("the website endpoint", () => {
     await s3ok("/site-none", { method: "PUT" });
     const unconfigured = await visit(`${host("site-none")}/`);
     expect(await unconfigured.text()).toContain("NoSuchWebsiteConfiguration");
+  });
+});
+
+describe("which requests are website requests", () => {
+  const of = (url: string, vars: Record<string, string> = {}) => websiteOf(new Request(url), vars as unknown as Env);
+
+  it("takes a host per bucket under the virtual host suffix, mapped hosts, and the path form", () => {
+    expect(of("http://demo.website.localhost:8787/a/b.html")).toEqual({ bucket: "demo", key: "a/b.html", base: "", sandboxed: false });
+    expect(of("http://demo.website.s3.example.com/", { SHARDGATE_VIRTUAL_HOST_SUFFIX: "s3.example.com" })?.bucket).toBe("demo");
+    expect(of("https://www.example.com/x%20y", { SHARDGATE_WEBSITE_HOSTS: '{"WWW.example.com": "site-one"}' })).toEqual({
+      bucket: "site-one",
+      key: "x y",
+      base: "",
+      sandboxed: false,
+    });
+    expect(of("http://127.0.0.1:8787/_shardgate/website/demo/docs/")).toEqual({
+      bucket: "demo",
+      key: "docs/",
+      base: "/_shardgate/website/demo",
+      sandboxed: true,
+    });
+    expect(of("http://127.0.0.1:8787/_shardgate/website/demo")?.key).toBeNull();
+  });
+
+  it("leaves S3 requests, the bare suffix and every console origin alone", () => {
+    expect(of("http://127.0.0.1:8787/demo/index.html")).toBeNull();
+    expect(of("http://demo.localhost:8787/index.html")).toBeNull();
+    expect(of("http://website.localhost/")).toBeNull();
+    expect(of("http://.website.localhost/")).toBeNull();
+    const vars = { SHARDGATE_CONSOLE_ORIGIN: "https://console.website.localhost", SHARDGATE_WEBSITE_HOSTS: '{"admin.example.com": "x"}' };
+    expect(of("https://console.website.localhost/", vars)).toBeNull();
+    expect(of("https://console.website.localhost/_shardgate/website/demo/", vars)).toBeNull();
+    expect(of("https://admin.example.com/", { ...vars, SHARDGATE_CONSOLE_ORIGIN: "https://admin.example.com" })).toBeNull();
   });
 });

@@ -177,7 +177,7 @@ export const OPERATIONS = {
   GetBucketEncryption: bucket({ method: "GET", sub: "encryption" }, read("s3:GetEncryptionConfiguration"), getBucketEncryption),
   PutBucketEncryption: bucket({ method: "PUT", sub: "encryption" }, owner("s3:PutEncryptionConfiguration"), putBucketEncryption),
   DeleteBucketEncryption: bucket({ method: "DELETE", sub: "encryption" }, owner("s3:PutEncryptionConfiguration"), deleteBucketEncryption),
-  GetBucketWebsite: bucket({ method: "GET", sub: "website" }, read("s3:GetBucketWebsite"), getBucketWebsite),
+  GetBucketWebsite: bucket({ method: "GET", sub: "website" }, owner("s3:GetBucketWebsite"), getBucketWebsite),
   PutBucketWebsite: bucket({ method: "PUT", sub: "website" }, owner("s3:PutBucketWebsite"), putBucketWebsite),
   DeleteBucketWebsite: bucket({ method: "DELETE", sub: "website" }, owner("s3:DeleteBucketWebsite"), deleteBucketWebsite),
   GetBucketPolicy: bucket({ method: "GET", sub: "policy" }, owner("s3:GetBucketPolicy"), getBucketPolicy),

@@ -70,24 +70,25 @@ function websiteHosts(env: Env): Map<string, string> {
   return mapped.hosts;
 }
 
-/** The site a request is for, or null: an S3 request (a console origin is never a site). */
+/** The site a request is for, or null: an S3 request (a console origin is never a site). Cheap for S3 requests: no decoding. */
 export function websiteOf(request: Request, env: Env): Site | null {
   const url = new URL(request.url);
-  if (consoleOrigins(env).includes(url.origin)) return null;
-  if (url.pathname.startsWith(WEBSITE_PATH)) {
-    const rest = url.pathname.slice(WEBSITE_PATH.length);
-    const slash = rest.indexOf("/");
-    const bucket = decodePath(slash < 0 ? rest : rest.slice(0, slash));
-    const key = slash < 0 ? null : decodePath(rest.slice(slash + 1));
-    return { bucket, key, base: `${WEBSITE_PATH}${encodeURIComponent(bucket)}`, sandboxed: true };
-  }
+  const site = candidate(url, env);
+  return site === null || consoleOrigins(env).includes(url.origin) ? null : site;
+}
+
+/** A site's host first (there every path is a key of that site, the path form's too), then the path form. */
+function candidate(url: URL, env: Env): Site | null {
   const host = url.hostname.toLowerCase();
-  const key = decodePath(url.pathname).slice(1);
-  const bucket = websiteHosts(env).get(host);
-  if (bucket !== undefined) return { bucket, key, base: "", sandboxed: false };
   const suffix = `.website.${(env.SHARDGATE_VIRTUAL_HOST_SUFFIX || "localhost").toLowerCase()}`;
-  if (!host.endsWith(suffix) || host.length === suffix.length) return null;
-  return { bucket: host.slice(0, -suffix.length), key, base: "", sandboxed: false };
+  const bucket = websiteHosts(env).get(host) ?? (host.endsWith(suffix) && host.length > suffix.length ? host.slice(0, -suffix.length) : undefined);
+  if (bucket !== undefined) return { bucket, key: decodePath(url.pathname).slice(1), base: "", sandboxed: false };
+  if (!url.pathname.startsWith(WEBSITE_PATH)) return null;
+  const rest = url.pathname.slice(WEBSITE_PATH.length);
+  const slash = rest.indexOf("/");
+  const named = decodePath(slash < 0 ? rest : rest.slice(0, slash));
+  const key = slash < 0 ? null : decodePath(rest.slice(slash + 1));
+  return { bucket: named, key, base: `${WEBSITE_PATH}${encodeURIComponent(named)}`, sandboxed: true };
 }
 
 /** Serves a website request, with the request id, the counters and the log line of every request. */
