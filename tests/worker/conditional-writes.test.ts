@@ -106,6 +106,16 @@ describe("PutObject with If-Match / If-None-Match", () => {
     expect(await (await s3ok(`/${bucket}/early.bin`)).text()).toBe("here");
   });
 
+  it("eight racing writers with If-None-Match: * onto a new key: exactly one 200, seven 412, and the winner's bytes read back", async () => {
+    const before = await shardCount();
+    const bodies = Array.from({ length: 8 }, (_, i) => randomBytes(MIB + 7 * i, 20 + i));
+    const results = await Promise.all(bodies.map((body) => put(`/${bucket}/race-create.bin`, body, { "if-none-match": "*" })));
+    const statuses = results.map((r) => r.status);
+    expect([...statuses].sort()).toEqual([200, 412, 412, 412, 412, 412, 412, 412]);
+    expectSameBytes(await bytesOf(await s3ok(`/${bucket}/race-create.bin`)), bodies[statuses.indexOf(200)]);
+    await expectShardFiles(before + 6);
+  });
+
   it("eight racing writers with If-Match on the same ETag: exactly one 200, seven 412, and the winner's bytes read back", async () => {
     await s3ok(`/${bucket}/race-cas.bin`, { method: "PUT", body: "base" });
     const base = await etagOf(`/${bucket}/race-cas.bin`);
