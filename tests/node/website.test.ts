@@ -2,7 +2,8 @@
 // in real Chromium: index.html loading a CSS file, a script and an image from the bucket on the
 // site's own origin (`<bucket>.website.localhost:PORT`), a sub-directory's index (and its 302 to
 // the slash), a 404 answered with the error document; the path form on the gateway's origin runs
-// the same page sandboxed (an opaque origin); the console's Website panel sets it up.
+// the same page sandboxed (an opaque origin); the AWS CLI configures a site and an object's
+// website redirect; the console's Website panel sets one up.
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { deflateSync, crc32 } from "node:zlib";
@@ -10,7 +11,7 @@ import { AwsClient } from "aws4fetch";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CREDENTIALS, Gateway } from "./gateway";
-import { SCREENSHOTS } from "./tools";
+import { clientEnv, pythonTool, ROOT, run, SCREENSHOTS } from "./tools";
 
 const CHROMIUM = "/usr/bin/chromium";
 const SITE = "my-site";
@@ -130,6 +131,36 @@ describe.skipIf(!existsSync(CHROMIUM))("a static website in Chromium", () => {
     await expect.poll(() => page.locator("#out").textContent()).toBe("script ran");
     expect(await page.locator("#origin").textContent()).toBe("null blocked");
     await expect.poll(() => page.locator("#logo").evaluate((el) => (el as unknown as { naturalWidth: number }).naturalWidth)).toBe(4);
+  });
+
+  it("works with the AWS CLI: s3 website, get/delete-bucket-website, put-object --website-redirect-location", async () => {
+    const env = clientEnv({ AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId, AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey, AWS_DEFAULT_REGION: "us-east-1" });
+    const aws = async (...args: string[]) => run(pythonTool("aws"), ["--endpoint-url", gw.base, ...args], { env, timeoutMs: 60_000 });
+    const ok = async (...args: string[]) => {
+      const r = await aws(...args);
+      expect(r.code, r.stderr).toBe(0);
+      return r.stdout;
+    };
+    await ok("s3", "mb", "s3://cli-site");
+    await ok("s3", "website", "s3://cli-site", "--index-document", "index.html", "--error-document", "err.html");
+    const got = JSON.parse(await ok("s3api", "get-bucket-website", "--bucket", "cli-site")) as {
+      IndexDocument: { Suffix: string };
+      ErrorDocument: { Key: string };
+    };
+    expect(got).toMatchObject({ IndexDocument: { Suffix: "index.html" }, ErrorDocument: { Key: "err.html" } });
+    await ok("s3api", "put-object", "--bucket", "cli-site", "--key", "moved.html", "--website-redirect-location", "/new.html");
+    await ok("s3api", "put-object", "--bucket", "cli-site", "--key", "new.html", "--content-type", "text/html", "--body", join(ROOT, "README.md"));
+    const head = JSON.parse(await ok("s3api", "head-object", "--bucket", "cli-site", "--key", "moved.html")) as { WebsiteRedirectLocation?: string };
+    expect(head.WebsiteRedirectLocation).toBe("/new.html");
+    const policy = { Statement: [{ Effect: "Allow", Principal: "*", Action: "s3:GetObject", Resource: "arn:aws:s3:::cli-site/*" }] };
+    await ok("s3api", "put-bucket-policy", "--bucket", "cli-site", "--policy", JSON.stringify(policy));
+    const res = await page.goto(siteUrl("cli-site", "/moved.html"));
+    expect(res?.url()).toBe(siteUrl("cli-site", "/new.html"));
+    expect(res?.request().redirectedFrom()?.url()).toBe(siteUrl("cli-site", "/moved.html"));
+    await ok("s3api", "delete-bucket-website", "--bucket", "cli-site");
+    const gone = await aws("s3api", "get-bucket-website", "--bucket", "cli-site");
+    expect(gone.code).not.toBe(0);
+    expect(gone.stderr).toContain("NoSuchWebsiteConfiguration");
   });
 
   it("sets a bucket's website from the console's Website panel and shows its URL", async () => {
