@@ -732,6 +732,30 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     await page.getByRole("button", { name: "Close" }).click();
   });
 
+  it("sets a bucket's quota from its Quota panel: usage against it, a write past it refused, a bad size said, then removed", async () => {
+    const bucket = "console-quota";
+    expect((await s3.fetch(`${gw.base}/${bucket}`, { method: "PUT" })).status).toBe(200);
+    expect((await s3.fetch(objectUrl("a.txt", bucket), { method: "PUT", body: "a".repeat(600) })).status).toBe(200);
+    await showBucket(bucket);
+    await page.locator("details.quota summary").click();
+    await expect.poll(() => page.locator("#quota-usage").textContent()).toContain("600 B (no limit)");
+    await page.locator("#quota-bytes").fill("ten gigs");
+    await page.getByRole("button", { name: "Save quota" }).click();
+    await expect.poll(() => page.locator("#quota-error").textContent()).toContain("Most bytes");
+    await page.locator("#quota-bytes").fill("1 KiB");
+    await page.locator("#quota-objects").fill("5");
+    await page.getByRole("button", { name: "Save quota" }).click();
+    await expect.poll(() => page.locator("#quota-usage").textContent()).toContain("of 1.0 KiB");
+    expect(await page.locator("#quota-usage").textContent()).toContain("1 of 5");
+    await shot("bucket-quota");
+    const over = await s3.fetch(objectUrl("b.txt", bucket), { method: "PUT", body: "b".repeat(500) });
+    expect(over.status).toBe(403);
+    expect(await over.text()).toContain("QuotaExceeded");
+    await page.getByRole("button", { name: "Remove quota" }).click();
+    await expect.poll(() => page.locator("#quota-usage").textContent()).toContain("(no limit)");
+    expect((await s3.fetch(objectUrl("b.txt", bucket), { method: "PUT", body: "b".repeat(500) })).status).toBe(200);
+  });
+
   it("creates a bucket with object lock, adds and deletes lifecycle rules, shows an object's retention and places a legal hold", async () => {
     const bucket = "console-lock";
     await page.locator("#nav-buckets").click();

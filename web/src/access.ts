@@ -23,7 +23,7 @@ export interface AccessKey {
 export type Rights = Omit<BucketGrant, "bucket">;
 
 /** An admin API call with a JSON body and answer; errors as S3Error. */
-async function adminJson<T>(s3: S3Client, method: string, path: string, body?: unknown): Promise<T | null> {
+export async function adminJson<T>(s3: S3Client, method: string, path: string, body?: unknown): Promise<T | null> {
   const res = await s3.request(method, `/_shardgate/admin/${path}`, {
     headers: body === undefined ? {} : { "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),

@@ -11,6 +11,7 @@ import { filesFromDrop } from "../upload";
 import { openObject } from "./object";
 import { permissionsPanel } from "./permissions";
 import { protectionPanel } from "./protection";
+import { quotaPanel } from "./quota";
 import { websitePanel } from "./website";
 import { versioningSwitch } from "./versions";
 
@@ -74,6 +75,7 @@ export async function renderBrowser(app: App, bucket: string, prefix: string): P
     protectionPanel(app, bucket),
     permissionsPanel(app, bucket),
     websitePanel(app, bucket),
+    quotaPanel(app, bucket),
     objectsCard(view),
   );
   reload = () => load(view);

@@ -1,0 +1,41 @@
+// A bucket's quota and usage through the admin API (root key only; docs/operations.md#bucket-quotas),
+// and the sizes the console's quota form takes ("10 GiB", "500MB", a number of bytes).
+import { adminJson } from "./access";
+import { encodeSegment, type S3Client } from "./s3";
+
+export interface Quota {
+  maxBytes: number | null;
+  maxObjects: number | null;
+}
+
+export interface QuotaState {
+  quota: Quota | null;
+  usage: { bytes: number; objects: number };
+}
+
+const path = (bucket: string) => `buckets/${encodeSegment(bucket)}/quota`;
+
+export async function getQuota(s3: S3Client, bucket: string): Promise<QuotaState> {
+  return (await adminJson<QuotaState>(s3, "GET", path(bucket))) as QuotaState;
+}
+
+export async function setQuota(s3: S3Client, bucket: string, quota: Quota): Promise<QuotaState> {
+  return (await adminJson<QuotaState>(s3, "PUT", path(bucket), quota)) as QuotaState;
+}
+
+export async function clearQuota(s3: S3Client, bucket: string): Promise<void> {
+  await adminJson(s3, "DELETE", path(bucket));
+}
+
+const UNITS: Record<string, number> = { "": 1, B: 1, KB: 1e3, MB: 1e6, GB: 1e9, TB: 1e12, KIB: 2 ** 10, MIB: 2 ** 20, GIB: 2 ** 30, TIB: 2 ** 40 };
+
+/** A size typed in the form: bytes, or a number and a unit (KB … TB, KiB … TiB); empty is no limit (null); undefined when it is not a size. */
+export function parseSize(text: string): number | null | undefined {
+  const t = text.trim();
+  if (t === "") return null;
+  const m = /^([0-9]{1,16}(?:\.[0-9]{1,6})?) ?([A-Za-z]{0,3})$/.exec(t);
+  const unit = m ? UNITS[(m[2] ?? "").toUpperCase()] : undefined;
+  if (!m || unit === undefined) return undefined;
+  const n = Math.floor(Number(m[1]) * unit);
+  return Number.isSafeInteger(n) ? n : undefined;
+}

@@ -1,0 +1,108 @@
+// A bucket's Quota panel: what it stores (bytes and objects, every version counted) against its
+// hard quota, which the root key sets or removes (docs/operations.md#bucket-quotas). Other keys see
+// that quotas are the root key's.
+import type { App } from "../app";
+import { messageOf, S3Error } from "../errors";
+import { clearQuota, getQuota, parseSize, type QuotaState, setQuota } from "../quota";
+import { h, humanSize, mount, toast } from "../ui";
+
+interface QuotaView {
+  app: App;
+  bucket: string;
+  summary: HTMLElement;
+  status: HTMLElement;
+  maxBytes: HTMLInputElement;
+  maxObjects: HTMLInputElement;
+  problem: HTMLElement;
+  form: HTMLFormElement;
+}
+
+export function quotaPanel(app: App, bucket: string): HTMLElement {
+  const view: QuotaView = {
+    app,
+    bucket,
+    summary: h("summary", null, "Quota"),
+    status: h("div", { class: "small", id: "quota-status" }, "Loading…"),
+    maxBytes: h("input", { id: "quota-bytes", placeholder: "10 GiB", spellcheck: false, autocomplete: "off" }),
+    maxObjects: h("input", { id: "quota-objects", placeholder: "100000", inputmode: "numeric", autocomplete: "off" }),
+    problem: h("p", { class: "error", role: "alert", id: "quota-error" }),
+    form: h("form", { class: "quota-form", "aria-label": "Bucket quota" }),
+  };
+  const field = (id: string, label: string, input: HTMLElement, hint: string) =>
+    h("div", { class: "field" }, h("label", { for: id, class: "small" }, label), input, h("span", { class: "muted small" }, hint));
+  view.form.onsubmit = (e: Event) => {
+    e.preventDefault();
+    void save(view);
+  };
+  mount(
+    view.form,
+    field("quota-bytes", "Most bytes", view.maxBytes, "e.g. 500 MB, 10 GiB, or a number of bytes; empty: no limit."),
+    field("quota-objects", "Most objects", view.maxObjects, "Every version counts; empty: no limit."),
+    h(
+      "div",
+      { class: "actions" },
+      h("button", { type: "submit" }, "Save quota"),
+      h("button", { type: "button", class: "danger", onclick: () => void remove(view) }, "Remove quota"),
+    ),
+    view.problem,
+  );
+  const panel = h("details", { class: "quota card" }, view.summary, view.status, view.form);
+  void load(view);
+  return panel;
+}
+
+async function load(view: QuotaView): Promise<void> {
+  let state: QuotaState;
+  try {
+    state = await getQuota(view.app.s3, view.bucket);
+  } catch (err) {
+    const rootOnly = err instanceof S3Error && (err.code === "AccessDenied" || err.status === 403);
+    view.summary.textContent = "Quota";
+    mount(view.status, h("p", { class: rootOnly ? "muted small" : "error" }, rootOnly ? "Quotas are seen and set with the root key." : messageOf(err)));
+    view.form.hidden = true;
+    return;
+  }
+  const { quota, usage } = state;
+  const of = (used: string, max: string | null) => (max === null ? `${used} (no limit)` : `${used} of ${max}`);
+  const bytes = of(humanSize(usage.bytes), quota?.maxBytes != null ? humanSize(quota.maxBytes) : null);
+  const objects = of(String(usage.objects), quota?.maxObjects != null ? String(quota.maxObjects) : null);
+  view.summary.textContent = quota ? `Quota: ${bytes}` : "Quota: none";
+  mount(view.status, h("p", { id: "quota-usage" }, `Stored: ${bytes}; objects: ${objects}.`));
+  view.maxBytes.value = quota?.maxBytes != null ? String(quota.maxBytes) : "";
+  view.maxObjects.value = quota?.maxObjects != null ? String(quota.maxObjects) : "";
+}
+
+async function save(view: QuotaView): Promise<void> {
+  view.problem.textContent = "";
+  const maxBytes = parseSize(view.maxBytes.value);
+  const objectsText = view.maxObjects.value.trim();
+  const maxObjects = objectsText === "" ? null : /^[0-9]{1,15}$/.test(objectsText) ? Number(objectsText) : undefined;
+  if (maxBytes === undefined) {
+    view.problem.textContent = "Most bytes: a size such as 500 MB or 10 GiB, a number of bytes, or empty.";
+    return;
+  }
+  if (maxObjects === undefined) {
+    view.problem.textContent = "Most objects: a whole number, or empty.";
+    return;
+  }
+  try {
+    await setQuota(view.app.s3, view.bucket, { maxBytes, maxObjects });
+    toast(maxBytes === null && maxObjects === null ? "The bucket has no quota." : "The quota is saved: writes past it are refused.");
+  } catch (err) {
+    view.problem.textContent = messageOf(err);
+    return;
+  }
+  await load(view);
+}
+
+async function remove(view: QuotaView): Promise<void> {
+  view.problem.textContent = "";
+  try {
+    await clearQuota(view.app.s3, view.bucket);
+    toast("The bucket has no quota.");
+  } catch (err) {
+    view.problem.textContent = messageOf(err);
+    return;
+  }
+  await load(view);
+}
