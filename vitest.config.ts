@@ -46,6 +46,13 @@ export default defineConfig({
                 SHARDGATE_MASTER_KEY: MASTER_KEY,
                 // Browser-path uploads in parts of 2 MiB: a few MiB make several parts.
                 SHARDGATE_DIRECT_PART_BYTES: String(2 * 1024 * 1024),
+                // Event notification targets (notifications.test.ts): nothing listens there, so
+                // deliveries fail and wait for their retry; the rows stay to be looked at.
+                SHARDGATE_WEBHOOKS: JSON.stringify({
+                  hook: { url: "http://127.0.0.1:9/hook", secret: "test-secret" },
+                  other: { url: "http://127.0.0.1:9/other", secret: "other-secret" },
+                }),
+                SHARDGATE_NOTIFY_RETRY_MS: "600000",
               },
               // A node the tests add to the six of wrangler.toml (rebalance.test.ts).
               r2Buckets: ["NODE_6"],

@@ -295,6 +295,8 @@ const CALLS: Record<Op, Call> = {
     init: { method: "PUT", body: "<WebsiteConfiguration><IndexDocument><Suffix>index.html</Suffix></IndexDocument></WebsiteConfiguration>" },
   },
   DeleteBucketWebsite: { path: `/${B}?website`, init: { method: "DELETE" } },
+  GetBucketNotificationConfiguration: { path: `/${B}?notification` },
+  PutBucketNotificationConfiguration: { path: `/${B}?notification`, init: { method: "PUT", body: "<NotificationConfiguration/>" } },
   GetBucketPolicy: { path: `/${B}?policy` },
   PutBucketPolicy: {
     path: `/${B}?policy`,

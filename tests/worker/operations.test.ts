@@ -31,6 +31,8 @@ const SAMPLES: Record<OperationName, Sample> = {
   GetBucketWebsite: ["GET", "/b?website"],
   PutBucketWebsite: ["PUT", "/b?website"],
   DeleteBucketWebsite: ["DELETE", "/b?website"],
+  GetBucketNotificationConfiguration: ["GET", "/b?notification"],
+  PutBucketNotificationConfiguration: ["PUT", "/b?notification"],
   DeleteBucketEncryption: ["DELETE", "/b?encryption"],
   GetBucketPolicy: ["GET", "/b?policy"],
   PutBucketPolicy: ["PUT", "/b?policy"],

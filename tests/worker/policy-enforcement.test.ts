@@ -174,6 +174,8 @@ function callOf(op: Op, v: string | null, sv: string | null): Call | null {
       init: { method: "PUT", body: "<WebsiteConfiguration><IndexDocument><Suffix>index.html</Suffix></IndexDocument></WebsiteConfiguration>" },
     },
     DeleteBucketWebsite: { path: `/${B}?website`, init: { method: "DELETE" } },
+    GetBucketNotificationConfiguration: { path: `/${B}?notification` },
+    PutBucketNotificationConfiguration: { path: `/${B}?notification`, init: { method: "PUT", body: "<NotificationConfiguration/>" } },
     GetBucketPolicy: { path: `/${B}?policy` },
     // Replaces the walk's policy (the next case sets its own).
     PutBucketPolicy: {

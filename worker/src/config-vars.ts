@@ -46,6 +46,12 @@ export const VAR_KINDS = {
   SHARDGATE_SCRUB_MS_PER_RUN: "ms",
   SHARDGATE_SCRUB_MOVE_MIB_PER_RUN: "count",
   SHARDGATE_META: "binding",
+  SHARDGATE_WEBHOOKS: "webhooks",
+  SHARDGATE_NOTIFY_RETRY_MS: "ms",
+  SHARDGATE_NOTIFY_RETRY_MAX_MS: "ms",
+  SHARDGATE_NOTIFY_ATTEMPTS: "count",
+  SHARDGATE_NOTIFY_MAX_PENDING: "count",
+  SHARDGATE_NOTIFY_TIMEOUT_MS: "ms",
 } as const;
 
 /** Variables without a default: the gateway cannot serve without them. */
@@ -73,7 +79,38 @@ export const KINDS: Record<string, { expected: string; ok: (v: string) => boolea
   url: { expected: "an http:// or https:// URL", ok: (v) => /^https?:\/\/[^/\s]+/.test(v) },
   host: { expected: "a host name", ok: (v) => /^[A-Za-z0-9.-]{1,253}$/.test(v) },
   scrubMode: { expected: '"deep" or "shallow"', ok: (v) => v === "deep" || v === "shallow" },
+  webhooks: { expected: 'a JSON object {"<name>": {"url": "http(s)://…", "secret": "…"}}', ok: (v) => parseWebhooks(v) !== null },
 };
+
+/** A webhook target of event notifications: where events are POSTed, and the secret that signs them. */
+export interface WebhookTarget {
+  url: string;
+  secret: string;
+}
+
+/**
+ * SHARDGATE_WEBHOOKS: the event notification targets the operator configured, by name (1-64 of
+ * A-Z a-z 0-9 _ -), each an http(s) URL and a non-empty secret; unset or empty: none. Null when
+ * the value is not such an object (checkVars reports it).
+ */
+export function parseWebhooks(raw: string | undefined): Record<string, WebhookTarget> | null {
+  if (raw === undefined || raw === "") return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    return null;
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return null;
+  const targets: Record<string, WebhookTarget> = Object.create(null);
+  for (const [name, t] of Object.entries(parsed)) {
+    if (!/^[A-Za-z0-9_-]{1,64}$/.test(name) || typeof t !== "object" || t === null) return null;
+    const { url, secret } = t as Record<string, unknown>;
+    if (typeof url !== "string" || !/^https?:\/\/[^/\s]+/.test(url) || typeof secret !== "string" || secret.length === 0) return null;
+    targets[name] = { url, secret };
+  }
+  return targets;
+}
 
 function isJsonObject(v: string): boolean {
   try {
@@ -90,7 +127,13 @@ export function isS3NodeSecret(name: string): boolean {
 }
 
 /** Variables whose values may hold a secret: a message names their length, never their text. */
-export const SECRET_VARS: readonly string[] = ["SHARDGATE_S3_NODES", "SHARDGATE_SECRET_ACCESS_KEY", "SHARDGATE_MASTER_KEY", "SHARDGATE_METRICS_TOKEN"];
+export const SECRET_VARS: readonly string[] = [
+  "SHARDGATE_S3_NODES",
+  "SHARDGATE_SECRET_ACCESS_KEY",
+  "SHARDGATE_MASTER_KEY",
+  "SHARDGATE_METRICS_TOKEN",
+  "SHARDGATE_WEBHOOKS",
+];
 
 /** Variable `name`'s value as a message shows it: shown(), or only its length for one that may hold a secret. */
 export function shownVar(name: string, v: unknown): string {

@@ -56,6 +56,17 @@ declare namespace Cloudflare {
     SHARDGATE_NODE_DELAY_MS?: string;
     SHARDGATE_ACCESS_KEY_ID?: string;
     SHARDGATE_SECRET_ACCESS_KEY?: string;
+    /** Event notification webhooks, JSON {"<name>": {"url", "secret"}} (config-vars.ts parseWebhooks; docs/operations.md). */
+    SHARDGATE_WEBHOOKS?: string;
+    /** First retry of a failed event delivery (ms, default 1000), doubling up to SHARDGATE_NOTIFY_RETRY_MAX_MS (default an hour). */
+    SHARDGATE_NOTIFY_RETRY_MS?: string;
+    SHARDGATE_NOTIFY_RETRY_MAX_MS?: string;
+    /** Attempts at delivering an event before it goes to the dead letters (default 30). */
+    SHARDGATE_NOTIFY_ATTEMPTS?: string;
+    /** Events a bucket's outbox holds at most (default 100000); past it new events are dropped and counted. */
+    SHARDGATE_NOTIFY_MAX_PENDING?: string;
+    /** How long one webhook POST may take (ms, default 5000). */
+    SHARDGATE_NOTIFY_TIMEOUT_MS?: string;
     /** When set, GET /_shardgate/metrics also accepts `Authorization: Bearer <token>`. */
     SHARDGATE_METRICS_TOKEN?: string;
     /**

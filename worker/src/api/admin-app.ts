@@ -11,6 +11,7 @@ import { adminAddNode, adminRemoveNode, adminSetNodeState } from "./admin/node-c
 import { adminHeal } from "./admin/heal";
 import { adminBucketKeys, adminCreateKey, adminDeleteKey, adminGrantBucket, adminListKeys, adminUpdateKey } from "./admin/keys";
 import { adminLifecycle } from "./admin/lifecycle";
+import { adminNotifications, adminRetryNotifications } from "./admin/notifications";
 import { adminDeleteQuota, adminGetQuota, adminSetQuota } from "./admin/quota";
 import { adminScrub, getHealStatus } from "./admin/scrub";
 import { adminSweep } from "./admin/sweep";
@@ -126,6 +127,10 @@ adminApp.get("/buckets/:bucket/keys", (c) => adminBucketKeys(c.env.ctx, c.req.pa
 adminApp.get("/buckets/:bucket/quota", (c) => adminGetQuota(c.env.ctx, c.req.param("bucket")));
 adminApp.put("/buckets/:bucket/quota", (c) => adminSetQuota(c.env.ctx, c.req.param("bucket")));
 adminApp.delete("/buckets/:bucket/quota", (c) => adminDeleteQuota(c.env.ctx, c.req.param("bucket")));
+adminApp.get("/buckets/:bucket/notifications", query({ limit: count(100, 1000) }), (c) =>
+  adminNotifications(c.env.ctx, c.req.param("bucket"), c.req.valid("query")),
+);
+adminApp.post("/buckets/:bucket/notifications/retry", (c) => adminRetryNotifications(c.env.ctx, c.req.param("bucket")));
 adminApp.post("/sweep", query({ "grace-seconds": whole("grace-seconds", null, 0) }), (c) => adminSweep(c.env.ctx, c.req.valid("query")));
 
 // Errors go back to api/handle.ts, which answers them like any S3 error.

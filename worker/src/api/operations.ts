@@ -25,6 +25,7 @@ import { createBucket, deleteBucket, getBucketLocation, headBucket } from "./s3/
 import { deleteBucketCors, getBucketCors, preflightCors, putBucketCors } from "./s3/bucket-cors";
 import { deleteBucketEncryption, getBucketEncryption, putBucketEncryption } from "./s3/bucket-encryption";
 import { deleteBucketLifecycle, getBucketLifecycle, putBucketLifecycle } from "./s3/bucket-lifecycle";
+import { getBucketNotification, putBucketNotification } from "./s3/bucket-notification";
 import { deleteBucketPolicy, getBucketPolicy, getBucketPolicyStatus, putBucketPolicy } from "./s3/bucket-policy";
 import { deleteBucketTagging, getBucketTagging, putBucketTagging } from "./s3/bucket-tagging";
 import { deleteBucketWebsite, getBucketWebsite, putBucketWebsite } from "./s3/bucket-website";
@@ -177,6 +178,8 @@ export const OPERATIONS = {
   GetBucketEncryption: bucket({ method: "GET", sub: "encryption" }, read("s3:GetEncryptionConfiguration"), getBucketEncryption),
   PutBucketEncryption: bucket({ method: "PUT", sub: "encryption" }, owner("s3:PutEncryptionConfiguration"), putBucketEncryption),
   DeleteBucketEncryption: bucket({ method: "DELETE", sub: "encryption" }, owner("s3:PutEncryptionConfiguration"), deleteBucketEncryption),
+  GetBucketNotificationConfiguration: bucket({ method: "GET", sub: "notification" }, owner("s3:GetBucketNotification"), getBucketNotification),
+  PutBucketNotificationConfiguration: bucket({ method: "PUT", sub: "notification" }, owner("s3:PutBucketNotification"), putBucketNotification),
   GetBucketWebsite: bucket({ method: "GET", sub: "website" }, owner("s3:GetBucketWebsite"), getBucketWebsite),
   PutBucketWebsite: bucket({ method: "PUT", sub: "website" }, owner("s3:PutBucketWebsite"), putBucketWebsite),
   DeleteBucketWebsite: bucket({ method: "DELETE", sub: "website" }, owner("s3:DeleteBucketWebsite"), deleteBucketWebsite),

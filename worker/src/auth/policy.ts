@@ -81,6 +81,8 @@ export const POLICY_ACTIONS = [
   "s3:GetBucketWebsite",
   "s3:PutBucketWebsite",
   "s3:DeleteBucketWebsite",
+  "s3:GetBucketNotification",
+  "s3:PutBucketNotification",
 ] as const;
 
 export type PolicyAction = (typeof POLICY_ACTIONS)[number];

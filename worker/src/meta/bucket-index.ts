@@ -17,6 +17,8 @@ import * as direct from "./direct-sessions";
 import * as queue from "./heal-queue";
 import { type LifecycleCounts, lifecycleStep } from "./lifecycle-rules";
 import * as listing from "./listing";
+import type { CreatedBy, NotificationRule } from "./notification-rules";
+import { type ObjectEvent, Outbox, type OutboxRow } from "./outbox";
 import type { LockConfig } from "./object-lock";
 import * as objects from "./object-records";
 import { migrate } from "./schema";
@@ -27,6 +29,8 @@ import { NoSuchBucketError, type QuotaRefusal, type UploadInfo, type VersioningS
 import * as quota from "./quota";
 import * as uploads from "./uploads";
 import * as versions from "./versions";
+import { deliverOutbox, retryPolicy } from "./webhook-delivery";
+import { metrics } from "../observability/metrics";
 
 /** Versions one lifecycle call visits at most (a key's versions are never split). */
 const LIFECYCLE_BATCH = 2000;
@@ -34,12 +38,17 @@ const LIFECYCLE_BATCH = 2000;
 export class BucketIndex extends DurableObject {
   private readonly sql: SqlStorage;
   private readonly settings: BucketSettings;
+  /** Event notifications: the configuration and the outbox (meta/outbox.ts). */
+  private readonly outbox: Outbox;
+  /** What the write being committed queued or dropped (notify), settled after its transaction (writing). */
+  private batch = { queued: 0, dropped: 0 };
 
   constructor(ctx: DurableObjectState, env: Cloudflare.Env) {
     super(ctx, env);
     migrate(ctx.storage, BUCKET_INDEX_SCHEMA);
     this.sql = ctx.storage.sql;
     this.settings = new BucketSettings(this.sql);
+    this.outbox = new Outbox(this.sql);
   }
 
   /** Marks the bucket as existing ("exists": it did); `objectLock`: versioned, with object lock (CreateBucket's header). */
@@ -62,6 +71,7 @@ export class BucketIndex extends DurableObject {
       stored.addGarbage(this.sql, uploads.abortAll(this.sql), Date.now());
       this.settings.remove();
       quota.setQuota(this.sql, null); // a bucket made again under this name starts without one
+      this.outbox.setConfiguration(null);
       return "dropped";
     });
   }
@@ -82,15 +92,18 @@ export class BucketIndex extends DurableObject {
    * good so the caller can delete their shard files once this has committed.
    */
   async put(record: ObjectRecord, condition: WriteCondition = {}, heal: string | null = null): Promise<PutResult> {
-    return this.refusingOverQuota((): PutResult => {
-      this.requireBucket();
-      const now = Date.now();
-      if (condition.once && direct.spent(this.sql, condition.once.id, now)) return { ok: false, reason: "AlreadyCommitted" };
-      const put = objects.commit(this.sql, record, condition, this.settings.lockConfig(), heal, now);
-      if (put.refused) return { ok: false, reason: put.refused };
-      if (condition.once) direct.spend(this.sql, condition.once, now);
-      return { ok: true, ...put.change, expiry: this.settings.expiryOf(record) };
-    });
+    return this.writing(() =>
+      this.refusingOverQuota((): PutResult => {
+        this.requireBucket();
+        const now = Date.now();
+        if (condition.once && direct.spent(this.sql, condition.once.id, now)) return { ok: false, reason: "AlreadyCommitted" };
+        const put = objects.commit(this.sql, record, condition, this.settings.lockConfig(), heal, now);
+        if (put.refused) return { ok: false, reason: put.refused };
+        if (condition.once) direct.spend(this.sql, condition.once, now);
+        this.notify(created(record, put.change.versionId, condition.event ?? "Put", now));
+        return { ok: true, ...put.change, expiry: this.settings.expiryOf(record) };
+      }),
+    );
   }
 
   /** Spends a write that may happen once without writing (a browser-path session's abort): direct-sessions.ts claim. */
@@ -131,10 +144,18 @@ export class BucketIndex extends DurableObject {
    * outcome of each, in order (null: no such version).
    */
   async deleteMany(items: { key: string; versionId?: string | null }[], bypassGovernance = false): Promise<(DeleteOutcome | null)[]> {
-    return this.ctx.storage.transactionSync(() => {
-      this.requireBucket();
-      return items.map((item) => objects.deleteOne(this.sql, item.key, item.versionId, bypassGovernance, Date.now()));
-    });
+    return this.writing(() =>
+      this.ctx.storage.transactionSync(() => {
+        this.requireBucket();
+        return items.map((item) => {
+          const now = Date.now();
+          const outcome = objects.deleteOne(this.sql, item.key, item.versionId, bypassGovernance, now);
+          const removal = outcome && removed(item.key, item.versionId, outcome, now);
+          if (removal) this.notify(removal);
+          return outcome;
+        });
+      }),
+    );
   }
 
   /**
@@ -234,15 +255,19 @@ export class BucketIndex extends DurableObject {
     condition: WriteCondition = {},
     heal: string | null = null,
   ): Promise<CompleteResult> {
-    return this.refusingOverQuota((): CompleteResult => {
-      this.requireBucket();
-      const unused = uploads.unusedParts(this.sql, uploadId, record.key, used);
-      if (typeof unused === "string") return { ok: false, reason: unused };
-      const put = objects.commit(this.sql, record, { ...condition, integrity: true }, this.settings.lockConfig(), heal, Date.now());
-      if (put.refused) return { ok: false, reason: put.refused };
-      uploads.deleteUpload(this.sql, uploadId);
-      return { ok: true, ...put.change, unused, expiry: this.settings.expiryOf(record) };
-    });
+    return this.writing(() =>
+      this.refusingOverQuota((): CompleteResult => {
+        this.requireBucket();
+        const unused = uploads.unusedParts(this.sql, uploadId, record.key, used);
+        if (typeof unused === "string") return { ok: false, reason: unused };
+        const now = Date.now();
+        const put = objects.commit(this.sql, record, { ...condition, integrity: true }, this.settings.lockConfig(), heal, now);
+        if (put.refused) return { ok: false, reason: put.refused };
+        uploads.deleteUpload(this.sql, uploadId);
+        this.notify(created(record, put.change.versionId, "CompleteMultipartUpload", now));
+        return { ok: true, ...put.change, unused, expiry: this.settings.expiryOf(record) };
+      }),
+    );
   }
 
   /** Removes an upload; its parts (to delete), or null when there is no such upload. */
@@ -254,9 +279,16 @@ export class BucketIndex extends DurableObject {
     });
   }
 
-  /** The alarm: aborts stale uploads (uploads.ts STALE_UPLOAD_MS), a bounded batch per run. */
+  /**
+   * The alarm: aborts stale uploads (uploads.ts STALE_UPLOAD_MS), a bounded batch per run; delivers
+   * the outbox's due events (webhook-delivery.ts, bounded too); set again for whichever is due next.
+   */
   override async alarm(): Promise<void> {
     this.ctx.storage.transactionSync(() => stored.addGarbage(this.sql, uploads.abortStale(this.sql, Date.now()), Date.now()));
+    const tried = await this.deliverEvents();
+    const next = this.outbox.nextDue();
+    // A run that could try nothing (every due row behind another) waits a second rather than spin.
+    if (next !== null) await this.ctx.storage.setAlarm(Math.max(next, Date.now() + (tried ? 0 : 1000)));
     await this.scheduleStaleUploadCheck();
   }
 
@@ -265,6 +297,89 @@ export class BucketIndex extends DurableObject {
     if (due === null) return;
     const current = await this.ctx.storage.getAlarm();
     if (current === null || current > due) await this.ctx.storage.setAlarm(due);
+  }
+
+  // --- event notifications (meta/outbox.ts, meta/webhook-delivery.ts) ---------------------------
+
+  /** The notification configuration ([]: none). */
+  async notificationConfiguration(): Promise<NotificationRule[]> {
+    this.requireBucket();
+    return this.outbox.configuration();
+  }
+
+  /** Replaces the notification configuration ([]: none); events already queued are still delivered. */
+  async setNotificationConfiguration(rules: NotificationRule[]): Promise<void> {
+    this.requireBucket();
+    this.outbox.setConfiguration(rules);
+  }
+
+  /** The outbox's size, the first `limit` dead letters and their count, and events dropped at the cap. */
+  async notificationStatus(limit: number): Promise<{ pending: number; dead: OutboxRow[]; deadCount: number; dropped: number; nextDue: number | null }> {
+    this.requireBucket();
+    return this.outbox.status(limit);
+  }
+
+  /** Puts every dead letter back in the outbox, due now; how many. */
+  async retryDeadLetters(): Promise<number> {
+    const n = this.ctx.storage.transactionSync(() => this.outbox.retryDead(Date.now()));
+    metrics.add("shardgate_notification_events_total", n, { result: "retried" });
+    if (n > 0) await this.wakeDelivery();
+    return n;
+  }
+
+  /** Writes the outbox rows of `e` (none without a configuration), in the caller's transaction. */
+  private notify(e: ObjectEvent): void {
+    const { queued, dropped } = this.outbox.record(e, retryPolicy(this.env).cap);
+    this.batch.queued += queued;
+    this.batch.dropped += dropped;
+  }
+
+  /**
+   * Runs a write's transaction (`run`, which may notify), then settles what it queued: counted, and
+   * the alarm woken, when it committed (not a refusal: `ok` false); forgotten when it did not.
+   */
+  private async writing<T>(run: () => T): Promise<T> {
+    this.batch = { queued: 0, dropped: 0 };
+    let result: T;
+    try {
+      result = run();
+    } catch (e) {
+      if (this.batch.queued + this.batch.dropped > 0) this.outbox.forget(); // rolled back: its count is read again
+      throw e;
+    }
+    const { queued, dropped } = this.batch;
+    const refused = typeof result === "object" && result !== null && "ok" in result && result.ok === false;
+    if (refused) {
+      if (queued + dropped > 0) this.outbox.forget();
+      return result;
+    }
+    if (dropped > 0) metrics.add("shardgate_notification_events_total", dropped, { result: "dropped" });
+    if (queued > 0) {
+      metrics.add("shardgate_notification_events_total", queued, { result: "queued" });
+      await this.wakeDelivery();
+    }
+    return result;
+  }
+
+  /** After a commit that queued events: the alarm runs now (unless it is set sooner). */
+  private async wakeDelivery(): Promise<void> {
+    const now = Date.now();
+    const at = await this.ctx.storage.getAlarm();
+    if (at === null || at > now) await this.ctx.storage.setAlarm(now);
+  }
+
+  /** One delivery run; whether it tried any row. Logs and swallows its errors (the rows stay for the next run). */
+  private async deliverEvents(): Promise<boolean> {
+    if (this.outbox.nextDue() === null) return false;
+    const name = this.sql.exec<{ name: string }>("SELECT name FROM bucket WHERE id = 1").toArray()[0]?.name ?? "";
+    try {
+      const run = await deliverOutbox(this.outbox, name, this.env, (f) => this.ctx.storage.transactionSync(f));
+      return run.delivered + run.failed > 0;
+    } catch (e) {
+      this.outbox.forget();
+      console.error(JSON.stringify({ notifications: { bucket: name, error: e instanceof Error ? e.message : String(e) } }));
+      return false;
+    }
   }
 
   // --- bucket settings (meta/bucket-settings.ts) ------------------------------------------------
@@ -373,4 +488,21 @@ export class BucketIndex extends DurableObject {
   private requireBucket(): void {
     if (!this.settings.exists()) throw new NoSuchBucketError();
   }
+}
+
+/** The event of a committed write of `record` (its version id as the commit gave it). */
+function created(record: ObjectRecord, versionId: string | undefined, by: CreatedBy, now: number): ObjectEvent {
+  return { event: `ObjectCreated:${by}`, key: record.key, versionId: versionId ?? null, size: record.size, etag: record.etag, time: now };
+}
+
+/**
+ * The event of a delete's outcome (`versionId` as asked; undefined: the current version): a delete
+ * marker made, or a version removed for good; null when refused or when there was nothing to delete.
+ */
+function removed(key: string, versionId: string | null | undefined, outcome: DeleteOutcome, now: number): ObjectEvent | null {
+  if (outcome.denied) return null;
+  const made = versionId === undefined && outcome.marker;
+  if (versionId === undefined && !made && outcome.freed.length === 0) return null;
+  const event = made ? "ObjectRemoved:DeleteMarkerCreated" : "ObjectRemoved:Delete";
+  return { event, key, versionId: outcome.versionId ?? null, size: null, etag: null, time: now };
 }

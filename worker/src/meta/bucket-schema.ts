@@ -3,6 +3,7 @@
 // the bucket row meta/bucket-settings.ts, objects and versions meta/versions.ts, uploads
 // meta/uploads.ts, the heal queue meta/heal-queue.ts, garbage meta/stored-parts.ts, the browser
 // path's sessions meta/direct-sessions.ts.
+import { OUTBOX_SCHEMA } from "./outbox";
 import { QUOTA_SCHEMA } from "./quota";
 import { UPLOADS_SCHEMA } from "./uploads";
 import { VERSIONS_SCHEMA } from "./versions";
@@ -79,4 +80,7 @@ export const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
   QUOTA_SCHEMA,
   // Static website hosting: the website configuration (JSON, api/common/website.ts), or NULL.
   ["ALTER TABLE bucket ADD COLUMN website TEXT"],
+  // Event notifications: the configuration, the outbox written in the commits' transactions, its
+  // dead letters and what the cap dropped (meta/outbox.ts).
+  OUTBOX_SCHEMA,
 ];

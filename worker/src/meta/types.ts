@@ -138,6 +138,8 @@ export interface WriteCondition {
   integrity?: boolean;
   /** A write that may happen once (a browser-path commit): refused as AlreadyCommitted if `id` was written before `until`. */
   once?: { id: string; until: number };
+  /** How the write came (its event notification is ObjectCreated:<this>); default Put. */
+  event?: "Put" | "Post" | "Copy";
 }
 
 /** A committed write: the new version's id for x-amz-version-id (absent when the bucket is

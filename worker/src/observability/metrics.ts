@@ -33,6 +33,10 @@ export const COUNTERS = {
     "Signed requests refused by authentication, by reason: the S3 error code; SlowDown for a client that failed too often, or for unknown key ids past the lookup budget.",
   shardgate_lifecycle_expired_total:
     "What lifecycle rules expired, by action: current objects (deleted, or a delete marker added), noncurrent versions and lone delete markers deleted, incomplete multipart uploads aborted.",
+  shardgate_notification_events_total:
+    "Event notifications by result: written to a bucket's outbox in the commit's transaction (queued), not written because the outbox was full (dropped), given up after their last attempt and kept as dead letters (dead), dead letters put back by the admin API (retried). Pending: queued + retried - delivered - dead.",
+  shardgate_notification_deliveries_total:
+    "Webhook POSTs of event notifications, by result: ok (a 2xx answer) or failed (another status, a timeout, no answer).",
 } as const;
 
 export type CounterName = keyof typeof COUNTERS;
@@ -310,4 +314,6 @@ const COUNTER_LABELS: Record<CounterName, boolean> = {
   shardgate_lifecycle_expired_total: true,
   shardgate_key_lookups_total: true,
   shardgate_auth_rejected_total: true,
+  shardgate_notification_events_total: true,
+  shardgate_notification_deliveries_total: true,
 };

@@ -116,7 +116,7 @@ async function copyBytes(
   const verified = await checksums.verify(Promise.resolve(new Headers()));
   const encryption = cipher ? { encryption: encryptionOf(cipher, [salt as string]) } : {};
   const object: NewObject = { key, size: source.size, etag, ...fields, checksums: verified, parts: [partOf(written, etag, [])], ...encryption };
-  return { object, ...(await commitObject(ctx, bucket, object, condition, [written])) };
+  return { object, ...(await commitObject(ctx, bucket, object, { ...condition, event: "Copy" }, [written])) };
 }
 
 /**

@@ -75,7 +75,7 @@ async function store(ctx: RequestContext, bucket: string, form: FormUpload): Pro
   const encryption = cipher ? { encryption: encryptionOf(cipher, [salt as string]) } : {};
   const stored = { headers: storedHeaders(headers), userMetadata: userMetadata(headers), tags: [], checksums: [] };
   const object = { key, size: form.size, etag, ...stored, parts: [partOf(written, etag, [])], ...encryption };
-  const committed = await commitObject(ctx, bucket, object, undefined, [written]);
+  const committed = await commitObject(ctx, bucket, object, { event: "Post" }, [written]);
   const location = `${new URL(ctx.request.url).origin}/${bucket}/${encodeURIComponent(key).replaceAll("%2F", "/")}`;
   const answer = { ETag: `"${etag}"`, Location: location, ...writtenHeaders(committed), ...sseHeaders(cipher?.encryption, sse?.keyMd5) };
   if (redirect !== null) {
