@@ -329,6 +329,7 @@ export class BucketIndex extends DurableObject {
 
   /** Writes the outbox rows of `e` (none without a configuration), in the caller's transaction. */
   private notify(e: ObjectEvent): void {
+    if (this.outbox.configuration().length === 0) return;
     const { queued, dropped } = this.outbox.record(e, retryPolicy(this.env).cap);
     this.batch.queued += queued;
     this.batch.dropped += dropped;
