@@ -4,12 +4,13 @@
 // a configuration or for a refused conditional write; the admin API's view of the outbox. The
 // webhooks of vitest.config.ts point where nothing listens: deliveries fail and wait 10 minutes for
 // their retry, so the rows stay to be looked at. Delivery itself: tests/node/notifications.test.ts.
-import { env } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { BucketIndex } from "../../worker/src/meta/bucket-index";
 import type { Outbox } from "../../worker/src/meta/outbox";
-import { s3, s3ok } from "./signed";
+import { signedPostFields } from "./post-form";
+import { GATEWAY, s3, s3ok } from "./signed";
 
 const errorCode = (xml: string) => xml.match(/<Code>([^<]+)<\/Code>/)?.[1];
 
@@ -231,6 +232,24 @@ describe("the outbox", () => {
     expect(rows[0]).toMatchObject({ size: 5, etag: "827ccb0eea8a706c4c34a16891f84e7b", version_id: null });
     expect(rows[3]).toMatchObject({ size: null, etag: null });
     expect(rows[4]?.version_id).toMatch(/./);
+  });
+
+  it("names a browser form upload's event ObjectCreated:Post", async () => {
+    const b = "notify-post";
+    await s3ok(`/${b}`, { method: "PUT" });
+    expect((await putConf(b, doc([{ events: ["s3:ObjectCreated:Post"] }]))).status).toBe(200);
+    const form = new FormData();
+    for (const [name, value] of Object.entries({ key: "posted.txt", ...(await signedPostFields([{ bucket: b }, { key: "posted.txt" }])) }))
+      form.append(name, value);
+    form.append("file", new File(["from a form"], "posted.txt", { type: "text/plain" }));
+    const serialized = new Response(form);
+    // The CRLF after the closing boundary that browsers send (post-object.test.ts).
+    const body = new Uint8Array([...new Uint8Array(await serialized.arrayBuffer()), 13, 10]);
+    const headers = { "content-type": serialized.headers.get("content-type") as string };
+    const res = await exports.default.fetch(new Request(`${GATEWAY}/${b}`, { method: "POST", body, headers }));
+    expect(res.status, await res.text()).toBe(204);
+    await s3ok(`/${b}/put.txt`, { method: "PUT", body: "not a form" });
+    expect((await outboxRows(b)).map((r) => [r.event, r.key, r.size])).toEqual([["ObjectCreated:Post", "posted.txt", 11]]);
   });
 
   it("costs a write one INSERT when a rule matches, and no statement on the outbox when none does", async () => {
