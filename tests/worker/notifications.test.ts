@@ -7,6 +7,7 @@
 import { env, exports } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { checkVars, parseWebhooks } from "../../worker/src/config-vars";
 import type { BucketIndex } from "../../worker/src/meta/bucket-index";
 import type { Outbox } from "../../worker/src/meta/outbox";
 import { signedPostFields } from "./post-form";
@@ -366,5 +367,35 @@ describe("the outbox", () => {
     ]);
     const status = await (await s3ok(`/_shardgate/admin/buckets/${b}/notifications`)).json<Record<string, unknown>>();
     expect(status).toMatchObject({ pending: 2, dropped: 2 });
+  });
+});
+
+describe("SHARDGATE_WEBHOOKS", () => {
+  it("is checked with the other variables, never showing its text (it holds secrets)", () => {
+    const ok = JSON.stringify({ "a-b_1": { url: "https://hooks.example/x", secret: "s" } });
+    expect(checkVars({ SHARDGATE_WEBHOOKS: ok }, { partial: true })).toEqual([]);
+    expect(parseWebhooks(ok)).toEqual({ "a-b_1": { url: "https://hooks.example/x", secret: "s" } });
+    expect(parseWebhooks(undefined)).toEqual({});
+    const bad = [
+      "not json",
+      "[]",
+      JSON.stringify({ "bad name": { url: "https://h/x", secret: "s" } }),
+      JSON.stringify({ a: { url: "ftp://h/x", secret: "s" } }),
+      JSON.stringify({ a: { url: "https://h/x", secret: "" } }),
+      JSON.stringify({ a: { url: "https://h/x" } }),
+      JSON.stringify({ a: "https://h/x" }),
+      JSON.stringify({ ["x".repeat(65)]: { url: "https://h/x", secret: "very-secret-value" } }),
+    ];
+    for (const value of bad) {
+      expect(parseWebhooks(value), value).toBeNull();
+      const problems = checkVars({ SHARDGATE_WEBHOOKS: value }, { partial: true });
+      expect(problems, value).toHaveLength(1);
+      expect(problems[0]).toContain("SHARDGATE_WEBHOOKS: expected a JSON object");
+      expect(problems[0]).not.toContain("very-secret-value");
+    }
+    expect(checkVars({ SHARDGATE_WEBHOOK: ok }, { partial: true })[0]).toContain("did you mean SHARDGATE_WEBHOOKS?");
+    expect(checkVars({ SHARDGATE_NOTIFY_RETRY_MS: "1s" }, { partial: true })[0]).toContain(
+      "SHARDGATE_NOTIFY_RETRY_MS: expected a positive integer of milliseconds",
+    );
   });
 });
