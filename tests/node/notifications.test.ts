@@ -262,5 +262,7 @@ describe("event notifications to a webhook", () => {
     const metrics = await (await admin.fetch(`${base}/_shardgate/metrics`)).text();
     expect(metrics).toMatch(/shardgate_notification_deliveries_total\{result="failed"\} [1-9]/);
     expect(metrics).toMatch(/shardgate_notification_events_total\{result="queued"\} [1-9]/);
+    expect(metrics).toMatch(/^shardgate_notification_outbox_events 0$/m);
+    expect(metrics).toMatch(/^shardgate_notification_dead_letters 0$/m);
   });
 });

@@ -34,7 +34,7 @@ export const COUNTERS = {
   shardgate_lifecycle_expired_total:
     "What lifecycle rules expired, by action: current objects (deleted, or a delete marker added), noncurrent versions and lone delete markers deleted, incomplete multipart uploads aborted.",
   shardgate_notification_events_total:
-    "Event notifications by result: written to a bucket's outbox in the commit's transaction (queued), not written because the outbox was full (dropped), given up after their last attempt and kept as dead letters (dead), dead letters put back by the admin API (retried). Pending: queued + retried - delivered - dead.",
+    "Event notifications by result: written to a bucket's outbox in the commit's transaction (queued), not written because the outbox was full (dropped), given up after their last attempt and kept as dead letters (dead), dead letters put back by the admin API (retried). What waits: shardgate_notification_outbox_events.",
   shardgate_notification_deliveries_total:
     "Webhook POSTs of event notifications, by result: ok (a 2xx answer) or failed (another status, a timeout, no answer).",
 } as const;
@@ -67,6 +67,9 @@ export const GAUGES = {
   shardgate_heal_queue_objects:
     "Objects waiting in the heal queues, summed over the buckets (at most 1000 buckets counted), counted at most once a minute per isolate.",
   shardgate_heal_queue_age_seconds: "How long ago shardgate_heal_queue_objects was counted.",
+  shardgate_notification_outbox_events:
+    "Event notifications waiting in the buckets' outboxes for delivery, summed over the buckets (at most 1000 buckets counted), counted at most once a minute per isolate.",
+  shardgate_notification_dead_letters: "Event notifications given up after their last attempt and kept as dead letters, summed the same way.",
 } as const;
 
 export type GaugeName = keyof typeof GAUGES;

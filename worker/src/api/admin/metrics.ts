@@ -12,6 +12,7 @@ import { S3Error } from "../../s3-error";
 import { metricsStore } from "../../meta/stubs";
 import { type GaugeSample, metrics, renderPrometheus } from "../../observability/metrics";
 import { healQueueDepth } from "../../services/heal-depth";
+import { notificationDepth } from "../../services/notification-depth";
 import { overlaySource } from "../../services/node-overlay";
 import { readiness } from "../../services/readiness";
 import { scrubStatus } from "../../services/scrub";
@@ -38,7 +39,12 @@ export async function getMetrics(env: Env, waitUntil: (promise: Promise<unknown>
 /** The gauges as of now: each from what is kept or cheap (readiness and heal counts are cached). */
 async function scrapeGauges(env: Env, waitUntil: (promise: Promise<unknown>) => void): Promise<GaugeSample[]> {
   const config = await gatewayConfig(env, overlaySource(env), waitUntil);
-  const [ready, heal, scrub] = await Promise.all([readiness(env, config, waitUntil), healQueueDepth(env), scrubStatus(env).catch(() => null)]);
+  const [ready, heal, scrub, notify] = await Promise.all([
+    readiness(env, config, waitUntil),
+    healQueueDepth(env),
+    scrubStatus(env).catch(() => null),
+    notificationDepth(env),
+  ]);
   const gauges: GaugeSample[] = [
     { name: "shardgate_build_info", labels: { version: pkg.version, core: coreVersion() }, value: 1 },
     { name: "shardgate_ready", value: ready.ready ? 1 : 0 },
@@ -62,6 +68,10 @@ async function scrapeGauges(env: Env, waitUntil: (promise: Promise<unknown>) => 
   if (heal) {
     gauges.push({ name: "shardgate_heal_queue_objects", value: heal.objects });
     gauges.push({ name: "shardgate_heal_queue_age_seconds", value: Math.max(0, (Date.now() - heal.at) / 1000) });
+  }
+  if (notify) {
+    gauges.push({ name: "shardgate_notification_outbox_events", value: notify.pending });
+    gauges.push({ name: "shardgate_notification_dead_letters", value: notify.dead });
   }
   return gauges;
 }
