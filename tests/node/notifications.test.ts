@@ -3,7 +3,9 @@
 // local Node HTTP receiver that checks every POST's signature. Every event of a sequence of puts,
 // copies, a multipart upload and deletes arrives with S3's names, keys, sizes and ETags; a refused
 // conditional PUT (412) sends nothing; with the receiver answering 503 and then refusing
-// connections for a while, nothing is lost and the events of each key arrive in order. The retry
+// connections for a while, nothing is lost and the events of each key arrive in order; events
+// committed but not yet delivered when the gateway is killed (kill -9) arrive after its restart,
+// with no new write to wake them (the bucket's alarm is stored with it). The retry
 // schedule is short here (SHARDGATE_NOTIFY_RETRY_MS 100 ms, at most 400 ms).
 import type { ChildProcess } from "node:child_process";
 import { createHmac } from "node:crypto";
@@ -129,6 +131,8 @@ let base: string;
 let s3: S3Client;
 let admin: AwsClient;
 let serverOutput: () => string = () => "";
+let serve: { args: string[]; env: Record<string, string>; healthy: () => Promise<boolean> };
+let gatewayChild: ChildProcess;
 
 beforeAll(async () => {
   receiver = new Receiver(await freePort());
@@ -146,18 +150,14 @@ beforeAll(async () => {
   writeFileSync(config, JSON.stringify({ vars }));
   const healthy = () => fetch(`${base}/_shardgate/health`).then((r) => r.ok);
   const args = ["--quiet", "--config", config, "--port", String(port), "--console-port", String(await freePort()), "--data-dir", join(scratch, "data")];
-  ({ output: serverOutput } = await startServe(
-    args,
-    { SHARDGATE_ACCESS_KEY_ID: CREDENTIALS.accessKeyId, SHARDGATE_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey },
-    healthy,
-    running,
-  ));
+  serve = { args, env: { SHARDGATE_ACCESS_KEY_ID: CREDENTIALS.accessKeyId, SHARDGATE_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey }, healthy };
+  ({ child: gatewayChild, output: serverOutput } = await startServe(serve.args, serve.env, healthy, running));
   s3 = new S3Client({ endpoint: base, region: "us-east-1", forcePathStyle: true, credentials: CREDENTIALS });
   admin = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1" });
 });
 
 afterAll(async () => {
-  for (const child of running) if (child.pid !== undefined && child.exitCode === null) process.kill(-child.pid, "SIGTERM");
+  for (const child of running) if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) process.kill(-child.pid, "SIGTERM");
   await receiver?.close();
   rmSync(scratch, { recursive: true, force: true });
 });
@@ -264,5 +264,30 @@ describe("event notifications to a webhook", () => {
     expect(metrics).toMatch(/shardgate_notification_events_total\{result="queued"\} [1-9]/);
     expect(metrics).toMatch(/^shardgate_notification_outbox_events 0$/m);
     expect(metrics).toMatch(/^shardgate_notification_dead_letters 0$/m);
+  });
+
+  it("loses no committed event to kill -9 of the gateway: after the restart they are delivered, with no new write", async () => {
+    const b = "notify-crash";
+    await configure(b, ["s3:ObjectCreated:*"]);
+    receiver.mode = "503";
+    const before = receiver.refused503;
+    for (const [key, body] of [
+      ["c1", "a"],
+      ["c2", "bb"],
+      ["c1", "ccc"],
+    ] as const)
+      await put(b, key, body);
+    for (let i = 0; i < 100 && receiver.refused503 === before; i++) await new Promise((r) => setTimeout(r, 50));
+    const exited = new Promise((r) => gatewayChild.once("exit", r));
+    process.kill(-(gatewayChild.pid as number), "SIGKILL");
+    await exited;
+    receiver.mode = "ok";
+    ({ child: gatewayChild, output: serverOutput } = await startServe(serve.args, serve.env, serve.healthy, running));
+    const events = await receiver.waitFor(b, 3);
+    expect(events.map((e) => [e.key, e.size])).toEqual([
+      ["c1", 1],
+      ["c2", 2],
+      ["c1", 3],
+    ]);
   });
 });
