@@ -6,6 +6,7 @@
 #     -e SHARDGATE_ACCESS_KEY_ID=admin -e SHARDGATE_SECRET_ACCESS_KEY="$(openssl rand -hex 24)" shardgate
 #
 # It listens on 0.0.0.0 inside the container, so it refuses the local default keys: set your own.
+# A bind mount for /data must be writable by uid 10001 (`chown 10001 DIR`); a named volume is.
 
 # 1. Build the binary: Node and npm only (the built core is committed; no Rust).
 FROM node:22-bookworm-slim AS build
@@ -22,5 +23,6 @@ USER shardgate
 WORKDIR /data
 VOLUME /data
 EXPOSE 8787 8788
-ENTRYPOINT ["shardgate"]
-CMD ["serve", "--ip", "0.0.0.0", "--data-dir", "/data"]
+# Flags after the image name are added to these (`docker run … shardgate --port 9000`); the CLI:
+# `docker run --entrypoint shardgate … status --endpoint …`.
+ENTRYPOINT ["shardgate", "serve", "--ip", "0.0.0.0", "--data-dir", "/data"]

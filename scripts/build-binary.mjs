@@ -52,6 +52,7 @@ const manifest = {
   version: JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version,
   hash: hash.digest("hex"),
   workerdSha256: createHash("sha256").update(workerd).digest("hex"),
+  workerdSize: workerd.length,
   wrangler: { compatibility_date, compatibility_flags, migrations, durable_objects, vars, assets: consoleDir ? { directory: "console" } : undefined },
   worker: bundle.modules,
   console: consoleFiles,

@@ -17,7 +17,6 @@ let wrangler;
 await serveGateway(process.argv.slice(2), {
   command: "node scripts/serve.mjs",
   base: root,
-  marker: "serve.mjs",
   runtime: "plain workerd",
   wrangler: async () => {
     const { unstable_readConfig } = await import("wrangler");

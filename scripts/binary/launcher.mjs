@@ -9,9 +9,9 @@
 // Serving is what `npm start` does (scripts/lib/serve-gateway.mjs), with the same flags and the same
 // shardgate.json, relative paths resolved from the working directory. The runtime's parts are
 // unpacked once per build into DATA/runtime/<build hash>/ (workerd, the Worker, the console), and
-// other builds' parts there are removed: the data directory is the only place it writes.
+// other builds' parts there are removed: the data directory is the only place it writes (unpack).
 import { createHash } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { getAsset, getRawAsset } from "node:sea";
 import { gunzipSync } from "node:zlib";
@@ -21,7 +21,7 @@ import { serveGateway } from "../lib/serve-gateway.mjs";
 /**
  * What scripts/build-binary.mjs put in the binary besides the parts: the build's hash, wrangler's
  * config (the fields the workerd config reads), the Worker's modules and the console's files.
- * @typedef {{ hash: string, workerdSha256: string, version: string, wrangler: object, worker: { name: string, type: "esModule" | "wasm" }[], console: string[] | null }} Manifest
+ * @typedef {{ hash: string, workerdSha256: string, workerdSize: number, version: string, wrangler: object, worker: { name: string, type: "esModule" | "wasm" }[], console: string[] | null }} Manifest
  */
 /** @type {Manifest} */
 const manifest = JSON.parse(getAsset("manifest.json", "utf8"));
@@ -48,7 +48,6 @@ async function run(argv) {
     await serveGateway(argv[0] === "serve" ? argv.slice(1) : argv, {
       command: "shardgate serve",
       base: process.cwd(),
-      marker: process.execPath,
       runtime: "plain workerd, one-file binary",
       wrangler: async () => manifest.wrangler,
       parts: unpack,
@@ -70,7 +69,11 @@ run(process.argv.slice(2)).then(
 
 /**
  * The runtime's parts in DATA/runtime/<hash>/, unpacked at the first start of this build (into a
- * fresh directory renamed into place: a start killed half-way leaves nothing that looks complete).
+ * fresh directory, every file and directory synced, then renamed into place: a start killed
+ * half-way leaves nothing that looks complete). What is run from there must be this process's own
+ * doing: the data directory, runtime/ and the build's directory are real directories of this user
+ * that nobody else may write, and workerd has the size this build unpacks; otherwise it is made
+ * again. Runs once the data directory is locked (scripts/lib/serve-gateway.mjs).
  * @param {string} dataDir @returns {import("../lib/serve-gateway.mjs").RuntimeParts}
  */
 function unpack(dataDir) {
@@ -82,23 +85,58 @@ function unpack(dataDir) {
     assetsWorker: join(dir, "console-assets.js"),
     workerdBin: join(dir, "workerd"),
   };
-  if (existsSync(join(dir, ".complete"))) return parts;
-  mkdirSync(runtimes, { recursive: true });
-  // Other builds' parts (an older binary's): the gateway serving this directory is this one (DATA/serve.pid).
-  for (const name of readdirSync(runtimes)) if (name !== manifest.hash) rmSync(join(runtimes, name), { recursive: true, force: true });
+  ownDirectory(dataDir);
+  mkdirSync(runtimes, { recursive: true, mode: 0o700 });
+  ownDirectory(runtimes);
+  if (unpacked(dir)) return parts;
+  // Another build's parts, and what a start killed half-way left: only directories named as this makes them.
+  for (const entry of readdirSync(runtimes, { withFileTypes: true }))
+    if (entry.isDirectory() && /^[0-9a-f]{64}(\.tmp-[0-9]+)?$/.test(entry.name)) rmSync(join(runtimes, entry.name), { recursive: true, force: true });
   const tmp = `${dir}.tmp-${process.pid}`;
   const put = (path, bytes, mode = 0o600) => {
-    mkdirSync(dirname(join(tmp, path)), { recursive: true });
-    writeFileSync(join(tmp, path), bytes, { mode });
+    mkdirSync(dirname(join(tmp, path)), { recursive: true, mode: 0o700 });
+    const fd = openSync(join(tmp, path), "wx", mode);
+    writeSync(fd, bytes);
+    fsyncSync(fd);
+    closeSync(fd);
   };
   const workerd = gunzipSync(new Uint8Array(getRawAsset("workerd.gz")));
   if (createHash("sha256").update(workerd).digest("hex") !== manifest.workerdSha256) throw new Error("the binary's workerd is damaged (sha256 differs)");
   put("workerd", workerd, 0o700);
-  chmodSync(join(tmp, "workerd"), 0o700);
   for (const m of manifest.worker) put(`worker/${m.name}`, new Uint8Array(getRawAsset(`worker/${m.name}`)));
   for (const path of manifest.console ?? []) put(`console/${path}`, new Uint8Array(getRawAsset(`console/${path}`)));
   put("console-assets.js", new Uint8Array(getRawAsset("console-assets.js")));
-  writeFileSync(join(tmp, ".complete"), `${manifest.hash}\n`);
+  put(".complete", `${manifest.hash}\n`);
+  for (const d of [join(tmp, "worker"), join(tmp, "console"), tmp]) if (existsSync(d)) syncDirectory(d);
   renameSync(tmp, dir);
+  syncDirectory(runtimes);
   return parts;
+}
+
+/** Whether `dir` holds this build's parts, whole and this user's; a directory that does not is removed. */
+function unpacked(dir) {
+  if (!existsSync(dir)) return false;
+  try {
+    ownDirectory(dir);
+    const workerd = lstatSync(join(dir, "workerd"));
+    const mine = workerd.isFile() && workerd.uid === process.getuid?.() && (workerd.mode & 0o022) === 0;
+    if (mine && workerd.size === manifest.workerdSize && existsSync(join(dir, ".complete"))) return true;
+  } catch {
+    // not whole: made again below
+  }
+  rmSync(dir, { recursive: true, force: true });
+  return false;
+}
+
+/** Refuses a path that is not a real directory of this user, or that others may write. */
+function ownDirectory(path) {
+  const st = lstatSync(path);
+  if (!st.isDirectory() || st.uid !== process.getuid?.() || (st.mode & 0o022) !== 0)
+    throw new Error(`${path} must be a directory of this user that nobody else may write (not a symbolic link): the binary runs workerd from it`);
+}
+
+function syncDirectory(path) {
+  const fd = openSync(path, "r");
+  fsyncSync(fd);
+  closeSync(fd);
 }

@@ -15,16 +15,17 @@
 // connection to one of them. The first, the home process, hosts the Durable Objects and the
 // console; the others reach the Durable Objects through it over HTTP on a Unix socket in the
 // data directory (worker/src/meta/remote.ts), and start taking connections once that socket exists.
-// One gateway per data directory: a second start on it is refused (DATA/serve.pid). The workerd
-// processes end with this one, however it ends (kill -9 included: `setpriv --pdeathsig`, where
-// the system has it), so a restart finds the port free.
+// One gateway per data directory: DATA/serve.lock is locked (flock) before anything there is
+// touched, and a second start on it is refused. The workerd processes end with this one, however
+// it ends (kill -9 included: `setpriv --pdeathsig`, where the system has it), so a restart finds
+// the port free; they hold the lock too until they are gone.
 //
 // Flags override the file key by key (--port changes only the port of "listen"). A configuration
 // that cannot be served (an unknown key or flag, a value of the wrong type, a bad Worker variable:
 // scripts/lib/shardgate-config.mjs, scripts/lib/worker-vars.mjs) stops it before workerd starts,
 // with one line on stderr and exit status 1.
-import { spawn } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { freePort, portAvailable } from "./free-port.mjs";
@@ -39,7 +40,6 @@ import { workerdConfig, workerVars } from "./workerd-config.mjs";
  * @typedef {object} ServingRuntime
  * @property {string} command   how the usage line names the command
  * @property {string} base      where relative paths (shardgate.json, .shardgate) resolve: the repository for npm start, the working directory for the binary
- * @property {string} marker    what /proc/PID/cmdline of a gateway serving a data directory contains (the lock's check)
  * @property {string} runtime   how the banner names what serves
  * @property {() => Promise<object>} wrangler  wrangler's parsed config (the fields workerdConfig reads)
  * @property {(dataDir: string) => RuntimeParts} parts  the Worker bundle, the console's files and workerd, ready to use
@@ -95,14 +95,14 @@ export async function serveGateway(argv, runtime) {
   config.masterKey ??= masterKey(config.dataDir);
   config.vars = consoleVars;
 
-  prepareDataDir(config, runtime.marker);
+  const lock = prepareDataDir(config);
   const host = config.ip.includes(":") ? `[${config.ip}]` : config.ip;
   const metaSocket = join(config.dataDir, "meta.sock");
   if (config.processes > 1 && Buffer.byteLength(metaSocket) > 100)
     startupFailure(new Error(`--processes needs a shorter data directory path (the Unix socket ${metaSocket} is too long)`));
   const parts = runtime.parts(config.dataDir);
   const writeConfig = configWriter({ config, wrangler, parts, host, consolePort, metaSocket });
-  const gone = startWorkerd({ config, host, metaSocket, workerdBin: parts.workerdBin, writeConfig });
+  const gone = startWorkerd({ config, host, metaSocket, workerdBin: parts.workerdBin, writeConfig, lock });
   await announce({
     config,
     host,
@@ -113,13 +113,18 @@ export async function serveGateway(argv, runtime) {
   });
 }
 
-/** Makes the data directory and its node directories (owner only), and takes it (DATA/serve.pid). */
-function prepareDataDir(config, marker) {
+/**
+ * Makes the data directory, takes it (lockDataDir), then makes its metadata and node directories
+ * (owner only). @returns the lock's descriptor, for the workerd processes to hold too
+ */
+function prepareDataDir(config) {
+  mkdirSync(config.dataDir, { recursive: true });
+  const lock = lockDataDir(config.dataDir);
   const diskPaths = config.nodes.filter((n) => n.type === "disk").map((n) => n.path);
   for (const dir of [join(config.dataDir, "meta"), ...diskPaths]) mkdirSync(dir, { recursive: true });
   // What an earlier version made before the umask above: the metadata whole, the node directories.
   restrictDirectories([config.dataDir, join(config.dataDir, "nodes"), ...diskPaths], [join(config.dataDir, "meta")]);
-  lockDataDir(config.dataDir, marker);
+  return lock;
 }
 
 /**
@@ -171,10 +176,11 @@ async function announce({ config, host, consolePort, runtime, quiet, gone }) {
  * Starts the workerd process (or, with --processes N, N of them on one listening socket) and
  * watches them: one gone ends them all. @returns whether any has exited
  */
-function startWorkerd({ config, host, metaSocket, workerdBin, writeConfig }) {
+function startWorkerd({ config, host, metaSocket, workerdBin, writeConfig, lock }) {
   const children = watchChildren();
   if (config.processes === 1) {
-    children.watch(spawnTied(workerdBin, ["serve", writeConfig("single"), "--experimental"], { cwd: config.dataDir, stdio: ["ignore", "inherit", "inherit"] }));
+    const stdio = /** @type {const} */ (["ignore", "inherit", "inherit", lock]);
+    children.watch(spawnTied(workerdBin, ["serve", writeConfig("single"), "--experimental"], { cwd: config.dataDir, stdio }));
     return children.gone;
   }
   const home = writeConfig("home");
@@ -187,7 +193,7 @@ function startWorkerd({ config, host, metaSocket, workerdBin, writeConfig }) {
   listener.on("error", (e) => startupFailure(new Error(`cannot listen on ${host}:${config.port}: ${e.message}`)));
   listener.listen({ host: config.ip, port: config.port, backlog: 4096 }, () => {
     const fd = /** @type {any} */ (listener)._handle.fd;
-    const stdio = /** @type {const} */ (["ignore", "inherit", "inherit", fd]);
+    const stdio = /** @type {const} */ (["ignore", "inherit", "inherit", fd, lock]);
     children.watch(spawnTied(workerdBin, ["serve", home, "--experimental", "--socket-fd", "http=3"], { cwd: config.dataDir, stdio }));
     // The others wait for the home process's metadata socket before they take connections (at
     // most 60 s: then the wait fails, and with it the whole gateway).
@@ -221,7 +227,7 @@ function watchChildren() {
       // One process gone ends them all: a gateway serving part of its connections is not one to keep.
       console.error(`shardgate: workerd exited (${signal ?? code})`);
       for (const other of children) if (other !== child) other.kill("SIGTERM");
-      process.exit(code ?? 1);
+      process.exit(code || 1); // an exit nobody asked for is a failure, whatever its status
     });
   };
   return { watch, gone: () => children.some((c) => c.exitCode !== null) };
@@ -238,47 +244,58 @@ function spawnTied(command, args, options) {
   return existsSync(SETPRIV) ? spawn(SETPRIV, ["--pdeathsig", "TERM", "--", command, ...args], options) : spawn(command, args, options);
 }
 
+const FLOCK = "/usr/bin/flock";
+/** How long a start waits for the lock: a gateway just killed is still stopping its workerd. */
+const LOCK_WAIT_S = 10;
+
 /**
  * Makes this the one gateway serving `dir`: two on the same metadata would each believe they own
- * its Durable Objects (and, with --processes, its metadata socket). DATA/serve.pid names the one
- * that serves it; one left by a gateway that is gone (kill -9) is taken over.
- * @param {string} dir @param {string} marker what a serving gateway's command line contains
+ * its Durable Objects (and, with --processes, its metadata socket). DATA/serve.lock is locked with
+ * flock(2) (util-linux's flock on a descriptor this process opened and keeps): the lock belongs to
+ * that open file, which the workerd processes inherit, so it lasts while any of them runs and goes
+ * with the last, however they end. No pid to trust, whoever started the gateway and however (a
+ * relative path, a symlink, `npm start` or the binary). Without flock (not Linux): DATA/serve.pid.
+ * @param {string} dir @returns {number | "ignore"} the descriptor the workerd processes inherit
  */
-function lockDataDir(dir, marker) {
+function lockDataDir(dir) {
+  if (!existsSync(FLOCK)) {
+    pidLock(dir);
+    return "ignore";
+  }
+  const fd = openSync(join(dir, "serve.lock"), "a", 0o600);
+  const taken = spawnSync(FLOCK, ["-w", String(LOCK_WAIT_S), "-E", "75", "3"], { stdio: ["ignore", "ignore", "inherit", fd] });
+  if (taken.status === 75) startupFailure(new Error(`another gateway serves ${dir} (its serve.lock is held): stop it first, or use another --data-dir`));
+  if (taken.status !== 0)
+    startupFailure(new Error(`could not lock ${join(dir, "serve.lock")} (flock: ${taken.error?.message ?? taken.status ?? taken.signal})`));
+  return fd;
+}
+
+/** The lock where flock is missing: DATA/serve.pid names the gateway; one left by a gateway that is gone is taken over. */
+function pidLock(dir) {
   const file = join(dir, "serve.pid");
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       writeFileSync(file, `${process.pid}\n`, { flag: "wx", mode: 0o600 });
       process.on("exit", () => {
-        try {
-          if (readFileSync(file, "utf8").trim() === String(process.pid)) rmSync(file, { force: true });
-        } catch {
-          // gone with its directory
-        }
+        if (existsSync(file) && readFileSync(file, "utf8").trim() === String(process.pid)) rmSync(file, { force: true });
       });
       return;
     } catch (e) {
       if (e.code !== "EEXIST") throw e;
     }
     const pid = Number(readFileSync(file, "utf8").trim());
-    if (serving(pid, marker)) startupFailure(new Error(`another gateway (pid ${pid}) serves ${dir}: stop it first, or use another --data-dir`));
+    if (running(pid)) startupFailure(new Error(`another gateway (pid ${pid}) serves ${dir}: stop it first, or use another --data-dir`));
     rmSync(file, { force: true });
   }
   startupFailure(new Error(`could not take ${file}: another gateway is starting on ${dir}`));
 }
 
-/** Whether `pid` is a running gateway (not a process that took a dead gateway's pid). */
-function serving(pid, marker) {
+function running(pid) {
   if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid) return false;
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(marker);
+    process.kill(pid, 0);
+    return true;
   } catch {
-    // no /proc (not Linux): whether it runs at all
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
+    return false;
   }
 }

@@ -6,7 +6,7 @@
 // the same data directory reads back every byte.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -69,6 +69,17 @@ function workerdOf(dataDir: string): number[] {
     .map(Number);
 }
 
+/** Runs `command` to its end in `cwd`: its exit status and stderr. */
+function runToEnd(command: string, args: string[], cwd: string): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd, stdio: ["ignore", "ignore", "pipe"], env: { PATH: "/usr/bin:/bin", HOME: home, ...ENV } });
+    let stderr = "";
+    child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.on("error", (e) => resolve({ code: null, stderr: String(e) }));
+    child.on("exit", (code) => resolve({ code, stderr }));
+  });
+}
+
 describe("the one-file binary", () => {
   it("is one executable file that names its build", () => {
     expect(statSync(binary).mode & 0o111).not.toBe(0);
@@ -87,6 +98,31 @@ describe("the one-file binary", () => {
     expect(lines[0]).toContain("parityShards");
     expect(existsSync(join(home, "never"))).toBe(false);
   });
+
+  it("refuses a runtime directory that is a symbolic link, and unpacks again a build directory that is not whole", async () => {
+    const dataDir = join(home, "planted");
+    const elsewhere = join(scratch, "elsewhere");
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    mkdirSync(join(elsewhere, "keep"), { recursive: true });
+    writeFileSync(join(elsewhere, "keep", "notes.txt"), "mine");
+    symlinkSync(elsewhere, join(dataDir, "runtime"));
+    const port = await freePort();
+    const refused = await runToEnd(binary, ["--data-dir", dataDir, "--port", String(port), "--console-port", String(await freePort())], home);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("not a symbolic link");
+    expect(readFileSync(join(elsewhere, "keep", "notes.txt"), "utf8")).toBe("mine");
+    rmSync(join(dataDir, "runtime"));
+    // A build directory cut short (a crash while unpacking, a truncated workerd): made again, then served.
+    const served = await start(["--data-dir", "planted", "--port", String(port), "--console-port", String(await freePort())]);
+    const [build] = readdirSync(join(dataDir, "runtime"));
+    served.child.kill("SIGTERM");
+    await new Promise((r) => served.child.once("exit", r));
+    truncateSync(join(dataDir, "runtime", build as string, "workerd"), 0);
+    const again = await start(["--data-dir", "planted", "--port", String(port), "--console-port", String(await freePort())]);
+    expect(statSync(join(dataDir, "runtime", build as string, "workerd")).size).toBeGreaterThan(1_000_000);
+    again.child.kill("SIGTERM");
+    await new Promise((r) => again.child.once("exit", r));
+  }, 120_000);
 
   it("serves S3 and the console, survives kill -9 and reads back every byte after a restart", async () => {
     const port = await freePort();
@@ -122,6 +158,18 @@ describe("the one-file binary", () => {
       const got = await s3.send(new GetObjectCommand({ Bucket: "kept", Key }));
       expect(Buffer.from(await (got.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray()).equals(Body), Key).toBe(true);
     }
+    // A second gateway on the same data directory is refused, started by a relative path or by
+    // `npm start` (the lock is a flock on DATA/serve.lock, not a pid to recognise): after its wait.
+    const ports = ["--port", String(await freePort()), "--console-port", String(await freePort())];
+    const [viaPath, viaNpm] = await Promise.all([
+      runToEnd("./shardgate", ["--data-dir", "home/data", ...ports], scratch),
+      runToEnd(process.execPath, [join(root, "scripts/serve.mjs"), "--data-dir", join(home, "data"), ...ports], root),
+    ]);
+    for (const run of [viaPath, viaNpm]) {
+      expect(run.code, run.stderr).toBe(1);
+      expect(run.stderr).toContain("another gateway serves");
+    }
+    expect((await fetch(`${endpoint}/_shardgate/health`)).status).toBe(200);
     // The admin CLI is in the same file.
     const status = spawnSync(binary, ["status", "--json", "--endpoint", endpoint], {
       encoding: "utf8",
