@@ -290,11 +290,19 @@ export function parseSize(text, flag) {
   return n;
 }
 
+/** A count: a whole number, or none (null). */
+function parseCount(text, flag) {
+  if (text === "none") return null;
+  if (!/^[0-9]{1,15}$/.test(text)) throw new UsageError(`${flag}: expected a whole number or none; got ${clean(text, 40)}.`);
+  return Number(text);
+}
+
 function quotaText(answer) {
   const { quota, usage } = answer;
   const of = (used, max, show) => (max === null || max === undefined ? `${show(used)} (no limit)` : `${show(used)} of ${show(max)}`);
+  const pending = usage.pending > 0 ? ` (${bytes(usage.pending)} of it in uploads in progress)` : "";
   return fields([
-    ["bytes", of(usage.bytes, quota?.maxBytes, bytes)],
+    ["bytes", `${of(usage.bytes + (usage.pending ?? 0), quota?.maxBytes, bytes)}${pending}`],
     ["objects", of(usage.objects, quota?.maxObjects, String)],
   ]);
 }
@@ -312,7 +320,7 @@ async function quotaSet(ctx) {
   // A limit not given keeps its value.
   const body = {
     maxBytes: maxBytes === undefined ? (current.quota?.maxBytes ?? null) : parseSize(maxBytes, "--max-bytes"),
-    maxObjects: maxObjects === undefined ? (current.quota?.maxObjects ?? null) : maxObjects,
+    maxObjects: maxObjects === undefined ? (current.quota?.maxObjects ?? null) : parseCount(maxObjects, "--max-objects"),
   };
   const answer = expectObject(
     await ctx.client().admin("PUT", ["buckets", ctx.args.NAME, "quota"], { body: JSON.stringify(body), headers: { "content-type": "application/json" } }),
@@ -780,7 +788,7 @@ export const COMMANDS = [
     summary: "Set a bucket's hard quota: writes that would exceed it are refused (403 QuotaExceeded).",
     flags: {
       "max-bytes": string("The most bytes it may store: 500MB, 10GiB, a number of bytes, or none.", "SIZE"),
-      "max-objects": integer("The most objects (versions) it may store.", "N", 0),
+      "max-objects": string("The most objects (versions) it may store, or none.", "N"),
     },
     example: "shardgate bucket quota set photos --max-bytes 10GiB --max-objects 100000",
     run: quotaSet,

@@ -110,6 +110,9 @@ describe("bucket quotas", () => {
     for (const size of ["-1", "1.5.5", "10 parsecs", "99999999999999999999", "1e3"])
       expect(oneLineError(await cli(["bucket", "quota", "set", "cli-quota", "--max-bytes", size]), 2), size).toContain("--max-bytes");
     expect(oneLineError(await cli(["bucket", "quota", "set", "cli-quota"]), 2)).toContain("--max-bytes");
+    expect(oneLineError(await cli(["bucket", "quota", "set", "cli-quota", "--max-objects", "-3"]), 2)).toContain("--max-objects");
+    await ok(["bucket", "quota", "set", "cli-quota", "--max-objects", "none"]);
+    expect((await okJson<{ quota: unknown }>(["bucket", "quota", "get", "cli-quota"])).quota).toEqual({ maxBytes: 1024, maxObjects: null });
     await ok(["bucket", "quota", "clear", "cli-quota"]);
     expect((await okJson<{ quota: unknown }>(["bucket", "quota", "get", "cli-quota"])).quota).toBeNull();
     expect((await s3.fetch(`${gateway.base}/cli-quota/b`, { method: "PUT", body: "b".repeat(100) })).status).toBe(200);

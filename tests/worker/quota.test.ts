@@ -11,7 +11,11 @@ import { randomBytes } from "../shared/core-suite";
 import { shardFiles } from "./nodes";
 import { GATEWAY, s3, s3ok } from "./signed";
 
-type Answer = { bucket: string; quota: { maxBytes: number | null; maxObjects: number | null } | null; usage: { bytes: number; objects: number } };
+type Answer = {
+  bucket: string;
+  quota: { maxBytes: number | null; maxObjects: number | null } | null;
+  usage: { bytes: number; objects: number; pending: number };
+};
 
 const code = (xml: string) => /<Code>([^<]*)<\/Code>/.exec(xml)?.[1];
 const VERSIONED = `<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>Enabled</Status></VersioningConfiguration>`;
@@ -26,8 +30,14 @@ async function setQuota(bucket: string, quota: { maxBytes?: number | null; maxOb
   return (await res.json()) as Answer;
 }
 
-async function usage(bucket: string): Promise<Answer["usage"]> {
-  return ((await (await admin("GET", `/buckets/${bucket}/quota`)).json()) as Answer).usage;
+/** The bucket's usage: stored bytes and objects (uploads in progress: `pending`, checked where it matters). */
+async function usage(bucket: string): Promise<Omit<Answer["usage"], "pending">> {
+  const { pending: _, ...stored } = ((await (await admin("GET", `/buckets/${bucket}/quota`)).json()) as Answer).usage;
+  return stored;
+}
+
+async function pending(bucket: string): Promise<number> {
+  return ((await (await admin("GET", `/buckets/${bucket}/quota`)).json()) as Answer).usage.pending;
 }
 
 /** A PUT's status and error code (null for a success). */
@@ -106,22 +116,34 @@ describe("bucket quotas", () => {
     expect(await put("/q-versions/k", "y".repeat(400))).toEqual([200, null]);
   });
 
-  it("a completion over the quota is refused and its upload stays, to abort or complete once there is room; its parts count once completed", async () => {
-    await setQuota("q-multipart", { maxBytes: 300_000 });
-    const part = randomBytes(400_000, 3);
-    const start = async () => /<UploadId>([^<]+)</.exec(await (await s3ok("/q-multipart/big?uploads", { method: "POST" })).text())?.[1] as string;
-    const uploadId = await start();
-    const etag = (await s3ok(`/q-multipart/big?partNumber=1&uploadId=${uploadId}`, { method: "PUT", body: part })).headers.get("etag");
-    expect(await usage("q-multipart")).toEqual({ bytes: 0, objects: 0 });
-    const complete = `<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>${etag}</ETag></Part></CompleteMultipartUpload>`;
-    const refused = await s3(`/q-multipart/big?uploadId=${uploadId}`, { method: "POST", body: complete });
-    expect(refused.status).toBe(403);
-    expect(code(await refused.text())).toBe("QuotaExceeded");
-    expect((await s3("/q-multipart/big", { method: "HEAD" })).status).toBe(404);
-    expect((await s3ok(`/q-multipart/big?uploadId=${uploadId}`)).status).toBe(200); // the upload is still there
-    await setQuota("q-multipart", { maxBytes: 400_000 });
+  it("counts the parts of uploads in progress: a part past the quota is refused (the upload stays), a completion turns them into the object's bytes", async () => {
+    await setQuota("q-multipart", { maxBytes: 500_000 });
+    const uploadId = /<UploadId>([^<]+)</.exec(await (await s3ok("/q-multipart/big?uploads", { method: "POST" })).text())?.[1] as string;
+    const part = (n: number, size: number) => s3(`/q-multipart/big?partNumber=${n}&uploadId=${uploadId}`, { method: "PUT", body: randomBytes(size, n) });
+    const first = await part(1, 400_000);
+    expect(first.status).toBe(200);
+    expect(await pending("q-multipart")).toBe(400_000);
+    // A second part would keep 800,000 bytes on the nodes: refused, and the upload goes on.
+    const second = await part(2, 400_000);
+    expect(second.status).toBe(403);
+    expect(code(await second.text())).toBe("QuotaExceeded");
+    expect(await pending("q-multipart")).toBe(400_000);
+    // The same part again replaces it: it grows nothing.
+    const again = await part(1, 400_000);
+    expect(again.status).toBe(200);
+    const complete = `<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>${again.headers.get("etag")}</ETag></Part></CompleteMultipartUpload>`;
+    // Completing grows nothing either (its parts become its bytes), even under a quota lowered meanwhile.
+    await setQuota("q-multipart", { maxBytes: 100_000 });
     await s3ok(`/q-multipart/big?uploadId=${uploadId}`, { method: "POST", body: complete });
     expect(await usage("q-multipart")).toEqual({ bytes: 400_000, objects: 1 });
+    expect(await pending("q-multipart")).toBe(0);
+    // An aborted upload frees its parts.
+    await setQuota("q-multipart", { maxBytes: 1_000_000 });
+    const other = /<UploadId>([^<]+)</.exec(await (await s3ok("/q-multipart/other?uploads", { method: "POST" })).text())?.[1] as string;
+    await s3ok(`/q-multipart/other?partNumber=1&uploadId=${other}`, { method: "PUT", body: randomBytes(300_000, 9) });
+    expect(await pending("q-multipart")).toBe(300_000);
+    await s3ok(`/q-multipart/other?uploadId=${other}`, { method: "DELETE" }, 204);
+    expect(await pending("q-multipart")).toBe(0);
   });
 
   it("of eight racing writers exactly as many win as fit, and the refused ones' shard files are collected", async () => {

@@ -10,7 +10,8 @@ export interface Quota {
 
 export interface QuotaState {
   quota: Quota | null;
-  usage: { bytes: number; objects: number };
+  /** Bytes and objects stored; bytes in the parts of uploads in progress. */
+  usage: { bytes: number; objects: number; pending: number };
 }
 
 const path = (bucket: string) => `buckets/${encodeSegment(bucket)}/quota`;

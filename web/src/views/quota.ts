@@ -64,7 +64,8 @@ async function load(view: QuotaView): Promise<void> {
   }
   const { quota, usage } = state;
   const of = (used: string, max: string | null) => (max === null ? `${used} (no limit)` : `${used} of ${max}`);
-  const bytes = of(humanSize(usage.bytes), quota?.maxBytes != null ? humanSize(quota.maxBytes) : null);
+  const inUploads = usage.pending > 0 ? ` (${humanSize(usage.pending)} in uploads in progress)` : "";
+  const bytes = of(humanSize(usage.bytes + usage.pending), quota?.maxBytes != null ? humanSize(quota.maxBytes) : null) + inUploads;
   const objects = of(String(usage.objects), quota?.maxObjects != null ? String(quota.maxObjects) : null);
   view.summary.textContent = quota ? `Quota: ${bytes}` : "Quota: none";
   mount(view.status, h("p", { id: "quota-usage" }, `Stored: ${bytes}; objects: ${objects}.`));

@@ -228,11 +228,15 @@ export class BucketIndex extends DurableObject {
   }
 
   /** Records an uploaded part; the part it replaced (to delete), or not ok: no such upload. */
-  async putPart(uploadId: string, key: string, part: PartRecord): Promise<{ ok: true; previous: PartRecord | null } | { ok: false }> {
-    return this.ctx.storage.transactionSync(() => {
+  async putPart(
+    uploadId: string,
+    key: string,
+    part: PartRecord,
+  ): Promise<{ ok: true; previous: PartRecord | null } | { ok: false; reason: "NoSuchUpload" | QuotaRefusal }> {
+    return this.refusingOverQuota(() => {
       const upload = uploads.getUpload(this.sql, uploadId);
-      if (!upload || upload.key !== key) return { ok: false as const };
-      return { ok: true as const, previous: uploads.upsertPart(this.sql, uploadId, part) };
+      if (!upload || upload.key !== key) return { ok: false as const, reason: "NoSuchUpload" as const };
+      return { ok: true as const, previous: quota.withinQuota(this.sql, () => uploads.upsertPart(this.sql, uploadId, part)) };
     });
   }
 
@@ -261,9 +265,10 @@ export class BucketIndex extends DurableObject {
         const unused = uploads.unusedParts(this.sql, uploadId, record.key, used);
         if (typeof unused === "string") return { ok: false, reason: unused };
         const now = Date.now();
-        const put = objects.commit(this.sql, record, { ...condition, integrity: true }, this.settings.lockConfig(), heal, now);
+        // Its parts become the object: they leave the upload in the commit's quota check.
+        const dropUpload = () => void uploads.deleteUpload(this.sql, uploadId);
+        const put = objects.commit(this.sql, record, { ...condition, integrity: true }, this.settings.lockConfig(), heal, now, dropUpload);
         if (put.refused) return { ok: false, reason: put.refused };
-        uploads.deleteUpload(this.sql, uploadId);
         this.notify(created(record, put.change.versionId, "CompleteMultipartUpload", now));
         return { ok: true, ...put.change, unused, expiry: this.settings.expiryOf(record) };
       }),

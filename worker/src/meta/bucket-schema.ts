@@ -4,7 +4,7 @@
 // meta/uploads.ts, the heal queue meta/heal-queue.ts, garbage meta/stored-parts.ts, the browser
 // path's sessions meta/direct-sessions.ts.
 import { OUTBOX_SCHEMA } from "./outbox";
-import { QUOTA_SCHEMA } from "./quota";
+import { PENDING_SCHEMA, QUOTA_SCHEMA } from "./quota";
 import { UPLOADS_SCHEMA } from "./uploads";
 import { VERSIONS_SCHEMA } from "./versions";
 
@@ -83,4 +83,6 @@ export const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
   // Event notifications: the configuration, the outbox written in the commits' transactions, its
   // dead letters and what the cap dropped (meta/outbox.ts).
   OUTBOX_SCHEMA,
+  // Quotas count the parts of uploads in progress too (meta/quota.ts).
+  PENDING_SCHEMA,
 ];

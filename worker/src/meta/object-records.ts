@@ -43,7 +43,8 @@ export function lookup(sql: SqlStorage, key: string, versionId: string | null | 
 /**
  * Makes `record` the current version of its key if `condition` holds and object lock allows it
  * (with `lock`, the bucket's configuration); `healReason` queues it for heal (null: it needs
- * none). Why it was refused, else what the new version replaced.
+ * none); `alongside` runs right after the write, within its quota check. Why it was refused, else
+ * what the new version replaced.
  */
 export function commit(
   sql: SqlStorage,
@@ -52,13 +53,19 @@ export function commit(
   lock: LockConfig | null,
   healReason: string | null,
   now: number,
+  alongside?: () => void,
 ): { refused: ConditionRefusal | LockRefusal } | { refused: null; change: versions.VersionChange } {
   const refused = conditionRefusal(currentRecord(sql, record.key), condition);
   if (refused) return { refused };
   const locked = withLock(record, condition, lock);
   if (typeof locked === "string") return { refused: locked };
-  // Over the bucket's quota, quota.withinQuota throws: the caller's transaction rolls back.
-  const change = quota.withinQuota(sql, () => versions.putVersion(sql, locked));
+  // Over the bucket's quota (counting what `alongside` frees: a completion's parts), quota.withinQuota
+  // throws: the caller's transaction rolls back.
+  const change = quota.withinQuota(sql, () => {
+    const put = versions.putVersion(sql, locked);
+    alongside?.();
+    return put;
+  });
   heal.replace(sql, record.key, healReason, now);
   return { refused: null, change };
 }

@@ -1,14 +1,16 @@
 // A bucket's quota (hard limits on its stored bytes and its objects, set through the admin API)
-// and its usage. The usage is kept exact by SQLite triggers on `objects` and `versions`: whatever
-// adds, replaces or removes a version (a put, a copy, a completion, a delete, a lifecycle
-// expiration) moves the totals in its own transaction, so no code path can forget to. Every
-// version that is not a delete marker counts, current or not (a versioned bucket's old versions
-// take space); multipart uploads in progress do not (their parts count once completed).
+// and its usage. The usage is kept exact by SQLite triggers on `objects`, `versions` and `parts`:
+// whatever adds, replaces or removes a version (a put, a copy, a completion, a delete, a lifecycle
+// expiration) or a part of an upload in progress moves the totals in its own transaction, so no
+// code path can forget to. Every version that is not a delete marker counts, current or not (a
+// versioned bucket's old versions take space); so do the parts of uploads in progress (`pending`
+// bytes, which a completion turns into its object's): the byte limit holds for what the bucket
+// keeps on the nodes, uploads included.
 //
-// A write that would take the bucket over its quota is rolled back: commit() runs the write, and
-// checkQuota() then throws QuotaExceeded inside the transaction, which BucketIndex answers as the
-// write's refusal. A write that does not grow the usage (an overwrite with fewer bytes, a delete)
-// always passes, also over a quota lowered below the usage.
+// A write that would take the bucket over its quota is rolled back: the write runs within
+// withinQuota(), which then throws QuotaExceeded inside the transaction, and BucketIndex answers it
+// as the write's refusal. A write that does not grow the usage (an overwrite with fewer bytes, a
+// delete, a completion) always passes, also over a quota lowered below the usage.
 
 /** Schema version of the bucket index that adds quotas (see BUCKET_INDEX_SCHEMA). */
 export const QUOTA_SCHEMA: readonly string[] = [
@@ -38,11 +40,22 @@ export interface Quota {
   maxObjects: number | null;
 }
 
-/** What a bucket stores: the bytes and the count of its versions that are not delete markers. */
+/** What a bucket stores: the bytes and the count of its versions that are not delete markers, and the bytes of its uploads' parts. */
 export interface Usage {
   bytes: number;
   objects: number;
+  pending: number;
 }
+
+/** Schema version that counts the parts of uploads in progress (after QUOTA_SCHEMA). */
+export const PENDING_SCHEMA: readonly string[] = [
+  "ALTER TABLE usage ADD COLUMN pending INTEGER NOT NULL DEFAULT 0",
+  "UPDATE usage SET pending = (SELECT COALESCE(SUM(json_extract(record, '$.size')), 0) FROM parts)",
+  "CREATE TRIGGER usage_parts_insert AFTER INSERT ON parts BEGIN UPDATE usage SET pending = pending + json_extract(NEW.record, '$.size'); END",
+  "CREATE TRIGGER usage_parts_delete AFTER DELETE ON parts BEGIN UPDATE usage SET pending = pending - json_extract(OLD.record, '$.size'); END",
+  `CREATE TRIGGER usage_parts_update AFTER UPDATE OF record ON parts
+     BEGIN UPDATE usage SET pending = pending - json_extract(OLD.record, '$.size') + json_extract(NEW.record, '$.size'); END`,
+];
 
 /** Thrown inside a write's transaction (rolling it back) when the write would exceed the quota. */
 export class QuotaExceeded extends Error {
@@ -52,8 +65,8 @@ export class QuotaExceeded extends Error {
 }
 
 export function usageOf(sql: SqlStorage): Usage {
-  const row = sql.exec<{ bytes: number; objects: number }>("SELECT bytes, objects FROM usage WHERE id = 1").toArray()[0];
-  return { bytes: row?.bytes ?? 0, objects: row?.objects ?? 0 };
+  const row = sql.exec<{ bytes: number; objects: number; pending: number }>("SELECT bytes, objects, pending FROM usage WHERE id = 1").toArray()[0];
+  return { bytes: row?.bytes ?? 0, objects: row?.objects ?? 0, pending: row?.pending ?? 0 };
 }
 
 /** The bucket's quota, or null when it has none. */
@@ -77,7 +90,8 @@ export function withinQuota<T>(sql: SqlStorage, write: () => T): T {
   const before = usageOf(sql);
   const result = write();
   const after = usageOf(sql);
-  if (quota.maxBytes !== null && after.bytes > quota.maxBytes && after.bytes > before.bytes) throw new QuotaExceeded("bytes");
+  const [was, is] = [before.bytes + before.pending, after.bytes + after.pending];
+  if (quota.maxBytes !== null && is > quota.maxBytes && is > was) throw new QuotaExceeded("bytes");
   if (quota.maxObjects !== null && after.objects > quota.maxObjects && after.objects > before.objects) throw new QuotaExceeded("objects");
   return result;
 }

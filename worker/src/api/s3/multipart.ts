@@ -189,7 +189,7 @@ async function commitPart(
   const result = await bucketIndex(ctx, bucket).putPart(upload.uploadId, upload.key, record);
   if (!result.ok) {
     ctx.waitUntil(removeParts(ctx.config.nodes, [record.part]));
-    throw noSuchUpload();
+    throw result.reason === "NoSuchUpload" ? noSuchUpload() : writeRefused(result.reason);
   }
   if (result.previous) ctx.waitUntil(removeParts(ctx.config.nodes, [result.previous.part]));
   return record;
