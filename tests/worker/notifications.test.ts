@@ -305,7 +305,7 @@ describe("the outbox", () => {
     await s3ok(`/${b}/k`, { method: "PUT", body: "22" });
     await s3ok(`/${b}/other`, { method: "PUT", body: "333" });
     const stub = env.BUCKET_INDEX.get(env.BUCKET_INDEX.idFromName(b));
-    const policy = { firstMs: 1000, maxMs: 1000, attempts: 2, cap: 100 };
+    const policy = { firstMs: 1000, maxMs: 1000, attempts: 2, cap: 100, timeoutMs: 1000 };
     const seen = await runInDurableObject(stub, async (instance: BucketIndex) => {
       const outbox = (instance as unknown as { outbox: Outbox }).outbox;
       const far = Date.now() + 3_600_000;

@@ -40,7 +40,8 @@ export default {
   },
 } satisfies ExportedHandler<Env>;
 export { JobScheduler } from "./jobs/scheduler";
-export { BucketIndex } from "./meta/bucket-index";
+// The bucket index with its notification delivery (jobs/bucket-jobs.ts), under the binding's class name.
+export { BucketIndexWithDelivery as BucketIndex } from "./jobs/bucket-jobs";
 export { BucketRegistry } from "./meta/registry";
 export { KeyStore } from "./meta/key-store";
 export { MetricsStore } from "./meta/metrics-store";

@@ -18,7 +18,7 @@ import * as queue from "./heal-queue";
 import { type LifecycleCounts, lifecycleStep } from "./lifecycle-rules";
 import * as listing from "./listing";
 import type { CreatedBy, NotificationRule } from "./notification-rules";
-import { type ObjectEvent, Outbox, type OutboxRow } from "./outbox";
+import { type ObjectEvent, Outbox, type OutboxRow, retryPolicy } from "./outbox";
 import type { LockConfig } from "./object-lock";
 import * as objects from "./object-records";
 import { migrate } from "./schema";
@@ -29,17 +29,16 @@ import { NoSuchBucketError, type QuotaRefusal, type UploadInfo, type VersioningS
 import * as quota from "./quota";
 import * as uploads from "./uploads";
 import * as versions from "./versions";
-import { deliverOutbox, retryPolicy } from "./webhook-delivery";
 import { metrics } from "../observability/metrics";
 
 /** Versions one lifecycle call visits at most (a key's versions are never split). */
 const LIFECYCLE_BATCH = 2000;
 
 export class BucketIndex extends DurableObject {
-  private readonly sql: SqlStorage;
+  protected readonly sql: SqlStorage;
   private readonly settings: BucketSettings;
   /** Event notifications: the configuration and the outbox (meta/outbox.ts). */
-  private readonly outbox: Outbox;
+  protected readonly outbox: Outbox;
   /** What the write being committed queued or dropped (notify), settled after its transaction (writing). */
   private batch = { queued: 0, dropped: 0 };
 
@@ -286,7 +285,7 @@ export class BucketIndex extends DurableObject {
 
   /**
    * The alarm: aborts stale uploads (uploads.ts STALE_UPLOAD_MS), a bounded batch per run; delivers
-   * the outbox's due events (webhook-delivery.ts, bounded too); set again for whichever is due next.
+   * the outbox's due events (deliverEvents); set again for whichever is due next.
    */
   override async alarm(): Promise<void> {
     this.ctx.storage.transactionSync(() => stored.addGarbage(this.sql, uploads.abortStale(this.sql, Date.now()), Date.now()));
@@ -304,7 +303,7 @@ export class BucketIndex extends DurableObject {
     if (current === null || current > due) await this.ctx.storage.setAlarm(due);
   }
 
-  // --- event notifications (meta/outbox.ts, meta/webhook-delivery.ts) ---------------------------
+  // --- event notifications (meta/outbox.ts; delivered by jobs/bucket-jobs.ts) -------------------
 
   /** The notification configuration ([]: none). */
   async notificationConfiguration(): Promise<NotificationRule[]> {
@@ -374,18 +373,12 @@ export class BucketIndex extends DurableObject {
     if (at === null || at > now) await this.ctx.storage.setAlarm(now);
   }
 
-  /** One delivery run; whether it tried any row. Logs and swallows its errors (the rows stay for the next run). */
-  private async deliverEvents(): Promise<boolean> {
-    if (this.outbox.nextDue() === null) return false;
-    const name = this.sql.exec<{ name: string }>("SELECT name FROM bucket WHERE id = 1").toArray()[0]?.name ?? "";
-    try {
-      const run = await deliverOutbox(this.outbox, name, this.env, (f) => this.ctx.storage.transactionSync(f));
-      return run.delivered + run.failed > 0;
-    } catch (e) {
-      this.outbox.forget();
-      console.error(JSON.stringify({ notifications: { bucket: name, error: e instanceof Error ? e.message : String(e) } }));
-      return false;
-    }
+  /**
+   * One delivery run of the outbox; whether it tried any row. Metadata makes no request: the
+   * Durable Object the runtime runs (jobs/bucket-jobs.ts) delivers; this index alone keeps rows.
+   */
+  protected async deliverEvents(): Promise<boolean> {
+    return false;
   }
 
   // --- bucket settings (meta/bucket-settings.ts) ------------------------------------------------

@@ -4,7 +4,7 @@
 // commit and none is lost for one that did. Rows are generic (a target, the event's kind, key,
 // version, size, ETag, time and a sequencer that only grows), so that other consumers (bucket
 // replication) can use the same table with targets of their own. The deliverer (the index's alarm,
-// meta/webhook-delivery.ts) takes due rows, at most one per (target, key) and never one behind an
+// services/webhook-delivery.ts, run by jobs/bucket-jobs.ts) takes due rows, at most one per (target, key) and never one behind an
 // earlier row of its key, so events of one key reach a target in order; a failed row is retried
 // later (exponential backoff), and after its last attempt it moves to the dead letters, kept here
 // until the operator retries them (admin API). The outbox holds at most a cap of rows: past it a
@@ -79,6 +79,8 @@ export interface RetryPolicy {
   attempts: number;
   /** Rows the outbox (and the dead letters, each) hold at most. */
   cap: number;
+  /** How long one delivery attempt may take (ms). */
+  timeoutMs: number;
 }
 
 type Row = {
@@ -286,4 +288,38 @@ export class Outbox {
     this.pending = undefined;
     return n;
   }
+}
+
+/** What delivery reads from the Worker's variables. */
+export type DeliveryVars = Pick<
+  Cloudflare.Env,
+  | "SHARDGATE_WEBHOOKS"
+  | "SHARDGATE_NOTIFY_RETRY_MS"
+  | "SHARDGATE_NOTIFY_RETRY_MAX_MS"
+  | "SHARDGATE_NOTIFY_ATTEMPTS"
+  | "SHARDGATE_NOTIFY_MAX_PENDING"
+  | "SHARDGATE_NOTIFY_TIMEOUT_MS"
+  | "SHARDGATE_REGION"
+>;
+
+/** A positive whole number from a variable, or its default (config.ts loadConfig reports a bad value). */
+function positive(raw: string | undefined, fallback: number): number {
+  const n = raw !== undefined && /^[0-9]{1,15}$/.test(raw) ? Number(raw) : 0;
+  return n > 0 ? n : fallback;
+}
+
+/** The retry schedule and the cap, from the variables. */
+export function retryPolicy(env: DeliveryVars): RetryPolicy {
+  return {
+    firstMs: positive(env.SHARDGATE_NOTIFY_RETRY_MS, 1000),
+    maxMs: positive(env.SHARDGATE_NOTIFY_RETRY_MAX_MS, 3_600_000),
+    attempts: positive(env.SHARDGATE_NOTIFY_ATTEMPTS, 30),
+    cap: positive(env.SHARDGATE_NOTIFY_MAX_PENDING, 100_000),
+    timeoutMs: positive(env.SHARDGATE_NOTIFY_TIMEOUT_MS, 5000),
+  };
+}
+
+/** S3's sequencer of a row: its outbox sequence as fixed-width hex (compared as strings per key). */
+export function sequencer(seq: number): string {
+  return seq.toString(16).toUpperCase().padStart(16, "0");
 }

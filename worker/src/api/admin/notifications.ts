@@ -2,7 +2,7 @@
 // (the outbox's size, when its next row is due, the dead letters: the first N and their number,
 // and the events dropped at the outbox's cap) and `POST …/notifications/retry` (every dead letter
 // back in the outbox, delivered again in order, with its sequencer kept).
-import { sequencer } from "../../meta/webhook-delivery";
+import { sequencer } from "../../meta/outbox";
 import { bucketIndex, type RequestContext } from "../common/context";
 import { json } from "../common/json";
 

@@ -1,5 +1,5 @@
 // Delivering a bucket's outbox (meta/outbox.ts) to its webhook targets, from the bucket index's
-// alarm: the index is the only deliverer of its outbox, so a row is never sent twice at once and
+// alarm (jobs/bucket-jobs.ts runs it there): the index is the only deliverer of its outbox, so a row is never sent twice at once and
 // the order per key holds. One run takes due rows a batch at a time (at most BATCH, at most
 // CONCURRENCY POSTs at once, each with a timeout), for at most ROUNDS batches or BUDGET_MS, and
 // answers when the next row is due. Each event is one POST of S3's event message (Records[] with
@@ -11,7 +11,7 @@
 import { type WebhookTarget, parseWebhooks } from "../config-vars";
 import { hmacHex, importHmacKey } from "../auth/crypto";
 import { metrics } from "../observability/metrics";
-import type { Outbox, OutboxRow, RetryPolicy } from "./outbox";
+import { type DeliveryVars, type Outbox, type OutboxRow, retryPolicy, sequencer } from "../meta/outbox";
 
 /** Rows one batch takes. */
 const BATCH = 32;
@@ -21,43 +21,10 @@ const CONCURRENCY = 8;
 const ROUNDS = 8;
 const BUDGET_MS = 20_000;
 
-/** What delivery reads from the Worker's variables. */
-export type DeliveryVars = Pick<
-  Cloudflare.Env,
-  | "SHARDGATE_WEBHOOKS"
-  | "SHARDGATE_NOTIFY_RETRY_MS"
-  | "SHARDGATE_NOTIFY_RETRY_MAX_MS"
-  | "SHARDGATE_NOTIFY_ATTEMPTS"
-  | "SHARDGATE_NOTIFY_MAX_PENDING"
-  | "SHARDGATE_NOTIFY_TIMEOUT_MS"
-  | "SHARDGATE_REGION"
->;
-
-/** A positive whole number from a variable, or its default (config.ts loadConfig reports a bad value). */
-function positive(raw: string | undefined, fallback: number): number {
-  const n = raw !== undefined && /^[0-9]{1,15}$/.test(raw) ? Number(raw) : 0;
-  return n > 0 ? n : fallback;
-}
-
-/** The retry schedule and the cap, from the variables. */
-export function retryPolicy(env: DeliveryVars): RetryPolicy {
-  return {
-    firstMs: positive(env.SHARDGATE_NOTIFY_RETRY_MS, 1000),
-    maxMs: positive(env.SHARDGATE_NOTIFY_RETRY_MAX_MS, 3_600_000),
-    attempts: positive(env.SHARDGATE_NOTIFY_ATTEMPTS, 30),
-    cap: positive(env.SHARDGATE_NOTIFY_MAX_PENDING, 100_000),
-  };
-}
-
 /** The outbox targets the operator configured: "webhook:NAME" → the webhook. */
 export function webhookTargets(env: Pick<DeliveryVars, "SHARDGATE_WEBHOOKS">): Map<string, WebhookTarget> {
   const parsed = parseWebhooks(env.SHARDGATE_WEBHOOKS) ?? {};
   return new Map(Object.entries(parsed).map(([name, t]) => [`webhook:${name}`, t]));
-}
-
-/** S3's sequencer of a row: its outbox sequence as fixed-width hex (compared as strings per key). */
-export function sequencer(seq: number): string {
-  return seq.toString(16).toUpperCase().padStart(16, "0");
 }
 
 /** A key as S3's event messages carry it: URL-encoded, a space as "+", slashes kept. */
@@ -96,7 +63,7 @@ export async function signatureHeaders(secret: string, timestamp: number, body: 
 }
 
 /** POSTs one row; null when delivered, else why not. */
-async function post(bucket: string, env: DeliveryVars, targets: Map<string, WebhookTarget>, row: OutboxRow): Promise<string | null> {
+async function post(bucket: string, env: DeliveryVars, timeoutMs: number, targets: Map<string, WebhookTarget>, row: OutboxRow): Promise<string | null> {
   const target = targets.get(row.target);
   if (!target) return `no target ${row.target} is configured`;
   const body = eventMessage(bucket, env.SHARDGATE_REGION || "us-east-1", row);
@@ -106,8 +73,7 @@ async function post(bucket: string, env: DeliveryVars, targets: Map<string, Webh
     ...(await signatureHeaders(target.secret, Math.floor(Date.now() / 1000), body)),
   };
   try {
-    const timeout = positive(env.SHARDGATE_NOTIFY_TIMEOUT_MS, 5000);
-    const response = await fetch(target.url, { method: "POST", headers, body, redirect: "manual", signal: AbortSignal.timeout(timeout) });
+    const response = await fetch(target.url, { method: "POST", headers, body, redirect: "manual", signal: AbortSignal.timeout(timeoutMs) });
     await response.body?.cancel();
     return response.status >= 200 && response.status < 300 ? null : `HTTP ${response.status}`;
   } catch (e) {
@@ -143,7 +109,7 @@ export async function deliverOutbox(
   for (let round = 0; round < ROUNDS && Date.now() - started < BUDGET_MS; round++) {
     const rows = outbox.due(Date.now(), BATCH);
     if (rows.length === 0) break;
-    const errors = await mapBounded(rows, CONCURRENCY, (row) => post(bucket, env, targets, row));
+    const errors = await mapBounded(rows, CONCURRENCY, (row) => post(bucket, env, policy.timeoutMs, targets, row));
     const ok = rows.filter((_, i) => errors[i] === null).map((r) => r.seq);
     const failed = rows.flatMap((row, i) => (errors[i] === null ? [] : [{ row, error: errors[i] as string }]));
     let dead = 0;
