@@ -195,7 +195,7 @@ describe("the AWS CLI (v1) against the gateway", () => {
     await awsOk(["s3api", "put-object-acl", "--bucket", "cli-settings", "--key", "acl.txt", "--acl", "private"]);
     const refused = await aws(["s3api", "put-object-acl", "--bucket", "cli-settings", "--key", "acl.txt", "--acl", "public-read"]);
     expect(refused.code).not.toBe(0);
-    expect(refused.stderr).toContain("NotImplemented");
+    expect(refused.stderr).toContain("AccessControlListNotSupported");
   });
 
   it("aws s3api lifecycle: put/get/delete-bucket-lifecycle-configuration, Expiration on put-object, expiry once the clock moves on", async () => {

@@ -224,7 +224,7 @@ describe("boto3 against the gateway", () => {
     expect(r.deleted_tags).toEqual({ code: "NoSuchTagSet", status: 404 });
     expect(r.bucket_grants).toEqual([[r.owner, "FULL_CONTROL"]]);
     expect(r.object_grants).toEqual([[r.owner, "FULL_CONTROL"]]);
-    expect(r.public).toEqual({ code: "NotImplemented", status: 501 });
+    expect(r.public).toEqual({ code: "AccessControlListNotSupported", status: 400 });
     expect(r.object_tags).toEqual([
       ["alpha", ""],
       ["mid", "2"],

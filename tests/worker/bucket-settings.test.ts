@@ -95,7 +95,7 @@ describe("ACLs", () => {
     await expectError(await s3("/no-such-acl-bucket?acl"), 404, "NoSuchBucket");
   });
 
-  it("accepts the private canned ACL and an owner-only policy, refuses grants to others by name", async () => {
+  it("serves ACLs that give the owner FULL_CONTROL alone (canned, a grant header, a policy); refuses others as S3 with ACLs disabled does: 400 AccessControlListNotSupported, nothing stored", async () => {
     await s3ok("/acl-put", { method: "PUT", headers: { "x-amz-acl": "private" } });
     await s3ok("/acl-put/obj", { method: "PUT", body: "x", headers: { "x-amz-acl": "bucket-owner-full-control" } });
     await s3ok("/acl-put?acl", { method: "PUT", headers: { "x-amz-acl": "private" } });
@@ -104,19 +104,28 @@ describe("ACLs", () => {
     const acl = await (await s3ok("/acl-put/obj?acl")).text();
     await s3ok("/acl-put/obj?acl", { method: "PUT", body: acl });
 
-    const publicRead = await expectError(await s3("/acl-put/obj?acl", { method: "PUT", headers: { "x-amz-acl": "public-read" } }), 501, "NotImplemented");
+    // x-amz-grant-full-control naming the owner (quoted or not) is the owner's ACL too.
+    const owner = values(acl, "ID")[0] as string;
+    await s3ok("/acl-put/obj?acl", { method: "PUT", headers: { "x-amz-grant-full-control": `id="${owner}"` } });
+    await s3ok("/acl-put/granted", { method: "PUT", body: "g", headers: { "x-amz-grant-full-control": `id=${owner}` } });
+
+    const refused = "AccessControlListNotSupported";
+    const publicRead = await expectError(await s3("/acl-put/obj?acl", { method: "PUT", headers: { "x-amz-acl": "public-read" } }), 400, refused);
     expect(publicRead).toContain("public-read");
-    await expectError(await s3("/acl-put/other", { method: "PUT", body: "y", headers: { "x-amz-acl": "public-read" } }), 501, "NotImplemented");
+    await expectError(await s3("/acl-put/other", { method: "PUT", body: "y", headers: { "x-amz-acl": "public-read" } }), 400, refused);
+    await expectError(await s3("/acl-put/other", { method: "PUT", headers: { "x-amz-copy-source": "/acl-put/obj", "x-amz-acl": "authenticated-read" } }), 400, refused);
     await expectError(
       await s3("/acl-put?acl", { method: "PUT", headers: { "x-amz-grant-read": 'uri="http://acs.amazonaws.com/groups/global/AllUsers"' } }),
-      501,
-      "NotImplemented",
+      400,
+      refused,
     );
+    for (const grantees of [`id="${owner}", id="someone-else"`, 'emailAddress="a@example.com"', `id="${owner}x"`, "id", "=", ""])
+      await expectError(await s3("/acl-put/obj?acl", { method: "PUT", headers: { "x-amz-grant-full-control": grantees } }), 400, refused);
     const everyone = acl.replace(
       "</AccessControlList>",
       `<Grant><Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="Group"><URI>http://acs.amazonaws.com/groups/global/AllUsers</URI></Grantee><Permission>READ</Permission></Grant></AccessControlList>`,
     );
-    await expectError(await s3("/acl-put/obj?acl", { method: "PUT", body: everyone }), 501, "NotImplemented");
+    await expectError(await s3("/acl-put/obj?acl", { method: "PUT", body: everyone }), 400, refused);
     // Refused writes store nothing.
     await expectError(await s3("/acl-put/other"), 404, "NoSuchKey");
   });

@@ -4,6 +4,7 @@
 export const S3_ERRORS = {
   AccessDenied: 403,
   AccessForbidden: 403,
+  AccessControlListNotSupported: 400,
   AuthorizationHeaderMalformed: 400,
   AuthorizationQueryParametersError: 400,
   BadDigest: 400,

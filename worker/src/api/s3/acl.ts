@@ -1,7 +1,7 @@
 // Get/PutBucketAcl and Get/PutObjectAcl, answered as a single-owner service does (api/common/acl-policy.ts).
 import { existingObject, versionHeader } from "../../services/objects";
 import { checkAclBody, checkAclHeaders, ownerAclXml } from "../common/acl-policy";
-import { bucketIndex, type RequestContext, type BucketAt, type ObjectAt } from "../common/context";
+import { owner, bucketIndex, type RequestContext, type BucketAt, type ObjectAt } from "../common/context";
 import { xmlResponse } from "../common/xml";
 import { readXmlBody } from "../common/xml-parse";
 
@@ -12,7 +12,7 @@ export async function getBucketAcl(ctx: RequestContext, { bucket }: BucketAt): P
 
 /** A Put*Acl's ACL: the x-amz-acl / x-amz-grant-* headers, or an <AccessControlPolicy> body. */
 async function checkAcl(ctx: RequestContext): Promise<void> {
-  checkAclHeaders(ctx.request.headers);
+  checkAclHeaders(ctx.request.headers, owner(ctx).id);
   if (ctx.auth.body) checkAclBody(ctx, await readXmlBody(ctx.auth.body));
 }
 

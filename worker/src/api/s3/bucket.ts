@@ -2,7 +2,7 @@
 import { S3Error } from "../../s3-error";
 import { checkBucketName } from "../common/bucket-name";
 import { checkAclHeaders } from "../common/acl-policy";
-import { bucketIndex, bucketRegistry, type RequestContext, type BucketAt } from "../common/context";
+import { owner, bucketIndex, bucketRegistry, type RequestContext, type BucketAt } from "../common/context";
 import { readBodyUpTo } from "../common/request-body";
 import { S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
 import { childText, malformedXml, parseXmlBytes } from "../common/xml-parse";
@@ -12,7 +12,7 @@ import { forgetSettings } from "../../services/bucket-settings";
 
 export async function createBucket(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   checkBucketName(bucket);
-  checkAclHeaders(ctx.request.headers);
+  checkAclHeaders(ctx.request.headers, owner(ctx).id);
   await checkLocationConstraint(ctx);
   const created = Date.now();
   // The registry decides who created it; the bucket's own index then starts accepting objects.

@@ -8,7 +8,7 @@ import { type CopySource, parseCopySource, readCopySource } from "../common/copy
 import { type Cipher, encryptionOf, newCipher, objectEtag, objectKeyOf, writeObjectPart } from "../../services/encryption";
 import { customerKey, sseHeaders, sseRequest } from "../common/sse-headers";
 import { checksumElements, parseAlgorithm, RequestChecksums, type Algorithm } from "../common/checksums";
-import { bucketIndex, type RequestContext, type ObjectAt } from "../common/context";
+import { owner, bucketIndex, type RequestContext, type ObjectAt } from "../common/context";
 import { storedHeaders, userMetadata } from "../common/object-headers";
 import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
 import { writeCondition } from "../common/conditions";
@@ -29,7 +29,7 @@ function directive(headers: Headers, name: string): "COPY" | "REPLACE" {
 export async function copyObject(ctx: RequestContext, { bucket, key }: ObjectAt): Promise<Response> {
   const headers = ctx.request.headers;
   checkKey(key);
-  checkAclHeaders(headers);
+  checkAclHeaders(headers, owner(ctx).id);
   const source = parseCopySource(headers.get("x-amz-copy-source") ?? "");
   const metadataDirective = directive(headers, "x-amz-metadata-directive");
   const taggingDirective = directive(headers, "x-amz-tagging-directive");

@@ -21,7 +21,7 @@ import {
   type Algorithm,
 } from "../common/checksums";
 import { checkAclHeaders } from "../common/acl-policy";
-import { bucketIndex, type RequestContext, type BucketAt, type ObjectAt } from "../common/context";
+import { owner, bucketIndex, type RequestContext, type BucketAt, type ObjectAt } from "../common/context";
 import { parseCopySource, readCopySource } from "../common/copy-source";
 import { storedHeaders, userMetadata } from "../common/object-headers";
 import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
@@ -52,7 +52,7 @@ function noSuchUpload(): S3Error {
 export async function createMultipartUpload(ctx: RequestContext, { bucket, key }: ObjectAt): Promise<Response> {
   const headers = ctx.request.headers;
   checkKey(key);
-  checkAclHeaders(headers);
+  checkAclHeaders(headers, owner(ctx).id);
   const algorithm = parseAlgorithm(headers.get("x-amz-checksum-algorithm"));
   const checksumType = uploadChecksumType(algorithm, headers.get("x-amz-checksum-type"));
   const now = Date.now();
@@ -326,7 +326,8 @@ function listLimit(value: string | null, name: string): number {
   return Math.min(Number(value), MAX_LIST);
 }
 
-function owner(ctx: RequestContext): string {
+/** An upload's Initiator and Owner elements: the key that signs the request. */
+function initiatorAndOwner(ctx: RequestContext): string {
   const id = element("ID", ctx.auth.accessKeyId) + element("DisplayName", ctx.auth.accessKeyId);
   return `<Initiator>${id}</Initiator><Owner>${id}</Owner>`;
 }
@@ -359,7 +360,7 @@ export async function listParts(ctx: RequestContext, { bucket, key }: ObjectAt, 
     element("Bucket", bucket) +
     element("Key", key) +
     element("UploadId", uploadId) +
-    owner(ctx) +
+    initiatorAndOwner(ctx) +
     element("StorageClass", "STANDARD") +
     element("PartNumberMarker", marker) +
     element("NextPartNumberMarker", next) +
@@ -386,7 +387,7 @@ export async function listMultipartUploads(ctx: RequestContext, { bucket }: Buck
   const uploads = page.uploads
     .map(
       (u) =>
-        `<Upload>${element("Key", enc(u.key))}${element("UploadId", u.uploadId)}${owner(ctx)}${element("StorageClass", "STANDARD")}` +
+        `<Upload>${element("Key", enc(u.key))}${element("UploadId", u.uploadId)}${initiatorAndOwner(ctx)}${element("StorageClass", "STANDARD")}` +
         `${element("Initiated", s3Date(u.initiated))}${uploadChecksumElements(u)}</Upload>`,
     )
     .join("");

@@ -13,7 +13,7 @@ import { commitObject, partOf, writtenHeaders } from "../../services/objects";
 import { encryptionOf, newCipher, objectEtag, writeObjectPart } from "../../services/encryption";
 import { checkAclHeaders } from "../common/acl-policy";
 import { RequestChecksums } from "../common/checksums";
-import type { RequestContext, BucketAt } from "../common/context";
+import { owner, type RequestContext, type BucketAt } from "../common/context";
 import { type FormUpload, readFormUpload } from "../common/form-upload";
 import { storedHeaders, userMetadata } from "../common/object-headers";
 import { checkKey } from "../common/object-request";
@@ -58,7 +58,7 @@ async function store(ctx: RequestContext, bucket: string, form: FormUpload): Pro
   }
   if (!headers.has("content-type") && form.fileType) headers.set("content-type", form.fileType);
   for (const [name, value] of fields) if (name.startsWith("x-amz-meta-")) headers.set(name, value);
-  checkAclHeaders(headers);
+  checkAclHeaders(headers, owner(ctx).id);
   const status = successStatus(fields);
   const redirect = fields.get("success_action_redirect") ?? fields.get("redirect") ?? null;
 

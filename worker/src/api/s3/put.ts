@@ -3,7 +3,7 @@
 // commit; a failed or refused write removes its shard files; an overwrite removes the superseded
 // object's shard files after the new manifest is committed.
 import { checksumHeaders, RequestChecksums } from "../common/checksums";
-import type { RequestContext, ObjectAt } from "../common/context";
+import { owner, type RequestContext, type ObjectAt } from "../common/context";
 import { storedHeaders, userMetadata } from "../common/object-headers";
 import { encryptionOf, newCipher, objectEtag, writeObjectPart } from "../../services/encryption";
 import { sseHeaders, sseRequest } from "../common/sse-headers";
@@ -17,7 +17,7 @@ import { checkKey, parseContentMd5, requestSize, verifyWritten } from "../common
 export async function putObject(ctx: RequestContext, { bucket, key }: ObjectAt): Promise<Response> {
   const headers = ctx.request.headers;
   checkKey(key);
-  checkAclHeaders(headers);
+  checkAclHeaders(headers, owner(ctx).id);
   const size = requestSize(ctx);
   const contentMd5 = parseContentMd5(headers.get("content-md5"));
   const condition = writeCondition(headers);
