@@ -53,6 +53,10 @@ export default defineConfig({
                   other: { url: "http://127.0.0.1:9/other", secret: "other-secret" },
                 }),
                 SHARDGATE_NOTIFY_RETRY_MS: "600000",
+                // A remote replication target (replication.test.ts) where nothing listens.
+                SHARDGATE_REPLICATION_TARGETS: JSON.stringify({
+                  offsite: { endpoint: "http://127.0.0.1:9", region: "us-east-1", accessKeyId: "remote-key", secretAccessKey: "remote-secret" },
+                }),
               },
               // A node the tests add to the six of wrangler.toml (rebalance.test.ts).
               r2Buckets: ["NODE_6"],

@@ -297,6 +297,9 @@ const CALLS: Record<Op, Call> = {
   DeleteBucketWebsite: { path: `/${B}?website`, init: { method: "DELETE" } },
   GetBucketNotificationConfiguration: { path: `/${B}?notification` },
   PutBucketNotificationConfiguration: { path: `/${B}?notification`, init: { method: "PUT", body: "<NotificationConfiguration/>" } },
+  GetBucketReplication: { path: `/${B}?replication` },
+  PutBucketReplication: { path: `/${B}?replication`, init: { method: "PUT", body: "<ReplicationConfiguration/>" } },
+  DeleteBucketReplication: { path: `/${B}?replication`, init: { method: "DELETE" } },
   GetBucketPolicy: { path: `/${B}?policy` },
   PutBucketPolicy: {
     path: `/${B}?policy`,

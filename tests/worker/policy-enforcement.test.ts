@@ -176,6 +176,9 @@ function callOf(op: Op, v: string | null, sv: string | null): Call | null {
     DeleteBucketWebsite: { path: `/${B}?website`, init: { method: "DELETE" } },
     GetBucketNotificationConfiguration: { path: `/${B}?notification` },
     PutBucketNotificationConfiguration: { path: `/${B}?notification`, init: { method: "PUT", body: "<NotificationConfiguration/>" } },
+    GetBucketReplication: { path: `/${B}?replication` },
+    PutBucketReplication: { path: `/${B}?replication`, init: { method: "PUT", body: "<ReplicationConfiguration/>" } },
+    DeleteBucketReplication: { path: `/${B}?replication`, init: { method: "DELETE" } },
     GetBucketPolicy: { path: `/${B}?policy` },
     // Replaces the walk's policy (the next case sets its own).
     PutBucketPolicy: {

@@ -47,6 +47,7 @@ export const VAR_KINDS = {
   SHARDGATE_SCRUB_MOVE_MIB_PER_RUN: "count",
   SHARDGATE_META: "binding",
   SHARDGATE_WEBHOOKS: "webhooks",
+  SHARDGATE_REPLICATION_TARGETS: "replicationTargets",
   SHARDGATE_NOTIFY_RETRY_MS: "ms",
   SHARDGATE_NOTIFY_RETRY_MAX_MS: "ms",
   SHARDGATE_NOTIFY_ATTEMPTS: "count",
@@ -80,6 +81,10 @@ export const KINDS: Record<string, { expected: string; ok: (v: string) => boolea
   host: { expected: "a host name", ok: (v) => /^[A-Za-z0-9.-]{1,253}$/.test(v) },
   scrubMode: { expected: '"deep" or "shallow"', ok: (v) => v === "deep" || v === "shallow" },
   webhooks: { expected: 'a JSON object {"<name>": {"url": "http(s)://…", "secret": "…"}}', ok: (v) => parseWebhooks(v) !== null },
+  replicationTargets: {
+    expected: 'a JSON object {"<name>": {"endpoint": "http(s)://…", "region": "…", "accessKeyId": "…", "secretAccessKey": "…"}}',
+    ok: (v) => parseReplicationTargets(v) !== null,
+  },
 };
 
 /** A webhook target of event notifications: where events are POSTed, and the secret that signs them. */
@@ -112,6 +117,41 @@ export function parseWebhooks(raw: string | undefined): Record<string, WebhookTa
   return targets;
 }
 
+/** A remote S3 endpoint that buckets may replicate to: where, and the credentials the gateway signs with. */
+export interface ReplicationTarget {
+  endpoint: string;
+  region: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+
+/**
+ * SHARDGATE_REPLICATION_TARGETS: the remote S3 endpoints the operator lets buckets replicate to,
+ * by name (1-64 of A-Z a-z 0-9 _ -), each an http(s) endpoint (path-style requests), an optional
+ * region (default us-east-1) and an access key; unset or empty: none. Null when the value is not
+ * such an object (checkVars reports it). A rule names a target, never its credentials.
+ */
+export function parseReplicationTargets(raw: string | undefined): Record<string, ReplicationTarget> | null {
+  if (raw === undefined || raw === "") return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    return null;
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return null;
+  const targets: Record<string, ReplicationTarget> = Object.create(null);
+  for (const [name, t] of Object.entries(parsed)) {
+    if (!/^[A-Za-z0-9_-]{1,64}$/.test(name) || typeof t !== "object" || t === null) return null;
+    const { endpoint, region = "us-east-1", accessKeyId, secretAccessKey } = t as Record<string, unknown>;
+    if (typeof endpoint !== "string" || !/^https?:\/\/[^/\s]+/.test(endpoint) || typeof region !== "string" || !/^[a-z0-9][a-z0-9-]{0,62}$/.test(region))
+      return null;
+    if (typeof accessKeyId !== "string" || accessKeyId === "" || typeof secretAccessKey !== "string" || secretAccessKey === "") return null;
+    targets[name] = { endpoint: endpoint.replace(/\/+$/, ""), region, accessKeyId, secretAccessKey };
+  }
+  return targets;
+}
+
 function isJsonObject(v: string): boolean {
   try {
     const parsed: unknown = JSON.parse(v);
@@ -133,6 +173,7 @@ export const SECRET_VARS: readonly string[] = [
   "SHARDGATE_MASTER_KEY",
   "SHARDGATE_METRICS_TOKEN",
   "SHARDGATE_WEBHOOKS",
+  "SHARDGATE_REPLICATION_TARGETS",
 ];
 
 /** Variable `name`'s value as a message shows it: shown(), or only its length for one that may hold a secret. */

@@ -57,6 +57,7 @@ export const S3_ERRORS = {
   PreconditionFailed: 412,
   // The gateway's own: a write over the bucket's quota (meta/quota.ts), refused as MinIO's hard quota is.
   QuotaExceeded: 403,
+  ReplicationConfigurationNotFoundError: 404,
   RequestTimeTooSkewed: 403,
   ServerSideEncryptionConfigurationNotFoundError: 404,
   ServiceUnavailable: 503,

@@ -26,6 +26,7 @@ import { deleteBucketCors, getBucketCors, preflightCors, putBucketCors } from ".
 import { deleteBucketEncryption, getBucketEncryption, putBucketEncryption } from "./s3/bucket-encryption";
 import { deleteBucketLifecycle, getBucketLifecycle, putBucketLifecycle } from "./s3/bucket-lifecycle";
 import { getBucketNotification, putBucketNotification } from "./s3/bucket-notification";
+import { deleteBucketReplication, getBucketReplication, putBucketReplication } from "./s3/bucket-replication";
 import { deleteBucketPolicy, getBucketPolicy, getBucketPolicyStatus, putBucketPolicy } from "./s3/bucket-policy";
 import { deleteBucketTagging, getBucketTagging, putBucketTagging } from "./s3/bucket-tagging";
 import { deleteBucketWebsite, getBucketWebsite, putBucketWebsite } from "./s3/bucket-website";
@@ -180,6 +181,9 @@ export const OPERATIONS = {
   DeleteBucketEncryption: bucket({ method: "DELETE", sub: "encryption" }, owner("s3:PutEncryptionConfiguration"), deleteBucketEncryption),
   GetBucketNotificationConfiguration: bucket({ method: "GET", sub: "notification" }, owner("s3:GetBucketNotification"), getBucketNotification),
   PutBucketNotificationConfiguration: bucket({ method: "PUT", sub: "notification" }, owner("s3:PutBucketNotification"), putBucketNotification),
+  GetBucketReplication: bucket({ method: "GET", sub: "replication" }, owner("s3:GetReplicationConfiguration"), getBucketReplication),
+  PutBucketReplication: bucket({ method: "PUT", sub: "replication" }, owner("s3:PutReplicationConfiguration"), putBucketReplication),
+  DeleteBucketReplication: bucket({ method: "DELETE", sub: "replication" }, owner("s3:PutReplicationConfiguration"), deleteBucketReplication),
   GetBucketWebsite: bucket({ method: "GET", sub: "website" }, owner("s3:GetBucketWebsite"), getBucketWebsite),
   PutBucketWebsite: bucket({ method: "PUT", sub: "website" }, owner("s3:PutBucketWebsite"), putBucketWebsite),
   DeleteBucketWebsite: bucket({ method: "DELETE", sub: "website" }, owner("s3:DeleteBucketWebsite"), deleteBucketWebsite),

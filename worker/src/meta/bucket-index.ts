@@ -19,6 +19,7 @@ import { type LifecycleCounts, lifecycleStep } from "./lifecycle-rules";
 import * as listing from "./listing";
 import type { CreatedBy, NotificationRule } from "./notification-rules";
 import { type ObjectEvent, Outbox, type OutboxRow, retryPolicy } from "./outbox";
+import { Replication, type ReplicationRule } from "./replication-rules";
 import type { LockConfig } from "./object-lock";
 import * as objects from "./object-records";
 import { migrate } from "./schema";
@@ -39,8 +40,10 @@ export class BucketIndex extends DurableObject {
   private readonly settings: BucketSettings;
   /** Event notifications: the configuration and the outbox (meta/outbox.ts). */
   protected readonly outbox: Outbox;
+  /** Replication: the rules and each replicated version's status (meta/replication-rules.ts); rows in the outbox. */
+  protected readonly replication: Replication;
   /** What the write being committed queued or dropped (notify), settled after its transaction (writing). */
-  private batch = { queued: 0, dropped: 0 };
+  private batch = { queued: 0, dropped: 0, replicas: 0, replicasDropped: 0 };
 
   constructor(ctx: DurableObjectState, env: Cloudflare.Env) {
     super(ctx, env);
@@ -48,6 +51,7 @@ export class BucketIndex extends DurableObject {
     this.sql = ctx.storage.sql;
     this.settings = new BucketSettings(this.sql);
     this.outbox = new Outbox(this.sql);
+    this.replication = new Replication(this.sql);
   }
 
   /** Marks the bucket as existing ("exists": it did); `objectLock`: versioned, with object lock (CreateBucket's header). */
@@ -71,6 +75,7 @@ export class BucketIndex extends DurableObject {
       this.settings.remove();
       quota.setQuota(this.sql, null); // a bucket made again under this name starts without one
       this.outbox.setConfiguration(null);
+      this.replication.setConfiguration(null);
       return "dropped";
     });
   }
@@ -82,7 +87,9 @@ export class BucketIndex extends DurableObject {
   async head(key: string, versionId?: string | null): Promise<HeadResult> {
     this.requireBucket();
     const found = objects.lookup(this.sql, key, versionId, this.settings.versioning() !== null);
-    return versionId === undefined ? { ...found, expiry: found.object ? this.settings.expiryOf(found.object) : null } : found;
+    const replication = found.object ? this.replication.statusOf(key, found.object.versionId) : null;
+    const withStatus = replication ? { ...found, replication } : found;
+    return versionId === undefined ? { ...withStatus, expiry: found.object ? this.settings.expiryOf(found.object) : null } : withStatus;
   }
 
   /**
@@ -173,9 +180,10 @@ export class BucketIndex extends DurableObject {
   }
 
   /** Enables or suspends versioning (never back to unversioned, as S3; never suspended under object lock). */
-  async setVersioning(status: "Enabled" | "Suspended"): Promise<"ok" | "locked"> {
+  async setVersioning(status: "Enabled" | "Suspended"): Promise<"ok" | "locked" | "replicating"> {
     this.requireBucket();
     if (status === "Suspended" && this.settings.lockConfig()) return "locked";
+    if (status === "Suspended" && this.replication.configuration().length > 0) return "replicating";
     this.settings.setVersioning(status);
     return "ok";
   }
@@ -331,12 +339,43 @@ export class BucketIndex extends DurableObject {
     return n;
   }
 
-  /** Writes the outbox rows of `e` (none without a configuration), in the caller's transaction. */
+  /**
+   * Writes the outbox rows of `e` for notifications and replication (none without a configuration),
+   * in the caller's transaction; a version removed for good loses its replication status.
+   */
   private notify(e: ObjectEvent): void {
-    if (this.outbox.configuration().length === 0) return;
-    const { queued, dropped } = this.outbox.record(e, retryPolicy(this.env).cap);
-    this.batch.queued += queued;
-    this.batch.dropped += dropped;
+    if (e.event === "ObjectRemoved:Delete" && e.versionId !== null) this.replication.removed(e.key, e.versionId);
+    if (this.outbox.configuration().length > 0) {
+      const { queued, dropped } = this.outbox.record(e, retryPolicy(this.env).cap);
+      this.batch.queued += queued;
+      this.batch.dropped += dropped;
+    }
+    if (this.replication.configuration().length > 0) {
+      const { queued, dropped } = this.replication.record(e, this.outbox, retryPolicy(this.env).cap);
+      this.batch.replicas += queued;
+      this.batch.replicasDropped += dropped;
+    }
+  }
+
+  // --- replication (meta/replication-rules.ts; delivered by jobs/bucket-jobs.ts) -----------------
+
+  /** Version `versionId` of `key` as stored, for replication's delivery; null when gone or a delete marker. */
+  protected storedVersion(key: string, versionId: string): ObjectRecord | null {
+    return objects.lookup(this.sql, key, versionId, true).object;
+  }
+
+  /** The replication rules ([]: none). */
+  async replicationConfiguration(): Promise<ReplicationRule[]> {
+    this.requireBucket();
+    return this.replication.configuration();
+  }
+
+  /** Replaces the replication rules ([]: none); refused unless versioning is Enabled (S3). */
+  async setReplicationConfiguration(rules: ReplicationRule[]): Promise<"ok" | "not-versioned"> {
+    this.requireBucket();
+    if (rules.length > 0 && this.settings.versioning() !== "Enabled") return "not-versioned";
+    this.replication.setConfiguration(rules);
+    return "ok";
   }
 
   /**
@@ -344,25 +383,26 @@ export class BucketIndex extends DurableObject {
    * the alarm woken, when it committed (not a refusal: `ok` false); forgotten when it did not.
    */
   private async writing<T>(run: () => T): Promise<T> {
-    this.batch = { queued: 0, dropped: 0 };
+    this.batch = { queued: 0, dropped: 0, replicas: 0, replicasDropped: 0 };
     let result: T;
+    const wrote = () => this.batch.queued + this.batch.dropped + this.batch.replicas + this.batch.replicasDropped > 0;
     try {
       result = run();
     } catch (e) {
-      if (this.batch.queued + this.batch.dropped > 0) this.outbox.forget(); // rolled back: its count is read again
+      if (wrote()) this.outbox.forget(); // rolled back: its count is read again
       throw e;
     }
-    const { queued, dropped } = this.batch;
+    const { queued, dropped, replicas, replicasDropped } = this.batch;
     const refused = typeof result === "object" && result !== null && "ok" in result && result.ok === false;
     if (refused) {
-      if (queued + dropped > 0) this.outbox.forget();
+      if (wrote()) this.outbox.forget();
       return result;
     }
     if (dropped > 0) metrics.add("shardgate_notification_events_total", dropped, { result: "dropped" });
-    if (queued > 0) {
-      metrics.add("shardgate_notification_events_total", queued, { result: "queued" });
-      await this.wakeDelivery();
-    }
+    if (queued > 0) metrics.add("shardgate_notification_events_total", queued, { result: "queued" });
+    if (replicasDropped > 0) metrics.add("shardgate_replication_versions_total", replicasDropped, { result: "dropped" });
+    if (replicas > 0) metrics.add("shardgate_replication_versions_total", replicas, { result: "queued" });
+    if (queued + replicas > 0) await this.wakeDelivery();
     return result;
   }
 

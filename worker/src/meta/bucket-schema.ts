@@ -5,6 +5,7 @@
 // path's sessions meta/direct-sessions.ts.
 import { OUTBOX_SCHEMA } from "./outbox";
 import { PENDING_SCHEMA, QUOTA_SCHEMA } from "./quota";
+import { REPLICATION_SCHEMA } from "./replication-rules";
 import { UPLOADS_SCHEMA } from "./uploads";
 import { VERSIONS_SCHEMA } from "./versions";
 
@@ -85,4 +86,6 @@ export const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
   OUTBOX_SCHEMA,
   // Quotas count the parts of uploads in progress too (meta/quota.ts).
   PENDING_SCHEMA,
+  // Replication: the rules and each replicated version's status (meta/replication-rules.ts).
+  REPLICATION_SCHEMA,
 ];

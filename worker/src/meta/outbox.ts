@@ -189,12 +189,15 @@ export class Outbox {
   }
 
   /**
-   * Rows due at `now`, oldest first, at most `limit`: at most one per (target, key), and none
-   * while an earlier row of its key for its target is still in the outbox (order per key).
+   * Rows due at `now` whose target starts with `prefix` (one consumer's: "webhook:", "replica:"),
+   * oldest first, at most `limit`: at most one per (target, key), and none while an earlier row of
+   * its key for its target is still in the outbox (order per key).
    */
-  due(now: number, limit: number): OutboxRow[] {
+  due(now: number, limit: number, prefix = ""): OutboxRow[] {
     // In sequence order a key's earlier row comes before its later ones.
-    const candidates = this.sql.exec<Row>(`SELECT ${COLUMNS} FROM outbox WHERE next_at <= ? ORDER BY seq LIMIT ?`, now, limit * 4).toArray();
+    const candidates = this.sql
+      .exec<Row>(`SELECT ${COLUMNS} FROM outbox WHERE next_at <= ? AND substr(target, 1, ?) = ? ORDER BY seq LIMIT ?`, now, prefix.length, prefix, limit * 4)
+      .toArray();
     const taken = new Set<string>();
     const out: OutboxRow[] = [];
     for (const r of candidates) {
@@ -211,9 +214,25 @@ export class Outbox {
     return out;
   }
 
-  /** When the next row is due (ms since the epoch), or null when the outbox is empty. */
-  nextDue(): number | null {
-    return this.sql.exec<{ at: number | null }>("SELECT MIN(next_at) AS at FROM outbox").one().at;
+  /** When the next row (whose target starts with `prefix`) is due (ms since the epoch), or null when there is none. */
+  nextDue(prefix = ""): number | null {
+    return this.sql.exec<{ at: number | null }>("SELECT MIN(next_at) AS at FROM outbox WHERE substr(target, 1, ?) = ?", prefix.length, prefix).one().at;
+  }
+
+  /** Rows waiting and dead letters whose target starts with `prefix`. */
+  countOf(prefix: string): { pending: number; dead: number } {
+    const count = (table: string) =>
+      this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table} WHERE substr(target, 1, ?) = ?`, prefix.length, prefix).one().n;
+    return { pending: count("outbox"), dead: count("outbox_dead") };
+  }
+
+  /** Whether a row for version `versionId` of `key` with a target starting with `prefix` still waits. */
+  waiting(key: string, versionId: string, prefix: string): boolean {
+    return (
+      this.sql
+        .exec("SELECT 1 FROM outbox WHERE key = ? AND version_id = ? AND substr(target, 1, ?) = ? LIMIT 1", key, versionId, prefix.length, prefix)
+        .toArray().length > 0
+    );
   }
 
   /** Forgets the rows delivered. */

@@ -85,6 +85,8 @@ export interface HeadResult {
   versioned: boolean;
   /** When the current object expires by the bucket's lifecycle rules (x-amz-expiration). */
   expiry?: Expiry | null;
+  /** The object's x-amz-replication-status, when it is replicated (meta/replication-rules.ts). */
+  replication?: "PENDING" | "COMPLETED" | "FAILED";
 }
 
 /** When a lifecycle rule expires an object, and which rule. */

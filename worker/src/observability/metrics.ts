@@ -37,6 +37,8 @@ export const COUNTERS = {
     "Event notifications by result: written to a bucket's outbox in the commit's transaction (queued), not written because the outbox was full (dropped), given up after their last attempt and kept as dead letters (dead), dead letters put back by the admin API (retried). What waits: shardgate_notification_outbox_events.",
   shardgate_notification_deliveries_total:
     "Webhook POSTs of event notifications, by result: ok (a 2xx answer) or failed (another status, a timeout, no answer).",
+  shardgate_replication_versions_total:
+    "Bucket replication, by result: versions and delete markers written to a bucket's outbox in the commit's transaction (queued), not written because the outbox was full (dropped), replicated to their destination (completed), an attempt failed and retried later (retried), given up after their last attempt, the version marked FAILED (failed). What waits: shardgate_replication_pending.",
 } as const;
 
 export type CounterName = keyof typeof COUNTERS;
@@ -319,4 +321,5 @@ const COUNTER_LABELS: Record<CounterName, boolean> = {
   shardgate_auth_rejected_total: true,
   shardgate_notification_events_total: true,
   shardgate_notification_deliveries_total: true,
+  shardgate_replication_versions_total: true,
 };

@@ -35,6 +35,8 @@ export interface FoundObject {
   versioned: boolean;
   /** When a lifecycle rule expires it (current objects only). */
   expiry: Expiry | null;
+  /** Its x-amz-replication-status, when it is replicated. */
+  replication?: "PENDING" | "COMPLETED" | "FAILED";
 }
 
 /**
@@ -44,8 +46,8 @@ export interface FoundObject {
  * version asked for is a delete marker.
  */
 export async function existingObject(ctx: Pick<ObjectContext, "env">, bucket: string, key: string, versionId?: string | null): Promise<FoundObject> {
-  const { object, marker, versioned, expiry } = await bucketIndex(ctx.env, bucket).head(key, versionId);
-  if (object) return { object, versioned, expiry: expiry ?? null };
+  const { object, marker, versioned, expiry, replication } = await bucketIndex(ctx.env, bucket).head(key, versionId);
+  if (object) return { object, versioned, expiry: expiry ?? null, ...(replication ? { replication } : {}) };
   if (marker) {
     const headers = { "x-amz-delete-marker": "true", "x-amz-version-id": marker.versionId ?? "null" };
     if (versionId === undefined) throw noSuchKey(headers);
@@ -59,6 +61,11 @@ export async function existingObject(ctx: Pick<ObjectContext, "env">, bucket: st
 /** The x-amz-version-id an answer about `object` carries: only in a versioned bucket. */
 export function versionHeader(found: FoundObject): Record<string, string> {
   return found.versioned ? { "x-amz-version-id": found.object.versionId ?? "null" } : {};
+}
+
+/** x-amz-replication-status, when the version is replicated. */
+export function replicationHeader(found: FoundObject): Record<string, string> {
+  return found.replication ? { "x-amz-replication-status": found.replication } : {};
 }
 
 /** The headers of an answer to a write: the new version's id (versioned buckets) and its expiry. */

@@ -82,7 +82,7 @@ async function post(bucket: string, env: DeliveryVars, timeoutMs: number, target
 }
 
 /** Runs `work` over `items` with at most `limit` at once; the results in order. */
-async function mapBounded<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+export async function mapBounded<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
   const results: R[] = new Array(items.length);
   let next = 0;
   const worker = async () => {
@@ -107,7 +107,7 @@ export async function deliverOutbox(
   const started = Date.now();
   const total = { delivered: 0, failed: 0, dead: 0 };
   for (let round = 0; round < ROUNDS && Date.now() - started < BUDGET_MS; round++) {
-    const rows = outbox.due(Date.now(), BATCH);
+    const rows = outbox.due(Date.now(), BATCH, "webhook:");
     if (rows.length === 0) break;
     const errors = await mapBounded(rows, CONCURRENCY, (row) => post(bucket, env, policy.timeoutMs, targets, row));
     const ok = rows.filter((_, i) => errors[i] === null).map((r) => r.seq);

@@ -7,7 +7,7 @@ import type { RangeSource } from "../../shared/read-part";
 import { checksumHeaders } from "../common/checksums";
 import type { RequestContext, ObjectAt } from "../common/context";
 import { healAfterRead, type LostShards } from "../../services/heal";
-import { existingObject, expiryHeader, openRangeSource, partOffsets, versionHeader } from "../../services/objects";
+import { existingObject, expiryHeader, openRangeSource, partOffsets, replicationHeader, versionHeader } from "../../services/objects";
 import { lockHeaders } from "../common/object-lock-headers";
 import { RESPONSE_OVERRIDES } from "../common/object-headers";
 import { checkConditions, requestConditions } from "../common/conditions";
@@ -32,7 +32,13 @@ export async function getObject(ctx: RequestContext, { bucket, key, versionId }:
   if (customer && manifest.encryption?.mode !== "SSE-C") throw new S3Error("InvalidArgument", "The encryption parameters are not applicable to this object.");
   const objectKey = manifest.encryption ? await objectKeyOf(ctx.env, manifest.encryption, customer?.key ?? null) : null;
   const headers = objectHeaders(ctx, manifest, partNumber);
-  const extra = { ...versionHeader(found), ...expiryHeader(found.expiry), ...lockHeaders(object.lock), ...sseHeaders(manifest.encryption, customer?.keyMd5) };
+  const extra = {
+    ...versionHeader(found),
+    ...replicationHeader(found),
+    ...expiryHeader(found.expiry),
+    ...lockHeaders(object.lock),
+    ...sseHeaders(manifest.encryption, customer?.keyMd5),
+  };
   for (const [name, value] of Object.entries(extra)) headers.set(name, value);
   if (notModified) return new Response(null, { status: 304, headers: notModifiedHeaders(headers) });
   const sel = select(ctx, manifest, partNumber);

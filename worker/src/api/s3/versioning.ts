@@ -31,5 +31,8 @@ export async function putBucketVersioning(ctx: RequestContext, { bucket }: Bucke
   if (result === "locked") {
     throw new S3Error("InvalidBucketState", "An Object Lock configuration is present on this bucket, so the versioning state cannot be changed.");
   }
+  if (result === "replicating") {
+    throw new S3Error("InvalidBucketState", "A replication configuration is present on this bucket, so the versioning state cannot be changed.");
+  }
   return new Response(null, { status: 200 });
 }

@@ -1,0 +1,220 @@
+// Bucket replication inside workerd: Put/Get/DeleteBucketReplication with S3's document and S3's
+// refusals (api/s3/bucket-replication.ts), nothing half-stored; replication to a bucket of the same
+// gateway (services/replication.ts, from the source index's alarm): the bytes equal, the version's
+// x-amz-replication-status PENDING then COMPLETED, metadata and tags carried, a delete marker
+// replicated, an SSE-C object FAILED. The remote target of vitest.config.ts ("offsite") points
+// where nothing listens; replication to a real remote S3 server: tests/node/replication.test.ts.
+import { env } from "cloudflare:workers";
+import { runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { BucketIndex } from "../../worker/src/meta/bucket-index";
+import { s3, s3ok } from "./signed";
+
+const errorCode = (xml: string) => xml.match(/<Code>([^<]+)<\/Code>/)?.[1];
+
+async function expectError(res: Response, status: number, code: string): Promise<string> {
+  const xml = await res.text();
+  expect(res.status, xml).toBe(status);
+  expect(errorCode(xml), xml).toBe(code);
+  return xml;
+}
+
+type Rule = { id?: string; priority?: number; status?: string; prefix?: string; markers?: string; dest: string; extra?: string };
+
+function rule(r: Rule): string {
+  const id = r.id === undefined ? "" : `<ID>${r.id}</ID>`;
+  const priority = r.priority === undefined ? "" : `<Priority>${r.priority}</Priority>`;
+  const filter = `<Filter>${r.prefix === undefined ? "" : `<Prefix>${r.prefix}</Prefix>`}</Filter>`;
+  const markers = `<DeleteMarkerReplication><Status>${r.markers ?? "Disabled"}</Status></DeleteMarkerReplication>`;
+  return `<Rule>${id}${priority}<Status>${r.status ?? "Enabled"}</Status>${filter}${markers}<Destination><Bucket>${r.dest}</Bucket></Destination>${r.extra ?? ""}</Rule>`;
+}
+
+const doc = (rules: Rule[]) =>
+  `<ReplicationConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Role>arn:aws:iam::123456789012:role/x</Role>${rules.map(rule).join("")}</ReplicationConfiguration>`;
+const putConf = (bucket: string, body: string) => s3(`/${bucket}?replication`, { method: "PUT", body });
+const versioned = (bucket: string) =>
+  s3ok(`/${bucket}?versioning`, { method: "PUT", body: "<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>" });
+
+async function makeBuckets(...names: string[]): Promise<void> {
+  for (const name of names) {
+    await s3ok(`/${name}`, { method: "PUT" });
+    await versioned(name);
+  }
+}
+
+/** The stored rules of `bucket` (none: []), read from its index. */
+async function storedRules(bucket: string): Promise<unknown[]> {
+  const stub = env.BUCKET_INDEX.get(env.BUCKET_INDEX.idFromName(bucket));
+  return runInDurableObject(stub, async (index: BucketIndex) => index.replicationConfiguration());
+}
+
+/** Polls HEAD of `path` until its x-amz-replication-status is not PENDING; that status. */
+async function settled(path: string, timeoutMs = 20_000): Promise<string | null> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const status = (await s3(path, { method: "HEAD" })).headers.get("x-amz-replication-status");
+    if (status !== "PENDING" || Date.now() > until) return status;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe("PutBucketReplication / GetBucketReplication / DeleteBucketReplication", () => {
+  it("stores S3's document and answers it back; GetBucketReplication without one is 404 ReplicationConfigurationNotFoundError", async () => {
+    await makeBuckets("repl-conf", "repl-conf-dest");
+    await expectError(await s3("/repl-conf?replication"), 404, "ReplicationConfigurationNotFoundError");
+    const body = doc([
+      { id: "docs", priority: 2, prefix: "docs/", markers: "Enabled", dest: "arn:aws:s3:::repl-conf-dest" },
+      { id: "offsite", priority: 1, status: "Disabled", dest: "arn:shardgate:s3:::offsite/backup-bucket" },
+    ]);
+    expect((await putConf("repl-conf", body)).status).toBe(200);
+    const xml = await (await s3ok("/repl-conf?replication")).text();
+    expect(xml).toContain(
+      "<Rule><ID>docs</ID><Priority>2</Priority><Status>Enabled</Status><Filter><Prefix>docs/</Prefix></Filter><DeleteMarkerReplication><Status>Enabled</Status></DeleteMarkerReplication><Destination><Bucket>arn:aws:s3:::repl-conf-dest</Bucket></Destination></Rule>",
+    );
+    expect(xml).toContain("<ID>offsite</ID><Priority>1</Priority><Status>Disabled</Status>");
+    // Credentials never come back: the target is named, nothing else.
+    expect(xml).not.toContain("remote-secret");
+    expect((await s3("/repl-conf?replication", { method: "DELETE" })).status).toBe(204);
+    await expectError(await s3("/repl-conf?replication"), 404, "ReplicationConfigurationNotFoundError");
+  });
+
+  it("takes the older form: a top-level Prefix, no Priority", async () => {
+    await makeBuckets("repl-v1", "repl-v1-dest");
+    const v1 = (id: string, prefix: string) =>
+      `<Rule><ID>${id}</ID><Prefix>${prefix}</Prefix><Status>Enabled</Status><Destination><Bucket>arn:aws:s3:::repl-v1-dest</Bucket><StorageClass>STANDARD</StorageClass></Destination></Rule>`;
+    const body = `<ReplicationConfiguration><Role></Role>${v1("a", "a/")}${v1("b", "b/")}</ReplicationConfiguration>`;
+    expect((await putConf("repl-v1", body)).status).toBe(200);
+    expect(await (await s3ok("/repl-v1?replication")).text()).toContain("<Filter><Prefix>b/</Prefix></Filter>");
+  });
+
+  it("refuses a bucket without versioning Enabled, and suspending versioning while replication is configured", async () => {
+    await s3ok("/repl-unversioned", { method: "PUT" });
+    await makeBuckets("repl-unversioned-dest");
+    const body = doc([{ dest: "arn:aws:s3:::repl-unversioned-dest" }]);
+    await expectError(await putConf("repl-unversioned", body), 400, "InvalidRequest");
+    await versioned("repl-unversioned");
+    expect((await putConf("repl-unversioned", body)).status).toBe(200);
+    const suspend = "<VersioningConfiguration><Status>Suspended</Status></VersioningConfiguration>";
+    await expectError(await s3("/repl-unversioned?versioning", { method: "PUT", body: suspend }), 409, "InvalidBucketState");
+    expect(await (await s3ok("/repl-unversioned?versioning")).text()).toContain("<Status>Enabled</Status>");
+  });
+
+  it("refuses hostile and malformed documents with S3's errors, storing nothing", async () => {
+    await makeBuckets("repl-bad", "repl-bad-dest");
+    await s3ok("/repl-bad-unversioned-dest", { method: "PUT" });
+    const good = { dest: "arn:aws:s3:::repl-bad-dest" };
+    const cases: [string, number, string][] = [
+      ["<ReplicationConfiguration><Rule>", 400, "MalformedXML"],
+      ["<NotReplication/>", 400, "MalformedXML"],
+      ["<ReplicationConfiguration><Role/></ReplicationConfiguration>", 400, "MalformedXML"],
+      [doc([{ ...good, extra: "<Surprise/>" }]), 400, "MalformedXML"],
+      [doc([{ ...good, status: "Maybe" }]), 400, "MalformedXML"],
+      [doc([{ dest: "arn:shardgate:s3:::nowhere/bucket" }]), 400, "InvalidArgument"],
+      // Another account's bucket, credentials in the ARN, a path: not a destination.
+      [doc([{ dest: "arn:aws:s3:us-east-1:123456789012:repl-bad-dest" }]), 400, "InvalidArgument"],
+      [doc([{ dest: "arn:shardgate:s3:::user:secret@offsite/bucket" }]), 400, "InvalidArgument"],
+      [doc([{ dest: "arn:shardgate:s3:::offsite/bucket/../other" }]), 400, "InvalidArgument"],
+      [doc([{ dest: "https://example.com/bucket" }]), 400, "InvalidArgument"],
+      [doc([{ dest: "arn:aws:s3:::no-such-bucket-here" }]), 400, "InvalidRequest"],
+      [doc([{ dest: "arn:aws:s3:::repl-bad" }]), 400, "InvalidRequest"],
+      [doc([{ dest: "arn:aws:s3:::repl-bad-unversioned-dest" }]), 400, "InvalidRequest"],
+      [
+        doc([
+          { ...good, id: "same", priority: 1 },
+          { ...good, id: "same", priority: 2 },
+        ]),
+        400,
+        "InvalidArgument",
+      ],
+      [
+        doc([
+          { ...good, id: "a", priority: 1 },
+          { ...good, id: "b", priority: 1 },
+        ]),
+        400,
+        "InvalidArgument",
+      ],
+      [doc([{ ...good, id: "x".repeat(256) }]), 400, "InvalidArgument"],
+      [doc([{ ...good, extra: "<ExistingObjectReplication><Status>Enabled</Status></ExistingObjectReplication>" }]), 501, "NotImplemented"],
+      [doc([good]).replace("<Filter></Filter>", "<Filter><Tag><Key>k</Key><Value>v</Value></Tag></Filter>"), 501, "NotImplemented"],
+      [doc(Array.from({ length: 1001 }, (_, i) => ({ ...good, id: `r${i}`, priority: i }))), 400, "InvalidArgument"],
+    ];
+    for (const [body, status, code] of cases) await expectError(await putConf("repl-bad", body), status, code);
+    // A document past the size limit is refused before it is parsed.
+    const huge = doc([{ ...good, prefix: "p".repeat(1024 * 1024) }]);
+    const res = await putConf("repl-bad", huge);
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    await res.body?.cancel();
+    expect(await storedRules("repl-bad")).toEqual([]);
+    await expectError(await s3("/repl-bad?replication"), 404, "ReplicationConfigurationNotFoundError");
+  });
+});
+
+describe("replication to a bucket of this gateway", () => {
+  it("copies each new version byte-exact with its metadata and tags; status PENDING then COMPLETED", async () => {
+    await makeBuckets("repl-src", "repl-dst");
+    const body = doc([{ id: "all", priority: 1, prefix: "data/", markers: "Enabled", dest: "arn:aws:s3:::repl-dst" }]);
+    expect((await putConf("repl-src", body)).status).toBe(200);
+    const bytes = new Uint8Array(3 * 1024 * 1024 + 17);
+    for (let at = 0; at < bytes.length; at += 65536) crypto.getRandomValues(bytes.subarray(at, at + 65536));
+    const put = await s3ok("/repl-src/data/one.bin", {
+      method: "PUT",
+      body: bytes,
+      headers: { "Content-Type": "application/x-test", "x-amz-meta-color": "blue", "x-amz-tagging": "team=storage" },
+    });
+    const versionId = put.headers.get("x-amz-version-id");
+    const first = await s3(`/repl-src/data/one.bin?versionId=${versionId}`, { method: "HEAD" });
+    expect(["PENDING", "COMPLETED"]).toContain(first.headers.get("x-amz-replication-status"));
+    expect(await settled("/repl-src/data/one.bin")).toBe("COMPLETED");
+    const got = await s3ok("/repl-dst/data/one.bin");
+    expect(got.headers.get("content-type")).toBe("application/x-test");
+    expect(got.headers.get("x-amz-meta-color")).toBe("blue");
+    expect(new Uint8Array(await got.arrayBuffer())).toEqual(bytes);
+    expect(await (await s3ok("/repl-dst/data/one.bin?tagging")).text()).toContain("<Key>team</Key><Value>storage</Value>");
+    // GET answers the status too; a key outside the rule's prefix is not replicated and has none.
+    expect((await s3ok("/repl-src/data/one.bin")).headers.get("x-amz-replication-status")).toBe("COMPLETED");
+    const other = await s3ok("/repl-src/other.txt", { method: "PUT", body: "x" });
+    expect(other.headers.get("x-amz-replication-status")).toBeNull();
+    expect((await s3("/repl-src/other.txt", { method: "HEAD" })).headers.get("x-amz-replication-status")).toBeNull();
+  });
+
+  it("keeps the order per key (the last overwrite wins) and replicates a delete marker", async () => {
+    await makeBuckets("repl-order", "repl-order-dst");
+    expect((await putConf("repl-order", doc([{ markers: "Enabled", dest: "arn:aws:s3:::repl-order-dst" }]))).status).toBe(200);
+    for (let i = 0; i < 5; i++) await s3ok("/repl-order/k", { method: "PUT", body: `version ${i}` });
+    await s3ok("/repl-order/gone", { method: "PUT", body: "soon deleted" });
+    expect(await settled("/repl-order/k")).toBe("COMPLETED");
+    expect(await settled("/repl-order/gone")).toBe("COMPLETED");
+    expect(await (await s3ok("/repl-order-dst/k")).text()).toBe("version 4");
+    const versions = await (await s3ok("/repl-order-dst?versions&prefix=k")).text();
+    expect(versions.match(/<Version>/g)?.length).toBe(5);
+    await s3ok("/repl-order/gone", { method: "DELETE" }, 204);
+    const until = Date.now() + 20_000;
+    while ((await s3("/repl-order-dst/gone", { method: "HEAD" })).status === 200 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    const head = await s3("/repl-order-dst/gone", { method: "HEAD" });
+    expect(head.status).toBe(404);
+    expect(head.headers.get("x-amz-delete-marker")).toBe("true");
+  });
+
+  it("marks an SSE-C object FAILED: the gateway does not hold its key", async () => {
+    await makeBuckets("repl-ssec", "repl-ssec-dst");
+    expect((await putConf("repl-ssec", doc([{ dest: "arn:aws:s3:::repl-ssec-dst" }]))).status).toBe(200);
+    const key = crypto.getRandomValues(new Uint8Array(32));
+    const md5 = new Uint8Array(await crypto.subtle.digest("MD5", key));
+    const b64 = (b: Uint8Array) => btoa(String.fromCharCode(...b));
+    const sse = {
+      "x-amz-server-side-encryption-customer-algorithm": "AES256",
+      "x-amz-server-side-encryption-customer-key": b64(key),
+      "x-amz-server-side-encryption-customer-key-MD5": b64(md5),
+    };
+    await s3ok("/repl-ssec/secret", { method: "PUT", body: "hidden", headers: sse });
+    const until = Date.now() + 20_000;
+    let status: string | null = "PENDING";
+    while (status === "PENDING" && Date.now() < until) {
+      status = (await s3("/repl-ssec/secret", { method: "HEAD", headers: sse })).headers.get("x-amz-replication-status");
+      if (status === "PENDING") await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(status).toBe("FAILED");
+    expect((await s3("/repl-ssec-dst/secret", { method: "HEAD" })).status).toBe(404);
+  });
+});
