@@ -1,5 +1,6 @@
 // One versitygw S3 server for tests that add a node to a running gateway (cli.test.ts,
-// processes.test.ts): its own keys, a bucket "shards", a data directory of its own.
+// processes.test.ts) or replicate to a remote endpoint (replication.test.ts, which stops it for a
+// while: pause, resume): its own keys, a bucket "shards", a data directory of its own.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,6 +13,7 @@ export class VersityNode {
   readonly key = { id: "AKVERSITYNODE", secret: "versity-node-secret-7Hq2" };
   readonly bucket = "shards";
   endpoint = "";
+  private port = 0;
   private dir = "";
   private child: ChildProcess | undefined;
 
@@ -20,8 +22,24 @@ export class VersityNode {
     this.dir = mkdtempSync(join(tmpdir(), "shardgate-versity-"));
     mkdirSync(join(this.dir, "data"));
     mkdirSync(join(this.dir, "iam"));
-    const port = await freePort();
-    this.endpoint = `http://127.0.0.1:${port}`;
+    this.port = await freePort();
+    this.endpoint = `http://127.0.0.1:${this.port}`;
+    await this.resume();
+  }
+
+  /** Stops the server, keeping its data: connections are refused until resume(). */
+  async pause(): Promise<void> {
+    const child = this.child;
+    this.child = undefined;
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise((r) => child.once("exit", r));
+    child.kill("SIGKILL");
+    await exited;
+  }
+
+  /** Starts the server (again) on its port and data, and makes its bucket if it is not there. */
+  async resume(): Promise<void> {
+    const port = this.port;
     const args = [
       "--access",
       this.key.id,
