@@ -38,7 +38,7 @@ describe("everything else", () => {
   it("names an unsupported operation in a 501 NotImplemented", async () => {
     for (const [method, path, name] of [
       ["DELETE", "/some-bucket?versioning", "DeleteBucketVersioning"],
-      ["GET", "/some-bucket?website", "GetBucketWebsite"],
+      ["GET", "/some-bucket?logging", "GetBucketLogging"],
       ["GET", "/some-bucket/key?torrent", "GetObjectTorrent"],
       ["POST", "/some-bucket/key?select&select-type=2", "PostSelectObjectContent"],
     ] as const) {
