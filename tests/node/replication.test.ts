@@ -35,13 +35,14 @@ let remote: VersityNode;
 let remoteClient: AwsClient;
 let s3: S3Client;
 let serverOutput: () => string = () => "";
+let base = "";
 
 beforeAll(async () => {
   remote = new VersityNode();
   await remote.start();
   remoteClient = new AwsClient({ accessKeyId: remote.key.id, secretAccessKey: remote.key.secret, service: "s3", region: "us-east-1", retries: 0 });
   const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
+  base = `http://127.0.0.1:${port}`;
   const config = join(scratch, "shardgate.json");
   const target = { endpoint: remote.endpoint, region: "us-east-1", accessKeyId: remote.key.id, secretAccessKey: remote.key.secret };
   const vars = {
@@ -157,6 +158,13 @@ describe("replication to a remote S3 server", () => {
     const statuses = await settle(written);
     expect(statuses, serverOutput().slice(-3000)).toEqual(written.map(() => "COMPLETED"));
     for (const [key, digest] of expected) expect((await atRemote(key))?.sha, key).toBe(digest);
+    // The attempts while it was down failed and were retried; the backlog is empty now.
+    const admin = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1" });
+    const metrics = await (await admin.fetch(`${base}/_shardgate/metrics`)).text();
+    expect(metrics).toMatch(/shardgate_replication_versions_total\{result="retried"\} [1-9]/);
+    expect(metrics).toMatch(/shardgate_replication_versions_total\{result="completed"\} [1-9]/);
+    expect(metrics).toMatch(/^shardgate_replication_pending 0$/m);
+    expect(metrics).toMatch(/^shardgate_replication_failed 0$/m);
 
     await s3.send(new DeleteObjectCommand({ Bucket: SOURCE, Key: "first.bin" }));
     const deadline = Date.now() + 60_000;

@@ -218,3 +218,40 @@ describe("replication to a bucket of this gateway", () => {
     expect((await s3("/repl-ssec-dst/secret", { method: "HEAD" })).status).toBe(404);
   });
 });
+
+describe("replication to a remote target that does not answer", () => {
+  it("keeps the version PENDING while its row waits for a retry, FAILED after the last attempt; the admin retry makes it PENDING again", async () => {
+    await makeBuckets("repl-offsite");
+    expect((await putConf("repl-offsite", doc([{ dest: "arn:shardgate:s3:::offsite/backup-bucket" }]))).status).toBe(200);
+    const put = await s3ok("/repl-offsite/k", { method: "PUT", body: "far away" });
+    const versionId = put.headers.get("x-amz-version-id") as string;
+    const stub = env.BUCKET_INDEX.get(env.BUCKET_INDEX.idFromName("repl-offsite"));
+    // The first attempt fails (nothing listens) and the row waits 10 minutes (vitest.config.ts).
+    const until = Date.now() + 20_000;
+    const attempts = () =>
+      runInDurableObject(
+        stub,
+        async (_i: BucketIndex, state) => state.storage.sql.exec<{ a: number }>("SELECT attempts AS a FROM outbox").toArray()[0]?.a ?? -1,
+      );
+    while ((await attempts()) < 1 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    expect(await attempts()).toBe(1);
+    expect((await s3("/repl-offsite/k", { method: "HEAD" })).headers.get("x-amz-replication-status")).toBe("PENDING");
+    const status = await runInDurableObject(stub, (index: BucketIndex) => index.notificationStatus(10));
+    expect(status.replication).toEqual({ pending: 1, dead: 0 });
+    // Its last attempt, now: a dead letter, and the version FAILED with the reason kept.
+    await runInDurableObject(stub, async (_i: BucketIndex, state) => {
+      state.storage.sql.exec("UPDATE outbox SET attempts = 29, next_at = 0");
+      await state.storage.setAlarm(Date.now());
+    });
+    const failedBy = Date.now() + 20_000;
+    while ((await s3("/repl-offsite/k", { method: "HEAD" })).headers.get("x-amz-replication-status") === "PENDING" && Date.now() < failedBy)
+      await new Promise((r) => setTimeout(r, 100));
+    expect((await s3(`/repl-offsite/k?versionId=${versionId}`, { method: "HEAD" })).headers.get("x-amz-replication-status")).toBe("FAILED");
+    const dead = await runInDurableObject(stub, (index: BucketIndex) => index.notificationStatus(10));
+    expect(dead.replication).toEqual({ pending: 0, dead: 1 });
+    expect(dead.dead[0]).toMatchObject({ target: "replica:offsite/backup-bucket", key: "k", versionId });
+    const retried = await (await s3ok("/_shardgate/admin/buckets/repl-offsite/notifications/retry", { method: "POST" })).json<{ retried: number }>();
+    expect(retried.retried).toBe(1);
+    expect((await s3("/repl-offsite/k", { method: "HEAD" })).headers.get("x-amz-replication-status")).toBe("PENDING");
+  });
+});

@@ -19,7 +19,7 @@ import { type LifecycleCounts, lifecycleStep } from "./lifecycle-rules";
 import * as listing from "./listing";
 import type { CreatedBy, NotificationRule } from "./notification-rules";
 import { type ObjectEvent, Outbox, type OutboxRow, retryPolicy } from "./outbox";
-import { Replication, type ReplicationRule } from "./replication-rules";
+import { REPLICA_PREFIX, Replication, type ReplicationRule } from "./replication-rules";
 import type { LockConfig } from "./object-lock";
 import * as objects from "./object-records";
 import { migrate } from "./schema";
@@ -325,15 +325,28 @@ export class BucketIndex extends DurableObject {
     this.outbox.setConfiguration(rules);
   }
 
-  /** The outbox's size, the first `limit` dead letters and their count, and events dropped at the cap. */
-  async notificationStatus(limit: number): Promise<{ pending: number; dead: OutboxRow[]; deadCount: number; dropped: number; nextDue: number | null }> {
+  /**
+   * The outbox's size, the first `limit` dead letters and their count, and events dropped at the
+   * cap, over every consumer (a row's target tells them apart); and of those, replication's rows.
+   */
+  async notificationStatus(limit: number): Promise<{
+    pending: number;
+    dead: OutboxRow[];
+    deadCount: number;
+    dropped: number;
+    nextDue: number | null;
+    replication: { pending: number; dead: number };
+  }> {
     this.requireBucket();
-    return this.outbox.status(limit);
+    return { ...this.outbox.status(limit), replication: this.outbox.countOf(REPLICA_PREFIX) };
   }
 
-  /** Puts every dead letter back in the outbox, due now; how many. */
+  /** Puts every dead letter back in the outbox, due now (replicated versions PENDING again); how many. */
   async retryDeadLetters(): Promise<number> {
-    const n = this.ctx.storage.transactionSync(() => this.outbox.retryDead(Date.now()));
+    const n = this.ctx.storage.transactionSync(() => {
+      this.replication.retrying();
+      return this.outbox.retryDead(Date.now());
+    });
     metrics.add("shardgate_notification_events_total", n, { result: "retried" });
     if (n > 0) await this.wakeDelivery();
     return n;

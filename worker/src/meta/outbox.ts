@@ -226,13 +226,13 @@ export class Outbox {
     return { pending: count("outbox"), dead: count("outbox_dead") };
   }
 
-  /** Whether a row for version `versionId` of `key` with a target starting with `prefix` still waits. */
+  /** Whether a row for version `versionId` of `key` with a target starting with `prefix` still waits, or was given up. */
   waiting(key: string, versionId: string, prefix: string): boolean {
-    return (
+    const one = (table: string) =>
       this.sql
-        .exec("SELECT 1 FROM outbox WHERE key = ? AND version_id = ? AND substr(target, 1, ?) = ? LIMIT 1", key, versionId, prefix.length, prefix)
-        .toArray().length > 0
-    );
+        .exec(`SELECT 1 FROM ${table} WHERE key = ? AND version_id = ? AND substr(target, 1, ?) = ? LIMIT 1`, key, versionId, prefix.length, prefix)
+        .toArray().length > 0;
+    return one("outbox") || one("outbox_dead");
   }
 
   /** Forgets the rows delivered. */

@@ -139,6 +139,16 @@ export class Replication {
     return row ? (row.status as ReplicationStatus) : null;
   }
 
+  /** Before the dead letters go back in the outbox: the versions they replicate are PENDING again. */
+  retrying(): void {
+    this.sql.exec(
+      `UPDATE replication_status SET status = 'PENDING', reason = NULL WHERE (key, version_id) IN
+         (SELECT key, version_id FROM outbox_dead WHERE substr(target, 1, ?) = ? AND substr(event, 1, 14) = 'ObjectCreated:')`,
+      REPLICA_PREFIX.length,
+      REPLICA_PREFIX,
+    );
+  }
+
   /** Forgets the statuses of versions removed for good. */
   removed(key: string, versionId: string): void {
     this.sql.exec("DELETE FROM replication_status WHERE key = ? AND version_id = ?", key, versionId);

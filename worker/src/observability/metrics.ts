@@ -72,6 +72,9 @@ export const GAUGES = {
   shardgate_notification_outbox_events:
     "Event notifications waiting in the buckets' outboxes for delivery, summed over the buckets (at most 1000 buckets counted), counted at most once a minute per isolate.",
   shardgate_notification_dead_letters: "Event notifications given up after their last attempt and kept as dead letters, summed the same way.",
+  shardgate_replication_pending:
+    "Bucket replication's backlog: versions and delete markers waiting in the buckets' outboxes for their destination, summed over the buckets (at most 1000 buckets counted), counted at most once a minute per isolate.",
+  shardgate_replication_failed: "Replication rows given up after their last attempt (their versions FAILED), kept as dead letters, summed the same way.",
 } as const;
 
 export type GaugeName = keyof typeof GAUGES;

@@ -1,5 +1,6 @@
 // How many event notifications wait in the buckets' outboxes and dead letters, for the metrics
-// (shardgate_notification_outbox_events, shardgate_notification_dead_letters). Each bucket's
+// (shardgate_notification_outbox_events, shardgate_notification_dead_letters), and how many rows of
+// replication (shardgate_replication_pending, shardgate_replication_failed). Each bucket's
 // outbox lives in its own index, so the totals are a count per bucket: as for the heal queues
 // (services/heal-depth.ts), at most MAX_BUCKETS asked, AT_ONCE at a time, at most once per
 // REFRESH_MS per isolate; scrapes in between, and one that finds a count in progress, answer the
@@ -19,6 +20,9 @@ export interface NotificationDepth {
   pending: number;
   /** Events given up and kept as dead letters. */
   dead: number;
+  /** Replication's rows (the same outboxes): versions and delete markers waiting, and given up. */
+  replicationPending: number;
+  replicationDead: number;
   /** When the count started (ms since the epoch). */
   at: number;
 }
@@ -42,15 +46,18 @@ export async function notificationDepth(env: Env): Promise<NotificationDepth | n
   return kept;
 }
 
-async function count(env: Env): Promise<{ pending: number; dead: number }> {
+async function count(env: Env): Promise<Omit<NotificationDepth, "at">> {
   const names = (await bucketRegistry(env).list()).slice(0, MAX_BUCKETS).map((b) => b.name);
-  const total = { pending: 0, dead: 0 };
+  const total = { pending: 0, dead: 0, replicationPending: 0, replicationDead: 0 };
   let next = 0;
   const worker = async () => {
     for (let i = next++; i < names.length; i = next++) {
       const status = await orNullWithoutBucket(bucketIndex(env, names[i] as string).notificationStatus(0));
-      total.pending += status?.pending ?? 0;
-      total.dead += status?.deadCount ?? 0;
+      if (!status) continue;
+      total.pending += status.pending - status.replication.pending;
+      total.dead += status.deadCount - status.replication.dead;
+      total.replicationPending += status.replication.pending;
+      total.replicationDead += status.replication.dead;
     }
   };
   await Promise.all(Array.from({ length: Math.min(AT_ONCE, names.length) }, worker));

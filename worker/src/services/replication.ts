@@ -64,13 +64,13 @@ export async function replicateOutbox(ctx: ObjectContext, source: ReplicationSou
   return total;
 }
 
-/** A row delivered: gone from the outbox; its version COMPLETED when no other destination waits and none failed. */
+/** A row delivered: gone from the outbox; its version COMPLETED when no other destination waits or gave up. */
 function settleDone(source: ReplicationSource, row: OutboxRow): number {
   source.outbox.delivered([row.seq]);
   if (row.versionId === null || !row.event.startsWith("ObjectCreated:")) return 1;
-  const now = source.replication.statusOf(row.key, row.versionId);
-  if (now === "PENDING" && !source.outbox.waiting(row.key, row.versionId, REPLICA_PREFIX))
+  if (source.replication.statusOf(row.key, row.versionId) !== null && !source.outbox.waiting(row.key, row.versionId, REPLICA_PREFIX)) {
     source.replication.setStatus(row.key, row.versionId, "COMPLETED", null);
+  }
   return 1;
 }
 

@@ -1,6 +1,7 @@
 // Objects on a remote S3 endpoint (a replication target, services/replication.ts), signed with
 // SigV4 by aws4fetch as storage/s3-node.ts signs a node's requests: the payload UNSIGNED-PAYLOAD,
-// so a PUT streams its body with its length declared and is never held whole. Path-style URLs.
+// so a PUT streams its body with its length declared and is never held whole (an object up to
+// 1 MiB is read first and sent as one buffer). Path-style URLs.
 import { AwsClient } from "aws4fetch";
 
 export interface S3RemoteSpec {
@@ -31,6 +32,11 @@ export class S3Remote {
     headers: Record<string, string>,
     signal: AbortSignal,
   ): Promise<string | null> {
+    if (size <= WHOLE_BYTES) {
+      const bytes = await readExactly(body, size);
+      const signed = await this.sign(bucket, key, "PUT", headers);
+      return outcome(await fetch(signed.url, { method: "PUT", headers: signed.headers, body: bytes, signal }), [200]);
+    }
     const fixed = new FixedLengthStream(size);
     const stop = new AbortController();
     // Ends with the PUT: a refused or failed one stops the read of the source (its streams close).
@@ -55,6 +61,25 @@ export class S3Remote {
     const url = `${this.base}/${encodeURIComponent(bucket)}/${key.split("/").map(encodeURIComponent).join("/")}`;
     return this.client.sign(url, { method, headers: { ...headers, "x-amz-content-sha256": "UNSIGNED-PAYLOAD" } });
   }
+}
+
+/** Objects up to this size are read first and sent as one buffer; larger ones stream. */
+const WHOLE_BYTES = 1024 * 1024;
+
+/** Exactly `size` bytes of `body` (at most WHOLE_BYTES), in one buffer. */
+async function readExactly(body: ReadableStream<Uint8Array>, size: number): Promise<Uint8Array> {
+  const bytes = new Uint8Array(size);
+  const reader = body.getReader();
+  let at = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (at + value.length > size) throw new Error(`the object has more than its ${size} bytes`);
+    bytes.set(value, at);
+    at += value.length;
+  }
+  if (at !== size) throw new Error(`the object ended after ${at} of its ${size} bytes`);
+  return bytes;
 }
 
 /** Null when the answer's status is one of `ok`, else the status and the error code of its body (read at most 4 KiB). */

@@ -72,6 +72,8 @@ async function scrapeGauges(env: Env, waitUntil: (promise: Promise<unknown>) => 
   if (notify) {
     gauges.push({ name: "shardgate_notification_outbox_events", value: notify.pending });
     gauges.push({ name: "shardgate_notification_dead_letters", value: notify.dead });
+    gauges.push({ name: "shardgate_replication_pending", value: notify.replicationPending });
+    gauges.push({ name: "shardgate_replication_failed", value: notify.replicationDead });
   }
   return gauges;
 }
