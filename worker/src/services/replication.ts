@@ -25,6 +25,8 @@ const BATCH = 16;
 const CONCURRENCY = 4;
 const ROUNDS = 8;
 const BUDGET_MS = 20_000;
+/** The most one S3 PUT takes (5 GiB): a larger object cannot go to a remote endpoint as one. */
+const MAX_PUT_BYTES = 5 * 1024 ** 3;
 
 /** What the run reads and changes in the source bucket's index (its own, from inside it). */
 export interface ReplicationSource {
@@ -125,6 +127,9 @@ async function replicateVersion(
   const manifest = ctx.core.decodeManifest(record.manifest);
   if (manifest.encryption?.mode === "SSE-C") {
     return { ok: false, error: "an object encrypted with a customer's key (SSE-C) cannot be read without it, so it is not replicated", final: true };
+  }
+  if (remote && manifest.size > MAX_PUT_BYTES) {
+    return { ok: false, error: `an object of more than 5 GiB is not replicated to a remote endpoint (one PUT each)`, final: true };
   }
   const objectKey = manifest.encryption ? await objectKeyOf(ctx.env, manifest.encryption, null) : null;
   const body = await openRange(ctx, manifest, 0, manifest.size, undefined, objectKey);
