@@ -196,6 +196,22 @@ describe("replication to a bucket of this gateway", () => {
     expect(head.headers.get("x-amz-delete-marker")).toBe("true");
   });
 
+  it("never replicates a replica again: two buckets replicating to each other make one version each, the replica REPLICA", async () => {
+    await makeBuckets("repl-ping", "repl-pong");
+    expect((await putConf("repl-ping", doc([{ markers: "Enabled", dest: "arn:aws:s3:::repl-pong" }]))).status).toBe(200);
+    expect((await putConf("repl-pong", doc([{ markers: "Enabled", dest: "arn:aws:s3:::repl-ping" }]))).status).toBe(200);
+    await s3ok("/repl-ping/ball", { method: "PUT", body: "served" });
+    expect(await settled("/repl-ping/ball")).toBe("COMPLETED");
+    expect((await s3ok("/repl-pong/ball")).headers.get("x-amz-replication-status")).toBe("REPLICA");
+    await s3ok("/repl-ping/ball", { method: "DELETE" }, 204);
+    const until = Date.now() + 20_000;
+    while ((await s3("/repl-pong/ball", { method: "HEAD" })).status === 200 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 500)); // what a loop would have sent by now
+    const count = async (b: string) => ((await (await s3ok(`/${b}?versions`)).text()).match(/<(Version|DeleteMarker)>/g) ?? []).length;
+    expect(await count("repl-ping")).toBe(2);
+    expect(await count("repl-pong")).toBe(2);
+  });
+
   it("marks an SSE-C object FAILED: the gateway does not hold its key", async () => {
     await makeBuckets("repl-ssec", "repl-ssec-dst");
     expect((await putConf("repl-ssec", doc([{ dest: "arn:aws:s3:::repl-ssec-dst" }]))).status).toBe(200);

@@ -106,7 +106,7 @@ export class BucketIndex extends DurableObject {
         const put = objects.commit(this.sql, record, condition, this.settings.lockConfig(), heal, now);
         if (put.refused) return { ok: false, reason: put.refused };
         if (condition.once) direct.spend(this.sql, condition.once, now);
-        this.notify(created(record, put.change.versionId, condition.event ?? "Put", now));
+        this.notify(created(record, put.change.versionId, condition.event ?? "Put", now), condition.replica);
         return { ok: true, ...put.change, expiry: this.settings.expiryOf(record) };
       }),
     );
@@ -141,15 +141,15 @@ export class BucketIndex extends DurableObject {
    * Deletes the current version of `key` (a delete marker in a versioned bucket) or, with
    * `versionId`, that version for good. Null when there is no such version.
    */
-  async delete(key: string, versionId?: string | null, bypassGovernance = false): Promise<DeleteOutcome | null> {
-    return (await this.deleteMany([{ key, versionId }], bypassGovernance))[0] ?? null;
+  async delete(key: string, versionId?: string | null, bypassGovernance = false, replica = false): Promise<DeleteOutcome | null> {
+    return (await this.deleteMany([{ key, versionId }], bypassGovernance, replica))[0] ?? null;
   }
 
   /**
    * Deletes many keys or versions at once (DeleteObjects): one transaction, one round trip. The
    * outcome of each, in order (null: no such version).
    */
-  async deleteMany(items: { key: string; versionId?: string | null }[], bypassGovernance = false): Promise<(DeleteOutcome | null)[]> {
+  async deleteMany(items: { key: string; versionId?: string | null }[], bypassGovernance = false, replica = false): Promise<(DeleteOutcome | null)[]> {
     return this.writing(() =>
       this.ctx.storage.transactionSync(() => {
         this.requireBucket();
@@ -157,7 +157,7 @@ export class BucketIndex extends DurableObject {
           const now = Date.now();
           const outcome = objects.deleteOne(this.sql, item.key, item.versionId, bypassGovernance, now);
           const removal = outcome && removed(item.key, item.versionId, outcome, now);
-          if (removal) this.notify(removal);
+          if (removal) this.notify(removal, replica);
           return outcome;
         });
       }),
@@ -353,18 +353,19 @@ export class BucketIndex extends DurableObject {
   }
 
   /**
-   * Writes the outbox rows of `e` for notifications and replication (none without a configuration),
-   * in the caller's transaction; a version removed for good loses its replication status.
+   * Writes the outbox rows of `e` for notifications and replication (none without a configuration;
+   * a replica's, `replica`, are never replicated again: it is marked REPLICA), in the caller's
+   * transaction; a version removed for good loses its replication status.
    */
-  private notify(e: ObjectEvent): void {
+  private notify(e: ObjectEvent, replica = false): void {
     if (e.event === "ObjectRemoved:Delete" && e.versionId !== null) this.replication.removed(e.key, e.versionId);
     if (this.outbox.configuration().length > 0) {
       const { queued, dropped } = this.outbox.record(e, retryPolicy(this.env).cap);
       this.batch.queued += queued;
       this.batch.dropped += dropped;
     }
-    if (this.replication.configuration().length > 0) {
-      const { queued, dropped } = this.replication.record(e, this.outbox, retryPolicy(this.env).cap);
+    if (replica || this.replication.configuration().length > 0) {
+      const { queued, dropped } = this.replication.record(e, this.outbox, retryPolicy(this.env).cap, replica);
       this.batch.replicas += queued;
       this.batch.replicasDropped += dropped;
     }

@@ -33,7 +33,8 @@ export interface ReplicationRule {
   target: string;
 }
 
-export type ReplicationStatus = "PENDING" | "COMPLETED" | "FAILED";
+/** A source version's progress, or REPLICA: a version replication wrote (never replicated again). */
+export type ReplicationStatus = "PENDING" | "COMPLETED" | "FAILED" | "REPLICA";
 
 export const REPLICA_PREFIX = "replica:";
 export const LOCAL_ARN_PREFIX = "arn:aws:s3:::";
@@ -107,7 +108,11 @@ export class Replication {
    * in the caller's transaction; a created version queued is PENDING. How many rows were written
    * and dropped at the outbox's cap.
    */
-  record(e: ObjectEvent, outbox: Outbox, cap: number): { queued: number; dropped: number } {
+  record(e: ObjectEvent, outbox: Outbox, cap: number, replica = false): { queued: number; dropped: number } {
+    if (replica) {
+      if (e.versionId !== null && e.event.startsWith("ObjectCreated:")) this.setStatus(e.key, e.versionId, "REPLICA", null);
+      return { queued: 0, dropped: 0 };
+    }
     const rules = this.configuration();
     const marker = e.event === "ObjectRemoved:DeleteMarkerCreated";
     if (rules.length === 0 || e.versionId === null || (!marker && !e.event.startsWith("ObjectCreated:"))) return { queued: 0, dropped: 0 };

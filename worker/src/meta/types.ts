@@ -86,7 +86,7 @@ export interface HeadResult {
   /** When the current object expires by the bucket's lifecycle rules (x-amz-expiration). */
   expiry?: Expiry | null;
   /** The object's x-amz-replication-status, when it is replicated (meta/replication-rules.ts). */
-  replication?: "PENDING" | "COMPLETED" | "FAILED";
+  replication?: "PENDING" | "COMPLETED" | "FAILED" | "REPLICA";
 }
 
 /** When a lifecycle rule expires an object, and which rule. */
@@ -142,6 +142,8 @@ export interface WriteCondition {
   once?: { id: string; until: number };
   /** How the write came (its event notification is ObjectCreated:<this>); default Put. */
   event?: "Put" | "Post" | "Copy";
+  /** A replica written by replication (services/replication.ts): REPLICA, and never replicated again (no loop between two buckets). */
+  replica?: boolean;
 }
 
 /** A committed write: the new version's id for x-amz-version-id (absent when the bucket is

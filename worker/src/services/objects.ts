@@ -36,7 +36,7 @@ export interface FoundObject {
   /** When a lifecycle rule expires it (current objects only). */
   expiry: Expiry | null;
   /** Its x-amz-replication-status, when it is replicated. */
-  replication?: "PENDING" | "COMPLETED" | "FAILED";
+  replication?: "PENDING" | "COMPLETED" | "FAILED" | "REPLICA";
 }
 
 /**

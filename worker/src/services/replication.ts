@@ -111,7 +111,7 @@ async function replicateMarker(ctx: ObjectContext, remote: ReplicationTarget | n
     const error = await new S3Remote(remote).delete(bucket, key, AbortSignal.timeout(Math.max(policy.timeoutMs, 30_000)));
     return error === null ? { ok: true } : { ok: false, error, final: false };
   }
-  const outcome = await bucketIndex(ctx.env, bucket).delete(key);
+  const outcome = await bucketIndex(ctx.env, bucket).delete(key, undefined, false, true);
   if (outcome?.denied) return { ok: false, error: `the destination refused the delete: ${outcome.denied}`, final: false };
   if (outcome) removeFreed(ctx, outcome.freed);
   return { ok: true };
@@ -169,5 +169,5 @@ async function writeLocal(ctx: ObjectContext, bucket: string, key: string, manif
     parts: [partOf(part.written, etag, [])],
     ...encryption,
   };
-  await commitObject(ctx, bucket, object, { event: "Put" }, [part.written]);
+  await commitObject(ctx, bucket, object, { event: "Put", replica: true }, [part.written]);
 }
