@@ -7,6 +7,7 @@
 import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { checkVars, parseReplicationTargets } from "../../worker/src/config-vars";
 import type { BucketIndex } from "../../worker/src/meta/bucket-index";
 import { s3, s3ok } from "./signed";
 
@@ -269,5 +270,35 @@ describe("replication to a remote target that does not answer", () => {
     const retried = await (await s3ok("/_shardgate/admin/buckets/repl-offsite/notifications/retry", { method: "POST" })).json<{ retried: number }>();
     expect(retried.retried).toBe(1);
     expect((await s3("/repl-offsite/k", { method: "HEAD" })).headers.get("x-amz-replication-status")).toBe("PENDING");
+  });
+});
+
+describe("SHARDGATE_REPLICATION_TARGETS", () => {
+  it("is checked with the other variables, never showing its text (it holds credentials)", () => {
+    const target = { endpoint: "https://s3.example/", region: "eu-west-1", accessKeyId: "AK", secretAccessKey: "very-secret-value" };
+    const ok = JSON.stringify({ offsite: target, other: { ...target, region: undefined } });
+    expect(checkVars({ SHARDGATE_REPLICATION_TARGETS: ok }, { partial: true })).toEqual([]);
+    expect(parseReplicationTargets(ok)).toEqual({
+      offsite: { ...target, endpoint: "https://s3.example" },
+      other: { ...target, endpoint: "https://s3.example", region: "us-east-1" },
+    });
+    expect(parseReplicationTargets(undefined)).toEqual({});
+    const bad = [
+      "not json",
+      "[]",
+      JSON.stringify({ "bad name": target }),
+      JSON.stringify({ a: { ...target, endpoint: "ftp://h" } }),
+      JSON.stringify({ a: { ...target, region: "Not A Region" } }),
+      JSON.stringify({ a: { ...target, accessKeyId: "" } }),
+      JSON.stringify({ a: { ...target, secretAccessKey: undefined } }),
+      JSON.stringify({ a: "https://h" }),
+    ];
+    for (const value of bad) {
+      expect(parseReplicationTargets(value), value).toBeNull();
+      const problems = checkVars({ SHARDGATE_REPLICATION_TARGETS: value }, { partial: true });
+      expect(problems, value).toHaveLength(1);
+      expect(problems[0]).toContain("SHARDGATE_REPLICATION_TARGETS: expected a JSON object");
+      expect(problems[0]).not.toContain("very-secret-value");
+    }
   });
 });
