@@ -12,7 +12,10 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
+  CompleteMultipartUploadCommand,
+  CopyObjectCommand,
   CreateBucketCommand,
+  CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetBucketReplicationCommand,
   HeadObjectCommand,
@@ -20,6 +23,7 @@ import {
   PutBucketVersioningCommand,
   PutObjectCommand,
   S3Client,
+  UploadPartCommand,
 } from "@aws-sdk/client-s3";
 import { AwsClient } from "aws4fetch";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -138,7 +142,7 @@ describe("replication to a remote S3 server", () => {
     await remote.pause();
     const expected = new Map<string, string>();
     const written: { key: string; versionId: string }[] = [];
-    const big = randomBytes(24 * 1024 * 1024 + 3);
+    const big = randomBytes(64 * 1024 * 1024 + 3);
     written.push(await put("big.bin", big));
     expected.set("big.bin", sha(big));
     for (let i = 0; i < 6; i++) {
@@ -151,6 +155,20 @@ describe("replication to a remote S3 server", () => {
       written.push(await put(`dir/small-${i}.txt`, body));
       expected.set(`dir/small-${i}.txt`, sha(Buffer.from(body)));
     }
+    // A multipart upload and a copy are commits like any other.
+    const parts = [randomBytes(5 * 1024 * 1024), randomBytes(1234)];
+    const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: SOURCE, Key: "multi.bin" }));
+    const etags = [];
+    for (const [i, body] of parts.entries()) {
+      etags.push((await s3.send(new UploadPartCommand({ Bucket: SOURCE, Key: "multi.bin", UploadId, PartNumber: i + 1, Body: body }))).ETag);
+    }
+    const multipart = { Parts: etags.map((ETag, i) => ({ ETag, PartNumber: i + 1 })) };
+    const done = await s3.send(new CompleteMultipartUploadCommand({ Bucket: SOURCE, Key: "multi.bin", UploadId, MultipartUpload: multipart }));
+    written.push({ key: "multi.bin", versionId: done.VersionId as string });
+    expected.set("multi.bin", sha(Buffer.concat(parts)));
+    const copy = await s3.send(new CopyObjectCommand({ Bucket: SOURCE, Key: "copied.bin", CopySource: `${SOURCE}/dir/small-3.txt` }));
+    written.push({ key: "copied.bin", versionId: copy.VersionId as string });
+    expected.set("copied.bin", expected.get("dir/small-3.txt") as string);
     // Down for a while: attempts fail and are retried; nothing is COMPLETED.
     await new Promise((r) => setTimeout(r, 3000));
     expect(await status(written[0]?.key as string, written[0]?.versionId)).toBe("PENDING");
