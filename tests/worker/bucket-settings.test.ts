@@ -113,7 +113,11 @@ describe("ACLs", () => {
     const publicRead = await expectError(await s3("/acl-put/obj?acl", { method: "PUT", headers: { "x-amz-acl": "public-read" } }), 400, refused);
     expect(publicRead).toContain("public-read");
     await expectError(await s3("/acl-put/other", { method: "PUT", body: "y", headers: { "x-amz-acl": "public-read" } }), 400, refused);
-    await expectError(await s3("/acl-put/other", { method: "PUT", headers: { "x-amz-copy-source": "/acl-put/obj", "x-amz-acl": "authenticated-read" } }), 400, refused);
+    await expectError(
+      await s3("/acl-put/other", { method: "PUT", headers: { "x-amz-copy-source": "/acl-put/obj", "x-amz-acl": "authenticated-read" } }),
+      400,
+      refused,
+    );
     await expectError(
       await s3("/acl-put?acl", { method: "PUT", headers: { "x-amz-grant-read": 'uri="http://acs.amazonaws.com/groups/global/AllUsers"' } }),
       400,
