@@ -94,11 +94,11 @@ export interface WebhookTarget {
 }
 
 /**
- * SHARDGATE_WEBHOOKS: the event notification targets the operator configured, by name (1-64 of
- * A-Z a-z 0-9 _ -), each an http(s) URL and a non-empty secret; unset or empty: none. Null when
- * the value is not such an object (checkVars reports it).
+ * A JSON object of targets by name (1-64 of A-Z a-z 0-9 _ -), each an object that `one` reads (null:
+ * not such a target); unset or empty: none. Null when the value is not such an object (checkVars
+ * reports it).
  */
-export function parseWebhooks(raw: string | undefined): Record<string, WebhookTarget> | null {
+function parseNamedTargets<T>(raw: string | undefined, one: (fields: Record<string, unknown>) => T | null): Record<string, T> | null {
   if (raw === undefined || raw === "") return {};
   let parsed: unknown;
   try {
@@ -107,14 +107,20 @@ export function parseWebhooks(raw: string | undefined): Record<string, WebhookTa
     return null;
   }
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return null;
-  const targets: Record<string, WebhookTarget> = Object.create(null);
-  for (const [name, t] of Object.entries(parsed)) {
-    if (!/^[A-Za-z0-9_-]{1,64}$/.test(name) || typeof t !== "object" || t === null) return null;
-    const { url, secret } = t as Record<string, unknown>;
-    if (typeof url !== "string" || !/^https?:\/\/[^/\s]+/.test(url) || typeof secret !== "string" || secret.length === 0) return null;
-    targets[name] = { url, secret };
+  const targets: Record<string, T> = Object.create(null);
+  for (const [name, fields] of Object.entries(parsed)) {
+    const target = /^[A-Za-z0-9_-]{1,64}$/.test(name) && typeof fields === "object" && fields !== null ? one(fields as Record<string, unknown>) : null;
+    if (target === null) return null;
+    targets[name] = target;
   }
   return targets;
+}
+
+/** SHARDGATE_WEBHOOKS: the event notification targets the operator configured, each an http(s) URL and a non-empty secret. */
+export function parseWebhooks(raw: string | undefined): Record<string, WebhookTarget> | null {
+  return parseNamedTargets(raw, ({ url, secret }) =>
+    typeof url === "string" && /^https?:\/\/[^/\s]+/.test(url) && typeof secret === "string" && secret.length > 0 ? { url, secret } : null,
+  );
 }
 
 /** A remote S3 endpoint that buckets may replicate to: where, and the credentials the gateway signs with. */
@@ -127,29 +133,16 @@ export interface ReplicationTarget {
 
 /**
  * SHARDGATE_REPLICATION_TARGETS: the remote S3 endpoints the operator lets buckets replicate to,
- * by name (1-64 of A-Z a-z 0-9 _ -), each an http(s) endpoint (path-style requests), an optional
- * region (default us-east-1) and an access key; unset or empty: none. Null when the value is not
- * such an object (checkVars reports it). A rule names a target, never its credentials.
+ * each an http(s) endpoint (path-style requests), an optional region (default us-east-1) and an
+ * access key. A rule names a target, never its credentials.
  */
 export function parseReplicationTargets(raw: string | undefined): Record<string, ReplicationTarget> | null {
-  if (raw === undefined || raw === "") return {};
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    return null;
-  }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return null;
-  const targets: Record<string, ReplicationTarget> = Object.create(null);
-  for (const [name, t] of Object.entries(parsed)) {
-    if (!/^[A-Za-z0-9_-]{1,64}$/.test(name) || typeof t !== "object" || t === null) return null;
-    const { endpoint, region = "us-east-1", accessKeyId, secretAccessKey } = t as Record<string, unknown>;
+  return parseNamedTargets(raw, ({ endpoint, region = "us-east-1", accessKeyId, secretAccessKey }) => {
     if (typeof endpoint !== "string" || !/^https?:\/\/[^/\s]+/.test(endpoint) || typeof region !== "string" || !/^[a-z0-9][a-z0-9-]{0,62}$/.test(region))
       return null;
     if (typeof accessKeyId !== "string" || accessKeyId === "" || typeof secretAccessKey !== "string" || secretAccessKey === "") return null;
-    targets[name] = { endpoint: endpoint.replace(/\/+$/, ""), region, accessKeyId, secretAccessKey };
-  }
-  return targets;
+    return { endpoint: endpoint.replace(/\/+$/, ""), region, accessKeyId, secretAccessKey };
+  });
 }
 
 function isJsonObject(v: string): boolean {
