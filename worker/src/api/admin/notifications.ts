@@ -1,6 +1,6 @@
 // The event notifications of a bucket for its operator: `GET /_shardgate/admin/buckets/NAME/notifications[?limit=N]`
 // (the outbox's size, when its next row is due, the dead letters: the first N and their number,
-// and the events dropped at the outbox's cap) and `POST …/notifications/retry` (every dead letter
+// and the events dropped at the outbox's cap; of these, replication's rows) and `POST …/notifications/retry` (every dead letter
 // back in the outbox, delivered again in order, with its sequencer kept).
 import { sequencer } from "../../meta/outbox";
 import { bucketIndex, type RequestContext } from "../common/context";
@@ -14,6 +14,8 @@ export async function adminNotifications(ctx: RequestContext, bucket: string, q:
     nextDue: status.nextDue === null ? null : new Date(status.nextDue).toISOString(),
     dropped: status.dropped,
     deadLetters: status.deadCount,
+    // Of those, replication's rows (target replica:…): versions waiting, and failed ones.
+    replication: status.replication,
     dead: status.dead.map((r) => ({
       sequencer: sequencer(r.seq),
       target: r.target,
