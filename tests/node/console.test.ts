@@ -99,7 +99,16 @@ function pdf(text: string): Buffer {
 }
 
 describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
-  const gw = new Gateway();
+  // A webhook for the Notifications panel, on a port where nothing listens: its events fail and,
+  // after two attempts, become dead letters.
+  const gw = new Gateway({
+    vars: {
+      SHARDGATE_WEBHOOKS: JSON.stringify({ "console-hook": { url: "http://127.0.0.1:9/events", secret: "console-test-secret" } }),
+      SHARDGATE_NOTIFY_ATTEMPTS: "2",
+      SHARDGATE_NOTIFY_RETRY_MS: "100",
+      SHARDGATE_NOTIFY_RETRY_MAX_MS: "200",
+    },
+  });
   const work = mkdtempSync(join(tmpdir(), "shardgate-console-"));
   const folder = join(work, "album");
   const files: Record<string, Buffer> = {
@@ -754,6 +763,123 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     await page.getByRole("button", { name: "Remove quota" }).click();
     await expect.poll(() => page.locator("#quota-usage").textContent()).toContain("(no limit)");
     expect((await s3.fetch(objectUrl("b.txt", bucket), { method: "PUT", body: "b".repeat(500) })).status).toBe(200);
+  });
+
+  it("Notifications panel: a rule added, refusals (unknown webhook, overlap) in the gateway's words with what was typed kept, dead letters retried, the rule removed", async () => {
+    const bucket = "console-notify";
+    expect((await s3.fetch(`${gw.base}/${bucket}`, { method: "PUT" })).status).toBe(200);
+    const stored = async () => (await (await s3.fetch(`${gw.base}/${bucket}?notification`)).text()).replace(/^<\?xml[^>]*>/, "");
+    await showBucket(bucket);
+    const summary = page.locator("details.notifications summary");
+    await summary.click();
+    await expect.poll(() => summary.textContent()).toBe("Notifications: none");
+    await expect.poll(() => page.locator("#notifications-counts").textContent()).toBe("Events waiting: 0; dead letters: 0.");
+    await page.getByRole("button", { name: "Add rule" }).click();
+    await expect.poll(() => page.locator("#notification-error").textContent()).toContain("Name the webhook");
+
+    await page.locator("#notification-webhook").fill("nowhere");
+    await page.locator("#notification-prefix").fill("images/");
+    await page.getByRole("checkbox", { name: "s3:ObjectCreated:*" }).uncheck();
+    await page.getByRole("button", { name: "Add rule" }).click();
+    await expect.poll(() => page.locator("#notification-error").textContent()).toBe("Pick at least one event.");
+    await page.getByRole("checkbox", { name: "s3:ObjectCreated:*" }).check();
+    await page.getByRole("checkbox", { name: "s3:ObjectRemoved:*" }).check();
+    await page.getByRole("button", { name: "Add rule" }).click();
+    await expect
+      .poll(() => page.locator("#notification-error").textContent())
+      .toContain("Unable to validate the following destination configurations: arn:shardgate:webhook::nowhere");
+    expect(await page.locator("#notification-prefix").inputValue()).toBe("images/");
+    expect(await page.getByRole("checkbox", { name: "s3:ObjectRemoved:*" }).isChecked()).toBe(true);
+    expect(await stored()).not.toContain("<QueueConfiguration>");
+
+    await page.locator("#notification-webhook").fill("console-hook");
+    await page.locator("#notification-suffix").fill(".png");
+    await page.locator("#notification-id").fill("images & <png>");
+    await page.getByRole("button", { name: "Add rule" }).click();
+    await expect.poll(() => summary.textContent()).toBe("Notifications: 1 rule");
+    const rules = page.getByRole("list", { name: "Notification rules" });
+    expect(await rules.textContent()).toContain("images & <png> → webhook console-hook: s3:ObjectCreated:*, s3:ObjectRemoved:* (prefix images/, suffix .png)");
+    const doc = await stored();
+    expect(doc).toContain("<Id>images &amp; &lt;png&gt;</Id><Queue>arn:shardgate:webhook::console-hook</Queue>");
+    expect(doc).toContain("<Event>s3:ObjectCreated:*</Event><Event>s3:ObjectRemoved:*</Event>");
+    expect(doc).toContain("<FilterRule><Name>Prefix</Name><Value>images/</Value></FilterRule><FilterRule><Name>Suffix</Name><Value>.png</Value></FilterRule>");
+
+    // Overlapping the first rule (the same event, every key): refused, the rule and the form kept.
+    await page.locator("#notification-webhook").fill("console-hook");
+    await page.getByRole("checkbox", { name: "s3:ObjectRemoved:*" }).uncheck();
+    await page.getByRole("button", { name: "Add rule" }).click();
+    await expect.poll(() => page.locator("#notification-error").textContent()).toContain("Configurations overlap");
+    expect(await page.locator("#notification-webhook").inputValue()).toBe("console-hook");
+    expect(await rules.locator("li").count()).toBe(1);
+
+    // An event for the webhook that answers nothing: a dead letter after two attempts, then retried.
+    expect((await s3.fetch(objectUrl("images/a.png", bucket), { method: "PUT", body: "png" })).status).toBe(200);
+    const admin = `${gw.base}/_shardgate/admin/buckets/${bucket}/notifications`;
+    await expect.poll(async () => ((await (await s3.fetch(admin)).json()) as { deadLetters: number }).deadLetters, { timeout: 20_000 }).toBe(1);
+    await summary.click(); // closed and opened again: the counts are read again
+    await summary.click();
+    await expect.poll(() => page.locator("#notifications-counts").textContent()).toBe("Events waiting: 0; dead letters: 1.");
+    await page.getByRole("button", { name: "Retry dead letters" }).click();
+    await expect.poll(() => page.locator(".toast").last().textContent()).toContain("1 dead letter sent again.");
+
+    await page.getByRole("button", { name: "Remove rule images & <png>" }).click();
+    await expect.poll(() => page.locator("details.notifications summary").textContent()).toBe("Notifications: none");
+    expect(await stored()).not.toContain("<QueueConfiguration>");
+  });
+
+  it("Replication panel: a rule to a bucket of this gateway refused until both keep versions, stored, an object replicated and shown so, then removed", async () => {
+    const [bucket, copy] = ["console-repl", "console-repl-copy"];
+    for (const b of [bucket, copy]) expect((await s3.fetch(`${gw.base}/${b}`, { method: "PUT" })).status).toBe(200);
+    const enableVersioning = async (b: string) =>
+      expect(
+        (
+          await s3.fetch(`${gw.base}/${b}?versioning`, {
+            method: "PUT",
+            body: '<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>Enabled</Status></VersioningConfiguration>',
+          })
+        ).status,
+      ).toBe(200);
+    await showBucket(bucket);
+    await page.locator("details.replication summary").click();
+    await expect.poll(() => page.locator("details.replication summary").textContent()).toBe("Replication: off");
+    await page.locator("#replication-destination").fill(copy);
+    await page.locator("#replication-prefix").fill("docs/");
+    await page.getByRole("button", { name: "Add replication rule" }).click();
+    await expect.poll(() => page.locator("#replication-error").textContent()).toBe("Destination bucket must have versioning enabled.");
+    await enableVersioning(copy);
+    await page.getByRole("button", { name: "Add replication rule" }).click();
+    await expect.poll(() => page.locator("#replication-error").textContent()).toContain("Versioning must be 'Enabled' on the bucket");
+    expect(await page.locator("#replication-destination").inputValue()).toBe(copy);
+    await enableVersioning(bucket);
+    await page.getByRole("button", { name: "Add replication rule" }).click();
+    await expect.poll(() => page.locator("details.replication summary").textContent()).toBe("Replication: 1 rule");
+    expect(await page.locator("#replication-error").textContent()).toBe("");
+    expect(await page.getByRole("list", { name: "Replication rules" }).textContent()).toContain(
+      `bucket ${copy} of this gateway: keys under docs/, deletes replicated`,
+    );
+    await expect.poll(() => page.locator("#replication-counts").textContent()).toContain("Versions waiting: 0; failed: 0");
+    const config = await (await s3.fetch(`${gw.base}/${bucket}?replication`)).text();
+    expect(config).toContain(`<Bucket>arn:aws:s3:::${copy}</Bucket>`);
+    expect(config).toContain("<Prefix>docs/</Prefix>");
+    expect(config).toMatch(/<DeleteMarkerReplication><Status>Enabled<\/Status>/);
+
+    expect((await s3.fetch(objectUrl("docs/a.txt", bucket), { method: "PUT", body: "replicate me\n" })).status).toBe(200);
+    await expect
+      .poll(async () => (await s3.fetch(objectUrl("docs/a.txt", bucket), { method: "HEAD" })).headers.get("x-amz-replication-status"), { timeout: 20_000 })
+      .toBe("COMPLETED");
+    expect(await (await s3.fetch(objectUrl("docs/a.txt", copy))).text()).toBe("replicate me\n");
+    await page.evaluate(`location.hash = ${JSON.stringify(`#/b/${bucket}/docs/`)}`);
+    await page.getByRole("button", { name: "a.txt", exact: true }).click();
+    await expect.poll(() => page.locator("#object-replication").textContent()).toContain("completed");
+    await page.getByRole("button", { name: "Close" }).click();
+
+    await showBucket(bucket);
+    await page.locator("details.replication summary").click();
+    await page.getByRole("button", { name: "Remove replication rule rule-1" }).click();
+    await expect.poll(() => page.locator("details.replication summary").textContent()).toBe("Replication: off");
+    const gone = await s3.fetch(`${gw.base}/${bucket}?replication`);
+    expect(gone.status).toBe(404);
+    expect(await gone.text()).toContain("ReplicationConfigurationNotFoundError");
   });
 
   it("creates a bucket with object lock, adds and deletes lifecycle rules, shows an object's retention and places a legal hold", async () => {

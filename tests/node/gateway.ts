@@ -4,7 +4,7 @@
 // on a free port, for end-to-end tests over real HTTP. SHARDGATE_E2E_RUNTIME=dev makes "dev" the
 // default. Each gateway runs in its own process group so stop() ends every process of it together.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -52,9 +52,14 @@ export class Gateway {
   /** The web console, on its own origin (its own port). */
   consoleBase = "";
 
-  constructor(opts: { runtime?: Runtime; processes?: number } = {}) {
+  /** Worker vars (shardgate.json's "vars", e.g. SHARDGATE_WEBHOOKS), in a config file beside the data directory; workerd only. */
+  readonly vars: Record<string, string> | undefined;
+
+  constructor(opts: { runtime?: Runtime; processes?: number; vars?: Record<string, string> } = {}) {
     this.runtime = opts.runtime ?? (process.env.SHARDGATE_E2E_RUNTIME === "dev" ? "dev" : "workerd");
     this.processes = opts.processes ?? 1;
+    this.vars = opts.vars;
+    if (this.vars !== undefined && this.runtime === "dev") throw new Error("Gateway: vars are given to the workerd runtime only");
   }
 
   /** Starts (or restarts, keeping the persisted data) and waits for the health check. */
@@ -71,6 +76,7 @@ export class Gateway {
         : [
             ...[join(root, "scripts/serve.mjs"), "--quiet", "--port", String(port), "--console-port", String(consolePort), "--data-dir", this.persist],
             ...(this.processes > 1 ? ["--processes", String(this.processes)] : []),
+            ...(this.vars !== undefined ? ["--config", this.configFile()] : []),
           ];
     const child = spawn(process.execPath, args, {
       cwd: root,
@@ -153,8 +159,16 @@ export class Gateway {
     return [...this.hungBefore, ...hungLines(this.output)];
   }
 
+  /** Writes the config file holding `vars` (beside the data directory); its path. */
+  private configFile(): string {
+    const file = `${this.persist}.json`;
+    writeFileSync(file, JSON.stringify({ vars: this.vars }));
+    return file;
+  }
+
   async dispose(): Promise<void> {
     await this.stop();
+    rmSync(`${this.persist}.json`, { force: true });
     // Into the test log, where .ci/run fails on them whichever test started this gateway.
     for (const line of this.hungRequests) console.error(`gateway (${this.runtime}): ${line}`);
     rmSync(this.persist, { recursive: true, force: true });

@@ -94,3 +94,9 @@ export function messageOf(e: unknown): string {
   if (e instanceof Error) return e.message;
   return String(e);
 }
+
+/** A refused configuration in the gateway's own words (InvalidArgument, InvalidRequest: its reason), else as messageOf says. */
+export function refusalOf(e: unknown): string {
+  const reasoned = e instanceof S3Error && (e.code === "InvalidArgument" || e.code === "InvalidRequest") && e.detail !== "";
+  return reasoned ? describe("", (e as S3Error).detail, 400) : messageOf(e);
+}

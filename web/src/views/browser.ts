@@ -11,7 +11,9 @@ import { filesFromDrop } from "../upload";
 import { openObject } from "./object";
 import { permissionsPanel } from "./permissions";
 import { protectionPanel } from "./protection";
+import { notificationsPanel } from "./notifications";
 import { quotaPanel } from "./quota";
+import { replicationPanel } from "./replication";
 import { websitePanel } from "./website";
 import { versioningSwitch } from "./versions";
 
@@ -76,6 +78,8 @@ export async function renderBrowser(app: App, bucket: string, prefix: string): P
     permissionsPanel(app, bucket),
     websitePanel(app, bucket),
     quotaPanel(app, bucket),
+    notificationsPanel(app, bucket),
+    replicationPanel(app, bucket),
     objectsCard(view),
   );
   reload = () => load(view);

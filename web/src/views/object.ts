@@ -228,6 +228,19 @@ function encryptionText(headers: Headers): string {
   return "none (stored as sent)";
 }
 
+/** The object's x-amz-replication-status (PENDING, COMPLETED, FAILED, REPLICA), when its HEAD answers one. */
+function replicationRow(headers: Headers): HTMLElement[] {
+  const status = headers.get("x-amz-replication-status");
+  if (!status) return [];
+  const words: Record<string, string> = {
+    PENDING: "pending: waiting to be copied",
+    COMPLETED: "completed: copied to every destination",
+    FAILED: "failed: see the bucket's dead letters",
+    REPLICA: "a replica, written by replication",
+  };
+  return [h("dt", null, "Replication"), h("dd", { id: "object-replication" }, words[status] ?? status)];
+}
+
 function renderDetails(el: HTMLElement, bucket: string, key: string, head: ObjectHead): void {
   const checksumRows = Object.entries(head.checksums).filter(([k]) => k !== "TYPE");
   mount(
@@ -247,6 +260,7 @@ function renderDetails(el: HTMLElement, bucket: string, key: string, head: Objec
       h("dd", null, humanDate(head.lastModified)),
       h("dt", null, "Encryption"),
       h("dd", { id: "object-encryption" }, encryptionText(head.headers)),
+      replicationRow(head.headers),
       h("dt", null, "Checksums"),
       h(
         "dd",
