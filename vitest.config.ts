@@ -56,6 +56,8 @@ export default defineConfig({
                 // A remote replication target (replication.test.ts) where nothing listens.
                 SHARDGATE_REPLICATION_TARGETS: JSON.stringify({
                   offsite: { endpoint: "http://127.0.0.1:9", region: "us-east-1", accessKeyId: "remote-key", secretAccessKey: "remote-secret" },
+                  // The gateway itself (tests/worker/signed.ts GATEWAY): refused as a destination.
+                  self: { endpoint: "http://gateway.test", region: "us-east-1", accessKeyId: "remote-key", secretAccessKey: "remote-secret" },
                 }),
               },
               // A node the tests add to the six of wrangler.toml (rebalance.test.ts).

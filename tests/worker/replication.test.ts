@@ -9,7 +9,11 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { checkVars, parseReplicationTargets } from "../../worker/src/config-vars";
 import type { BucketIndex } from "../../worker/src/meta/bucket-index";
-import { s3, s3ok } from "./signed";
+import { AwsClient } from "aws4fetch";
+import { exports } from "cloudflare:workers";
+import { hasDotSegment } from "../../worker/src/services/replication";
+import { signedPostFields } from "./post-form";
+import { GATEWAY, s3, s3ok } from "./signed";
 
 const errorCode = (xml: string) => xml.match(/<Code>([^<]+)<\/Code>/)?.[1];
 
@@ -148,6 +152,58 @@ describe("PutBucketReplication / GetBucketReplication / DeleteBucketReplication"
     await res.body?.cancel();
     expect(await storedRules("repl-bad")).toEqual([]);
     await expectError(await s3("/repl-bad?replication"), 404, "ReplicationConfigurationNotFoundError");
+  });
+});
+
+describe("who may set replication, and where to", () => {
+  it("is the root key's: a key that owns the source and may write the destination is refused (replication writes there for good)", async () => {
+    await makeBuckets("repl-owned", "repl-owned-dest");
+    const admin = (method: string, path: string, body: unknown) => s3(`/_shardgate/admin${path}`, { method, body: JSON.stringify(body) });
+    const key = (await (await admin("POST", "/keys", { name: "replication tenant" })).json()) as { id: string; secret: string };
+    for (const b of ["repl-owned", "repl-owned-dest"]) await admin("PUT", `/keys/${key.id}/buckets/${b}`, { read: true, write: true, owner: true });
+    const client = new AwsClient({ accessKeyId: key.id, secretAccessKey: key.secret, service: "s3", region: "us-east-1" });
+    for (const dest of ["arn:aws:s3:::repl-owned-dest", "arn:shardgate:s3:::offsite/any-bucket"]) {
+      const res = await exports.default.fetch(await client.sign(`${GATEWAY}/repl-owned?replication`, { method: "PUT", body: doc([{ dest }]) }));
+      await expectError(res, 403, "AccessDenied");
+    }
+    expect(await storedRules("repl-owned")).toEqual([]);
+  });
+
+  it("refuses a remote target that is this gateway (its replicas would come back) and more than 8 destinations", async () => {
+    await makeBuckets("repl-limits");
+    await expectError(await putConf("repl-limits", doc([{ dest: "arn:shardgate:s3:::self/elsewhere" }])), 400, "InvalidArgument");
+    const nine = Array.from({ length: 9 }, (_, i) => ({ id: `r${i}`, priority: i + 1, prefix: `p${i}/`, dest: `arn:shardgate:s3:::offsite/dest-${i}` }));
+    await expectError(await putConf("repl-limits", doc(nine)), 400, "InvalidArgument");
+    expect((await putConf("repl-limits", doc(nine.slice(0, 8)))).status).toBe(200);
+    expect(await storedRules("repl-limits")).toHaveLength(8);
+  });
+
+  it("never sends a key whose path a URL would collapse (. and .. segments, %2E too) to a remote endpoint: FAILED at once", async () => {
+    for (const key of ["..", "../victim/x", "a/../../victim", ".", "x/.", "%2e%2E/y", ".%2e"]) expect(hasDotSegment(key), key).toBe(true);
+    for (const key of ["...", "a..b", ".hidden", "x/.../y", "a.b/c", ""]) expect(hasDotSegment(key), key).toBe(false);
+    await makeBuckets("repl-dots");
+    expect((await putConf("repl-dots", doc([{ dest: "arn:shardgate:s3:::offsite/dest-bucket" }]))).status).toBe(200);
+    // A form upload (presigned POST) names its key in a field, where no URL collapses it.
+    const key = "a/../../victim-bucket/escape";
+    const form = new FormData();
+    for (const [name, value] of Object.entries({ key, ...(await signedPostFields([{ bucket: "repl-dots" }, ["starts-with", "$key", ""]])) }))
+      form.append(name, value);
+    form.append("file", new File(["x"], "x.txt"));
+    const encoded = new Response(form);
+    const contentType = encoded.headers.get("content-type") as string;
+    const serialized = new Uint8Array(await encoded.arrayBuffer());
+    const body = new Uint8Array([...serialized, 13, 10]); // browsers end a form with CRLF (api/common/form-upload.ts)
+    const posted = await exports.default.fetch(new Request(`${GATEWAY}/repl-dots`, { method: "POST", body, headers: { "content-type": contentType } }));
+    expect(posted.status, await posted.text()).toBe(204);
+    const listed = await (await s3ok("/repl-dots?list-type=2")).text();
+    expect(listed).toContain(`<Key>${key}</Key>`);
+    const stub = env.BUCKET_INDEX.get(env.BUCKET_INDEX.idFromName("repl-dots"));
+    const failed = async () =>
+      runInDurableObject(
+        stub,
+        async (_i: BucketIndex, state) => state.storage.sql.exec<{ e: string }>("SELECT last_error AS e FROM outbox_dead").toArray()[0]?.e ?? null,
+      );
+    await expect.poll(failed, { timeout: 20_000 }).toContain('"." or ".." path segment');
   });
 });
 

@@ -236,6 +236,17 @@ describe("the website endpoint", () => {
     expect(res.headers.get("location")).toBe("/docs/");
   });
 
+  it("keeps a folder's 302 on its own host when the key starts with / (never a protocol-relative //host)", async () => {
+    await put(SITE, "/lead/index.html", "<h1>lead</h1>");
+    const res = await visit(`${host(SITE)}//lead`);
+    expect(res.status).toBe(302);
+    const location = res.headers.get("location") as string;
+    expect(location.startsWith("//")).toBe(false);
+    const target = new URL(location, `${host(SITE)}/`);
+    expect(target.origin).toBe(new URL(host(SITE)).origin);
+    expect(await (await visit(target.href)).text()).toBe("<h1>lead</h1>");
+  });
+
   it("answers a missing key with the error document's content and 404, HEAD included", async () => {
     const res = await visit(`${host(SITE)}/nope.html`);
     expect(res.status).toBe(404);

@@ -118,7 +118,10 @@ function finish(response: Response, site: Site): Response {
 }
 
 function redirect(status: number, location: string): Response {
-  return new Response(null, { status, headers: { Location: location } });
+  // A key that starts with "/" makes a path that starts with "//": a browser would read it as
+  // another host. "/./" before it names the same path on this host.
+  const here = location.startsWith("//") ? `/.${location}` : location;
+  return new Response(null, { status, headers: { Location: here } });
 }
 
 const noSuchBucket = () => new S3Error("NoSuchBucket", "The specified bucket does not exist");

@@ -84,6 +84,11 @@ function settleFailed(source: ReplicationSource, row: OutboxRow, outcome: { erro
   return dead;
 }
 
+/** Whether `key` has a path segment a URL would resolve: ".", "..", or those with %2E for a dot. */
+export function hasDotSegment(key: string): boolean {
+  return key.split("/").some((segment) => /^(\.|%2e){1,2}$/i.test(segment));
+}
+
 /** Replicates one row; never throws. */
 async function replicateRow(
   ctx: ObjectContext,
@@ -94,6 +99,11 @@ async function replicateRow(
 ): Promise<Outcome> {
   const destination = destinationOfTarget(row.target);
   if (!destination) return { ok: false, error: `not a replication target: ${row.target}`, final: true };
+  // A URL collapses "." and ".." segments (also written %2E): such a key would land outside the
+  // destination bucket, or name the bucket itself, at a remote endpoint. Never sent.
+  if (destination.remote !== "" && hasDotSegment(row.key)) {
+    return { ok: false, error: 'a key with a "." or ".." path segment is not replicated to a remote endpoint', final: true };
+  }
   const remote = destination.remote === "" ? null : (remotes[destination.remote] ?? null);
   if (destination.remote !== "" && !remote) return { ok: false, error: `no replication target ${destination.remote} is configured`, final: false };
   try {

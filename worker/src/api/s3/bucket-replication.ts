@@ -20,6 +20,8 @@ import { malformedXml, readXml, type XmlElement } from "../common/xml-parse";
 
 /** S3's bounds: 1000 rules, an ID of at most 255 characters, a prefix of at most 1024. */
 const MAX_RULES = 1000;
+/** The gateway's own bound: every write is copied to each destination. */
+const MAX_DESTINATIONS = 8;
 const MAX_ID = 255;
 const MAX_PREFIX = 1024;
 const MAX_DOCUMENT_BYTES = 512 * 1024;
@@ -30,10 +32,14 @@ const invalidArgument = (message: string) => new S3Error("InvalidArgument", mess
 const notImplemented = (what: string) => new S3Error("NotImplemented", `${what} is not implemented in replication rules.`);
 
 export async function putBucketReplication(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
-  const rules = parseReplicationXml(
-    await readXml(ctx.auth.body, MAX_DOCUMENT_BYTES),
-    new Set(Object.keys(parseReplicationTargets(ctx.env.SHARDGATE_REPLICATION_TARGETS) ?? {})),
-  );
+  // Replication writes into other buckets, here or at an operator's endpoint, long after this
+  // request: whoever sets it must be able to write them for good, so it is the root key's (as
+  // PutBucketReplication needs an IAM role on AWS). A bucket owner's key is refused.
+  if (ctx.principal.kind !== "root")
+    throw new S3Error("AccessDenied", "Access Denied: replication is configured with the gateway's root key (it writes into other buckets for good).");
+  const targets = parseReplicationTargets(ctx.env.SHARDGATE_REPLICATION_TARGETS) ?? {};
+  const rules = parseReplicationXml(await readXml(ctx.auth.body, MAX_DOCUMENT_BYTES), new Set(Object.keys(targets)));
+  checkDestinations(ctx, rules, targets);
   for (const dest of new Set(rules.map((r) => targetOfDestination(r.destination)).flatMap((d) => (d && d.remote === null ? [d.bucket] : [])))) {
     await checkLocalDestination(ctx, bucket, dest);
   }
@@ -51,6 +57,22 @@ export async function getBucketReplication(ctx: RequestContext, { bucket }: Buck
 export async function deleteBucketReplication(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   await bucketIndex(ctx, bucket).setReplicationConfiguration([]);
   return new Response(null, { status: 204 });
+}
+
+/**
+ * At most MAX_DESTINATIONS destinations (every write is copied to each), and no remote target that
+ * is this gateway itself (its replicas would be replicated back).
+ */
+function checkDestinations(ctx: RequestContext, rules: readonly ReplicationRule[], targets: Record<string, { endpoint: string }>): void {
+  const destinations = new Set(rules.map((r) => r.destination));
+  if (destinations.size > MAX_DESTINATIONS) throw invalidArgument(`A replication configuration may name at most ${MAX_DESTINATIONS} destinations.`);
+  const here = new URL(ctx.request.url).host;
+  for (const d of destinations) {
+    const remote = targetOfDestination(d)?.remote;
+    const endpoint = remote ? targets[remote]?.endpoint : undefined;
+    if (endpoint !== undefined && new URL(endpoint).host === here)
+      throw invalidArgument(`Replication target ${remote} is this gateway: replicate to a bucket here with arn:aws:s3:::BUCKET.`);
+  }
 }
 
 /** A destination on this gateway: another bucket, existing, keeping versions, that the caller may write. */
