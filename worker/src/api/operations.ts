@@ -182,8 +182,9 @@ export const OPERATIONS = {
   GetBucketNotificationConfiguration: bucket({ method: "GET", sub: "notification" }, owner("s3:GetBucketNotification"), getBucketNotification),
   PutBucketNotificationConfiguration: bucket({ method: "PUT", sub: "notification" }, owner("s3:PutBucketNotification"), putBucketNotification),
   GetBucketReplication: bucket({ method: "GET", sub: "replication" }, owner("s3:GetReplicationConfiguration"), getBucketReplication),
-  PutBucketReplication: bucket({ method: "PUT", sub: "replication" }, owner("s3:PutReplicationConfiguration"), putBucketReplication),
-  DeleteBucketReplication: bucket({ method: "DELETE", sub: "replication" }, owner("s3:PutReplicationConfiguration"), deleteBucketReplication),
+  // Replication writes into other buckets for good, with the gateway's authority: the root key's to set (api/s3/bucket-replication.ts).
+  PutBucketReplication: bucket({ method: "PUT", sub: "replication" }, root, putBucketReplication),
+  DeleteBucketReplication: bucket({ method: "DELETE", sub: "replication" }, root, deleteBucketReplication),
   GetBucketWebsite: bucket({ method: "GET", sub: "website" }, owner("s3:GetBucketWebsite"), getBucketWebsite),
   PutBucketWebsite: bucket({ method: "PUT", sub: "website" }, owner("s3:PutBucketWebsite"), putBucketWebsite),
   DeleteBucketWebsite: bucket({ method: "DELETE", sub: "website" }, owner("s3:DeleteBucketWebsite"), deleteBucketWebsite),

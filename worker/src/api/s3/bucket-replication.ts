@@ -2,12 +2,14 @@
 // (`?replication`) with S3's document (meta/replication-rules.ts applies it). Role is accepted and
 // unused. Each Rule: ID, Priority, Status, a Filter (Prefix, or And with a Prefix; tag filters are
 // NotImplemented) or the older top-level Prefix, DeleteMarkerReplication, and a Destination
-// Bucket: `arn:aws:s3:::BUCKET`, a bucket of this gateway that the caller may write and that keeps
-// versions, or `arn:shardgate:s3:::TARGET/BUCKET`, a remote endpoint the operator configured in
-// SHARDGATE_REPLICATION_TARGETS (its credentials stay there, never in a rule). Checked as S3
-// checks: the source keeps versions (InvalidRequest), unknown elements MalformedXML, duplicate IDs
-// or priorities, an unknown target, too many rules InvalidArgument; nothing is stored unless the
-// whole document is valid.
+// Bucket: `arn:aws:s3:::BUCKET`, a bucket of this gateway that keeps versions, or
+// `arn:shardgate:s3:::TARGET/BUCKET`, a remote endpoint the operator configured in
+// SHARDGATE_REPLICATION_TARGETS (its credentials stay there, never in a rule). Setting and deleting
+// it is the root key's (api/operations.ts): replication writes into other buckets for good, long
+// after the request, with the gateway's authority. Checked as S3 checks: the source keeps versions
+// (InvalidRequest), unknown elements MalformedXML, duplicate IDs or priorities, an unknown target,
+// too many rules or destinations, a target that is this gateway InvalidArgument; nothing is stored
+// unless the whole document is valid.
 import { parseReplicationTargets } from "../../config-vars";
 import { LOCAL_ARN_PREFIX, REMOTE_ARN_PREFIX, type ReplicationRule, targetOfDestination } from "../../meta/replication-rules";
 import { NoSuchBucketError } from "../../meta/types";
@@ -32,11 +34,6 @@ const invalidArgument = (message: string) => new S3Error("InvalidArgument", mess
 const notImplemented = (what: string) => new S3Error("NotImplemented", `${what} is not implemented in replication rules.`);
 
 export async function putBucketReplication(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
-  // Replication writes into other buckets, here or at an operator's endpoint, long after this
-  // request: whoever sets it must be able to write them for good, so it is the root key's (as
-  // PutBucketReplication needs an IAM role on AWS). A bucket owner's key is refused.
-  if (ctx.principal.kind !== "root")
-    throw new S3Error("AccessDenied", "Access Denied: replication is configured with the gateway's root key (it writes into other buckets for good).");
   const targets = parseReplicationTargets(ctx.env.SHARDGATE_REPLICATION_TARGETS) ?? {};
   const rules = parseReplicationXml(await readXml(ctx.auth.body, MAX_DOCUMENT_BYTES), new Set(Object.keys(targets)));
   checkDestinations(ctx, rules, targets);
