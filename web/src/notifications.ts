@@ -4,6 +4,7 @@
 import { adminJson } from "./access";
 import { encodeSegment, type S3Client } from "./s3";
 import { childText, children, parseXml, xmlEscape } from "./xml";
+import { WEBHOOK_ARN_PREFIX } from "../../worker/src/shared/arns";
 
 export interface NotificationRule {
   id: string;
@@ -35,7 +36,6 @@ export const EVENTS = [
   "s3:ObjectRemoved:DeleteMarkerCreated",
 ];
 
-export const WEBHOOK_ARN_PREFIX = "arn:shardgate:webhook::";
 const S3_XMLNS = "http://s3.amazonaws.com/doc/2006-03-01/";
 const KINDS = ["Queue", "Topic", "CloudFunction"];
 

@@ -5,6 +5,7 @@ import { adminJson } from "./access";
 import { S3Error } from "./errors";
 import { encodeSegment, type S3Client } from "./s3";
 import { childText, children, parseXml, xmlEscape } from "./xml";
+import { LOCAL_ARN_PREFIX, REMOTE_ARN_PREFIX } from "../../worker/src/shared/arns";
 
 export interface ReplicationRule {
   id: string;
@@ -16,8 +17,6 @@ export interface ReplicationRule {
   destination: string;
 }
 
-export const LOCAL_ARN_PREFIX = "arn:aws:s3:::";
-export const REMOTE_ARN_PREFIX = "arn:shardgate:s3:::";
 const S3_XMLNS = "http://s3.amazonaws.com/doc/2006-03-01/";
 
 /** The bucket's rules; [] when it has no replication configuration. */

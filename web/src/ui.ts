@@ -40,6 +40,11 @@ export function mount(el: Element, ...children: Child[]): void {
   append(el, children);
 }
 
+/** A labelled form field of a bucket panel: the label for `input` (by its `id`), the input, and a hint under it. */
+export function labelledField(id: string, label: string, input: HTMLElement, hint: string): HTMLDivElement {
+  return h("div", { class: "field" }, h("label", { for: id, class: "small" }, label), input, h("span", { class: "muted small" }, hint));
+}
+
 const UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
 
 /** 1536 → "1.5 KiB". */

@@ -4,17 +4,9 @@
 // configuration back; and, for the root key, the events waiting and the dead letters, with a retry.
 import type { App } from "../app";
 import { messageOf, refusalOf, S3Error } from "../errors";
-import {
-  EVENTS,
-  getNotificationStatus,
-  getNotifications,
-  type NotificationRule,
-  retryDeadLetters,
-  saveNotifications,
-  WEBHOOK_ARN_PREFIX,
-  webhookName,
-} from "../notifications";
-import { h, mount, toast } from "../ui";
+import { EVENTS, getNotificationStatus, getNotifications, type NotificationRule, retryDeadLetters, saveNotifications, webhookName } from "../notifications";
+import { WEBHOOK_ARN_PREFIX } from "../../../worker/src/shared/arns";
+import { h, labelledField, mount, toast } from "../ui";
 
 interface NotificationsView {
   app: App;
@@ -59,8 +51,6 @@ export function notificationsPanel(app: App, bucket: string): HTMLElement {
 }
 
 function addForm(view: NotificationsView): HTMLFormElement {
-  const field = (id: string, label: string, input: HTMLElement, hint: string) =>
-    h("div", { class: "field" }, h("label", { for: id, class: "small" }, label), input, h("span", { class: "muted small" }, hint));
   const events = h(
     "fieldset",
     { class: "field" },
@@ -77,11 +67,11 @@ function addForm(view: NotificationsView): HTMLFormElement {
         void add(view);
       },
     },
-    field("notification-webhook", "Webhook", view.webhook, `The name of a webhook the operator configured (${WEBHOOK_ARN_PREFIX}NAME).`),
+    labelledField("notification-webhook", "Webhook", view.webhook, `The name of a webhook the operator configured (${WEBHOOK_ARN_PREFIX}NAME).`),
     events,
-    field("notification-prefix", "Key prefix", view.prefix, "Only keys starting with it, optional."),
-    field("notification-suffix", "Key suffix", view.suffix, "Only keys ending with it, optional."),
-    field("notification-id", "Notification id", view.id, "Optional: the gateway names it otherwise."),
+    labelledField("notification-prefix", "Key prefix", view.prefix, "Only keys starting with it, optional."),
+    labelledField("notification-suffix", "Key suffix", view.suffix, "Only keys ending with it, optional."),
+    labelledField("notification-id", "Notification id", view.id, "Optional: the gateway names it otherwise."),
     h("div", { class: "actions" }, h("button", { type: "submit" }, "Add rule")),
     view.problem,
   );

@@ -4,7 +4,7 @@
 import type { App } from "../app";
 import { messageOf, S3Error } from "../errors";
 import { clearQuota, getQuota, parseSize, type QuotaState, setQuota } from "../quota";
-import { h, humanSize, mount, toast } from "../ui";
+import { h, humanSize, labelledField, mount, toast } from "../ui";
 
 interface QuotaView {
   app: App;
@@ -28,16 +28,14 @@ export function quotaPanel(app: App, bucket: string): HTMLElement {
     problem: h("p", { class: "error", role: "alert", id: "quota-error" }),
     form: h("form", { class: "quota-form", "aria-label": "Bucket quota" }),
   };
-  const field = (id: string, label: string, input: HTMLElement, hint: string) =>
-    h("div", { class: "field" }, h("label", { for: id, class: "small" }, label), input, h("span", { class: "muted small" }, hint));
   view.form.onsubmit = (e: Event) => {
     e.preventDefault();
     void save(view);
   };
   mount(
     view.form,
-    field("quota-bytes", "Most bytes", view.maxBytes, "e.g. 500 MB, 10 GiB, or a number of bytes; empty: no limit."),
-    field("quota-objects", "Most objects", view.maxObjects, "Every version counts; empty: no limit."),
+    labelledField("quota-bytes", "Most bytes", view.maxBytes, "e.g. 500 MB, 10 GiB, or a number of bytes; empty: no limit."),
+    labelledField("quota-objects", "Most objects", view.maxObjects, "Every version counts; empty: no limit."),
     h(
       "div",
       { class: "actions" },

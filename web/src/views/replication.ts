@@ -5,7 +5,7 @@
 import type { App } from "../app";
 import { messageOf, refusalOf } from "../errors";
 import { destinationArn, destinationText, getReplication, getReplicationBacklog, type ReplicationRule, saveReplication } from "../replication";
-import { h, mount, toast } from "../ui";
+import { h, labelledField, mount, toast } from "../ui";
 
 interface ReplicationView {
   app: App;
@@ -44,8 +44,6 @@ export function replicationPanel(app: App, bucket: string): HTMLElement {
 }
 
 function addForm(view: ReplicationView): HTMLFormElement {
-  const field = (id: string, label: string, input: HTMLElement, hint: string) =>
-    h("div", { class: "field" }, h("label", { for: id, class: "small" }, label), input, h("span", { class: "muted small" }, hint));
   return h(
     "form",
     {
@@ -56,20 +54,20 @@ function addForm(view: ReplicationView): HTMLFormElement {
         void add(view);
       },
     },
-    field(
+    labelledField(
       "replication-destination",
       "Destination",
       view.destination,
       "A bucket of this gateway (it must keep versions), or TARGET/BUCKET on a remote target the operator configured.",
     ),
-    field("replication-prefix", "Key prefix", view.prefix, "Only keys starting with it; empty: every key."),
+    labelledField("replication-prefix", "Key prefix", view.prefix, "Only keys starting with it; empty: every key."),
     h(
       "div",
       { class: "field inline" },
       view.deleteMarkers,
       h("label", { for: "replication-delete-markers", class: "small" }, "Replicate deletes (delete markers)"),
     ),
-    field("replication-id", "Replication rule id", view.id, "Optional."),
+    labelledField("replication-id", "Replication rule id", view.id, "Optional."),
     h("div", { class: "actions" }, h("button", { type: "submit" }, "Add replication rule")),
     view.problem,
   );

@@ -3,7 +3,7 @@
 // only what the bucket policy lets everyone read (the Permissions panel's "Public access").
 import type { App } from "../app";
 import { messageOf } from "../errors";
-import { h, mount, toast } from "../ui";
+import { h, labelledField, mount, toast } from "../ui";
 import { deleteWebsite, getWebsite, saveWebsite, type WebsiteSettings, websiteUrls } from "../website";
 
 interface WebsiteView {
@@ -39,8 +39,6 @@ export function websitePanel(app: App, bucket: string): HTMLElement {
     problem: h("p", { class: "error", role: "alert", id: "website-error-message" }),
     current: null,
   };
-  const field = (id: string, label: string, input: HTMLElement, hint: string) =>
-    h("div", { class: "field" }, h("label", { for: id, class: "small" }, label), input, h("span", { class: "muted small" }, hint));
   const form = h(
     "form",
     {
@@ -51,10 +49,10 @@ export function websitePanel(app: App, bucket: string): HTMLElement {
         void save(view);
       },
     },
-    field("website-index", "Index document", view.index, "Served for / and for every folder (docs/ → docs/index.html)."),
-    field("website-error", "Error document", view.error, "Its content answers a missing page (404), optional."),
-    field("website-redirect", "Or redirect every request to host", view.redirectHost, "Instead of serving this bucket, optional."),
-    field("website-redirect-protocol", "Redirect protocol", view.redirectProtocol, ""),
+    labelledField("website-index", "Index document", view.index, "Served for / and for every folder (docs/ → docs/index.html)."),
+    labelledField("website-error", "Error document", view.error, "Its content answers a missing page (404), optional."),
+    labelledField("website-redirect", "Or redirect every request to host", view.redirectHost, "Instead of serving this bucket, optional."),
+    labelledField("website-redirect-protocol", "Redirect protocol", view.redirectProtocol, ""),
     h(
       "div",
       { class: "actions" },

@@ -4,6 +4,7 @@
 // a configuration where they do). Pure: the XML is api/s3/bucket-notification.ts's, the outbox
 // meta/outbox.ts's. A rule names its target by an ARN-like id of a target the operator configured
 // (SHARDGATE_WEBHOOKS: `arn:shardgate:webhook::NAME`); the URL and its secret are never here.
+import { WEBHOOK_ARN_PREFIX } from "../shared/arns";
 
 /** The events a commit or a delete produces (S3's names, without the "s3:" prefix). */
 export type EventName =
@@ -43,9 +44,6 @@ export interface NotificationRule {
   prefix?: string;
   suffix?: string;
 }
-
-/** The ARN form of a webhook target the operator configured under `name`. */
-export const WEBHOOK_ARN_PREFIX = "arn:shardgate:webhook::";
 
 /** The outbox target (meta/outbox.ts) a rule's ARN names: "webhook:NAME", or null when it names none. */
 export function targetOfArn(arn: string): string | null {

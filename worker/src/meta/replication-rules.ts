@@ -6,6 +6,7 @@
 // row (run from the index's alarm by jobs/bucket-jobs.ts) and sets COMPLETED, or FAILED after its
 // last attempt. A bucket without rules reads nothing per write once its (empty) rules are known.
 import type { ObjectEvent, Outbox } from "./outbox";
+import { LOCAL_ARN_PREFIX, REMOTE_ARN_PREFIX } from "../shared/arns";
 
 export const REPLICATION_SCHEMA: readonly string[] = [
   "CREATE TABLE replication_config (id INTEGER PRIMARY KEY CHECK (id = 1), rules TEXT NOT NULL)",
@@ -37,8 +38,6 @@ export interface ReplicationRule {
 export type ReplicationStatus = "PENDING" | "COMPLETED" | "FAILED" | "REPLICA";
 
 export const REPLICA_PREFIX = "replica:";
-export const LOCAL_ARN_PREFIX = "arn:aws:s3:::";
-export const REMOTE_ARN_PREFIX = "arn:shardgate:s3:::";
 
 /** The outbox target a destination ARN names; null when it is not one (no check of the names). */
 export function targetOfDestination(arn: string): { target: string; remote: string | null; bucket: string } | null {

@@ -7,7 +7,8 @@
 // prefix or suffix (or named twice), overlapping configurations InvalidArgument; nothing is stored
 // unless the whole document is valid. The rules are applied in the bucket's index (meta/outbox.ts).
 import { parseWebhooks } from "../../config-vars";
-import { CONFIGURABLE_EVENTS, type NotificationRule, type RuleKind, rulesOverlap, targetOfArn, WEBHOOK_ARN_PREFIX } from "../../meta/notification-rules";
+import { CONFIGURABLE_EVENTS, type NotificationRule, type RuleKind, rulesOverlap, targetOfArn } from "../../meta/notification-rules";
+import { WEBHOOK_ARN_PREFIX } from "../../shared/arns";
 import { S3Error } from "../../s3-error";
 import { bucketIndex, type BucketAt, type RequestContext } from "../common/context";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";

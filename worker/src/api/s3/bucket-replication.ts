@@ -11,7 +11,8 @@
 // too many rules or destinations, a target that is this gateway InvalidArgument; nothing is stored
 // unless the whole document is valid.
 import { parseReplicationTargets } from "../../config-vars";
-import { LOCAL_ARN_PREFIX, REMOTE_ARN_PREFIX, type ReplicationRule, targetOfDestination } from "../../meta/replication-rules";
+import { type ReplicationRule, targetOfDestination } from "../../meta/replication-rules";
+import { LOCAL_ARN_PREFIX, REMOTE_ARN_PREFIX } from "../../shared/arns";
 import { NoSuchBucketError } from "../../meta/types";
 import { S3Error } from "../../s3-error";
 import { bucketPolicy } from "../../services/bucket-policy";
