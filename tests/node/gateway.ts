@@ -12,7 +12,9 @@ import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
-export { CREDENTIALS } from "../shared/credentials";
+import { CREDENTIALS } from "../shared/credentials";
+
+export { CREDENTIALS };
 
 /** A TCP port on 127.0.0.1 that nothing listens on right now. */
 export function freePort(): Promise<number> {
@@ -24,6 +26,24 @@ export function freePort(): Promise<number> {
       srv.close(() => (typeof addr === "object" && addr ? resolve(addr.port) : reject(new Error("no port"))));
     });
   });
+}
+
+/**
+ * How to start `npm start`'s scripts/serve.mjs (tools.ts startServe) with `vars` as shardgate.json's
+ * "vars" (the file written in `dir`, the data in `dir`/data), on free ports, with the test
+ * credentials: its base URL, arguments and environment, and its health check.
+ */
+export async function servingWithVars(
+  vars: Record<string, string>,
+  dir: string,
+): Promise<{ base: string; args: string[]; env: Record<string, string>; healthy: () => Promise<boolean> }> {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const config = join(dir, "shardgate.json");
+  writeFileSync(config, JSON.stringify({ vars }));
+  const args = ["--quiet", "--config", config, "--port", String(port), "--console-port", String(await freePort()), "--data-dir", join(dir, "data")];
+  const env = { SHARDGATE_ACCESS_KEY_ID: CREDENTIALS.accessKeyId, SHARDGATE_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey };
+  return { base, args, env, healthy: () => fetch(`${base}/_shardgate/health`).then((r) => r.ok) };
 }
 
 /** One line of the Worker's request log (worker/src/api/handle.ts). */

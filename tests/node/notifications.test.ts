@@ -9,7 +9,7 @@
 // schedule is short here (SHARDGATE_NOTIFY_RETRY_MS 100 ms, at most 400 ms).
 import type { ChildProcess } from "node:child_process";
 import { createHmac } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { tmpdir } from "node:os";
@@ -30,7 +30,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { AwsClient } from "aws4fetch";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CREDENTIALS, freePort } from "./gateway";
+import { CREDENTIALS, freePort, servingWithVars } from "./gateway";
 import { startServe } from "./tools";
 
 const SECRET = "notify-test-secret-0123456789";
@@ -131,15 +131,12 @@ let base: string;
 let s3: S3Client;
 let admin: AwsClient;
 let serverOutput: () => string = () => "";
-let serve: { args: string[]; env: Record<string, string>; healthy: () => Promise<boolean> };
+let serve: Awaited<ReturnType<typeof servingWithVars>>;
 let gatewayChild: ChildProcess;
 
 beforeAll(async () => {
   receiver = new Receiver(await freePort());
   await receiver.open();
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  const config = join(scratch, "shardgate.json");
   const vars = {
     SHARDGATE_WEBHOOKS: JSON.stringify({ hook: { url: `http://127.0.0.1:${receiver.port}/events`, secret: SECRET } }),
     SHARDGATE_NOTIFY_RETRY_MS: "100",
@@ -147,11 +144,9 @@ beforeAll(async () => {
     SHARDGATE_NOTIFY_ATTEMPTS: "1000",
     SHARDGATE_NOTIFY_TIMEOUT_MS: "2000",
   };
-  writeFileSync(config, JSON.stringify({ vars }));
-  const healthy = () => fetch(`${base}/_shardgate/health`).then((r) => r.ok);
-  const args = ["--quiet", "--config", config, "--port", String(port), "--console-port", String(await freePort()), "--data-dir", join(scratch, "data")];
-  serve = { args, env: { SHARDGATE_ACCESS_KEY_ID: CREDENTIALS.accessKeyId, SHARDGATE_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey }, healthy };
-  ({ child: gatewayChild, output: serverOutput } = await startServe(serve.args, serve.env, healthy, running));
+  serve = await servingWithVars(vars, scratch);
+  base = serve.base;
+  ({ child: gatewayChild, output: serverOutput } = await startServe(serve.args, serve.env, serve.healthy, running));
   s3 = new S3Client({ endpoint: base, region: "us-east-1", forcePathStyle: true, credentials: CREDENTIALS });
   admin = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1" });
 });

@@ -8,7 +8,7 @@
 // (SHARDGATE_NOTIFY_RETRY_MS 100 ms, at most 400 ms).
 import type { ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -27,7 +27,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { AwsClient } from "aws4fetch";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CREDENTIALS, freePort } from "./gateway";
+import { CREDENTIALS, servingWithVars } from "./gateway";
 import { startServe } from "./tools";
 import { VersityNode } from "./versity-node";
 
@@ -45,9 +45,6 @@ beforeAll(async () => {
   remote = new VersityNode();
   await remote.start();
   remoteClient = new AwsClient({ accessKeyId: remote.key.id, secretAccessKey: remote.key.secret, service: "s3", region: "us-east-1", retries: 0 });
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  const config = join(scratch, "shardgate.json");
   const target = { endpoint: remote.endpoint, region: "us-east-1", accessKeyId: remote.key.id, secretAccessKey: remote.key.secret };
   const vars = {
     SHARDGATE_REPLICATION_TARGETS: JSON.stringify({ offsite: target }),
@@ -56,11 +53,9 @@ beforeAll(async () => {
     SHARDGATE_NOTIFY_ATTEMPTS: "1000",
     SHARDGATE_NOTIFY_TIMEOUT_MS: "2000",
   };
-  writeFileSync(config, JSON.stringify({ vars }));
-  const healthy = () => fetch(`${base}/_shardgate/health`).then((r) => r.ok);
-  const args = ["--quiet", "--config", config, "--port", String(port), "--console-port", String(await freePort()), "--data-dir", join(scratch, "data")];
-  const env = { SHARDGATE_ACCESS_KEY_ID: CREDENTIALS.accessKeyId, SHARDGATE_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey };
-  ({ output: serverOutput } = await startServe(args, env, healthy, running));
+  const serve = await servingWithVars(vars, scratch);
+  base = serve.base;
+  ({ output: serverOutput } = await startServe(serve.args, serve.env, serve.healthy, running));
   s3 = new S3Client({ endpoint: base, region: "us-east-1", forcePathStyle: true, credentials: CREDENTIALS });
   await s3.send(new CreateBucketCommand({ Bucket: SOURCE }));
   await s3.send(new PutBucketVersioningCommand({ Bucket: SOURCE, VersioningConfiguration: { Status: "Enabled" } }));
