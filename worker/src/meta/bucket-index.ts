@@ -455,10 +455,11 @@ export class BucketIndex extends DurableObject {
     return { quota: quota.quotaOf(this.sql), usage: quota.usageOf(this.sql) };
   }
 
-  /** Sets the bucket's quota (null, or both limits null: none). Writes already stored stay. */
-  async setQuota(limits: quota.Quota | null): Promise<void> {
+  /** Sets the bucket's quota (null, or both limits null: none); the quota and usage then. Writes already stored stay. */
+  async setQuota(limits: quota.Quota | null): Promise<{ quota: quota.Quota | null; usage: quota.Usage }> {
     this.requireBucket();
     quota.setQuota(this.sql, limits);
+    return { quota: quota.quotaOf(this.sql), usage: quota.usageOf(this.sql) };
   }
 
   /** The bucket's object lock configuration; null: none. */

@@ -21,27 +21,25 @@ function limit(body: Record<string, unknown>, name: keyof Quota): number | null 
   return value;
 }
 
-async function answer(ctx: RequestContext, bucket: string): Promise<Response> {
-  checkBucketName(bucket); // (a made-up name must not make a bucket index)
-  const { quota, usage } = await bucketIndex(ctx, bucket).quota();
-  return json({ bucket, quota, usage });
+/** The bucket's index, once `bucket` is a bucket name (a made-up name must not make a bucket index). */
+function indexOf(ctx: RequestContext, bucket: string) {
+  checkBucketName(bucket);
+  return bucketIndex(ctx, bucket);
 }
 
-export function adminGetQuota(ctx: RequestContext, bucket: string): Promise<Response> {
-  return answer(ctx, bucket);
+export async function adminGetQuota(ctx: RequestContext, bucket: string): Promise<Response> {
+  return json({ bucket, ...(await indexOf(ctx, bucket).quota()) });
 }
 
 export async function adminSetQuota(ctx: RequestContext, bucket: string): Promise<Response> {
-  checkBucketName(bucket);
+  const index = indexOf(ctx, bucket);
   const body = await jsonObjectBody(ctx);
   const unknown = Object.keys(body).find((k) => !FIELDS.has(k));
   if (unknown !== undefined) throw invalid(`Unknown field ${JSON.stringify(unknown.slice(0, 64))}: a quota has maxBytes and maxObjects.`);
-  await bucketIndex(ctx, bucket).setQuota({ maxBytes: limit(body, "maxBytes"), maxObjects: limit(body, "maxObjects") });
-  return answer(ctx, bucket);
+  return json({ bucket, ...(await index.setQuota({ maxBytes: limit(body, "maxBytes"), maxObjects: limit(body, "maxObjects") })) });
 }
 
 export async function adminDeleteQuota(ctx: RequestContext, bucket: string): Promise<Response> {
-  checkBucketName(bucket);
-  await bucketIndex(ctx, bucket).setQuota(null);
+  await indexOf(ctx, bucket).setQuota(null);
   return new Response(null, { status: 204 });
 }
