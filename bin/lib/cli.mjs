@@ -24,7 +24,7 @@ const startsWith = (words, prefix) => prefix.every((w, i) => words[i] === w);
 
 function usageLine(c) {
   const flags = Object.entries(c.flags ?? {}).map(([n, f]) => (f.type === "boolean" ? `[--${n}]` : `[--${n} ${f.metavar ?? "VALUE"}]`));
-  return ["shardgate", ...c.words, ...(c.args ?? []), ...(c.anything ? ["…"] : []), ...flags].join(" ");
+  return ["shardgate", ...c.words, ...(c.args ?? []), ...flags].join(" ");
 }
 
 function flagLines(spec) {
@@ -90,7 +90,7 @@ function find(words) {
   if (best) {
     const rest = words.slice(best.words.length);
     const extensions = COMMANDS.filter((c) => c !== best && startsWith(c.words, best.words));
-    if (!best.anything && rest.length > (best.args?.length ?? 0) && extensions.length > 0 && (best.args?.length ?? 0) === 0) {
+    if (rest.length > (best.args?.length ?? 0) && extensions.length > 0 && (best.args?.length ?? 0) === 0) {
       const subs = extensions.map((c) => c.words[best.words.length]);
       const near = nearest(rest[0], subs);
       throw new UsageError(
@@ -131,10 +131,8 @@ export async function main(argv, env = process.env) {
       } catch {
         // the words are wrong too: the flag is said first
       }
-      if (!command?.anything) {
-        const spec = command ? { ...GLOBAL_FLAGS, ...(command.flags ?? {}) } : Object.fromEntries([...KNOWN].map((n) => [n, {}]));
-        readFlags([stranger], spec, command ? `shardgate ${command.words.join(" ")}` : "shardgate");
-      }
+      const spec = command ? { ...GLOBAL_FLAGS, ...(command.flags ?? {}) } : Object.fromEntries([...KNOWN].map((n) => [n, {}]));
+      readFlags([stranger], spec, command ? `shardgate ${command.words.join(" ")}` : "shardgate");
     }
     const wantsHelp = helpWord || flags.some((f) => f.name === "help");
     if (words.length === 0) {
@@ -160,13 +158,11 @@ export async function main(argv, env = process.env) {
       return 0;
     }
     const spec = { ...GLOBAL_FLAGS, ...(command.flags ?? {}) };
-    const values = readFlags(command.anything ? flags.filter((f) => f.name in GLOBAL_FLAGS) : flags, spec, where);
+    const values = readFlags(flags, spec, where);
     json = values.json;
     const names = command.args ?? [];
-    if (!command.anything) {
-      if (rest.length < names.length) throw new UsageError(`${where}: missing ${names.slice(rest.length).join(" ")} (usage: ${usageLine(command)})`);
-      if (rest.length > names.length) throw new UsageError(`${where}: unexpected argument "${clean(rest[names.length], 60)}" (usage: ${usageLine(command)})`);
-    }
+    if (rest.length < names.length) throw new UsageError(`${where}: missing ${names.slice(rest.length).join(" ")} (usage: ${usageLine(command)})`);
+    if (rest.length > names.length) throw new UsageError(`${where}: unexpected argument "${clean(rest[names.length], 60)}" (usage: ${usageLine(command)})`);
     const args = Object.fromEntries(names.map((n, i) => [n, rest[i]]));
     let client = null;
     const out = [];

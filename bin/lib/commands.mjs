@@ -650,7 +650,7 @@ const boolean = (desc) => ({ type: "boolean", desc });
 
 /**
  * Every command: `words` (how it is called), `args` (positional, required), `flags`, `summary`,
- * `example`, `run`; `anything: true` takes any arguments.
+ * `example`, `run`.
  */
 export const COMMANDS = [
   {
