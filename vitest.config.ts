@@ -53,6 +53,9 @@ export default defineConfig({
                   other: { url: "http://127.0.0.1:9/other", secret: "other-secret" },
                 }),
                 SHARDGATE_NOTIFY_RETRY_MS: "600000",
+                // Queue targets (notifications.test.ts): EVENTS is a real Queue, consumed by
+                // queue-sink below; MISSING is listed but bound to nothing.
+                SHARDGATE_QUEUES: "EVENTS, MISSING",
                 // A remote replication target (replication.test.ts) where nothing listens.
                 SHARDGATE_REPLICATION_TARGETS: JSON.stringify({
                   offsite: { endpoint: "http://127.0.0.1:9", region: "us-east-1", accessKeyId: "remote-key", secretAccessKey: "remote-secret" },
@@ -62,6 +65,23 @@ export default defineConfig({
               },
               // A node the tests add to the six of wrangler.toml (rebalance.test.ts).
               r2Buckets: ["NODE_6"],
+              queueProducers: { EVENTS: { queueName: "shardgate-events" } },
+              serviceBindings: { QUEUE_SINK: "queue-sink" },
+              // The consumer of the EVENTS queue: it keeps the bodies of the messages it gets, and
+              // answers them to a GET (QUEUE_SINK, notifications.test.ts).
+              workers: [
+                {
+                  name: "queue-sink",
+                  modules: true,
+                  compatibilityDate: "2026-11-01",
+                  script: `const bodies = [];
+                    export default {
+                      async queue(batch) { for (const m of batch.messages) { bodies.push(m.body); m.ack(); } },
+                      async fetch() { return Response.json(bodies); },
+                    };`,
+                  queueConsumers: { "shardgate-events": { maxBatchTimeout: 0 } },
+                },
+              ],
             },
           }),
         ],

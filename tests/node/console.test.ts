@@ -777,7 +777,7 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     await page.getByRole("button", { name: "Add rule" }).click();
     await expect.poll(() => page.locator("#notification-error").textContent()).toContain("Name the webhook");
 
-    await page.locator("#notification-webhook").fill("nowhere");
+    await page.locator("#notification-target").fill("nowhere");
     await page.locator("#notification-prefix").fill("images/");
     await page.getByRole("checkbox", { name: "s3:ObjectCreated:*" }).uncheck();
     await page.getByRole("button", { name: "Add rule" }).click();
@@ -791,8 +791,15 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     expect(await page.locator("#notification-prefix").inputValue()).toBe("images/");
     expect(await page.getByRole("checkbox", { name: "s3:ObjectRemoved:*" }).isChecked()).toBe(true);
     expect(await stored()).not.toContain("<QueueConfiguration>");
+    // A Queue binding is a target on Cloudflare only: this runtime has none, so the name is refused.
+    await page.locator("#notification-kind").selectOption("queue");
+    await page.getByRole("button", { name: "Add rule" }).click();
+    await expect
+      .poll(() => page.locator("#notification-error").textContent())
+      .toContain("Unable to validate the following destination configurations: arn:shardgate:queue::nowhere");
+    await page.locator("#notification-kind").selectOption("webhook");
 
-    await page.locator("#notification-webhook").fill("console-hook");
+    await page.locator("#notification-target").fill("console-hook");
     await page.locator("#notification-suffix").fill(".png");
     await page.locator("#notification-id").fill("images & <png>");
     await page.getByRole("button", { name: "Add rule" }).click();
@@ -805,11 +812,11 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     expect(doc).toContain("<FilterRule><Name>Prefix</Name><Value>images/</Value></FilterRule><FilterRule><Name>Suffix</Name><Value>.png</Value></FilterRule>");
 
     // Overlapping the first rule (the same event, every key): refused, the rule and the form kept.
-    await page.locator("#notification-webhook").fill("console-hook");
+    await page.locator("#notification-target").fill("console-hook");
     await page.getByRole("checkbox", { name: "s3:ObjectRemoved:*" }).uncheck();
     await page.getByRole("button", { name: "Add rule" }).click();
     await expect.poll(() => page.locator("#notification-error").textContent()).toContain("Configurations overlap");
-    expect(await page.locator("#notification-webhook").inputValue()).toBe("console-hook");
+    expect(await page.locator("#notification-target").inputValue()).toBe("console-hook");
     expect(await rules.locator("li").count()).toBe(1);
 
     // An event for the webhook that answers nothing: a dead letter after two attempts, then retried.

@@ -4,4 +4,9 @@ declare namespace Cloudflare {
   interface GlobalProps {
     mainModule: typeof import("../../worker/src/index");
   }
+  /** Test bindings (vitest.config.ts): a Queue of SHARDGATE_QUEUES, and its consumer, which answers the bodies it got. */
+  interface Env {
+    EVENTS: Queue;
+    QUEUE_SINK: Fetcher;
+  }
 }

@@ -114,6 +114,14 @@ describe("PutBucketNotificationConfiguration / GetBucketNotificationConfiguratio
       // A URL in the bucket's configuration is never a target (the gateway POSTs only where the operator said).
       [doc([{ events: ["s3:ObjectCreated:Put"], arn: "http://169.254.169.254/latest/meta-data" }]), "InvalidArgument"],
       [doc([{ events: ["s3:ObjectCreated:Put"], arn: "arn:shardgate:webhook::hook/../x" }]), "InvalidArgument"],
+      // A Queue target is a binding SHARDGATE_QUEUES lists AND the Worker has: listed but unbound,
+      // bound but not listed (another binding, a variable holding a secret), or no name at all.
+      [doc([{ events: ["s3:ObjectCreated:Put"], arn: "arn:shardgate:queue::MISSING" }]), "InvalidArgument"],
+      [doc([{ events: ["s3:ObjectCreated:Put"], arn: "arn:shardgate:queue::BUCKET_INDEX" }]), "InvalidArgument"],
+      [doc([{ events: ["s3:ObjectCreated:Put"], arn: "arn:shardgate:queue::SHARDGATE_SECRET_ACCESS_KEY" }]), "InvalidArgument"],
+      [doc([{ events: ["s3:ObjectCreated:Put"], arn: "arn:shardgate:queue::" }]), "InvalidArgument"],
+      [doc([{ events: ["s3:ObjectCreated:Put"], arn: "arn:shardgate:queue::EVENTS/x" }]), "InvalidArgument"],
+      [doc([{ events: ["s3:ObjectCreated:Put"], arn: "arn:shardgate:queue::events" }]), "InvalidArgument"],
       [
         doc([{ events: ["s3:ObjectCreated:Put"] }])
           .replace("<Name>", "<Name>")
@@ -370,6 +378,66 @@ describe("the outbox", () => {
   });
 });
 
+describe("a Queue binding as the target (SHARDGATE_QUEUES)", () => {
+  type Record = {
+    eventName: string;
+    s3: { configurationId: string; bucket: { name: string }; object: { key: string; size?: number; eTag?: string; sequencer: string } };
+  };
+  /** The event records the queue's consumer got for `bucket`, once it has at least `n`. */
+  async function consumed(bucket: string, n: number): Promise<Record[]> {
+    for (let i = 0; i < 200; i++) {
+      const bodies = (await (await env.QUEUE_SINK.fetch("http://sink/")).json()) as { Records: Record[] }[];
+      const mine = bodies.flatMap((b) => b.Records).filter((r) => r.s3.bucket.name === bucket);
+      if (mine.length >= n) return mine;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`the queue's consumer did not get ${n} events of ${bucket}`);
+  }
+
+  it("gets S3's event message for each matching event, after the commit, and the outbox is emptied", async () => {
+    await s3ok("/notify-queue", { method: "PUT" });
+    const body = doc([
+      { id: "to-queue", arn: "arn:shardgate:queue::EVENTS", events: ["s3:ObjectCreated:*", "s3:ObjectRemoved:Delete"], prefix: "q/" },
+      { id: "to-hook", events: ["s3:ObjectCreated:Put"], prefix: "h/" },
+    ]);
+    expect((await putConf("notify-queue", body)).status).toBe(200);
+    expect(await getConf("notify-queue")).toContain("<Queue>arn:shardgate:queue::EVENTS</Queue>");
+    const put = await s3ok("/notify-queue/q/one%20two.txt", { method: "PUT", body: "hello" });
+    await s3ok("/notify-queue/q/b.txt", { method: "PUT", body: "0123456789" });
+    await s3ok("/notify-queue/skip.txt", { method: "PUT", body: "x" });
+    await s3ok("/notify-queue/q/b.txt", { method: "DELETE" }, 204);
+    const records = await consumed("notify-queue", 3);
+    expect(records.map((r) => [r.eventName, r.s3.object.key, r.s3.configurationId])).toEqual([
+      ["ObjectCreated:Put", "q/one+two.txt", "to-queue"],
+      ["ObjectCreated:Put", "q/b.txt", "to-queue"],
+      ["ObjectRemoved:Delete", "q/b.txt", "to-queue"],
+    ]);
+    expect(records[0]?.s3.object).toMatchObject({ size: 5, eTag: (put.headers.get("etag") ?? "").replaceAll('"', "") });
+    // Sequencers grow per key.
+    expect((records[1]?.s3.object.sequencer ?? "") < (records[2]?.s3.object.sequencer ?? "")).toBe(true);
+    // Delivered rows leave the outbox; the webhook's (nothing listens there) stays apart.
+    for (let i = 0; i < 100 && (await outboxRows("notify-queue")).some((r) => r.target === "queue:EVENTS"); i++) await new Promise((r) => setTimeout(r, 50));
+    expect((await outboxRows("notify-queue")).filter((r) => r.target === "queue:EVENTS")).toEqual([]);
+  });
+
+  it("keeps a row whose Queue is gone (its binding removed since) for a retry, with the reason", async () => {
+    const b = "notify-queue-gone";
+    await s3ok(`/${b}`, { method: "PUT" });
+    const stub = env.BUCKET_INDEX.get(env.BUCKET_INDEX.idFromName(b));
+    const event = { event: "ObjectCreated:Put" as const, key: "k", versionId: null, size: 1, etag: "e", time: Date.now() };
+    await runInDurableObject(stub, async (instance: BucketIndex, state) => {
+      (instance as unknown as { outbox: Outbox }).outbox.enqueue("queue:MISSING", "gone", event, 100);
+      await state.storage.setAlarm(Date.now());
+    });
+    const row = () =>
+      runInDurableObject(stub, async (_i: BucketIndex, state) =>
+        state.storage.sql.exec<{ attempts: number; last_error: string | null }>("SELECT attempts, last_error FROM outbox WHERE target = 'queue:MISSING'").one(),
+      );
+    for (let i = 0; i < 100 && (await row()).attempts === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(await row()).toEqual({ attempts: 1, last_error: "no Queue binding MISSING is configured" });
+  });
+});
+
 describe("SHARDGATE_WEBHOOKS", () => {
   it("is checked with the other variables, never showing its text (it holds secrets)", () => {
     const ok = JSON.stringify({ "a-b_1": { url: "https://hooks.example/x", secret: "s" } });
@@ -394,6 +462,11 @@ describe("SHARDGATE_WEBHOOKS", () => {
       expect(problems[0]).not.toContain("very-secret-value");
     }
     expect(checkVars({ SHARDGATE_WEBHOOK: ok }, { partial: true })[0]).toContain("did you mean SHARDGATE_WEBHOOKS?");
+    expect(checkVars({ SHARDGATE_QUEUES: "EVENTS, AUDIT_2" }, { partial: true })).toEqual([]);
+    for (const value of ["EVENTS;AUDIT", "2EVENTS", "a-b", "x".repeat(65)])
+      expect(checkVars({ SHARDGATE_QUEUES: value }, { partial: true }), value).toEqual([
+        `SHARDGATE_QUEUES: expected comma-separated binding names, got ${JSON.stringify(value)}`,
+      ]);
     expect(checkVars({ SHARDGATE_NOTIFY_RETRY_MS: "1s" }, { partial: true })[0]).toContain(
       "SHARDGATE_NOTIFY_RETRY_MS: expected a positive integer of milliseconds",
     );

@@ -4,13 +4,13 @@
 import { adminJson } from "./access";
 import { encodeSegment, type S3Client } from "./s3";
 import { childText, children, parseXml, xmlEscape } from "./xml";
-import { WEBHOOK_ARN_PREFIX } from "../../worker/src/shared/arns";
+import { QUEUE_ARN_PREFIX, WEBHOOK_ARN_PREFIX } from "../../worker/src/shared/arns";
 
 export interface NotificationRule {
   id: string;
   /** Queue, Topic or CloudFunction: the element the rule came in, kept when written back. */
   kind: string;
-  /** The target, `arn:shardgate:webhook::NAME`. */
+  /** The target, `arn:shardgate:webhook::NAME` or `arn:shardgate:queue::BINDING`. */
   arn: string;
   events: string[];
   prefix: string;
@@ -93,8 +93,14 @@ export async function saveNotifications(s3: S3Client, bucket: string, rules: rea
 }
 
 /** The webhook a target names (`arn:shardgate:webhook::NAME` → NAME), or the ARN itself. */
-export function webhookName(arn: string): string {
-  return arn.startsWith(WEBHOOK_ARN_PREFIX) ? arn.slice(WEBHOOK_ARN_PREFIX.length) : arn;
+/** The kinds of target a rule may name, and the ARN prefix of each. */
+export const TARGET_KINDS = { webhook: WEBHOOK_ARN_PREFIX, queue: QUEUE_ARN_PREFIX } as const;
+export type TargetKind = keyof typeof TARGET_KINDS;
+
+/** A rule's target as the panel names it: "webhook NAME", "queue BINDING", or the ARN as it is. */
+export function targetLabel(arn: string): string {
+  for (const [kind, prefix] of Object.entries(TARGET_KINDS)) if (arn.startsWith(prefix)) return `${kind} ${arn.slice(prefix.length)}`;
+  return arn;
 }
 
 const adminPath = (bucket: string) => `buckets/${encodeSegment(bucket)}/notifications`;

@@ -47,6 +47,7 @@ export const VAR_KINDS = {
   SHARDGATE_SCRUB_MOVE_MIB_PER_RUN: "count",
   SHARDGATE_META: "binding",
   SHARDGATE_WEBHOOKS: "webhooks",
+  SHARDGATE_QUEUES: "bindingNames",
   SHARDGATE_REPLICATION_TARGETS: "replicationTargets",
   SHARDGATE_NOTIFY_RETRY_MS: "ms",
   SHARDGATE_NOTIFY_RETRY_MAX_MS: "ms",
@@ -72,6 +73,10 @@ export const KINDS: Record<string, { expected: string; ok: (v: string) => boolea
   ms: { expected: "a positive integer of milliseconds", ok: (v) => digits(v) && Number(v) > 0 },
   ms0: { expected: "an integer of milliseconds, 0 or more", ok: digits },
   ids: { expected: "comma-separated node ids", ok: (v) => v.split(",").every((id) => /^\s*[A-Za-z0-9_-]{1,64}\s*$/.test(id) || id.trim() === "") },
+  bindingNames: {
+    expected: "comma-separated binding names",
+    ok: (v) => v.split(",").every((n) => /^\s*[A-Za-z_][A-Za-z0-9_]{0,63}\s*$/.test(n) || n.trim() === ""),
+  },
   json: { expected: "a JSON object", ok: (v) => isJsonObject(v) },
   text: { expected: "a non-empty string", ok: (v) => v.length > 0 },
   region: { expected: 'a region name such as "us-east-1"', ok: (v) => /^[a-z0-9][a-z0-9-]{0,62}$/.test(v) },
@@ -86,6 +91,14 @@ export const KINDS: Record<string, { expected: string; ok: (v: string) => boolea
     ok: (v) => parseReplicationTargets(v) !== null,
   },
 };
+
+/** SHARDGATE_QUEUES: the binding names it lists (unset or empty: none). */
+export function queueBindingNames(raw: string | undefined): string[] {
+  return (raw ?? "")
+    .split(",")
+    .map((n) => n.trim())
+    .filter((n) => n !== "");
+}
 
 /** A webhook target of event notifications: where events are POSTed, and the secret that signs them. */
 export interface WebhookTarget {

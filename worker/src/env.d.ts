@@ -58,6 +58,8 @@ declare namespace Cloudflare {
     SHARDGATE_SECRET_ACCESS_KEY?: string;
     /** Event notification webhooks, JSON {"<name>": {"url", "secret"}} (config-vars.ts parseWebhooks; docs/operations.md). */
     SHARDGATE_WEBHOOKS?: string;
+    /** Cloudflare Queue bindings that event notifications may target, comma-separated binding names (services/notification-delivery.ts; docs/operations.md). */
+    SHARDGATE_QUEUES?: string;
     /** Remote S3 endpoints buckets may replicate to, JSON {"<name>": {"endpoint", "region", "accessKeyId", "secretAccessKey"}} (config-vars.ts parseReplicationTargets; docs/operations.md). */
     SHARDGATE_REPLICATION_TARGETS?: string;
     /** First retry of a failed event delivery (ms, default 1000), doubling up to SHARDGATE_NOTIFY_RETRY_MAX_MS (default an hour). */

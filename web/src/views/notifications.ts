@@ -1,11 +1,21 @@
 // A bucket's Notifications panel: its event notification rules (docs/operations.md#event-notifications-webhooks),
-// each sending matching events to a webhook the operator configured (`arn:shardgate:webhook::NAME`;
-// the console cannot list them: the name is typed), added and removed by writing the whole
+// each sending matching events to a webhook or, on Cloudflare, a Queue binding the operator
+// configured (`arn:shardgate:webhook::NAME`, `arn:shardgate:queue::BINDING`; the console cannot
+// list them: the name is typed), added and removed by writing the whole
 // configuration back; and, for the root key, the events waiting and the dead letters, with a retry.
 import type { App } from "../app";
 import { messageOf, refusalOf, S3Error } from "../errors";
-import { EVENTS, getNotificationStatus, getNotifications, type NotificationRule, retryDeadLetters, saveNotifications, webhookName } from "../notifications";
-import { WEBHOOK_ARN_PREFIX } from "../../../worker/src/shared/arns";
+import {
+  EVENTS,
+  getNotificationStatus,
+  getNotifications,
+  type NotificationRule,
+  retryDeadLetters,
+  saveNotifications,
+  TARGET_KINDS,
+  type TargetKind,
+  targetLabel,
+} from "../notifications";
 import { h, labelledField, mount, toast } from "../ui";
 
 interface NotificationsView {
@@ -16,7 +26,8 @@ interface NotificationsView {
   rules: HTMLElement;
   outbox: HTMLElement;
   id: HTMLInputElement;
-  webhook: HTMLInputElement;
+  kind: HTMLSelectElement;
+  target: HTMLInputElement;
   events: HTMLInputElement[];
   prefix: HTMLInputElement;
   suffix: HTMLInputElement;
@@ -34,7 +45,8 @@ export function notificationsPanel(app: App, bucket: string): HTMLElement {
     rules: h("div", { id: "notification-rules" }),
     outbox: h("div", { class: "small", id: "notifications-outbox" }),
     id: h("input", { id: "notification-id", placeholder: "new-images", spellcheck: false, autocomplete: "off" }),
-    webhook: h("input", { id: "notification-webhook", placeholder: "orders", spellcheck: false, autocomplete: "off" }),
+    kind: h("select", { id: "notification-kind" }, h("option", { value: "webhook" }, "Webhook"), h("option", { value: "queue" }, "Queue (Cloudflare)")),
+    target: h("input", { id: "notification-target", placeholder: "orders", spellcheck: false, autocomplete: "off" }),
     events: EVENTS.map((e) => h("input", { type: "checkbox", value: e, "aria-label": e, checked: e === "s3:ObjectCreated:*" })),
     prefix: h("input", { id: "notification-prefix", placeholder: "images/", spellcheck: false, autocomplete: "off" }),
     suffix: h("input", { id: "notification-suffix", placeholder: ".jpg", spellcheck: false, autocomplete: "off" }),
@@ -67,7 +79,13 @@ function addForm(view: NotificationsView): HTMLFormElement {
         void add(view);
       },
     },
-    labelledField("notification-webhook", "Webhook", view.webhook, `The name of a webhook the operator configured (${WEBHOOK_ARN_PREFIX}NAME).`),
+    labelledField("notification-kind", "Send to", view.kind, "A webhook or a Queue binding the operator configured."),
+    labelledField(
+      "notification-target",
+      "Target name",
+      view.target,
+      `The webhook's name (${TARGET_KINDS.webhook}NAME) or the Queue's binding (${TARGET_KINDS.queue}BINDING).`,
+    ),
     events,
     labelledField("notification-prefix", "Key prefix", view.prefix, "Only keys starting with it, optional."),
     labelledField("notification-suffix", "Key suffix", view.suffix, "Only keys ending with it, optional."),
@@ -86,7 +104,7 @@ async function load(view: NotificationsView): Promise<void> {
   }
   const n = view.current.length;
   view.summary.textContent = n === 0 ? "Notifications: none" : `Notifications: ${n} rule${n === 1 ? "" : "s"}`;
-  mount(view.status, h("p", { class: "muted small" }, n === 0 ? "No event is sent. Add a rule to send events to a webhook." : ""));
+  mount(view.status, h("p", { class: "muted small" }, n === 0 ? "No event is sent. Add a rule to send events to a webhook or a Queue." : ""));
   mount(
     view.rules,
     n === 0
@@ -109,7 +127,7 @@ function ruleItem(view: NotificationsView, rule: NotificationRule): HTMLElement 
       "span",
       { class: "grow" },
       h("strong", null, rule.id || "(no name)"),
-      ` → webhook ${webhookName(rule.arn)}: ${rule.events.join(", ") || "no event"}`,
+      ` → ${targetLabel(rule.arn)}: ${rule.events.join(", ") || "no event"}`,
       h("span", { class: "muted" }, filter ? ` (${filter})` : " (every key)"),
     ),
     h("button", { type: "button", class: "danger", "aria-label": `Remove rule ${rule.id}`, onclick: () => void remove(view, rule) }, "Remove"),
@@ -137,17 +155,19 @@ async function loadOutbox(view: NotificationsView): Promise<void> {
 
 async function add(view: NotificationsView): Promise<void> {
   view.problem.textContent = "";
-  const name = view.webhook.value.trim();
+  const name = view.target.value.trim();
+  const kind = view.kind.value as TargetKind;
+  const prefix = TARGET_KINDS[kind] ?? TARGET_KINDS.webhook;
   const events = view.events.filter((b) => b.checked).map((b) => b.value);
   if (name === "") {
-    view.problem.textContent = "Name the webhook to send the events to.";
+    view.problem.textContent = `Name the ${kind} to send the events to.`;
     return;
   }
   if (events.length === 0) {
     view.problem.textContent = "Pick at least one event.";
     return;
   }
-  const arn = name.startsWith(WEBHOOK_ARN_PREFIX) ? name : `${WEBHOOK_ARN_PREFIX}${name}`;
+  const arn = name.startsWith(prefix) ? name : `${prefix}${name}`;
   const rule = { id: view.id.value.trim(), kind: "Queue", arn, events, prefix: view.prefix.value, suffix: view.suffix.value };
   try {
     await saveNotifications(view.app.s3, view.bucket, [...view.current, rule]);
@@ -155,7 +175,7 @@ async function add(view: NotificationsView): Promise<void> {
     view.problem.textContent = refusalOf(err); // what was typed stays, to be corrected
     return;
   }
-  toast(`Events now go to webhook ${webhookName(arn)}.`);
+  toast(`Events now go to ${targetLabel(arn)}.`);
   view.id.value = "";
   view.prefix.value = "";
   view.suffix.value = "";

@@ -1,6 +1,6 @@
 // The bucket index as the runtime runs it: meta/bucket-index.ts (metadata only: it keeps the
 // outbox's rows and sets the alarm) with the background jobs that leave the metadata, from its
-// alarm: the delivery of its event notifications (services/webhook-delivery.ts) and its
+// alarm: the delivery of its event notifications (services/notification-delivery.ts) and its
 // replication (services/replication.ts). Each bucket's index is then the only deliverer of its
 // outbox, so a row is never sent twice at once and the order per key holds. worker/src/index.ts
 // exports this class under the binding's name.
@@ -10,7 +10,7 @@ import { BucketIndex } from "../meta/bucket-index";
 import { REPLICA_PREFIX } from "../meta/replication-rules";
 import { overlaySource } from "../services/node-overlay";
 import { replicateOutbox } from "../services/replication";
-import { deliverOutbox } from "../services/webhook-delivery";
+import { deliverOutbox, notificationsDue } from "../services/notification-delivery";
 
 export class BucketIndexWithDelivery extends BucketIndex {
   /** One delivery run of each consumer; whether it tried any row. Logs and swallows errors (the rows stay for the next run). */
@@ -22,7 +22,7 @@ export class BucketIndexWithDelivery extends BucketIndex {
   }
 
   private async notifyRun(name: string): Promise<boolean> {
-    if (this.outbox.nextDue("webhook:") === null) return false;
+    if (!notificationsDue(this.outbox)) return false;
     try {
       const run = await deliverOutbox(this.outbox, name, this.env, (f) => this.ctx.storage.transactionSync(f));
       return run.delivered + run.failed > 0;

@@ -3,8 +3,9 @@
 // filters, which rules an event matches, and the check that two rules do not overlap (S3 refuses
 // a configuration where they do). Pure: the XML is api/s3/bucket-notification.ts's, the outbox
 // meta/outbox.ts's. A rule names its target by an ARN-like id of a target the operator configured
-// (SHARDGATE_WEBHOOKS: `arn:shardgate:webhook::NAME`); the URL and its secret are never here.
-import { WEBHOOK_ARN_PREFIX } from "../shared/arns";
+// (SHARDGATE_WEBHOOKS: `arn:shardgate:webhook::NAME`; SHARDGATE_QUEUES: `arn:shardgate:queue::BINDING`);
+// the URL and its secret are never here.
+import { QUEUE_ARN_PREFIX, WEBHOOK_ARN_PREFIX } from "../shared/arns";
 
 /** The events a commit or a delete produces (S3's names, without the "s3:" prefix). */
 export type EventName =
@@ -37,7 +38,7 @@ export type RuleKind = "Queue" | "Topic" | "CloudFunction";
 export interface NotificationRule {
   id: string;
   kind: RuleKind;
-  /** The target's ARN-like id as given (`arn:shardgate:webhook::NAME`). */
+  /** The target's ARN-like id as given (`arn:shardgate:webhook::NAME`, `arn:shardgate:queue::BINDING`). */
   arn: string;
   /** Event names as given (s3:ObjectCreated:*, …). */
   events: string[];
@@ -45,11 +46,22 @@ export interface NotificationRule {
   suffix?: string;
 }
 
-/** The outbox target (meta/outbox.ts) a rule's ARN names: "webhook:NAME", or null when it names none. */
+/** The outbox targets of event notifications start with one of these (replication's do not). */
+export const WEBHOOK_TARGET = "webhook:";
+export const QUEUE_TARGET = "queue:";
+export const NOTIFICATION_TARGETS: readonly string[] = [WEBHOOK_TARGET, QUEUE_TARGET];
+
+/** The outbox target (meta/outbox.ts) a rule's ARN names: "webhook:NAME", "queue:BINDING", or null when it names none. */
 export function targetOfArn(arn: string): string | null {
-  if (!arn.startsWith(WEBHOOK_ARN_PREFIX)) return null;
-  const name = arn.slice(WEBHOOK_ARN_PREFIX.length);
-  return /^[A-Za-z0-9_-]{1,64}$/.test(name) ? `webhook:${name}` : null;
+  for (const [prefix, target] of [
+    [WEBHOOK_ARN_PREFIX, WEBHOOK_TARGET],
+    [QUEUE_ARN_PREFIX, QUEUE_TARGET],
+  ] as const) {
+    if (!arn.startsWith(prefix)) continue;
+    const name = arn.slice(prefix.length);
+    return /^[A-Za-z0-9_-]{1,64}$/.test(name) ? `${target}${name}` : null;
+  }
+  return null;
 }
 
 /** Whether `event` (s3:…) is named by `configured` (itself, or its family's wildcard). */

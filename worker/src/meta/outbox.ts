@@ -4,7 +4,7 @@
 // commit and none is lost for one that did. Rows are generic (a target, the event's kind, key,
 // version, size, ETag, time and a sequencer that only grows), so that other consumers (bucket
 // replication) can use the same table with targets of their own. The deliverer (the index's alarm,
-// services/webhook-delivery.ts, run by jobs/bucket-jobs.ts) takes due rows, at most one per (target, key) and never one behind an
+// services/notification-delivery.ts, run by jobs/bucket-jobs.ts) takes due rows, at most one per (target, key) and never one behind an
 // earlier row of its key, so events of one key reach a target in order; a failed row is retried
 // later (exponential backoff), and after its last attempt it moves to the dead letters, kept here
 // until the operator retries them (admin API). The outbox holds at most a cap of rows: past it a
@@ -313,6 +313,7 @@ export class Outbox {
 export type DeliveryVars = Pick<
   Cloudflare.Env,
   | "SHARDGATE_WEBHOOKS"
+  | "SHARDGATE_QUEUES"
   | "SHARDGATE_NOTIFY_RETRY_MS"
   | "SHARDGATE_NOTIFY_RETRY_MAX_MS"
   | "SHARDGATE_NOTIFY_ATTEMPTS"

@@ -1,30 +1,23 @@
-// Delivering a bucket's outbox (meta/outbox.ts) to its webhook targets, from the bucket index's
-// alarm (jobs/bucket-jobs.ts runs it there): the index is the only deliverer of its outbox, so a row is never sent twice at once and
-// the order per key holds. One run takes due rows a batch at a time (at most BATCH, at most
-// CONCURRENCY POSTs at once, each with a timeout), for at most ROUNDS batches or BUDGET_MS, and
-// answers when the next row is due. Each event is one POST of S3's event message (Records[] with
-// one record), signed: X-Shardgate-Timestamp (seconds since the epoch) and X-Shardgate-Signature
+// Event notifications to webhooks: S3's event message for an outbox row (meta/outbox.ts), and the
+// POSTs that deliver a batch of rows (services/notification-delivery.ts runs the batches, at most
+// CONCURRENCY POSTs at once, each with a timeout). Each event is one POST of S3's event message
+// (Records[] with one record), signed: X-Shardgate-Timestamp (seconds since the epoch) and X-Shardgate-Signature
 // `v1=<hex HMAC-SHA256(secret, "<timestamp>.<body>")>` (docs/operations.md shows the check). A 2xx
 // answer delivers it; anything else (another status, a redirect, no answer in time, no target of
 // that name) is a failed attempt, retried with backoff. The URL and secret come from the
 // operator's SHARDGATE_WEBHOOKS, never from the bucket's configuration.
 import { type WebhookTarget, parseWebhooks } from "../config-vars";
 import { hmacHex, importHmacKey } from "../auth/crypto";
-import { metrics } from "../observability/metrics";
-import { type DeliveryVars, type Outbox, type OutboxRow, retryPolicy, sequencer } from "../meta/outbox";
+import { type DeliveryVars, type OutboxRow, sequencer } from "../meta/outbox";
+import { WEBHOOK_TARGET } from "../meta/notification-rules";
 
-/** Rows one batch takes. */
-const BATCH = 32;
 /** POSTs in flight at once. */
 const CONCURRENCY = 8;
-/** Batches one run sends at most, and the time it gives them. */
-const ROUNDS = 8;
-const BUDGET_MS = 20_000;
 
 /** The outbox targets the operator configured: "webhook:NAME" → the webhook. */
 export function webhookTargets(env: Pick<DeliveryVars, "SHARDGATE_WEBHOOKS">): Map<string, WebhookTarget> {
   const parsed = parseWebhooks(env.SHARDGATE_WEBHOOKS) ?? {};
-  return new Map(Object.entries(parsed).map(([name, t]) => [`webhook:${name}`, t]));
+  return new Map(Object.entries(parsed).map(([name, t]) => [`${WEBHOOK_TARGET}${name}`, t]));
 }
 
 /** A key as S3's event messages carry it: URL-encoded, a space as "+", slashes kept. */
@@ -32,8 +25,13 @@ export function eventKey(key: string): string {
   return encodeURIComponent(key).replaceAll("%20", "+").replaceAll("%2F", "/");
 }
 
-/** S3's event message (Records[] with this one event) for `row` of bucket `bucket`. */
+/** S3's event message (Records[] with this one event) for `row` of bucket `bucket`, as JSON. */
 export function eventMessage(bucket: string, region: string, row: OutboxRow): string {
+  return JSON.stringify(eventDocument(bucket, region, row));
+}
+
+/** S3's event message (Records[] with this one event) for `row` of bucket `bucket`. */
+export function eventDocument(bucket: string, region: string, row: OutboxRow): { Records: unknown[] } {
   const object: Record<string, string | number> = { key: eventKey(row.key) };
   if (row.size !== null) object.size = row.size;
   if (row.etag !== null) object.eTag = row.etag;
@@ -53,7 +51,7 @@ export function eventMessage(bucket: string, region: string, row: OutboxRow): st
       object,
     },
   };
-  return JSON.stringify({ Records: [record] });
+  return { Records: [record] };
 }
 
 /** The headers that sign `body` with `secret` at `timestamp` (seconds). */
@@ -81,6 +79,12 @@ async function post(bucket: string, env: DeliveryVars, timeoutMs: number, target
   }
 }
 
+/** POSTs each of `rows` (webhook targets') to its webhook, at most CONCURRENCY at once: for each, null when delivered, else why not. */
+export function postWebhooks(bucket: string, env: DeliveryVars, timeoutMs: number, rows: readonly OutboxRow[]): Promise<(string | null)[]> {
+  const targets = webhookTargets(env);
+  return mapBounded(rows, CONCURRENCY, (row) => post(bucket, env, timeoutMs, targets, row));
+}
+
 /** Runs `work` over `items` with at most `limit` at once; the results in order. */
 export async function mapBounded<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
   const results: R[] = new Array(items.length);
@@ -90,39 +94,4 @@ export async function mapBounded<T, R>(items: readonly T[], limit: number, work:
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   return results;
-}
-
-/**
- * One delivery run over `outbox` (in a transaction of `transact` after each batch): what was
- * delivered, failed and given up. The caller sets its alarm for outbox.nextDue() after it.
- */
-export async function deliverOutbox(
-  outbox: Outbox,
-  bucket: string,
-  env: DeliveryVars,
-  transact: (f: () => void) => void,
-): Promise<{ delivered: number; failed: number; dead: number }> {
-  const policy = retryPolicy(env);
-  const targets = webhookTargets(env);
-  const started = Date.now();
-  const total = { delivered: 0, failed: 0, dead: 0 };
-  for (let round = 0; round < ROUNDS && Date.now() - started < BUDGET_MS; round++) {
-    const rows = outbox.due(Date.now(), BATCH, "webhook:");
-    if (rows.length === 0) break;
-    const errors = await mapBounded(rows, CONCURRENCY, (row) => post(bucket, env, policy.timeoutMs, targets, row));
-    const ok = rows.filter((_, i) => errors[i] === null).map((r) => r.seq);
-    const failed = rows.flatMap((row, i) => (errors[i] === null ? [] : [{ row, error: errors[i] as string }]));
-    let dead = 0;
-    transact(() => {
-      outbox.delivered(ok);
-      dead = outbox.failed(failed, Date.now(), policy);
-    });
-    total.delivered += ok.length;
-    total.failed += failed.length;
-    total.dead += dead;
-  }
-  metrics.add("shardgate_notification_deliveries_total", total.delivered, { result: "ok" });
-  metrics.add("shardgate_notification_deliveries_total", total.failed, { result: "failed" });
-  metrics.add("shardgate_notification_events_total", total.dead, { result: "dead" });
-  return total;
 }

@@ -1,14 +1,15 @@
 // A bucket's event notifications: PutBucketNotificationConfiguration / GetBucketNotificationConfiguration
 // (`?notification`) with S3's document. Each QueueConfiguration, TopicConfiguration or
 // CloudFunctionConfiguration names its target by the ARN-like id of a target the operator
-// configured (SHARDGATE_WEBHOOKS: `arn:shardgate:webhook::NAME`); the URL and secret stay the
-// operator's, so a bucket owner cannot make the gateway POST anywhere else. Checked as S3 checks:
+// configured (SHARDGATE_WEBHOOKS: `arn:shardgate:webhook::NAME`; on Cloudflare, a Queue binding of
+// SHARDGATE_QUEUES: `arn:shardgate:queue::BINDING`); the URL and secret stay the operator's, so a
+// bucket owner cannot make the gateway send anywhere else. Checked as S3 checks:
 // unknown elements MalformedXML; an unknown event name, an unknown target, a filter rule not named
 // prefix or suffix (or named twice), overlapping configurations InvalidArgument; nothing is stored
 // unless the whole document is valid. The rules are applied in the bucket's index (meta/outbox.ts).
-import { parseWebhooks } from "../../config-vars";
 import { CONFIGURABLE_EVENTS, type NotificationRule, type RuleKind, rulesOverlap, targetOfArn } from "../../meta/notification-rules";
-import { WEBHOOK_ARN_PREFIX } from "../../shared/arns";
+import { notificationTargets } from "../../services/notification-delivery";
+import { QUEUE_ARN_PREFIX, WEBHOOK_ARN_PREFIX } from "../../shared/arns";
 import { S3Error } from "../../s3-error";
 import { bucketIndex, type BucketAt, type RequestContext } from "../common/context";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
@@ -29,18 +30,13 @@ const KINDS: Record<string, { kind: RuleKind; target: string }> = {
 };
 
 export async function putBucketNotification(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
-  const rules = parseNotificationXml(await readXml(ctx.auth.body, MAX_DOCUMENT_BYTES), knownTargets(ctx.env.SHARDGATE_WEBHOOKS));
+  const rules = parseNotificationXml(await readXml(ctx.auth.body, MAX_DOCUMENT_BYTES), notificationTargets(ctx.env));
   await bucketIndex(ctx, bucket).setNotificationConfiguration(rules);
   return new Response(null, { status: 200 });
 }
 
 export async function getBucketNotification(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   return xmlResponse(renderNotification(await bucketIndex(ctx, bucket).notificationConfiguration()));
-}
-
-/** The outbox targets ("webhook:NAME") the operator configured. */
-function knownTargets(raw: string | undefined): Set<string> {
-  return new Set(Object.keys(parseWebhooks(raw) ?? {}).map((name) => `webhook:${name}`));
 }
 
 function invalidArgument(message: string): S3Error {
@@ -53,7 +49,9 @@ export function parseNotificationXml(doc: XmlElement, targets: ReadonlySet<strin
   const rules: NotificationRule[] = [];
   for (const child of doc.children) {
     if (child.name === "EventBridgeConfiguration")
-      throw invalidArgument("EventBridge is not a notification target here: name a webhook (arn:shardgate:webhook::NAME).");
+      throw invalidArgument(
+        `EventBridge is not a notification target here: name a webhook (${WEBHOOK_ARN_PREFIX}NAME) or a Queue (${QUEUE_ARN_PREFIX}BINDING).`,
+      );
     const kind = KINDS[child.name];
     if (!kind) throw malformedXml();
     if (rules.length >= MAX_CONFIGURATIONS) throw invalidArgument(`A notification configuration may hold at most ${MAX_CONFIGURATIONS} configurations.`);
@@ -89,7 +87,7 @@ function parseRule(el: XmlElement, kind: RuleKind, targetName: string, targets: 
   const target = targetOfArn(arn);
   if (target === null || !targets.has(target)) {
     throw invalidArgument(
-      `Unable to validate the following destination configurations: ${arn.slice(0, 200)} (a target is named ${WEBHOOK_ARN_PREFIX}NAME, for a webhook the operator configured)`,
+      `Unable to validate the following destination configurations: ${arn.slice(0, 200)} (a target is named ${WEBHOOK_ARN_PREFIX}NAME for a webhook the operator configured, or ${QUEUE_ARN_PREFIX}BINDING for a Queue binding)`,
     );
   }
   return { id: id || crypto.randomUUID(), kind, arn, events: [...new Set(events)], ...filter };

@@ -1,0 +1,119 @@
+// Delivering a bucket's event notifications (its outbox's rows, meta/outbox.ts) to their targets,
+// from the bucket index's alarm (jobs/bucket-jobs.ts runs it there): the index is the only
+// deliverer of its outbox, so a row is never sent twice at once and the order per key holds. Two
+// kinds of target, both the operator's, never named by a URL in a bucket's configuration:
+//   - a webhook of SHARDGATE_WEBHOOKS ("webhook:NAME"): one signed POST per event
+//     (services/webhook-delivery.ts);
+//   - on Cloudflare, a Queue binding that SHARDGATE_QUEUES lists ("queue:BINDING"): the batch's
+//     events for that queue in one sendBatch, each message S3's event message (Records[] with one
+//     record) as a JSON body. A send that throws or takes longer than the timeout fails every row
+//     it carried; the Queue's own consumer then gets at-least-once delivery from Cloudflare.
+// One run takes due rows a batch at a time (at most BATCH of each kind), for at most ROUNDS
+// batches or BUDGET_MS; a failed row is retried with the outbox's backoff, then kept as a dead
+// letter. The caller sets its alarm for outbox.nextDue() after it.
+import { queueBindingNames } from "../config-vars";
+import { NOTIFICATION_TARGETS, QUEUE_TARGET, WEBHOOK_TARGET } from "../meta/notification-rules";
+import { type DeliveryVars, type Outbox, type OutboxRow, retryPolicy } from "../meta/outbox";
+import { metrics } from "../observability/metrics";
+import { eventDocument, postWebhooks, webhookTargets } from "./webhook-delivery";
+
+/** Rows of each kind one batch takes: a Queue's sendBatch takes at most 100 messages and 256 KB (an event is at most ~3 KB). */
+const BATCH = 32;
+/** Batches one run sends at most, and the time it gives them. */
+const ROUNDS = 8;
+const BUDGET_MS = 20_000;
+
+/** What delivery reads of the Worker's environment: the variables, and the Queue bindings by name. */
+export type NotificationEnv = DeliveryVars & object;
+
+/** The Queue bindings SHARDGATE_QUEUES lists that the Worker has: "queue:BINDING" → the binding. */
+export function queueTargets(env: NotificationEnv): Map<string, Queue> {
+  const targets = new Map<string, Queue>();
+  for (const name of queueBindingNames(env.SHARDGATE_QUEUES)) {
+    const binding: unknown = Reflect.get(env, name);
+    if (isQueue(binding)) targets.set(`${QUEUE_TARGET}${name}`, binding);
+  }
+  return targets;
+}
+
+function isQueue(v: unknown): v is Queue {
+  return typeof v === "object" && v !== null && typeof (v as Partial<Queue>).sendBatch === "function";
+}
+
+/** Every target a bucket's configuration may name now: the webhooks and the Queue bindings present. */
+export function notificationTargets(env: NotificationEnv): Set<string> {
+  return new Set([...webhookTargets(env).keys(), ...queueTargets(env).keys()]);
+}
+
+/** Sends `rows` (queue targets') a sendBatch per queue: for each row, null when sent, else why not. */
+async function sendToQueues(bucket: string, env: NotificationEnv, timeoutMs: number, rows: readonly OutboxRow[]): Promise<(string | null)[]> {
+  const queues = queueTargets(env);
+  const region = env.SHARDGATE_REGION || "us-east-1";
+  const byTarget = new Map<string, number[]>();
+  for (const [i, row] of rows.entries()) byTarget.set(row.target, [...(byTarget.get(row.target) ?? []), i]);
+  const errors: (string | null)[] = rows.map(() => null);
+  await Promise.all(
+    [...byTarget].map(async ([target, indexes]) => {
+      const queue = queues.get(target);
+      let error: string | null = queue ? null : `no Queue binding ${target.slice(QUEUE_TARGET.length)} is configured`;
+      if (queue) {
+        const messages = indexes.map((i) => ({ body: eventDocument(bucket, region, rows[i] as OutboxRow), contentType: "json" as const }));
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const timeout = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs);
+        });
+        try {
+          await Promise.race([queue.sendBatch(messages), timeout]);
+        } catch (e) {
+          error = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+        } finally {
+          if (timer !== undefined) clearTimeout(timer);
+        }
+      }
+      for (const i of indexes) errors[i] = error;
+    }),
+  );
+  return errors;
+}
+
+/**
+ * One delivery run over `outbox` (in a transaction of `transact` after each batch): what was
+ * delivered, failed and given up.
+ */
+export async function deliverOutbox(
+  outbox: Outbox,
+  bucket: string,
+  env: NotificationEnv,
+  transact: (f: () => void) => void,
+): Promise<{ delivered: number; failed: number; dead: number }> {
+  const policy = retryPolicy(env);
+  const started = Date.now();
+  const total = { delivered: 0, failed: 0, dead: 0 };
+  for (let round = 0; round < ROUNDS && Date.now() - started < BUDGET_MS; round++) {
+    const now = Date.now();
+    const hooks = outbox.due(now, BATCH, WEBHOOK_TARGET);
+    const queued = outbox.due(now, BATCH, QUEUE_TARGET);
+    if (hooks.length + queued.length === 0) break;
+    const rows = [...hooks, ...queued];
+    const errors = [...(await Promise.all([postWebhooks(bucket, env, policy.timeoutMs, hooks), sendToQueues(bucket, env, policy.timeoutMs, queued)])).flat()];
+    const ok = rows.filter((_, i) => errors[i] === null).map((r) => r.seq);
+    const failed = rows.flatMap((row, i) => (errors[i] === null ? [] : [{ row, error: errors[i] as string }]));
+    let dead = 0;
+    transact(() => {
+      outbox.delivered(ok);
+      dead = outbox.failed(failed, Date.now(), policy);
+    });
+    total.delivered += ok.length;
+    total.failed += failed.length;
+    total.dead += dead;
+  }
+  metrics.add("shardgate_notification_deliveries_total", total.delivered, { result: "ok" });
+  metrics.add("shardgate_notification_deliveries_total", total.failed, { result: "failed" });
+  metrics.add("shardgate_notification_events_total", total.dead, { result: "dead" });
+  return total;
+}
+
+/** Whether any notification row (of any target kind) is waiting. */
+export function notificationsDue(outbox: Outbox): boolean {
+  return NOTIFICATION_TARGETS.some((prefix) => outbox.nextDue(prefix) !== null);
+}
