@@ -268,6 +268,11 @@ const CALLS: Record<Op, Call> = {
   PutObjectLegalHold: { path: `/${B}/o.txt?legal-hold`, init: { method: "PUT", body: "<LegalHold><Status>ON</Status></LegalHold>" } },
   GetBucketAcl: { path: `/${B}?acl` },
   PutBucketAcl: { path: `/${B}?acl`, init: { method: "PUT", headers: { "x-amz-acl": "private" } } },
+  GetBucketOwnershipControls: { path: `/${B}?ownershipControls` },
+  PutBucketOwnershipControls: {
+    path: `/${B}?ownershipControls`,
+    init: { method: "PUT", body: "<OwnershipControls><Rule><ObjectOwnership>BucketOwnerEnforced</ObjectOwnership></Rule></OwnershipControls>" },
+  },
   GetObjectAcl: { path: `/${B}/o.txt?acl` },
   PutObjectAcl: { path: `/${B}/o.txt?acl`, init: { method: "PUT", headers: { "x-amz-acl": "private" } } },
   GetBucketCors: { path: `/${B}?cors` },

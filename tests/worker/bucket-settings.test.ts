@@ -133,4 +133,36 @@ describe("ACLs", () => {
     // Refused writes store nothing.
     await expectError(await s3("/acl-put/other"), 404, "NoSuchKey");
   });
+
+  it("says ACLs are disabled through Object Ownership too: BucketOwnerEnforced is read back and may be set; a setting that enables ACLs is NotImplemented, a bad one refused, nothing changed", async () => {
+    const rule = "<Rule><ObjectOwnership>BucketOwnerEnforced</ObjectOwnership></Rule>";
+    const enforced = `<OwnershipControls>${rule}</OwnershipControls>`;
+    await s3ok("/ownership", { method: "PUT", headers: { "x-amz-object-ownership": "BucketOwnerEnforced" } });
+    expect(await (await s3ok("/ownership?ownershipControls")).text()).toContain(rule);
+    await s3ok("/ownership?ownershipControls", { method: "PUT", body: enforced });
+    for (const setting of ["ObjectWriter", "BucketOwnerPreferred"]) {
+      await expectError(
+        await s3("/ownership?ownershipControls", { method: "PUT", body: enforced.replace("BucketOwnerEnforced", setting) }),
+        501,
+        "NotImplemented",
+      );
+      await expectError(await s3("/ownership-acls", { method: "PUT", headers: { "x-amz-object-ownership": setting } }), 501, "NotImplemented");
+    }
+    for (const body of [
+      enforced.replace("BucketOwnerEnforced", "bucketownerenforced"),
+      enforced.replace("BucketOwnerEnforced", ""),
+      enforced.replace("</Rule>", "</Rule><Rule><ObjectOwnership>BucketOwnerEnforced</ObjectOwnership></Rule>"),
+      enforced.replace("</ObjectOwnership>", "</ObjectOwnership><ObjectOwnership>ObjectWriter</ObjectOwnership>"),
+      "<OwnershipControls/>",
+      "<Other/>",
+      "",
+    ])
+      await expectError(await s3("/ownership?ownershipControls", { method: "PUT", body }), 400, "MalformedXML");
+    await expectError(await s3("/ownership-bad", { method: "PUT", headers: { "x-amz-object-ownership": "Everyone" } }), 400, "InvalidArgument");
+    // Refused CreateBuckets made no bucket; DeleteBucketOwnershipControls (which would enable ACLs) is not a thing here.
+    for (const name of ["ownership-acls", "ownership-bad"]) await expectError(await s3(`/${name}?location`), 404, "NoSuchBucket");
+    await expectError(await s3("/ownership?ownershipControls", { method: "DELETE" }), 501, "NotImplemented");
+    expect(await (await s3ok("/ownership?ownershipControls")).text()).toContain(rule);
+    await expectError(await s3("/no-such-ownership?ownershipControls"), 404, "NoSuchBucket");
+  });
 });

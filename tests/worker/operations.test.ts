@@ -43,6 +43,8 @@ const SAMPLES: Record<OperationName, Sample> = {
   GetBucketPolicyStatus: ["GET", "/b?policyStatus"],
   GetBucketAcl: ["GET", "/b?acl"],
   PutBucketAcl: ["PUT", "/b?acl"],
+  GetBucketOwnershipControls: ["GET", "/b?ownershipControls"],
+  PutBucketOwnershipControls: ["PUT", "/b?ownershipControls"],
   ListMultipartUploads: ["GET", "/b?uploads"],
   ListObjectVersions: ["GET", "/b?versions&prefix=a"],
   GetBucketVersioning: ["GET", "/b?versioning"],

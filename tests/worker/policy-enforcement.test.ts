@@ -147,6 +147,11 @@ function callOf(op: Op, v: string | null, sv: string | null): Call | null {
     PutObjectLegalHold: { path: q(`/${B}/o.txt?legal-hold`), init: { method: "PUT", body: "<LegalHold><Status>OFF</Status></LegalHold>" } },
     GetBucketAcl: { path: `/${B}?acl` },
     PutBucketAcl: { path: `/${B}?acl`, init: { method: "PUT", headers: { "x-amz-acl": "private" } } },
+    GetBucketOwnershipControls: { path: `/${B}?ownershipControls` },
+    PutBucketOwnershipControls: {
+      path: `/${B}?ownershipControls`,
+      init: { method: "PUT", body: "<OwnershipControls><Rule><ObjectOwnership>BucketOwnerEnforced</ObjectOwnership></Rule></OwnershipControls>" },
+    },
     GetObjectAcl: { path: q(`/${B}/o.txt?acl`) },
     PutObjectAcl: { path: q(`/${B}/o.txt?acl`), init: { method: "PUT", headers: { "x-amz-acl": "private" } } },
     GetBucketCors: { path: `/${B}?cors` },

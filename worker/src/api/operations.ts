@@ -19,7 +19,7 @@ import { compileRouter, type Endpoint, type Route, type RouteRequest, type Route
 import { parseVersionId, partParams, readPartParams, uploadParams } from "./common/object-request";
 import { adminApp } from "./admin-app";
 import { getMetrics } from "./admin/metrics";
-import { getBucketAcl, getObjectAcl, putBucketAcl, putObjectAcl } from "./s3/acl";
+import { getBucketAcl, getBucketOwnershipControls, getObjectAcl, putBucketAcl, putBucketOwnershipControls, putObjectAcl } from "./s3/acl";
 import { getObjectAttributes } from "./s3/attributes";
 import { createBucket, deleteBucket, getBucketLocation, headBucket } from "./s3/bucket";
 import { deleteBucketCors, getBucketCors, preflightCors, putBucketCors } from "./s3/bucket-cors";
@@ -194,6 +194,9 @@ export const OPERATIONS = {
   GetBucketPolicyStatus: bucket({ method: "GET", sub: "policyStatus" }, owner("s3:GetBucketPolicyStatus"), getBucketPolicyStatus),
   GetBucketAcl: bucket({ method: "GET", sub: "acl" }, read("s3:GetBucketAcl"), getBucketAcl),
   PutBucketAcl: bucket({ method: "PUT", sub: "acl" }, owner("s3:PutBucketAcl"), putBucketAcl),
+  // Always BucketOwnerEnforced (ACLs disabled, api/common/acl-policy.ts): DeleteBucketOwnershipControls, which would enable them, is NotImplemented.
+  GetBucketOwnershipControls: bucket({ method: "GET", sub: "ownershipControls" }, read("s3:GetBucketOwnershipControls"), getBucketOwnershipControls),
+  PutBucketOwnershipControls: bucket({ method: "PUT", sub: "ownershipControls" }, owner("s3:PutBucketOwnershipControls"), putBucketOwnershipControls),
   ListMultipartUploads: bucket({ method: "GET", sub: "uploads" }, write("s3:ListBucketMultipartUploads"), listMultipartUploads),
   ListObjectVersions: bucket({ method: "GET", sub: "versions" }, read("s3:ListBucketVersions"), listObjectVersions),
   GetBucketVersioning: bucket({ method: "GET", sub: "versioning" }, read("s3:GetBucketVersioning"), getBucketVersioning),

@@ -68,6 +68,8 @@ export const POLICY_ACTIONS = [
   "s3:PutBucketObjectLockConfiguration",
   "s3:GetBucketAcl",
   "s3:PutBucketAcl",
+  "s3:GetBucketOwnershipControls",
+  "s3:PutBucketOwnershipControls",
   "s3:GetBucketCORS",
   "s3:PutBucketCORS",
   "s3:GetEncryptionConfiguration",

@@ -4,11 +4,14 @@
 // name that ACL (the canned `private` or `bucket-owner-full-control`, `x-amz-grant-full-control`
 // naming the owner, an AccessControlPolicy granting the owner FULL_CONTROL alone) and is served;
 // any other ACL is refused with S3's 400 AccessControlListNotSupported, and nothing of the request
-// is done. Access is given with access keys and bucket policies (docs/access.md).
+// is done. Access is given with access keys and bucket policies (docs/access.md). Object
+// Ownership says so too: GetBucketOwnershipControls answers BucketOwnerEnforced, and a request
+// for another setting (PutBucketOwnershipControls, `x-amz-object-ownership` on CreateBucket),
+// which would enable ACLs, is refused NotImplemented.
 import { S3Error } from "../../s3-error";
 import { owner, type RequestContext } from "./context";
 import { element, S3_XMLNS, XML_DECLARATION } from "./xml";
-import { childrenNamed, childText, malformedXml, parseXmlBytes } from "./xml-parse";
+import { childrenNamed, childText, malformedXml, parseXmlBytes, type XmlElement } from "./xml-parse";
 
 const OWNER_ONLY = new Set(["private", "bucket-owner-full-control"]);
 
@@ -53,6 +56,40 @@ export function checkAclBody(ctx: RequestContext, bytes: Uint8Array): void {
     const grantee = childrenNamed(grant, "Grantee")[0];
     if (!grantee || childText(grantee, "ID") !== id || childText(grant, "Permission") !== "FULL_CONTROL") throw aclsDisabled("a grant to someone else");
   }
+}
+
+/** The one Object Ownership setting, and the two S3 has that enable ACLs. */
+export const OBJECT_OWNERSHIP = "BucketOwnerEnforced";
+const ACLS_ENABLED = new Set(["ObjectWriter", "BucketOwnerPreferred"]);
+
+/** An Object Ownership setting asked for (CreateBucket's header, PutBucketOwnershipControls): served when it is OBJECT_OWNERSHIP. */
+export function checkObjectOwnership(value: string, invalid: () => S3Error): void {
+  if (value === OBJECT_OWNERSHIP) return;
+  if (ACLS_ENABLED.has(value))
+    throw new S3Error("NotImplemented", `Object Ownership ${value} enables ACLs, which this gateway does not have: only ${OBJECT_OWNERSHIP} is.`);
+  throw invalid();
+}
+
+/** CreateBucket's `x-amz-object-ownership`, when given. */
+export function checkObjectOwnershipHeader(headers: Headers): void {
+  const value = headers.get("x-amz-object-ownership");
+  if (value !== null) checkObjectOwnership(value.trim(), () => new S3Error("InvalidArgument", "Invalid x-amz-object-ownership header."));
+}
+
+/** GetBucketOwnershipControls' answer. */
+export function ownershipControlsXml(): string {
+  return `${XML_DECLARATION}<OwnershipControls xmlns="${S3_XMLNS}"><Rule>${element("ObjectOwnership", OBJECT_OWNERSHIP)}</Rule></OwnershipControls>`;
+}
+
+/** A PutBucketOwnershipControls body: exactly one Rule with one ObjectOwnership, which must be OBJECT_OWNERSHIP. */
+export function checkOwnershipControlsBody(bytes: Uint8Array): void {
+  const doc = parseXmlBytes(bytes);
+  const rules = childrenNamed(doc, "Rule");
+  if (doc.name !== "OwnershipControls" || rules.length !== 1 || doc.children.length !== 1) throw malformedXml();
+  const settings = childrenNamed(rules[0] as XmlElement, "ObjectOwnership");
+  const setting = settings[0];
+  if (settings.length !== 1 || (rules[0] as XmlElement).children.length !== 1 || !setting || setting.children.length > 0) throw malformedXml();
+  checkObjectOwnership(setting.text.trim(), malformedXml);
 }
 
 /** The ACL every bucket and object has: the owner, with FULL_CONTROL. */

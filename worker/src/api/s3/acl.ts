@@ -1,6 +1,7 @@
-// Get/PutBucketAcl and Get/PutObjectAcl, answered as a single-owner service does (api/common/acl-policy.ts).
+// Get/PutBucketAcl, Get/PutObjectAcl and Get/PutBucketOwnershipControls, answered as a
+// single-owner service with ACLs disabled does (api/common/acl-policy.ts).
 import { existingObject, versionHeader } from "../../services/objects";
-import { checkAclBody, checkAclHeaders, ownerAclXml } from "../common/acl-policy";
+import { checkAclBody, checkAclHeaders, checkOwnershipControlsBody, ownerAclXml, ownershipControlsXml } from "../common/acl-policy";
 import { owner, bucketIndex, type RequestContext, type BucketAt, type ObjectAt } from "../common/context";
 import { xmlResponse } from "../common/xml";
 import { readXmlBody } from "../common/xml-parse";
@@ -31,4 +32,15 @@ export async function putObjectAcl(ctx: RequestContext, { bucket, key, versionId
   await checkAcl(ctx);
   const found = await existingObject(ctx, bucket, key, versionId);
   return new Response(null, { status: 200, headers: versionHeader(found) });
+}
+
+export async function getBucketOwnershipControls(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
+  await bucketIndex(ctx, bucket).info(); // NoSuchBucket unless it exists
+  return xmlResponse(ownershipControlsXml());
+}
+
+export async function putBucketOwnershipControls(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
+  checkOwnershipControlsBody(await readXmlBody(ctx.auth.body));
+  await bucketIndex(ctx, bucket).info(); // NoSuchBucket unless it exists
+  return new Response(null, { status: 200 });
 }

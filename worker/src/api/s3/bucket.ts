@@ -1,7 +1,7 @@
 // Bucket operations: CreateBucket, HeadBucket, DeleteBucket, GetBucketLocation.
 import { S3Error } from "../../s3-error";
 import { checkBucketName } from "../common/bucket-name";
-import { checkAclHeaders } from "../common/acl-policy";
+import { checkAclHeaders, checkObjectOwnershipHeader } from "../common/acl-policy";
 import { owner, bucketIndex, bucketRegistry, type RequestContext, type BucketAt } from "../common/context";
 import { readBodyUpTo } from "../common/request-body";
 import { S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
@@ -13,6 +13,7 @@ import { forgetSettings } from "../../services/bucket-settings";
 export async function createBucket(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   checkBucketName(bucket);
   checkAclHeaders(ctx.request.headers, owner(ctx).id);
+  checkObjectOwnershipHeader(ctx.request.headers);
   await checkLocationConstraint(ctx);
   const created = Date.now();
   // The registry decides who created it; the bucket's own index then starts accepting objects.
