@@ -4,11 +4,17 @@
 // bucket and writes; versitygw is read back directly. While the remote server is down (its
 // process killed) writes go on and stay PENDING; once it is back every object arrives byte-exact
 // (sha256), each source version ends COMPLETED, nothing is lost, an overwritten key ends with its
-// last version, and a delete marker removes the key there. The retry schedule is short here
+// last version, and a delete marker removes the key there. A multipart object is replicated as a
+// multipart upload with the same parts: byte-exact, with the source's "…-N" ETag; when the remote
+// dies in the middle of one (killed as its second part arrives, through a proxy of ours) it still
+// ends COMPLETED once the remote is back, and the upload left there is aborted (none stays). A
+// remote that answers CompleteMultipartUpload with a 200 carrying an <Error> (as S3 may) never
+// makes the version COMPLETED, and its uploads are aborted. The retry schedule is short here
 // (SHARDGATE_NOTIFY_RETRY_MS 100 ms, at most 400 ms).
 import type { ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, type IncomingMessage, request, type Server, type ServerResponse } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -35,7 +41,12 @@ const scratch = mkdtempSync(join(tmpdir(), "shardgate-replication-"));
 const running: ChildProcess[] = [];
 const SOURCE = "repl-source";
 const ARN = "arn:shardgate:s3:::offsite/shards";
+/** Source buckets replicating to the same remote bucket through a proxy of ours (startProxy). */
+const FLAKY = "repl-flaky";
+const HOSTILE = "repl-hostile";
 let remote: VersityNode;
+let flaky: Proxy;
+let hostile: Proxy;
 let remoteClient: AwsClient;
 let s3: S3Client;
 let serverOutput: () => string = () => "";
@@ -46,8 +57,14 @@ beforeAll(async () => {
   await remote.start();
   remoteClient = new AwsClient({ accessKeyId: remote.key.id, secretAccessKey: remote.key.secret, service: "s3", region: "us-east-1", retries: 0 });
   const target = { endpoint: remote.endpoint, region: "us-east-1", accessKeyId: remote.key.id, secretAccessKey: remote.key.secret };
+  flaky = await startProxy();
+  hostile = await startProxy();
   const vars = {
-    SHARDGATE_REPLICATION_TARGETS: JSON.stringify({ offsite: target }),
+    SHARDGATE_REPLICATION_TARGETS: JSON.stringify({
+      offsite: target,
+      flaky: { ...target, endpoint: flaky.endpoint },
+      hostile: { ...target, endpoint: hostile.endpoint },
+    }),
     SHARDGATE_NOTIFY_RETRY_MS: "100",
     SHARDGATE_NOTIFY_RETRY_MAX_MS: "400",
     SHARDGATE_NOTIFY_ATTEMPTS: "1000",
@@ -57,33 +74,119 @@ beforeAll(async () => {
   base = serve.base;
   ({ output: serverOutput } = await startServe(serve.args, serve.env, serve.healthy, running));
   s3 = new S3Client({ endpoint: base, region: "us-east-1", forcePathStyle: true, credentials: CREDENTIALS });
-  await s3.send(new CreateBucketCommand({ Bucket: SOURCE }));
-  await s3.send(new PutBucketVersioningCommand({ Bucket: SOURCE, VersioningConfiguration: { Status: "Enabled" } }));
-  await s3.send(
-    new PutBucketReplicationCommand({
-      Bucket: SOURCE,
-      ReplicationConfiguration: {
-        Role: "",
-        Rules: [
-          {
-            ID: "offsite",
-            Priority: 1,
-            Status: "Enabled",
-            Filter: { Prefix: "" },
-            DeleteMarkerReplication: { Status: "Enabled" },
-            Destination: { Bucket: ARN },
-          },
-        ],
-      },
-    }),
-  );
+  await replicatedBucket(SOURCE, ARN);
+  await replicatedBucket(FLAKY, "arn:shardgate:s3:::flaky/shards");
+  await replicatedBucket(HOSTILE, "arn:shardgate:s3:::hostile/shards");
 }, 180_000);
 
 afterAll(async () => {
   for (const child of running) if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) process.kill(-child.pid, "SIGTERM");
   remote?.stop();
+  for (const proxy of [flaky, hostile]) proxy?.server.close();
   rmSync(scratch, { recursive: true, force: true });
 });
+
+/** Makes `bucket`, versioned, replicating every key (and delete markers) to `arn`. */
+async function replicatedBucket(bucket: string, arn: string): Promise<void> {
+  await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+  await s3.send(new PutBucketVersioningCommand({ Bucket: bucket, VersioningConfiguration: { Status: "Enabled" } }));
+  const rule = { ID: "offsite", Priority: 1, Status: "Enabled" as const, Filter: { Prefix: "" }, DeleteMarkerReplication: { Status: "Enabled" as const } };
+  await s3.send(
+    new PutBucketReplicationCommand({ Bucket: bucket, ReplicationConfiguration: { Role: "", Rules: [{ ...rule, Destination: { Bucket: arn } }] } }),
+  );
+}
+
+/** What a proxy does with a request: pass it to the remote, answer it itself, or drop the connection. */
+type Verdict = "forward" | "drop" | { status: number; body: string };
+
+/** One request through a proxy: method, path with query, and the status it got ("drop": none). */
+interface Passed {
+  method: string;
+  url: string;
+  status: number | "drop";
+}
+
+interface Proxy {
+  endpoint: string;
+  server: Server;
+  /** Decides each request (default: forward). */
+  judge: (req: IncomingMessage, url: URL) => Promise<Verdict> | Verdict;
+  passed: Passed[];
+}
+
+/**
+ * An HTTP proxy to the remote versitygw (the Host header and so the signature kept as sent), whose
+ * `judge` may answer for the remote or drop the connection: a remote that dies mid-way, or lies.
+ */
+async function startProxy(): Promise<Proxy> {
+  const proxy: Proxy = { endpoint: "", server: createServer(), judge: () => "forward", passed: [] };
+  proxy.server.on("request", async (req: IncomingMessage, res: ServerResponse) => {
+    const url = new URL(req.url ?? "/", "http://proxy");
+    const verdict = await proxy.judge(req, url);
+    const note = (status: number | "drop") => proxy.passed.push({ method: req.method ?? "", url: req.url ?? "", status });
+    if (verdict === "drop") {
+      note("drop");
+      req.socket.destroy();
+      return;
+    }
+    if (verdict !== "forward") {
+      req.resume();
+      req.on("end", () => {
+        note(verdict.status);
+        res.writeHead(verdict.status, { "content-type": "application/xml" });
+        res.end(verdict.body);
+      });
+      return;
+    }
+    const upstream = new URL(remote.endpoint);
+    const out = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+      note(answer.statusCode ?? 0);
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    out.on("error", () => {
+      note("drop");
+      req.socket.destroy();
+    });
+    req.pipe(out);
+  });
+  await new Promise<void>((resolve) => proxy.server.listen(0, "127.0.0.1", resolve));
+  const address = proxy.server.address();
+  proxy.endpoint = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+  return proxy;
+}
+
+/** The multipart uploads in progress at the remote bucket under `prefix` (ListMultipartUploads). */
+async function uploadsAtRemote(prefix: string): Promise<string[]> {
+  const res = await remoteClient.fetch(`${remote.endpoint}/${remote.bucket}?uploads&prefix=${encodeURIComponent(prefix)}`);
+  const xml = await res.text();
+  expect(res.status, xml).toBe(200);
+  return [...xml.matchAll(/<UploadId>([^<]+)<\/UploadId>/g)].map((m) => m[1] as string);
+}
+
+/** The remote's object `key`: its bytes' sha256 and ETag (unquoted); null when it has none. */
+async function remoteObject(key: string): Promise<{ sha: string; etag: string } | null> {
+  const res = await remoteClient.fetch(`${remote.endpoint}/${remote.bucket}/${key}`);
+  const bytes = new Uint8Array(await res.arrayBuffer());
+  if (res.status === 404) return null;
+  expect(res.status).toBe(200);
+  return { sha: sha(bytes), etag: (res.headers.get("etag") ?? "").replace(/"/g, "") };
+}
+
+/** Uploads `parts` as a multipart upload of `bucket`/`key`: its version and ETag (unquoted). */
+async function multipartPut(bucket: string, key: string, parts: Buffer[]): Promise<{ key: string; versionId: string; etag: string }> {
+  const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ContentType: "application/x-parts" }));
+  const etags = [];
+  for (const [i, body] of parts.entries()) {
+    etags.push((await s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: i + 1, Body: body }))).ETag);
+  }
+  const multipart = { Parts: etags.map((ETag, i) => ({ ETag, PartNumber: i + 1 })) };
+  const done = await s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId, MultipartUpload: multipart }));
+  return { key, versionId: done.VersionId as string, etag: (done.ETag ?? "").replace(/"/g, "") };
+}
+
+/** Parts of 5 MiB (S3's least but for the last) and a short last one. */
+const fiveMiBParts = (count: number, last: number) => [...Array.from({ length: count }, () => randomBytes(5 * 1024 * 1024)), randomBytes(last)];
 
 const sha = (b: Uint8Array | Buffer) => createHash("sha256").update(b).digest("hex");
 
@@ -98,15 +201,15 @@ async function atRemote(key: string): Promise<{ sha: string; type: string | null
   return { sha: sha(new Uint8Array(await res.arrayBuffer())), type: res.headers.get("content-type"), meta: res.headers.get("x-amz-meta-origin") };
 }
 
-async function status(key: string, versionId?: string): Promise<string | undefined> {
-  return (await s3.send(new HeadObjectCommand({ Bucket: SOURCE, Key: key, VersionId: versionId }))).ReplicationStatus;
+async function status(key: string, versionId?: string, bucket = SOURCE): Promise<string | undefined> {
+  return (await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key, VersionId: versionId }))).ReplicationStatus;
 }
 
 /** Waits until every version of `versions` is no longer PENDING; their statuses. */
-async function settle(versions: { key: string; versionId: string }[], ms = 120_000): Promise<string[]> {
+async function settle(versions: { key: string; versionId: string }[], ms = 120_000, bucket = SOURCE): Promise<string[]> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const statuses = await Promise.all(versions.map((v) => status(v.key, v.versionId)));
+    const statuses = await Promise.all(versions.map((v) => status(v.key, v.versionId, bucket)));
     if (statuses.every((s) => s !== "PENDING") || Date.now() > deadline) return statuses.map(String);
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -184,4 +287,76 @@ describe("replication to a remote S3 server", () => {
     while ((await atRemote("first.bin")) !== null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
     expect(await atRemote("first.bin")).toBeNull();
   }, 240_000);
+
+  it("replicates a multipart object as a multipart upload with the same parts: byte-exact, with the source's ETag", async () => {
+    const parts = fiveMiBParts(3, 777);
+    const v = await multipartPut(SOURCE, "parts/three.bin", parts);
+    expect(v.etag).toMatch(/^[0-9a-f]{32}-4$/);
+    expect(await settle([v]), serverOutput().slice(-3000)).toEqual(["COMPLETED"]);
+    expect(await remoteObject("parts/three.bin")).toEqual({ sha: sha(Buffer.concat(parts)), etag: v.etag });
+    const head = await remoteClient.fetch(`${remote.endpoint}/${remote.bucket}/parts/three.bin`, { method: "HEAD" });
+    expect(head.headers.get("content-type")).toBe("application/x-parts");
+    expect(await uploadsAtRemote("parts/")).toEqual([]);
+  }, 120_000);
+
+  it("ends COMPLETED, byte-exact, when the remote dies in the middle of a multipart upload and comes back; the upload left there is aborted", async () => {
+    const key = "flaky/six.bin";
+    let firstUpload = "";
+    let killed: Promise<void> | null = null;
+    flaky.judge = async (req, url): Promise<Verdict> => {
+      // The remote dies as the first attempt's second part arrives: that part, the abort and every
+      // attempt until it is back find nothing listening.
+      if (killed === null && req.method === "PUT" && url.searchParams.get("partNumber") === "2") {
+        firstUpload = url.searchParams.get("uploadId") ?? "";
+        killed = remote.pause();
+      }
+      if (killed) await killed;
+      return "forward";
+    };
+    const parts = fiveMiBParts(5, 4321);
+    const v = await multipartPut(FLAKY, key, parts);
+    const deadline = Date.now() + 60_000;
+    while (killed === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(firstUpload).not.toBe("");
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(await status(key, v.versionId, FLAKY)).toBe("PENDING");
+    // Back: the next attempt uploads it whole again, and the run aborts the first attempt's upload.
+    await remote.resume();
+    expect(await settle([v], 120_000, FLAKY), serverOutput().slice(-3000)).toEqual(["COMPLETED"]);
+    expect(await remoteObject(key)).toEqual({ sha: sha(Buffer.concat(parts)), etag: v.etag });
+    const until = Date.now() + 30_000;
+    while ((await uploadsAtRemote("flaky/")).length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 200));
+    expect(await uploadsAtRemote("flaky/")).toEqual([]);
+    const aborted = flaky.passed.filter((p) => p.method === "DELETE" && p.url.includes(`uploadId=${encodeURIComponent(firstUpload)}`));
+    expect(aborted.map((p) => p.status)).toContain(204);
+  }, 180_000);
+
+  it("never takes a 200 whose body is an <Error> as a completed upload; each attempt's upload is aborted", async () => {
+    const key = "hostile/lied.bin";
+    let lies = 0;
+    let closed = false;
+    hostile.judge = (req, url) => {
+      if (req.method === "POST" && url.searchParams.has("uploadId")) {
+        lies++;
+        const body = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InternalError</Code><Message>We encountered an internal error. Please try again.</Message></Error>`;
+        return { status: 200, body };
+      }
+      // Once closed, no upload begins (the ones begun go on to their complete and abort).
+      if (closed && req.method === "POST" && url.searchParams.has("uploads")) return { status: 503, body: "<Error><Code>SlowDown</Code></Error>" };
+      return "forward";
+    };
+    const v = await multipartPut(HOSTILE, key, fiveMiBParts(1, 10));
+    const deadline = Date.now() + 60_000;
+    while (lies < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(lies).toBeGreaterThanOrEqual(3);
+    expect(await status(key, v.versionId, HOSTILE)).toBe("PENDING");
+    closed = true;
+    const until = Date.now() + 30_000;
+    while ((await uploadsAtRemote("hostile/")).length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    expect(await uploadsAtRemote("hostile/")).toEqual([]);
+    expect(await remoteObject(key)).toBeNull();
+    expect(await status(key, v.versionId, HOSTILE)).not.toBe("COMPLETED");
+    const aborts = hostile.passed.filter((p) => p.method === "DELETE" && p.url.includes("uploadId="));
+    expect(aborts.length).toBeGreaterThanOrEqual(3);
+  }, 120_000);
 });

@@ -11,7 +11,8 @@ import { checkVars, parseReplicationTargets } from "../../worker/src/config-vars
 import type { BucketIndex } from "../../worker/src/meta/bucket-index";
 import { AwsClient } from "aws4fetch";
 import { exports } from "cloudflare:workers";
-import { hasDotSegment } from "../../worker/src/services/replication";
+import { hasDotSegment, multipartSpans } from "../../worker/src/services/replication";
+import type { Manifest } from "../../worker/src/shared/core-api";
 import { signedPostFields } from "./post-form";
 import { GATEWAY, s3, s3ok } from "./signed";
 
@@ -204,6 +205,34 @@ describe("who may set replication, and where to", () => {
         async (_i: BucketIndex, state) => state.storage.sql.exec<{ e: string }>("SELECT last_error AS e FROM outbox_dead").toArray()[0]?.e ?? null,
       );
     await expect.poll(failed, { timeout: 20_000 }).toContain('"." or ".." path segment');
+  });
+});
+
+describe("what goes to a remote endpoint as a multipart upload", () => {
+  const MiB = 1024 * 1024;
+  const manifest = (etag: string, sizes: number[]) =>
+    ({
+      size: sizes.reduce((a, b) => a + b, 0),
+      etag,
+      parts: sizes.map((size) => ({ size, etag: "0".repeat(32), layout: { type: "sharded" } })),
+    }) as unknown as Manifest;
+  const md5 = "9b2cf535f27731c974343645a3985328";
+
+  it("is a version uploaded in parts (its ETag …-N, N its parts), with the same boundaries, when S3 takes them as they are", () => {
+    const spans = multipartSpans(manifest(`${md5}-3`, [5 * MiB, 5 * MiB, 17]));
+    expect(spans?.map(({ index, offset, size }) => ({ index, offset, size }))).toEqual([
+      { index: 0, offset: 0, size: 5 * MiB },
+      { index: 1, offset: 5 * MiB, size: 5 * MiB },
+      { index: 2, offset: 10 * MiB, size: 17 },
+    ]);
+    expect(multipartSpans(manifest(`${md5}-1`, [3]))).toHaveLength(1);
+    // Written whole: one PUT.
+    expect(multipartSpans(manifest(md5, [5 * MiB]))).toBeNull();
+    // An ETag that does not count the manifest's parts, a part but the last under 5 MiB (a
+    // browser-path commit with small parts), a part over 5 GiB: not as they are.
+    expect(multipartSpans(manifest(`${md5}-2`, [5 * MiB, 5 * MiB, 1]))).toBeNull();
+    expect(multipartSpans(manifest(`${md5}-2`, [5 * MiB - 1, 10]))).toBeNull();
+    expect(multipartSpans(manifest(`${md5}-2`, [5 * 1024 * MiB + 1, 10]))).toBeNull();
   });
 });
 

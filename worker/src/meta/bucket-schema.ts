@@ -5,7 +5,7 @@
 // path's sessions meta/direct-sessions.ts.
 import { OUTBOX_SCHEMA } from "./outbox";
 import { PENDING_SCHEMA, QUOTA_SCHEMA } from "./quota";
-import { REPLICATION_SCHEMA } from "./replication-rules";
+import { REPLICATION_SCHEMA, REPLICATION_UPLOADS_SCHEMA } from "./replication-rules";
 import { UPLOADS_SCHEMA } from "./uploads";
 import { VERSIONS_SCHEMA } from "./versions";
 
@@ -88,4 +88,6 @@ export const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
   PENDING_SCHEMA,
   // Replication: the rules and each replicated version's status (meta/replication-rules.ts).
   REPLICATION_SCHEMA,
+  // Replication's multipart uploads at remote targets, until completed or aborted (meta/replication-rules.ts).
+  REPLICATION_UPLOADS_SCHEMA,
 ];

@@ -5,6 +5,8 @@
 // transaction (BucketIndex.put, completeUpload, deleteMany); services/replication.ts delivers the
 // row (run from the index's alarm by jobs/bucket-jobs.ts) and sets COMPLETED, or FAILED after its
 // last attempt. A bucket without rules reads nothing per write once its (empty) rules are known.
+// It also notes the multipart uploads replication has begun at a remote target and not yet
+// completed or aborted, so that one whose abort failed (the remote down) is aborted later.
 import type { ObjectEvent, Outbox } from "./outbox";
 import { LOCAL_ARN_PREFIX, REMOTE_ARN_PREFIX } from "../shared/arns";
 
@@ -18,6 +20,24 @@ export const REPLICATION_SCHEMA: readonly string[] = [
      PRIMARY KEY (key, version_id)
    ) WITHOUT ROWID`,
 ];
+
+/** Multipart uploads begun at a remote target (services/replication.ts), until completed or aborted. */
+export const REPLICATION_UPLOADS_SCHEMA: readonly string[] = [
+  `CREATE TABLE replication_uploads (
+     target TEXT NOT NULL,
+     upload_id TEXT NOT NULL,
+     key TEXT NOT NULL,
+     since INTEGER NOT NULL,
+     PRIMARY KEY (target, upload_id)
+   ) WITHOUT ROWID`,
+];
+
+/** A multipart upload replication began at a remote target ("replica:TARGET/BUCKET"). */
+export interface RemoteUpload {
+  target: string;
+  key: string;
+  uploadId: string;
+}
 
 /** One rule as stored: its destination ARN as given, and the outbox target it names. */
 export interface ReplicationRule {
@@ -151,6 +171,30 @@ export class Replication {
       REPLICA_PREFIX.length,
       REPLICA_PREFIX,
     );
+  }
+
+  /** Notes a multipart upload begun at a remote target (before its first part is sent). */
+  uploadBegun(upload: RemoteUpload, now: number): void {
+    this.sql.exec(
+      "INSERT OR REPLACE INTO replication_uploads (target, upload_id, key, since) VALUES (?, ?, ?, ?)",
+      upload.target,
+      upload.uploadId,
+      upload.key,
+      now,
+    );
+  }
+
+  /** Forgets a multipart upload that was completed or aborted. */
+  uploadEnded(upload: Pick<RemoteUpload, "target" | "uploadId">): void {
+    this.sql.exec("DELETE FROM replication_uploads WHERE target = ? AND upload_id = ?", upload.target, upload.uploadId);
+  }
+
+  /** Multipart uploads begun and neither completed nor aborted (their abort failed), oldest first, at most `limit`. */
+  uploadsLeft(limit: number): RemoteUpload[] {
+    return this.sql
+      .exec<{ target: string; upload_id: string; key: string }>("SELECT target, upload_id, key FROM replication_uploads ORDER BY since LIMIT ?", limit)
+      .toArray()
+      .map((r) => ({ target: r.target, key: r.key, uploadId: r.upload_id }));
   }
 
   /** Forgets the statuses of versions removed for good. */

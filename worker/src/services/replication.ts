@@ -2,31 +2,57 @@
 // target is "replica:REMOTE/BUCKET", run from the index's alarm (jobs/bucket-jobs.ts), so the index
 // is their only deliverer and the order per key holds. A created version's bytes are read as a GET
 // reads them (services/objects.ts openRange, decrypted when SSE-S3) and streamed, never held
-// whole, as one PUT with its content headers, user metadata and tags: to a bucket of this gateway
-// (written and committed as a copy is) or to a remote target of SHARDGATE_REPLICATION_TARGETS
+// whole, with its content headers, user metadata and tags: to a bucket of this gateway as one
+// write (written and committed as a copy is) or to a remote target of SHARDGATE_REPLICATION_TARGETS
 // (storage/s3-remote.ts). A delete marker is a DELETE of the key there. Success sets the version
 // COMPLETED once no other destination waits; a failure is retried with the outbox's backoff, and
 // after its last attempt (or at once when it can never succeed: an SSE-C object, whose key the
 // gateway does not hold) the row is a dead letter and the version FAILED. One run is bounded:
-// at most ROUNDS batches of BATCH rows, CONCURRENCY at once, within BUDGET_MS.
+// at most ROUNDS batches of BATCH rows, CONCURRENCY at once, within BUDGET_MS (checked between
+// batches: a row's attempt, once begun, runs to its end or its timeouts).
+//
+// To a remote target, a version written in one PUT goes as one PUT. A version uploaded in parts
+// (its ETag "<md5 of md5s>-N" with N its manifest's parts) goes as S3's replication sends it: a
+// multipart upload with the same part boundaries, so the replica's ETag is the source's and an
+// object over 5 GiB replicates. Within the one attempt: CreateMultipartUpload with the PUT's
+// headers, then each part in turn (one in flight per row, streamed from the source's range of
+// that part, with its Content-MD5 and a timeout of its own: a minute at least plus a second per
+// MB), then CompleteMultipartUpload, whose ETag must equal the source's (a 200 carrying an <Error>
+// fails). A failure aborts the upload (best effort) and the row is retried as any other; the
+// upload is noted in the index (Replication.uploadBegun) until completed or aborted, so one whose
+// abort failed (the remote down) is aborted at the end of a later run (at most LEFT_BATCH a run)
+// and no parts stay behind. SSE-S3 objects are sent decrypted, as the single PUT sends them; their
+// parts' ETags are their plaintext's MD5s, so their ETag is checked the same. A version whose
+// parts S3 would refuse (a part but the last under 5 MiB, one over 5 GiB, more than 10,000: a
+// browser-path commit with small parts) goes as one PUT when it can (up to 5 GiB; its replica's
+// ETag then differs), else it is FAILED. To a bucket of this gateway every version is one write
+// and a multipart source's ETag is not kept. The upload is not resumed across runs: it is as
+// bounded as the one PUT was (a minute plus a second per MB, here per part), and a run lasts as
+// long as its largest upload (where the runtime cuts an alarm off, Cloudflare's 15 minutes, an
+// object that takes longer to send never replicates to a remote).
 import { type ReplicationTarget, parseReplicationTargets } from "../config-vars";
 import type { Manifest } from "../shared/core-api";
 import { bucketIndex } from "../meta/stubs";
 import { type Outbox, type OutboxRow, type RetryPolicy, retryPolicy } from "../meta/outbox";
-import { destinationOfTarget, REPLICA_PREFIX, type Replication } from "../meta/replication-rules";
+import { destinationOfTarget, REPLICA_PREFIX, type RemoteUpload, type Replication } from "../meta/replication-rules";
 import type { ObjectRecord } from "../meta/types";
 import { metrics } from "../observability/metrics";
 import { S3Remote } from "../storage/s3-remote";
 import { newCipher, objectEtag, objectKeyOf, writeObjectPart, encryptionOf } from "./encryption";
-import { commitObject, type NewObject, type ObjectContext, openRange, partOf, removeFreed } from "./objects";
+import { commitObject, type NewObject, type ObjectContext, openRange, partOf, partOffsets, type PartSpan, removeFreed } from "./objects";
 import { mapBounded } from "./webhook-delivery";
 
 const BATCH = 16;
 const CONCURRENCY = 4;
 const ROUNDS = 8;
 const BUDGET_MS = 20_000;
-/** The most one S3 PUT takes (5 GiB): a larger object cannot go to a remote endpoint as one. */
+/** The most one S3 PUT (or UploadPart) takes: 5 GiB. */
 const MAX_PUT_BYTES = 5 * 1024 ** 3;
+/** S3's least size of a multipart upload's part but the last, and its most parts. */
+const MIN_PART_BYTES = 5 * 1024 * 1024;
+const MAX_PARTS = 10_000;
+/** Uploads whose abort failed that one run tries to abort again. */
+const LEFT_BATCH = 16;
 
 /** What the run reads and changes in the source bucket's index (its own, from inside it). */
 export interface ReplicationSource {
@@ -60,6 +86,7 @@ export async function replicateOutbox(ctx: ObjectContext, source: ReplicationSou
       }
     });
   }
+  await abortLeftUploads(source, remotes, policy);
   metrics.add("shardgate_replication_versions_total", total.completed, { result: "completed" });
   metrics.add("shardgate_replication_versions_total", total.failed, { result: "retried" });
   metrics.add("shardgate_replication_versions_total", total.dead, { result: "failed" });
@@ -110,7 +137,7 @@ async function replicateRow(
     if (row.event === "ObjectRemoved:DeleteMarkerCreated") return await replicateMarker(ctx, remote, destination.bucket, row.key, policy);
     const record = row.versionId === null ? null : source.version(row.key, row.versionId);
     if (!record) return { ok: true }; // removed for good before it was replicated: nothing to copy
-    return await replicateVersion(ctx, remote, destination.bucket, record, policy);
+    return await replicateVersion(ctx, source, remote, row.target, destination.bucket, record, policy);
   } catch (e) {
     return { ok: false, error: e instanceof Error ? `${e.name}: ${e.message}` : String(e), final: false };
   }
@@ -129,7 +156,9 @@ async function replicateMarker(ctx: ObjectContext, remote: ReplicationTarget | n
 
 async function replicateVersion(
   ctx: ObjectContext,
+  source: ReplicationSource,
   remote: ReplicationTarget | null,
+  target: string,
   bucket: string,
   record: ObjectRecord,
   policy: RetryPolicy,
@@ -138,19 +167,135 @@ async function replicateVersion(
   if (manifest.encryption?.mode === "SSE-C") {
     return { ok: false, error: "an object encrypted with a customer's key (SSE-C) cannot be read without it, so it is not replicated", final: true };
   }
-  if (remote && manifest.size > MAX_PUT_BYTES) {
-    return { ok: false, error: `an object of more than 5 GiB is not replicated to a remote endpoint (one PUT each)`, final: true };
-  }
   const objectKey = manifest.encryption ? await objectKeyOf(ctx.env, manifest.encryption, null) : null;
+  if (remote) {
+    const spans = multipartSpans(manifest);
+    if (spans) return replicateMultipart(ctx, source, remote, { target, key: record.key }, bucket, manifest, spans, objectKey, policy);
+    if (manifest.size > MAX_PUT_BYTES) {
+      return {
+        ok: false,
+        error: "an object of more than 5 GiB whose parts S3 would not take as they are is not replicated to a remote endpoint",
+        final: true,
+      };
+    }
+  }
   const body = await openRange(ctx, manifest, 0, manifest.size, undefined, objectKey);
   if (!remote) {
     await writeLocal(ctx, bucket, record.key, manifest, body);
     return { ok: true };
   }
-  // At least a minute, and a megabyte a second beyond it.
-  const signal = AbortSignal.timeout(Math.max(policy.timeoutMs, 60_000) + Math.ceil(manifest.size / 1000));
-  const error = await new S3Remote(remote).put(bucket, record.key, body, manifest.size, remoteHeaders(manifest), signal);
+  const error = await new S3Remote(remote).put(bucket, record.key, body, manifest.size, remoteHeaders(manifest), sendTimeout(policy, manifest.size));
   return error === null ? { ok: true } : { ok: false, error, final: false };
+}
+
+/**
+ * The parts of a version uploaded in parts (its ETag "…-N", N its parts), with their plaintext
+ * offsets and sizes, when S3 takes them as they are; null for one written whole, or with parts S3
+ * would refuse.
+ */
+export function multipartSpans(manifest: Manifest): PartSpan[] | null {
+  const count = /^[0-9a-f]{32}-(\d+)$/i.exec(manifest.etag)?.[1];
+  if (count === undefined || Number(count) !== manifest.parts.length || manifest.parts.length > MAX_PARTS) return null;
+  const spans = partOffsets(manifest);
+  const fits = spans.every((span, i) => span.size <= MAX_PUT_BYTES && (i === spans.length - 1 || span.size >= MIN_PART_BYTES));
+  return fits ? spans : null;
+}
+
+/** A timeout for sending `bytes`: the outbox's, a minute at least, and a second per MB beyond it. */
+function sendTimeout(policy: RetryPolicy, bytes: number): AbortSignal {
+  return AbortSignal.timeout(Math.max(policy.timeoutMs, 60_000) + Math.ceil(bytes / 1000));
+}
+
+/** An abort's timeout: the outbox's, 10 s at least (a remote that hangs holds the run no longer). */
+function abortTimeout(policy: RetryPolicy): AbortSignal {
+  return AbortSignal.timeout(Math.max(policy.timeoutMs, 10_000));
+}
+
+/**
+ * A version uploaded in parts as a multipart upload at `remote` with the same parts (see the top
+ * comment): its ETag checked against the source's; on failure the upload aborted, best effort
+ * (noted in the index until it is).
+ */
+async function replicateMultipart(
+  ctx: ObjectContext,
+  source: ReplicationSource,
+  remote: ReplicationTarget,
+  at: { target: string; key: string },
+  bucket: string,
+  manifest: Manifest,
+  spans: readonly PartSpan[],
+  objectKey: Uint8Array | null,
+  policy: RetryPolicy,
+): Promise<Outcome> {
+  const s3 = new S3Remote(remote);
+  const created = await s3.createUpload(bucket, at.key, remoteHeaders(manifest), sendTimeout(policy, 0));
+  if ("error" in created) return { ok: false, error: `CreateMultipartUpload: ${created.error}`, final: false };
+  const upload: RemoteUpload = { ...at, uploadId: created.uploadId };
+  source.replication.uploadBegun(upload, Date.now());
+  let error: string;
+  try {
+    error = await sendParts(ctx, s3, bucket, upload, manifest, spans, objectKey, policy);
+  } catch (e) {
+    error = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+  }
+  if (error === "") {
+    source.replication.uploadEnded(upload);
+    return { ok: true };
+  }
+  // Best effort: when it fails the upload stays noted, and a later run aborts it.
+  try {
+    if ((await s3.abortUpload(bucket, upload.key, upload.uploadId, abortTimeout(policy))) === null) source.replication.uploadEnded(upload);
+  } catch {
+    // the remote unreachable: left for abortLeftUploads
+  }
+  return { ok: false, error, final: false };
+}
+
+/** The parts one at a time, then the complete; "" when the remote holds the object with the source's ETag, else why not. */
+async function sendParts(
+  ctx: ObjectContext,
+  s3: S3Remote,
+  bucket: string,
+  upload: RemoteUpload,
+  manifest: Manifest,
+  spans: readonly PartSpan[],
+  objectKey: Uint8Array | null,
+  policy: RetryPolicy,
+): Promise<string> {
+  const etags: string[] = [];
+  for (const span of spans) {
+    const body = await openRange(ctx, manifest, span.offset, span.offset + span.size, undefined, objectKey);
+    // The part's ETag is the MD5 of its plaintext (plain and SSE-S3; SSE-C never comes here).
+    const md5 = /^[0-9a-f]{32}$/i.test(span.part.etag) ? span.part.etag : null;
+    const sent = await s3.uploadPart(bucket, upload.key, upload.uploadId, span.index + 1, body, span.size, md5, sendTimeout(policy, span.size));
+    if ("error" in sent) return `UploadPart ${span.index + 1} of ${spans.length}: ${sent.error}`;
+    etags.push(sent.etag);
+  }
+  const done = await s3.completeUpload(bucket, upload.key, upload.uploadId, etags, sendTimeout(policy, 0));
+  if ("error" in done) return `CompleteMultipartUpload: ${done.error}`;
+  if (done.etag.toLowerCase() !== manifest.etag.toLowerCase()) return `the replica's ETag ${done.etag} is not the source's ${manifest.etag}`;
+  return "";
+}
+
+/**
+ * Aborts multipart uploads whose abort failed when their attempt did (the remote was down), at most
+ * LEFT_BATCH a run, CONCURRENCY at once; never throws. One whose target is no longer configured is
+ * forgotten (nothing can reach it).
+ */
+async function abortLeftUploads(source: ReplicationSource, remotes: Record<string, ReplicationTarget>, policy: RetryPolicy): Promise<void> {
+  const left = source.replication.uploadsLeft(LEFT_BATCH);
+  await mapBounded(left, CONCURRENCY, async (upload) => {
+    const destination = destinationOfTarget(upload.target);
+    const remote = destination ? remotes[destination.remote] : undefined;
+    try {
+      if (!destination || !remote) source.replication.uploadEnded(upload);
+      else if ((await new S3Remote(remote).abortUpload(destination.bucket, upload.key, upload.uploadId, abortTimeout(policy))) === null) {
+        source.replication.uploadEnded(upload);
+      }
+    } catch {
+      // still unreachable: tried again at the end of the next run
+    }
+  });
 }
 
 /** The headers a replica is written with: content headers, x-amz-meta-*, x-amz-tagging. */

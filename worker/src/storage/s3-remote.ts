@@ -1,7 +1,9 @@
 // Objects on a remote S3 endpoint (a replication target, services/replication.ts), signed with
 // SigV4 by aws4fetch as storage/s3-node.ts signs a node's requests: the payload UNSIGNED-PAYLOAD,
-// so a PUT streams its body with its length declared and is never held whole (an object up to
-// 1 MiB is read first and sent as one buffer). Path-style URLs.
+// so a PUT (or an UploadPart) streams its body with its length declared and is never held whole (a
+// body up to 1 MiB is read first and sent as one buffer). Path-style URLs. Besides PUT and DELETE,
+// a multipart upload: create, parts (each with its Content-MD5 when known), complete (an answer of
+// 200 that carries an <Error>, as S3 may send, is a failure) and abort.
 import { AwsClient } from "aws4fetch";
 
 export interface S3RemoteSpec {
@@ -32,23 +34,72 @@ export class S3Remote {
     headers: Record<string, string>,
     signal: AbortSignal,
   ): Promise<string | null> {
-    if (size <= WHOLE_BYTES) {
-      const bytes = await readExactly(body, size);
-      const signed = await this.sign(bucket, key, "PUT", headers);
-      return outcome(await fetch(signed.url, { method: "PUT", headers: signed.headers, body: bytes, signal }), [200]);
-    }
-    const fixed = new FixedLengthStream(size);
-    const stop = new AbortController();
-    // Ends with the PUT: a refused or failed one stops the read of the source (its streams close).
-    const piping = body.pipeTo(fixed.writable, { signal: stop.signal }).catch(() => {});
-    try {
-      const signed = await this.sign(bucket, key, "PUT", headers);
-      const res = await fetch(signed.url, { method: "PUT", headers: signed.headers, body: fixed.readable, signal });
-      return await outcome(res, [200]);
-    } finally {
-      stop.abort();
-      await piping;
-    }
+    const res = await this.send(bucket, key, "", body, size, headers, signal);
+    return outcome(res, [200]);
+  }
+
+  /** CreateMultipartUpload of `bucket`/`key` with `headers` (as put's): its upload id, or why not. */
+  async createUpload(bucket: string, key: string, headers: Record<string, string>, signal: AbortSignal): Promise<{ uploadId: string } | { error: string }> {
+    const signed = await this.sign(bucket, key, "POST", headers, "uploads");
+    const res = await fetch(signed.url, { method: "POST", headers: signed.headers, signal });
+    if (res.status !== 200) return { error: await failure(res) };
+    const xml = await readText(res, ANSWER_BYTES);
+    const uploadId = elementText(xml, "UploadId");
+    if (xml.includes("<Error>") || !uploadId) return { error: `HTTP 200 without an upload id${errorCode(xml)}` };
+    return { uploadId };
+  }
+
+  /**
+   * UploadPart: `size` bytes of `body` as part `partNumber` (with `md5`, hex, as its Content-MD5
+   * when given: the remote checks the bytes); the part's ETag as the remote answers it, or why not.
+   */
+  async uploadPart(
+    bucket: string,
+    key: string,
+    uploadId: string,
+    partNumber: number,
+    body: ReadableStream<Uint8Array>,
+    size: number,
+    md5: string | null,
+    signal: AbortSignal,
+  ): Promise<{ etag: string } | { error: string }> {
+    const headers: Record<string, string> = md5 ? { "content-md5": hexToBase64(md5) } : {};
+    const query = `partNumber=${partNumber}&uploadId=${encodeURIComponent(uploadId)}`;
+    const res = await this.send(bucket, key, query, body, size, headers, signal);
+    const etag = res.headers.get("etag");
+    const error = await outcome(res, [200]);
+    if (error !== null) return { error };
+    return etag ? { etag } : { error: "HTTP 200 without an ETag" };
+  }
+
+  /**
+   * CompleteMultipartUpload with the parts' ETags (as uploadPart answered them, in order from part
+   * 1): the object's ETag without quotes, or why not; a 200 whose body is an <Error> is one.
+   */
+  async completeUpload(
+    bucket: string,
+    key: string,
+    uploadId: string,
+    etags: readonly string[],
+    signal: AbortSignal,
+  ): Promise<{ etag: string } | { error: string }> {
+    const parts = etags.map((etag, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${escapeXml(etag)}</ETag></Part>`).join("");
+    const body = new TextEncoder().encode(`<CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${parts}</CompleteMultipartUpload>`);
+    const signed = await this.sign(bucket, key, "POST", { "content-type": "application/xml" }, `uploadId=${encodeURIComponent(uploadId)}`);
+    const res = await fetch(signed.url, { method: "POST", headers: signed.headers, body, signal });
+    if (res.status !== 200) return { error: await failure(res) };
+    // S3 answers 200 at once and keeps the connection alive with whitespace while it assembles the
+    // object; a failure then comes as an <Error> document in that 200's body.
+    const xml = await readText(res, ANSWER_BYTES);
+    if (xml.includes("<Error>")) return { error: `HTTP 200 with an error${errorCode(xml)}` };
+    const etag = xml.includes("<CompleteMultipartUploadResult") ? elementText(xml, "ETag") : null;
+    return etag ? { etag: etag.replace(/^"|"$/g, "") } : { error: "HTTP 200 without a CompleteMultipartUploadResult and its ETag" };
+  }
+
+  /** AbortMultipartUpload; null when the upload is gone (aborted now, or already: 404 NoSuchUpload). */
+  async abortUpload(bucket: string, key: string, uploadId: string, signal: AbortSignal): Promise<string | null> {
+    const signed = await this.sign(bucket, key, "DELETE", {}, `uploadId=${encodeURIComponent(uploadId)}`);
+    return outcome(await fetch(signed.url, { method: "DELETE", headers: signed.headers, signal }), [200, 204, 404]);
   }
 
   /** DELETEs `bucket`/`key` (a delete marker where the bucket is versioned); null when done. */
@@ -57,8 +108,37 @@ export class S3Remote {
     return outcome(await fetch(signed.url, { method: "DELETE", headers: signed.headers, signal }), [200, 204, 404]);
   }
 
-  private sign(bucket: string, key: string, method: string, headers: Record<string, string>): Promise<Request> {
-    const url = `${this.base}/${encodeURIComponent(bucket)}/${key.split("/").map(encodeURIComponent).join("/")}`;
+  /** PUTs `size` bytes of `body` to `bucket`/`key` (`query`: none, or an UploadPart's); the answer, its body unread. */
+  private async send(
+    bucket: string,
+    key: string,
+    query: string,
+    body: ReadableStream<Uint8Array>,
+    size: number,
+    headers: Record<string, string>,
+    signal: AbortSignal,
+  ): Promise<Response> {
+    if (size <= WHOLE_BYTES) {
+      const bytes = await readExactly(body, size);
+      const signed = await this.sign(bucket, key, "PUT", headers, query);
+      return fetch(signed.url, { method: "PUT", headers: signed.headers, body: bytes, signal });
+    }
+    const fixed = new FixedLengthStream(size);
+    const stop = new AbortController();
+    // Ends with the PUT: a refused or failed one stops the read of the source (its streams close).
+    const piping = body.pipeTo(fixed.writable, { signal: stop.signal }).catch(() => {});
+    try {
+      const signed = await this.sign(bucket, key, "PUT", headers, query);
+      return await fetch(signed.url, { method: "PUT", headers: signed.headers, body: fixed.readable, signal });
+    } finally {
+      stop.abort();
+      await piping;
+    }
+  }
+
+  private sign(bucket: string, key: string, method: string, headers: Record<string, string>, query = ""): Promise<Request> {
+    const path = `${this.base}/${encodeURIComponent(bucket)}/${key.split("/").map(encodeURIComponent).join("/")}`;
+    const url = query === "" ? path : `${path}?${query}`;
     return this.client.sign(url, { method, headers: { ...headers, "x-amz-content-sha256": "UNSIGNED-PAYLOAD" } });
   }
 }
@@ -88,16 +168,58 @@ async function outcome(res: Response, ok: readonly number[]): Promise<string | n
     await res.body?.cancel();
     return null;
   }
+  return failure(res);
+}
+
+/** The status and the error code of an answer's body (read at most 4 KiB). */
+async function failure(res: Response): Promise<string> {
+  return `HTTP ${res.status}${errorCode(await readText(res, 4096))}`;
+}
+
+/** The most of a create's or complete's answer that is read (their documents are small). */
+const ANSWER_BYTES = 64 * 1024;
+
+/** The body of `res` as text, at most about `limit` bytes of it (the rest is not read). */
+async function readText(res: Response, limit: number): Promise<string> {
   const reader = res.body?.getReader();
+  const decoder = new TextDecoder();
   let text = "";
-  while (reader && text.length < 4096) {
+  while (reader && text.length < limit) {
     const { done, value } = await reader.read();
     if (done) break;
-    text += new TextDecoder().decode(value);
+    text += decoder.decode(value, { stream: true });
   }
   await reader?.cancel();
-  const start = text.indexOf("<Code>");
-  const end = text.indexOf("</Code>", start);
-  const code = start >= 0 && end > start ? ` ${text.slice(start + 6, Math.min(end, start + 106))}` : "";
-  return `HTTP ${res.status}${code}`;
+  return text;
+}
+
+/** " CODE" of an S3 error document's <Code> (at most 100 characters), or "". */
+function errorCode(xml: string): string {
+  const start = xml.indexOf("<Code>");
+  const end = xml.indexOf("</Code>", start);
+  return start >= 0 && end > start ? ` ${xml.slice(start + 6, Math.min(end, start + 106))}` : "";
+}
+
+/** The text of the first `<name>` element of `xml` (entities decoded); null when it has none. */
+function elementText(xml: string, name: string): string | null {
+  const start = xml.indexOf(`<${name}>`);
+  if (start < 0) return null;
+  const end = xml.indexOf(`</${name}>`, start);
+  if (end < 0) return null;
+  const entities: Record<string, string> = { lt: "<", gt: ">", quot: '"', apos: "'", amp: "&" };
+  return xml
+    .slice(start + name.length + 2, end)
+    .trim()
+    .replace(/&(lt|gt|quot|apos|amp|#34|#x22);/g, (_, e: string) => entities[e] ?? '"');
+}
+
+function escapeXml(text: string): string {
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
+/** An MD5 in hex as Content-MD5 wants it (base64 of its 16 bytes). */
+function hexToBase64(hex: string): string {
+  let binary = "";
+  for (let i = 0; i < hex.length; i += 2) binary += String.fromCharCode(parseInt(hex.slice(i, i + 2), 16));
+  return btoa(binary);
 }
