@@ -17,8 +17,9 @@
 // object over 5 GiB replicates. Within the one attempt: CreateMultipartUpload with the PUT's
 // headers, then each part in turn (one in flight per row, streamed from the source's range of
 // that part, with its Content-MD5 and a timeout of its own: a minute at least plus a second per
-// MB), then CompleteMultipartUpload, whose ETag must equal the source's (a 200 carrying an <Error>
-// fails). A failure aborts the upload (best effort) and the row is retried as any other; the
+// MB), then CompleteMultipartUpload (a 200 carrying an <Error> fails; its ETag must equal the
+// source's unless every part went with its Content-MD5, which the remote checked: a remote that
+// encrypts with KMS makes other ETags). A failure aborts the upload (best effort) and the row is retried as any other; the
 // upload is noted in the index (Replication.uploadBegun) until completed or aborted, so one whose
 // abort failed (the remote down) is aborted at the end of a later run (at most LEFT_BATCH a run)
 // and no parts stay behind. SSE-S3 objects are sent decrypted, as the single PUT sends them; their
@@ -263,17 +264,22 @@ async function sendParts(
   policy: RetryPolicy,
 ): Promise<string> {
   const etags: string[] = [];
+  let everyPartChecked = true;
   for (const span of spans) {
     const body = await openRange(ctx, manifest, span.offset, span.offset + span.size, undefined, objectKey);
     // The part's ETag is the MD5 of its plaintext (plain and SSE-S3; SSE-C never comes here).
     const md5 = /^[0-9a-f]{32}$/i.test(span.part.etag) ? span.part.etag : null;
+    if (md5 === null) everyPartChecked = false;
     const sent = await s3.uploadPart(bucket, upload.key, upload.uploadId, span.index + 1, body, span.size, md5, sendTimeout(policy, span.size));
     if ("error" in sent) return `UploadPart ${span.index + 1} of ${spans.length}: ${sent.error}`;
     etags.push(sent.etag);
   }
   const done = await s3.completeUpload(bucket, upload.key, upload.uploadId, etags, sendTimeout(policy, 0));
   if ("error" in done) return `CompleteMultipartUpload: ${done.error}`;
-  if (done.etag.toLowerCase() !== manifest.etag.toLowerCase()) return `the replica's ETag ${done.etag} is not the source's ${manifest.etag}`;
+  // A remote that checked every part's Content-MD5 holds the bytes, whatever ETag it makes (one that
+  // encrypts with KMS makes others): only without those checks does the ETag have to prove them.
+  if (!everyPartChecked && done.etag.toLowerCase() !== manifest.etag.toLowerCase())
+    return `the replica's ETag ${done.etag} is not the source's ${manifest.etag}`;
   return "";
 }
 
