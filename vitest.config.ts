@@ -54,8 +54,9 @@ export default defineConfig({
                 }),
                 SHARDGATE_NOTIFY_RETRY_MS: "600000",
                 // Queue targets (notifications.test.ts): EVENTS is a real Queue, consumed by
-                // queue-sink below; MISSING is listed but bound to nothing.
-                SHARDGATE_QUEUES: "EVENTS, MISSING",
+                // queue-sink below; MISSING is listed but bound to nothing; QUEUE_SINK is a
+                // service binding, listed by mistake: never a target.
+                SHARDGATE_QUEUES: "EVENTS, MISSING, QUEUE_SINK",
                 // A remote replication target (replication.test.ts) where nothing listens.
                 SHARDGATE_REPLICATION_TARGETS: JSON.stringify({
                   offsite: { endpoint: "http://127.0.0.1:9", region: "us-east-1", accessKeyId: "remote-key", secretAccessKey: "remote-secret" },

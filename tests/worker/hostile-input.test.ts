@@ -227,6 +227,18 @@ describe("keys, query strings, ranges and tag headers", () => {
     }
     // Reading one is answered, not crashed on.
     expect((await s3(`/hostile-keys/${"k".repeat(8000)}`)).status).toBe(404);
+    // Nor is one deleted: in a versioned bucket that would make a delete marker (and an event) with it.
+    await s3ok("/hostile-keys?versioning", { method: "PUT", body: "<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>" });
+    const del = await s3(`/hostile-keys/${"k".repeat(9000)}`, { method: "DELETE" });
+    expect(del.status).toBe(400);
+    expect(errorCode(await del.text())).toBe("KeyTooLongError");
+    const body = `<Delete><Object><Key>${"k".repeat(1025)}</Key></Object><Object><Key>${"k".repeat(1024)}</Key></Object></Delete>`;
+    const md5 = btoa(String.fromCharCode(...new Uint8Array(await crypto.subtle.digest("MD5", new TextEncoder().encode(body)))));
+    const batch = await (await s3ok("/hostile-keys?delete", { method: "POST", body, headers: { "content-md5": md5 } })).text();
+    expect(batch).toContain(`<Error><Key>${"k".repeat(1025)}</Key><Code>KeyTooLongError</Code>`);
+    expect(batch).toContain(`<Deleted><Key>${"k".repeat(1024)}</Key>`);
+    const versions = await (await s3ok("/hostile-keys?versions")).text();
+    expect(versions).not.toContain("k".repeat(1025));
   });
 
   it("thousands of query parameters, a 10,000-digit range, ranges by the thousand and 10,000 tags are answered at once", async () => {

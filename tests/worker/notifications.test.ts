@@ -117,6 +117,7 @@ describe("PutBucketNotificationConfiguration / GetBucketNotificationConfiguratio
       // A Queue target is a binding SHARDGATE_QUEUES lists AND the Worker has: listed but unbound,
       // bound but not listed (another binding, a variable holding a secret), or no name at all.
       [doc([{ events: ["s3:ObjectCreated:Put"], arn: "arn:shardgate:queue::MISSING" }]), "InvalidArgument"],
+      [doc([{ events: ["s3:ObjectCreated:Put"], arn: "arn:shardgate:queue::QUEUE_SINK" }]), "InvalidArgument"],
       [doc([{ events: ["s3:ObjectCreated:Put"], arn: "arn:shardgate:queue::BUCKET_INDEX" }]), "InvalidArgument"],
       [doc([{ events: ["s3:ObjectCreated:Put"], arn: "arn:shardgate:queue::SHARDGATE_SECRET_ACCESS_KEY" }]), "InvalidArgument"],
       [doc([{ events: ["s3:ObjectCreated:Put"], arn: "arn:shardgate:queue::" }]), "InvalidArgument"],
@@ -418,6 +419,32 @@ describe("a Queue binding as the target (SHARDGATE_QUEUES)", () => {
     // Delivered rows leave the outbox; the webhook's (nothing listens there) stays apart.
     for (let i = 0; i < 100 && (await outboxRows("notify-queue")).some((r) => r.target === "queue:EVENTS"); i++) await new Promise((r) => setTimeout(r, 50));
     expect((await outboxRows("notify-queue")).filter((r) => r.target === "queue:EVENTS")).toEqual([]);
+  });
+
+  it("sends within Cloudflare's limits: batches cut by bytes, and a message too large for a Queue fails alone", async () => {
+    const b = "notify-queue-sizes";
+    await s3ok(`/${b}`, { method: "PUT" });
+    const stub = env.BUCKET_INDEX.get(env.BUCKET_INDEX.idFromName(b));
+    // Rows such as no request makes now (keys are at most 1,024 bytes), as an older outbox may hold:
+    // 31 events of ~9 KB (a batch of them is past 256 KB), and one of ~200 KB among them.
+    const keys = Array.from({ length: 31 }, (_, i) => `${String(i).padStart(2, "0")}-${"k".repeat(9000)}`);
+    const huge = `huge-${"h".repeat(200_000)}`;
+    await runInDurableObject(stub, async (instance: BucketIndex, state) => {
+      const outbox = (instance as unknown as { outbox: Outbox }).outbox;
+      for (const key of [...keys.slice(0, 15), huge, ...keys.slice(15)])
+        outbox.enqueue("queue:EVENTS", "sizes", { event: "ObjectCreated:Put", key, versionId: null, size: 1, etag: "e", time: Date.now() }, 1000);
+      await state.storage.setAlarm(Date.now());
+    });
+    const records = await consumed(b, 31);
+    expect(records.map((r) => r.s3.object.key).sort()).toEqual(keys);
+    const left = () =>
+      runInDurableObject(stub, async (_i: BucketIndex, state) =>
+        state.storage.sql.exec<{ key: string; attempts: number; last_error: string | null }>("SELECT key, attempts, last_error FROM outbox").toArray(),
+      );
+    for (let i = 0; i < 100 && (await left()).some((r) => r.attempts === 0); i++) await new Promise((r) => setTimeout(r, 20));
+    const rows = await left();
+    expect(rows.map((r) => [r.key.slice(0, 5), r.attempts])).toEqual([["huge-", 1]]);
+    expect(rows[0]?.last_error).toMatch(/^the event is \d+ bytes, more than a Queue message takes/);
   });
 
   it("keeps a row whose Queue is gone (its binding removed since) for a retry, with the reason", async () => {

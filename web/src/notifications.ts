@@ -92,7 +92,6 @@ export async function saveNotifications(s3: S3Client, bucket: string, rules: rea
   });
 }
 
-/** The webhook a target names (`arn:shardgate:webhook::NAME` → NAME), or the ARN itself. */
 /** The kinds of target a rule may name, and the ARN prefix of each. */
 export const TARGET_KINDS = { webhook: WEBHOOK_ARN_PREFIX, queue: QUEUE_ARN_PREFIX } as const;
 export type TargetKind = keyof typeof TARGET_KINDS;
@@ -101,6 +100,11 @@ export type TargetKind = keyof typeof TARGET_KINDS;
 export function targetLabel(arn: string): string {
   for (const [kind, prefix] of Object.entries(TARGET_KINDS)) if (arn.startsWith(prefix)) return `${kind} ${arn.slice(prefix.length)}`;
   return arn;
+}
+
+/** The ARN a typed name stands for: itself when it is one of a target's ARNs already, else `kind`'s ARN of the name. */
+export function targetArn(kind: TargetKind, name: string): string {
+  return Object.values(TARGET_KINDS).some((prefix) => name.startsWith(prefix)) ? name : `${TARGET_KINDS[kind]}${name}`;
 }
 
 const adminPath = (bucket: string) => `buckets/${encodeSegment(bucket)}/notifications`;

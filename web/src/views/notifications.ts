@@ -14,6 +14,7 @@ import {
   saveNotifications,
   TARGET_KINDS,
   type TargetKind,
+  targetArn,
   targetLabel,
 } from "../notifications";
 import { h, labelledField, mount, toast } from "../ui";
@@ -156,8 +157,7 @@ async function loadOutbox(view: NotificationsView): Promise<void> {
 async function add(view: NotificationsView): Promise<void> {
   view.problem.textContent = "";
   const name = view.target.value.trim();
-  const kind = view.kind.value as TargetKind;
-  const prefix = TARGET_KINDS[kind] ?? TARGET_KINDS.webhook;
+  const kind: TargetKind = view.kind.value === "queue" ? "queue" : "webhook";
   const events = view.events.filter((b) => b.checked).map((b) => b.value);
   if (name === "") {
     view.problem.textContent = `Name the ${kind} to send the events to.`;
@@ -167,7 +167,7 @@ async function add(view: NotificationsView): Promise<void> {
     view.problem.textContent = "Pick at least one event.";
     return;
   }
-  const arn = name.startsWith(prefix) ? name : `${prefix}${name}`;
+  const arn = targetArn(kind, name);
   const rule = { id: view.id.value.trim(), kind: "Queue", arn, events, prefix: view.prefix.value, suffix: view.suffix.value };
   try {
     await saveNotifications(view.app.s3, view.bucket, [...view.current, rule]);

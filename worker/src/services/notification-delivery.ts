@@ -5,9 +5,10 @@
 //   - a webhook of SHARDGATE_WEBHOOKS ("webhook:NAME"): one signed POST per event
 //     (services/webhook-delivery.ts);
 //   - on Cloudflare, a Queue binding that SHARDGATE_QUEUES lists ("queue:BINDING"): the batch's
-//     events for that queue in one sendBatch, each message S3's event message (Records[] with one
-//     record) as a JSON body. A send that throws or takes longer than the timeout fails every row
-//     it carried; the Queue's own consumer then gets at-least-once delivery from Cloudflare.
+//     events for that queue in sendBatch calls within Cloudflare's limits, each message S3's event
+//     message (Records[] with one record) as a JSON body. A batch that throws or takes longer than
+//     the timeout is sent again a message at a time, so a message the queue refuses fails only its
+//     own row; the Queue's own consumer then gets at-least-once delivery from Cloudflare.
 // One run takes due rows a batch at a time (at most BATCH of each kind), for at most ROUNDS
 // batches or BUDGET_MS; a failed row is retried with the outbox's backoff, then kept as a dead
 // letter. The caller sets its alarm for outbox.nextDue() after it.
@@ -17,7 +18,7 @@ import { type DeliveryVars, type Outbox, type OutboxRow, retryPolicy } from "../
 import { metrics } from "../observability/metrics";
 import { eventDocument, postWebhooks, webhookTargets } from "./webhook-delivery";
 
-/** Rows of each kind one batch takes: a Queue's sendBatch takes at most 100 messages and 256 KB (an event is at most ~3 KB). */
+/** Rows of each kind one batch takes (an event with a key of 1,024 bytes is at most ~4.6 KB). */
 const BATCH = 32;
 /** Batches one run sends at most, and the time it gives them. */
 const ROUNDS = 8;
@@ -36,8 +37,11 @@ export function queueTargets(env: NotificationEnv): Map<string, Queue> {
   return targets;
 }
 
+/** A Queue producer binding: send and sendBatch, and not a service binding (whose RPC stub answers any name with a function). */
 function isQueue(v: unknown): v is Queue {
-  return typeof v === "object" && v !== null && typeof (v as Partial<Queue>).sendBatch === "function";
+  if (typeof v !== "object" || v === null) return false;
+  const q = v as Partial<Queue> & { fetch?: unknown; connect?: unknown };
+  return typeof q.send === "function" && typeof q.sendBatch === "function" && q.fetch === undefined && q.connect === undefined;
 }
 
 /** Every target a bucket's configuration may name now: the webhooks and the Queue bindings present. */
@@ -45,32 +49,82 @@ export function notificationTargets(env: NotificationEnv): Set<string> {
   return new Set([...webhookTargets(env).keys(), ...queueTargets(env).keys()]);
 }
 
-/** Sends `rows` (queue targets') a sendBatch per queue: for each row, null when sent, else why not. */
+/** Cloudflare's limits: a message at most 128 KB, a sendBatch at most 100 messages and 256 KB (some room kept for framing). */
+const MAX_MESSAGE_BYTES = 128_000;
+const MAX_BATCH_BYTES = 240_000;
+const MAX_BATCH_MESSAGES = 100;
+
+/** `work`, or an error once `ms` have passed (the timer cleared either way). */
+async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+  }
+}
+
+const why = (e: unknown) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
+
+/**
+ * Sends `rows` (queue targets') to their queues: per queue, batches within Cloudflare's limits; a
+ * batch that fails is sent again a message at a time, so that one message the queue refuses fails
+ * only its own row. For each row, null when sent, else why not.
+ */
 async function sendToQueues(bucket: string, env: NotificationEnv, timeoutMs: number, rows: readonly OutboxRow[]): Promise<(string | null)[]> {
   const queues = queueTargets(env);
   const region = env.SHARDGATE_REGION || "us-east-1";
+  const errors: (string | null)[] = rows.map(() => null);
   const byTarget = new Map<string, number[]>();
   for (const [i, row] of rows.entries()) byTarget.set(row.target, [...(byTarget.get(row.target) ?? []), i]);
-  const errors: (string | null)[] = rows.map(() => null);
+  const utf8 = new TextEncoder();
   await Promise.all(
     [...byTarget].map(async ([target, indexes]) => {
       const queue = queues.get(target);
-      let error: string | null = queue ? null : `no Queue binding ${target.slice(QUEUE_TARGET.length)} is configured`;
-      if (queue) {
-        const messages = indexes.map((i) => ({ body: eventDocument(bucket, region, rows[i] as OutboxRow), contentType: "json" as const }));
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        const timeout = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs);
-        });
+      if (!queue) {
+        for (const i of indexes) errors[i] = `no Queue binding ${target.slice(QUEUE_TARGET.length)} is configured`;
+        return;
+      }
+      // The messages, cut into batches by count and bytes; one too large for a Queue fails alone.
+      const batches: { i: number; body: unknown }[][] = [];
+      let batch: { i: number; body: unknown }[] = [];
+      let batchBytes = 0;
+      for (const i of indexes) {
+        const body = eventDocument(bucket, region, rows[i] as OutboxRow);
+        const bytes = utf8.encode(JSON.stringify(body)).length;
+        if (bytes > MAX_MESSAGE_BYTES) {
+          errors[i] = `the event is ${bytes} bytes, more than a Queue message takes (${MAX_MESSAGE_BYTES})`;
+          continue;
+        }
+        if (batch.length === MAX_BATCH_MESSAGES || batchBytes + bytes > MAX_BATCH_BYTES) {
+          batches.push(batch);
+          batch = [];
+          batchBytes = 0;
+        }
+        batch.push({ i, body });
+        batchBytes += bytes;
+      }
+      if (batch.length > 0) batches.push(batch);
+      for (const messages of batches) {
         try {
-          await Promise.race([queue.sendBatch(messages), timeout]);
+          await withTimeout(queue.sendBatch(messages.map((m) => ({ body: m.body, contentType: "json" as const }))), timeoutMs);
         } catch (e) {
-          error = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
-        } finally {
-          if (timer !== undefined) clearTimeout(timer);
+          if (messages.length === 1) {
+            errors[(messages[0] as { i: number }).i] = why(e);
+            continue;
+          }
+          for (const m of messages) {
+            try {
+              await withTimeout(queue.send(m.body, { contentType: "json" }), timeoutMs);
+            } catch (e2) {
+              errors[m.i] = why(e2);
+            }
+          }
         }
       }
-      for (const i of indexes) errors[i] = error;
     }),
   );
   return errors;

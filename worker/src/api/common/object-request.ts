@@ -76,8 +76,17 @@ export async function verifyWritten(
   }
 }
 
+/** S3's longest key, in bytes of UTF-8. */
+const MAX_KEY_BYTES = 1024;
+const utf8 = new TextEncoder();
+
+/** Whether `key` is longer than S3 takes (a UTF-16 unit is at most 3 bytes of UTF-8: short keys are not encoded). */
+export function keyTooLong(key: string): boolean {
+  return key.length * 3 > MAX_KEY_BYTES && utf8.encode(key).length > MAX_KEY_BYTES;
+}
+
 export function checkKey(key: string): void {
-  if (new TextEncoder().encode(key).length > 1024) {
+  if (keyTooLong(key)) {
     throw new S3Error("KeyTooLongError", "Your key is too long (the limit is 1024 bytes of UTF-8).");
   }
 }

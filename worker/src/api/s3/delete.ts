@@ -12,7 +12,7 @@ import { bucketIndex, type RequestContext, type BucketAt, type ObjectAt } from "
 import { equalBytes } from "../../shared/bytes";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
 import { childrenNamed, childText, malformedXml, parseXmlBytes, readXmlBody } from "../common/xml-parse";
-import { parseContentMd5 } from "../common/object-request";
+import { checkKey, keyTooLong, parseContentMd5 } from "../common/object-request";
 import { bypassGovernance } from "../common/object-lock-headers";
 import { bucketPolicy } from "../../services/bucket-policy";
 import { DELETE_OBJECT, passes } from "../common/permissions";
@@ -23,6 +23,8 @@ const MAX_DELETE_KEYS = 1000;
 const YIELD_EVERY_KEYS = 100;
 
 export async function deleteObject(ctx: RequestContext, { bucket, key, versionId }: ObjectAt): Promise<Response> {
+  // No object has a longer key; in a versioned bucket a delete marker would be made with it.
+  checkKey(key);
   const outcome = await bucketIndex(ctx, bucket).delete(key, versionId, await bypassGovernance(ctx, bucket, key));
   // A version that does not exist is already deleted: 204 as for a missing key.
   if (!outcome) return new Response(null, { status: 204 });
@@ -118,6 +120,7 @@ async function parseDeleteRequest(ctx: RequestContext): Promise<DeleteRequest> {
   const items = objects.map((o): DeleteItem => {
     const key = childText(o, "Key");
     if (key === undefined) throw malformedXml();
+    if (keyTooLong(key)) return { key, versionId: undefined, error: { code: "KeyTooLongError", message: "Your key is too long." } };
     const version = childText(o, "VersionId");
     if (version === undefined) return { key, versionId: undefined, error: null };
     if (!isVersionId(version)) return { key, versionId: version, error: { code: "NoSuchVersion", message: "The specified version does not exist." } };
