@@ -9,7 +9,10 @@
 // dies in the middle of one (killed as its second part arrives, through a proxy of ours) it still
 // ends COMPLETED once the remote is back, and the upload left there is aborted (none stays). A
 // remote that answers CompleteMultipartUpload with a 200 carrying an <Error> (as S3 may) never
-// makes the version COMPLETED, and its uploads are aborted. The retry schedule is short here
+// makes the version COMPLETED, and its uploads are aborted. A configuration the AWS SDK writes with a
+// tag filter (And: Prefix and Tags) and ExistingObjectReplication Enabled is answered back as given;
+// the objects already in the bucket that carry the tags reach the remote with their tags, the
+// others never. The retry schedule is short here
 // (SHARDGATE_NOTIFY_RETRY_MS 100 ms, at most 400 ms).
 import type { ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
@@ -28,6 +31,7 @@ import {
   PutBucketReplicationCommand,
   PutBucketVersioningCommand,
   PutObjectCommand,
+  PutObjectTaggingCommand,
   S3Client,
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
@@ -358,5 +362,73 @@ describe("replication to a remote S3 server", () => {
     expect(await status(key, v.versionId, HOSTILE)).not.toBe("COMPLETED");
     const aborts = hostile.passed.filter((p) => p.method === "DELETE" && p.url.includes("uploadId="));
     expect(aborts.length).toBeGreaterThanOrEqual(3);
+  }, 120_000);
+});
+
+describe("tag filters and existing objects, configured with the AWS SDK", () => {
+  it("replicates the objects already there that carry the filter's tags, with their tags; the others never", async () => {
+    const bucket = "repl-existing";
+    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    await s3.send(new PutBucketVersioningCommand({ Bucket: bucket, VersioningConfiguration: { Status: "Enabled" } }));
+    const write = async (key: string, tagging: string) => {
+      const out = await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: `body of ${key}`, Tagging: tagging }));
+      return { key, versionId: out.VersionId as string };
+    };
+    const gold = await Promise.all(["existing/a", "existing/b", "existing/c"].map((k) => write(k, "class=gold&team=x")));
+    const silver = await write("existing/silver", "class=silver&team=x");
+    const outside = await write("elsewhere/gold", "class=gold&team=x");
+    const Rules = [
+      {
+        ID: "gold",
+        Priority: 1,
+        Status: "Enabled" as const,
+        Filter: {
+          And: {
+            Prefix: "existing/",
+            Tags: [
+              { Key: "class", Value: "gold" },
+              { Key: "team", Value: "x" },
+            ],
+          },
+        },
+        DeleteMarkerReplication: { Status: "Disabled" as const },
+        ExistingObjectReplication: { Status: "Enabled" as const },
+        Destination: { Bucket: ARN },
+      },
+    ];
+    await s3.send(new PutBucketReplicationCommand({ Bucket: bucket, ReplicationConfiguration: { Role: "", Rules } }));
+    const got = await s3.send(new GetBucketReplicationCommand({ Bucket: bucket }));
+    expect(got.ReplicationConfiguration?.Rules?.[0]).toMatchObject(Rules[0] as object);
+    // A write after the configuration is replicated by its tags as any new write.
+    const later = await write("existing/later", "team=x&class=gold");
+    expect(await settle([...gold, later], 60_000, bucket)).toEqual(["COMPLETED", "COMPLETED", "COMPLETED", "COMPLETED"]);
+    for (const v of [...gold, later]) {
+      const res = await remoteClient.fetch(`${remote.endpoint}/${remote.bucket}/${v.key}?tagging`);
+      const xml = await res.text();
+      expect(res.status, xml).toBe(200);
+      expect(xml).toMatch(/<Key>class<\/Key>\s*<Value>gold<\/Value>/);
+      expect(await (await remoteClient.fetch(`${remote.endpoint}/${remote.bucket}/${v.key}`)).text()).toBe(`body of ${v.key}`);
+    }
+    for (const v of [silver, outside]) {
+      expect(await status(v.key, v.versionId, bucket)).toBeUndefined();
+      expect(await remoteObject(v.key)).toBeNull();
+    }
+    // A tag change after the write replicates nothing and leaves the status as it was.
+    await s3.send(
+      new PutObjectTaggingCommand({
+        Bucket: bucket,
+        Key: silver.key,
+        Tagging: {
+          TagSet: [
+            { Key: "class", Value: "gold" },
+            { Key: "team", Value: "x" },
+          ],
+        },
+      }),
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await status(silver.key, silver.versionId, bucket)).toBeUndefined();
+    expect(await remoteObject(silver.key)).toBeNull();
+    expect(await status("existing/a", gold[0]?.versionId, bucket)).toBe("COMPLETED");
   }, 120_000);
 });

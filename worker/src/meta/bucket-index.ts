@@ -106,7 +106,7 @@ export class BucketIndex extends DurableObject {
         const put = objects.commit(this.sql, record, condition, this.settings.lockConfig(), heal, now);
         if (put.refused) return { ok: false, reason: put.refused };
         if (condition.once) direct.spend(this.sql, condition.once, now);
-        this.notify(created(record, put.change.versionId, condition.event ?? "Put", now), condition.replica);
+        this.notify(created(record, put.change.versionId, condition.event ?? "Put", now), condition.replica, record.manifest);
         return { ok: true, ...put.change, expiry: this.settings.expiryOf(record) };
       }),
     );
@@ -276,7 +276,7 @@ export class BucketIndex extends DurableObject {
         const dropUpload = () => void uploads.deleteUpload(this.sql, uploadId);
         const put = objects.commit(this.sql, record, { ...condition, integrity: true }, this.settings.lockConfig(), heal, now, dropUpload);
         if (put.refused) return { ok: false, reason: put.refused };
-        this.notify(created(record, put.change.versionId, "CompleteMultipartUpload", now));
+        this.notify(created(record, put.change.versionId, "CompleteMultipartUpload", now), false, record.manifest);
         return { ok: true, ...put.change, unused, expiry: this.settings.expiryOf(record) };
       }),
     );
@@ -297,10 +297,13 @@ export class BucketIndex extends DurableObject {
    */
   override async alarm(): Promise<void> {
     this.ctx.storage.transactionSync(() => stored.addGarbage(this.sql, uploads.abortStale(this.sql, Date.now()), Date.now()));
+    const walk = this.walkReplication();
     const tried = await this.deliverEvents();
-    const next = this.outbox.nextDue();
+    let next = this.outbox.nextDue();
+    // A walk of existing objects not done goes on: at once, or after a second while the outbox is full.
+    if (walk === "walking" || walk === "waiting") next = Math.min(next ?? Number.MAX_SAFE_INTEGER, Date.now() + (walk === "walking" ? 0 : 1000));
     // A run that could try nothing (every due row behind another) waits a second rather than spin.
-    if (next !== null) await this.ctx.storage.setAlarm(Math.max(next, Date.now() + (tried ? 0 : 1000)));
+    if (next !== null) await this.ctx.storage.setAlarm(Math.max(next, Date.now() + (tried || walk === "walking" ? 0 : 1000)));
     await this.scheduleStaleUploadCheck();
   }
 
@@ -335,10 +338,12 @@ export class BucketIndex extends DurableObject {
     deadCount: number;
     dropped: number;
     nextDue: number | null;
-    replication: { pending: number; dead: number };
+    replication: { pending: number; dead: number; existingObjects?: ReturnType<Replication["walkStatus"]> };
   }> {
     this.requireBucket();
-    return { ...this.outbox.status(limit), replication: this.outbox.countOf(REPLICA_PREFIX) };
+    const walk = this.replication.walkStatus();
+    const replication = { ...this.outbox.countOf(REPLICA_PREFIX), ...(walk ? { existingObjects: walk } : {}) };
+    return { ...this.outbox.status(limit), replication };
   }
 
   /** Puts every dead letter back in the outbox, due now (replicated versions PENDING again); how many. */
@@ -357,7 +362,7 @@ export class BucketIndex extends DurableObject {
    * a replica's, `replica`, are never replicated again: it is marked REPLICA), in the caller's
    * transaction; a version removed for good loses its replication status.
    */
-  private notify(e: ObjectEvent, replica = false): void {
+  private notify(e: ObjectEvent, replica = false, manifest?: Uint8Array): void {
     if (e.event === "ObjectRemoved:Delete" && e.versionId !== null) this.replication.removed(e.key, e.versionId);
     if (this.outbox.configuration().length > 0) {
       const { queued, dropped } = this.outbox.record(e, retryPolicy(this.env).cap);
@@ -365,7 +370,7 @@ export class BucketIndex extends DurableObject {
       this.batch.dropped += dropped;
     }
     if (replica || this.replication.configuration().length > 0) {
-      const { queued, dropped } = this.replication.record(e, this.outbox, retryPolicy(this.env).cap, replica);
+      const { queued, dropped } = this.replication.record(e, this.outbox, retryPolicy(this.env).cap, replica, manifest);
       this.batch.replicas += queued;
       this.batch.replicasDropped += dropped;
     }
@@ -384,12 +389,32 @@ export class BucketIndex extends DurableObject {
     return this.replication.configuration();
   }
 
-  /** Replaces the replication rules ([]: none); refused unless versioning is Enabled (S3). */
+  /**
+   * Replaces the replication rules ([]: none); refused unless versioning is Enabled (S3). A rule
+   * with ExistingObjectReplication starts the walk of existing objects over (run from the alarm).
+   */
   async setReplicationConfiguration(rules: ReplicationRule[]): Promise<"ok" | "not-versioned"> {
     this.requireBucket();
     if (rules.length > 0 && this.settings.versioning() !== "Enabled") return "not-versioned";
-    this.replication.setConfiguration(rules);
+    if (this.ctx.storage.transactionSync(() => this.replication.setConfiguration(rules))) await this.wakeDelivery();
     return "ok";
+  }
+
+  /**
+   * One bounded step of the walk of existing objects (Replication.walkStep), in its own
+   * transaction: its state after it. Never throws (a failed step is logged and tried next run).
+   */
+  protected walkReplication(batch?: number): "none" | "walking" | "waiting" | "done" {
+    try {
+      const step = this.ctx.storage.transactionSync(() => this.replication.walkStep(this.outbox, retryPolicy(this.env).cap, batch));
+      if (step.queued > 0) metrics.add("shardgate_replication_versions_total", step.queued, { result: "queued" });
+      return step.state;
+    } catch (e) {
+      this.outbox.forget();
+      this.replication.forget();
+      console.error(JSON.stringify({ replicationWalk: { error: e instanceof Error ? e.message : String(e) } }));
+      return "waiting";
+    }
   }
 
   /**

@@ -5,7 +5,7 @@
 // path's sessions meta/direct-sessions.ts.
 import { OUTBOX_SCHEMA } from "./outbox";
 import { PENDING_SCHEMA, QUOTA_SCHEMA } from "./quota";
-import { REPLICATION_SCHEMA, REPLICATION_UPLOADS_SCHEMA } from "./replication-rules";
+import { REPLICATION_SCHEMA, REPLICATION_UPLOADS_SCHEMA, REPLICATION_WALK_SCHEMA } from "./replication-rules";
 import { UPLOADS_SCHEMA } from "./uploads";
 import { VERSIONS_SCHEMA } from "./versions";
 
@@ -90,4 +90,6 @@ export const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
   REPLICATION_SCHEMA,
   // Replication's multipart uploads at remote targets, until completed or aborted (meta/replication-rules.ts).
   REPLICATION_UPLOADS_SCHEMA,
+  // Replication's walk of existing objects (ExistingObjectReplication): its cursor and counts (meta/replication-rules.ts).
+  REPLICATION_WALK_SCHEMA,
 ];

@@ -7,6 +7,16 @@
 // last attempt. A bucket without rules reads nothing per write once its (empty) rules are known.
 // It also notes the multipart uploads replication has begun at a remote target and not yet
 // completed or aborted, so that one whose abort failed (the remote down) is aborted later.
+//
+// A rule may filter by tags (all of them, same values, on the version as committed: its
+// manifest's tags; a later PutObjectTagging queues nothing and changes no status). A rule with
+// ExistingObjectReplication Enabled also replicates the versions already in the bucket: setting
+// the configuration starts a walk of the bucket's current objects (replication_walk, its cursor the
+// next key), which the index's alarm advances a bounded step at a time (walkStep: at most
+// WALK_BATCH versions queued and WALK_VISITS keys read per run, never past WALK_FILL of the
+// outbox's cap: it waits for the next run rather than drop); a new configuration restarts it, none
+// cancels it.
+import { core } from "../core";
 import type { ObjectEvent, Outbox } from "./outbox";
 import { LOCAL_ARN_PREFIX, REMOTE_ARN_PREFIX } from "../shared/arns";
 
@@ -32,6 +42,29 @@ export const REPLICATION_UPLOADS_SCHEMA: readonly string[] = [
    ) WITHOUT ROWID`,
 ];
 
+/** The walk of existing objects (ExistingObjectReplication): where it goes on, and what it did. */
+export const REPLICATION_WALK_SCHEMA: readonly string[] = [
+  `CREATE TABLE replication_walk (
+     id INTEGER PRIMARY KEY CHECK (id = 1),
+     generation INTEGER NOT NULL,
+     after TEXT,
+     started INTEGER NOT NULL,
+     visited INTEGER NOT NULL DEFAULT 0,
+     queued INTEGER NOT NULL DEFAULT 0,
+     runs INTEGER NOT NULL DEFAULT 0,
+     largest_run INTEGER NOT NULL DEFAULT 0,
+     waits INTEGER NOT NULL DEFAULT 0,
+     done INTEGER
+   )`,
+];
+
+/** Versions one run of the walk queues at most. */
+export const WALK_BATCH = 500;
+/** Keys one run of the walk reads at most (most may match no rule). */
+const WALK_VISITS = 2000;
+/** The share of the outbox's cap the walk fills at most: the rest stays for new writes. */
+const WALK_FILL = 0.9;
+
 /** A multipart upload replication began at a remote target ("replica:TARGET/BUCKET"). */
 export interface RemoteUpload {
   target: string;
@@ -46,8 +79,14 @@ export interface ReplicationRule {
   enabled: boolean;
   /** Keys that start with it (""; every key). */
   prefix: string;
-  /** Whether delete markers are replicated (DeleteMarkerReplication Enabled). */
+  /** Whether delete markers are replicated (DeleteMarkerReplication Enabled; never with tags). */
   deleteMarkers: boolean;
+  /** Tags a version must all carry, with these values (absent: none), in the order given. */
+  tags?: [string, string][];
+  /** The Filter came as <And> (answered back the same way). */
+  and?: boolean;
+  /** ExistingObjectReplication: Enabled (true), Disabled (false), not given (absent). */
+  existing?: boolean;
   /** As given: arn:aws:s3:::BUCKET or arn:shardgate:s3:::TARGET/BUCKET. */
   destination: string;
   /** The outbox target: "replica:TARGET/BUCKET" ("replica:/BUCKET" for a bucket here). */
@@ -82,14 +121,33 @@ export function destinationOfTarget(target: string): { remote: string; bucket: s
   return slash < 0 ? null : { remote: rest.slice(0, slash), bucket: rest.slice(slash + 1) };
 }
 
+type Tags = [string, string][];
+
+/** Whether `have` holds every tag of `want` with the same value. */
+function carries(have: Tags, want: Tags): boolean {
+  return want.every(([k, v]) => have.some(([hk, hv]) => hk === k && hv === v));
+}
+
+/** The tags of a manifest (none when it cannot be read: a rule with tags then does not match). */
+function tagsOfManifest(manifest: Uint8Array): Tags {
+  try {
+    return core.decodeManifest(manifest).tags;
+  } catch {
+    return [];
+  }
+}
+
 /**
- * For each destination, the rule of highest priority that is enabled and matches `key` (S3: when
- * rules overlap, the higher priority wins), and for a delete marker only one that replicates them.
+ * For each destination, the rule of highest priority that is enabled and matches `key` and the
+ * version's tags (read only when a rule names tags; a delete marker has none) (S3: when rules
+ * overlap, the higher priority wins), and for a delete marker only one that replicates them.
  */
-export function rulesFor(rules: readonly ReplicationRule[], key: string, deleteMarker: boolean): ReplicationRule[] {
+export function rulesFor(rules: readonly ReplicationRule[], key: string, deleteMarker: boolean, tagsOf: () => Tags = () => []): ReplicationRule[] {
   const best = new Map<string, ReplicationRule>();
+  let tags: Tags | undefined;
   for (const rule of rules) {
     if (!rule.enabled || !key.startsWith(rule.prefix)) continue;
+    if (rule.tags && rule.tags.length > 0 && !carries((tags ??= deleteMarker ? [] : tagsOf()), rule.tags)) continue;
     const held = best.get(rule.target);
     if (!held || rule.priority > held.priority) best.set(rule.target, rule);
   }
@@ -111,11 +169,23 @@ export class Replication {
     return this.rules;
   }
 
-  /** Replaces the rules (null or []: none). Versions already queued are still replicated. */
-  setConfiguration(rules: readonly ReplicationRule[] | null): void {
+  /**
+   * Replaces the rules (null or []: none), in the caller's transaction. Versions already queued are
+   * still replicated. The walk of existing objects starts over when a rule enabled asks for it, and
+   * is cancelled otherwise; whether one starts.
+   */
+  setConfiguration(rules: readonly ReplicationRule[] | null, now = Date.now()): boolean {
     this.rules = undefined;
     if (!rules || rules.length === 0) this.sql.exec("DELETE FROM replication_config");
     else this.sql.exec("INSERT OR REPLACE INTO replication_config (id, rules) VALUES (1, ?)", JSON.stringify(rules));
+    const walk = (rules ?? []).some((r) => r.enabled && r.existing === true);
+    if (!walk) {
+      this.sql.exec("DELETE FROM replication_walk");
+      return false;
+    }
+    const generation = this.sql.exec<{ g: number | null }>("SELECT MAX(generation) AS g FROM replication_walk").one().g ?? 0;
+    this.sql.exec("INSERT OR REPLACE INTO replication_walk (id, generation, after, started) VALUES (1, ?, NULL, ?)", generation + 1, now);
+    return true;
   }
 
   forget(): void {
@@ -127,7 +197,7 @@ export class Replication {
    * in the caller's transaction; a created version queued is PENDING. How many rows were written
    * and dropped at the outbox's cap.
    */
-  record(e: ObjectEvent, outbox: Outbox, cap: number, replica = false): { queued: number; dropped: number } {
+  record(e: ObjectEvent, outbox: Outbox, cap: number, replica = false, manifest?: Uint8Array): { queued: number; dropped: number } {
     if (replica) {
       if (e.versionId !== null && e.event.startsWith("ObjectCreated:")) this.setStatus(e.key, e.versionId, "REPLICA", null);
       return { queued: 0, dropped: 0 };
@@ -137,7 +207,7 @@ export class Replication {
     if (rules.length === 0 || e.versionId === null || (!marker && !e.event.startsWith("ObjectCreated:"))) return { queued: 0, dropped: 0 };
     let queued = 0;
     let dropped = 0;
-    for (const rule of rulesFor(rules, e.key, marker)) {
+    for (const rule of rulesFor(rules, e.key, marker, () => (manifest ? tagsOfManifest(manifest) : []))) {
       if (outbox.enqueue(rule.target, rule.id, e, cap)) queued++;
       else dropped++;
     }
@@ -171,6 +241,122 @@ export class Replication {
       REPLICA_PREFIX.length,
       REPLICA_PREFIX,
     );
+  }
+
+  /**
+   * One bounded step of the walk of existing objects, in the caller's transaction: from its cursor,
+   * in key order, each current object (the null version aside: it has no version id to replicate)
+   * that a rule with ExistingObjectReplication Enabled takes (the rule of highest priority for its
+   * destination, as for a new write) is queued and PENDING, unless it is a REPLICA, already PENDING
+   * or COMPLETED, or FAILED with its dead letter kept (the admin retry sends that one again). At
+   * most `batch` versions queued and WALK_VISITS keys read; none queued past WALK_FILL of `cap`
+   * (the step stops before that key: "waiting"). "none": no walk; "done": it has ended.
+   */
+  walkStep(outbox: Outbox, cap: number, batch = WALK_BATCH, now = Date.now()): { state: "none" | "walking" | "waiting" | "done"; queued: number } {
+    const walk = this.sql.exec<{ after: string | null; done: number | null }>("SELECT after, done FROM replication_walk WHERE id = 1").toArray()[0];
+    if (!walk) return { state: "none", queued: 0 };
+    if (walk.done !== null) return { state: "done", queued: 0 };
+    const rules = this.configuration();
+    const limit = Math.floor(cap * WALK_FILL);
+    let pending = outbox.count();
+    let queued = 0;
+    let visited = 0;
+    let after = walk.after;
+    let state: "walking" | "waiting" | "done" = "walking";
+    const keys = this.sql
+      .exec<{ key: string; version_id: string | null; size: number; etag: string }>(
+        "SELECT key, version_id, size, etag FROM objects WHERE ? IS NULL OR key > ? ORDER BY key LIMIT ?",
+        after,
+        after,
+        WALK_VISITS,
+      )
+      .toArray();
+    if (keys.length < WALK_VISITS) state = "done";
+    for (const row of keys) {
+      if (queued >= batch) {
+        state = "walking";
+        break;
+      }
+      const take = row.version_id === null ? [] : this.walkRules(rules, row.key, row.version_id, outbox);
+      // (An empty outbox takes a version whatever the share: a tiny cap never stalls the walk.)
+      if (pending > 0 && pending + take.length > limit) {
+        state = "waiting";
+        break;
+      }
+      if (take.length > 0) {
+        const e: ObjectEvent = { event: "ObjectCreated:Put", key: row.key, versionId: row.version_id, size: row.size, etag: row.etag, time: now };
+        const written = take.filter((rule) => outbox.enqueue(rule.target, rule.id, e, cap)).length;
+        // Only a cap smaller than a version's destinations drops one here: FAILED, as for a new write.
+        this.setStatus(row.key, row.version_id as string, written < take.length ? "FAILED" : "PENDING", written < take.length ? "the outbox was full" : null);
+        pending += written;
+        queued++;
+      }
+      visited++;
+      after = row.key;
+    }
+    this.sql.exec(
+      `UPDATE replication_walk SET after = ?, visited = visited + ?, queued = queued + ?, runs = runs + 1,
+         largest_run = MAX(largest_run, ?), waits = waits + ?, done = ? WHERE id = 1`,
+      after,
+      visited,
+      queued,
+      queued,
+      state === "waiting" ? 1 : 0,
+      state === "done" ? now : null,
+    );
+    return { state, queued };
+  }
+
+  /** The rules the walk queues version `versionId` of `key` for: none when it was replicated or is waiting. */
+  private walkRules(rules: readonly ReplicationRule[], key: string, versionId: string, outbox: Outbox): ReplicationRule[] {
+    const manifest = () => this.sql.exec<{ m: ArrayBuffer }>("SELECT manifest AS m FROM objects WHERE key = ?", key).one().m;
+    const take = rulesFor(rules, key, false, () => tagsOfManifest(new Uint8Array(manifest()))).filter((r) => r.existing === true);
+    if (take.length === 0) return take;
+    const status = this.statusOf(key, versionId);
+    if (status === "REPLICA" || status === "PENDING" || status === "COMPLETED") return [];
+    if (status === "FAILED" && outbox.waiting(key, versionId, REPLICA_PREFIX)) return [];
+    return take;
+  }
+
+  /** The walk of existing objects: null when there is none (or it was cancelled). */
+  walkStatus(): {
+    generation: number;
+    state: "walking" | "done";
+    nextAfter: string | null;
+    startedAt: string;
+    doneAt: string | null;
+    visited: number;
+    queued: number;
+    runs: number;
+    largestRun: number;
+    waits: number;
+  } | null {
+    const row = this.sql
+      .exec<{
+        generation: number;
+        after: string | null;
+        started: number;
+        visited: number;
+        queued: number;
+        runs: number;
+        largest_run: number;
+        waits: number;
+        done: number | null;
+      }>("SELECT generation, after, started, visited, queued, runs, largest_run, waits, done FROM replication_walk WHERE id = 1")
+      .toArray()[0];
+    if (!row) return null;
+    return {
+      generation: row.generation,
+      state: row.done === null ? "walking" : "done",
+      nextAfter: row.after,
+      startedAt: new Date(row.started).toISOString(),
+      doneAt: row.done === null ? null : new Date(row.done).toISOString(),
+      visited: row.visited,
+      queued: row.queued,
+      runs: row.runs,
+      largestRun: row.largest_run,
+      waits: row.waits,
+    };
   }
 
   /** Notes a multipart upload begun at a remote target (before its first part is sent). */

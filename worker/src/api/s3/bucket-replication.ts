@@ -1,15 +1,18 @@
 // A bucket's replication: PutBucketReplication / GetBucketReplication / DeleteBucketReplication
 // (`?replication`) with S3's document (meta/replication-rules.ts applies it). Role is accepted and
-// unused. Each Rule: ID, Priority, Status, a Filter (Prefix, or And with a Prefix; tag filters are
-// NotImplemented) or the older top-level Prefix, DeleteMarkerReplication, and a Destination
+// unused. Each Rule: ID, Priority, Status, a Filter (a Prefix, a Tag, or an And of two or more of
+// them: one Prefix, Tags of unique keys) or the older top-level Prefix, DeleteMarkerReplication
+// (never Enabled with a Tag), ExistingObjectReplication (Enabled: the versions already in the
+// bucket are replicated too, meta/replication-rules.ts walkStep), and a Destination
 // Bucket: `arn:aws:s3:::BUCKET`, a bucket of this gateway that keeps versions, or
 // `arn:shardgate:s3:::TARGET/BUCKET`, a remote endpoint the operator configured in
 // SHARDGATE_REPLICATION_TARGETS (its credentials stay there, never in a rule). Setting and deleting
 // it is the root key's (api/operations.ts): replication writes into other buckets for good, long
 // after the request, with the gateway's authority. Checked as S3 checks: the source keeps versions
 // (InvalidRequest), unknown elements MalformedXML, duplicate IDs or priorities, an unknown target,
-// too many rules or destinations, a target that is this gateway InvalidArgument; nothing is stored
-// unless the whole document is valid.
+// too many rules or destinations, a target that is this gateway InvalidArgument, a Tag's key or
+// value out of bounds InvalidTag, a repeated tag key InvalidRequest; nothing is stored unless the
+// whole document is valid.
 import { parseReplicationTargets } from "../../config-vars";
 import { type ReplicationRule, targetOfDestination } from "../../meta/replication-rules";
 import { LOCAL_ARN_PREFIX, REMOTE_ARN_PREFIX } from "../../shared/arns";
@@ -18,6 +21,7 @@ import { S3Error } from "../../s3-error";
 import { bucketPolicy } from "../../services/bucket-policy";
 import { bucketIndex, type BucketAt, type RequestContext } from "../common/context";
 import { permitted } from "../common/permissions";
+import { validateTags } from "../common/tags";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
 import { malformedXml, readXml, type XmlElement } from "../common/xml-parse";
 
@@ -27,6 +31,8 @@ const MAX_RULES = 1000;
 const MAX_DESTINATIONS = 8;
 const MAX_ID = 255;
 const MAX_PREFIX = 1024;
+/** A filter names at most as many tags as an object holds (S3: 10); more could never match. */
+const MAX_FILTER_TAGS = 10;
 const MAX_DOCUMENT_BYTES = 512 * 1024;
 /** S3 elements of a rule this gateway does not do. */
 const NOT_IMPLEMENTED = new Set(["SourceSelectionCriteria", "ReplicationTime", "Metrics", "EncryptionConfiguration", "AccessControlTranslation", "Account"]);
@@ -47,7 +53,8 @@ export async function putBucketReplication(ctx: RequestContext, { bucket }: Buck
 }
 
 export async function getBucketReplication(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
-  const rules = await bucketIndex(ctx, bucket).replicationConfiguration();
+  // (The RPC's types widen a tag's [key, value] to string[].)
+  const rules = (await bucketIndex(ctx, bucket).replicationConfiguration()) as ReplicationRule[];
   if (rules.length === 0) throw new S3Error("ReplicationConfigurationNotFoundError", "The replication configuration was not found");
   return xmlResponse(renderReplication(rules));
 }
@@ -110,7 +117,18 @@ export function parseReplicationXml(doc: XmlElement, remotes: ReadonlySet<string
   return rules;
 }
 
-type RuleFields = { id?: string; priority?: number; status?: string; prefix?: string; filtered: boolean; deleteMarkers?: boolean; destination?: string };
+type RuleFields = {
+  id?: string;
+  priority?: number;
+  status?: string;
+  prefix?: string;
+  filtered: boolean;
+  tags?: [string, string][];
+  and?: boolean;
+  deleteMarkers?: boolean;
+  existing?: boolean;
+  destination?: string;
+};
 
 /** One Rule element, and whether its priority orders it (the newer form, with a Filter). */
 function parseRule(el: XmlElement, remotes: ReadonlySet<string>, index: number): { rule: ReplicationRule; ordered: boolean } {
@@ -121,13 +139,19 @@ function parseRule(el: XmlElement, remotes: ReadonlySet<string>, index: number):
   // The older form (a top-level Prefix) takes no Filter; the newer one wants DeleteMarkerReplication.
   if (f.filtered && f.deleteMarkers === undefined)
     throw invalidArgument("DeleteMarkerReplication must be specified for this version of Cross Region Replication configuration schema.");
+  // A delete marker has no tags: S3 refuses to replicate them under a rule that filters by tag.
+  if (f.tags && f.tags.length > 0 && f.deleteMarkers)
+    throw new S3Error(
+      "InvalidRequest",
+      "Delete marker replication is not supported if any Tag filter is specified. Please refer to S3 Developer Guide for more information.",
+    );
   const target = targetOfDestination(f.destination);
   if (target === null || (target.remote !== null && !remotes.has(target.remote)) || !validBucketName(target.bucket)) {
     throw invalidArgument(
       `Invalid Destination bucket: ${f.destination.slice(0, 200)} (a destination is ${LOCAL_ARN_PREFIX}BUCKET on this gateway, or ${REMOTE_ARN_PREFIX}TARGET/BUCKET for a target the operator configured)`,
     );
   }
-  const rule = {
+  const rule: ReplicationRule = {
     id: f.id || `rule-${index + 1}`,
     priority: f.priority ?? 0,
     enabled: f.status === "Enabled",
@@ -136,6 +160,9 @@ function parseRule(el: XmlElement, remotes: ReadonlySet<string>, index: number):
     destination: f.destination,
     target: target.target,
   };
+  if (f.tags && f.tags.length > 0) rule.tags = f.tags;
+  if (f.and) rule.and = true;
+  if (f.existing !== undefined) rule.existing = f.existing;
   return { rule, ordered: f.filtered };
 }
 
@@ -153,30 +180,56 @@ function readRuleChild(c: XmlElement, f: RuleFields): void {
   else if (c.name === "Prefix" && leaf && f.prefix === undefined && !f.filtered) f.prefix = checkedPrefix(c.text);
   else if (c.name === "Filter" && !f.filtered && f.prefix === undefined) {
     f.filtered = true;
-    f.prefix = parseFilter(c);
+    Object.assign(f, parseFilter(c));
   } else if (c.name === "DeleteMarkerReplication" && f.deleteMarkers === undefined) f.deleteMarkers = statusOf(c) === "Enabled";
   else if (c.name === "Destination" && f.destination === undefined) f.destination = parseDestination(c);
-  else if (c.name === "ExistingObjectReplication") {
-    if (statusOf(c) === "Enabled") throw notImplemented("ExistingObjectReplication");
-  } else if (NOT_IMPLEMENTED.has(c.name)) throw notImplemented(c.name);
+  else if (c.name === "ExistingObjectReplication" && f.existing === undefined) f.existing = statusOf(c) === "Enabled";
+  else if (NOT_IMPLEMENTED.has(c.name)) throw notImplemented(c.name);
   else throw malformedXml();
 }
 
-/** <Filter> with a Prefix, nothing, or And holding one Prefix; a Tag is NotImplemented. */
-function parseFilter(el: XmlElement): string {
-  if (el.children.length === 0) return "";
+/**
+ * <Filter> with nothing, a Prefix, a Tag, or an And of at least two conditions (at most one Prefix,
+ * Tags of unique keys). S3's errors: another shape MalformedXML, a repeated key InvalidRequest, a
+ * key or value out of bounds InvalidTag; more than MAX_FILTER_TAGS InvalidArgument.
+ */
+function parseFilter(el: XmlElement): { prefix: string; tags: [string, string][]; and: boolean } {
+  if (el.children.length === 0) return { prefix: "", tags: [], and: false };
   if (el.children.length !== 1) throw malformedXml();
   const only = el.children[0] as XmlElement;
-  if (only.name === "Prefix" && only.children.length === 0) return checkedPrefix(only.text);
-  if (only.name === "Tag") throw notImplemented("A Tag filter");
+  if (only.name === "Prefix" && only.children.length === 0) return { prefix: checkedPrefix(only.text), tags: [], and: false };
+  if (only.name === "Tag") return { prefix: "", tags: checkedTags([parseTag(only)]), and: false };
   if (only.name !== "And") throw malformedXml();
   let prefix: string | undefined;
+  const tags: [string, string][] = [];
   for (const c of only.children) {
-    if (c.name === "Tag") throw notImplemented("A Tag filter");
-    if (c.name !== "Prefix" || c.children.length > 0 || prefix !== undefined) throw malformedXml();
-    prefix = checkedPrefix(c.text);
+    if (c.name === "Tag") tags.push(parseTag(c));
+    else if (c.name === "Prefix" && c.children.length === 0 && prefix === undefined) prefix = checkedPrefix(c.text);
+    else throw malformedXml();
   }
-  return prefix ?? "";
+  // S3: And combines two or more conditions.
+  if (tags.length + (prefix === undefined ? 0 : 1) < 2) throw malformedXml();
+  return { prefix: prefix ?? "", tags: checkedTags(tags), and: true };
+}
+
+/** <Tag><Key>k</Key><Value>v</Value></Tag>, both once and both required. */
+function parseTag(el: XmlElement): [string, string] {
+  let key: string | undefined;
+  let value: string | undefined;
+  for (const c of el.children) {
+    if (c.children.length > 0) throw malformedXml();
+    if (c.name === "Key" && key === undefined) key = c.text;
+    else if (c.name === "Value" && value === undefined) value = c.text;
+    else throw malformedXml();
+  }
+  if (key === undefined || value === undefined) throw malformedXml();
+  return [key, value];
+}
+
+function checkedTags(tags: [string, string][]): [string, string][] {
+  if (tags.length > MAX_FILTER_TAGS) throw invalidArgument(`A replication rule's filter names at most ${MAX_FILTER_TAGS} tags.`);
+  if (new Set(tags.map(([k]) => k)).size !== tags.length) throw new S3Error("InvalidRequest", "Duplicate Tag Keys are not allowed.");
+  return validateTags(tags, MAX_FILTER_TAGS);
 }
 
 function checkedPrefix(text: string): string {
@@ -211,12 +264,22 @@ function validBucketName(name: string): boolean {
   return /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(name);
 }
 
+/** A rule's Filter as it came: a Prefix, one Tag, or an And (its Prefix kept when it makes the two conditions). */
+function renderFilter(r: ReplicationRule): string {
+  const tags = (r.tags ?? []).map(([k, v]) => `<Tag>${element("Key", k)}${element("Value", v)}</Tag>`);
+  if (!r.and && tags.length === 0) return `<Filter>${element("Prefix", r.prefix)}</Filter>`;
+  if (!r.and && tags.length === 1 && r.prefix === "") return `<Filter>${tags[0]}</Filter>`;
+  const prefix = r.prefix !== "" || tags.length < 2 ? element("Prefix", r.prefix) : "";
+  return `<Filter><And>${prefix}${tags.join("")}</And></Filter>`;
+}
+
 function renderReplication(rules: readonly ReplicationRule[]): string {
   const body = rules
     .map((r) => {
       const marker = `<DeleteMarkerReplication>${element("Status", r.deleteMarkers ? "Enabled" : "Disabled")}</DeleteMarkerReplication>`;
-      const filter = `<Filter>${element("Prefix", r.prefix)}</Filter>`;
-      return `<Rule>${element("ID", r.id)}${element("Priority", String(r.priority))}${element("Status", r.enabled ? "Enabled" : "Disabled")}${filter}${marker}<Destination>${element("Bucket", r.destination)}</Destination></Rule>`;
+      const existing =
+        r.existing === undefined ? "" : `<ExistingObjectReplication>${element("Status", r.existing ? "Enabled" : "Disabled")}</ExistingObjectReplication>`;
+      return `<Rule>${element("ID", r.id)}${element("Priority", String(r.priority))}${element("Status", r.enabled ? "Enabled" : "Disabled")}${renderFilter(r)}${marker}${existing}<Destination>${element("Bucket", r.destination)}</Destination></Rule>`;
     })
     .join("");
   return `${XML_DECLARATION}<ReplicationConfiguration xmlns="${S3_XMLNS}"><Role></Role>${body}</ReplicationConfiguration>`;
