@@ -335,15 +335,17 @@ describe("replication to a remote S3 server", () => {
     expect(aborted.map((p) => p.status)).toContain(204);
   }, 180_000);
 
-  it("never takes a 200 whose body is an <Error> as a completed upload; each attempt's upload is aborted", async () => {
+  it("never takes a 200 whose body is an <Error>, or a result whose ETag is no multipart ETag of its parts, as a completed upload; each attempt's upload is aborted", async () => {
     const key = "hostile/lied.bin";
     let lies = 0;
     let closed = false;
     hostile.judge = (req, url) => {
       if (req.method === "POST" && url.searchParams.has("uploadId")) {
         lies++;
-        const body = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InternalError</Code><Message>We encountered an internal error. Please try again.</Message></Error>`;
-        return { status: 200, body };
+        const error = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InternalError</Code><Message>We encountered an internal error. Please try again.</Message></Error>`;
+        // A result the remote never made (the upload not completed), its ETag no "…-2".
+        const result = `<?xml version="1.0" encoding="UTF-8"?>\n<CompleteMultipartUploadResult><Key>${key}</Key><ETag>&quot;not-the-etag&quot;</ETag></CompleteMultipartUploadResult>`;
+        return { status: 200, body: lies % 2 === 1 ? error : result };
       }
       // Once closed, no upload begins (the ones begun go on to their complete and abort).
       if (closed && req.method === "POST" && url.searchParams.has("uploads")) return { status: 503, body: "<Error><Code>SlowDown</Code></Error>" };

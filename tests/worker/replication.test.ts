@@ -11,6 +11,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { checkVars, parseReplicationTargets } from "../../worker/src/config-vars";
 import type { BucketIndex } from "../../worker/src/meta/bucket-index";
+import type { Replication } from "../../worker/src/meta/replication-rules";
 import { AwsClient } from "aws4fetch";
 import { exports } from "cloudflare:workers";
 import { hasDotSegment, multipartSpans } from "../../worker/src/services/replication";
@@ -651,5 +652,47 @@ describe("ExistingObjectReplication", () => {
     expect(await sqlCount("repl-many-dst", "SELECT COUNT(*) AS n FROM objects")).toBe(N);
     expect(await sqlCount("repl-many", "SELECT COUNT(*) AS n FROM outbox")).toBe(0);
     for (const k of [keys[0], keys[777], keys[N - 1]] as string[]) expect(await (await s3ok(`/repl-many-dst/${k}`)).text()).toBe(k);
+  });
+});
+
+describe("multipart uploads left behind at a remote", () => {
+  it("wake the alarm by themselves, and an abort that fails backs off, until it is given up after 20 and forgotten", async () => {
+    const b = "repl-left";
+    await s3ok(`/${b}`, { method: "PUT" });
+    const stub = env.BUCKET_INDEX.get(env.BUCKET_INDEX.idFromName(b));
+    type Left = { upload_id: string; attempts: number; next_at: number };
+    const rows = () =>
+      runInDurableObject(stub, async (_i: BucketIndex, state) =>
+        state.storage.sql.exec<Left>("SELECT upload_id, attempts, next_at FROM replication_uploads ORDER BY upload_id").toArray(),
+      );
+    // An upload noted at the remote "offsite" (nothing listens there), and no outbox row at all.
+    const before = Date.now();
+    await runInDurableObject(stub, async (instance: BucketIndex, state) => {
+      const replication = (instance as unknown as { replication: Replication }).replication;
+      replication.uploadBegun({ target: "replica:offsite/far", key: "k", uploadId: "up-1" }, Date.now());
+      await state.storage.setAlarm(Date.now());
+    });
+    for (let i = 0; i < 200 && (await rows())[0]?.attempts === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    const [tried] = await rows();
+    // Its abort was tried by the alarm and failed: the next one waits SHARDGATE_NOTIFY_RETRY_MS (10 minutes here).
+    expect(tried?.attempts).toBe(1);
+    expect(tried?.next_at).toBeGreaterThanOrEqual(before + 600_000);
+    const given = await runInDurableObject(stub, async (instance: BucketIndex) => {
+      const replication = (instance as unknown as { replication: Replication }).replication;
+      const backoff = { firstMs: 1000, maxMs: 4000 };
+      const far = Date.now() + 10 * 3_600_000;
+      // Not due before its time; the alarm's next wake is that time.
+      const early = replication.uploadsLeft(16, Date.now()).length;
+      const wake = replication.nextUploadAbort();
+      const results: boolean[] = [];
+      for (let i = 1; i < 20; i++) results.push(replication.uploadAbortFailed({ target: "replica:offsite/far", uploadId: "up-1" }, far, backoff));
+      return { early, wake, results, left: replication.uploadsLeftCount() };
+    });
+    expect(given.early).toBe(0);
+    expect(given.wake).toBe(tried?.next_at);
+    // Attempts 2..19 back off (capped at maxMs); the 20th gives it up and forgets it.
+    expect(given.results.slice(0, 18).every((r) => r === false)).toBe(true);
+    expect(given.results[18]).toBe(true);
+    expect(given.left).toBe(0);
   });
 });

@@ -15,7 +15,7 @@ import { deliverOutbox, notificationsDue } from "../services/notification-delive
 export class BucketIndexWithDelivery extends BucketIndex {
   /** One delivery run of each consumer; whether it tried any row. Logs and swallows errors (the rows stay for the next run). */
   protected override async deliverEvents(): Promise<boolean> {
-    if (this.outbox.nextDue() === null) return false;
+    if (this.outbox.nextDue() === null && this.replication.nextUploadAbort() === null) return false;
     const name = this.sql.exec<{ name: string }>("SELECT name FROM bucket WHERE id = 1").toArray()[0]?.name ?? "";
     const [notified, replicated] = await Promise.all([this.notifyRun(name), this.replicationRun(name)]);
     return notified || replicated;
@@ -34,7 +34,8 @@ export class BucketIndexWithDelivery extends BucketIndex {
   }
 
   private async replicationRun(name: string): Promise<boolean> {
-    if (this.outbox.nextDue(REPLICA_PREFIX) === null) return false;
+    const aborts = this.replication.nextUploadAbort();
+    if (this.outbox.nextDue(REPLICA_PREFIX) === null && (aborts === null || aborts > Date.now())) return false;
     try {
       const config = await freshGatewayConfig(this.env, overlaySource(this.env));
       const ctx = { env: this.env, config, core, waitUntil: (p: Promise<unknown>) => this.ctx.waitUntil(p) };

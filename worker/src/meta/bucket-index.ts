@@ -300,6 +300,9 @@ export class BucketIndex extends DurableObject {
     const walk = this.walkReplication();
     const tried = await this.deliverEvents();
     let next = this.outbox.nextDue();
+    // Replication's uploads left behind at remotes wake it too, when their abort is due.
+    const aborts = this.replication.nextUploadAbort();
+    if (aborts !== null) next = Math.min(next ?? aborts, aborts);
     // A walk of existing objects not done goes on: at once, or after a second while the outbox is full.
     if (walk === "walking" || walk === "waiting") next = Math.min(next ?? Number.MAX_SAFE_INTEGER, Date.now() + (walk === "walking" ? 0 : 1000));
     // A run that could try nothing (every due row behind another) waits a second rather than spin.

@@ -5,7 +5,7 @@
 // path's sessions meta/direct-sessions.ts.
 import { OUTBOX_SCHEMA } from "./outbox";
 import { PENDING_SCHEMA, QUOTA_SCHEMA } from "./quota";
-import { REPLICATION_SCHEMA, REPLICATION_UPLOADS_SCHEMA, REPLICATION_WALK_SCHEMA } from "./replication-rules";
+import { REPLICATION_SCHEMA, REPLICATION_UPLOAD_RETRY_SCHEMA, REPLICATION_UPLOADS_SCHEMA, REPLICATION_WALK_SCHEMA } from "./replication-rules";
 import { UPLOADS_SCHEMA } from "./uploads";
 import { VERSIONS_SCHEMA } from "./versions";
 
@@ -92,4 +92,6 @@ export const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
   REPLICATION_UPLOADS_SCHEMA,
   // Replication's walk of existing objects (ExistingObjectReplication): its cursor and counts (meta/replication-rules.ts).
   REPLICATION_WALK_SCHEMA,
+  // Replication's uploads left behind: when each abort is tried again, and how often it was.
+  REPLICATION_UPLOAD_RETRY_SCHEMA,
 ];

@@ -17,7 +17,7 @@
 // outbox's cap: it waits for the next run rather than drop); a new configuration restarts it, none
 // cancels it.
 import { core } from "../core";
-import type { ObjectEvent, Outbox } from "./outbox";
+import type { ObjectEvent, Outbox, RetryPolicy } from "./outbox";
 import { LOCAL_ARN_PREFIX, REMOTE_ARN_PREFIX } from "../shared/arns";
 
 export const REPLICATION_SCHEMA: readonly string[] = [
@@ -41,6 +41,22 @@ export const REPLICATION_UPLOADS_SCHEMA: readonly string[] = [
      PRIMARY KEY (target, upload_id)
    ) WITHOUT ROWID`,
 ];
+
+/**
+ * When a multipart upload left behind (its abort failed) is tried again, and how often it was:
+ * aborts back off, and after MAX_ABORT_ATTEMPTS one is given up (counted), so a remote that never
+ * aborts cannot grow the table for good.
+ */
+export const REPLICATION_UPLOAD_RETRY_SCHEMA: readonly string[] = [
+  "ALTER TABLE replication_uploads ADD COLUMN next_at INTEGER NOT NULL DEFAULT 0",
+  "ALTER TABLE replication_uploads ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0",
+  "CREATE INDEX replication_uploads_by_due ON replication_uploads (next_at)",
+];
+
+/** Aborts of an upload left behind tried at most this often (backing off as the outbox's rows do). */
+const MAX_ABORT_ATTEMPTS = 20;
+/** Uploads left behind kept at most: past it, no new multipart upload begins until some are gone. */
+export const MAX_LEFT_UPLOADS = 1000;
 
 /** The walk of existing objects (ExistingObjectReplication): where it goes on, and what it did. */
 export const REPLICATION_WALK_SCHEMA: readonly string[] = [
@@ -375,12 +391,45 @@ export class Replication {
     this.sql.exec("DELETE FROM replication_uploads WHERE target = ? AND upload_id = ?", upload.target, upload.uploadId);
   }
 
-  /** Multipart uploads begun and neither completed nor aborted (their abort failed), oldest first, at most `limit`. */
-  uploadsLeft(limit: number): RemoteUpload[] {
+  /**
+   * Multipart uploads begun and neither completed nor aborted (an attempt cut off, or its abort
+   * failed) whose next abort is due at `now`, the longest due first, at most `limit`.
+   */
+  uploadsLeft(limit: number, now: number): RemoteUpload[] {
     return this.sql
-      .exec<{ target: string; upload_id: string; key: string }>("SELECT target, upload_id, key FROM replication_uploads ORDER BY since LIMIT ?", limit)
+      .exec<{ target: string; upload_id: string; key: string }>(
+        "SELECT target, upload_id, key FROM replication_uploads WHERE next_at <= ? ORDER BY next_at LIMIT ?",
+        now,
+        limit,
+      )
       .toArray()
       .map((r) => ({ target: r.target, key: r.key, uploadId: r.upload_id }));
+  }
+
+  /** Uploads left behind, all of them. */
+  uploadsLeftCount(): number {
+    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM replication_uploads").one().n;
+  }
+
+  /** When the next abort of an upload left behind is due (ms since the epoch), or null when there is none. */
+  nextUploadAbort(): number | null {
+    return this.sql.exec<{ at: number | null }>("SELECT MIN(next_at) AS at FROM replication_uploads").one().at;
+  }
+
+  /** An abort of `upload` failed at `now`: tried again after `backoff`'s delay, or given up after its last attempt (true). */
+  uploadAbortFailed(upload: Pick<RemoteUpload, "target" | "uploadId">, now: number, backoff: Pick<RetryPolicy, "firstMs" | "maxMs">): boolean {
+    const row = this.sql
+      .exec<{ attempts: number }>("SELECT attempts FROM replication_uploads WHERE target = ? AND upload_id = ?", upload.target, upload.uploadId)
+      .toArray()[0];
+    if (!row) return false;
+    const attempts = row.attempts + 1;
+    if (attempts >= MAX_ABORT_ATTEMPTS) {
+      this.uploadEnded(upload);
+      return true;
+    }
+    const at = now + Math.min(backoff.maxMs, backoff.firstMs * 2 ** Math.min(attempts - 1, 40));
+    this.sql.exec("UPDATE replication_uploads SET attempts = ?, next_at = ? WHERE target = ? AND upload_id = ?", attempts, at, upload.target, upload.uploadId);
+    return false;
   }
 
   /** Forgets the statuses of versions removed for good. */

@@ -39,6 +39,8 @@ export const COUNTERS = {
     "Webhook POSTs of event notifications, by result: ok (a 2xx answer) or failed (another status, a timeout, no answer).",
   shardgate_replication_versions_total:
     "Bucket replication, by result: versions and delete markers written to a bucket's outbox in the commit's transaction (queued), not written because the outbox was full (dropped), replicated to their destination (completed), an attempt failed and retried later (retried), given up after their last attempt, the version marked FAILED (failed). What waits: shardgate_replication_pending.",
+  shardgate_replication_uploads_abandoned_total:
+    "Multipart uploads begun at a remote replication target whose abort failed 20 times: given up, their parts left at the remote for its own lifecycle rules to remove.",
 } as const;
 
 export type CounterName = keyof typeof COUNTERS;
@@ -325,4 +327,5 @@ const COUNTER_LABELS: Record<CounterName, boolean> = {
   shardgate_notification_events_total: true,
   shardgate_notification_deliveries_total: true,
   shardgate_replication_versions_total: true,
+  shardgate_replication_uploads_abandoned_total: false,
 };

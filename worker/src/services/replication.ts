@@ -17,25 +17,29 @@
 // object over 5 GiB replicates. Within the one attempt: CreateMultipartUpload with the PUT's
 // headers, then each part in turn (one in flight per row, streamed from the source's range of
 // that part, with its Content-MD5 and a timeout of its own: a minute at least plus a second per
-// MB), then CompleteMultipartUpload (a 200 carrying an <Error> fails; its ETag must equal the
-// source's unless every part went with its Content-MD5, which the remote checked: a remote that
-// encrypts with KMS makes other ETags). A failure aborts the upload (best effort) and the row is retried as any other; the
-// upload is noted in the index (Replication.uploadBegun) until completed or aborted, so one whose
-// abort failed (the remote down) is aborted at the end of a later run (at most LEFT_BATCH a run)
-// and no parts stay behind. SSE-S3 objects are sent decrypted, as the single PUT sends them; their
+// MB, the whole attempt at most MAX_ATTEMPT_MS), then CompleteMultipartUpload (a 200 carrying an
+// <Error> fails; its ETag must equal the source's, or, when every part went with its Content-MD5,
+// which the remote checked, be a multipart ETag of as many parts: a remote that encrypts with KMS
+// makes other ETags). A failure aborts the upload (best effort) and the row is retried as any
+// other; the upload is noted in the index (Replication.uploadBegun) until completed or aborted, so
+// one whose abort failed (the remote down) or whose run was cut off is aborted at the start of a
+// later run (the alarm wakes for it; at most LEFT_BATCH a run, backing off as a row's retries do,
+// given up after 20 tries and counted in shardgate_replication_uploads_abandoned_total);
+// while MAX_LEFT_UPLOADS are noted, no new upload begins. SSE-S3 objects are sent decrypted, as the single PUT sends them; their
 // parts' ETags are their plaintext's MD5s, so their ETag is checked the same. A version whose
 // parts S3 would refuse (a part but the last under 5 MiB, one over 5 GiB, more than 10,000: a
 // browser-path commit with small parts) goes as one PUT when it can (up to 5 GiB; its replica's
 // ETag then differs), else it is FAILED. To a bucket of this gateway every version is one write
-// and a multipart source's ETag is not kept. The upload is not resumed across runs: it is as
-// bounded as the one PUT was (a minute plus a second per MB, here per part), and a run lasts as
-// long as its largest upload (where the runtime cuts an alarm off, Cloudflare's 15 minutes, an
-// object that takes longer to send never replicates to a remote).
+// and a multipart source's ETag is not kept. The upload is not resumed across runs: an attempt
+// takes at most MAX_ATTEMPT_MS (10 minutes, within Cloudflare's 15 for an alarm), and a row not
+// begun within the run's budget waits for the next run, so a run lasts at most about one attempt;
+// an object the remote cannot take in 10 minutes (5 GiB below ~9 MB/s) ends FAILED after its
+// retries.
 import { type ReplicationTarget, parseReplicationTargets } from "../config-vars";
 import type { Manifest } from "../shared/core-api";
 import { bucketIndex } from "../meta/stubs";
 import { type Outbox, type OutboxRow, type RetryPolicy, retryPolicy } from "../meta/outbox";
-import { destinationOfTarget, REPLICA_PREFIX, type RemoteUpload, type Replication } from "../meta/replication-rules";
+import { destinationOfTarget, MAX_LEFT_UPLOADS, REPLICA_PREFIX, type RemoteUpload, type Replication } from "../meta/replication-rules";
 import type { ObjectRecord } from "../meta/types";
 import { metrics } from "../observability/metrics";
 import { S3Remote } from "../storage/s3-remote";
@@ -74,20 +78,26 @@ export async function replicateOutbox(ctx: ObjectContext, source: ReplicationSou
   const remotes = parseReplicationTargets(ctx.env.SHARDGATE_REPLICATION_TARGETS) ?? {};
   const started = Date.now();
   const total = { completed: 0, failed: 0, dead: 0 };
+  // First the uploads left behind (a run cut off mid-upload, an abort that failed) whose abort is due.
+  await abortLeftUploads(source, remotes, policy);
   for (let round = 0; round < ROUNDS && Date.now() - started < BUDGET_MS; round++) {
     const rows = source.outbox.due(Date.now(), BATCH, REPLICA_PREFIX);
     if (rows.length === 0) break;
-    const outcomes = await mapBounded(rows, CONCURRENCY, (row) => replicateRow(ctx, source, remotes, policy, row));
+    // A row not begun within the budget waits for the next run, unsettled (so a batch of large
+    // objects one after another cannot hold the run past one attempt's MAX_ATTEMPT_MS).
+    const outcomes = await mapBounded(rows, CONCURRENCY, (row) =>
+      Date.now() - started < BUDGET_MS ? replicateRow(ctx, source, remotes, policy, row) : Promise.resolve(null),
+    );
     source.transact(() => {
       for (const [i, row] of rows.entries()) {
-        const outcome = outcomes[i] as Outcome;
+        const outcome = outcomes[i];
+        if (!outcome) continue;
         if (outcome.ok) total.completed += settleDone(source, row);
         else if (settleFailed(source, row, outcome, policy)) total.dead++;
         else total.failed++;
       }
     });
   }
-  await abortLeftUploads(source, remotes, policy);
   metrics.add("shardgate_replication_versions_total", total.completed, { result: "completed" });
   metrics.add("shardgate_replication_versions_total", total.failed, { result: "retried" });
   metrics.add("shardgate_replication_versions_total", total.dead, { result: "failed" });
@@ -202,9 +212,16 @@ export function multipartSpans(manifest: Manifest): PartSpan[] | null {
   return fits ? spans : null;
 }
 
-/** A timeout for sending `bytes`: the outbox's, a minute at least, and a second per MB beyond it. */
+/**
+ * The most one attempt (a PUT, or a multipart upload whole) takes, whatever its size: it ends (its upload aborted, the row
+ * retried) well before a Durable Object's alarm is cut off (15 minutes on Cloudflare), so every
+ * attempt is settled and counted, and the bucket's alarm (its webhooks too) is never held longer.
+ */
+const MAX_ATTEMPT_MS = 10 * 60_000;
+
+/** A timeout for sending `bytes`: the outbox's, a minute at least, and a second per MB beyond it; never past MAX_ATTEMPT_MS. */
 function sendTimeout(policy: RetryPolicy, bytes: number): AbortSignal {
-  return AbortSignal.timeout(Math.max(policy.timeoutMs, 60_000) + Math.ceil(bytes / 1000));
+  return AbortSignal.timeout(Math.min(MAX_ATTEMPT_MS, Math.max(policy.timeoutMs, 60_000) + Math.ceil(bytes / 1000)));
 }
 
 /** An abort's timeout: the outbox's, 10 s at least (a remote that hangs holds the run no longer). */
@@ -228,14 +245,19 @@ async function replicateMultipart(
   objectKey: Uint8Array | null,
   policy: RetryPolicy,
 ): Promise<Outcome> {
+  if (source.replication.uploadsLeftCount() >= MAX_LEFT_UPLOADS)
+    return { ok: false, error: `${MAX_LEFT_UPLOADS} multipart uploads at remotes wait for their abort: none begins until fewer do`, final: false };
   const s3 = new S3Remote(remote);
-  const created = await s3.createUpload(bucket, at.key, remoteHeaders(manifest), sendTimeout(policy, 0));
+  // One deadline for the whole attempt: the single PUT's for its size (never past MAX_ATTEMPT_MS).
+  const deadline = sendTimeout(policy, manifest.size);
+  const within = (signal: AbortSignal) => AbortSignal.any([deadline, signal]);
+  const created = await s3.createUpload(bucket, at.key, remoteHeaders(manifest), within(sendTimeout(policy, 0)));
   if ("error" in created) return { ok: false, error: `CreateMultipartUpload: ${created.error}`, final: false };
   const upload: RemoteUpload = { ...at, uploadId: created.uploadId };
   source.replication.uploadBegun(upload, Date.now());
   let error: string;
   try {
-    error = await sendParts(ctx, s3, bucket, upload, manifest, spans, objectKey, policy);
+    error = await sendParts(ctx, s3, bucket, upload, manifest, spans, objectKey, (bytes) => within(sendTimeout(policy, bytes)));
   } catch (e) {
     error = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
   }
@@ -243,12 +265,8 @@ async function replicateMultipart(
     source.replication.uploadEnded(upload);
     return { ok: true };
   }
-  // Best effort: when it fails the upload stays noted, and a later run aborts it.
-  try {
-    if ((await s3.abortUpload(bucket, upload.key, upload.uploadId, abortTimeout(policy))) === null) source.replication.uploadEnded(upload);
-  } catch {
-    // the remote unreachable: left for abortLeftUploads
-  }
+  // Best effort: when it fails the upload stays noted, and a later run aborts it (after a backoff).
+  await abortOrNote(source, s3, bucket, upload, policy);
   return { ok: false, error, final: false };
 }
 
@@ -261,7 +279,7 @@ async function sendParts(
   manifest: Manifest,
   spans: readonly PartSpan[],
   objectKey: Uint8Array | null,
-  policy: RetryPolicy,
+  timeout: (bytes: number) => AbortSignal,
 ): Promise<string> {
   const etags: string[] = [];
   let everyPartChecked = true;
@@ -270,17 +288,18 @@ async function sendParts(
     // The part's ETag is the MD5 of its plaintext (plain and SSE-S3; SSE-C never comes here).
     const md5 = /^[0-9a-f]{32}$/i.test(span.part.etag) ? span.part.etag : null;
     if (md5 === null) everyPartChecked = false;
-    const sent = await s3.uploadPart(bucket, upload.key, upload.uploadId, span.index + 1, body, span.size, md5, sendTimeout(policy, span.size));
+    const sent = await s3.uploadPart(bucket, upload.key, upload.uploadId, span.index + 1, body, span.size, md5, timeout(span.size));
     if ("error" in sent) return `UploadPart ${span.index + 1} of ${spans.length}: ${sent.error}`;
     etags.push(sent.etag);
   }
-  const done = await s3.completeUpload(bucket, upload.key, upload.uploadId, etags, sendTimeout(policy, 0));
+  const done = await s3.completeUpload(bucket, upload.key, upload.uploadId, etags, timeout(0));
   if ("error" in done) return `CompleteMultipartUpload: ${done.error}`;
-  // A remote that checked every part's Content-MD5 holds the bytes, whatever ETag it makes (one that
-  // encrypts with KMS makes others): only without those checks does the ETag have to prove them.
-  if (!everyPartChecked && done.etag.toLowerCase() !== manifest.etag.toLowerCase())
-    return `the replica's ETag ${done.etag} is not the source's ${manifest.etag}`;
-  return "";
+  if (done.etag.toLowerCase() === manifest.etag.toLowerCase()) return "";
+  // A remote that checked every part's Content-MD5 holds the bytes, whatever multipart ETag it makes
+  // (one that encrypts with KMS makes others), as long as it is one of N parts; only without those
+  // checks must the ETag be the source's.
+  if (everyPartChecked && done.etag.endsWith(`-${spans.length}`)) return "";
+  return `the replica's ETag ${done.etag} is not the source's ${manifest.etag}`;
 }
 
 /**
@@ -289,19 +308,25 @@ async function sendParts(
  * forgotten (nothing can reach it).
  */
 async function abortLeftUploads(source: ReplicationSource, remotes: Record<string, ReplicationTarget>, policy: RetryPolicy): Promise<void> {
-  const left = source.replication.uploadsLeft(LEFT_BATCH);
+  const left = source.replication.uploadsLeft(LEFT_BATCH, Date.now());
   await mapBounded(left, CONCURRENCY, async (upload) => {
     const destination = destinationOfTarget(upload.target);
     const remote = destination ? remotes[destination.remote] : undefined;
-    try {
-      if (!destination || !remote) source.replication.uploadEnded(upload);
-      else if ((await new S3Remote(remote).abortUpload(destination.bucket, upload.key, upload.uploadId, abortTimeout(policy))) === null) {
-        source.replication.uploadEnded(upload);
-      }
-    } catch {
-      // still unreachable: tried again at the end of the next run
-    }
+    if (!destination || !remote) source.replication.uploadEnded(upload);
+    else await abortOrNote(source, new S3Remote(remote), destination.bucket, upload, policy);
   });
+}
+
+/** Aborts `upload`: forgotten once gone, else its next abort put off (or, after the last, given up and counted). Never throws. */
+async function abortOrNote(source: ReplicationSource, s3: S3Remote, bucket: string, upload: RemoteUpload, policy: RetryPolicy): Promise<void> {
+  let error: string | null;
+  try {
+    error = await s3.abortUpload(bucket, upload.key, upload.uploadId, abortTimeout(policy));
+  } catch (e) {
+    error = e instanceof Error ? e.message : String(e);
+  }
+  if (error === null) source.replication.uploadEnded(upload);
+  else if (source.replication.uploadAbortFailed(upload, Date.now(), policy)) metrics.add("shardgate_replication_uploads_abandoned_total", 1);
 }
 
 /** The headers a replica is written with: content headers, x-amz-meta-*, x-amz-tagging. */

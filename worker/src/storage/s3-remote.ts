@@ -45,7 +45,9 @@ export class S3Remote {
     if (res.status !== 200) return { error: await failure(res) };
     const xml = await readText(res, ANSWER_BYTES);
     const uploadId = elementText(xml, "UploadId");
-    if (xml.includes("<Error>") || !uploadId) return { error: `HTTP 200 without an upload id${errorCode(xml)}` };
+    if (hasError(xml) || !uploadId) return { error: `HTTP 200 without an upload id${errorCode(xml)}` };
+    // Kept in the bucket's index until the upload ends: a sane id only (S3's are ~100 characters).
+    if (uploadId.length > MAX_UPLOAD_ID || !/^[\x21-\x7e]+$/.test(uploadId)) return { error: "HTTP 200 with an upload id this gateway does not keep" };
     return { uploadId };
   }
 
@@ -91,7 +93,7 @@ export class S3Remote {
     // S3 answers 200 at once and keeps the connection alive with whitespace while it assembles the
     // object; a failure then comes as an <Error> document in that 200's body.
     const xml = await readText(res, ANSWER_BYTES);
-    if (xml.includes("<Error>")) return { error: `HTTP 200 with an error${errorCode(xml)}` };
+    if (hasError(xml)) return { error: `HTTP 200 with an error${errorCode(xml)}` };
     const etag = xml.includes("<CompleteMultipartUploadResult") ? elementText(xml, "ETag") : null;
     return etag ? { etag: etag.replace(/^"|"$/g, "") } : { error: "HTTP 200 without a CompleteMultipartUploadResult and its ETag" };
   }
@@ -151,12 +153,17 @@ async function readExactly(body: ReadableStream<Uint8Array>, size: number): Prom
   const bytes = new Uint8Array(size);
   const reader = body.getReader();
   let at = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    if (at + value.length > size) throw new Error(`the object has more than its ${size} bytes`);
-    bytes.set(value, at);
-    at += value.length;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (at + value.length > size) throw new Error(`the object has more than its ${size} bytes`);
+      bytes.set(value, at);
+      at += value.length;
+    }
+  } catch (e) {
+    await reader.cancel().catch(() => {});
+    throw e;
   }
   if (at !== size) throw new Error(`the object ended after ${at} of its ${size} bytes`);
   return bytes;
@@ -175,6 +182,14 @@ async function outcome(res: Response, ok: readonly number[]): Promise<string | n
 async function failure(res: Response): Promise<string> {
   return `HTTP ${res.status}${errorCode(await readText(res, 4096))}`;
 }
+
+/** Whether an answer's document is (or holds) an S3 <Error>, with or without attributes. */
+function hasError(xml: string): boolean {
+  return /<Error[\s>]/.test(xml);
+}
+
+/** The longest upload id taken from a remote. */
+const MAX_UPLOAD_ID = 1024;
 
 /** The most of a create's or complete's answer that is read (their documents are small). */
 const ANSWER_BYTES = 64 * 1024;
