@@ -30,14 +30,15 @@ export function freePort(): Promise<number> {
 
 /**
  * How to start `npm start`'s scripts/serve.mjs (tools.ts startServe) with `vars` as shardgate.json's
- * "vars" (the file written in `dir`, the data in `dir`/data), on free ports, with the test
+ * "vars" (the file written in `dir`, the data in `dir`/data), on free ports (or `port`), with the test
  * credentials: its base URL, arguments and environment, and its health check.
  */
 export async function servingWithVars(
   vars: Record<string, string>,
   dir: string,
+  port?: number,
 ): Promise<{ base: string; args: string[]; env: Record<string, string>; healthy: () => Promise<boolean> }> {
-  const port = await freePort();
+  port ??= await freePort();
   const base = `http://127.0.0.1:${port}`;
   const config = join(dir, "shardgate.json");
   writeFileSync(config, JSON.stringify({ vars }));

@@ -224,6 +224,7 @@ const HEADER_VALUES: Record<string, string> = {
   "x-amz-object-lock-retain-until-date": "2099-01-01T00:00:00Z",
   "x-amz-object-lock-legal-hold": "OFF",
   "if-match": "*",
+  "x-shardgate-replica": "true",
 };
 
 function cases(): Case[] {

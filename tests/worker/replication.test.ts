@@ -696,3 +696,40 @@ describe("multipart uploads left behind at a remote", () => {
     expect(given.left).toBe(0);
   });
 });
+
+describe("a write that is another gateway's replica (x-shardgate-replica: true)", () => {
+  it("is REPLICA here and never replicated again, from a principal allowed s3:ReplicateObject / s3:ReplicateDelete (the owner right); others are refused", async () => {
+    await makeBuckets("repl-mark", "repl-mark-dst");
+    expect((await putConf("repl-mark", doc([{ prefix: "", markers: "Enabled", dest: "arn:aws:s3:::repl-mark-dst" }]))).status).toBe(200);
+    const mark = { "x-shardgate-replica": "true" };
+    // A PUT, a multipart upload's completion and a delete, each marked: REPLICA, nothing queued.
+    const put = await s3ok("/repl-mark/put.txt", { method: "PUT", body: "from elsewhere", headers: mark });
+    expect(put.headers.get("x-amz-version-id")).toBeTruthy();
+    expect((await s3ok("/repl-mark/put.txt", { method: "HEAD" })).headers.get("x-amz-replication-status")).toBe("REPLICA");
+    const created = await (await s3ok("/repl-mark/mp.bin?uploads", { method: "POST" })).text();
+    const uploadId = created.match(/<UploadId>([^<]+)<\/UploadId>/)?.[1] as string;
+    const part = await s3ok(`/repl-mark/mp.bin?partNumber=1&uploadId=${encodeURIComponent(uploadId)}`, { method: "PUT", body: "one part" });
+    const complete = `<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>${part.headers.get("etag")}</ETag></Part></CompleteMultipartUpload>`;
+    await s3ok(`/repl-mark/mp.bin?uploadId=${encodeURIComponent(uploadId)}`, { method: "POST", body: complete, headers: mark });
+    expect((await s3ok("/repl-mark/mp.bin", { method: "HEAD" })).headers.get("x-amz-replication-status")).toBe("REPLICA");
+    await s3ok("/repl-mark/put.txt", { method: "DELETE", headers: mark }, 204);
+    expect(await sqlCount("repl-mark", "SELECT COUNT(*) AS n FROM outbox")).toBe(0);
+    // An unmarked write replicates as ever (the rule works).
+    await s3ok("/repl-mark/plain.txt", { method: "PUT", body: "here" });
+    expect(await settled("/repl-mark/plain.txt")).toBe("COMPLETED");
+    expect(await sqlCount("repl-mark-dst", "SELECT COUNT(*) AS n FROM objects")).toBe(1);
+
+    // Another value is InvalidArgument; a key with only the write right is AccessDenied, nothing stored.
+    await expectError(await s3("/repl-mark/bad.txt", { method: "PUT", body: "x", headers: { "x-shardgate-replica": "yes" } }), 400, "InvalidArgument");
+    const res = await s3("/_shardgate/admin/keys", { method: "POST", body: JSON.stringify({ name: "writer" }) });
+    const key = (await res.json()) as { id: string; secret: string };
+    expect((await s3(`/_shardgate/admin/keys/${key.id}/buckets/repl-mark`, { method: "PUT", body: JSON.stringify({ write: true }) })).status).toBe(200);
+    const writer = new AwsClient({ accessKeyId: key.id, secretAccessKey: key.secret, service: "s3", region: "us-east-1" });
+    const as = async (path: string, init: RequestInit) => exports.default.fetch(await writer.sign(`${GATEWAY}${path}`, init));
+    await expectError(await as("/repl-mark/sneak.txt", { method: "PUT", body: "x", headers: mark }), 403, "AccessDenied");
+    await expectError(await as("/repl-mark/plain.txt", { method: "DELETE", headers: mark }), 403, "AccessDenied");
+    expect((await as("/repl-mark/ok.txt", { method: "PUT", body: "x" })).status).toBe(200);
+    await expectError(await s3("/repl-mark/bad.txt"), 404, "NoSuchKey");
+    await expectError(await s3("/repl-mark/sneak.txt"), 404, "NoSuchKey");
+  });
+});

@@ -276,7 +276,7 @@ export class BucketIndex extends DurableObject {
         const dropUpload = () => void uploads.deleteUpload(this.sql, uploadId);
         const put = objects.commit(this.sql, record, { ...condition, integrity: true }, this.settings.lockConfig(), heal, now, dropUpload);
         if (put.refused) return { ok: false, reason: put.refused };
-        this.notify(created(record, put.change.versionId, "CompleteMultipartUpload", now), false, record.manifest);
+        this.notify(created(record, put.change.versionId, "CompleteMultipartUpload", now), condition.replica, record.manifest);
         return { ok: true, ...put.change, unused, expiry: this.settings.expiryOf(record) };
       }),
     );

@@ -114,6 +114,15 @@ export type ReplicationStatus = "PENDING" | "COMPLETED" | "FAILED" | "REPLICA";
 
 export const REPLICA_PREFIX = "replica:";
 
+/**
+ * The header a replication run sends with the writes and deletes it makes at a remote
+ * (`x-shardgate-replica: true`), and that this gateway honours from a principal allowed
+ * s3:ReplicateObject / s3:ReplicateDelete (by grants, the bucket's owner right: one who could turn
+ * replication off anyway): the write is a REPLICA here and never replicated again, as S3
+ * replicates no replica, so two gateways replicating to each other do not copy without end.
+ */
+export const REPLICA_HEADER = "x-shardgate-replica";
+
 /** The outbox target a destination ARN names; null when it is not one (no check of the names). */
 export function targetOfDestination(arn: string): { target: string; remote: string | null; bucket: string } | null {
   if (arn.startsWith(LOCAL_ARN_PREFIX)) {

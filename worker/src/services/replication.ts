@@ -39,7 +39,7 @@ import { type ReplicationTarget, parseReplicationTargets } from "../config-vars"
 import type { Manifest } from "../shared/core-api";
 import { bucketIndex } from "../meta/stubs";
 import { type Outbox, type OutboxRow, type RetryPolicy, retryPolicy } from "../meta/outbox";
-import { destinationOfTarget, MAX_LEFT_UPLOADS, REPLICA_PREFIX, type RemoteUpload, type Replication } from "../meta/replication-rules";
+import { destinationOfTarget, MAX_LEFT_UPLOADS, REPLICA_HEADER, REPLICA_PREFIX, type RemoteUpload, type Replication } from "../meta/replication-rules";
 import type { ObjectRecord } from "../meta/types";
 import { metrics } from "../observability/metrics";
 import { S3Remote } from "../storage/s3-remote";
@@ -156,7 +156,7 @@ async function replicateRow(
 
 async function replicateMarker(ctx: ObjectContext, remote: ReplicationTarget | null, bucket: string, key: string, policy: RetryPolicy): Promise<Outcome> {
   if (remote) {
-    const error = await new S3Remote(remote).delete(bucket, key, AbortSignal.timeout(Math.max(policy.timeoutMs, 30_000)));
+    const error = await new S3Remote(remote).delete(bucket, key, REPLICA_MARK, AbortSignal.timeout(Math.max(policy.timeoutMs, 30_000)));
     return error === null ? { ok: true } : { ok: false, error, final: false };
   }
   const outcome = await bucketIndex(ctx.env, bucket).delete(key, undefined, false, true);
@@ -292,7 +292,7 @@ async function sendParts(
     if ("error" in sent) return `UploadPart ${span.index + 1} of ${spans.length}: ${sent.error}`;
     etags.push(sent.etag);
   }
-  const done = await s3.completeUpload(bucket, upload.key, upload.uploadId, etags, timeout(0));
+  const done = await s3.completeUpload(bucket, upload.key, upload.uploadId, etags, REPLICA_MARK, timeout(0));
   if ("error" in done) return `CompleteMultipartUpload: ${done.error}`;
   if (done.etag.toLowerCase() === manifest.etag.toLowerCase()) return "";
   // A remote that checked every part's Content-MD5 holds the bytes, whatever multipart ETag it makes
@@ -329,9 +329,16 @@ async function abortOrNote(source: ReplicationSource, s3: S3Remote, bucket: stri
   else if (source.replication.uploadAbortFailed(upload, Date.now(), policy)) metrics.add("shardgate_replication_uploads_abandoned_total", 1);
 }
 
-/** The headers a replica is written with: content headers, x-amz-meta-*, x-amz-tagging. */
+/**
+ * What marks the writes and deletes of a replication run at a remote as replicas: a gateway like
+ * this one never replicates them again (meta/replication-rules.ts REPLICA_HEADER); another S3
+ * server ignores the header.
+ */
+const REPLICA_MARK: Record<string, string> = { [REPLICA_HEADER]: "true" };
+
+/** The headers a replica is written with: content headers, x-amz-meta-*, x-amz-tagging, and REPLICA_MARK. */
 export function remoteHeaders(manifest: Pick<Manifest, "headers" | "userMetadata" | "tags">): Record<string, string> {
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = { ...REPLICA_MARK };
   for (const [name, value] of manifest.headers) headers[name] = value;
   for (const [name, value] of manifest.userMetadata) headers[`x-amz-meta-${name}`] = value;
   if (manifest.tags.length > 0) headers["x-amz-tagging"] = new URLSearchParams(manifest.tags).toString();

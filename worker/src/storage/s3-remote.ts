@@ -83,11 +83,12 @@ export class S3Remote {
     key: string,
     uploadId: string,
     etags: readonly string[],
+    headers: Record<string, string>,
     signal: AbortSignal,
   ): Promise<{ etag: string } | { error: string }> {
     const parts = etags.map((etag, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${escapeXml(etag)}</ETag></Part>`).join("");
     const body = new TextEncoder().encode(`<CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${parts}</CompleteMultipartUpload>`);
-    const signed = await this.sign(bucket, key, "POST", { "content-type": "application/xml" }, `uploadId=${encodeURIComponent(uploadId)}`);
+    const signed = await this.sign(bucket, key, "POST", { ...headers, "content-type": "application/xml" }, `uploadId=${encodeURIComponent(uploadId)}`);
     const res = await fetch(signed.url, { method: "POST", headers: signed.headers, body, signal });
     if (res.status !== 200) return { error: await failure(res) };
     // S3 answers 200 at once and keeps the connection alive with whitespace while it assembles the
@@ -104,9 +105,9 @@ export class S3Remote {
     return outcome(await fetch(signed.url, { method: "DELETE", headers: signed.headers, signal }), [200, 204, 404]);
   }
 
-  /** DELETEs `bucket`/`key` (a delete marker where the bucket is versioned); null when done. */
-  async delete(bucket: string, key: string, signal: AbortSignal): Promise<string | null> {
-    const signed = await this.sign(bucket, key, "DELETE", {});
+  /** DELETEs `bucket`/`key` (a delete marker where the bucket is versioned) with `headers`; null when done. */
+  async delete(bucket: string, key: string, headers: Record<string, string>, signal: AbortSignal): Promise<string | null> {
+    const signed = await this.sign(bucket, key, "DELETE", headers);
     return outcome(await fetch(signed.url, { method: "DELETE", headers: signed.headers, signal }), [200, 204, 404]);
   }
 

@@ -3,6 +3,7 @@
 import { equalBytes } from "../../shared/bytes";
 import type { ObjectChecksum } from "../../shared/core-api";
 import { isVersionId } from "../../meta/versions";
+import { REPLICA_HEADER } from "../../meta/replication-rules";
 import { S3Error } from "../../s3-error";
 import { partOf } from "../../services/objects";
 import { removeParts } from "../../storage/remove";
@@ -89,6 +90,18 @@ export function checkKey(key: string): void {
   if (keyTooLong(key)) {
     throw new S3Error("KeyTooLongError", "Your key is too long (the limit is 1024 bytes of UTF-8).");
   }
+}
+
+/**
+ * Whether a write or delete says it is another gateway's replica (`x-shardgate-replica: true`,
+ * meta/replication-rules.ts REPLICA_HEADER; who may say so is the operation's permission). Another
+ * value is InvalidArgument.
+ */
+export function replicaRequest(headers: Headers): boolean {
+  const value = headers.get(REPLICA_HEADER);
+  if (value === null) return false;
+  if (value.trim().toLowerCase() !== "true") throw new S3Error("InvalidArgument", `${REPLICA_HEADER} takes only "true".`);
+  return true;
 }
 
 export function parseContentMd5(value: string | null): Uint8Array | null {

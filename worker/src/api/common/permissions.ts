@@ -6,6 +6,7 @@
 import { allowsSomewhere, type BucketPolicy, evaluatePolicy, type PolicyAction, resourceOf } from "../../auth/policy";
 import { S3Error } from "../../s3-error";
 import type { Principal } from "../../services/access-keys";
+import { REPLICA_HEADER } from "../../meta/replication-rules";
 import { parseCopySource } from "./copy-source";
 
 /**
@@ -79,6 +80,13 @@ export const IF_MATCH_READS: HeaderCheck = { names: ["if-match"], check: { need:
 
 /** A PUT's and a copy's headers: those of WRITE_OBJECT_HEADERS, and If-Match. */
 export const CONDITIONAL_WRITE_HEADERS: readonly HeaderCheck[] = [...WRITE_OBJECT_HEADERS, IF_MATCH_READS];
+
+/**
+ * A write or delete that says it is another gateway's replica (REPLICA_HEADER) is never replicated
+ * again: S3's s3:ReplicateObject and s3:ReplicateDelete, by grants the owner right.
+ */
+export const REPLICA_WRITE: HeaderCheck = { names: [REPLICA_HEADER], check: { need: "owner", action: "s3:ReplicateObject" } };
+export const REPLICA_DELETE: HeaderCheck = { names: [REPLICA_HEADER], check: { need: "owner", action: "s3:ReplicateDelete" } };
 
 const denied = () => new S3Error("AccessDenied", "Access Denied");
 

@@ -12,7 +12,7 @@ import { bucketIndex, type RequestContext, type BucketAt, type ObjectAt } from "
 import { equalBytes } from "../../shared/bytes";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
 import { childrenNamed, childText, malformedXml, parseXmlBytes, readXmlBody } from "../common/xml-parse";
-import { checkKey, keyTooLong, parseContentMd5 } from "../common/object-request";
+import { checkKey, keyTooLong, parseContentMd5, replicaRequest } from "../common/object-request";
 import { bypassGovernance } from "../common/object-lock-headers";
 import { bucketPolicy } from "../../services/bucket-policy";
 import { DELETE_OBJECT, passes } from "../common/permissions";
@@ -25,7 +25,8 @@ const YIELD_EVERY_KEYS = 100;
 export async function deleteObject(ctx: RequestContext, { bucket, key, versionId }: ObjectAt): Promise<Response> {
   // No object has a longer key; in a versioned bucket a delete marker would be made with it.
   checkKey(key);
-  const outcome = await bucketIndex(ctx, bucket).delete(key, versionId, await bypassGovernance(ctx, bucket, key));
+  const replica = replicaRequest(ctx.request.headers);
+  const outcome = await bucketIndex(ctx, bucket).delete(key, versionId, await bypassGovernance(ctx, bucket, key), replica);
   // A version that does not exist is already deleted: 204 as for a missing key.
   if (!outcome) return new Response(null, { status: 204 });
   if (outcome.denied) throw new S3Error("AccessDenied", outcome.denied);

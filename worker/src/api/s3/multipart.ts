@@ -33,6 +33,7 @@ import {
   MAX_PART_NUMBER,
   MAX_PUT_BYTES,
   parseContentMd5,
+  replicaRequest,
   requestSize,
   verifyWritten,
   type PartParams,
@@ -231,7 +232,7 @@ function invalidPart(): S3Error {
 
 export async function completeMultipartUpload(ctx: RequestContext, { bucket, key }: ObjectAt, { uploadId }: UploadParams): Promise<Response> {
   const listed = await parseCompleteBody(ctx.auth.body);
-  const condition = writeCondition(ctx.request.headers);
+  const condition = { ...writeCondition(ctx.request.headers), ...(replicaRequest(ctx.request.headers) ? { replica: true } : {}) };
   const index = bucketIndex(ctx, bucket);
   const listing = await index.listParts(uploadId, key, 0, MAX_PART_NUMBER);
   if (!listing.upload) throw noSuchUpload();

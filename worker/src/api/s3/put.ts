@@ -12,7 +12,7 @@ import { commitObject, partOf, refuseEarly, writeRefused, writtenHeaders } from 
 import { lockFromHeaders } from "../common/object-lock-headers";
 import { writeCondition } from "../common/conditions";
 import { checkAclHeaders } from "../common/acl-policy";
-import { checkKey, parseContentMd5, requestSize, verifyWritten } from "../common/object-request";
+import { checkKey, parseContentMd5, replicaRequest, requestSize, verifyWritten } from "../common/object-request";
 
 export async function putObject(ctx: RequestContext, { bucket, key }: ObjectAt): Promise<Response> {
   const headers = ctx.request.headers;
@@ -21,6 +21,7 @@ export async function putObject(ctx: RequestContext, { bucket, key }: ObjectAt):
   const size = requestSize(ctx);
   const contentMd5 = parseContentMd5(headers.get("content-md5"));
   const condition = writeCondition(headers);
+  const replica = replicaRequest(headers);
   const checksums = RequestChecksums.fromRequest(ctx.core, headers);
   const fields = { headers: storedHeaders(headers), userMetadata: userMetadata(headers), tags: parseTaggingHeader(headers.get("x-amz-tagging")) };
   const lock = lockFromHeaders(headers);
@@ -41,7 +42,7 @@ export async function putObject(ctx: RequestContext, { bucket, key }: ObjectAt):
   const verified = await verifyWritten(ctx, { ...written, md5: part.md5 ?? written.md5 }, contentMd5, checksums);
   const encryption = cipher ? { encryption: encryptionOf(cipher, [salt as string]) } : {};
   const object = { key, size, etag, ...fields, checksums: verified, parts: [partOf(written, etag, [])], ...encryption, ...(lock ? { lock } : {}) };
-  const committed = await commitObject(ctx, bucket, object, { ...condition, integrity }, [written]);
+  const committed = await commitObject(ctx, bucket, object, { ...condition, integrity, ...(replica ? { replica } : {}) }, [written]);
   const answer = { ETag: `"${etag}"`, ...checksumHeaders(verified), ...writtenHeaders(committed), ...sseHeaders(cipher?.encryption, sse?.keyMd5) };
   return new Response(null, { status: 200, headers: answer });
 }
