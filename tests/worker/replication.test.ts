@@ -17,6 +17,7 @@ import { exports } from "cloudflare:workers";
 import { hasDotSegment, multipartSpans } from "../../worker/src/services/replication";
 import type { Manifest } from "../../worker/src/shared/core-api";
 import { signedPostFields } from "./post-form";
+import { CREDENTIALS } from "../shared/credentials";
 import { GATEWAY, s3, s3ok } from "./signed";
 
 const errorCode = (xml: string) => xml.match(/<Code>([^<]+)<\/Code>/)?.[1];
@@ -698,7 +699,7 @@ describe("multipart uploads left behind at a remote", () => {
 });
 
 describe("a write that is another gateway's replica (x-shardgate-replica: true)", () => {
-  it("is REPLICA here and never replicated again, from a principal allowed s3:ReplicateObject / s3:ReplicateDelete (the owner right); others are refused", async () => {
+  it("is REPLICA here and never replicated again, from a principal allowed s3:ReplicateObject / s3:ReplicateDelete (the root key, a policy's Allow; no grant); others are refused, and the header must be signed", async () => {
     await makeBuckets("repl-mark", "repl-mark-dst");
     expect((await putConf("repl-mark", doc([{ prefix: "", markers: "Enabled", dest: "arn:aws:s3:::repl-mark-dst" }]))).status).toBe(200);
     const mark = { "x-shardgate-replica": "true" };
@@ -719,17 +720,35 @@ describe("a write that is another gateway's replica (x-shardgate-replica: true)"
     expect(await settled("/repl-mark/plain.txt")).toBe("COMPLETED");
     expect(await sqlCount("repl-mark-dst", "SELECT COUNT(*) AS n FROM objects")).toBe(1);
 
-    // Another value is InvalidArgument; a key with only the write right is AccessDenied, nothing stored.
+    // Another value is InvalidArgument; a key with every right (owner too: it may not opt its writes
+    // out of the root key's replication) is AccessDenied, nothing stored.
     await expectError(await s3("/repl-mark/bad.txt", { method: "PUT", body: "x", headers: { "x-shardgate-replica": "yes" } }), 400, "InvalidArgument");
-    const res = await s3("/_shardgate/admin/keys", { method: "POST", body: JSON.stringify({ name: "writer" }) });
+    const res = await s3("/_shardgate/admin/keys", { method: "POST", body: JSON.stringify({ name: "owner" }) });
     const key = (await res.json()) as { id: string; secret: string };
-    expect((await s3(`/_shardgate/admin/keys/${key.id}/buckets/repl-mark`, { method: "PUT", body: JSON.stringify({ write: true }) })).status).toBe(200);
-    const writer = new AwsClient({ accessKeyId: key.id, secretAccessKey: key.secret, service: "s3", region: "us-east-1" });
-    const as = async (path: string, init: RequestInit) => exports.default.fetch(await writer.sign(`${GATEWAY}${path}`, init));
+    const rights = JSON.stringify({ read: true, write: true, owner: true });
+    expect((await s3(`/_shardgate/admin/keys/${key.id}/buckets/repl-mark`, { method: "PUT", body: rights })).status).toBe(200);
+    const client = new AwsClient({ accessKeyId: key.id, secretAccessKey: key.secret, service: "s3", region: "us-east-1" });
+    const as = async (path: string, init: RequestInit) => exports.default.fetch(await client.sign(`${GATEWAY}${path}`, init));
     await expectError(await as("/repl-mark/sneak.txt", { method: "PUT", body: "x", headers: mark }), 403, "AccessDenied");
     await expectError(await as("/repl-mark/plain.txt", { method: "DELETE", headers: mark }), 403, "AccessDenied");
     expect((await as("/repl-mark/ok.txt", { method: "PUT", body: "x" })).status).toBe(200);
     await expectError(await s3("/repl-mark/bad.txt"), 404, "NoSuchKey");
     await expectError(await s3("/repl-mark/sneak.txt"), 404, "NoSuchKey");
+    // A policy's Allow of the two actions lets that key mark its writes.
+    const policy = {
+      Version: "2012-10-17",
+      Statement: [{ Effect: "Allow", Principal: { AWS: key.id }, Action: ["s3:ReplicateObject", "s3:ReplicateDelete"], Resource: "arn:aws:s3:::repl-mark/*" }],
+    };
+    await s3ok("/repl-mark?policy", { method: "PUT", body: JSON.stringify(policy) }, 204);
+    expect((await as("/repl-mark/allowed.txt", { method: "PUT", body: "x", headers: mark })).status).toBe(200);
+    expect((await s3ok("/repl-mark/allowed.txt", { method: "HEAD" })).headers.get("x-amz-replication-status")).toBe("REPLICA");
+
+    // A presigned URL, even the root key's, cannot be given the mark by whoever holds it: unsigned, it is refused.
+    const presigner = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1" });
+    const url = (await presigner.sign(`${GATEWAY}/repl-mark/presigned.txt?X-Amz-Expires=60`, { method: "PUT", aws: { signQuery: true } })).url;
+    const added = await exports.default.fetch(new Request(url, { method: "PUT", body: "x", headers: mark }));
+    expect(await expectError(added, 403, "AccessDenied")).toContain("x-shardgate-replica");
+    expect((await exports.default.fetch(new Request(url, { method: "PUT", body: "x" }))).status).toBe(200);
+    expect((await s3ok("/repl-mark/presigned.txt", { method: "HEAD" })).headers.get("x-amz-replication-status")).toBe("PENDING");
   });
 });

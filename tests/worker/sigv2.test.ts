@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { handleS3 } from "../../worker/src/api/handle";
 import type { Env } from "../../worker/src/config";
 import { CREDENTIALS } from "../shared/credentials";
-import { GATEWAY, s3ok } from "./signed";
+import { GATEWAY, s3, s3ok } from "./signed";
 
 const errorCode = (xml: string) => xml.match(/<Code>([^<]+)<\/Code>/)?.[1];
 
@@ -75,6 +75,22 @@ describe("Signature Version 2", () => {
     expect((await fetchWorker(new Request(tooLong))).status).toBe(403);
     const unknown = (await presigned("GET", "/sigv2-refuse/o.txt", "/sigv2-refuse/o.txt", now + 60)).replace(CREDENTIALS.accessKeyId, "nobody");
     expect(errorCode(await (await fetchWorker(new Request(unknown))).text())).toBe("InvalidAccessKeyId");
+  });
+
+  it("refuses the gateway's own x-shardgate-* headers, which V2 does not sign: 400 InvalidRequest, nothing stored", async () => {
+    await s3ok("/sigv2-own", { method: "PUT" });
+    const put = await headerSigned("PUT", "/sigv2-own/r.txt", "/sigv2-own/r.txt", {
+      body: "x",
+      headers: { "content-type": "text/plain", "x-shardgate-replica": "true" },
+    });
+    const res = await fetchWorker(put);
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain("<Code>InvalidRequest</Code>");
+    expect((await s3("/sigv2-own/r.txt")).status).toBe(404);
+    const plain = await fetchWorker(
+      await headerSigned("PUT", "/sigv2-own/r.txt", "/sigv2-own/r.txt", { body: "x", headers: { "content-type": "text/plain" } }),
+    );
+    expect(plain.status, await plain.clone().text()).toBe(200);
   });
 
   it("SHARDGATE_SIGV2=off refuses V2 as an unsupported mechanism", async () => {

@@ -9,7 +9,7 @@
 import { toBase64 } from "../shared/bytes";
 import { S3Error } from "../s3-error";
 import { constantTimeEqual } from "./crypto";
-import type { Authenticated, SecretLookup } from "./sigv4";
+import { type Authenticated, GATEWAY_HEADER_PREFIX, type SecretLookup } from "./sigv4";
 
 /**
  * Query parameters that name a sub-resource and so are part of the signed resource: S3's, every
@@ -95,6 +95,11 @@ export async function authenticateV2(request: Request, secretOf: SecretLookup, o
   for (const name of url.searchParams.keys()) {
     if (name.startsWith(GATEWAY_PARAM_PREFIX)) {
       throw new S3Error("InvalidRequest", `Signature Version 2 does not sign ${name}: sign the gateway's own operations with AWS4-HMAC-SHA256.`);
+    }
+  }
+  for (const [name] of request.headers) {
+    if (name.startsWith(GATEWAY_HEADER_PREFIX)) {
+      throw new S3Error("InvalidRequest", `Signature Version 2 does not sign ${name}: sign requests with it with AWS4-HMAC-SHA256.`);
     }
   }
   const authorization = request.headers.get("authorization");

@@ -59,6 +59,8 @@ const SERVICE = "s3";
 const TERMINAL = "aws4_request";
 const MAX_SKEW_MS = 15 * 60 * 1000;
 const MAX_PRESIGNED_EXPIRES = 604800;
+/** The gateway's own request headers (x-shardgate-replica): always signed, never taken from SigV2. */
+export const GATEWAY_HEADER_PREFIX = "x-shardgate-";
 
 // ---------------------------------------------------------------------------------------------
 // Errors
@@ -546,14 +548,15 @@ function checkClockSkew(req: SignedRequest, now: number): void {
 }
 
 /**
- * Every x-amz-* header (but x-amz-content-sha256, as S3 allows) and the Date the timestamp came
- * from must be signed: otherwise anyone holding the request could add or change them.
+ * Every x-amz-* header (but x-amz-content-sha256, as S3 allows), every x-shardgate-* header (the
+ * gateway's own, such as x-shardgate-replica) and the Date the timestamp came from must be signed:
+ * otherwise anyone holding the request (a presigned URL) could add or change them.
  */
 function checkHeadersSigned(req: SignedRequest, headers: Headers): void {
   const signed = new Set(req.signedHeaders);
   const unsigned: string[] = [];
   for (const [name] of headers) {
-    if (name.startsWith("x-amz-") && name !== "x-amz-content-sha256" && !signed.has(name)) unsigned.push(name);
+    if (((name.startsWith("x-amz-") && name !== "x-amz-content-sha256") || name.startsWith(GATEWAY_HEADER_PREFIX)) && !signed.has(name)) unsigned.push(name);
   }
   if (req.dateHeader === "date" && !signed.has("date")) unsigned.push("date");
   if (unsigned.length > 0) {

@@ -116,9 +116,9 @@ export const REPLICA_PREFIX = "replica:";
 
 /**
  * The header a replication run sends with the writes and deletes it makes at a remote
- * (`x-shardgate-replica: true`), and that this gateway honours from a principal allowed
- * s3:ReplicateObject / s3:ReplicateDelete (by grants, the bucket's owner right: one who could turn
- * replication off anyway): the write is a REPLICA here and never replicated again, as S3
+ * (`x-shardgate-replica: true`), and that this gateway honours, signed, from a principal allowed
+ * s3:ReplicateObject / s3:ReplicateDelete (the root key, or a bucket policy's Allow; no grant gives
+ * them: api/common/permissions.ts): the write is a REPLICA here and never replicated again, as S3
  * replicates no replica, so two gateways replicating to each other do not copy without end.
  */
 export const REPLICA_HEADER = "x-shardgate-replica";

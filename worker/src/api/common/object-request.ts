@@ -94,7 +94,8 @@ export function checkKey(key: string): void {
 
 /**
  * Whether a write or delete says it is another gateway's replica (`x-shardgate-replica: true`,
- * meta/replication-rules.ts REPLICA_HEADER; who may say so is the operation's permission). Another
+ * meta/replication-rules.ts REPLICA_HEADER; who may say so is the operation's permission, and the
+ * header is signed: auth/sigv4.ts). Another
  * value is InvalidArgument.
  */
 export function replicaRequest(headers: Headers): boolean {

@@ -16,7 +16,8 @@ import { parseCopySource } from "./copy-source";
  */
 export type Need = Right | "createBucket" | "anyKey" | "root";
 
-export type Right = "read" | "write" | "owner";
+/** A right a key's grants give on a bucket; "none": no grant gives it (the root key has it, or a policy's Allow). */
+export type Right = "read" | "write" | "owner" | "none";
 
 /** One check: the right that lets a key through by its grants, or a policy's Allow of the action. */
 export interface Check<N extends Need = Right> {
@@ -83,17 +84,19 @@ export const CONDITIONAL_WRITE_HEADERS: readonly HeaderCheck[] = [...WRITE_OBJEC
 
 /**
  * A write or delete that says it is another gateway's replica (REPLICA_HEADER) is never replicated
- * again: S3's s3:ReplicateObject and s3:ReplicateDelete, by grants the owner right.
+ * again: S3's s3:ReplicateObject and s3:ReplicateDelete. No grant gives them (a bucket owner may
+ * not opt its writes out of the replication the root key set): the root key, or a bucket policy's
+ * Allow naming them. The header must be signed (auth/sigv4.ts; SigV2 refuses it).
  */
-export const REPLICA_WRITE: HeaderCheck = { names: [REPLICA_HEADER], check: { need: "owner", action: "s3:ReplicateObject" } };
-export const REPLICA_DELETE: HeaderCheck = { names: [REPLICA_HEADER], check: { need: "owner", action: "s3:ReplicateDelete" } };
+export const REPLICA_WRITE: HeaderCheck = { names: [REPLICA_HEADER], check: { need: "none", action: "s3:ReplicateObject" } };
+export const REPLICA_DELETE: HeaderCheck = { names: [REPLICA_HEADER], check: { need: "none", action: "s3:ReplicateDelete" } };
 
 const denied = () => new S3Error("AccessDenied", "Access Denied");
 
 /** Whether `principal` holds `right` on `bucket` by its grants (the root key holds every right). */
 export function holds(principal: Principal, bucket: string, right: Right): boolean {
   if (principal.kind === "root") return true;
-  if (principal.kind === "anonymous") return false;
+  if (principal.kind === "anonymous" || right === "none") return false;
   return principal.grants.get(bucket)?.[right] === true;
 }
 
