@@ -54,11 +54,15 @@ const MAX_MESSAGE_BYTES = 128_000;
 const MAX_BATCH_BYTES = 240_000;
 const MAX_BATCH_MESSAGES = 100;
 
-/** `work`, or an error once `ms` have passed (the timer cleared either way). */
+class TimeoutError extends Error {
+  override name = "TimeoutError";
+}
+
+/** `work`, or a TimeoutError once `ms` have passed (the timer cleared either way). */
 async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms);
+    timer = setTimeout(() => reject(new TimeoutError(`no answer in ${ms} ms`)), ms);
   });
   try {
     return await Promise.race([work, timeout]);
@@ -69,18 +73,78 @@ async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
 
 const why = (e: unknown) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
 
+/** One message of a queue's batch: the row's index and S3's event message. */
+type QueueMessage = { i: number; body: unknown };
+
 /**
- * Sends `rows` (queue targets') to their queues: per queue, batches within Cloudflare's limits; a
- * batch that fails is sent again a message at a time, so that one message the queue refuses fails
- * only its own row. For each row, null when sent, else why not.
+ * The rows `indexes` of `rows` as messages cut into batches within Cloudflare's limits; a message
+ * too large for a Queue is not in one, its row's error set in `errors` instead.
  */
+function queueBatches(bucket: string, region: string, rows: readonly OutboxRow[], indexes: readonly number[], errors: (string | null)[]): QueueMessage[][] {
+  const utf8 = new TextEncoder();
+  const batches: QueueMessage[][] = [];
+  let batch: QueueMessage[] = [];
+  let batchBytes = 0;
+  for (const i of indexes) {
+    const body = eventDocument(bucket, region, rows[i] as OutboxRow);
+    const bytes = utf8.encode(JSON.stringify(body)).length;
+    if (bytes > MAX_MESSAGE_BYTES) {
+      errors[i] = `the event is ${bytes} bytes, more than a Queue message takes (${MAX_MESSAGE_BYTES})`;
+      continue;
+    }
+    if (batch.length === MAX_BATCH_MESSAGES || batchBytes + bytes > MAX_BATCH_BYTES) {
+      batches.push(batch);
+      batch = [];
+      batchBytes = 0;
+    }
+    batch.push({ i, body });
+    batchBytes += bytes;
+  }
+  if (batch.length > 0) batches.push(batch);
+  return batches;
+}
+
+/**
+ * Sends one batch to `queue`; when it fails, its messages one at a time, so that a message the
+ * queue refuses fails only its own row (a send that times out fails the rest with it: the queue
+ * is not answering). Errors go to `errors` by row.
+ */
+async function sendBatch(queue: Queue, messages: readonly QueueMessage[], timeoutMs: number, errors: (string | null)[]): Promise<void> {
+  try {
+    await withTimeout(queue.sendBatch(messages.map((m) => ({ body: m.body, contentType: "json" as const }))), timeoutMs);
+    return;
+  } catch (e) {
+    if (messages.length === 1) {
+      errors[(messages[0] as QueueMessage).i] = why(e);
+      return;
+    }
+  }
+  let stalled: string | null = null;
+  for (const m of messages) {
+    if (stalled !== null) {
+      errors[m.i] = stalled;
+      continue;
+    }
+    try {
+      await withTimeout(queue.send(m.body, { contentType: "json" }), timeoutMs);
+    } catch (e) {
+      errors[m.i] = why(e);
+      if (e instanceof TimeoutError) stalled = errors[m.i] as string;
+    }
+  }
+}
+
+/** Sends `rows` (queue targets') to their queues, each queue's in batches: for each row, null when sent, else why not. */
 async function sendToQueues(bucket: string, env: NotificationEnv, timeoutMs: number, rows: readonly OutboxRow[]): Promise<(string | null)[]> {
   const queues = queueTargets(env);
   const region = env.SHARDGATE_REGION || "us-east-1";
   const errors: (string | null)[] = rows.map(() => null);
   const byTarget = new Map<string, number[]>();
-  for (const [i, row] of rows.entries()) byTarget.set(row.target, [...(byTarget.get(row.target) ?? []), i]);
-  const utf8 = new TextEncoder();
+  for (const [i, row] of rows.entries()) {
+    const indexes = byTarget.get(row.target) ?? [];
+    indexes.push(i);
+    byTarget.set(row.target, indexes);
+  }
   await Promise.all(
     [...byTarget].map(async ([target, indexes]) => {
       const queue = queues.get(target);
@@ -88,43 +152,7 @@ async function sendToQueues(bucket: string, env: NotificationEnv, timeoutMs: num
         for (const i of indexes) errors[i] = `no Queue binding ${target.slice(QUEUE_TARGET.length)} is configured`;
         return;
       }
-      // The messages, cut into batches by count and bytes; one too large for a Queue fails alone.
-      const batches: { i: number; body: unknown }[][] = [];
-      let batch: { i: number; body: unknown }[] = [];
-      let batchBytes = 0;
-      for (const i of indexes) {
-        const body = eventDocument(bucket, region, rows[i] as OutboxRow);
-        const bytes = utf8.encode(JSON.stringify(body)).length;
-        if (bytes > MAX_MESSAGE_BYTES) {
-          errors[i] = `the event is ${bytes} bytes, more than a Queue message takes (${MAX_MESSAGE_BYTES})`;
-          continue;
-        }
-        if (batch.length === MAX_BATCH_MESSAGES || batchBytes + bytes > MAX_BATCH_BYTES) {
-          batches.push(batch);
-          batch = [];
-          batchBytes = 0;
-        }
-        batch.push({ i, body });
-        batchBytes += bytes;
-      }
-      if (batch.length > 0) batches.push(batch);
-      for (const messages of batches) {
-        try {
-          await withTimeout(queue.sendBatch(messages.map((m) => ({ body: m.body, contentType: "json" as const }))), timeoutMs);
-        } catch (e) {
-          if (messages.length === 1) {
-            errors[(messages[0] as { i: number }).i] = why(e);
-            continue;
-          }
-          for (const m of messages) {
-            try {
-              await withTimeout(queue.send(m.body, { contentType: "json" }), timeoutMs);
-            } catch (e2) {
-              errors[m.i] = why(e2);
-            }
-          }
-        }
-      }
+      for (const messages of queueBatches(bucket, region, rows, indexes, errors)) await sendBatch(queue, messages, timeoutMs, errors);
     }),
   );
   return errors;
