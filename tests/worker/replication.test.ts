@@ -11,7 +11,8 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { checkVars, parseReplicationTargets } from "../../worker/src/config-vars";
 import type { BucketIndex } from "../../worker/src/meta/bucket-index";
-import type { Replication } from "../../worker/src/meta/replication-rules";
+import { holdsQuery, PENDING_OF_QUERY, waitingQuery } from "../../worker/src/meta/outbox";
+import { type Replication, WALK_KEYS_QUERY } from "../../worker/src/meta/replication-rules";
 import { AwsClient } from "aws4fetch";
 import { exports } from "cloudflare:workers";
 import { hasDotSegment, multipartSpans } from "../../worker/src/services/replication";
@@ -608,7 +609,10 @@ describe("ExistingObjectReplication", () => {
     ];
     // Driven by hand inside the index (no alarm set): the rows go to a target that never answers.
     type Internals = {
-      replication: { setConfiguration(r: unknown): boolean; walkStep(o: unknown, cap: number, batch: number): { state: string; queued: number } };
+      replication: {
+        setConfiguration(r: unknown): boolean;
+        walkStep(o: unknown, cap: number, batch: number): { state: string; queued: number; waitMs: number };
+      };
       outbox: { count(): number };
     };
     const steps = await runInDurableObject(indexOf("repl-walk"), async (index: BucketIndex, state) => {
@@ -617,24 +621,305 @@ describe("ExistingObjectReplication", () => {
         state.storage.transactionSync(() => ({ ...i.replication.walkStep(i.outbox, cap, batch), outbox: i.outbox.count() }));
       expect(i.replication.setConfiguration(rules)).toBe(true);
       const out = [step(1000, 10), step(1000, 10)];
-      // A cap of 25: the walk fills at most 22 (90%), then waits, and goes on once rows leave.
-      out.push(step(25, 10), step(25, 10));
+      // A cap of 25: the walk fills at most 22 (90%), then waits (polling after 1 s, then 2 s, …),
+      // and goes on once rows leave.
+      out.push(step(25, 10), step(25, 10), step(25, 10));
       state.storage.sql.exec("DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox ORDER BY seq LIMIT 15)");
+      i.outbox.count(); // (as delivery would have counted them gone)
       out.push(step(25, 10), step(1000, 10), step(1000, 10));
       return out;
     });
     expect(steps).toEqual([
-      { state: "walking", queued: 10, outbox: 10 },
-      { state: "walking", queued: 10, outbox: 20 },
-      { state: "waiting", queued: 2, outbox: 22 },
-      { state: "waiting", queued: 0, outbox: 22 },
-      { state: "done", queued: 8, outbox: 15 },
-      { state: "done", queued: 0, outbox: 15 },
-      { state: "done", queued: 0, outbox: 15 },
+      { state: "walking", queued: 10, waitMs: 0, outbox: 10 },
+      { state: "walking", queued: 10, waitMs: 0, outbox: 20 },
+      { state: "waiting", queued: 2, waitMs: 1000, outbox: 22 },
+      { state: "waiting", queued: 0, waitMs: 2000, outbox: 22 },
+      { state: "waiting", queued: 0, waitMs: 4000, outbox: 22 },
+      { state: "done", queued: 8, waitMs: 0, outbox: 15 },
+      { state: "done", queued: 0, waitMs: 0, outbox: 15 },
+      { state: "done", queued: 0, waitMs: 0, outbox: 15 },
     ]);
     const walk = (await walkOf("repl-walk")).existingObjects as WalkState;
-    expect(walk).toMatchObject({ state: "done", visited: 30, queued: 30, largestRun: 10, waits: 2 });
+    expect(walk).toMatchObject({ state: "done", visited: 30, queued: 30, largestRun: 10, waits: 3 });
     expect(await sqlCount("repl-walk", "SELECT COUNT(*) AS n FROM replication_status WHERE status = 'PENDING'")).toBe(30);
+  });
+
+  it("reads the next keys from its cursor by the primary key, and the outbox by version, with index searches (no SCAN)", async () => {
+    await makeBuckets("repl-plan");
+    const plans = await runInDurableObject(indexOf("repl-plan"), async (_i: BucketIndex, state) => {
+      const plan = (query: string, ...args: unknown[]) =>
+        state.storage.sql
+          .exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${query}`, ...args)
+          .toArray()
+          .map((r) => r.detail)
+          .join("; ");
+      return {
+        keys: [plan(WALK_KEYS_QUERY, "", 2000), plan(WALK_KEYS_QUERY, "k0100", 2000)],
+        waiting: [plan(waitingQuery("outbox"), "k", "v", 8, "replica:"), plan(waitingQuery("outbox_dead"), "k", "v", 8, "replica:")],
+        holds: [plan(holdsQuery("outbox"), "k", "v", "replica:/b"), plan(holdsQuery("outbox_dead"), "k", "v", "replica:/b")],
+        pending: plan(PENDING_OF_QUERY, "replica:", "replica;"),
+      };
+    });
+    for (const p of [...plans.keys, ...plans.waiting, ...plans.holds, plans.pending]) {
+      expect(p).toMatch(/^SEARCH /);
+      expect(p).not.toMatch(/SCAN/);
+    }
+    expect(plans.keys[0]).toContain("PRIMARY KEY (key>?)");
+    expect(plans.waiting[0]).toContain("INDEX outbox_by_version");
+    expect(plans.waiting[1]).toContain("INDEX outbox_dead_by_version");
+  });
+
+  it("reads rows in proportion to a step's keys, not the bucket's: near the end of 5,000 keys, and past 400 FAILED keys among 5,000 outbox rows", async () => {
+    await makeBuckets("repl-rows");
+    const rules = [
+      {
+        id: "r",
+        priority: 1,
+        enabled: true,
+        prefix: "",
+        deleteMarkers: false,
+        destination: "arn:shardgate:s3:::offsite/b",
+        target: "replica:offsite/b",
+        existing: true,
+      },
+    ];
+    type Internals = { replication: Replication; outbox: { count(): number } };
+    const figures = await runInDurableObject(indexOf("repl-rows"), async (index: BucketIndex, state) => {
+      const i = index as unknown as Internals;
+      const sql = state.storage.sql;
+      const key = (n: number) => `k${String(n).padStart(5, "0")}`;
+      for (let n = 0; n < 5000; n++)
+        sql.exec("INSERT INTO objects (key, size, etag, last_modified, manifest, version_id) VALUES (?, 1, 'e', 0, x'00', ?)", key(n), `v${n}`);
+      // Rows of other keys: webhooks' in the outbox, old dead letters.
+      for (let n = 0; n < 2500; n++) {
+        sql.exec(
+          "INSERT INTO outbox (target, config_id, event, key, version_id, time, next_at) VALUES ('webhook:w', 'c', 'ObjectCreated:Put', ?, 'x', 0, 9e15)",
+          `o${n}`,
+        );
+        sql.exec(
+          "INSERT INTO outbox_dead (seq, target, config_id, event, key, version_id, time, attempts, failed_at) VALUES (?, 'replica:offsite/b', 'c', 'ObjectCreated:Put', ?, 'x', 0, 1, 0)",
+          1e6 + n,
+          `d${n}`,
+        );
+      }
+      // 400 keys FAILED with their dead letter kept (the admin retry sends them): skipped.
+      for (let n = 4000; n < 4400; n++) {
+        sql.exec("INSERT INTO replication_status (key, version_id, status) VALUES (?, ?, 'FAILED')", key(n), `v${n}`);
+        sql.exec(
+          "INSERT INTO outbox_dead (seq, target, config_id, event, key, version_id, time, attempts, failed_at) VALUES (?, 'replica:offsite/b', 'r', 'ObjectCreated:Put', ?, ?, 0, 30, 0)",
+          2e6 + n,
+          key(n),
+          `v${n}`,
+        );
+      }
+      const exec = sql.exec.bind(sql);
+      const measure = <T>(run: () => T): { result: T; rowsRead: number } => {
+        const cursors: { readonly rowsRead: number }[] = [];
+        sql.exec = <R extends Record<string, SqlStorageValue>>(query: string, ...args: unknown[]) => {
+          const cursor = exec<R>(query, ...args);
+          cursors.push(cursor);
+          return cursor;
+        };
+        try {
+          const result = state.storage.transactionSync(run);
+          return { result, rowsRead: cursors.reduce((n, c) => n + c.rowsRead, 0) };
+        } finally {
+          sql.exec = exec;
+        }
+      };
+      i.replication.setConfiguration(rules);
+      i.outbox.count();
+      // From key 3,999: 400 FAILED keys skipped, then 500 queued (the batch), 1,100 keys in all.
+      sql.exec("UPDATE replication_walk SET after = ?", key(3999));
+      const failed = measure(() => i.replication.walkStep(i.outbox as never, 100_000));
+      // Near the end: the last 100 keys.
+      sql.exec("UPDATE replication_walk SET after = ?", key(4899));
+      const end = measure(() => i.replication.walkStep(i.outbox as never, 100_000));
+      return { failed, end, walk: i.replication.walkStatus() };
+    });
+    expect(figures.failed.result).toMatchObject({ state: "walking", queued: 500 });
+    expect(figures.end.result).toMatchObject({ state: "done", queued: 100 });
+    // Before: a scan from the first key (5,000 rows read for 100), and each FAILED key's look-up a
+    // scan of the outbox and its dead letters (400 × 7,900 rows).
+    expect(figures.end.rowsRead, "near the end").toBeLessThan(1000);
+    expect(figures.failed.rowsRead, "past FAILED keys").toBeLessThan(10 * 900);
+    expect(figures.walk).toMatchObject({ visited: 1000, queued: 600 });
+  });
+
+  it("stops a step at its keys or its manifest bytes, and reads no manifest of a version replicated already", async () => {
+    await makeBuckets("repl-bytes");
+    for (let n = 0; n < 12; n++)
+      await s3ok(`/repl-bytes/t${String(n).padStart(2, "0")}`, {
+        method: "PUT",
+        body: "x",
+        headers: { "x-amz-tagging": n % 3 === 0 ? "class=lead" : "class=gold" },
+      });
+    const rules = [
+      {
+        id: "gold",
+        priority: 1,
+        enabled: true,
+        prefix: "t",
+        deleteMarkers: false,
+        tags: [["class", "gold"]] as [string, string][],
+        and: true,
+        destination: "arn:shardgate:s3:::offsite/b",
+        target: "replica:offsite/b",
+        existing: true,
+      },
+    ];
+    type Internals = { replication: Replication; outbox: { count(): number } };
+    const out = await runInDurableObject(indexOf("repl-bytes"), async (index: BucketIndex, state) => {
+      const i = index as unknown as Internals;
+      const sql = state.storage.sql;
+      // Half the keys COMPLETED already (to this same target): their manifests are never read.
+      sql.exec(
+        "INSERT INTO replication_status (key, version_id, status) SELECT key, version_id, 'COMPLETED' FROM objects WHERE CAST(substr(key, 2) AS INTEGER) % 2 = 1",
+      );
+      const exec = sql.exec.bind(sql);
+      let manifests = 0;
+      sql.exec = <R extends Record<string, SqlStorageValue>>(query: string, ...args: unknown[]) => {
+        if (query.includes("manifest")) manifests++;
+        return exec<R>(query, ...args);
+      };
+      // The target is not new to the configuration (as when only the filter changed).
+      const configure = () => {
+        i.replication.setConfiguration(rules);
+        sql.exec("UPDATE replication_walk SET new_targets = '[]'");
+      };
+      try {
+        configure();
+        const first = state.storage.transactionSync(() => i.replication.walkStep(i.outbox as never, 1000));
+        const firstReads = manifests;
+        // Again from the first key, one manifest byte per run: one manifest decoded per step.
+        configure();
+        sql.exec("DELETE FROM outbox");
+        sql.exec("DELETE FROM replication_status WHERE status = 'PENDING'");
+        manifests = 0;
+        const steps = [];
+        for (let n = 0; n < 8; n++) steps.push(state.storage.transactionSync(() => i.replication.walkStep(i.outbox as never, 1000, 500, Date.now(), 1)).state);
+        return { first, firstReads, steps, secondReads: manifests, walk: i.replication.walkStatus() };
+      } finally {
+        sql.exec = exec;
+      }
+    });
+    // Six keys not replicated: t00, t06 lead; t02, t04, t08, t10 gold.
+    expect(out.first).toMatchObject({ state: "done", queued: 4 });
+    expect(out.firstReads).toBe(6);
+    // Six manifests, one a step (the step stops before the next key); the seventh reaches the end.
+    expect(out.steps).toEqual(["walking", "walking", "walking", "walking", "walking", "walking", "done", "done"]);
+    expect(out.secondReads).toBe(6);
+    expect(out.walk).toMatchObject({ state: "done", visited: 12, queued: 4, runs: 7 });
+  });
+
+  it("queues nothing past the cap for webhooks' rows, which do not count against the walk's share", async () => {
+    await makeBuckets("repl-share");
+    await Promise.all(Array.from({ length: 20 }, (_, i) => s3ok(`/repl-share/k${String(i).padStart(2, "0")}`, { method: "PUT", body: "x" })));
+    const rules = [
+      {
+        id: "r",
+        priority: 1,
+        enabled: true,
+        prefix: "",
+        deleteMarkers: false,
+        destination: "arn:shardgate:s3:::offsite/b",
+        target: "replica:offsite/b",
+        existing: true,
+      },
+    ];
+    type Internals = { replication: Replication; outbox: { count(): number; forget(): void } };
+    const steps = await runInDurableObject(indexOf("repl-share"), async (index: BucketIndex, state) => {
+      const i = index as unknown as Internals;
+      const sql = state.storage.sql;
+      // 95 rows to a webhook that is down, of a cap of 100.
+      for (let n = 0; n < 95; n++)
+        sql.exec(
+          "INSERT INTO outbox (target, config_id, event, key, version_id, time, next_at) VALUES ('webhook:w', 'c', 'ObjectCreated:Put', ?, 'x', 0, 9e15)",
+          `o${n}`,
+        );
+      i.outbox.forget();
+      i.replication.setConfiguration(rules);
+      const step = () => state.storage.transactionSync(() => ({ ...i.replication.walkStep(i.outbox as never, 100, 10), outbox: i.outbox.count() }));
+      const out = [step(), step()];
+      sql.exec("DELETE FROM outbox WHERE target = 'webhook:w'");
+      i.outbox.forget();
+      out.push(step(), step());
+      return out;
+    });
+    expect(steps).toEqual([
+      { state: "waiting", queued: 5, waitMs: 1000, outbox: 100 },
+      { state: "waiting", queued: 0, waitMs: 2000, outbox: 100 },
+      { state: "walking", queued: 10, waitMs: 0, outbox: 15 },
+      { state: "done", queued: 5, waitMs: 0, outbox: 20 },
+    ]);
+    expect(await sqlCount("repl-share", "SELECT COUNT(*) AS n FROM replication_status WHERE status = 'FAILED'")).toBe(0);
+  });
+
+  it("backs off its waiting poll from 1 s to a minute (the delay the alarm waits), reset when it walks", async () => {
+    await makeBuckets("repl-backoff");
+    await s3ok("/repl-backoff/a", { method: "PUT", body: "x" });
+    await s3ok("/repl-backoff/b", { method: "PUT", body: "x" });
+    const rules = [
+      {
+        id: "r",
+        priority: 1,
+        enabled: true,
+        prefix: "",
+        deleteMarkers: false,
+        destination: "arn:shardgate:s3:::offsite/b",
+        target: "replica:offsite/b",
+        existing: true,
+      },
+    ];
+    type Internals = { replication: Replication; outbox: Parameters<Replication["walkStep"]>[0] };
+    const waits = await runInDurableObject(indexOf("repl-backoff"), async (index: BucketIndex, state) => {
+      const i = index as unknown as Internals;
+      i.replication.setConfiguration(rules);
+      // A cap of 1: the first version fills it, the walk then waits.
+      const out: number[] = [];
+      for (let n = 0; n < 9; n++) out.push(state.storage.transactionSync(() => i.replication.walkStep(i.outbox, 1, 10)).waitMs);
+      return out;
+    });
+    expect(waits).toEqual([1000, 2000, 4000, 8000, 16000, 32000, 60000, 60000, 60000]);
+    expect((await walkOf("repl-backoff")).existingObjects).toMatchObject({ state: "walking", waitMs: 60000, queued: 1 });
+  });
+
+  it("sends the versions already replicated elsewhere to a destination the configuration adds, never twice to the old one", async () => {
+    await makeBuckets("repl-add", "repl-add-a", "repl-add-b");
+    expect((await putConf("repl-add", doc([{ id: "a", priority: 1, dest: "arn:aws:s3:::repl-add-a" }]))).status).toBe(200);
+    await s3ok("/repl-add/one", { method: "PUT", body: "one" });
+    expect(await settled("/repl-add/one")).toBe("COMPLETED");
+    const both = doc([
+      { id: "a", priority: 1, dest: "arn:aws:s3:::repl-add-a", extra: EXISTING },
+      { id: "b", priority: 2, dest: "arn:aws:s3:::repl-add-b", extra: EXISTING },
+    ]);
+    expect((await putConf("repl-add", both)).status).toBe(200);
+    await expect.poll(async () => (await walkOf("repl-add")).existingObjects?.state, { timeout: 20_000 }).toBe("done");
+    expect(await settled("/repl-add/one")).toBe("COMPLETED");
+    expect(await (await s3ok("/repl-add-b/one")).text()).toBe("one");
+    const versionsAt = async (b: string) => ((await (await s3ok(`/${b}?versions`)).text()).match(/<Version>/g) ?? []).length;
+    expect(await versionsAt("repl-add-a")).toBe(1);
+    expect(await versionsAt("repl-add-b")).toBe(1);
+    expect((await walkOf("repl-add")).existingObjects).toMatchObject({ visited: 1, queued: 1, newTargets: ["replica:/repl-add-b"] });
+    // The same configuration again: neither is new, nothing is sent.
+    expect((await putConf("repl-add", both)).status).toBe(200);
+    await expect.poll(async () => (await walkOf("repl-add")).existingObjects?.state, { timeout: 20_000 }).toBe("done");
+    expect((await walkOf("repl-add")).existingObjects).toMatchObject({ generation: 2, visited: 1, queued: 0, newTargets: [] });
+    expect(await versionsAt("repl-add-a")).toBe(1);
+    expect(await versionsAt("repl-add-b")).toBe(1);
+  });
+
+  it("passes over the null versions of a bucket that has just turned versioning on, and says so", async () => {
+    await s3ok("/repl-null", { method: "PUT" });
+    await makeBuckets("repl-null-dst");
+    for (const k of ["a", "b", "c"]) await s3ok(`/repl-null/${k}`, { method: "PUT", body: k });
+    await versioned("repl-null");
+    await s3ok("/repl-null/d", { method: "PUT", body: "d" });
+    expect((await putConf("repl-null", doc([{ id: "all", priority: 1, dest: "arn:aws:s3:::repl-null-dst", extra: EXISTING }]))).status).toBe(200);
+    await expect.poll(async () => (await walkOf("repl-null")).existingObjects?.state, { timeout: 20_000 }).toBe("done");
+    expect((await walkOf("repl-null")).existingObjects).toMatchObject({ visited: 4, queued: 1, skippedNullVersions: 3 });
+    const admin = await (await s3ok("/_shardgate/admin/buckets/repl-null/notifications")).json<{ replication: { existingObjects: WalkState } }>();
+    expect(admin.replication.existingObjects).toMatchObject({ skippedNullVersions: 3 });
   });
 
   it("replicates every one of 1,200 objects already in a bucket, at most 500 queued per alarm run", { timeout: 180_000 }, async () => {

@@ -19,7 +19,7 @@ import { type LifecycleCounts, lifecycleStep } from "./lifecycle-rules";
 import * as listing from "./listing";
 import type { CreatedBy, NotificationRule } from "./notification-rules";
 import { type ObjectEvent, Outbox, type OutboxRow, retryPolicy } from "./outbox";
-import { REPLICA_PREFIX, Replication, type ReplicationRule } from "./replication-rules";
+import { REPLICA_PREFIX, Replication, type ReplicationRule, WALK_WAIT_MAX_MS, type WalkStep } from "./replication-rules";
 import type { LockConfig } from "./object-lock";
 import * as objects from "./object-records";
 import { migrate } from "./schema";
@@ -297,14 +297,15 @@ export class BucketIndex extends DurableObject {
    */
   override async alarm(): Promise<void> {
     this.ctx.storage.transactionSync(() => stored.addGarbage(this.sql, uploads.abortStale(this.sql, Date.now()), Date.now()));
-    const walk = this.walkReplication();
+    const { state: walk, waitMs } = this.walkReplication();
     const tried = await this.deliverEvents();
     let next = this.outbox.nextDue();
     // Replication's uploads left behind at remotes wake it too, when their abort is due.
     const aborts = this.replication.nextUploadAbort();
     if (aborts !== null) next = Math.min(next ?? aborts, aborts);
-    // A walk of existing objects not done goes on: at once, or after a second while the outbox is full.
-    if (walk === "walking" || walk === "waiting") next = Math.min(next ?? Number.MAX_SAFE_INTEGER, Date.now() + (walk === "walking" ? 0 : 1000));
+    // A walk of existing objects not done goes on: at once, or while the outbox is full after a
+    // second, doubling to a minute while it queues nothing.
+    if (walk === "walking" || walk === "waiting") next = Math.min(next ?? Number.MAX_SAFE_INTEGER, Date.now() + (walk === "walking" ? 0 : waitMs));
     // A run that could try nothing (every due row behind another) waits a second rather than spin.
     if (next !== null) await this.ctx.storage.setAlarm(Math.max(next, Date.now() + (tried || walk === "walking" ? 0 : 1000)));
     await this.scheduleStaleUploadCheck();
@@ -407,18 +408,22 @@ export class BucketIndex extends DurableObject {
    * One bounded step of the walk of existing objects (Replication.walkStep), in its own
    * transaction: its state after it. Never throws (a failed step is logged and tried next run).
    */
-  protected walkReplication(batch?: number): "none" | "walking" | "waiting" | "done" {
+  protected walkReplication(batch?: number): { state: WalkStep["state"]; waitMs: number } {
     try {
       const step = this.ctx.storage.transactionSync(() => this.replication.walkStep(this.outbox, retryPolicy(this.env).cap, batch));
       if (step.queued > 0) metrics.add("shardgate_replication_versions_total", step.queued, { result: "queued" });
-      return step.state;
+      this.walkFailedMs = 0;
+      return step;
     } catch (e) {
       this.outbox.forget();
       this.replication.forget();
       console.error(JSON.stringify({ replicationWalk: { error: e instanceof Error ? e.message : String(e) } }));
-      return "waiting";
+      // A step that fails (rolled back) is tried again after a second, doubling to a minute.
+      this.walkFailedMs = Math.min(WALK_WAIT_MAX_MS, this.walkFailedMs === 0 ? 1000 : this.walkFailedMs * 2);
+      return { state: "waiting", waitMs: this.walkFailedMs };
     }
   }
+  private walkFailedMs = 0;
 
   /**
    * Runs a write's transaction (`run`, which may notify), then settles what it queued: counted, and

@@ -3,9 +3,15 @@
 // the bucket row meta/bucket-settings.ts, objects and versions meta/versions.ts, uploads
 // meta/uploads.ts, the heal queue meta/heal-queue.ts, garbage meta/stored-parts.ts, the browser
 // path's sessions meta/direct-sessions.ts.
-import { OUTBOX_SCHEMA } from "./outbox";
+import { OUTBOX_SCHEMA, OUTBOX_VERSION_SCHEMA } from "./outbox";
 import { PENDING_SCHEMA, QUOTA_SCHEMA } from "./quota";
-import { REPLICATION_SCHEMA, REPLICATION_UPLOAD_RETRY_SCHEMA, REPLICATION_UPLOADS_SCHEMA, REPLICATION_WALK_SCHEMA } from "./replication-rules";
+import {
+  REPLICATION_SCHEMA,
+  REPLICATION_UPLOAD_RETRY_SCHEMA,
+  REPLICATION_UPLOADS_SCHEMA,
+  REPLICATION_WALK_SCHEMA,
+  REPLICATION_WALK_TARGETS_SCHEMA,
+} from "./replication-rules";
 import { UPLOADS_SCHEMA } from "./uploads";
 import { VERSIONS_SCHEMA } from "./versions";
 
@@ -94,4 +100,9 @@ export const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
   REPLICATION_WALK_SCHEMA,
   // Replication's uploads left behind: when each abort is tried again, and how often it was.
   REPLICATION_UPLOAD_RETRY_SCHEMA,
+  // The outbox's rows found by key and version (the walk of existing objects asks per key).
+  OUTBOX_VERSION_SCHEMA,
+  // The walk of existing objects: the targets new to its configuration, its waiting poll's delay,
+  // the null versions it passed over.
+  REPLICATION_WALK_TARGETS_SCHEMA,
 ];

@@ -49,6 +49,22 @@ export const OUTBOX_SCHEMA: readonly string[] = [
   "CREATE TABLE outbox_stats (id INTEGER PRIMARY KEY CHECK (id = 1), dropped INTEGER NOT NULL)",
 ];
 
+/**
+ * A version's rows, found by key and version (Outbox.waiting, Outbox.holds: replication's walk of
+ * existing objects asks per key): an index search, not a scan of the outbox and its dead letters.
+ */
+export const OUTBOX_VERSION_SCHEMA: readonly string[] = [
+  "CREATE INDEX outbox_by_version ON outbox (key, version_id)",
+  "CREATE INDEX outbox_dead_by_version ON outbox_dead (key, version_id)",
+];
+
+/** Whether a row of `table` for version `versionId` of `key` has a target starting with `prefix`. */
+export const waitingQuery = (table: "outbox" | "outbox_dead") => `SELECT 1 FROM ${table} WHERE key = ? AND version_id = ? AND substr(target, 1, ?) = ? LIMIT 1`;
+/** Whether a row of `table` for version `versionId` of `key` goes to `target`. */
+export const holdsQuery = (table: "outbox" | "outbox_dead") => `SELECT 1 FROM ${table} WHERE key = ? AND version_id = ? AND target = ? LIMIT 1`;
+/** Rows in the outbox whose target lies in [from, to): a range of its index by target. */
+export const PENDING_OF_QUERY = "SELECT COUNT(*) AS n FROM outbox WHERE target >= ? AND target < ?";
+
 /** What happened to an object: the event, and what it names. */
 export interface ObjectEvent {
   event: EventName;
@@ -226,12 +242,30 @@ export class Outbox {
     return { pending: count("outbox"), dead: count("outbox_dead") };
   }
 
+  /**
+   * Rows waiting (not the dead letters) whose target starts with `prefix` (not empty), counted over
+   * the index by target: only those rows are read.
+   */
+  pendingOf(prefix: string): number {
+    const end = prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
+    return this.sql.exec<{ n: number }>(PENDING_OF_QUERY, prefix, end).one().n;
+  }
+
+  /** Rows the outbox takes before its cap (its count remembered, as `enqueue` keeps it). */
+  free(cap: number): number {
+    this.pending ??= this.count();
+    return cap - this.pending;
+  }
+
   /** Whether a row for version `versionId` of `key` with a target starting with `prefix` still waits, or was given up. */
   waiting(key: string, versionId: string, prefix: string): boolean {
-    const one = (table: string) =>
-      this.sql
-        .exec(`SELECT 1 FROM ${table} WHERE key = ? AND version_id = ? AND substr(target, 1, ?) = ? LIMIT 1`, key, versionId, prefix.length, prefix)
-        .toArray().length > 0;
+    const one = (table: "outbox" | "outbox_dead") => this.sql.exec(waitingQuery(table), key, versionId, prefix.length, prefix).toArray().length > 0;
+    return one("outbox") || one("outbox_dead");
+  }
+
+  /** Whether a row for version `versionId` of `key` to `target` still waits, or was given up. */
+  holds(target: string, key: string, versionId: string): boolean {
+    const one = (table: "outbox" | "outbox_dead") => this.sql.exec(holdsQuery(table), key, versionId, target).toArray().length > 0;
     return one("outbox") || one("outbox_dead");
   }
 

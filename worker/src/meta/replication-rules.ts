@@ -13,9 +13,12 @@
 // ExistingObjectReplication Enabled also replicates the versions already in the bucket: setting
 // the configuration starts a walk of the bucket's current objects (replication_walk, its cursor the
 // next key), which the index's alarm advances a bounded step at a time (walkStep: at most
-// WALK_BATCH versions queued and WALK_VISITS keys read per run, never past WALK_FILL of the
-// outbox's cap: it waits for the next run rather than drop); a new configuration restarts it, none
-// cancels it.
+// WALK_BATCH versions queued, WALK_VISITS keys read and WALK_MANIFEST_BYTES of manifests decoded
+// per run, never past WALK_FILL of the outbox's cap in replication's rows: it waits, polling less
+// and less often, rather than drop); a new configuration restarts it, and one without it
+// (DeleteBucketReplication too) cancels it. A status is per version, not per destination: a
+// destination the configuration adds (the walk's new targets) gets the versions already
+// replicated elsewhere too.
 import { core } from "../core";
 import type { ObjectEvent, Outbox, RetryPolicy } from "./outbox";
 import { LOCAL_ARN_PREFIX, REMOTE_ARN_PREFIX } from "../shared/arns";
@@ -74,12 +77,40 @@ export const REPLICATION_WALK_SCHEMA: readonly string[] = [
    )`,
 ];
 
+/**
+ * The walk's targets new to its configuration (JSON array: those the configuration before it did
+ * not replicate to, which get versions already replicated elsewhere), the delay of its waiting
+ * poll (ms; 0 while it walks) and the null versions it passed over (nothing to replicate).
+ */
+export const REPLICATION_WALK_TARGETS_SCHEMA: readonly string[] = [
+  "ALTER TABLE replication_walk ADD COLUMN new_targets TEXT NOT NULL DEFAULT '[]'",
+  "ALTER TABLE replication_walk ADD COLUMN wait_ms INTEGER NOT NULL DEFAULT 0",
+  "ALTER TABLE replication_walk ADD COLUMN skipped_null INTEGER NOT NULL DEFAULT 0",
+];
+
 /** Versions one run of the walk queues at most. */
 export const WALK_BATCH = 500;
-/** Keys one run of the walk reads at most (most may match no rule). */
+/** Keys one run of the walk reads at most, queued or skipped (most may match no rule). */
 const WALK_VISITS = 2000;
-/** The share of the outbox's cap the walk fills at most: the rest stays for new writes. */
+/** Manifest bytes one run of the walk decodes at most (for tag filters), the last one aside. */
+export const WALK_MANIFEST_BYTES = 8 * 1024 * 1024;
+/** The share of the outbox's cap the walk fills at most with replication's rows: the rest stays for new writes. */
 const WALK_FILL = 0.9;
+/** The waiting walk's poll: after a second, doubling to a minute while it queues nothing. */
+const WALK_WAIT_FIRST_MS = 1000;
+export const WALK_WAIT_MAX_MS = 60_000;
+/**
+ * The walk's read of the next keys: a search of the primary key from the cursor ('' before the
+ * first key: a key is never empty), never a scan from the bucket's first key.
+ */
+export const WALK_KEYS_QUERY = "SELECT key, version_id, size, etag FROM objects WHERE key > ? ORDER BY key LIMIT ?";
+
+/** The state of the walk after a step, and how long its waiting poll waits (ms; 0 unless waiting). */
+export interface WalkStep {
+  state: "none" | "walking" | "waiting" | "done";
+  queued: number;
+  waitMs: number;
+}
 
 /** A multipart upload replication began at a remote target ("replica:TARGET/BUCKET"). */
 export interface RemoteUpload {
@@ -200,6 +231,15 @@ export class Replication {
    * is cancelled otherwise; whether one starts.
    */
   setConfiguration(rules: readonly ReplicationRule[] | null, now = Date.now()): boolean {
+    // The targets the configuration before replicated to (an enabled rule's); new ones are the others.
+    const before = new Set(
+      this.configuration()
+        .filter((r) => r.enabled)
+        .map((r) => r.target),
+    );
+    // A walk cut short keeps the targets new to it that it had not walked to the end.
+    const cut = this.sql.exec<{ t: string; done: number | null }>("SELECT new_targets AS t, done FROM replication_walk WHERE id = 1").toArray()[0];
+    const unfinished = new Set(cut && cut.done === null ? (JSON.parse(cut.t) as string[]) : []);
     this.rules = undefined;
     if (!rules || rules.length === 0) this.sql.exec("DELETE FROM replication_config");
     else this.sql.exec("INSERT OR REPLACE INTO replication_config (id, rules) VALUES (1, ?)", JSON.stringify(rules));
@@ -209,7 +249,15 @@ export class Replication {
       return false;
     }
     const generation = this.sql.exec<{ g: number | null }>("SELECT MAX(generation) AS g FROM replication_walk").one().g ?? 0;
-    this.sql.exec("INSERT OR REPLACE INTO replication_walk (id, generation, after, started) VALUES (1, ?, NULL, ?)", generation + 1, now);
+    const fresh = [...new Set((rules ?? []).filter((r) => r.enabled && r.existing === true).map((r) => r.target))].filter(
+      (t) => !before.has(t) || unfinished.has(t),
+    );
+    this.sql.exec(
+      "INSERT OR REPLACE INTO replication_walk (id, generation, after, started, new_targets) VALUES (1, ?, NULL, ?, ?)",
+      generation + 1,
+      now,
+      JSON.stringify(fresh.sort()),
+    );
     return true;
   }
 
@@ -270,77 +318,122 @@ export class Replication {
 
   /**
    * One bounded step of the walk of existing objects, in the caller's transaction: from its cursor,
-   * in key order, each current object (the null version aside: it has no version id to replicate)
-   * that a rule with ExistingObjectReplication Enabled takes (the rule of highest priority for its
-   * destination, as for a new write) is queued and PENDING, unless it is a REPLICA, already PENDING
-   * or COMPLETED, or FAILED with its dead letter kept (the admin retry sends that one again). At
-   * most `batch` versions queued and WALK_VISITS keys read; none queued past WALK_FILL of `cap`
-   * (the step stops before that key: "waiting"). "none": no walk; "done": it has ended.
+   * in key order, each current object that a rule with ExistingObjectReplication Enabled takes (the
+   * rule of highest priority for its destination, as for a new write) is queued and PENDING, for
+   * every destination when it was never replicated (or FAILED with no dead letter kept), and
+   * otherwise (PENDING, COMPLETED, FAILED with its dead letter kept, which the admin retry sends)
+   * only for a destination new to the configuration without a row for it already; a REPLICA never.
+   * A null version is passed over and counted: it has no version id to replicate. Its status is
+   * read before its manifest (for tag filters) is. At most `batch` versions queued, WALK_VISITS keys
+   * read (skipped ones too) and `manifestBytes` decoded (the last manifest aside); none queued past
+   * WALK_FILL of `cap` in replication's rows (webhooks' are not the walk's) nor past `cap` itself
+   * (the step stops before that key: "waiting", and waits longer each time it queues nothing).
+   * "none": no walk; "done": it has ended.
    */
-  walkStep(outbox: Outbox, cap: number, batch = WALK_BATCH, now = Date.now()): { state: "none" | "walking" | "waiting" | "done"; queued: number } {
-    const walk = this.sql.exec<{ after: string | null; done: number | null }>("SELECT after, done FROM replication_walk WHERE id = 1").toArray()[0];
-    if (!walk) return { state: "none", queued: 0 };
-    if (walk.done !== null) return { state: "done", queued: 0 };
+  walkStep(outbox: Outbox, cap: number, batch = WALK_BATCH, now = Date.now(), manifestBytes = WALK_MANIFEST_BYTES): WalkStep {
+    const walk = this.sql
+      .exec<{ after: string | null; done: number | null; new_targets: string; wait_ms: number }>(
+        "SELECT after, done, new_targets, wait_ms FROM replication_walk WHERE id = 1",
+      )
+      .toArray()[0];
+    if (!walk) return { state: "none", queued: 0, waitMs: 0 };
+    if (walk.done !== null) return { state: "done", queued: 0, waitMs: 0 };
     const rules = this.configuration();
+    const existing = rules.filter((r) => r.enabled && r.existing === true);
+    const fresh = new Set(JSON.parse(walk.new_targets) as string[]);
     const limit = Math.floor(cap * WALK_FILL);
-    let pending = outbox.count();
+    let pending = outbox.pendingOf(REPLICA_PREFIX);
     let queued = 0;
     let visited = 0;
+    let skippedNull = 0;
     let after = walk.after;
+    const decoded = { bytes: 0 };
     let state: "walking" | "waiting" | "done" = "walking";
-    const keys = this.sql
-      .exec<{ key: string; version_id: string | null; size: number; etag: string }>(
-        "SELECT key, version_id, size, etag FROM objects WHERE ? IS NULL OR key > ? ORDER BY key LIMIT ?",
-        after,
-        after,
-        WALK_VISITS,
-      )
-      .toArray();
-    if (keys.length < WALK_VISITS) state = "done";
-    for (const row of keys) {
-      if (queued >= batch) {
-        state = "walking";
-        break;
+    // (An outbox without replication's rows takes a version whatever the share: a tiny cap never stalls the walk.)
+    if (pending > 0 && pending >= limit) state = "waiting";
+    else {
+      let read = 0;
+      let stopped = false;
+      const keys = this.sql.exec<{ key: string; version_id: string | null; size: number; etag: string }>(WALK_KEYS_QUERY, after ?? "", WALK_VISITS);
+      for (const row of keys) {
+        read++;
+        if (queued >= batch || decoded.bytes >= manifestBytes) {
+          stopped = true;
+          break;
+        }
+        if (row.version_id !== null) {
+          const take = this.walkRules(rules, fresh, row.key, row.version_id, outbox, decoded);
+          // Past the walk's share of replication's rows, or past the cap itself (webhooks' rows count there: it waits rather than drop).
+          const free = take.length > 0 ? outbox.free(cap) : cap;
+          if (take.length > 0 && ((pending > 0 && pending + take.length > limit) || (free < take.length && free < cap))) {
+            state = "waiting";
+            stopped = true;
+            break;
+          }
+          if (take.length > 0) {
+            const e: ObjectEvent = { event: "ObjectCreated:Put", key: row.key, versionId: row.version_id, size: row.size, etag: row.etag, time: now };
+            const written = take.filter((rule) => outbox.enqueue(rule.target, rule.id, e, cap)).length;
+            // Only a cap smaller than a version's destinations drops one here: FAILED, as for a new write.
+            this.setStatus(row.key, row.version_id, written < take.length ? "FAILED" : "PENDING", written < take.length ? "the outbox was full" : null);
+            pending += written;
+            queued++;
+          }
+        } else if (existing.some((r) => row.key.startsWith(r.prefix))) skippedNull++;
+        visited++;
+        after = row.key;
       }
-      const take = row.version_id === null ? [] : this.walkRules(rules, row.key, row.version_id, outbox);
-      // (An empty outbox takes a version whatever the share: a tiny cap never stalls the walk.)
-      if (pending > 0 && pending + take.length > limit) {
-        state = "waiting";
-        break;
-      }
-      if (take.length > 0) {
-        const e: ObjectEvent = { event: "ObjectCreated:Put", key: row.key, versionId: row.version_id, size: row.size, etag: row.etag, time: now };
-        const written = take.filter((rule) => outbox.enqueue(rule.target, rule.id, e, cap)).length;
-        // Only a cap smaller than a version's destinations drops one here: FAILED, as for a new write.
-        this.setStatus(row.key, row.version_id as string, written < take.length ? "FAILED" : "PENDING", written < take.length ? "the outbox was full" : null);
-        pending += written;
-        queued++;
-      }
-      visited++;
-      after = row.key;
+      if (!stopped && read < WALK_VISITS) state = "done";
     }
+    // Waiting: the poll waits a second, then twice as long each run that queued nothing, up to a minute.
+    const waitMs = state !== "waiting" ? 0 : queued > 0 || walk.wait_ms === 0 ? WALK_WAIT_FIRST_MS : Math.min(WALK_WAIT_MAX_MS, walk.wait_ms * 2);
     this.sql.exec(
       `UPDATE replication_walk SET after = ?, visited = visited + ?, queued = queued + ?, runs = runs + 1,
-         largest_run = MAX(largest_run, ?), waits = waits + ?, done = ? WHERE id = 1`,
+         largest_run = MAX(largest_run, ?), waits = waits + ?, done = ?, wait_ms = ?, skipped_null = skipped_null + ? WHERE id = 1`,
       after,
       visited,
       queued,
       queued,
       state === "waiting" ? 1 : 0,
       state === "done" ? now : null,
+      waitMs,
+      skippedNull,
     );
-    return { state, queued };
+    return { state, queued, waitMs };
   }
 
-  /** The rules the walk queues version `versionId` of `key` for: none when it was replicated or is waiting. */
-  private walkRules(rules: readonly ReplicationRule[], key: string, versionId: string, outbox: Outbox): ReplicationRule[] {
-    const manifest = () => this.sql.exec<{ m: ArrayBuffer }>("SELECT manifest AS m FROM objects WHERE key = ?", key).one().m;
-    const take = rulesFor(rules, key, false, () => tagsOfManifest(new Uint8Array(manifest()))).filter((r) => r.existing === true);
-    if (take.length === 0) return take;
+  /**
+   * The rules the walk queues version `versionId` of `key` for: its status first (no manifest read
+   * for a version that goes nowhere), then the rules, its manifest decoded (its bytes counted in
+   * `decoded`) only when a rule that may take it filters by tags.
+   */
+  private walkRules(
+    rules: readonly ReplicationRule[],
+    fresh: ReadonlySet<string>,
+    key: string,
+    versionId: string,
+    outbox: Outbox,
+    decoded: { bytes: number },
+  ): ReplicationRule[] {
+    const candidates = rules.filter((r) => r.enabled && key.startsWith(r.prefix));
+    if (!candidates.some((r) => r.existing === true)) return [];
     const status = this.statusOf(key, versionId);
-    if (status === "REPLICA" || status === "PENDING" || status === "COMPLETED") return [];
-    if (status === "FAILED" && outbox.waiting(key, versionId, REPLICA_PREFIX)) return [];
-    return take;
+    if (status === "REPLICA") return [];
+    // Replicated (or on its way) already: only to a target new to the configuration, with no row for it yet.
+    const replicated = status === "PENDING" || status === "COMPLETED" || (status === "FAILED" && outbox.waiting(key, versionId, REPLICA_PREFIX));
+    const open = new Map<string, boolean>();
+    const goes = (target: string) => {
+      let ok = open.get(target);
+      if (ok === undefined) open.set(target, (ok = !replicated || (fresh.has(target) && !outbox.holds(target, key, versionId))));
+      return ok;
+    };
+    const allowed = candidates.filter((r) => goes(r.target));
+    if (!allowed.some((r) => r.existing === true)) return [];
+    const tagsOf = () => {
+      const m = new Uint8Array(this.sql.exec<{ m: ArrayBuffer }>("SELECT manifest AS m FROM objects WHERE key = ?", key).one().m);
+      decoded.bytes += m.byteLength;
+      return tagsOfManifest(m);
+    };
+    return rulesFor(allowed, key, false, tagsOf).filter((r) => r.existing === true);
   }
 
   /** The walk of existing objects: null when there is none (or it was cancelled). */
@@ -355,6 +448,9 @@ export class Replication {
     runs: number;
     largestRun: number;
     waits: number;
+    waitMs: number;
+    newTargets: string[];
+    skippedNullVersions: number;
   } | null {
     const row = this.sql
       .exec<{
@@ -367,7 +463,12 @@ export class Replication {
         largest_run: number;
         waits: number;
         done: number | null;
-      }>("SELECT generation, after, started, visited, queued, runs, largest_run, waits, done FROM replication_walk WHERE id = 1")
+        wait_ms: number;
+        new_targets: string;
+        skipped_null: number;
+      }>(
+        "SELECT generation, after, started, visited, queued, runs, largest_run, waits, done, wait_ms, new_targets, skipped_null FROM replication_walk WHERE id = 1",
+      )
       .toArray()[0];
     if (!row) return null;
     return {
@@ -381,6 +482,9 @@ export class Replication {
       runs: row.runs,
       largestRun: row.largest_run,
       waits: row.waits,
+      waitMs: row.wait_ms,
+      newTargets: JSON.parse(row.new_targets) as string[],
+      skippedNullVersions: row.skipped_null,
     };
   }
 
