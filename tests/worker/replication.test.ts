@@ -539,6 +539,18 @@ describe("tag filters", () => {
   });
 });
 
+/** A stored rule, as the index keeps it: every key to the remote "offsite", existing objects too (walks driven by hand). */
+const OFFSITE_EXISTING = {
+  id: "r",
+  priority: 1,
+  enabled: true,
+  prefix: "",
+  deleteMarkers: false,
+  destination: "arn:shardgate:s3:::offsite/b",
+  target: "replica:offsite/b",
+  existing: true,
+};
+
 describe("ExistingObjectReplication", () => {
   it("replicates the current objects already there that match, never a REPLICA, a noncurrent version or a deleted key; Delete cancels the walk", async () => {
     await makeBuckets("repl-eor-up", "repl-eor", "repl-eor-dst");
@@ -595,18 +607,7 @@ describe("ExistingObjectReplication", () => {
   it("walks a bucket a bounded batch per step, resumes from its cursor, and waits rather than fill the outbox past its share of the cap", async () => {
     await makeBuckets("repl-walk");
     await Promise.all(Array.from({ length: 30 }, (_, i) => s3ok(`/repl-walk/k${String(i).padStart(2, "0")}`, { method: "PUT", body: "x" })));
-    const rules = [
-      {
-        id: "r",
-        priority: 1,
-        enabled: true,
-        prefix: "",
-        deleteMarkers: false,
-        destination: "arn:shardgate:s3:::offsite/b",
-        target: "replica:offsite/b",
-        existing: true,
-      },
-    ];
+    const rules = [OFFSITE_EXISTING];
     // Driven by hand inside the index (no alarm set): the rows go to a target that never answers.
     type Internals = {
       replication: {
@@ -671,18 +672,7 @@ describe("ExistingObjectReplication", () => {
 
   it("reads rows in proportion to a step's keys, not the bucket's: near the end of 5,000 keys, and past 400 FAILED keys among 5,000 outbox rows", async () => {
     await makeBuckets("repl-rows");
-    const rules = [
-      {
-        id: "r",
-        priority: 1,
-        enabled: true,
-        prefix: "",
-        deleteMarkers: false,
-        destination: "arn:shardgate:s3:::offsite/b",
-        target: "replica:offsite/b",
-        existing: true,
-      },
-    ];
+    const rules = [OFFSITE_EXISTING];
     type Internals = { replication: Replication; outbox: { count(): number } };
     const figures = await runInDurableObject(indexOf("repl-rows"), async (index: BucketIndex, state) => {
       const i = index as unknown as Internals;
@@ -815,18 +805,7 @@ describe("ExistingObjectReplication", () => {
   it("queues nothing past the cap for webhooks' rows, which do not count against the walk's share", async () => {
     await makeBuckets("repl-share");
     await Promise.all(Array.from({ length: 20 }, (_, i) => s3ok(`/repl-share/k${String(i).padStart(2, "0")}`, { method: "PUT", body: "x" })));
-    const rules = [
-      {
-        id: "r",
-        priority: 1,
-        enabled: true,
-        prefix: "",
-        deleteMarkers: false,
-        destination: "arn:shardgate:s3:::offsite/b",
-        target: "replica:offsite/b",
-        existing: true,
-      },
-    ];
+    const rules = [OFFSITE_EXISTING];
     type Internals = { replication: Replication; outbox: { count(): number; forget(): void } };
     const steps = await runInDurableObject(indexOf("repl-share"), async (index: BucketIndex, state) => {
       const i = index as unknown as Internals;
@@ -859,18 +838,7 @@ describe("ExistingObjectReplication", () => {
     await makeBuckets("repl-backoff");
     await s3ok("/repl-backoff/a", { method: "PUT", body: "x" });
     await s3ok("/repl-backoff/b", { method: "PUT", body: "x" });
-    const rules = [
-      {
-        id: "r",
-        priority: 1,
-        enabled: true,
-        prefix: "",
-        deleteMarkers: false,
-        destination: "arn:shardgate:s3:::offsite/b",
-        target: "replica:offsite/b",
-        existing: true,
-      },
-    ];
+    const rules = [OFFSITE_EXISTING];
     type Internals = { replication: Replication; outbox: Parameters<Replication["walkStep"]>[0] };
     const waits = await runInDurableObject(indexOf("repl-backoff"), async (index: BucketIndex, state) => {
       const i = index as unknown as Internals;
