@@ -215,8 +215,6 @@ interface Case {
   insufficient: PolicyAction[] | null;
   /** Headers that make the request need this action (a write that tags or locks). */
   headers?: Record<string, string>;
-  /** No grant gives the action (x-shardgate-replica's): a key with every right is refused it without a policy. */
-  grantless?: boolean;
 }
 
 /** A value for each header that makes a write need another action. */
@@ -226,7 +224,6 @@ const HEADER_VALUES: Record<string, string> = {
   "x-amz-object-lock-retain-until-date": "2099-01-01T00:00:00Z",
   "x-amz-object-lock-legal-hold": "OFF",
   "if-match": "*",
-  "x-shardgate-replica": "true",
 };
 
 function cases(): Case[] {
@@ -248,7 +245,7 @@ function cases(): Case[] {
       const companions = [p.action, ...sourceActions];
       // (A copy's If-Match reads its target as its source is read: s3:GetObject is a companion already.)
       const insufficient = companions.includes(extra.check.action) ? null : companions;
-      out.push({ ...plain, action: extra.check.action, companions, insufficient, headers, ...(extra.check.need === "none" ? { grantless: true } : {}) });
+      out.push({ ...plain, action: extra.check.action, companions, insufficient, headers });
     }
   }
   return out;
@@ -322,18 +319,12 @@ describe("every accepted action × Allow and Deny × every operation mapped to i
         if (without) wrong.push(`${label}: an Allow of ${c.insufficient.join(", ")} without it permitted it: ${without}`);
       }
     }
-    // Without a policy the key holding every right does all of it (each Deny above refused something
-    // permitted), but what no grant gives.
+    // Without a policy the key holding every right does all of it: each Deny above refused something permitted.
     await s3ok(`/${B}?policy`, { method: "DELETE" }, 204);
     for (const c of all) {
-      const control = await check(c, full, c.grantless ? "denied" : "permitted");
-      if (control) wrong.push(`${c.op} ${c.action}: ${c.grantless ? "let through" : "refused"} to a key with every right and no policy: ${control}`);
+      const control = await check(c, full, "permitted");
+      if (control) wrong.push(`${c.op} ${c.action}: refused to a key with every right and no policy: ${control}`);
     }
-    expect(all.filter((c) => c.grantless).map((c) => `${c.op} ${c.action}`)).toEqual([
-      "CompleteMultipartUpload s3:ReplicateObject",
-      "PutObject s3:ReplicateObject",
-      "DeleteObject s3:ReplicateDelete",
-    ]);
     expect(wrong).toEqual([]);
     expect(all.length).toBeGreaterThan(60);
   }, 120_000);

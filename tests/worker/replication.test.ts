@@ -552,6 +552,37 @@ const OFFSITE_EXISTING = {
 };
 
 describe("ExistingObjectReplication", () => {
+  it("sends a destination what it never got (written before its rule stood) when its filter widens or it asks for existing objects only later; never a second copy to one that had it", async () => {
+    const versionsAt = async (b: string) => ((await (await s3ok(`/${b}?versions`)).text()).match(/<Version>/g) ?? []).length;
+    for (const [src, widen] of [
+      ["repl-wid", true],
+      ["repl-late", false],
+    ] as const) {
+      await makeBuckets(src, `${src}-a`, `${src}-b`);
+      const A = `arn:aws:s3:::${src}-a`;
+      const B = `arn:aws:s3:::${src}-b`;
+      // one reaches A alone: B is not configured yet.
+      expect((await putConf(src, doc([{ id: "a", priority: 1, prefix: "", dest: A }]))).status).toBe(200);
+      await s3ok(`/${src}/one`, { method: "PUT", body: "one" });
+      expect(await settled(`/${src}/one`)).toBe("COMPLETED");
+      // B comes (with a narrower prefix, or the same one), without existing objects: one is not sent.
+      const b1 = { id: "b", priority: 2, prefix: widen ? "x/" : "", dest: B };
+      expect((await putConf(src, doc([{ id: "a", priority: 1, prefix: "", dest: A }, b1]))).status).toBe(200);
+      // Then B widened to every key / asking for existing objects now, and A asking too: B gets one, A nothing twice.
+      const both = doc([
+        { id: "a", priority: 1, prefix: "", dest: A, extra: EXISTING },
+        { id: "b", priority: 2, prefix: "", dest: B, extra: EXISTING },
+      ]);
+      expect((await putConf(src, both)).status).toBe(200);
+      await expect.poll(async () => (await walkOf(src)).existingObjects?.state, { timeout: 20_000 }).toBe("done");
+      await expect.poll(async () => (await s3(`/${src}-b/one`)).status, { timeout: 20_000 }).toBe(200);
+      expect(await settled(`/${src}/one`)).toBe("COMPLETED");
+      expect(await versionsAt(`${src}-a`)).toBe(1);
+      expect(await versionsAt(`${src}-b`)).toBe(1);
+      expect((await walkOf(src)).existingObjects).toMatchObject({ visited: 1, queued: 1 });
+    }
+  });
+
   it("replicates the current objects already there that match, never a REPLICA, a noncurrent version or a deleted key; Delete cancels the walk", async () => {
     await makeBuckets("repl-eor-up", "repl-eor", "repl-eor-dst");
     // A replica in the source: written there by another bucket's replication.
@@ -868,7 +899,8 @@ describe("ExistingObjectReplication", () => {
     const versionsAt = async (b: string) => ((await (await s3ok(`/${b}?versions`)).text()).match(/<Version>/g) ?? []).length;
     expect(await versionsAt("repl-add-a")).toBe(1);
     expect(await versionsAt("repl-add-b")).toBe(1);
-    expect((await walkOf("repl-add")).existingObjects).toMatchObject({ visited: 1, queued: 1, newTargets: ["replica:/repl-add-b"] });
+    // Both ask for existing objects for the first time, but A's rule stood when one was written: it went there then.
+    expect((await walkOf("repl-add")).existingObjects).toMatchObject({ visited: 1, queued: 1, newTargets: ["replica:/repl-add-a", "replica:/repl-add-b"] });
     // The same configuration again: neither is new, nothing is sent.
     expect((await putConf("repl-add", both)).status).toBe(200);
     await expect.poll(async () => (await walkOf("repl-add")).existingObjects?.state, { timeout: 20_000 }).toBe("done");
@@ -952,7 +984,7 @@ describe("multipart uploads left behind at a remote", () => {
 });
 
 describe("a write that is another gateway's replica (x-shardgate-replica: true)", () => {
-  it("is REPLICA here and never replicated again, from a principal allowed s3:ReplicateObject / s3:ReplicateDelete (the root key, a policy's Allow; no grant); others are refused, and the header must be signed", async () => {
+  it("is REPLICA here and never replicated again, from the root key alone (no grant, no policy: an owner could write one); others are refused, and the header must be signed", async () => {
     await makeBuckets("repl-mark", "repl-mark-dst");
     expect((await putConf("repl-mark", doc([{ prefix: "", markers: "Enabled", dest: "arn:aws:s3:::repl-mark-dst" }]))).status).toBe(200);
     const mark = { "x-shardgate-replica": "true" };
@@ -987,14 +1019,26 @@ describe("a write that is another gateway's replica (x-shardgate-replica: true)"
     expect((await as("/repl-mark/ok.txt", { method: "PUT", body: "x" })).status).toBe(200);
     await expectError(await s3("/repl-mark/bad.txt"), 404, "NoSuchKey");
     await expectError(await s3("/repl-mark/sneak.txt"), 404, "NoSuchKey");
-    // A policy's Allow of the two actions lets that key mark its writes.
-    const policy = {
+    // Nor does a policy: the actions are not in its language, and the owner's own Allow of s3:* for
+    // itself, or a public s3:* for everyone, gives no mark.
+    const policy = (principal: unknown, action: string) => ({
       Version: "2012-10-17",
-      Statement: [{ Effect: "Allow", Principal: { AWS: key.id }, Action: ["s3:ReplicateObject", "s3:ReplicateDelete"], Resource: "arn:aws:s3:::repl-mark/*" }],
-    };
-    await s3ok("/repl-mark?policy", { method: "PUT", body: JSON.stringify(policy) }, 204);
-    expect((await as("/repl-mark/allowed.txt", { method: "PUT", body: "x", headers: mark })).status).toBe(200);
-    expect((await s3ok("/repl-mark/allowed.txt", { method: "HEAD" })).headers.get("x-amz-replication-status")).toBe("REPLICA");
+      Statement: [{ Effect: "Allow", Principal: principal, Action: action, Resource: "arn:aws:s3:::repl-mark/*" }],
+    });
+    await expectError(
+      await as("/repl-mark?policy", { method: "PUT", body: JSON.stringify(policy({ AWS: key.id }, "s3:ReplicateObject")) }),
+      400,
+      "MalformedPolicy",
+    );
+    expect((await as("/repl-mark?policy", { method: "PUT", body: JSON.stringify(policy({ AWS: key.id }, "s3:*")) })).status).toBe(204);
+    await expectError(await as("/repl-mark/owned.txt", { method: "PUT", body: "x", headers: mark }), 403, "AccessDenied");
+    await s3ok("/repl-mark?policy", { method: "PUT", body: JSON.stringify(policy("*", "s3:*")) }, 204);
+    const anonymous = (path: string, init: RequestInit) => exports.default.fetch(new Request(`${GATEWAY}${path}`, init));
+    await expectError(await anonymous("/repl-mark/anon.txt", { method: "PUT", body: "x", headers: mark }), 403, "AccessDenied");
+    await expectError(await anonymous("/repl-mark/plain.txt", { method: "DELETE", headers: mark }), 403, "AccessDenied");
+    expect((await anonymous("/repl-mark/anon.txt", { method: "PUT", body: "x" })).status).toBe(200);
+    expect((await s3ok("/repl-mark/anon.txt", { method: "HEAD" })).headers.get("x-amz-replication-status")).toBe("PENDING");
+    await s3ok("/repl-mark?policy", { method: "DELETE" }, 204);
 
     // A presigned URL, even the root key's, cannot be given the mark by whoever holds it: unsigned, it is refused.
     const presigner = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1" });

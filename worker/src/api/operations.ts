@@ -13,8 +13,7 @@ import {
   READ_OBJECT,
   WRITE_OBJECT,
   WRITE_OBJECT_HEADERS,
-  REPLICA_DELETE,
-  REPLICA_WRITE,
+  REPLICA_MARK,
 } from "./common/permissions";
 import type { BucketAt, ObjectAt, RequestContext, ShardAt } from "./common/context";
 import { compileRouter, type Endpoint, type Route, type RouteRequest, type Routed, type Scope, type SubresourceNames } from "./common/router";
@@ -240,7 +239,7 @@ export const OPERATIONS = {
   CreateMultipartUpload: object({ method: "POST", sub: "uploads" }, { ...WRITE_OBJECT, headers: WRITE_OBJECT_HEADERS }, createMultipartUpload),
   UploadPartCopy: object({ method: "PUT", sub: "uploadId", when: copies }, { ...WRITE_OBJECT, source: READ_OBJECT }, uploadPartCopy, { params: partParams }),
   UploadPart: object({ method: "PUT", sub: "uploadId" }, WRITE_OBJECT, uploadPart, { params: partParams }),
-  CompleteMultipartUpload: object({ method: "POST", sub: "uploadId" }, { ...WRITE_OBJECT, headers: [IF_MATCH_READS, REPLICA_WRITE] }, completeMultipartUpload, {
+  CompleteMultipartUpload: object({ method: "POST", sub: "uploadId" }, { ...WRITE_OBJECT, headers: [IF_MATCH_READS, REPLICA_MARK] }, completeMultipartUpload, {
     params: uploadParams,
   }),
   AbortMultipartUpload: object({ method: "DELETE", sub: "uploadId" }, write("s3:AbortMultipartUpload"), abortMultipartUpload, { params: uploadParams }),
@@ -250,8 +249,8 @@ export const OPERATIONS = {
   GetObject: object({ method: "GET" }, READ_OBJECT, (ctx, o, p) => getObject(ctx, o, p.partNumber, false), { params: readPartParams }),
   HeadObject: object({ method: "HEAD" }, READ_OBJECT, (ctx, o, p) => getObject(ctx, o, p.partNumber, true), { params: readPartParams }),
   CopyObject: object({ method: "PUT", when: copies }, { ...WRITE_OBJECT, source: READ_OBJECT, headers: CONDITIONAL_WRITE_HEADERS }, copyObject),
-  PutObject: object({ method: "PUT" }, { ...WRITE_OBJECT, headers: [...CONDITIONAL_WRITE_HEADERS, REPLICA_WRITE] }, putObject),
-  DeleteObject: object({ method: "DELETE" }, { ...DELETE_OBJECT, bypass: BYPASS_GOVERNANCE, headers: [REPLICA_DELETE] }, deleteObject),
+  PutObject: object({ method: "PUT" }, { ...WRITE_OBJECT, headers: [...CONDITIONAL_WRITE_HEADERS, REPLICA_MARK] }, putObject),
+  DeleteObject: object({ method: "DELETE" }, { ...DELETE_OBJECT, bypass: BYPASS_GOVERNANCE, headers: [REPLICA_MARK] }, deleteObject),
 
   // The gateway's own: its metrics (also with the scraper's bearer token) and the admin API
   // (api/admin-app.ts routes within it).

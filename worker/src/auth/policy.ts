@@ -86,8 +86,6 @@ export const POLICY_ACTIONS = [
   "s3:GetBucketNotification",
   "s3:PutBucketNotification",
   "s3:GetReplicationConfiguration",
-  "s3:ReplicateObject",
-  "s3:ReplicateDelete",
 ] as const;
 
 export type PolicyAction = (typeof POLICY_ACTIONS)[number];

@@ -103,7 +103,7 @@ export const WALK_WAIT_MAX_MS = 60_000;
  * The walk's read of the next keys: a search of the primary key from the cursor ('' before the
  * first key: a key is never empty), never a scan from the bucket's first key.
  */
-export const WALK_KEYS_QUERY = "SELECT key, version_id, size, etag FROM objects WHERE key > ? ORDER BY key LIMIT ?";
+export const WALK_KEYS_QUERY = "SELECT key, version_id, size, etag, last_modified FROM objects WHERE key > ? ORDER BY key LIMIT ?";
 
 /** The state of the walk after a step, and how long its waiting poll waits (ms; 0 unless waiting). */
 export interface WalkStep {
@@ -138,6 +138,12 @@ export interface ReplicationRule {
   destination: string;
   /** The outbox target: "replica:TARGET/BUCKET" ("replica:/BUCKET" for a bucket here). */
   target: string;
+  /**
+   * When a rule to this target with this filter first stood (ms; kept across configurations that
+   * keep it, set by setConfiguration): versions written since went to the target as they were
+   * written, older ones only by a walk. Absent: always (rules stored before it was kept).
+   */
+  since?: number;
 }
 
 /** A source version's progress, or REPLICA: a version replication wrote (never replicated again). */
@@ -147,10 +153,9 @@ export const REPLICA_PREFIX = "replica:";
 
 /**
  * The header a replication run sends with the writes and deletes it makes at a remote
- * (`x-shardgate-replica: true`), and that this gateway honours, signed, from a principal allowed
- * s3:ReplicateObject / s3:ReplicateDelete (the root key, or a bucket policy's Allow; no grant gives
- * them: api/common/permissions.ts): the write is a REPLICA here and never replicated again, as S3
- * replicates no replica, so two gateways replicating to each other do not copy without end.
+ * (`x-shardgate-replica: true`), and that this gateway honours, signed, from its root key alone
+ * (api/common/permissions.ts REPLICA_MARK): the write is a REPLICA here and never replicated again,
+ * as S3 replicates no replica, so two gateways replicating to each other do not copy without end.
  */
 export const REPLICA_HEADER = "x-shardgate-replica";
 
@@ -211,6 +216,11 @@ export function rulesFor(rules: readonly ReplicationRule[], key: string, deleteM
 }
 
 /** A bucket's replication configuration and the statuses of its versions, in its index. */
+/** A rule's destination and filter, as the walk compares configurations (meta/replication-rules.ts setConfiguration). */
+function walkedKey(r: ReplicationRule): string {
+  return JSON.stringify([r.target, r.prefix, r.and === true, r.tags ?? []]);
+}
+
 export class Replication {
   private rules: ReplicationRule[] | undefined;
 
@@ -231,27 +241,29 @@ export class Replication {
    * is cancelled otherwise; whether one starts.
    */
   setConfiguration(rules: readonly ReplicationRule[] | null, now = Date.now()): boolean {
-    // The targets the configuration before replicated to (an enabled rule's); new ones are the others.
-    const before = new Set(
-      this.configuration()
-        .filter((r) => r.enabled)
-        .map((r) => r.target),
-    );
+    // What the configuration before walked already: its enabled rules asking for existing objects,
+    // by target and filter. A target is new to this walk when a rule of it asks for existing objects
+    // with a filter (or the ask itself) the configuration before did not have: a new destination, a
+    // widened filter, ExistingObjectReplication turned on.
+    const previous = this.configuration().filter((r) => r.enabled);
+    const walked = new Set(previous.filter((r) => r.existing === true).map(walkedKey));
+    // Each rule's `since`: that of the same target and filter before, else now.
+    const sinceOf = new Map(previous.map((r) => [walkedKey(r), r.since ?? 0]));
+    const stored = (rules ?? []).map((r) => ({ ...r, since: sinceOf.get(walkedKey(r)) ?? now }));
     // A walk cut short keeps the targets new to it that it had not walked to the end.
     const cut = this.sql.exec<{ t: string; done: number | null }>("SELECT new_targets AS t, done FROM replication_walk WHERE id = 1").toArray()[0];
     const unfinished = new Set(cut && cut.done === null ? (JSON.parse(cut.t) as string[]) : []);
     this.rules = undefined;
-    if (!rules || rules.length === 0) this.sql.exec("DELETE FROM replication_config");
-    else this.sql.exec("INSERT OR REPLACE INTO replication_config (id, rules) VALUES (1, ?)", JSON.stringify(rules));
-    const walk = (rules ?? []).some((r) => r.enabled && r.existing === true);
+    if (stored.length === 0) this.sql.exec("DELETE FROM replication_config");
+    else this.sql.exec("INSERT OR REPLACE INTO replication_config (id, rules) VALUES (1, ?)", JSON.stringify(stored));
+    const walk = stored.some((r) => r.enabled && r.existing === true);
     if (!walk) {
       this.sql.exec("DELETE FROM replication_walk");
       return false;
     }
     const generation = this.sql.exec<{ g: number | null }>("SELECT MAX(generation) AS g FROM replication_walk").one().g ?? 0;
-    const fresh = [...new Set((rules ?? []).filter((r) => r.enabled && r.existing === true).map((r) => r.target))].filter(
-      (t) => !before.has(t) || unfinished.has(t),
-    );
+    const asking = stored.filter((r) => r.enabled && r.existing === true);
+    const fresh = [...new Set(asking.filter((r) => !walked.has(walkedKey(r)) || unfinished.has(r.target)).map((r) => r.target))];
     this.sql.exec(
       "INSERT OR REPLACE INTO replication_walk (id, generation, after, started, new_targets) VALUES (1, ?, NULL, ?, ?)",
       generation + 1,
@@ -354,7 +366,11 @@ export class Replication {
     else {
       let read = 0;
       let stopped = false;
-      const keys = this.sql.exec<{ key: string; version_id: string | null; size: number; etag: string }>(WALK_KEYS_QUERY, after ?? "", WALK_VISITS);
+      const keys = this.sql.exec<{ key: string; version_id: string | null; size: number; etag: string; last_modified: number }>(
+        WALK_KEYS_QUERY,
+        after ?? "",
+        WALK_VISITS,
+      );
       for (const row of keys) {
         read++;
         if (queued >= batch || decoded.bytes >= manifestBytes) {
@@ -362,7 +378,7 @@ export class Replication {
           break;
         }
         if (row.version_id !== null) {
-          const take = this.walkRules(rules, fresh, row.key, row.version_id, outbox, decoded);
+          const take = this.walkRules(rules, fresh, { key: row.key, versionId: row.version_id, written: row.last_modified }, outbox, decoded);
           // Past the walk's share of replication's rows, or past the cap itself (webhooks' rows count there: it waits rather than drop).
           const free = take.length > 0 ? outbox.free(cap) : cap;
           if (take.length > 0 && ((pending > 0 && pending + take.length > limit) || (free < take.length && free < cap))) {
@@ -409,8 +425,7 @@ export class Replication {
   private walkRules(
     rules: readonly ReplicationRule[],
     fresh: ReadonlySet<string>,
-    key: string,
-    versionId: string,
+    { key, versionId, written }: { key: string; versionId: string; written: number },
     outbox: Outbox,
     decoded: { bytes: number },
   ): ReplicationRule[] {
@@ -418,15 +433,12 @@ export class Replication {
     if (!candidates.some((r) => r.existing === true)) return [];
     const status = this.statusOf(key, versionId);
     if (status === "REPLICA") return [];
-    // Replicated (or on its way) already: only to a target new to the configuration, with no row for it yet.
+    // Replicated (or on its way) already: only by a rule new to the walk (its target in `fresh`) that
+    // stood only since after this version was written (so it never went there), with no row for it yet.
     const replicated = status === "PENDING" || status === "COMPLETED" || (status === "FAILED" && outbox.waiting(key, versionId, REPLICA_PREFIX));
-    const open = new Map<string, boolean>();
-    const goes = (target: string) => {
-      let ok = open.get(target);
-      if (ok === undefined) open.set(target, (ok = !replicated || (fresh.has(target) && !outbox.holds(target, key, versionId))));
-      return ok;
-    };
-    const allowed = candidates.filter((r) => goes(r.target));
+    const goes = (r: ReplicationRule) =>
+      !replicated || (fresh.has(r.target) && written < (r.since ?? 0) && !outbox.holds(r.target, key, versionId));
+    const allowed = candidates.filter(goes);
     if (!allowed.some((r) => r.existing === true)) return [];
     const tagsOf = () => {
       const m = new Uint8Array(this.sql.exec<{ m: ArrayBuffer }>("SELECT manifest AS m FROM objects WHERE key = ?", key).one().m);

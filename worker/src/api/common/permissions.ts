@@ -84,12 +84,12 @@ export const CONDITIONAL_WRITE_HEADERS: readonly HeaderCheck[] = [...WRITE_OBJEC
 
 /**
  * A write or delete that says it is another gateway's replica (REPLICA_HEADER) is never replicated
- * again: S3's s3:ReplicateObject and s3:ReplicateDelete. No grant gives them (a bucket owner may
- * not opt its writes out of the replication the root key set): the root key, or a bucket policy's
- * Allow naming them. The header must be signed (auth/sigv4.ts; SigV2 refuses it).
+ * again, so the mark is the root key's alone: no grant and no bucket policy gives it (an owner
+ * writes its bucket's policy, and an `s3:*` Allow would give it to anyone), else a bucket's writes
+ * could opt out of the replication the root key set. The header must be signed (auth/sigv4.ts;
+ * SigV2 refuses it), and an anonymous request never passes.
  */
-export const REPLICA_WRITE: HeaderCheck = { names: [REPLICA_HEADER], check: { need: "none", action: "s3:ReplicateObject" } };
-export const REPLICA_DELETE: HeaderCheck = { names: [REPLICA_HEADER], check: { need: "none", action: "s3:ReplicateDelete" } };
+export const REPLICA_MARK: HeaderCheck = { names: [REPLICA_HEADER], check: { need: "none", action: null } };
 
 const denied = () => new S3Error("AccessDenied", "Access Denied");
 
