@@ -94,9 +94,8 @@ export function checkKey(key: string): void {
 
 /**
  * Whether a write or delete says it is another gateway's replica (`x-shardgate-replica: true`,
- * meta/replication-rules.ts REPLICA_HEADER; who may say so is the operation's permission, and the
- * header is signed: auth/sigv4.ts). Another
- * value is InvalidArgument.
+ * meta/replication-rules.ts REPLICA_HEADER; who may say so is the operation's permission, the root
+ * key's alone, and the header is signed: auth/sigv4.ts). Another value is InvalidArgument.
  */
 export function replicaRequest(headers: Headers): boolean {
   const value = headers.get(REPLICA_HEADER);

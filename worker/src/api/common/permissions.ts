@@ -16,7 +16,7 @@ import { parseCopySource } from "./copy-source";
  */
 export type Need = Right | "createBucket" | "anyKey" | "root";
 
-/** A right a key's grants give on a bucket; "none": no grant gives it (the root key has it, or a policy's Allow). */
+/** A right a key's grants give on a bucket; "none": no grant gives it (the root key has it, and a policy's Allow of its action when it has one). */
 export type Right = "read" | "write" | "owner" | "none";
 
 /** One check: the right that lets a key through by its grants, or a policy's Allow of the action. */
