@@ -436,8 +436,7 @@ export class Replication {
     // Replicated (or on its way) already: only by a rule new to the walk (its target in `fresh`) that
     // stood only since after this version was written (so it never went there), with no row for it yet.
     const replicated = status === "PENDING" || status === "COMPLETED" || (status === "FAILED" && outbox.waiting(key, versionId, REPLICA_PREFIX));
-    const goes = (r: ReplicationRule) =>
-      !replicated || (fresh.has(r.target) && written < (r.since ?? 0) && !outbox.holds(r.target, key, versionId));
+    const goes = (r: ReplicationRule) => !replicated || (fresh.has(r.target) && written < (r.since ?? 0) && !outbox.holds(r.target, key, versionId));
     const allowed = candidates.filter(goes);
     if (!allowed.some((r) => r.existing === true)) return [];
     const tagsOf = () => {
