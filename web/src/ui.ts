@@ -1,6 +1,7 @@
 // A few DOM helpers instead of a framework: the console's views are plain functions that build
 // elements with h() and replace a region when its data changes. Progress bars are updated in place
 // (once per animation frame), which is what keeps the page smooth during big uploads.
+import { refusalOf } from "./errors";
 
 type Child = Node | string | number | null | undefined | false | Child[];
 type Props = Record<string, unknown> & { class?: string; style?: string };
@@ -82,6 +83,22 @@ export function toast(message: string, kind: "info" | "error" = "info"): void {
   const t = h("div", { class: `toast ${kind}` }, message);
   host.appendChild(t);
   setTimeout(() => t.remove(), kind === "error" ? 8000 : 4000);
+}
+
+/**
+ * Writes what a panel's form asks (`save`): a refusal is shown in `problem` in the gateway's words,
+ * the form kept as typed to be corrected; else `done` is toasted. Whether it was written.
+ */
+export async function savedOrShown(problem: HTMLElement, save: () => Promise<unknown>, done: string): Promise<boolean> {
+  problem.textContent = "";
+  try {
+    await save();
+  } catch (err) {
+    problem.textContent = refusalOf(err);
+    return false;
+  }
+  toast(done);
+  return true;
 }
 
 /** Runs `fn` at most once per animation frame. */

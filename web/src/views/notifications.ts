@@ -4,7 +4,7 @@
 // list them: the name is typed), added and removed by writing the whole
 // configuration back; and, for the root key, the events waiting and the dead letters, with a retry.
 import type { App } from "../app";
-import { messageOf, refusalOf, S3Error } from "../errors";
+import { messageOf, S3Error } from "../errors";
 import {
   EVENTS,
   getNotificationStatus,
@@ -17,7 +17,7 @@ import {
   targetArn,
   targetLabel,
 } from "../notifications";
-import { h, labelledField, mount, toast } from "../ui";
+import { h, labelledField, mount, savedOrShown, toast } from "../ui";
 
 interface NotificationsView {
   app: App;
@@ -169,13 +169,8 @@ async function add(view: NotificationsView): Promise<void> {
   }
   const arn = targetArn(kind, name);
   const rule = { id: view.id.value.trim(), kind: "Queue", arn, events, prefix: view.prefix.value, suffix: view.suffix.value };
-  try {
-    await saveNotifications(view.app.s3, view.bucket, [...view.current, rule]);
-  } catch (err) {
-    view.problem.textContent = refusalOf(err); // what was typed stays, to be corrected
-    return;
-  }
-  toast(`Events now go to ${targetLabel(arn)}.`);
+  const saved = () => saveNotifications(view.app.s3, view.bucket, [...view.current, rule]);
+  if (!(await savedOrShown(view.problem, saved, `Events now go to ${targetLabel(arn)}.`))) return;
   view.id.value = "";
   view.prefix.value = "";
   view.suffix.value = "";
@@ -183,19 +178,13 @@ async function add(view: NotificationsView): Promise<void> {
 }
 
 async function remove(view: NotificationsView, rule: NotificationRule): Promise<void> {
-  view.problem.textContent = "";
-  try {
-    await saveNotifications(
+  const saved = () =>
+    saveNotifications(
       view.app.s3,
       view.bucket,
       view.current.filter((r) => r !== rule),
     );
-  } catch (err) {
-    view.problem.textContent = refusalOf(err);
-    return;
-  }
-  toast(`Rule ${rule.id} removed.`);
-  await load(view);
+  if (await savedOrShown(view.problem, saved, `Rule ${rule.id} removed.`)) await load(view);
 }
 
 async function retry(view: NotificationsView): Promise<void> {

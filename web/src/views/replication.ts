@@ -3,9 +3,9 @@
 // remote target the operator configured (`arn:shardgate:s3:::TARGET/BUCKET`), added and removed by
 // writing the whole configuration back (deleted when none remain); the backlog for the root key.
 import type { App } from "../app";
-import { messageOf, refusalOf } from "../errors";
+import { messageOf } from "../errors";
 import { destinationArn, destinationText, getReplication, getReplicationBacklog, type ReplicationRule, saveReplication } from "../replication";
-import { h, labelledField, mount, toast } from "../ui";
+import { h, labelledField, mount, savedOrShown } from "../ui";
 
 interface ReplicationView {
   app: App;
@@ -154,13 +154,8 @@ async function add(view: ReplicationView): Promise<void> {
     deleteMarkers: view.deleteMarkers.checked,
     destination: destinationArn(view.destination.value),
   };
-  try {
-    await saveReplication(view.app.s3, view.bucket, [...view.current, rule]);
-  } catch (err) {
-    view.problem.textContent = refusalOf(err); // what was typed stays, to be corrected
-    return;
-  }
-  toast(`New versions now go to ${destinationText(rule.destination)}.`);
+  const saved = () => saveReplication(view.app.s3, view.bucket, [...view.current, rule]);
+  if (!(await savedOrShown(view.problem, saved, `New versions now go to ${destinationText(rule.destination)}.`))) return;
   view.id.value = "";
   view.prefix.value = "";
   view.destination.value = "";
@@ -168,17 +163,11 @@ async function add(view: ReplicationView): Promise<void> {
 }
 
 async function remove(view: ReplicationView, rule: ReplicationRule): Promise<void> {
-  view.problem.textContent = "";
-  try {
-    await saveReplication(
+  const saved = () =>
+    saveReplication(
       view.app.s3,
       view.bucket,
       view.current.filter((r) => r !== rule),
     );
-  } catch (err) {
-    view.problem.textContent = refusalOf(err);
-    return;
-  }
-  toast(`Replication rule ${rule.id} removed.`);
-  await load(view);
+  if (await savedOrShown(view.problem, saved, `Replication rule ${rule.id} removed.`)) await load(view);
 }
