@@ -42,6 +42,7 @@ import { type Outbox, type OutboxRow, type RetryPolicy, retryPolicy } from "../m
 import { destinationOfTarget, MAX_LEFT_UPLOADS, REPLICA_HEADER, REPLICA_PREFIX, type RemoteUpload, type Replication } from "../meta/replication-rules";
 import type { ObjectRecord } from "../meta/types";
 import { metrics } from "../observability/metrics";
+import { MAX_PART_NUMBER, MAX_PUT_BYTES, MIN_PART_BYTES } from "../s3-limits";
 import { S3Remote } from "../storage/s3-remote";
 import { newCipher, objectEtag, objectKeyOf, writeObjectPart, encryptionOf } from "./encryption";
 import { commitObject, type NewObject, type ObjectContext, openRange, partOf, partOffsets, type PartSpan, removeFreed } from "./objects";
@@ -51,11 +52,6 @@ const BATCH = 16;
 const CONCURRENCY = 4;
 const ROUNDS = 8;
 const BUDGET_MS = 20_000;
-/** The most one S3 PUT (or UploadPart) takes: 5 GiB. */
-const MAX_PUT_BYTES = 5 * 1024 ** 3;
-/** S3's least size of a multipart upload's part but the last, and its most parts. */
-const MIN_PART_BYTES = 5 * 1024 * 1024;
-const MAX_PARTS = 10_000;
 /** Uploads whose abort failed that one run tries to abort again. */
 const LEFT_BATCH = 16;
 
@@ -206,7 +202,7 @@ async function replicateVersion(
  */
 export function multipartSpans(manifest: Manifest): PartSpan[] | null {
   const count = /^[0-9a-f]{32}-(\d+)$/i.exec(manifest.etag)?.[1];
-  if (count === undefined || Number(count) !== manifest.parts.length || manifest.parts.length > MAX_PARTS) return null;
+  if (count === undefined || Number(count) !== manifest.parts.length || manifest.parts.length > MAX_PART_NUMBER) return null;
   const spans = partOffsets(manifest);
   const fits = spans.every((span, i) => span.size <= MAX_PUT_BYTES && (i === spans.length - 1 || span.size >= MIN_PART_BYTES));
   return fits ? spans : null;

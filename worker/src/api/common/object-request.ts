@@ -5,6 +5,7 @@ import type { ObjectChecksum } from "../../shared/core-api";
 import { isVersionId } from "../../meta/versions";
 import { REPLICA_HEADER } from "../../meta/replication-rules";
 import { S3Error } from "../../s3-error";
+import { MAX_PART_NUMBER, MAX_PUT_BYTES } from "../../s3-limits";
 import { partOf } from "../../services/objects";
 import { removeParts } from "../../storage/remove";
 import type { WrittenPart } from "../../storage/write-part";
@@ -16,9 +17,6 @@ export function parseVersionId(versionId: string): string | null {
   if (!isVersionId(versionId)) throw new S3Error("InvalidArgument", "Invalid version id specified");
   return versionId === "null" ? null : versionId;
 }
-
-/** S3's highest part number. */
-export const MAX_PART_NUMBER = 10_000;
 
 /** A part number as sent (`?partNumber`): InvalidArgument unless a whole number from 1 to 10000. */
 export function parsePartNumber(value: string | null): number {
@@ -44,9 +42,6 @@ export const readPartParams = (query: URLSearchParams): { partNumber: number | n
   const n = query.get("partNumber");
   return { partNumber: n === null ? null : parsePartNumber(n) };
 };
-
-/** S3's limit for a single PUT (and a single part, and a CopyObject). */
-export const MAX_PUT_BYTES = 5 * 1024 ** 3;
 
 /** The decoded body's length, required and at most MAX_PUT_BYTES. */
 export function requestSize(ctx: RequestContext): number {

@@ -28,18 +28,9 @@ import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../comm
 import { childrenNamed, childText, malformedXml, readXml } from "../common/xml-parse";
 import { multipartEtag, openRange, partOf, UNDER_REPLICATED, writeRefused, writtenHeaders } from "../../services/objects";
 import { lockFromHeaders } from "../common/object-lock-headers";
-import {
-  checkKey,
-  MAX_PART_NUMBER,
-  MAX_PUT_BYTES,
-  parseContentMd5,
-  replicaRequest,
-  requestSize,
-  verifyWritten,
-  type PartParams,
-  type UploadParams,
-} from "../common/object-request";
+import { checkKey, parseContentMd5, replicaRequest, requestSize, verifyWritten, type PartParams, type UploadParams } from "../common/object-request";
 import { writeCondition } from "../common/conditions";
+import { MAX_PART_NUMBER, MAX_PUT_BYTES } from "../../s3-limits";
 import { parseTaggingHeader } from "../common/tags";
 
 /** S3's smallest part, except the last. */
