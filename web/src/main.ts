@@ -16,7 +16,7 @@ import { renderBuckets } from "./views/buckets";
 import { renderBrowser, refreshListingSoon } from "./views/browser";
 import { renderKeys } from "./views/keys";
 import { renderNodes } from "./views/nodes";
-import { renderSignIn, renewSession } from "./views/signin";
+import { askForKey, renderSignIn, renewSession } from "./views/signin";
 import { renderUploadPanel } from "./views/uploads";
 
 const root = document.getElementById("app") as HTMLElement;
@@ -58,6 +58,7 @@ function watch(s3: S3Client, session: Session): void {
 
 function signedIn(session: Session): void {
   const s3 = new S3Client(session, endpoint);
+  s3.askForKey = (why) => askForKey(endpoint, session.parentKeyId, why);
   const main = h("main", { id: "main", tabindex: "-1" });
   const uploadHost = h("section", { class: "upload-panel", "aria-label": "Uploads" });
   const current: App = {

@@ -141,9 +141,20 @@ export function objectPath(bucket: string, key = ""): string {
 
 export type Query = Record<string, string | number | null | undefined>;
 
+/**
+ * How the gateway refuses temporary credentials what would outlast them (a bucket's settings, the
+ * admin API's changes): such a request is sent again signed with the key itself, asked for.
+ */
+const SESSION_REFUSAL = "Temporary credentials cannot ";
+
 export class S3Client {
   private aws: AwsClient;
   private creds: Credentials;
+  /**
+   * Asks for the key's own secret when the gateway refuses the session a request (`why`: its
+   * message): a client signing with it, for that one request, or null when dismissed.
+   */
+  askForKey: ((why: string) => Promise<S3Client | null>) | null = null;
 
   /** `origin`: the gateway (not this page's origin). */
   constructor(
@@ -189,8 +200,17 @@ export class S3Client {
       body: opts.body as BodyInit | undefined,
       signal: opts.signal,
     });
-    if (!(opts.ok ? opts.ok(res.status) : res.ok)) throw await errorFrom(res);
-    return res;
+    if (opts.ok ? opts.ok(res.status) : res.ok) return res;
+    const error = await errorFrom(res);
+    const key = await this.keyFor(error);
+    if (key) return key.request(method, path, opts);
+    throw error;
+  }
+
+  /** A client signing with the key itself when `error` is the gateway refusing the session (asked for), else null. */
+  private async keyFor(error: S3Error): Promise<S3Client | null> {
+    if (!this.askForKey || error.code !== "AccessDenied" || !error.detail.startsWith(SESSION_REFUSAL)) return null;
+    return this.askForKey(error.detail);
   }
 
   /** Signs a request whose body is sent separately (UNSIGNED-PAYLOAD): method, URL and headers. */
@@ -450,6 +470,8 @@ export class S3Client {
     const json = (res.headers.get("content-type") ?? "").includes("json");
     if (!res.ok) {
       const err = await errorFrom(res);
+      const key = await this.keyFor(err);
+      if (key) return key.admin(method, path, query);
       // An older gateway routes an unknown admin path as S3 (bucket "_shardgate"): not available.
       if ([400, 404, 405, 501].includes(res.status) && err.code !== "NoSuchKey" && !(json && res.status === 404)) return null;
       throw err;

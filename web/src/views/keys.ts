@@ -1,12 +1,11 @@
 // The Keys page (#/keys): the gateway's access keys besides the root key (admin API, root key
 // only). Create one (its secret is shown once), enable or disable it, delete it; each key's
-// rights on buckets are listed here and changed on a bucket's Permissions panel. Creating and
-// enabling a key ask for the root secret for that one request (views/signin.ts withKeySecret).
+// rights on buckets are listed here and changed on a bucket's Permissions panel. Every change
+// asks for the root secret for that one request (the gateway refuses it to the console's session).
 import { type AccessKey, createKey, deleteKey, listKeys, updateKey } from "../access";
 import type { App } from "../app";
 import { messageOf, S3Error } from "../errors";
 import { confirmDialog, h, humanDate, mount, openDialog, toast } from "../ui";
-import { withKeySecret } from "./signin";
 
 function rightsText(key: AccessKey): string {
   if (key.grants.length === 0) return key.createBucket ? "none yet (may create buckets)" : "none";
@@ -94,8 +93,7 @@ function keyRow(app: App, key: AccessKey): HTMLElement {
 
 async function toggle(app: App, key: AccessKey): Promise<void> {
   try {
-    if (key.enabled) await updateKey(app.s3, key.id, { enabled: false });
-    else if (!(await withKeySecret(app.s3.origin, app.accessKeyId, "Enabling a key", (s3) => updateKey(s3, key.id, { enabled: true })))) return;
+    await updateKey(app.s3, key.id, { enabled: !key.enabled });
     toast(`Key ${key.name} ${key.enabled ? "disabled: it is refused within seconds" : "enabled"}.`);
   } catch (err) {
     toast(messageOf(err), "error");
@@ -127,9 +125,7 @@ function createForm(app: App, created: () => Promise<void>): HTMLElement {
         e.preventDefault();
         error.textContent = "";
         try {
-          const made = await withKeySecret(app.s3.origin, app.accessKeyId, "Creating a key", (s3) => createKey(s3, name.value.trim(), mayCreate.checked));
-          if (!made) return;
-          const key = made.value;
+          const key = await createKey(app.s3, name.value.trim(), mayCreate.checked);
           name.value = "";
           mayCreate.checked = false;
           showSecret(key);

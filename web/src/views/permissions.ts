@@ -1,13 +1,12 @@
 // A bucket's Permissions panel, above its listing: which access keys have read, write or owner on
 // it (changed with the admin API: root key only), whether the bucket or a prefix is public (a
 // statement of the bucket policy that lets everyone GET objects), and the policy's JSON itself,
-// checked by the gateway when saved. Rights are set with the root secret, asked for each time
-// (views/signin.ts withKeySecret): temporary credentials may not set them.
+// checked by the gateway when saved. Rights and the policy are set with the key's own secret, asked
+// for each time (S3Client.askForKey): temporary credentials may not set them.
 import { type AccessKey, getPolicy, listKeys, publicPrefixes, type Rights, savePolicy, setRights, withPublicRead } from "../access";
 import type { App } from "../app";
 import { messageOf, S3Error } from "../errors";
 import { h, mount, toast } from "../ui";
-import { withKeySecret } from "./signin";
 
 const RIGHTS = ["read", "write", "owner"] as const;
 
@@ -192,12 +191,12 @@ function rightsOf(k: AccessKey, bucket: string): Rights {
   return { read: g?.read ?? false, write: g?.write ?? false, owner: g?.owner ?? false };
 }
 
-/** Sets `k`'s rights on the bucket (with the root secret, asked for), then loads the panel again. */
+/** Sets `k`'s rights on the bucket (the console asks for the root secret: web/src/s3.ts askForKey), then loads the panel again. */
 async function changeRights(view: PermissionsView, k: AccessKey, rights: Rights): Promise<void> {
   const { app, bucket } = view;
   try {
-    if (await withKeySecret(app.s3.origin, app.accessKeyId, "Setting a key's rights", (s3) => setRights(s3, k.id, bucket, rights)))
-      toast(`Rights of ${k.name} on ${bucket} saved.`);
+    await setRights(app.s3, k.id, bucket, rights);
+    toast(`Rights of ${k.name} on ${bucket} saved.`);
   } catch (err) {
     toast(messageOf(err), "error");
   }

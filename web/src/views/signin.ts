@@ -101,17 +101,20 @@ export async function renewSession(endpoint: string, accessKeyId: string, minute
 }
 
 /**
- * Runs `call` signed with the key's own secret, asked for now: the gateway refuses temporary
- * credentials what would outlast them (creating a key, setting rights, enabling a key). The secret
- * signs this one call and is kept nowhere. Resolves what `call` answered, or null when dismissed.
+ * A client signing with the key's own secret, asked for now (S3Client.askForKey): the gateway
+ * refuses temporary credentials what would outlast them (`why`: its words), a bucket's settings and
+ * the admin API's changes. The secret signs that one request and is kept nowhere. Null when dismissed.
  */
-export async function withKeySecret<T>(endpoint: string, accessKeyId: string, why: string, call: (s3: S3Client) => Promise<T>): Promise<{ value: T } | null> {
-  let result: { value: T } | null = null;
+export async function askForKey(endpoint: string, accessKeyId: string, why: string): Promise<S3Client | null> {
+  let client: S3Client | null = null;
   const { form, focus } = keyForm(endpoint, {
     accessKeyId,
     submit: "Continue",
     act: async (key) => {
-      result = { value: await call(new S3Client(key, endpoint)) };
+      // A wrong secret is said here, where it was typed (ListBuckets: any key may).
+      const checked = new S3Client(key, endpoint);
+      await checked.listBuckets();
+      client = checked;
       dialog.close();
     },
   });
@@ -123,12 +126,12 @@ export async function withKeySecret<T>(endpoint: string, accessKeyId: string, wh
       h(
         "p",
         null,
-        `${why} needs the secret key itself: the console's temporary credentials may not give lasting access. It signs this one request and is not kept.`,
+        `${why} The console's temporary credentials may not make what lasts longer than they do. The secret signs this one request and is not kept.`,
       ),
       form,
     ),
   );
   focus();
   await closed;
-  return result as { value: T } | null;
+  return client;
 }

@@ -21,7 +21,7 @@ import { applyCors, corsRules } from "./common/cors";
 import { toS3Error } from "./common/error-map";
 import { authorize as authorizeFor, type Permission } from "./common/permissions";
 import type { Endpoint } from "./common/router";
-import { type Authentication, OPERATIONS, type OperationName, routeRequest } from "./operations";
+import { type Authentication, OPERATIONS, type OperationName, routeRequest, sessionsMay } from "./operations";
 import { RangeNotSatisfiable } from "./s3/get";
 import { readStsRequest, STS_SIGNING_SERVICES, sessionTokenOf, stsErrorResponse } from "./s3/sts";
 
@@ -173,7 +173,8 @@ export const bucketCors: Middleware = (x, next) => {
 export const authenticate: Middleware = async (x, next) => {
   const { request, url, env } = x;
   const config = x.config as GatewayConfig;
-  const { authentication } = operationOf(x.endpoint as Endpoint<OperationName>);
+  const endpoint = x.endpoint as Endpoint<OperationName>;
+  const { authentication } = operationOf(endpoint);
   // A preflight needs nothing; the metrics scraper's bearer token lets it in (authorize checks it again).
   if (authentication === "none" || (authentication === "bearer" && bearerAuthorized(request, env))) {
     x.auth = anonymousRequest(request);
@@ -196,6 +197,9 @@ export const authenticate: Middleware = async (x, next) => {
     }
     return key?.secret ?? null;
   };
+  const v2 = config.sigV2 && isSigV2(request, url);
+  if (v2 && endpoint.op !== "NotImplemented" && OPERATIONS[endpoint.op].v4Only)
+    throw new S3Error("InvalidRequest", `Signature Version 2 does not sign what ${endpoint.op} reads: sign it with AWS4-HMAC-SHA256.`);
   // STS signs the form body's hash without sending it: the body is read (bounded) first.
   const sts = x.op === "GetSessionToken" ? await readStsRequest(request) : null;
   const now = Date.now();
@@ -203,17 +207,24 @@ export const authenticate: Middleware = async (x, next) => {
   x.auth = await throttled(clientOf(request, env.SHARDGATE_CLIENT_IP_HEADER), () =>
     sts
       ? verifySigV4(sts.request, secretOf, { region: config.region, now, services: STS_SIGNING_SERVICES, payloadHash: sts.payloadHash })
-      : config.sigV2 && isSigV2(request, url)
+      : v2
         ? authenticateV2(request, secretOf, { now, virtualHostSuffix: config.virtualHostSuffix })
         : verifySigV4(request, secretOf, { region: config.region, now }),
   );
   return next();
 };
 
-/** Whether the principal may do the operation: its grants, then the bucket's policy (api/common/permissions.ts). */
+/**
+ * Whether the principal may do the operation: temporary credentials only what outlasts nothing
+ * (api/operations.ts sessionsMay), then its grants, then the bucket's policy (api/common/permissions.ts).
+ */
 export const authorize: Middleware = async (x, next) => {
   const endpoint = x.endpoint as Endpoint<OperationName>;
   const { permission, authentication } = operationOf(endpoint);
+  if (x.credentialsExpire !== null && endpoint.op !== "NotImplemented" && !sessionsMay(OPERATIONS[endpoint.op], x.request.method)) {
+    const what = endpoint.op === "Admin" ? `${x.request.method} ${x.url.pathname}` : `call ${endpoint.op}`;
+    throw new S3Error("AccessDenied", `Temporary credentials cannot ${what}: what it changes would outlast them. Sign this request with the key itself.`);
+  }
   const bearer = authentication === "bearer" && bearerAuthorized(x.request, x.env);
   if (authentication === "signature" || (authentication === "bearer" && !bearer)) {
     const at = endpoint.op === "NotImplemented" ? { bucket: null, key: null } : endpoint;

@@ -75,7 +75,31 @@ export interface Operation {
   routes: readonly Route[];
   permission: Permission;
   authentication: Authentication;
+  /** Refused to temporary credentials whatever `sessionsMay` derives (minting another session). */
+  refusedToSessions?: true;
+  /**
+   * Signed with AWS4-HMAC-SHA256 only: the gateway's own operations, whose parameters (`shardgate-*`,
+   * the admin API's) no V2 signer signs, so a V2 URL could be turned into them or changed unseen.
+   */
+  v4Only?: true;
   run(ctx: RequestContext, routed: Routed<string>): Promise<Response>;
+}
+
+/** Methods that change nothing. */
+const READ_METHODS: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/**
+ * Whether temporary credentials may do `operation` by `method` (docs/security.md, "Sessions create
+ * nothing that lasts"): they read, and read and write objects within their key's rights, but do not
+ * change what outlasts them: a bucket's configuration (what the owner right changes: its policy,
+ * lifecycle, lock, versioning, CORS, website, notifications …), the gateway's (what only the root
+ * key may: nodes, keys and rights, replication, the admin API's jobs), or mint another session.
+ * The key itself signs those (the console asks for its secret for that one request).
+ */
+export function sessionsMay(operation: Pick<Operation, "permission" | "refusedToSessions">, method: string): boolean {
+  if (operation.refusedToSessions) return false;
+  const { need } = operation.permission;
+  return READ_METHODS.has(method) || (need !== "owner" && need !== "root");
 }
 
 /** The typed target of a routed request (the router sets bucket and key for the scopes that have them). */
@@ -118,11 +142,13 @@ function on<S extends Scope>(scope: S) {
     route: Omit<Route, "on">,
     permission: Permission,
     handle: (ctx: RequestContext, at: AtOf<S>, params: P) => Promise<Response>,
-    options: { params?: (query: URLSearchParams) => P; authentication?: Authentication } = {},
+    options: { params?: (query: URLSearchParams) => P; authentication?: Authentication } & Pick<Operation, "refusedToSessions" | "v4Only"> = {},
   ): Operation => ({
     routes: [{ ...route, on: scope }],
     permission,
     authentication: options.authentication ?? "signature",
+    ...(options.refusedToSessions ? { refusedToSessions: true } : {}),
+    ...(options.v4Only ? { v4Only: true } : {}),
     run: (ctx, routed) => {
       const query = ctx.url.searchParams;
       return handle(ctx, at(routed, query) as AtOf<S>, (options.params ? options.params(query) : undefined) as P);
@@ -148,6 +174,9 @@ function onBucketOf(scopes: readonly ("bucket" | "object" | "shard")[]) {
   });
 }
 
+/** The gateway's own operations: AWS4-HMAC-SHA256 only (Operation.v4Only). */
+const V4_ONLY = { v4Only: true } as const;
+
 const service = on("service");
 const bucket = on("bucket");
 const object = on("object");
@@ -158,9 +187,9 @@ const admin = on("admin");
 /** The one table. Within a scope, sub-resources are tried in the order they appear here. */
 export const OPERATIONS = {
   // The service; STS on `POST /` (GetSessionToken or AssumeRole, named by the form's Action):
-  // temporary credentials with the signing key's own rights.
+  // temporary credentials with the signing key's own rights, never from temporary credentials.
   ListBuckets: service({ method: "GET" }, anyKey, listBuckets),
-  GetSessionToken: service({ method: "POST" }, anyKey, getSessionToken),
+  GetSessionToken: service({ method: "POST" }, anyKey, getSessionToken, { refusedToSessions: true }),
 
   // CORS preflights: answered from the bucket's rules, without credentials; also for shard URLs.
   PreflightCors: onBucketOf(["bucket", "object", "shard"])({ method: "OPTIONS", anyQuery: true }, anyKey, preflightCors, "none"),
@@ -229,10 +258,10 @@ export const OPERATIONS = {
 
   // The browser path (docs/browser-path.md): sessions, commits and read plans on an object; shard
   // URLs, authorized by their grant alone.
-  CreateDirectUpload: object({ method: "POST", sub: "shardgate-upload" }, WRITE_OBJECT, createDirectUpload),
-  CompleteDirectUpload: object({ method: "POST", sub: "shardgate-commit" }, { ...WRITE_OBJECT, headers: [IF_MATCH_READS] }, completeDirectUpload),
-  AbortDirectUpload: object({ method: "POST", sub: "shardgate-abort" }, write("s3:AbortMultipartUpload"), abortDirectUpload),
-  GetReadPlan: object({ method: "GET", sub: "shardgate-plan" }, READ_OBJECT, getReadPlan),
+  CreateDirectUpload: object({ method: "POST", sub: "shardgate-upload" }, WRITE_OBJECT, createDirectUpload, V4_ONLY),
+  CompleteDirectUpload: object({ method: "POST", sub: "shardgate-commit" }, { ...WRITE_OBJECT, headers: [IF_MATCH_READS] }, completeDirectUpload, V4_ONLY),
+  AbortDirectUpload: object({ method: "POST", sub: "shardgate-abort" }, write("s3:AbortMultipartUpload"), abortDirectUpload, V4_ONLY),
+  GetReadPlan: object({ method: "GET", sub: "shardgate-plan" }, READ_OBJECT, getReadPlan, V4_ONLY),
   TransferShard: shard({}, anyKey, transferShard, { authentication: "self" }),
 
   // Multipart uploads.
@@ -254,8 +283,8 @@ export const OPERATIONS = {
 
   // The gateway's own: its metrics (also with the scraper's bearer token) and the admin API
   // (api/admin-app.ts routes within it).
-  GetMetrics: metrics({ method: "GET" }, root, (ctx) => getMetrics(ctx.env, (p) => ctx.waitUntil(p)), { authentication: "bearer" }),
-  Admin: admin({}, root, async (ctx) => adminApp.fetch(ctx.request, { ctx })),
+  GetMetrics: metrics({ method: "GET" }, root, (ctx) => getMetrics(ctx.env, (p) => ctx.waitUntil(p)), { authentication: "bearer", v4Only: true }),
+  Admin: admin({}, root, async (ctx) => adminApp.fetch(ctx.request, { ctx }), V4_ONLY),
 } satisfies Record<string, Operation>;
 
 export type OperationName = keyof typeof OPERATIONS;

@@ -61,13 +61,6 @@ const SUB_RESOURCES = new Set([
   "website",
 ]);
 
-/**
- * The gateway's own operations (the browser path, docs/browser-path.md) are named by `shardgate-*`
- * parameters, which no V2 signer signs: refused in V2, so that a V2 URL cannot be turned into one
- * (a 60-second link to an object into the browser path's longer read grants).
- */
-const GATEWAY_PARAM_PREFIX = "shardgate-";
-
 const MAX_SKEW_MS = 15 * 60 * 1000;
 const MAX_PRESIGNED_SECONDS = 7 * 24 * 3600;
 
@@ -92,11 +85,6 @@ export function isSigV2(request: Request, url: URL): boolean {
 /** The request's payload, once its V2 signature checks out. */
 export async function authenticateV2(request: Request, secretOf: SecretLookup, opts: V2Options): Promise<Authenticated> {
   const url = new URL(request.url);
-  for (const name of url.searchParams.keys()) {
-    if (name.startsWith(GATEWAY_PARAM_PREFIX)) {
-      throw new S3Error("InvalidRequest", `Signature Version 2 does not sign ${name}: sign the gateway's own operations with AWS4-HMAC-SHA256.`);
-    }
-  }
   for (const [name] of request.headers) {
     if (name.startsWith(GATEWAY_HEADER_PREFIX)) {
       throw new S3Error("InvalidRequest", `Signature Version 2 does not sign ${name}: sign requests with it with AWS4-HMAC-SHA256.`);

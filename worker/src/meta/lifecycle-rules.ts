@@ -1,6 +1,7 @@
 // Lifecycle rules: their stored form, which versions they select and when, and a pass that applies
 // them to a bucket's index a bounded batch at a time (BucketIndex calls it inside a transaction, so
-// every decision is made on the state it changes). The clock is an argument: tests move it.
+// every decision is made on the state it changes). The clock rules are judged by is an argument
+// (tests and an operator catching up move it); object lock is judged by the real clock, never later.
 import { core } from "../core";
 import * as queue from "./heal-queue";
 import { prefixEnd } from "./key-order";
@@ -182,8 +183,9 @@ function applyToKey(
       if (!n || newerNoncurrent < (n.newerVersions ?? 0) || afterDays(since, n.days) > now) return false;
       return matches(r.filter, key, v.marker ? null : v.size, () => (v.marker ? [] : tagsOf(v.manifest)));
     });
-    // Object lock outranks lifecycle: a retained or held version stays.
-    if (!due || (!v.marker && deleteForbidden(v.lock, now, false))) continue;
+    // Object lock outranks lifecycle: a retained or held version stays. Retention is judged by the
+    // real clock (or `now`, if earlier): no caller's clock ends a retention early.
+    if (!due || (!v.marker && deleteForbidden(v.lock, Math.min(now, Date.now()), false))) continue;
     const gone = versions.deleteVersion(sql, key, v.versionId);
     if (gone) freed.push(...gone.freed);
     counts.noncurrent++;

@@ -5,9 +5,9 @@
 //   DELETE /_shardgate/admin/keys/ID
 //   PUT    /_shardgate/admin/keys/ID/buckets/BUCKET    {"read", "write", "owner"} (all false: no rights)
 //   GET    /_shardgate/admin/buckets/BUCKET/keys       the keys with rights on a bucket
-// The root key's temporary credentials (which the console holds) may read, rename, disable and
-// delete, but not create lasting access: a key, rights, enabling a key, bucket creation (as AWS
-// refuses IAM calls to GetSessionToken credentials). An hour's credentials cannot outlast themselves.
+// The root key's temporary credentials (which the console holds) may only read here: every change
+// is refused them before it arrives (api/operations.ts sessionsMay), as AWS refuses IAM calls to
+// GetSessionToken credentials. An hour's credentials cannot outlast themselves.
 import type { KeyChange } from "../../meta/key-store";
 import { S3Error } from "../../s3-error";
 import { bucketGrants, createKey, deleteKey, grantBucket, listKeys, updateKey } from "../../services/access-keys";
@@ -18,12 +18,6 @@ const MAX_NAME_LENGTH = 128;
 
 const invalid = (message: string) => new S3Error("InvalidArgument", message);
 const noSuchKey = (id: string) => new S3Error("InvalidArgument", `There is no access key ${id}.`);
-
-/** Throws AccessDenied when temporary credentials signed the request: `what` makes access that lasts. */
-function refuseSession(ctx: RequestContext, what: string): void {
-  if (ctx.credentialsExpire !== null)
-    throw new S3Error("AccessDenied", `Temporary credentials cannot ${what}: that access would outlast them. Sign this request with the root key itself.`);
-}
 
 function flag(body: Record<string, unknown>, name: string): boolean | undefined {
   const v = body[name];
@@ -45,7 +39,6 @@ export async function adminListKeys(ctx: RequestContext): Promise<Response> {
 }
 
 export async function adminCreateKey(ctx: RequestContext): Promise<Response> {
-  refuseSession(ctx, "create a key");
   const body = await jsonObjectBody(ctx);
   const key = await createKey(ctx.env, { name: name(body, true) as string, createBucket: flag(body, "createBucket") ?? false });
   return json(key, 201);
@@ -54,9 +47,6 @@ export async function adminCreateKey(ctx: RequestContext): Promise<Response> {
 export async function adminUpdateKey(ctx: RequestContext, id: string): Promise<Response> {
   const body = await jsonObjectBody(ctx);
   const change: KeyChange = { name: name(body, false), enabled: flag(body, "enabled"), createBucket: flag(body, "createBucket") };
-  // Renaming and disabling take nothing beyond the session; narrowing createBucket is refused too (one simple rule).
-  if (change.enabled === true) refuseSession(ctx, "enable a key");
-  if (change.createBucket !== undefined) refuseSession(ctx, "change whether a key may create buckets");
   const key = await updateKey(ctx.env, id, change);
   if (!key) throw noSuchKey(id);
   return json(key);
@@ -68,7 +58,6 @@ export async function adminDeleteKey(ctx: RequestContext, id: string): Promise<R
 }
 
 export async function adminGrantBucket(ctx: RequestContext, id: string, bucket: string): Promise<Response> {
-  refuseSession(ctx, "set a key's rights");
   const body = await jsonObjectBody(ctx);
   const grant = { bucket, read: flag(body, "read") ?? false, write: flag(body, "write") ?? false, owner: flag(body, "owner") ?? false };
   if (!(await grantBucket(ctx.env, id, grant))) throw noSuchKey(id);

@@ -1,6 +1,8 @@
 // `POST /_shardgate/admin/lifecycle[?bucket=NAME][&now=ISO-8601]`: applies the lifecycle rules now
 // (services/lifecycle.ts) instead of waiting for the scheduler, as of `now` when given (to catch up,
-// or in tests to move the clock forward), then deletes the shard files of what they expired.
+// or in tests to move the clock forward), then deletes the shard files of what they expired. `now`
+// moves only when rules fall due: object lock is judged by the real clock (meta/lifecycle-rules.ts),
+// so no `now` removes a version under retention or legal hold.
 import { drainBucketGarbage, drainGarbage } from "../../services/garbage";
 import { runLifecycle } from "../../services/lifecycle";
 import type { RequestContext } from "../common/context";

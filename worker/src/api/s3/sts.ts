@@ -43,8 +43,6 @@ export async function getSessionToken(ctx: RequestContext): Promise<Response> {
   const version = form.get("Version");
   if ((action !== "GetSessionToken" && action !== "AssumeRole") || (version !== null && version !== STS_VERSION))
     throw new S3Error("InvalidAction", `Could not find operation ${action} for version ${version ?? "(none)"}.`);
-  // A session cannot make another: temporary credentials would outlive what they were given for.
-  if (sessionTokenOf(ctx.request, ctx.url) !== null) throw new S3Error("AccessDenied", `Cannot call ${action} with session credentials.`);
   if (ctx.principal.kind === "anonymous") throw new S3Error("AccessDenied", "Access Denied");
   // What would narrow a session's rights is not enforced here: refused rather than ignored.
   for (const name of form.keys()) {
