@@ -439,7 +439,7 @@ describe("credentials", () => {
     expect((await okJson<{ nodes: unknown[] }>(["node", "list"], { env: session })).nodes).toHaveLength(6);
     await ok(["key", "list"], { env: session });
     expect(oneLineError(await cli(["key", "create", "from-session"], { env: session }), 1)).toMatch(
-      /^shardgate: AccessDenied: Temporary credentials cannot create a key/,
+      /^shardgate: AccessDenied: Temporary credentials cannot POST \/_shardgate\/admin\/keys: /,
     );
     mkdirSync(join(home, ".aws"), { recursive: true });
     writeFileSync(
