@@ -20,6 +20,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort, portAvailable } from "./lib/free-port.mjs";
 import { consoleOriginsFor, defaultKeysRefusal, LOCAL_DEFAULTS, masterKey, printBanner, waitHealthy } from "./lib/serving.mjs";
+import { untrustedPath } from "./lib/private-path.mjs";
 import { parseFlags } from "./lib/shardgate-config.mjs";
 import { consoleOnlyConfig } from "./lib/workerd-config.mjs";
 
@@ -50,6 +51,13 @@ try {
 const { values: opts, positionals: wranglerArgs } = parsed;
 const dataDir = opts["data-dir"];
 
+// Where wrangler dev persists (metadata, R2 nodes, the master key): another user's to change if they can write it.
+const stateDir = resolve(dataDir ?? join(root, ".wrangler/state"));
+const stateRefusal = untrustedPath(stateDir, "data directory");
+if (stateRefusal) {
+  console.error(`shardgate: ${stateRefusal}`);
+  process.exit(1);
+}
 if (Boolean(process.env.SHARDGATE_ACCESS_KEY_ID) !== Boolean(process.env.SHARDGATE_SECRET_ACCESS_KEY)) {
   console.error("shardgate: SHARDGATE_ACCESS_KEY_ID and SHARDGATE_SECRET_ACCESS_KEY must be set together (one of them is empty or unset)");
   process.exit(1);
@@ -81,7 +89,7 @@ const wrangler = spawn(
     ...["--ip", opts.ip, "--port", opts.port, "--inspector-port", String(inspectorPort)],
     "--show-interactive-dev-session=false",
     ...["--var", `SHARDGATE_ACCESS_KEY_ID:${credentials.accessKeyId}`, "--var", `SHARDGATE_SECRET_ACCESS_KEY:${credentials.secretAccessKey}`],
-    ...["--var", `SHARDGATE_MASTER_KEY:${masterKey(dataDir ?? join(root, ".wrangler/state"))}`],
+    ...["--var", `SHARDGATE_MASTER_KEY:${masterKey(stateDir)}`],
     ...["--var", `SHARDGATE_CONSOLE_ORIGIN:${consoleOrigins}`],
     ...(dataDir ? ["--persist-to", dataDir] : []),
     ...wranglerArgs,
@@ -96,19 +104,18 @@ wrangler.on("exit", (code, signal) => {
 });
 
 // The console's own origin: a second workerd serving web/dist and /config.json on the console port.
-const consoleDir = resolve(dataDir ?? join(root, ".wrangler/state"));
-mkdirSync(consoleDir, { recursive: true });
+mkdirSync(stateDir, { recursive: true });
 const { unstable_readConfig } = await import("wrangler");
 const wranglerConfig = unstable_readConfig({ config: join(root, "wrangler.toml") }, { hideWarnings: true });
 // The region wrangler.toml's [vars] set (SHARDGATE_REGION): the console signs with it, the banner says it.
 const region = wranglerConfig.vars?.SHARDGATE_REGION || "us-east-1";
-const consoleCapnp = join(consoleDir, "console.capnp");
+const consoleCapnp = join(stateDir, "console.capnp");
 const consoleHost = opts.ip.includes(":") ? `[${opts.ip}]` : opts.ip;
 writeFileSync(
   consoleCapnp,
   consoleOnlyConfig({
     wrangler: wranglerConfig,
-    configDir: consoleDir,
+    configDir: stateDir,
     assetsDir: resolve(root, wranglerConfig.assets?.directory ?? "web/dist"),
     assetsWorker: join(root, "scripts/workerd/console-assets.js"),
     address: `${consoleHost}:${consolePort}`,
@@ -116,7 +123,7 @@ writeFileSync(
   }),
 );
 const consoleServer = spawn(join(root, "node_modules/workerd/bin/workerd"), ["serve", consoleCapnp], {
-  cwd: consoleDir,
+  cwd: stateDir,
   stdio: ["ignore", "inherit", "inherit"],
 });
 consoleServer.on("exit", (code, signal) => {

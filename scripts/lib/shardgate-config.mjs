@@ -31,6 +31,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { untrustedPath } from "./private-path.mjs";
 import { defaultKeysRefusal, LOCAL_DEFAULTS } from "./serving.mjs";
 import { checkVars, isS3NodeSecret, KINDS, nearest, SECRET_VARS, shown, VAR_KINDS } from "./worker-vars.mjs";
 
@@ -173,10 +174,16 @@ export function checkSchema(raw) {
 export function loadShardgateConfig({ root, file, overrides }) {
   const path = file ? resolve(file) : resolve(root, "shardgate.json");
   if (file && !existsSync(path)) throw new ConfigError(`config file ${path} does not exist`);
+  // A file or data directory another user can write is theirs to change: refused before it is read.
+  const fileRefusal = untrustedPath(path, "config file");
+  if (fileRefusal) throw new ConfigError(fileRefusal);
   const raw = existsSync(path) ? parseJson(path) : {};
   const problems = checkSchema(raw);
   if (problems.length) throw new ConfigError(`config ${path}: ${problems.join("; ")}`);
-  return resolveConfig(raw, path, root, overrides);
+  const config = resolveConfig(raw, path, root, overrides);
+  const dataRefusal = untrustedPath(config.dataDir, "data directory");
+  if (dataRefusal) throw new ConfigError(dataRefusal);
+  return config;
 }
 
 function resolveConfig(raw, path, root, overrides) {

@@ -6,7 +6,7 @@
 // the banner, the console's /config.json and the console in Chromium signing with it); the banner
 // prints no secret but the local default.
 import { type ChildProcess, spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -157,6 +157,23 @@ describe("a typo'd or hostile shardgate.json", () => {
     expectOneLine(refused(["--config", scratch]), "config file");
     // Nothing was started: not even the data directory.
     expect(readdirSync(scratch)).not.toContain("never");
+  });
+
+  it("is refused, as is the data directory, when another user can write it: one line naming the path and the fix (issue #39)", () => {
+    const open = configFile({ region: "us-east-1" });
+    chmodSync(open, 0o666);
+    expectOneLine(refused(["--config", open]), `refusing the config file: other users can write ${open} (mode 0666): chmod go-w ${open}`);
+    chmodSync(open, 0o620);
+    expectOneLine(refused(["--config", open]), `other users can write ${open} (mode 0620)`);
+    const data = join(scratch, "open-data");
+    mkdirSync(data);
+    chmodSync(data, 0o777);
+    expectOneLine(refused(["--data-dir", data]), `refusing the data directory: other users can write ${data} (mode 0777): chmod go-w ${data}`);
+    chmodSync(data, 0o700);
+    chownSync(data, 4321, 4321);
+    expectOneLine(refused(["--data-dir", data]), `refusing the data directory: ${data} belongs to another user (uid 4321)`);
+    // Refused before anything was written there.
+    expect(readdirSync(data)).toEqual([]);
   });
 
   it("checks the credentials and the master key from the environment too", () => {
