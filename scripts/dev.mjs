@@ -13,13 +13,14 @@
 // scripts/workerd/console-assets.js) on the console port (default port + 1, or the next free one).
 //
 // Credentials: SHARDGATE_ACCESS_KEY_ID / SHARDGATE_SECRET_ACCESS_KEY from the environment, or the
-// local defaults (never built into the Worker: a deployment without secrets refuses all).
+// root key made at the first start and kept in the data directory (scripts/lib/serving.mjs rootKey;
+// never built into the Worker: a deployment without secrets refuses all).
 import { spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort, portAvailable } from "./lib/free-port.mjs";
-import { consoleOriginsFor, defaultKeysRefusal, LOCAL_DEFAULTS, masterKey, printBanner, waitHealthy } from "./lib/serving.mjs";
+import { consoleOriginsFor, masterKey, printBanner, publicKeyRefusal, rootKey, waitHealthy } from "./lib/serving.mjs";
 import { untrustedPath } from "./lib/private-path.mjs";
 import { parseFlags } from "./lib/shardgate-config.mjs";
 import { consoleOnlyConfig } from "./lib/workerd-config.mjs";
@@ -62,17 +63,17 @@ if (Boolean(process.env.SHARDGATE_ACCESS_KEY_ID) !== Boolean(process.env.SHARDGA
   console.error("shardgate: SHARDGATE_ACCESS_KEY_ID and SHARDGATE_SECRET_ACCESS_KEY must be set together (one of them is empty or unset)");
   process.exit(1);
 }
-const credentials = {
-  accessKeyId: process.env.SHARDGATE_ACCESS_KEY_ID || LOCAL_DEFAULTS.accessKeyId,
-  secretAccessKey: process.env.SHARDGATE_SECRET_ACCESS_KEY || LOCAL_DEFAULTS.secretAccessKey,
-};
-const refusal = defaultKeysRefusal([opts.ip], credentials);
+const configured = process.env.SHARDGATE_ACCESS_KEY_ID
+  ? { accessKeyId: process.env.SHARDGATE_ACCESS_KEY_ID, secretAccessKey: String(process.env.SHARDGATE_SECRET_ACCESS_KEY) }
+  : null;
+const refusal = publicKeyRefusal([opts.ip], configured);
 if (refusal) {
   console.error(`shardgate: ${refusal}`);
   process.exit(1);
 }
-// What wrangler dev persists (metadata, R2 nodes, the master key) is the owner's alone.
+// What wrangler dev persists (metadata, R2 nodes, the master key, the root key) is the owner's alone.
 process.umask(0o077);
+const credentials = configured ?? rootKey(stateDir);
 
 const inspectorPort = await freePort();
 let stopping = false;
@@ -148,8 +149,10 @@ if (!(await waitHealthy(`${base}/_shardgate/health`, { timeoutMs: 120_000, gone:
     base,
     port: opts.port,
     credentials,
+    credentialsFrom: configured ? undefined : "generated",
     region,
     runtime: "wrangler dev, for development",
+    dataDir: stateDir,
     consoleBase: `http://${consoleHost}:${consolePort}`,
   });
 }
