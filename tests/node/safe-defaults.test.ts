@@ -231,7 +231,7 @@ describe("no fixed default secret (issue #39)", () => {
 
   it("is found by the CLI with no flags (the working directory's shardgate.json or .shardgate), for a loopback endpoint only", async () => {
     await banner();
-    /** `shardgate ARGS` in `cwd` with no credentials in the environment and an empty HOME (no ~/.aws). */
+    /** `shardgate ARGS` in `cwd` with no credentials in the environment, HOME `cwd` (no ~/.aws there until the last checks). */
     const cli = (cwd: string, args: string[], env: Record<string, string> = {}) =>
       spawnSync(process.execPath, [bin, ...args], {
         cwd,
@@ -257,5 +257,10 @@ describe("no fixed default secret (issue #39)", () => {
     expect([named.status, named.stderr]).toEqual([1, expect.stringContaining("SignatureDoesNotMatch")]);
     const elsewhere = cli(withConfig, ["status", "--endpoint", "http://192.0.2.1:9"]);
     expect([elsewhere.status, elsewhere.stderr]).toEqual([2, expect.stringContaining("no credentials")]);
+    // It comes before the default profile (usually an AWS account's key), not before a named one.
+    mkdirSync(join(withConfig, ".aws"));
+    writeFileSync(join(withConfig, ".aws", "credentials"), "[default]\naws_access_key_id = AKIAEXAMPLE\naws_secret_access_key = aws-account-secret\n");
+    expect(cli(withConfig, ["status"]).status).toBe(0);
+    expect(cli(withConfig, ["status", "--profile", "default"]).stderr).toContain("InvalidAccessKeyId");
   }, 60_000);
 });
