@@ -66,14 +66,15 @@ if (Boolean(process.env.SHARDGATE_ACCESS_KEY_ID) !== Boolean(process.env.SHARDGA
 const configured = process.env.SHARDGATE_ACCESS_KEY_ID
   ? { accessKeyId: process.env.SHARDGATE_ACCESS_KEY_ID, secretAccessKey: String(process.env.SHARDGATE_SECRET_ACCESS_KEY) }
   : null;
-const refusal = publicKeyRefusal([opts.ip], configured);
+// What wrangler dev persists (metadata, R2 nodes, the master key, the root key) is the owner's alone.
+process.umask(0o077);
+// The root key made at the first start when none is configured; the public secret of old stays on loopback.
+const credentials = configured ?? rootKey(stateDir);
+const refusal = publicKeyRefusal([opts.ip], credentials);
 if (refusal) {
   console.error(`shardgate: ${refusal}`);
   process.exit(1);
 }
-// What wrangler dev persists (metadata, R2 nodes, the master key, the root key) is the owner's alone.
-process.umask(0o077);
-const credentials = configured ?? rootKey(stateDir);
 
 const inspectorPort = await freePort();
 let stopping = false;

@@ -29,7 +29,7 @@ import { chmodSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, write
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { freePort, portAvailable } from "./free-port.mjs";
-import { consoleOriginsFor, masterKey, printBanner, ROOT_KEY_ID, restrictDirectories, rootKey, waitHealthy } from "./serving.mjs";
+import { consoleOriginsFor, masterKey, printBanner, publicKeyRefusal, ROOT_KEY_ID, restrictDirectories, rootKey, waitHealthy } from "./serving.mjs";
 import { loadShardgateConfig, parseFlags } from "./shardgate-config.mjs";
 import { checkVars } from "./worker-vars.mjs";
 import { workerdConfig, workerVars } from "./workerd-config.mjs";
@@ -100,8 +100,11 @@ export async function serveGateway(argv, runtime) {
   config.vars = consoleVars;
 
   const lock = prepareDataDir(config);
-  // No root key configured: the one this data directory keeps, made now at its first start (once it is ours: locked).
+  // No root key configured: the one this data directory keeps, made now at its first start (once it
+  // is ours: locked). A kept one edited to the public secret is refused as a configured one is.
   config.credentials ??= rootKey(config.dataDir);
+  const keptRefusal = publicKeyRefusal([config.ip], config.credentials);
+  if (keptRefusal) startupFailure(new Error(keptRefusal));
   const host = config.ip.includes(":") ? `[${config.ip}]` : config.ip;
   const metaSocket = join(config.dataDir, "meta.sock");
   if (config.processes > 1 && Buffer.byteLength(metaSocket) > 100)

@@ -96,6 +96,25 @@ describe("the old public secret, set by hand, stays on loopback", () => {
     expect(readdirSync(scratch)).not.toContain("refused");
   });
 
+  it("refuses it on 0.0.0.0 from the data directory's credentials file too (edited by hand)", () => {
+    const data = join(scratch, "edited");
+    mkdirSync(data, { mode: 0o700 });
+    writeFileSync(join(data, "credentials"), "[default]\naws_access_key_id = shardgate\naws_secret_access_key = shardgate-secret\n", { mode: 0o600 });
+    const run = spawnSync(process.execPath, [serve, "--quiet", "--ip", "0.0.0.0", "--port", "1", "--data-dir", data], {
+      cwd: root,
+      env: { ...process.env, SHARDGATE_ACCESS_KEY_ID: "", SHARDGATE_SECRET_ACCESS_KEY: "" },
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    expect([run.status, run.stderr.trim()]).toEqual([
+      1,
+      expect.stringMatching(
+        /^shardgate: refusing to serve the root key with the public secret "shardgate-secret" on 0\.0\.0\.0, which is not a loopback address/,
+      ),
+    ]);
+    expect(readdirSync(data)).not.toContain("workerd.capnp");
+  });
+
   it("serves on 0.0.0.0 with keys of its own, and keeps its data directory private (0700 / 0600)", async () => {
     const port = await freePort();
     const data = join(scratch, "private");
