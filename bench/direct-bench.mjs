@@ -19,7 +19,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { build } from "esbuild";
 import { freePort } from "../scripts/lib/free-port.mjs";
 import { S3Client } from "./lib/s3-client.mjs";
-import { cpuMs, descendants, SHARDGATE_KEY, startTarget, TARGETS } from "./lib/targets.mjs";
+import { cpuMs, descendants, SHARDGATE_KEY, SHARDGATE_KEY_ENV, startTarget, TARGETS } from "./lib/targets.mjs";
 import { metricSum, ok } from "./lib/windows.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -66,6 +66,7 @@ async function startCluster(log) {
     cwd: root,
     detached: true,
     stdio: ["ignore", "pipe", "ignore"],
+    env: { ...process.env, ...SHARDGATE_KEY_ENV },
   });
   const info = await new Promise((resolve, reject) => {
     let out = "";

@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort } from "../scripts/lib/free-port.mjs";
 import { S3Client } from "./lib/s3-client.mjs";
-import { SHARDGATE_KEY } from "./lib/targets.mjs";
+import { SHARDGATE_KEY, SHARDGATE_KEY_ENV } from "./lib/targets.mjs";
 import { metricSum, ok, pct } from "./lib/windows.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -37,7 +37,7 @@ async function start(n, vars) {
   const child = spawn(
     process.execPath,
     [join(root, "scripts/serve.mjs"), "--quiet", "--port", String(port), "--data-dir", join(dir, "data"), "--config", config],
-    { cwd: root, detached: true, stdio: ["ignore", out, out], env: { ...process.env, SHARDGATE_ACCESS_KEY_ID: "", SHARDGATE_SECRET_ACCESS_KEY: "" } },
+    { cwd: root, detached: true, stdio: ["ignore", out, out], env: { ...process.env, ...SHARDGATE_KEY_ENV } },
   );
   const endpoint = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 120_000;

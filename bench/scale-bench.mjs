@@ -18,6 +18,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort } from "../scripts/lib/free-port.mjs";
 import { S3Client } from "./lib/s3-client.mjs";
+import { SHARDGATE_KEY, SHARDGATE_KEY_ENV } from "./lib/targets.mjs";
 import { ok, pct } from "./lib/windows.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -49,7 +50,7 @@ async function serve() {
     cwd: root,
     detached: true,
     stdio: ["ignore", out, out],
-    env: { ...process.env, SHARDGATE_ACCESS_KEY_ID: "", SHARDGATE_SECRET_ACCESS_KEY: "" },
+    env: { ...process.env, ...SHARDGATE_KEY_ENV },
   });
   const endpoint = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 120_000;
@@ -87,7 +88,7 @@ async function timed(n, op) {
 
 async function main() {
   const gateway = await serve();
-  const client = new S3Client({ endpoint: gateway.endpoint, accessKeyId: "shardgate", secretAccessKey: "shardgate-secret" });
+  const client = new S3Client({ endpoint: gateway.endpoint, ...SHARDGATE_KEY });
   const stateFile = join(DIR, "scale-state.json");
   const state = existsSync(stateFile) ? JSON.parse(readFileSync(stateFile, "utf8")) : { written: 0 };
   const body = Buffer.alloc(1024, 5);

@@ -29,13 +29,14 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { AwsClient } from "aws4fetch";
 import { freePort } from "../scripts/lib/free-port.mjs";
+import { SHARDGATE_KEY, SHARDGATE_KEY_ENV } from "./lib/targets.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
-const CREDENTIALS = { accessKeyId: "shardgate", secretAccessKey: "shardgate-secret" }; // serve.mjs's local defaults
+const CREDENTIALS = SHARDGATE_KEY; // given to the cluster's gateway below
 const BUCKET = "stall";
 const SIZES = [MiB, 64 * KiB];
 /** GETs per block (alternating the sizes), and blocks per mode. */
@@ -60,7 +61,7 @@ async function startCluster(log) {
     cwd: root,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, SHARDGATE_ACCESS_KEY_ID: "", SHARDGATE_SECRET_ACCESS_KEY: "" }, // the local defaults
+    env: { ...process.env, ...SHARDGATE_KEY_ENV },
   });
   cluster = { child, info: null, paused: null, output: "" };
   const c = cluster;

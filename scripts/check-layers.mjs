@@ -91,6 +91,8 @@ const SHARES = {
     ["worker/src/config-vars.ts", "the Worker's variables' schema"],
     // The one-file binary (scripts/binary/launcher.mjs) runs the admin CLI too.
     ["bin/lib/cli.mjs", "the CLI's entry"],
+    // The gateway makes the root key's file that the CLI reads: one module says where and how.
+    ["bin/lib/local-key.mjs", "the root key's file"],
   ],
   // The CLI (`npx shardgate`) talks to a gateway over HTTP only: it imports nothing of the others.
   bin: [],

@@ -19,6 +19,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { AwsClient } from "aws4fetch";
+import { ROOT_KEY_FILE } from "../bin/lib/local-key.mjs";
 import { freePort } from "./lib/free-port.mjs";
 import { parseFlags } from "./lib/shardgate-config.mjs";
 
@@ -155,7 +156,7 @@ if (opts.quiet) {
 } else {
   console.log(`
 shardgate cluster is serving
-  S3 endpoint   ${base}   (credentials as for npm start: shardgate / shardgate-secret by default)
+  S3 endpoint   ${base}   (credentials as for npm start: SHARDGATE_ACCESS_KEY_ID / SHARDGATE_SECRET_ACCESS_KEY, else ${join(data, "gateway", ROOT_KEY_FILE)})
   console       ${consoleBase}/
   data          ${data}
 

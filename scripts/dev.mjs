@@ -13,13 +13,15 @@
 // scripts/workerd/console-assets.js) on the console port (default port + 1, or the next free one).
 //
 // Credentials: SHARDGATE_ACCESS_KEY_ID / SHARDGATE_SECRET_ACCESS_KEY from the environment, or the
-// local defaults (never built into the Worker: a deployment without secrets refuses all).
+// root key made at the first start and kept in the data directory (scripts/lib/serving.mjs rootKey;
+// never built into the Worker: a deployment without secrets refuses all).
 import { spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort, portAvailable } from "./lib/free-port.mjs";
-import { consoleOriginsFor, defaultKeysRefusal, LOCAL_DEFAULTS, masterKey, printBanner, waitHealthy } from "./lib/serving.mjs";
+import { consoleOriginsFor, masterKey, printBanner, publicKeyRefusal, rootKey, waitHealthy } from "./lib/serving.mjs";
+import { untrustedPath } from "./lib/private-path.mjs";
 import { parseFlags } from "./lib/shardgate-config.mjs";
 import { consoleOnlyConfig } from "./lib/workerd-config.mjs";
 
@@ -50,21 +52,29 @@ try {
 const { values: opts, positionals: wranglerArgs } = parsed;
 const dataDir = opts["data-dir"];
 
+// Where wrangler dev persists (metadata, R2 nodes, the master key): another user's to change if they can write it.
+const stateDir = resolve(dataDir ?? join(root, ".wrangler/state"));
+const stateRefusal = untrustedPath(stateDir, "data directory");
+if (stateRefusal) {
+  console.error(`shardgate: ${stateRefusal}`);
+  process.exit(1);
+}
 if (Boolean(process.env.SHARDGATE_ACCESS_KEY_ID) !== Boolean(process.env.SHARDGATE_SECRET_ACCESS_KEY)) {
   console.error("shardgate: SHARDGATE_ACCESS_KEY_ID and SHARDGATE_SECRET_ACCESS_KEY must be set together (one of them is empty or unset)");
   process.exit(1);
 }
-const credentials = {
-  accessKeyId: process.env.SHARDGATE_ACCESS_KEY_ID || LOCAL_DEFAULTS.accessKeyId,
-  secretAccessKey: process.env.SHARDGATE_SECRET_ACCESS_KEY || LOCAL_DEFAULTS.secretAccessKey,
-};
-const refusal = defaultKeysRefusal([opts.ip], credentials);
+const configured = process.env.SHARDGATE_ACCESS_KEY_ID
+  ? { accessKeyId: process.env.SHARDGATE_ACCESS_KEY_ID, secretAccessKey: String(process.env.SHARDGATE_SECRET_ACCESS_KEY) }
+  : null;
+// What wrangler dev persists (metadata, R2 nodes, the master key, the root key) is the owner's alone.
+process.umask(0o077);
+// The root key made at the first start when none is configured; the public secret of old stays on loopback.
+const credentials = configured ?? rootKey(stateDir);
+const refusal = publicKeyRefusal([opts.ip], credentials);
 if (refusal) {
   console.error(`shardgate: ${refusal}`);
   process.exit(1);
 }
-// What wrangler dev persists (metadata, R2 nodes, the master key) is the owner's alone.
-process.umask(0o077);
 
 const inspectorPort = await freePort();
 let stopping = false;
@@ -81,7 +91,7 @@ const wrangler = spawn(
     ...["--ip", opts.ip, "--port", opts.port, "--inspector-port", String(inspectorPort)],
     "--show-interactive-dev-session=false",
     ...["--var", `SHARDGATE_ACCESS_KEY_ID:${credentials.accessKeyId}`, "--var", `SHARDGATE_SECRET_ACCESS_KEY:${credentials.secretAccessKey}`],
-    ...["--var", `SHARDGATE_MASTER_KEY:${masterKey(dataDir ?? join(root, ".wrangler/state"))}`],
+    ...["--var", `SHARDGATE_MASTER_KEY:${masterKey(stateDir)}`],
     ...["--var", `SHARDGATE_CONSOLE_ORIGIN:${consoleOrigins}`],
     ...(dataDir ? ["--persist-to", dataDir] : []),
     ...wranglerArgs,
@@ -96,19 +106,18 @@ wrangler.on("exit", (code, signal) => {
 });
 
 // The console's own origin: a second workerd serving web/dist and /config.json on the console port.
-const consoleDir = resolve(dataDir ?? join(root, ".wrangler/state"));
-mkdirSync(consoleDir, { recursive: true });
+mkdirSync(stateDir, { recursive: true });
 const { unstable_readConfig } = await import("wrangler");
 const wranglerConfig = unstable_readConfig({ config: join(root, "wrangler.toml") }, { hideWarnings: true });
 // The region wrangler.toml's [vars] set (SHARDGATE_REGION): the console signs with it, the banner says it.
 const region = wranglerConfig.vars?.SHARDGATE_REGION || "us-east-1";
-const consoleCapnp = join(consoleDir, "console.capnp");
+const consoleCapnp = join(stateDir, "console.capnp");
 const consoleHost = opts.ip.includes(":") ? `[${opts.ip}]` : opts.ip;
 writeFileSync(
   consoleCapnp,
   consoleOnlyConfig({
     wrangler: wranglerConfig,
-    configDir: consoleDir,
+    configDir: stateDir,
     assetsDir: resolve(root, wranglerConfig.assets?.directory ?? "web/dist"),
     assetsWorker: join(root, "scripts/workerd/console-assets.js"),
     address: `${consoleHost}:${consolePort}`,
@@ -116,7 +125,7 @@ writeFileSync(
   }),
 );
 const consoleServer = spawn(join(root, "node_modules/workerd/bin/workerd"), ["serve", consoleCapnp], {
-  cwd: consoleDir,
+  cwd: stateDir,
   stdio: ["ignore", "inherit", "inherit"],
 });
 consoleServer.on("exit", (code, signal) => {
@@ -141,8 +150,10 @@ if (!(await waitHealthy(`${base}/_shardgate/health`, { timeoutMs: 120_000, gone:
     base,
     port: opts.port,
     credentials,
+    credentialsFrom: configured ? undefined : "generated",
     region,
     runtime: "wrangler dev, for development",
+    dataDir: stateDir,
     consoleBase: `http://${consoleHost}:${consolePort}`,
   });
 }

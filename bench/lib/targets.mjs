@@ -17,7 +17,10 @@ import { writePassthroughConfig } from "../passthrough/config.mjs";
 import { freePort } from "../../scripts/lib/free-port.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
-export const SHARDGATE_KEY = { accessKeyId: "shardgate", secretAccessKey: "shardgate-secret" }; // the local defaults
+/** The root key the benchmarks start shardgate with (without one, a gateway makes its own at its first start). */
+export const SHARDGATE_KEY = { accessKeyId: "shardgate", secretAccessKey: "shardgate-bench-root-secret" };
+/** SHARDGATE_KEY as the environment gives it to a gateway (scripts/serve.mjs, dev.mjs, cluster.mjs). */
+export const SHARDGATE_KEY_ENV = { SHARDGATE_ACCESS_KEY_ID: SHARDGATE_KEY.accessKeyId, SHARDGATE_SECRET_ACCESS_KEY: SHARDGATE_KEY.secretAccessKey };
 const MINIO_KEY = { accessKeyId: "shardgate-bench", secretAccessKey: "shardgate-bench-secret" };
 
 /** The targets, in table order; the first is the one compared with MinIO. */
@@ -88,10 +91,7 @@ function detached(dir, pin, cmd, args, env = {}) {
 const healthy = async (endpoint) => (await fetch(`${endpoint}/_shardgate/health`)).ok;
 
 function shardgate(dir, port, pin, script, args) {
-  const child = detached(dir, pin, process.execPath, [join(root, "scripts", script), "--quiet", "--port", String(port), ...args], {
-    SHARDGATE_ACCESS_KEY_ID: "",
-    SHARDGATE_SECRET_ACCESS_KEY: "",
-  });
+  const child = detached(dir, pin, process.execPath, [join(root, "scripts", script), "--quiet", "--port", String(port), ...args], SHARDGATE_KEY_ENV);
   // Under wrangler dev the storage reads happen in processes wrangler owns: not counted.
   const readers = script === "serve.mjs" ? () => descendants(child.pid, "workerd") : () => [];
   return { child, credentials: SHARDGATE_KEY, ready: healthy, readers };

@@ -5,6 +5,7 @@ import { nearest, readFlags, split } from "./args.mjs";
 import { Client } from "./client.mjs";
 import { COMMANDS, GLOBAL_FLAGS } from "./commands.mjs";
 import { resolveCredentials } from "./credentials.mjs";
+import { isLoopback, localDataDir, ROOT_KEY_FILE, readRootKey } from "./local-key.mjs";
 import { clean, UsageError } from "./errors.mjs";
 
 const DEFAULT_ENDPOINT = "http://127.0.0.1:8787";
@@ -54,7 +55,9 @@ function topHelp() {
     ...flagLines(GLOBAL_FLAGS),
     "",
     "Credentials: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (/ AWS_SESSION_TOKEN), or a profile of ~/.aws/credentials",
-    "and ~/.aws/config (--profile, AWS_PROFILE; AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE). Admin commands need the root key.",
+    "and ~/.aws/config (--profile, AWS_PROFILE; AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE); with none named and a",
+    "loopback endpoint, the root key a gateway here made (DATA/credentials: --data-dir, ./shardgate.json's dataDir,",
+    "./.shardgate), before the default profile. Admin commands need the root key.",
     EXIT_STATUS,
   ].join("\n");
 }
@@ -109,6 +112,28 @@ function find(words) {
   throw new UsageError(
     `unknown command "${clean([...prefix, words[depth]].join(" "), 60)}"${near ? `; did you mean "${[...prefix, near].join(" ")}"?` : `; the commands${prefix.length ? ` of "${prefix.join(" ")}"` : ""}: ${next.join(", ")}`}`,
   );
+}
+
+/**
+ * The root key a gateway on this machine made (bin/lib/local-key.mjs), for an endpoint on loopback
+ * only: no other server gets requests signed with it. Null when there is none.
+ */
+function localKey(endpoint, dataDirFlag) {
+  let host;
+  try {
+    host = new URL(endpoint).hostname;
+  } catch {
+    return null; // the Client names a bad endpoint
+  }
+  if (!isLoopback(host)) return null;
+  const dir = localDataDir(dataDirFlag);
+  let key = null;
+  try {
+    key = readRootKey(dir);
+  } catch {
+    // not ours to read (another user's gateway): as if there were none
+  }
+  return key && { ...key, source: `the local gateway's ${dir}/${ROOT_KEY_FILE}` };
 }
 
 async function write(stream, text) {
@@ -172,9 +197,12 @@ export async function main(argv, env = process.env) {
       env,
       client() {
         if (client) return client;
-        const { credentials, region } = resolveCredentials({ profile: values.profile, region: values.region }, env);
+        const endpoint = values.endpoint ?? (env.SHARDGATE_ENDPOINT || DEFAULT_ENDPOINT);
+        const { credentials, region } = resolveCredentials({ profile: values.profile, region: values.region }, env, undefined, () =>
+          localKey(endpoint, values["data-dir"]),
+        );
         client = new Client({
-          endpoint: values.endpoint ?? (env.SHARDGATE_ENDPOINT || DEFAULT_ENDPOINT),
+          endpoint,
           credentials,
           region,
           timeoutMs: (values.timeout ?? DEFAULT_TIMEOUT_S) * 1000,

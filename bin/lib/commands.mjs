@@ -900,6 +900,10 @@ export const GLOBAL_FLAGS = {
   endpoint: string("The gateway (default $SHARDGATE_ENDPOINT, else http://127.0.0.1:8787).", "URL"),
   profile: string("Use this profile of ~/.aws/credentials / ~/.aws/config (without it: the environment's keys, else $AWS_PROFILE, else default).", "NAME"),
   region: string("The signing region (default $AWS_REGION, $AWS_DEFAULT_REGION, the profile's, else us-east-1).", "REGION"),
+  "data-dir": string(
+    "A local gateway's data directory, whose root key (DATA/credentials) signs when no credentials are named (default ./shardgate.json's dataDir, else ./.shardgate).",
+    "DIR",
+  ),
   json: boolean("Machine output: the gateway's JSON answer (or a stable shape for S3 answers)."),
   timeout: integer("Give up on an answer after this many seconds (default 30).", "S", 1),
   help: boolean("Help for the command."),

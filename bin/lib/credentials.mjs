@@ -3,7 +3,9 @@
 // AWS_SESSION_TOKEN) win; otherwise the profile AWS_PROFILE names, or "default", from
 // ~/.aws/credentials ([name]) and ~/.aws/config ([profile name], [default]);
 // AWS_SHARED_CREDENTIALS_FILE and AWS_CONFIG_FILE move those files. Region: --region, AWS_REGION,
-// AWS_DEFAULT_REGION, the profile's `region`, else us-east-1.
+// AWS_DEFAULT_REGION, the profile's `region`, else us-east-1. Before the default profile, when nothing
+// above named credentials: the root key a local gateway made (`local`, bin/lib/local-key.mjs), which
+// is what a gateway on this machine expects where the default profile is usually someone's AWS key.
 import { readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
@@ -67,9 +69,11 @@ function profileSettings(name, env, home) {
 
 /**
  * { credentials: { accessKeyId, secretAccessKey, sessionToken?, source }, region }; throws
- * UsageError naming what is missing.
+ * UsageError naming what is missing. `local()`: the local gateway's root key and where it is kept, or null.
+ * @param {{ profile?: string, region?: string }} flags
+ * @param {() => ({ accessKeyId: string, secretAccessKey: string, source: string } | null)} [local]
  */
-export function resolveCredentials({ profile, region }, env = process.env, home = homedir()) {
+export function resolveCredentials({ profile, region }, env = process.env, home = homedir(), local = () => null) {
   const named = profile ?? null;
   let credentials = null;
   let settings = null;
@@ -86,11 +90,12 @@ export function resolveCredentials({ profile, region }, env = process.env, home 
   const name = named ?? (env.AWS_PROFILE || "default");
   const found = profileSettings(name, env, home);
   settings = found.settings;
+  if (credentials === null && named === null && !env.AWS_PROFILE) credentials = local();
   if (credentials === null) {
     if (settings === null) {
       if (named !== null || env.AWS_PROFILE) throw new UsageError(`profile "${name}" is in neither ${found.files.join(" nor ")}.`);
       throw new UsageError(
-        "no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or name a profile (--profile, AWS_PROFILE) of ~/.aws/credentials.",
+        "no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or name a profile (--profile, AWS_PROFILE) of ~/.aws/credentials; a gateway on this machine keeps its root key in DATA/credentials (--data-dir DATA; default ./.shardgate).",
       );
     }
     if (!settings.aws_access_key_id || !settings.aws_secret_access_key)

@@ -16,6 +16,7 @@ import { dirname, join } from "node:path";
 import { getAsset, getRawAsset } from "node:sea";
 import { gunzipSync } from "node:zlib";
 import { main as cli } from "../../bin/lib/cli.mjs";
+import { untrustedPath } from "../lib/private-path.mjs";
 import { serveGateway } from "../lib/serve-gateway.mjs";
 
 /**
@@ -72,8 +73,8 @@ run(process.argv.slice(2)).then(
  * fresh directory, every file and directory synced, then renamed into place: a start killed
  * half-way leaves nothing that looks complete). What is run from there must be this process's own
  * doing: the data directory, runtime/ and the build's directory are real directories of this user
- * that nobody else may write, and workerd has the size this build unpacks; otherwise it is made
- * again. Runs once the data directory is locked (scripts/lib/serve-gateway.mjs).
+ * that nobody else may write (nor any directory above them: ownDirectory), and workerd has the size
+ * this build unpacks; otherwise it is made again. Runs once the data directory is locked (scripts/lib/serve-gateway.mjs).
  * @param {string} dataDir @returns {import("../lib/serve-gateway.mjs").RuntimeParts}
  */
 function unpack(dataDir) {
@@ -128,11 +129,16 @@ function unpacked(dir) {
   return false;
 }
 
-/** Refuses a path that is not a real directory of this user, or that others may write. */
+/**
+ * Refuses a path that is not a real directory of this user, or that others may write, itself or
+ * through any directory above it (scripts/lib/private-path.mjs): the binary runs workerd from it.
+ */
 function ownDirectory(path) {
   const st = lstatSync(path);
-  if (!st.isDirectory() || st.uid !== process.getuid?.() || (st.mode & 0o022) !== 0)
+  if (!st.isDirectory() || st.uid !== process.getuid?.())
     throw new Error(`${path} must be a directory of this user that nobody else may write (not a symbolic link): the binary runs workerd from it`);
+  const refusal = untrustedPath(path, "runtime directory", { parents: true });
+  if (refusal) throw new Error(refusal);
 }
 
 function syncDirectory(path) {

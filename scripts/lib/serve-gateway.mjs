@@ -29,7 +29,7 @@ import { chmodSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, write
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { freePort, portAvailable } from "./free-port.mjs";
-import { consoleOriginsFor, masterKey, printBanner, restrictDirectories, waitHealthy } from "./serving.mjs";
+import { consoleOriginsFor, masterKey, printBanner, publicKeyRefusal, ROOT_KEY_ID, restrictDirectories, rootKey, waitHealthy } from "./serving.mjs";
 import { loadShardgateConfig, parseFlags } from "./shardgate-config.mjs";
 import { checkVars } from "./worker-vars.mjs";
 import { workerdConfig, workerVars } from "./workerd-config.mjs";
@@ -88,14 +88,23 @@ export async function serveGateway(argv, runtime) {
   const consoleVars = { SHARDGATE_CONSOLE_ORIGIN: consoleOriginsFor(config.ip, consolePort, config.tls ? "https" : "http").join(","), ...config.vars };
   const wrangler = await runtime.wrangler();
   // What the Worker will be given, checked as the Worker checks it (worker/src/config.ts): a bad
-  // variable stops here, not at the first request. (The master key is made only after this: a
-  // refused start writes nothing.)
-  const varProblems = checkVars(workerVars(wrangler, { ...config, masterKey: config.masterKey ?? "made at first start".padEnd(64, "."), vars: consoleVars }));
+  // variable stops here, not at the first request. (The master key and the root key are made only
+  // after this: a refused start writes nothing.)
+  const unmade = {
+    masterKey: config.masterKey ?? "made at first start".padEnd(64, "."),
+    credentials: config.credentials ?? { accessKeyId: ROOT_KEY_ID, secretAccessKey: "made at first start" },
+  };
+  const varProblems = checkVars(workerVars(wrangler, { ...config, ...unmade, vars: consoleVars }));
   if (varProblems.length) startupFailure(new Error(`Worker variables: ${varProblems.join("; ")}`));
   config.masterKey ??= masterKey(config.dataDir);
   config.vars = consoleVars;
 
   const lock = prepareDataDir(config);
+  // No root key configured: the one this data directory keeps, made now at its first start (once it
+  // is ours: locked). A kept one edited to the public secret is refused as a configured one is.
+  config.credentials ??= rootKey(config.dataDir);
+  const keptRefusal = publicKeyRefusal([config.ip], config.credentials);
+  if (keptRefusal) startupFailure(new Error(keptRefusal));
   const host = config.ip.includes(":") ? `[${config.ip}]` : config.ip;
   const metaSocket = join(config.dataDir, "meta.sock");
   if (config.processes > 1 && Buffer.byteLength(metaSocket) > 100)

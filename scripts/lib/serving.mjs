@@ -1,5 +1,5 @@
 // What both ways of serving locally share (scripts/serve.mjs on plain workerd, scripts/dev.mjs
-// under wrangler dev): waiting for the health check, the local default credentials, the banner.
+// under wrangler dev): waiting for the health check, the root key made at the first start, the banner.
 //
 // No HTTP front is needed before either runtime: workerd (1.20261117 here) and wrangler dev answer
 // `Expect: 100-continue` themselves once the Worker reads the body, so the AWS SDKs, the AWS CLI
@@ -11,6 +11,7 @@ import { get as httpsGet } from "node:https";
 import { isIP } from "node:net";
 import { hostname, networkInterfaces } from "node:os";
 import { join } from "node:path";
+import { isLoopback, ROOT_KEY_FILE, readRootKey, rootKeyText } from "../../bin/lib/local-key.mjs";
 
 /**
  * Polls `url` until it answers 200; false after `timeoutMs` or once `gone()` says the server exited.
@@ -62,30 +63,47 @@ export function masterKey(dir) {
   return readFileSync(file, "utf8").trim();
 }
 
-/** The credentials `npm start` and `npm run dev` use when the environment sets none. */
-export const LOCAL_DEFAULTS = { accessKeyId: "shardgate", secretAccessKey: "shardgate-secret" };
-
-/** Whether `host` (a listen address without its port) is reachable from this machine only. */
-export function isLoopback(host) {
-  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
-  if (h === "localhost") return true;
-  if (isIP(h) === 4) return h.startsWith("127.");
-  if (isIP(h) === 6) return h === "::1" || /^(0:){7}1$/.test(h) || (h.startsWith("::ffff:") && h.slice(7).startsWith("127."));
-  return false; // a wildcard ("0.0.0.0", "::", "*"), a LAN or public address, or a host name
-}
+/** The root key's id when the gateway makes the key: not a secret (every signed request shows it). */
+export const ROOT_KEY_ID = "shardgate";
 
 /**
- * Why the gateway must not start: the local default root key on an address other machines reach
- * (anyone could use it, admin API included). One line, naming the settings to change; null when fine.
- * @param {string[]} hosts every address it listens on
- * @param {{ accessKeyId: string, secretAccessKey: string }} credentials
+ * The root key `npm start`, `npm run dev` and the binary serve when neither the environment nor
+ * shardgate.json sets one: kept in `dir`/credentials (bin/lib/local-key.mjs), made at the first
+ * start with a secret of 40 random characters (30 bytes, base64url), readable by the owner only.
+ * There was once a fixed default secret; a random one per data directory means no web page or other
+ * user knows it.
+ * @param {string} dir @returns {{ accessKeyId: string, secretAccessKey: string }}
  */
-export function defaultKeysRefusal(hosts, credentials) {
-  // The secret is what matters: the default one is public, whatever the key id.
-  const defaults = credentials.secretAccessKey === LOCAL_DEFAULTS.secretAccessKey;
+export function rootKey(dir) {
+  const file = join(dir, ROOT_KEY_FILE);
+  if (!existsSync(file)) {
+    mkdirSync(dir, { recursive: true });
+    const made = { accessKeyId: ROOT_KEY_ID, secretAccessKey: randomBytes(30).toString("base64url") };
+    writeFileSync(file, rootKeyText(made), { mode: 0o600, flag: "wx" });
+  }
+  const key = readRootKey(dir);
+  if (key === null)
+    throw new Error(
+      `${file} holds no root key ([default] aws_access_key_id and aws_secret_access_key): remove it to make a new one, or set SHARDGATE_ACCESS_KEY_ID and SHARDGATE_SECRET_ACCESS_KEY`,
+    );
+  return key;
+}
+
+/** The secret that was the local default once: public, so never served where other machines reach. */
+export const PUBLIC_SECRET = "shardgate-secret";
+
+/**
+ * Why the gateway must not start: a root key with the public secret of old (set by hand) on an
+ * address other machines reach (anyone could use it, admin API included). One line, naming the
+ * settings to change; null when fine.
+ * @param {string[]} hosts every address it listens on
+ * @param {{ accessKeyId: string, secretAccessKey: string } | null} credentials null: made at the first start
+ */
+export function publicKeyRefusal(hosts, credentials) {
+  // The secret is what matters: it is public, whatever the key id.
   const exposed = hosts.find((h) => !isLoopback(h));
-  if (!defaults || exposed === undefined) return null;
-  return `refusing to serve the default root key (${LOCAL_DEFAULTS.accessKeyId} / ${LOCAL_DEFAULTS.secretAccessKey}) on ${exposed}, which is not a loopback address: set SHARDGATE_ACCESS_KEY_ID and SHARDGATE_SECRET_ACCESS_KEY, or "credentials" in shardgate.json`;
+  if (credentials?.secretAccessKey !== PUBLIC_SECRET || exposed === undefined) return null;
+  return `refusing to serve the root key with the public secret "${PUBLIC_SECRET}" on ${exposed}, which is not a loopback address: set another in SHARDGATE_SECRET_ACCESS_KEY or "credentials" in shardgate.json, or set neither for one made at the first start`;
 }
 
 /**
@@ -137,16 +155,17 @@ export function consoleOriginsFor(ip, consolePort, scheme = "http") {
 }
 
 /**
- * Prints where the gateway is served and how to use it. The secret key is printed only when it is
- * the local default (public anyway); any other is named by where it came from (`credentialsFrom`).
+ * Prints where the gateway is served and how to use it. The secret key is printed only when the
+ * gateway made it (`credentialsFrom` "generated": kept in `dataDir`); any other is named by where it
+ * came from.
  * @param {{ base: string, port: number | string, credentials: { accessKeyId: string, secretAccessKey: string }, credentialsFrom?: string,
  *   region?: string, runtime: string, dataDir?: string, consoleBase?: string }} p
  */
 export function printBanner({ base, port, credentials, credentialsFrom, region = "us-east-1", runtime, dataDir, consoleBase }) {
   const scheme = base.startsWith("https:") ? "https" : "http";
-  const defaults = credentials.secretAccessKey === LOCAL_DEFAULTS.secretAccessKey;
-  const secret = defaults
-    ? `${credentials.secretAccessKey}   (local defaults: set SHARDGATE_ACCESS_KEY_ID / SHARDGATE_SECRET_ACCESS_KEY to change)`
+  const keyFile = credentialsFrom === "generated" && dataDir ? join(dataDir, ROOT_KEY_FILE) : null;
+  const secret = keyFile
+    ? `${credentials.secretAccessKey}   (made at the first start, kept in ${keyFile}; SHARDGATE_ACCESS_KEY_ID / SHARDGATE_SECRET_ACCESS_KEY set your own)`
     : `(not shown: from ${credentialsFrom ?? "the environment (SHARDGATE_SECRET_ACCESS_KEY)"})`;
   console.log(`
 shardgate is serving (${runtime})
@@ -159,7 +178,7 @@ shardgate is serving (${runtime})
   metrics       ${base}/_shardgate/metrics  (SigV4-signed, like any S3 request)${dataDir ? `\n  data          ${dataDir}` : ""}
 
 Try it with the AWS CLI:
-  export AWS_ACCESS_KEY_ID=${credentials.accessKeyId} AWS_SECRET_ACCESS_KEY=${defaults ? credentials.secretAccessKey : "<the secret key>"} AWS_DEFAULT_REGION=${region}
+  ${keyFile ? `export AWS_SHARED_CREDENTIALS_FILE=${keyFile}` : `export AWS_ACCESS_KEY_ID=${credentials.accessKeyId} AWS_SECRET_ACCESS_KEY=<the secret key>`} AWS_DEFAULT_REGION=${region}
   aws --endpoint-url ${base} s3 mb s3://demo
   aws --endpoint-url ${base} s3 cp ./some-file s3://demo/
   aws --endpoint-url ${base} s3 ls s3://demo

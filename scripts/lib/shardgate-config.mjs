@@ -26,12 +26,14 @@
 // all problems of a file are reported together, on one line (ConfigError).
 //
 // Credentials from the environment (SHARDGATE_ACCESS_KEY_ID / SHARDGATE_SECRET_ACCESS_KEY) win over
-// the file; without either, the local defaults are used and said so, on loopback only: on any other
-// address they are refused (defaultKeysRefusal).
+// the file; without either, the gateway makes a root key at its first start and keeps it in the data
+// directory (scripts/lib/serving.mjs rootKey). The public secret of old, set by hand, is refused on
+// any address but loopback (publicKeyRefusal).
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { defaultKeysRefusal, LOCAL_DEFAULTS } from "./serving.mjs";
+import { untrustedPath } from "./private-path.mjs";
+import { publicKeyRefusal } from "./serving.mjs";
 import { checkVars, isS3NodeSecret, KINDS, nearest, SECRET_VARS, shown, VAR_KINDS } from "./worker-vars.mjs";
 
 const DEFAULT_NODES = 6;
@@ -173,10 +175,16 @@ export function checkSchema(raw) {
 export function loadShardgateConfig({ root, file, overrides }) {
   const path = file ? resolve(file) : resolve(root, "shardgate.json");
   if (file && !existsSync(path)) throw new ConfigError(`config file ${path} does not exist`);
+  // A file or data directory another user can write is theirs to change: refused before it is read.
+  const fileRefusal = untrustedPath(path, "config file");
+  if (fileRefusal) throw new ConfigError(fileRefusal);
   const raw = existsSync(path) ? parseJson(path) : {};
   const problems = checkSchema(raw);
   if (problems.length) throw new ConfigError(`config ${path}: ${problems.join("; ")}`);
-  return resolveConfig(raw, path, root, overrides);
+  const config = resolveConfig(raw, path, root, overrides);
+  const dataRefusal = untrustedPath(config.dataDir, "data directory");
+  if (dataRefusal) throw new ConfigError(dataRefusal);
+  return config;
 }
 
 function resolveConfig(raw, path, root, overrides) {
@@ -207,8 +215,8 @@ function resolveConfig(raw, path, root, overrides) {
       ? [{ accessKeyId: env.SHARDGATE_ACCESS_KEY_ID, secretAccessKey: env.SHARDGATE_SECRET_ACCESS_KEY }, "the environment (SHARDGATE_SECRET_ACCESS_KEY)"]
       : raw.credentials
         ? [raw.credentials, `"credentials" in ${path}`]
-        : [LOCAL_DEFAULTS, "default"];
-  const refusal = defaultKeysRefusal([ip], credentials);
+        : [null, "generated"];
+  const refusal = publicKeyRefusal([ip], credentials);
   if (refusal) throw new ConfigError(refusal);
   if (env.SHARDGATE_MASTER_KEY !== undefined && env.SHARDGATE_MASTER_KEY.length < MIN_MASTER_KEY_LENGTH)
     fail(`SHARDGATE_MASTER_KEY (environment) must be ${MIN_MASTER_KEY_LENGTH} characters or more, got ${env.SHARDGATE_MASTER_KEY.length}`);
@@ -224,8 +232,9 @@ function resolveConfig(raw, path, root, overrides) {
     parityShards,
     processes,
     nodes,
+    /** null: DATA/credentials, made at the first start (scripts/lib/serving.mjs rootKey) once the configuration passed. */
     credentials,
-    /** Where the secret came from: "default" (LOCAL_DEFAULTS), else a phrase naming the place. */
+    /** Where the secret came from: "generated" (DATA/credentials), else a phrase naming the place. */
     credentialsFrom,
     /** null: DATA/master.key, made at the first start (scripts/lib/serving.mjs masterKey) once the configuration passed. */
     masterKey: env.SHARDGATE_MASTER_KEY || raw.masterKey || null,

@@ -6,7 +6,7 @@
 // the same data directory reads back every byte.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -122,6 +122,30 @@ describe("the one-file binary", () => {
     expect(statSync(join(dataDir, "runtime", build as string, "workerd")).size).toBeGreaterThan(1_000_000);
     again.child.kill("SIGTERM");
     await new Promise((r) => again.child.once("exit", r));
+  }, 120_000);
+
+  it("refuses a data directory below a directory other users can write, unless that one is sticky like /tmp (issue #39)", async () => {
+    // Whoever can write a parent could swap the runtime directory for their own between the check and workerd's start.
+    const shared = join(scratch, "shared");
+    const dataDir = join(shared, "data");
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    chmodSync(shared, 0o777);
+    const ports = ["--port", String(await freePort()), "--console-port", String(await freePort())];
+    const refused = spawnSync(binary, ["--data-dir", dataDir, ...ports], {
+      encoding: "utf8",
+      cwd: home,
+      env: { PATH: "/usr/bin:/bin", ...ENV },
+      timeout: 60_000,
+    });
+    expect(refused.status, refused.stderr).toBe(1);
+    expect(refused.stderr.trim()).toBe(
+      `shardgate: refusing the runtime directory ${dataDir}: other users can write ${shared} (mode 0777): chmod go-w ${shared}`,
+    );
+    expect(existsSync(join(dataDir, "runtime"))).toBe(false);
+    chmodSync(shared, 0o1777);
+    const served = await start(["--data-dir", dataDir, ...ports]);
+    served.child.kill("SIGTERM");
+    await new Promise((r) => served.child.once("exit", r));
   }, 120_000);
 
   it("serves S3 and the console, survives kill -9 and reads back every byte after a restart", async () => {

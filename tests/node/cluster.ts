@@ -45,7 +45,9 @@ export class Cluster {
     const port = await freePort();
     const args = [join(ROOT, "scripts/cluster.mjs"), "--quiet", "--port", String(port), ...vars.flatMap((v) => ["--var", v])];
     if (opts.clientUrls) args.push("--client-urls");
-    const child = spawn(process.execPath, args, { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "inherit"] });
+    // The gateway serves the test root key (without it, it would make one of its own).
+    const env = { ...process.env, SHARDGATE_ACCESS_KEY_ID: CREDENTIALS.accessKeyId, SHARDGATE_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey };
+    const child = spawn(process.execPath, args, { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "inherit"], env });
     this.child = child;
     this.info = await new Promise<ClusterInfo>((resolve, reject) => {
       let out = "";

@@ -4,9 +4,9 @@
 // the file key by key (--port keeps the file's host); the old spellings of --data-dir still work
 // with a notice; a region other than us-east-1 is served end to end (an S3 client signing for it,
 // the banner, the console's /config.json and the console in Chromium signing with it); the banner
-// prints no secret but the local default.
+// prints no secret but the one the gateway made (issue #39).
 import { type ChildProcess, spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -159,6 +159,23 @@ describe("a typo'd or hostile shardgate.json", () => {
     expect(readdirSync(scratch)).not.toContain("never");
   });
 
+  it("is refused, as is the data directory, when another user can write it: one line naming the path and the fix (issue #39)", () => {
+    const open = configFile({ region: "us-east-1" });
+    chmodSync(open, 0o666);
+    expectOneLine(refused(["--config", open]), `refusing the config file: other users can write ${open} (mode 0666): chmod go-w ${open}`);
+    chmodSync(open, 0o620);
+    expectOneLine(refused(["--config", open]), `other users can write ${open} (mode 0620)`);
+    const data = join(scratch, "open-data");
+    mkdirSync(data);
+    chmodSync(data, 0o777);
+    expectOneLine(refused(["--data-dir", data]), `refusing the data directory: other users can write ${data} (mode 0777): chmod go-w ${data}`);
+    chmodSync(data, 0o700);
+    chownSync(data, 4321, 4321);
+    expectOneLine(refused(["--data-dir", data]), `refusing the data directory: ${data} belongs to another user (uid 4321)`);
+    // Refused before anything was written there.
+    expect(readdirSync(data)).toEqual([]);
+  });
+
   it("checks the credentials and the master key from the environment too", () => {
     expectOneLine(refused([], { SHARDGATE_ACCESS_KEY_ID: "only-the-id" }), "SHARDGATE_ACCESS_KEY_ID and SHARDGATE_SECRET_ACCESS_KEY must be set together");
     expectOneLine(refused([], { SHARDGATE_MASTER_KEY: "short" }), "SHARDGATE_MASTER_KEY (environment) must be 32 characters or more");
@@ -197,10 +214,11 @@ describe("flags", () => {
     expect(cluster.lines[0]).toContain("cluster: unknown flag --dta (did you mean --data-dir?)");
   });
 
-  it("--port changes only the port: the file's host stays (here one that is refused with the default key)", async () => {
+  it("--port changes only the port: the file's host stays (here one that is refused with the old public secret)", async () => {
     const port = await freePort();
     const config = configFile({ listen: "192.168.77.5:9000" });
-    expectOneLine(refused(["--config", config, "--port", String(port)]), "on 192.168.77.5, which is not a loopback address");
+    const publicKey = { SHARDGATE_ACCESS_KEY_ID: "shardgate", SHARDGATE_SECRET_ACCESS_KEY: "shardgate-secret" };
+    expectOneLine(refused(["--config", config, "--port", String(port)], publicKey), "on 192.168.77.5, which is not a loopback address");
   });
 
   it("--port keeps the file's host; the file's region, a secret from the environment; the banner hides that secret", async () => {
@@ -277,15 +295,13 @@ describe("flags", () => {
     await stop(child);
   }, 150_000);
 
-  it("prints the local default secret (public anyway) with the note, and the default region", async () => {
+  it("prints the secret it made (none configured) with where it is kept, and the default region", async () => {
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
-    const { child, output } = await started(
-      ["--port", String(port), "--console-port", String(await freePort()), "--data-dir", join(scratch, "defaults")],
-      DEFAULTS,
-      base,
-    );
-    expect(output()).toContain("secret key    shardgate-secret   (local defaults");
+    const data = join(scratch, "defaults");
+    const { child, output } = await started(["--port", String(port), "--console-port", String(await freePort()), "--data-dir", data], DEFAULTS, base);
+    const secret = /aws_secret_access_key = (\S+)/.exec(readFileSync(join(data, "credentials"), "utf8"))?.[1];
+    expect(output()).toContain(`secret key    ${secret}   (made at the first start, kept in ${join(data, "credentials")}`);
     expect(output()).toMatch(/region\s+us-east-1/);
     await stop(child);
   }, 120_000);

@@ -75,11 +75,18 @@ export class Gateway {
 
   /** Worker vars (shardgate.json's "vars", e.g. SHARDGATE_WEBHOOKS), in a config file beside the data directory; workerd only. */
   readonly vars: Record<string, string> | undefined;
+  /**
+   * Started with no credentials, as a fresh `npm start` is: it makes its root key (kept in the data
+   * directory) and prints its banner (not --quiet). Otherwise it serves CREDENTIALS, given as
+   * SHARDGATE_ACCESS_KEY_ID / SHARDGATE_SECRET_ACCESS_KEY.
+   */
+  readonly ownKey: boolean;
 
-  constructor(opts: { runtime?: Runtime; processes?: number; vars?: Record<string, string> } = {}) {
+  constructor(opts: { runtime?: Runtime; processes?: number; vars?: Record<string, string>; ownKey?: boolean } = {}) {
     this.runtime = opts.runtime ?? (process.env.SHARDGATE_E2E_RUNTIME === "dev" ? "dev" : "workerd");
     this.processes = opts.processes ?? 1;
     this.vars = opts.vars;
+    this.ownKey = opts.ownKey ?? false;
     if (this.vars !== undefined && this.runtime === "dev") throw new Error("Gateway: vars are given to the workerd runtime only");
   }
 
@@ -91,11 +98,12 @@ export class Gateway {
     this.consoleBase = `http://127.0.0.1:${consolePort}`;
     this.hungBefore.push(...hungLines(this.output)); // output starts afresh with every start
     this.output = "";
+    const quiet = this.ownKey ? [] : ["--quiet"];
     const args =
       this.runtime === "dev"
-        ? [join(root, "scripts/dev.mjs"), "--quiet", "--port", String(port), "--console-port", String(consolePort), "--data-dir", this.persist]
+        ? [join(root, "scripts/dev.mjs"), ...quiet, "--port", String(port), "--console-port", String(consolePort), "--data-dir", this.persist]
         : [
-            ...[join(root, "scripts/serve.mjs"), "--quiet", "--port", String(port), "--console-port", String(consolePort), "--data-dir", this.persist],
+            ...[join(root, "scripts/serve.mjs"), ...quiet, "--port", String(port), "--console-port", String(consolePort), "--data-dir", this.persist],
             ...(this.processes > 1 ? ["--processes", String(this.processes)] : []),
             ...(this.vars !== undefined ? ["--config", this.configFile()] : []),
           ];
@@ -103,7 +111,11 @@ export class Gateway {
       cwd: root,
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, SHARDGATE_ACCESS_KEY_ID: "", SHARDGATE_SECRET_ACCESS_KEY: "" }, // the local defaults
+      env: {
+        ...process.env,
+        SHARDGATE_ACCESS_KEY_ID: this.ownKey ? "" : CREDENTIALS.accessKeyId,
+        SHARDGATE_SECRET_ACCESS_KEY: this.ownKey ? "" : CREDENTIALS.secretAccessKey,
+      },
     });
     this.child = child;
     child.stdout?.on("data", (d: Buffer) => (this.output += d.toString()));

@@ -1,5 +1,8 @@
-// The credentials every test gateway runs with: the same local defaults `npm start` uses when
-// SHARDGATE_ACCESS_KEY_ID / SHARDGATE_SECRET_ACCESS_KEY are unset (see scripts/serve.mjs).
+// The root key the test gateways run with, given to them as SHARDGATE_ACCESS_KEY_ID /
+// SHARDGATE_SECRET_ACCESS_KEY (tests/node/gateway.ts, tests/node/cluster.ts; the workers pool's
+// bindings in vitest.config.ts). Without them, `npm start` makes a random root key at its first
+// start (scripts/lib/serving.mjs rootKey). The secret is the old public default, which a gateway
+// serves on loopback only when it is set by hand, as here.
 export const CREDENTIALS = { accessKeyId: "shardgate", secretAccessKey: "shardgate-secret" } as const;
 
 /** SHARDGATE_METRICS_TOKEN in the workers test pool. */

@@ -139,7 +139,7 @@ function buildConfig(env: Env, attempt: <T>(f: () => T) => T | undefined): Gatew
     credentials:
       env.SHARDGATE_ACCESS_KEY_ID && env.SHARDGATE_SECRET_ACCESS_KEY
         ? { accessKeyId: env.SHARDGATE_ACCESS_KEY_ID, secretAccessKey: env.SHARDGATE_SECRET_ACCESS_KEY }
-        : undefined, // local defaults are passed in by scripts/serve.mjs, never built in
+        : undefined, // passed in by scripts/serve.mjs (configured, or made at its first start), never built in
     virtualHostSuffix: env.SHARDGATE_VIRTUAL_HOST_SUFFIX || "localhost",
     sigV2: parseSwitch(env.SHARDGATE_SIGV2, "SHARDGATE_SIGV2", true),
     direct: {

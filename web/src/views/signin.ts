@@ -74,6 +74,11 @@ export function renderSignIn(root: HTMLElement, endpoint: string, done: (s: Sess
       { class: "muted" },
       "Sign in with an S3 access key and secret key of the gateway. The console keeps only temporary credentials made from them, in this page's memory, for an hour at most: reloading the page or signing out forgets them.",
     ),
+    h(
+      "p",
+      { class: "muted" },
+      "A gateway started with npm start, npm run dev or the shardgate binary and no keys set makes its root key at its first start: its banner shows it, and it is kept in the file credentials of its data directory (by default .shardgate/credentials; .wrangler/state/credentials under npm run dev).",
+    ),
   );
   mount(root, h("main", { class: "signin-page" }, form));
   focus();
