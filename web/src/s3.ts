@@ -207,10 +207,16 @@ export class S3Client {
     throw error;
   }
 
-  /** A client signing with the key itself when `error` is the gateway refusing the session (asked for), else null. */
+  /**
+   * A client signing with the key itself when `error` is the gateway refusing the session (asked
+   * for), else null. Dismissing the question is said as such, not as the refusal: AccessDenied's
+   * sentence ("This key may not do that …") would send the user after a right, not a secret.
+   */
   private async keyFor(error: S3Error): Promise<S3Client | null> {
     if (!this.askForKey || error.code !== "AccessDenied" || !error.detail.startsWith(SESSION_REFUSAL)) return null;
-    return this.askForKey(error.detail);
+    const key = await this.askForKey(error.detail);
+    if (!key) throw new Error("Not done: this change is signed with the secret key itself, which was not given.");
+    return key;
   }
 
   /** Signs a request whose body is sent separately (UNSIGNED-PAYLOAD): method, URL and headers. */
