@@ -219,6 +219,23 @@ export class S3Client {
     return key;
   }
 
+  /**
+   * A client for one action of several requests (a heal's batches, a rebalance's steps): the key's
+   * secret, when the gateway refuses the session one of them, is asked for once and then signs the
+   * action's remaining requests too, instead of being asked for again at each.
+   */
+  forOneAction(): S3Client {
+    const action = new S3Client(this.creds, this.origin);
+    const ask = this.askForKey;
+    if (ask)
+      action.askForKey = async (why) => {
+        const key = await ask(why);
+        if (key) action.setCredentials(key.credentials);
+        return key;
+      };
+    return action;
+  }
+
   /** Signs a request whose body is sent separately (UNSIGNED-PAYLOAD): method, URL and headers. */
   async signed(method: string, path: string, query: Query, headers: Record<string, string>): Promise<{ url: string; headers: [string, string][] }> {
     const req = await this.aws.sign(this.url(path, query), { method, headers: { ...headers, "x-amz-content-sha256": "UNSIGNED-PAYLOAD" } });
