@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { deflateSync, crc32 } from "node:zlib";
 import { AwsClient } from "aws4fetch";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { chromium, type Browser, type Page, type Response as PageResponse } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CREDENTIALS, Gateway } from "./gateway";
 
@@ -150,6 +150,33 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     await p.getByLabel("Access key").fill(id);
     await p.getByLabel("Secret key").fill(secret);
     await p.getByRole("button", { name: "Sign in" }).click();
+  };
+  /**
+   * Answers the console's "Secret key needed" dialog: the gateway refuses its temporary credentials
+   * every change that would outlast them (a bucket's settings, the admin API's changes), and the
+   * console sends that request again signed with the key itself, its secret asked for. With the
+   * right secret, waits until the dialog has closed (the secret checked, the request sent again).
+   */
+  const withSecret = async (secret: string = CREDENTIALS.secretAccessKey) => {
+    const ask = page.getByRole("dialog", { name: "Secret key needed" });
+    await ask.getByLabel("Secret key").fill(secret);
+    await ask.getByRole("button", { name: "Continue" }).click();
+    if (secret === CREDENTIALS.secretAccessKey) await ask.waitFor({ state: "detached" });
+    return ask;
+  };
+  /**
+   * Records the requests of the page that `match` picks as they are answered: "session" (signed
+   * with the temporary key) or the access key id that signed it, and the status.
+   */
+  const recordSent = (match: (method: string, url: URL) => boolean) => {
+    const sent: string[] = [];
+    const seen = (r: PageResponse) => {
+      if (!match(r.request().method(), new URL(r.url()))) return;
+      const key = /Credential=([^/]+)\//.exec(r.request().headers().authorization ?? "")?.[1] ?? "";
+      sent.push(`${key.startsWith("ASIA") ? "session" : key} ${r.status()}`);
+    };
+    page.on("response", seen);
+    return { sent, stop: () => page.off("response", seen) };
   };
   /** Every storage value of the page's origin (sessionStorage and localStorage), as one text. */
   const storedText = (p: Page) => p.evaluate(() => JSON.stringify([Object.entries(sessionStorage), Object.entries(localStorage)])) as Promise<string>;
@@ -712,9 +739,26 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     expect((await s3.fetch(`${gw.base}/${bucket}`, { method: "PUT" })).status).toBe(200);
     await showBucket(bucket);
     await expect.poll(() => page.locator("#versioning-status").textContent()).toContain("Versioning is off");
+    // A bucket setting is refused to the session: the console asks for the secret. Cancelled, the
+    // setting stays as it was (and the console says why); with the secret, it is saved.
+    const { sent, stop } = recordSent((method, url) => method === "PUT" && url.searchParams.has("versioning"));
     await page.getByRole("button", { name: "Enable versioning" }).click();
     await page.getByRole("dialog").getByRole("button", { name: "Enable" }).click();
+    const ask = page.getByRole("dialog", { name: "Secret key needed" });
+    await expect.poll(() => ask.textContent()).toContain("Temporary credentials cannot call PutBucketVersioning");
+    await ask.getByRole("button", { name: "Cancel" }).click();
+    await expect.poll(() => page.locator(".toast.error").last().textContent()).toContain("Not done: this change is signed with the secret key itself");
+    expect(await ask.count()).toBe(0);
+    expect(await page.locator("#versioning-status").textContent()).toContain("Versioning is off");
+    expect(await (await s3.fetch(`${gw.base}/${bucket}?versioning`)).text()).not.toContain("<Status>");
+    expect(sent).toEqual(["session 403"]);
+    await page.getByRole("button", { name: "Enable versioning" }).click();
+    await page.getByRole("dialog").getByRole("button", { name: "Enable" }).click();
+    await withSecret();
     await expect.poll(() => page.locator("#versioning-status").textContent()).toContain("Versioning is on");
+    await expect.poll(() => sent).toEqual(["session 403", "session 403", `${CREDENTIALS.accessKeyId} 200`]);
+    stop();
+    expect(await storedText(page)).not.toContain(CREDENTIALS.secretAccessKey);
     expect(await (await s3.fetch(`${gw.base}/${bucket}?versioning`)).text()).toContain("<Status>Enabled</Status>");
 
     const put = async (text: string) =>
@@ -754,6 +798,7 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     await page.locator("#quota-bytes").fill("1 KiB");
     await page.locator("#quota-objects").fill("5");
     await page.getByRole("button", { name: "Save quota" }).click();
+    await withSecret();
     await expect.poll(() => page.locator("#quota-usage").textContent()).toContain("of 1.0 KiB");
     expect(await page.locator("#quota-usage").textContent()).toContain("1 of 5");
     await shot("bucket-quota");
@@ -761,6 +806,7 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     expect(over.status).toBe(403);
     expect(await over.text()).toContain("QuotaExceeded");
     await page.getByRole("button", { name: "Remove quota" }).click();
+    await withSecret();
     await expect.poll(() => page.locator("#quota-usage").textContent()).toContain("(no limit)");
     expect((await s3.fetch(objectUrl("b.txt", bucket), { method: "PUT", body: "b".repeat(500) })).status).toBe(200);
   });
@@ -785,6 +831,7 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     await page.getByRole("checkbox", { name: "s3:ObjectCreated:*" }).check();
     await page.getByRole("checkbox", { name: "s3:ObjectRemoved:*" }).check();
     await page.getByRole("button", { name: "Add rule" }).click();
+    await withSecret();
     await expect
       .poll(() => page.locator("#notification-error").textContent())
       .toContain("Unable to validate the following destination configurations: arn:shardgate:webhook::nowhere");
@@ -794,6 +841,7 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     // A Queue binding is a target on Cloudflare only: this runtime has none, so the name is refused.
     await page.locator("#notification-kind").selectOption("queue");
     await page.getByRole("button", { name: "Add rule" }).click();
+    await withSecret();
     await expect
       .poll(() => page.locator("#notification-error").textContent())
       .toContain("Unable to validate the following destination configurations: arn:shardgate:queue::nowhere");
@@ -803,6 +851,7 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     await page.locator("#notification-suffix").fill(".png");
     await page.locator("#notification-id").fill("images & <png>");
     await page.getByRole("button", { name: "Add rule" }).click();
+    await withSecret();
     await expect.poll(() => summary.textContent()).toBe("Notifications: 1 rule");
     const rules = page.getByRole("list", { name: "Notification rules" });
     expect(await rules.textContent()).toContain("images & <png> → webhook console-hook: s3:ObjectCreated:*, s3:ObjectRemoved:* (prefix images/, suffix .png)");
@@ -815,6 +864,7 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     await page.locator("#notification-target").fill("console-hook");
     await page.getByRole("checkbox", { name: "s3:ObjectRemoved:*" }).uncheck();
     await page.getByRole("button", { name: "Add rule" }).click();
+    await withSecret();
     await expect.poll(() => page.locator("#notification-error").textContent()).toContain("Configurations overlap");
     expect(await page.locator("#notification-target").inputValue()).toBe("console-hook");
     expect(await rules.locator("li").count()).toBe(1);
@@ -827,9 +877,11 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     await summary.click();
     await expect.poll(() => page.locator("#notifications-counts").textContent()).toBe("Events waiting: 0; dead letters: 1.");
     await page.getByRole("button", { name: "Retry dead letters" }).click();
+    await withSecret();
     await expect.poll(() => page.locator(".toast").last().textContent()).toContain("1 dead letter sent again.");
 
     await page.getByRole("button", { name: "Remove rule images & <png>" }).click();
+    await withSecret();
     await expect.poll(() => page.locator("details.notifications summary").textContent()).toBe("Notifications: none");
     expect(await stored()).not.toContain("<QueueConfiguration>");
   });
@@ -852,13 +904,16 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     await page.locator("#replication-destination").fill(copy);
     await page.locator("#replication-prefix").fill("docs/");
     await page.getByRole("button", { name: "Add replication rule" }).click();
+    await withSecret();
     await expect.poll(() => page.locator("#replication-error").textContent()).toBe("Destination bucket must have versioning enabled.");
     await enableVersioning(copy);
     await page.getByRole("button", { name: "Add replication rule" }).click();
+    await withSecret();
     await expect.poll(() => page.locator("#replication-error").textContent()).toContain("Versioning must be 'Enabled' on the bucket");
     expect(await page.locator("#replication-destination").inputValue()).toBe(copy);
     await enableVersioning(bucket);
     await page.getByRole("button", { name: "Add replication rule" }).click();
+    await withSecret();
     await expect.poll(() => page.locator("details.replication summary").textContent()).toBe("Replication: 1 rule");
     expect(await page.locator("#replication-error").textContent()).toBe("");
     expect(await page.getByRole("list", { name: "Replication rules" }).textContent()).toContain(
@@ -883,6 +938,7 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     await showBucket(bucket);
     await page.locator("details.replication summary").click();
     await page.getByRole("button", { name: "Remove replication rule rule-1" }).click();
+    await withSecret();
     await expect.poll(() => page.locator("details.replication summary").textContent()).toBe("Replication: off");
     const gone = await s3.fetch(`${gw.base}/${bucket}?replication`);
     expect(gone.status).toBe(404);
@@ -919,6 +975,7 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     await page.getByLabel("Expire objects after (days)").fill("7");
     await page.getByLabel("Delete earlier versions after (days)").fill("3");
     await page.getByRole("button", { name: "Add rule" }).click();
+    await withSecret();
     await expect.poll(() => rules.locator("li").count()).toBe(2);
     expect(await rules.locator("li").nth(1).textContent()).toContain(
       "Under “tmp/”: objects expire 7 days after they are written; earlier versions are deleted 3 days after they are replaced.",
@@ -928,12 +985,14 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     expect(stored).toContain("<NoncurrentVersionExpiration><NoncurrentDays>3</NoncurrentDays></NoncurrentVersionExpiration>");
     // Default encryption on: the next upload is stored encrypted, and its details say so.
     await page.locator("#default-encryption").check();
+    await withSecret();
     await expect.poll(() => panel.locator("summary").textContent()).toContain("Encryption: SSE-S3");
     expect(await (await s3.fetch(`${gw.base}/${bucket}?encryption`)).text()).toContain("<SSEAlgorithm>AES256</SSEAlgorithm>");
     await shot("bucket-protection");
 
     await page.getByRole("button", { name: "Delete rule tmp" }).click();
     await page.getByRole("dialog", { name: "Delete rule" }).getByRole("button", { name: "Delete" }).click();
+    await withSecret();
     await expect.poll(() => rules.locator("li").count()).toBe(1);
     const left = await (await s3.fetch(`${gw.base}/${bucket}?lifecycle`)).text();
     expect(left).toContain("<Tag><Key>kind</Key><Value>scratch</Value></Tag>");
@@ -970,13 +1029,6 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     const bucket = "console-keys";
     expect((await s3.fetch(`${gw.base}/${bucket}`, { method: "PUT" })).status).toBe(200);
     expect((await s3.fetch(objectUrl("pub/hello.txt", bucket), { method: "PUT", body: "public hello" })).status).toBe(200);
-    /** Temporary credentials may not give lasting access: the console asks for the root secret for that one request. */
-    const withSecret = async (secret: string = CREDENTIALS.secretAccessKey) => {
-      const ask = page.getByRole("dialog", { name: "Secret key needed" });
-      await ask.getByLabel("Secret key").fill(secret);
-      await ask.getByRole("button", { name: "Continue" }).click();
-      return ask;
-    };
     await page.locator("#nav-keys").click();
     await page.getByLabel("Key name").fill("console writer");
     await page.getByRole("button", { name: "Create key" }).click();
@@ -1013,6 +1065,7 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     expect((await fetch(objectUrl("pub/hello.txt", bucket))).status).toBe(403);
     await page.locator("#public-prefix").fill("pub/");
     await page.getByRole("button", { name: "Make public" }).click();
+    await withSecret();
     await expect.poll(() => panel.locator("summary").textContent()).toContain("Public: “pub/”");
     const anonymous = await fetch(objectUrl("pub/hello.txt", bucket));
     expect(anonymous.status).toBe(200);
@@ -1034,8 +1087,10 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     });
     await page.locator("#bucket-policy").fill(conditioned);
     await page.getByRole("button", { name: "Save policy" }).click();
+    await withSecret();
     await expect.poll(() => page.locator("#policy-error").textContent()).toContain("Conditions are not supported");
     await page.getByRole("button", { name: "Make pub/ private" }).click();
+    await withSecret();
     await expect.poll(() => panel.locator("summary").textContent()).toContain("Public: no");
     expect((await fetch(objectUrl("pub/hello.txt", bucket))).status).toBe(403);
 
@@ -1048,19 +1103,21 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     await expect.poll(() => page2.locator("#keys-error").textContent()).toContain("Only the root key can manage access keys");
     await other.close();
 
-    // Disabled: refused at once.
+    // Disabled (with the root secret, as every change of a key): refused at once.
     await page.locator("#nav-keys").click();
     await page.getByRole("button", { name: "Disable key console writer" }).click();
+    await withSecret();
     await expect.poll(() => page.locator(`tr[data-key="${id}"]`).textContent()).toContain("Disabled");
     const refused = await writer.fetch(objectUrl("by-key.txt", bucket));
     expect(refused.status).toBe(403);
     expect(await refused.text()).toContain("InvalidAccessKeyId");
-    // Enabling takes the root secret again, then disabling does not.
+    // Enabled and disabled again, each with the root secret.
     await page.getByRole("button", { name: "Enable key console writer" }).click();
     await withSecret();
     await expect.poll(() => page.locator(`tr[data-key="${id}"]`).textContent()).toContain("Enabled");
     expect((await writer.fetch(objectUrl("by-key.txt", bucket))).status).toBe(200);
     await page.getByRole("button", { name: "Disable key console writer" }).click();
+    await withSecret();
     await expect.poll(() => page.locator(`tr[data-key="${id}"]`).textContent()).toContain("Disabled");
     await page.locator("#nav-buckets").click();
   });
@@ -1193,16 +1250,38 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
   });
 
   it("shows the nodes dashboard, heals the bucket, refuses to delete a non-empty bucket, and signs out", async () => {
+    // A bucket of 101 objects: its heal takes two batches (of at most 100).
+    const many = "console-heal";
+    expect((await s3.fetch(`${gw.base}/${many}`, { method: "PUT" })).status).toBe(200);
+    const puts = await Promise.all(Array.from({ length: 101 }, (_, i) => s3.fetch(objectUrl(`o${i}.txt`, many), { method: "PUT", body: `${i}` })));
+    expect(puts.map((r) => r.status)).toEqual(puts.map(() => 200));
     await page.getByRole("link", { name: "Nodes" }).click();
     await page.getByRole("heading", { name: "Storage nodes" }).waitFor();
     await expect.poll(async () => (await page.locator("main").textContent()) ?? "").toMatch(/nodes healthy|Not available/);
     await page.getByLabel("Bucket", { exact: true }).selectOption(BUCKET);
+    // A heal and a rebalance are admin POSTs, batch after batch: the secret is asked for once, at
+    // the first (refused to the session), and signs every batch after it.
+    const byKey = `${CREDENTIALS.accessKeyId} 200`;
+    const heals = recordSent((method, url) => method === "POST" && url.pathname === "/_shardgate/admin/heal");
     await page.getByRole("button", { name: "Start heal" }).click();
+    await withSecret();
     await expect.poll(() => page.locator(".heal-out").textContent(), { timeout: 30_000 }).toMatch(/Done 4 objects checked/);
+    expect(heals.sent).toEqual(["session 403", byKey]);
+    await page.getByLabel("Bucket", { exact: true }).selectOption(many);
+    await page.getByRole("button", { name: "Start heal" }).click();
+    await withSecret();
+    await expect.poll(() => page.locator(".heal-out").textContent(), { timeout: 30_000 }).toMatch(/Done 101 objects checked/);
+    heals.stop();
+    expect(heals.sent).toEqual(["session 403", byKey, "session 403", byKey, byKey]);
     // Rebalancing: shallow steps of the scrub's walk until a pass finds nothing misplaced; then
     // every node card says what it stores, and the six of them hold every shard file written.
+    const steps = recordSent((method, url) => method === "POST" && url.pathname === "/_shardgate/admin/scrub");
     await page.getByRole("button", { name: "Rebalance now" }).click();
+    await withSecret();
     await expect.poll(() => page.locator("#rebalance-status").textContent(), { timeout: 60_000 }).toContain("every shard file is where placement puts it");
+    steps.stop();
+    expect(steps.sent).toEqual(["session 403", ...steps.sent.slice(1).map(() => byKey)]);
+    expect(steps.sent.length).toBeGreaterThan(1);
     await expect.poll(async () => (await page.locator(".node-grid").textContent()) ?? "", { timeout: 30_000 }).toMatch(/Stores\d[\d,]* shard files/);
     expect(await page.locator(".node-grid").textContent()).not.toContain("draining");
     await page.evaluate("window.scrollTo(0, 0)");
@@ -1211,6 +1290,7 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     await page.getByRole("link", { name: "Buckets" }).click();
     await page.getByRole("button", { name: `Delete bucket ${BUCKET}` }).click();
     await page.getByRole("dialog").getByRole("button", { name: "Delete bucket" }).click();
+    await withSecret();
     await expect.poll(() => page.locator(".toast.error").textContent()).toContain("not empty");
 
     // Phone width: nothing runs off the side of the screen.

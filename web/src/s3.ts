@@ -207,10 +207,33 @@ export class S3Client {
     throw error;
   }
 
-  /** A client signing with the key itself when `error` is the gateway refusing the session (asked for), else null. */
+  /**
+   * A client signing with the key itself when `error` is the gateway refusing the session (asked
+   * for), else null. Dismissing the question is said as such, not as the refusal: AccessDenied's
+   * sentence ("This key may not do that …") would send the user after a right, not a secret.
+   */
   private async keyFor(error: S3Error): Promise<S3Client | null> {
     if (!this.askForKey || error.code !== "AccessDenied" || !error.detail.startsWith(SESSION_REFUSAL)) return null;
-    return this.askForKey(error.detail);
+    const key = await this.askForKey(error.detail);
+    if (!key) throw new Error("Not done: this change is signed with the secret key itself, which was not given.");
+    return key;
+  }
+
+  /**
+   * A client for one action of several requests (a heal's batches, a rebalance's steps): the key's
+   * secret, when the gateway refuses the session one of them, is asked for once and then signs the
+   * action's remaining requests too, instead of being asked for again at each.
+   */
+  forOneAction(): S3Client {
+    const action = new S3Client(this.creds, this.origin);
+    const ask = this.askForKey;
+    if (ask)
+      action.askForKey = async (why) => {
+        const key = await ask(why);
+        if (key) action.setCredentials(key.credentials);
+        return key;
+      };
+    return action;
   }
 
   /** Signs a request whose body is sent separately (UNSIGNED-PAYLOAD): method, URL and headers. */

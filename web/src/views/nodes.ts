@@ -141,9 +141,10 @@ function renderRebalance(app: App, scrub: ScrubView | undefined): HTMLElement {
   const button = h("button", { type: "button" }, "Rebalance now");
   button.addEventListener("click", async () => {
     button.disabled = true;
+    const s3 = app.s3.forOneAction();
     try {
       for (let step = 1; ; step++) {
-        const r = await app.s3.admin<{ run?: { passCompleted?: boolean }; status?: ScrubView }>("POST", "scrub", { mode: "shallow", "max-objects": "2000" });
+        const r = await s3.admin<{ run?: { passCompleted?: boolean }; status?: ScrubView }>("POST", "scrub", { mode: "shallow", "max-objects": "2000" });
         out.textContent = `Step ${step}: ${rebalanceText(r?.status)}`;
         const last = r?.status?.lastPass?.counters;
         if (r?.run?.passCompleted && (last?.shardsMisplaced ?? 0) === 0) break;
@@ -286,10 +287,11 @@ interface HealTotals {
 async function healBucket(app: App, bucket: HTMLSelectElement, prefix: HTMLInputElement, out: HTMLElement): Promise<void> {
   const totals: HealTotals = { objectsChecked: 0, shardsRebuilt: 0, shardsFailed: 0, failed: [] };
   showHealTotals(out, totals, false);
+  const s3 = app.s3.forOneAction();
   try {
     let startAfter: string | null = null;
     for (;;) {
-      const report: HealReport | null = await app.s3.admin<HealReport>("POST", "heal", {
+      const report: HealReport | null = await s3.admin<HealReport>("POST", "heal", {
         bucket: bucket.value,
         prefix: prefix.value || undefined,
         "start-after": startAfter ?? undefined,

@@ -108,7 +108,8 @@ export async function renewSession(endpoint: string, accessKeyId: string, minute
 /**
  * A client signing with the key's own secret, asked for now (S3Client.askForKey): the gateway
  * refuses temporary credentials what would outlast them (`why`: its words), a bucket's settings and
- * the admin API's changes. The secret signs that one request and is kept nowhere. Null when dismissed.
+ * the admin API's changes. The secret signs that one change and is kept nowhere. Null when dismissed
+ * (Cancel, Close or Escape).
  */
 export async function askForKey(endpoint: string, accessKeyId: string, why: string): Promise<S3Client | null> {
   let client: S3Client | null = null;
@@ -131,11 +132,13 @@ export async function askForKey(endpoint: string, accessKeyId: string, why: stri
       h(
         "p",
         null,
-        `${why} The console's temporary credentials may not make what lasts longer than they do. The secret signs this one request and is not kept.`,
+        `${why} The console's temporary credentials may not make what lasts longer than they do. The secret signs this change only and is not kept.`,
       ),
       form,
     ),
   );
+  // Cancel: the change is not made (S3Client says so where the view shows its errors).
+  form.append(h("button", { type: "button", onclick: () => dialog.close() }, "Cancel"));
   focus();
   await closed;
   return client;
