@@ -215,20 +215,22 @@ export const authenticate: Middleware = async (x, next) => {
 };
 
 /**
- * Whether the principal may do the operation: temporary credentials only what outlasts nothing
- * (api/operations.ts sessionsMay), then its grants, then the bucket's policy (api/common/permissions.ts).
+ * Whether the principal may do the operation: its grants, then the bucket's policy
+ * (api/common/permissions.ts); and temporary credentials only what outlasts nothing (api/operations.ts
+ * sessionsMay), said after the rights, so that the console asks for a key's secret only where the
+ * key itself may do it.
  */
 export const authorize: Middleware = async (x, next) => {
   const endpoint = x.endpoint as Endpoint<OperationName>;
   const { permission, authentication } = operationOf(endpoint);
-  if (x.credentialsExpire !== null && endpoint.op !== "NotImplemented" && !sessionsMay(OPERATIONS[endpoint.op], x.request.method)) {
-    const what = endpoint.op === "Admin" ? `${x.request.method} ${x.url.pathname}` : `call ${endpoint.op}`;
-    throw new S3Error("AccessDenied", `Temporary credentials cannot ${what}: what it changes would outlast them. Sign this request with the key itself.`);
-  }
   const bearer = authentication === "bearer" && bearerAuthorized(x.request, x.env);
   if (authentication === "signature" || (authentication === "bearer" && !bearer)) {
     const at = endpoint.op === "NotImplemented" ? { bucket: null, key: null } : endpoint;
     await authorizeFor(x.principal, permission, at, x.request.headers, (bucket) => bucketPolicy(x.env, bucket), x.url.searchParams);
+  }
+  if (x.credentialsExpire !== null && endpoint.op !== "NotImplemented" && !sessionsMay(OPERATIONS[endpoint.op], x.request.method)) {
+    const what = endpoint.op === "Admin" ? `${x.request.method} ${x.url.pathname}` : `call ${endpoint.op}`;
+    throw new S3Error("AccessDenied", `Temporary credentials cannot ${what}: what it changes would outlast them. Sign this request with the key itself.`);
   }
   return next();
 };
