@@ -72,6 +72,7 @@ export class BucketIndex extends DurableObject {
       this.requireBucket();
       if (!versions.bucketEmpty(this.sql)) return "not-empty";
       stored.addGarbage(this.sql, uploads.abortAll(this.sql), Date.now());
+      direct.endAll(this.sql, Date.now());
       this.settings.remove();
       quota.setQuota(this.sql, null); // a bucket made again under this name starts without one
       this.outbox.setConfiguration(null);
@@ -102,17 +103,24 @@ export class BucketIndex extends DurableObject {
       this.refusingOverQuota((): PutResult => {
         this.requireBucket();
         const now = Date.now();
-        if (condition.once && direct.spent(this.sql, condition.once.id, now)) return { ok: false, reason: "AlreadyCommitted" };
-        const put = objects.commit(this.sql, record, condition, this.settings.lockConfig(), heal, now);
+        if (condition.once && !direct.committable(this.sql, condition.once, now)) return { ok: false, reason: "AlreadyCommitted" };
+        const put = objects.commit(this.sql, record, condition, this.settings.lockConfig(), heal, now, direct.committing(this.sql, condition.once, now));
         if (put.refused) return { ok: false, reason: put.refused };
-        if (condition.once) direct.spend(this.sql, condition.once, now);
         this.notify(created(record, put.change.versionId, condition.event ?? "Put", now), condition.replica, record.manifest);
         return { ok: true, ...put.change, expiry: this.settings.expiryOf(record) };
       }),
     );
   }
 
-  /** Spends a write that may happen once without writing (a browser-path session's abort): direct-sessions.ts claim. */
+  /** Opens a browser-path session, its size reserved against the quota, within the caps: direct-sessions.ts open. */
+  async openSession(session: direct.OpenSession): Promise<{ ok: true } | { ok: false; reason: direct.SessionRefusal | QuotaRefusal }> {
+    this.requireBucket();
+    const opened = this.refusingOverQuota(() => direct.open(this.sql, session, Date.now()));
+    await this.scheduleStaleUploadCheck();
+    return opened;
+  }
+
+  /** Spends a write that may happen once without writing, ending its session (an abort, a refused commit): direct-sessions.ts claim. */
   async claimOnce(once: { id: string; until: number }): Promise<"claimed" | "spent" | "writing"> {
     return this.ctx.storage.transactionSync(() => direct.claim(this.sql, once, Date.now()));
   }
@@ -292,11 +300,15 @@ export class BucketIndex extends DurableObject {
   }
 
   /**
-   * The alarm: aborts stale uploads (uploads.ts STALE_UPLOAD_MS), a bounded batch per run; delivers
+   * The alarm: aborts stale uploads (uploads.ts STALE_UPLOAD_MS) and ends expired browser-path
+   * sessions (direct-sessions.ts expire), a bounded batch per run, their parts garbage; delivers
    * the outbox's due events (deliverEvents); set again for whichever is due next.
    */
   override async alarm(): Promise<void> {
-    this.ctx.storage.transactionSync(() => stored.addGarbage(this.sql, uploads.abortStale(this.sql, Date.now()), Date.now()));
+    this.ctx.storage.transactionSync(() => {
+      stored.addGarbage(this.sql, uploads.abortStale(this.sql, Date.now()), Date.now());
+      direct.expire(this.sql, Date.now());
+    });
     const { state: walk, waitMs } = this.walkReplication();
     const tried = await this.deliverEvents();
     let next = this.outbox.nextDue();
@@ -312,8 +324,8 @@ export class BucketIndex extends DurableObject {
   }
 
   private async scheduleStaleUploadCheck(): Promise<void> {
-    const due = uploads.staleCheckDue(this.sql, Date.now());
-    if (due === null) return;
+    const due = Math.min(...[uploads.staleCheckDue(this.sql, Date.now()), direct.expiryDue(this.sql, Date.now())].filter((d) => d !== null));
+    if (due === Number.POSITIVE_INFINITY) return;
     const current = await this.ctx.storage.getAlarm();
     if (current === null || current > due) await this.ctx.storage.setAlarm(due);
   }
@@ -492,7 +504,7 @@ export class BucketIndex extends DurableObject {
   async setQuota(limits: quota.Quota | null): Promise<{ quota: quota.Quota | null; usage: quota.Usage }> {
     this.requireBucket();
     quota.setQuota(this.sql, limits);
-    return { quota: quota.quotaOf(this.sql), usage: quota.usageOf(this.sql) };
+    return this.quota();
   }
 
   /** The bucket's object lock configuration; null: none. */

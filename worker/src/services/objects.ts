@@ -91,7 +91,7 @@ export function writeRefused(reason: Exclude<PutResult, { ok: true }>["reason"])
     case "NoObjectLockConfiguration":
       return new S3Error("InvalidRequest", "Bucket is missing Object Lock Configuration");
     case "AlreadyCommitted":
-      return new S3Error("InvalidRequest", "This upload session was committed already: open a new one.");
+      return new S3Error("InvalidRequest", "This upload session was committed, aborted or has expired: open a new one.");
     case "IntegrityRequired":
       return new S3Error("InvalidRequest", "Content-MD5 OR x-amz-checksum- HTTP header is required for Put Object requests with Object Lock parameters");
     case "QuotaExceeded:bytes":
