@@ -71,8 +71,7 @@ export class BucketIndex extends DurableObject {
     return this.ctx.storage.transactionSync(() => {
       this.requireBucket();
       if (!versions.bucketEmpty(this.sql)) return "not-empty";
-      stored.addGarbage(this.sql, uploads.abortAll(this.sql), Date.now());
-      direct.endAll(this.sql, Date.now());
+      stored.giveUpAll(this.sql, Date.now());
       this.settings.remove();
       quota.setQuota(this.sql, null); // a bucket made again under this name starts without one
       this.outbox.setConfiguration(null);
@@ -116,7 +115,7 @@ export class BucketIndex extends DurableObject {
   async openSession(session: direct.OpenSession): Promise<{ ok: true } | { ok: false; reason: direct.SessionRefusal | QuotaRefusal }> {
     this.requireBucket();
     const opened = this.refusingOverQuota(() => direct.open(this.sql, session, Date.now()));
-    await this.scheduleStaleUploadCheck();
+    await this.scheduleExpiryCheck();
     return opened;
   }
 
@@ -231,7 +230,7 @@ export class BucketIndex extends DurableObject {
     this.requireBucket();
     if (upload.lock && !this.settings.lockConfig()) return "NoObjectLockConfiguration";
     uploads.insertUpload(this.sql, upload);
-    await this.scheduleStaleUploadCheck();
+    await this.scheduleExpiryCheck();
     return "ok";
   }
 
@@ -300,15 +299,12 @@ export class BucketIndex extends DurableObject {
   }
 
   /**
-   * The alarm: aborts stale uploads (uploads.ts STALE_UPLOAD_MS) and ends expired browser-path
-   * sessions (direct-sessions.ts expire), a bounded batch per run, their parts garbage; delivers
+   * The alarm: aborts stale uploads and ends expired browser-path sessions (stored-parts.ts
+   * giveUpExpired), a bounded batch per run, their parts garbage; delivers
    * the outbox's due events (deliverEvents); set again for whichever is due next.
    */
   override async alarm(): Promise<void> {
-    this.ctx.storage.transactionSync(() => {
-      stored.addGarbage(this.sql, uploads.abortStale(this.sql, Date.now()), Date.now());
-      direct.expire(this.sql, Date.now());
-    });
+    this.ctx.storage.transactionSync(() => stored.giveUpExpired(this.sql, Date.now()));
     const { state: walk, waitMs } = this.walkReplication();
     const tried = await this.deliverEvents();
     let next = this.outbox.nextDue();
@@ -320,12 +316,12 @@ export class BucketIndex extends DurableObject {
     if (walk === "walking" || walk === "waiting") next = Math.min(next ?? Number.MAX_SAFE_INTEGER, Date.now() + (walk === "walking" ? 0 : waitMs));
     // A run that could try nothing (every due row behind another) waits a second rather than spin.
     if (next !== null) await this.ctx.storage.setAlarm(Math.max(next, Date.now() + (tried || walk === "walking" ? 0 : 1000)));
-    await this.scheduleStaleUploadCheck();
+    await this.scheduleExpiryCheck();
   }
 
-  private async scheduleStaleUploadCheck(): Promise<void> {
-    const due = Math.min(...[uploads.staleCheckDue(this.sql, Date.now()), direct.expiryDue(this.sql, Date.now())].filter((d) => d !== null));
-    if (due === Number.POSITIVE_INFINITY) return;
+  private async scheduleExpiryCheck(): Promise<void> {
+    const due = stored.nextExpiry(this.sql, Date.now());
+    if (due === null) return;
     const current = await this.ctx.storage.getAlarm();
     if (current === null || current > due) await this.ctx.storage.setAlarm(due);
   }
