@@ -75,8 +75,8 @@ async function sendShards(s: Direct, data: Uint8Array): Promise<string[]> {
   return md5s;
 }
 
-const commit = (req: Signed, bucket: string, key: string, s: Direct, partMd5s: string[]) =>
-  req(`/${bucket}/${key}?shardgate-commit`, { method: "POST", body: JSON.stringify({ upload: s.upload, parts: places(s), partMd5s }) });
+const commit = (req: Signed, bucket: string, key: string, s: Direct, partMd5s: string[], headers: Record<string, string> = {}) =>
+  req(`/${bucket}/${key}?shardgate-commit`, { method: "POST", body: JSON.stringify({ upload: s.upload, parts: places(s), partMd5s }), headers });
 const abort = (req: Signed, bucket: string, key: string, s: Direct) =>
   req(`/${bucket}/${key}?shardgate-abort`, { method: "POST", body: JSON.stringify({ upload: s.upload, parts: places(s) }) });
 
@@ -91,8 +91,9 @@ const indexOf = (bucket: string) => gatewayEnv.BUCKET_INDEX.get(gatewayEnv.BUCKE
 describe("quotas on the browser path", () => {
   let req: Signed;
   beforeAll(async () => {
-    for (const b of ["qp-open", "qp-pending", "qp-refused", "qp-caps", "qp-caps-bucket"]) await s3ok(`/${b}`, { method: "PUT" });
-    req = await writer("qp-open", "qp-pending", "qp-refused", "qp-caps", "qp-caps-bucket");
+    const buckets = ["qp-open", "qp-pending", "qp-refused", "qp-caps", "qp-caps-bucket", "qp-race"];
+    for (const b of buckets) await s3ok(`/${b}`, { method: "PUT" });
+    req = await writer(...buckets);
   });
 
   it("a session larger than the quota is refused at open (403 QuotaExceeded, as a PUT), nothing handed out or reserved", async () => {
@@ -173,6 +174,35 @@ describe("quotas on the browser path", () => {
     expect(shard.status).toBe(403);
     expect((await abort(req, "qp-refused", "second", s)).status).toBe(404);
     expect((await shardFiles()).size).toBe(before);
+  });
+
+  it("of eight sessions opened at once exactly as many are granted as fit", async () => {
+    await setQuota("qp-race", { maxBytes: 3 * MIB });
+    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => open(req, "qp-race", `r${i}`, MIB)));
+    expect(answers.filter((r) => r.status === 200)).toHaveLength(3);
+    expect(answers.filter((r) => r.status === 403)).toHaveLength(5);
+    expect((await usage("qp-race")).pending).toBe(3 * MIB);
+  });
+
+  it("two commits of one session at once, one refused: a visible object keeps every shard file, and none is left otherwise", async () => {
+    await setQuota("qp-race", { maxBytes: null });
+    for (let round = 0; round < 3; round++) {
+      const data = randomBytes(600_000, 20 + round);
+      const s = await session(req, "qp-race", `twice${round}`, data.length);
+      const md5s = await sendShards(s, data);
+      // The second commit's If-Match names an object that is not there: it is refused (404), and
+      // whichever runs first, the refusal must never remove the files of a commit that won.
+      const [plain, conditional] = await Promise.all([
+        commit(req, "qp-race", `twice${round}`, s, md5s),
+        commit(req, "qp-race", `twice${round}`, s, md5s, { "if-match": '"0123456789abcdef0123456789abcdef"' }),
+      ]);
+      expect(conditional.status).toBeGreaterThanOrEqual(400);
+      await new Promise((resolve) => setTimeout(resolve, 200)); // the refused commit's removal runs after its answer
+      const visible = (await s3(`/qp-race/twice${round}`, { method: "HEAD" })).status === 200;
+      expect(visible).toBe(plain.status === 200);
+      expect(await storedFiles(s)).toBe(visible ? 6 : 0);
+      if (visible) expect(new Uint8Array(await (await s3ok(`/qp-race/twice${round}`)).arrayBuffer())).toEqual(data);
+    }
   });
 
   it(`a key holds at most ${SESSIONS_PER_KEY} sessions open in a bucket (503 SlowDown beyond); other keys are not held up`, async () => {
