@@ -91,7 +91,7 @@ const indexOf = (bucket: string) => gatewayEnv.BUCKET_INDEX.get(gatewayEnv.BUCKE
 describe("quotas on the browser path", () => {
   let req: Signed;
   beforeAll(async () => {
-    const buckets = ["qp-open", "qp-pending", "qp-refused", "qp-caps", "qp-caps-bucket", "qp-race"];
+    const buckets = ["qp-open", "qp-pending", "qp-refused", "qp-caps", "qp-caps-bucket", "qp-race", "qp-anonymous"];
     for (const b of buckets) await s3ok(`/${b}`, { method: "PUT" });
     req = await writer(...buckets);
   });
@@ -215,6 +215,16 @@ describe("quotas on the browser path", () => {
     expect((await s3("/qp-caps/root?shardgate-upload", { method: "POST", body: JSON.stringify({ size: 5000 }) })).status).toBe(200);
     expect((await abort(req, "qp-caps", "k0", sessions[0])).status).toBe(204);
     expect((await open(req, "qp-caps", "one-more", 5000)).status).toBe(200);
+  });
+
+  it(`anonymous writers a bucket policy lets in hold ${SESSIONS_PER_KEY} sessions open together, as one key`, async () => {
+    const policy = { Version: "2012-10-17", Statement: [{ Effect: "Allow", Principal: "*", Action: "s3:PutObject", Resource: "arn:aws:s3:::qp-anonymous/*" }] };
+    await s3ok("/qp-anonymous?policy", { method: "PUT", body: JSON.stringify(policy) }, 204);
+    const anonymous: Signed = (path, init = {}) => exports.default.fetch(new Request(`${GATEWAY}${path}`, init));
+    for (let i = 0; i < SESSIONS_PER_KEY; i++) expect((await open(anonymous, "qp-anonymous", `a${i}`, 5000)).status).toBe(200);
+    const refused = await open(anonymous, "qp-anonymous", "one-more", 5000);
+    expect([refused.status, await code(refused)]).toEqual([503, "SlowDown"]);
+    expect((await open(req, "qp-anonymous", "signed", 5000)).status).toBe(200);
   });
 
   it(`a bucket holds at most ${SESSIONS_PER_BUCKET} sessions open (503 SlowDown beyond), whoever opened them`, async () => {
