@@ -132,10 +132,11 @@ describe("the browser path", () => {
     expect(res.status).toBe(400);
     expect(await res.text()).toMatch(/BadDigest.*parity/s);
     expect((await s3(`/${bucket}/forged.bin`)).status).toBe(404);
-    // A refused commit leaves the session's files to its abort (or the orphan sweep).
-    expect(await storedFiles(s)).toBe(6);
-    await client.abort(bucket, "forged.bin", s);
-    expect(await storedFiles(s)).toBe(0);
+    // A refused commit ends its session: its shard files are removed after the answer, and
+    // neither a commit nor an abort of it is taken afterwards.
+    await expect.poll(() => storedFiles(s)).toBe(0);
+    expect(await errorOf(await s3(`/${bucket}/forged.bin?shardgate-commit`, { method: "POST", body: commitBody(s, [honest.md5]) }))).toBe("InvalidRequest");
+    await expect(client.abort(bucket, "forged.bin", s)).rejects.toMatchObject({ code: "NoSuchUpload" });
   });
 
   it("refuses a commit whose MD5 is not the part's when the sample covers the part", async () => {
@@ -194,7 +195,7 @@ describe("the browser path", () => {
     for (const headers of [{}, { "if-none-match": "*" }] as Record<string, string>[]) {
       const replay = await s3(`/${bucket}/echo.bin?shardgate-commit`, { method: "POST", body: commitBody(s, [coded.md5]), headers });
       expect(replay.status).toBe(400);
-      expect(await replay.text()).toContain("committed already");
+      expect(await replay.text()).toContain("was committed, aborted or has expired");
     }
     await expect(client.abort(bucket, "echo.bin", s)).rejects.toMatchObject({ code: "NoSuchUpload" });
     // Nor does a committed session's shard URL write any more (it would change the object under its readers).

@@ -71,7 +71,7 @@ export class BucketIndex extends DurableObject {
     return this.ctx.storage.transactionSync(() => {
       this.requireBucket();
       if (!versions.bucketEmpty(this.sql)) return "not-empty";
-      stored.addGarbage(this.sql, uploads.abortAll(this.sql), Date.now());
+      stored.giveUpAll(this.sql, Date.now());
       this.settings.remove();
       quota.setQuota(this.sql, null); // a bucket made again under this name starts without one
       this.outbox.setConfiguration(null);
@@ -102,17 +102,24 @@ export class BucketIndex extends DurableObject {
       this.refusingOverQuota((): PutResult => {
         this.requireBucket();
         const now = Date.now();
-        if (condition.once && direct.spent(this.sql, condition.once.id, now)) return { ok: false, reason: "AlreadyCommitted" };
-        const put = objects.commit(this.sql, record, condition, this.settings.lockConfig(), heal, now);
+        if (condition.once && !direct.committable(this.sql, condition.once, now)) return { ok: false, reason: "AlreadyCommitted" };
+        const put = objects.commit(this.sql, record, condition, this.settings.lockConfig(), heal, now, direct.committing(this.sql, condition.once, now));
         if (put.refused) return { ok: false, reason: put.refused };
-        if (condition.once) direct.spend(this.sql, condition.once, now);
         this.notify(created(record, put.change.versionId, condition.event ?? "Put", now), condition.replica, record.manifest);
         return { ok: true, ...put.change, expiry: this.settings.expiryOf(record) };
       }),
     );
   }
 
-  /** Spends a write that may happen once without writing (a browser-path session's abort): direct-sessions.ts claim. */
+  /** Opens a browser-path session, its size reserved against the quota, within the caps: direct-sessions.ts open. */
+  async openSession(session: direct.OpenSession): Promise<{ ok: true } | { ok: false; reason: direct.SessionRefusal | QuotaRefusal }> {
+    this.requireBucket();
+    const opened = this.refusingOverQuota(() => direct.open(this.sql, session, Date.now()));
+    await this.scheduleExpiryCheck();
+    return opened;
+  }
+
+  /** Spends a write that may happen once without writing, ending its session (an abort, a refused commit): direct-sessions.ts claim. */
   async claimOnce(once: { id: string; until: number }): Promise<"claimed" | "spent" | "writing"> {
     return this.ctx.storage.transactionSync(() => direct.claim(this.sql, once, Date.now()));
   }
@@ -223,7 +230,7 @@ export class BucketIndex extends DurableObject {
     this.requireBucket();
     if (upload.lock && !this.settings.lockConfig()) return "NoObjectLockConfiguration";
     uploads.insertUpload(this.sql, upload);
-    await this.scheduleStaleUploadCheck();
+    await this.scheduleExpiryCheck();
     return "ok";
   }
 
@@ -292,11 +299,12 @@ export class BucketIndex extends DurableObject {
   }
 
   /**
-   * The alarm: aborts stale uploads (uploads.ts STALE_UPLOAD_MS), a bounded batch per run; delivers
+   * The alarm: aborts stale uploads and ends expired browser-path sessions (stored-parts.ts
+   * giveUpExpired), a bounded batch per run, their parts garbage; delivers
    * the outbox's due events (deliverEvents); set again for whichever is due next.
    */
   override async alarm(): Promise<void> {
-    this.ctx.storage.transactionSync(() => stored.addGarbage(this.sql, uploads.abortStale(this.sql, Date.now()), Date.now()));
+    this.ctx.storage.transactionSync(() => stored.giveUpExpired(this.sql, Date.now()));
     const { state: walk, waitMs } = this.walkReplication();
     const tried = await this.deliverEvents();
     let next = this.outbox.nextDue();
@@ -308,11 +316,11 @@ export class BucketIndex extends DurableObject {
     if (walk === "walking" || walk === "waiting") next = Math.min(next ?? Number.MAX_SAFE_INTEGER, Date.now() + (walk === "walking" ? 0 : waitMs));
     // A run that could try nothing (every due row behind another) waits a second rather than spin.
     if (next !== null) await this.ctx.storage.setAlarm(Math.max(next, Date.now() + (tried || walk === "walking" ? 0 : 1000)));
-    await this.scheduleStaleUploadCheck();
+    await this.scheduleExpiryCheck();
   }
 
-  private async scheduleStaleUploadCheck(): Promise<void> {
-    const due = uploads.staleCheckDue(this.sql, Date.now());
+  private async scheduleExpiryCheck(): Promise<void> {
+    const due = stored.nextExpiry(this.sql, Date.now());
     if (due === null) return;
     const current = await this.ctx.storage.getAlarm();
     if (current === null || current > due) await this.ctx.storage.setAlarm(due);
@@ -492,7 +500,7 @@ export class BucketIndex extends DurableObject {
   async setQuota(limits: quota.Quota | null): Promise<{ quota: quota.Quota | null; usage: quota.Usage }> {
     this.requireBucket();
     quota.setQuota(this.sql, limits);
-    return { quota: quota.quotaOf(this.sql), usage: quota.usageOf(this.sql) };
+    return this.quota();
   }
 
   /** The bucket's object lock configuration; null: none. */

@@ -3,6 +3,7 @@
 // the bucket row meta/bucket-settings.ts, objects and versions meta/versions.ts, uploads
 // meta/uploads.ts, the heal queue meta/heal-queue.ts, garbage meta/stored-parts.ts, the browser
 // path's sessions meta/direct-sessions.ts.
+import { OPEN_SESSIONS_SCHEMA } from "./direct-sessions";
 import { OUTBOX_SCHEMA, OUTBOX_VERSION_SCHEMA } from "./outbox";
 import { PENDING_SCHEMA, QUOTA_SCHEMA } from "./quota";
 import {
@@ -105,4 +106,6 @@ export const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
   // The walk of existing objects: the targets new to its configuration, its waiting poll's delay,
   // the null versions it passed over.
   REPLICATION_WALK_TARGETS_SCHEMA,
+  // Browser-path sessions open: each one's size reserved against the quota, until it ends (meta/direct-sessions.ts).
+  OPEN_SESSIONS_SCHEMA,
 ];

@@ -47,6 +47,7 @@ const METHODS = {
     "notificationConfiguration",
     "notificationStatus",
     "objectLock",
+    "openSession",
     "put",
     "putPart",
     "queueHeal",

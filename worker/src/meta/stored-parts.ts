@@ -1,14 +1,34 @@
 // What a bucket's index holds on nodes, beyond its current manifests: the shard files it gave up
-// (the `garbage` table: parts of uploads that expired or went with their bucket, recorded in the
-// transaction that gave them up, drained by services/garbage.ts, since the Durable Object never
-// touches a node itself), and the pages of references the orphan sweep compares with what the
-// nodes hold (services/orphans.ts). BucketIndex calls these inside its events.
+// (the `garbage` table: parts of uploads and browser-path sessions that expired or went with their
+// bucket, recorded in the transaction that gave them up, drained by services/garbage.ts, since the
+// Durable Object never touches a node itself), and the pages of references the orphan sweep
+// compares with what the nodes hold (services/orphans.ts). BucketIndex calls these inside its events.
 import type { ManifestPart } from "../shared/core-api";
+import * as direct from "./direct-sessions";
 import type { GarbageEntry, PartRecord } from "./types";
+import * as uploads from "./uploads";
 import * as versions from "./versions";
 
 export function addGarbage(sql: SqlStorage, parts: readonly ManifestPart[], now: number): void {
   for (const part of parts) sql.exec("INSERT INTO garbage (part, since) VALUES (?, ?)", JSON.stringify(part), now);
+}
+
+/** Gives up what expired, a bounded batch of each (the alarm): stale uploads and browser-path sessions expired uncommitted. */
+export function giveUpExpired(sql: SqlStorage, now: number): void {
+  addGarbage(sql, uploads.abortStale(sql, now), now);
+  direct.expire(sql, now);
+}
+
+/** Gives up every upload and browser-path session in progress (their bucket goes). */
+export function giveUpAll(sql: SqlStorage, now: number): void {
+  addGarbage(sql, uploads.abortAll(sql), now);
+  direct.endAll(sql, now);
+}
+
+/** When something in progress expires next (giveUpExpired then has work), at least a second from `now`; null: nothing is in progress. */
+export function nextExpiry(sql: SqlStorage, now: number): number | null {
+  const due = [uploads.staleCheckDue(sql, now), direct.expiryDue(sql, now)].filter((d) => d !== null);
+  return due.length === 0 ? null : Math.min(...due);
 }
 
 /** Up to `limit` entries to delete, those tried least first, and how many there are in all. */

@@ -138,8 +138,11 @@ export interface WriteCondition {
   ifMatch?: readonly string[];
   /** The write carried Content-MD5 or a checksum: object lock requires one when a retention applies. */
   integrity?: boolean;
-  /** A write that may happen once (a browser-path commit): refused as AlreadyCommitted if `id` was written before `until`. */
-  once?: { id: string; until: number };
+  /**
+   * A write that may happen once (a browser-path commit): refused as AlreadyCommitted if `id` was
+   * written before `until`, or (`reserved`: its session reserved its size) once its session ended.
+   */
+  once?: { id: string; until: number; reserved?: boolean };
   /** How the write came (its event notification is ObjectCreated:<this>); default Put. */
   event?: "Put" | "Post" | "Copy";
   /** A replica written by replication (services/replication.ts): REPLICA, and never replicated again (no loop between two buckets). */

@@ -3,24 +3,28 @@
 // file on its own (services/direct-shards.ts); the commit checks what it can without trusting the
 // client and without reading the object back, then commits the manifest like a PUT.
 //
-// Nothing is stored about a session: its grant carries the bucket, key, size and geometry, and a
-// digest of the parts' places that the commit must echo. Shard files of a session never committed
-// are removed by an abort, or else by the orphan sweep (the session expires well before its grace).
+// A session's grant carries the bucket, key, size and geometry, and a digest of the parts' places
+// that the commit must echo. The bucket's index keeps it open until it ends (meta/direct-sessions.ts):
+// its size reserved against the bucket's quota from its opening, as an upload's parts are, within
+// caps on the sessions a key and a bucket hold open. A commit turns the reservation into the
+// object's bytes; an abort or a refused commit ends the session and removes its shard files at once;
+// a session that expires uncommitted leaves its parts to the garbage job.
 import { digestOf, type GrantBase, openGrant, signGrant } from "../auth/grant";
 import type { GatewayConfig } from "../config";
 import type { DirectAbort, DirectCommit, DirectGeometry, DirectPartPlace, DirectUploadSession } from "../shared/direct-protocol";
 import { bucketIndex, bucketRegistry } from "../meta/stubs";
-import type { WriteCondition } from "../meta/types";
+import type { QuotaRefusal, WriteCondition } from "../meta/types";
 import { noSuchBucket, S3Error } from "../s3-error";
 import type { ShardedPart } from "../storage/layout";
 import { removeParts } from "../storage/remove";
 import { newStorageId, preferAvailable } from "../storage/write-part";
 import { placeShards } from "../storage/placement";
+import { SESSIONS_PER_BUCKET, SESSIONS_PER_KEY, SHARD_WRITE_LEASE_MS, type SessionRefusal } from "../meta/direct-sessions";
 import { shardUrl } from "./direct-shards";
 import { verifyCodedParts } from "./direct-verify";
 import { encryptsByDefault } from "./encryption";
 import type { DirectContext } from "./direct-context";
-import { commitObject, multipartEtag } from "./objects";
+import { commitObject, multipartEtag, writeRefused } from "./objects";
 
 /** The largest object a session takes (PutObject's limit: bigger objects are multipart uploads). */
 export const MAX_DIRECT_BYTES = 5 * 1024 ** 3;
@@ -38,6 +42,8 @@ interface UploadGrant extends GrantBase {
   places: string;
   /** Some shard URL is a presigned node URL (it cannot be taken back): no commit once the bucket has object lock. */
   presigned: boolean;
+  /** The session reserved its size in the bucket's index: its commit must find it open there. */
+  reserved: boolean;
 }
 
 export function geometryOf(config: GatewayConfig): DirectGeometry {
@@ -62,32 +68,64 @@ export async function openUploadSession(ctx: DirectContext, bucket: string, key:
   const count = Math.max(1, Math.ceil(size / partBytes));
   const width = config.dataShards + config.parityShards;
   const nodes = preferAvailable(config.writableNodes, width);
-  const parts = await Promise.all(
+  const placed = await Promise.all(
     Array.from({ length: count }, async (_, i) => {
-      const partSize = Math.min(partBytes, size - i * partBytes);
       const storageId = newStorageId();
-      const placed = await placeShards(nodes, storageId, width);
-      const placement = placed.map((n) => n.id);
+      return { size: Math.min(partBytes, size - i * partBytes), storageId, nodes: await placeShards(nodes, storageId, width) };
+    }),
+  );
+  const places = placed.map((p) => ({ storageId: p.storageId, placement: p.nodes.map((n) => n.id) }));
+  const signed = presigned && placed.some((p) => p.nodes.some((n) => n.presign));
+  const grant = {
+    kind: "upload",
+    expires,
+    session,
+    bucket,
+    key,
+    size,
+    partBytes,
+    geometry,
+    places: await digestOf(places),
+    presigned: signed,
+    reserved: true,
+  } satisfies UploadGrant;
+  // Reserved before any URL is handed out: over the quota or the caps, nothing can be written.
+  const opened = await bucketIndex(ctx.env, bucket).openSession({
+    id: session,
+    holder: ctx.holder,
+    bytes: size,
+    until: expires + SHARD_WRITE_LEASE_MS, // a shard write begun before the grant expired may end a lease later
+    parts: manifestParts(grant, places, []),
+  });
+  if (!opened.ok) throw sessionRefused(opened.reason);
+  const parts = await Promise.all(
+    placed.map(async ({ size: partSize, storageId }, i) => {
+      const placement = places[i].placement;
       const layout = { ...geometry, storageId, placement };
-      const shardFileBytes = shardFileBytesOf(ctx, partSize, geometry);
       const urls = await Promise.all(
         placement.map((node, shard) => shardUrl(ctx, { bucket, key, session, layout, size: partSize, shard, node, write: true, expires }, now, presigned)),
       );
-      return { size: partSize, storageId, placement, shardFileBytes, urls, presigned: presigned && placed.some((n) => n.presign) };
+      return { size: partSize, storageId, placement, shardFileBytes: shardFileBytesOf(ctx, partSize, geometry), urls };
     }),
   );
-  const places = await digestOf(parts.map(placeOf));
-  const signed = parts.some((p) => p.presigned);
-  const grant = { kind: "upload", expires, session, bucket, key, size, partBytes, geometry, places, presigned: signed } satisfies UploadGrant;
   const upload = await signGrant(ctx.rootSecret, grant);
-  return { mode: "direct", upload, expires, geometry, partBytes, parts: parts.map(({ presigned: _, ...part }) => part) };
+  return { mode: "direct", upload, expires, geometry, partBytes, parts };
+}
+
+/** The S3 error for a session the bucket's index would not open. */
+function sessionRefused(reason: SessionRefusal | QuotaRefusal): S3Error {
+  if (reason === "TooManySessions:key" || reason === "TooManySessions:bucket") {
+    const [limit, whose] = reason === "TooManySessions:key" ? [SESSIONS_PER_KEY, "this key holds"] : [SESSIONS_PER_BUCKET, "the bucket holds"];
+    return new S3Error("SlowDown", `Too many upload sessions open: ${whose} ${limit}. Commit or abort one, or wait until one expires.`);
+  }
+  return writeRefused(reason);
 }
 
 /**
  * Commits a session, once: checks its grant and the parts it names, verifies the shard files (see
- * direct-verify.ts), and commits the manifest as a PUT does (conditions, versioning, lock rules of
- * the bucket). Refused: nothing becomes visible, and the session's shard files stay for its abort
- * (or the orphan sweep).
+ * direct-verify.ts), and commits the manifest as a PUT does (conditions, versioning, lock rules and
+ * quota of the bucket). Refused once sealed (4xx): nothing becomes visible, the session ends and its
+ * shard files are removed (endRefused); a 503 leaves it open for the commit to be sent again.
  */
 export async function commitUpload(
   ctx: DirectContext,
@@ -107,17 +145,35 @@ export async function commitUpload(
   // Sealed first: no shard file of the session goes live from now on, so what is checked below is
   // what is committed, and stays so.
   await sealSession(ctx, bucket, grant);
-  // A refused commit removes nothing: the files may be a committed version's (a replay, or two
-  // commits of one session at once). The session's abort or the orphan sweep removes them.
-  const missed = await verifyCodedParts(ctx, parts);
-  const etag = parts.length === 1 ? parts[0].etag : await multipartEtag(commit.partMd5s);
-  const object = { key, size: grant.size, etag, ...fields, tags: [], checksums: [], parts };
-  const written = parts.map((p, i) => ({ size: p.size, md5: new Uint8Array(0), layout: p.layout, missedShards: missed[i] }));
-  // Once per session (a replay would make two versions share these shard files). The parts' MD5s
-  // stand for the body's integrity that object lock asks of a retained write (checked on the sample).
-  // Parts with missing shard files go to the heal queue with the commit, as after a PUT.
-  const committed = await commitObject(ctx, bucket, object, { ...condition, integrity: true, once: onceOf(grant) }, written, "keep");
-  return { etag, versionId: committed.versionId };
+  try {
+    const missed = await verifyCodedParts(ctx, parts);
+    const etag = parts.length === 1 ? parts[0].etag : await multipartEtag(commit.partMd5s);
+    const object = { key, size: grant.size, etag, ...fields, tags: [], checksums: [], parts };
+    const written = parts.map((p, i) => ({ size: p.size, md5: new Uint8Array(0), layout: p.layout, missedShards: missed[i] }));
+    // Once per session (a replay would make two versions share these shard files). The parts' MD5s
+    // stand for the body's integrity that object lock asks of a retained write (checked on the sample).
+    // Parts with missing shard files go to the heal queue with the commit, as after a PUT.
+    const committed = await commitObject(ctx, bucket, object, { ...condition, integrity: true, once: onceOf(grant) }, written, "keep");
+    return { etag, versionId: committed.versionId };
+  } catch (e) {
+    if (e instanceof S3Error && e.status < 500) await endRefused(ctx, bucket, grant, parts);
+    throw e;
+  }
+}
+
+/**
+ * Ends a session whose commit was refused: claimed in the bucket's index as an abort is (a commit
+ * after it is refused), its reservation released, and its shard files removed after the answer.
+ * Only the claim removes them: the files of a session committed already (a replay, or two commits
+ * of one session at once, the other one won) are a version's, and stay. Best effort: a session
+ * not claimed here ends at its expiry, its parts then garbage.
+ */
+async function endRefused(ctx: DirectContext, bucket: string, grant: UploadGrant, parts: ShardedPart[]): Promise<void> {
+  try {
+    if ((await bucketIndex(ctx.env, bucket).claimOnce(onceOf(grant))) === "claimed") ctx.waitUntil(removeParts(ctx.config.nodes, parts));
+  } catch (e) {
+    console.error(JSON.stringify({ directCommitRefused: { session: grant.session, error: e instanceof Error ? e.message : String(e) } }));
+  }
 }
 
 /**
@@ -157,15 +213,15 @@ async function sealSession(ctx: DirectContext, bucket: string, grant: UploadGran
   const index = bucketIndex(ctx.env, bucket);
   // Grants from before `presigned` was recorded count as having handed out presigned URLs.
   const sealed = await whileWriting(() => index.sealSession(onceOf(grant), grant.presigned !== false));
-  if (sealed === "spent") throw new S3Error("InvalidRequest", "This upload session was committed already: open a new one.");
+  if (sealed === "spent") throw new S3Error("InvalidRequest", "This upload session was committed, aborted or has expired: open a new one.");
   if (sealed === "locked") {
     throw new S3Error("InvalidRequest", "The bucket has object lock now, and this session handed out node URLs that cannot be taken back: open a new one.");
   }
 }
 
-/** What makes a session's commit (or abort) happen once: its id, until it expires. */
-function onceOf(grant: UploadGrant): { id: string; until: number } {
-  return { id: grant.session, until: grant.expires };
+/** What makes a session's commit (or abort) happen once: its id, until it expires, and whether it reserved its size. */
+function onceOf(grant: UploadGrant): { id: string; until: number; reserved: boolean } {
+  return { id: grant.session, until: grant.expires, reserved: grant.reserved === true };
 }
 
 /** The session's grant, if it is valid for bucket/key and `echo.parts` are the parts it placed. */

@@ -91,7 +91,7 @@ export function writeRefused(reason: Exclude<PutResult, { ok: true }>["reason"])
     case "NoObjectLockConfiguration":
       return new S3Error("InvalidRequest", "Bucket is missing Object Lock Configuration");
     case "AlreadyCommitted":
-      return new S3Error("InvalidRequest", "This upload session was committed already: open a new one.");
+      return new S3Error("InvalidRequest", "This upload session was committed, aborted or has expired: open a new one.");
     case "IntegrityRequired":
       return new S3Error("InvalidRequest", "Content-MD5 OR x-amz-checksum- HTTP header is required for Put Object requests with Object Lock parameters");
     case "QuotaExceeded:bytes":
@@ -116,7 +116,8 @@ export async function refuseEarly(ctx: Pick<ObjectContext, "env">, bucket: strin
 /**
  * Commits a manifest atomically, with the write's conditions. On failure the data this request
  * wrote (`written`) is removed, unless `onRefused` is "keep" (a browser-path commit: its shard
- * files may be an earlier commit's, replayed; its abort or the orphan sweep removes them); on
+ * files may be an earlier commit's, replayed; direct-upload.ts removes them when the refusal ends
+ * the session); on
  * success the superseded version's shard files are, except any the new manifest still references
  * (a copy onto itself that replaced only metadata).
  */
