@@ -52,7 +52,8 @@ async function presignedV4(method: string, path: string): Promise<string> {
   return (await v4.sign(`${GATEWAY}${path}?X-Amz-Expires=300`, { method, aws: { signQuery: true } })).url;
 }
 
-const withParam = (url: string, p: { name: string; value: string }) => `${url}${url.includes("?") ? "&" : "?"}${encodeURIComponent(p.name)}=${encodeURIComponent(p.value)}`;
+const withParam = (url: string, p: { name: string; value: string }) =>
+  `${url}${url.includes("?") ? "&" : "?"}${encodeURIComponent(p.name)}=${encodeURIComponent(p.value)}`;
 
 /** What an answer says: its status, and its body's SHA-256 where it is not an error (errors carry a request id). */
 async function outcome(res: Response): Promise<{ status: number; body: string }> {
@@ -77,12 +78,16 @@ beforeAll(async () => {
 describe("a parameter appended to a signed request changes nothing it does", () => {
   it("SigV4 URLs: any appended parameter is refused", async () => {
     await fc.assert(
-      fc.asyncProperty(appended, fc.constantFrom(["GET", `/${BUCKET}/o.bin`], ["GET", `/${BUCKET}`], ["POST", "/_shardgate/admin/heal"]), async (p, [method, path]) => {
-        const url = await presignedV4(method, path);
-        const res = await send(new Request(withParam(url, p), { method }));
-        await res.body?.cancel();
-        expect(refused(res.status), `${method} ${path} + ${p.name}=${p.value}: ${res.status}`).toBe(true);
-      }),
+      fc.asyncProperty(
+        appended,
+        fc.constantFrom(["GET", `/${BUCKET}/o.bin`], ["GET", `/${BUCKET}`], ["POST", "/_shardgate/admin/heal"]),
+        async (p, [method, path]) => {
+          const url = await presignedV4(method, path);
+          const res = await send(new Request(withParam(url, p), { method }));
+          await res.body?.cancel();
+          expect(refused(res.status), `${method} ${path} + ${p.name}=${p.value}: ${res.status}`).toBe(true);
+        },
+      ),
       RUNS,
     );
   });

@@ -85,4 +85,3 @@ export const SAMPLES: Record<OperationName, Sample> = {
   GetMetrics: ["GET", "/_shardgate/metrics"],
   Admin: ["POST", "/_shardgate/admin/heal"],
 };
-
