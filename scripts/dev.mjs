@@ -19,7 +19,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort, portAvailable } from "./lib/free-port.mjs";
-import { consoleOriginsFor, defaultKeysRefusal, LOCAL_DEFAULTS, masterKey, printBanner, waitHealthy } from "./lib/serving.mjs";
+import { consoleOriginsFor, defaultKeysRefusal, isLoopback, LOCAL_DEFAULTS, LOOPBACK_HOSTS, masterKey, printBanner, waitHealthy } from "./lib/serving.mjs";
 import { parseFlags } from "./lib/shardgate-config.mjs";
 import { consoleOnlyConfig } from "./lib/workerd-config.mjs";
 
@@ -83,6 +83,8 @@ const wrangler = spawn(
     ...["--var", `SHARDGATE_ACCESS_KEY_ID:${credentials.accessKeyId}`, "--var", `SHARDGATE_SECRET_ACCESS_KEY:${credentials.secretAccessKey}`],
     ...["--var", `SHARDGATE_MASTER_KEY:${masterKey(dataDir ?? join(root, ".wrangler/state"))}`],
     ...["--var", `SHARDGATE_CONSOLE_ORIGIN:${consoleOrigins}`],
+    // On loopback, only loopback names (DNS rebinding: worker/src/config.ts hostAllowed).
+    ...(isLoopback(opts.ip) ? ["--var", `SHARDGATE_ALLOWED_HOSTS:${LOOPBACK_HOSTS}`] : []),
     ...(dataDir ? ["--persist-to", dataDir] : []),
     ...wranglerArgs,
   ],

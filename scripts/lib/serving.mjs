@@ -75,6 +75,13 @@ export function isLoopback(host) {
 }
 
 /**
+ * SHARDGATE_ALLOWED_HOSTS for a gateway on a loopback address: it answers loopback names (and the
+ * names it is configured with) only, so a web page whose site's name was re-pointed at 127.0.0.1
+ * (DNS rebinding) reaches nothing (worker/src/config.ts hostAllowed).
+ */
+export const LOOPBACK_HOSTS = "localhost";
+
+/**
  * Why the gateway must not start: the local default root key on an address other machines reach
  * (anyone could use it, admin API included). One line, naming the settings to change; null when fine.
  * @param {string[]} hosts every address it listens on
