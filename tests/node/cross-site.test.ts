@@ -26,6 +26,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CREDENTIALS, servingWithVars } from "./gateway";
 import { startServe } from "./tools";
 import { VersityNode } from "./versity-node";
+// @ts-expect-error: plain JavaScript without declarations (its shape is declared below)
+import * as workerdConfig from "../../scripts/lib/workerd-config.mjs";
+
+const { workerVars } = workerdConfig as { workerVars(wrangler: object, config: object): Record<string, string> };
 
 const CHROMIUM = "/usr/bin/chromium";
 const BUCKET = "cross-site";
@@ -165,5 +169,15 @@ describe.skipIf(!existsSync(CHROMIUM))("a page of another site, in Chromium, aga
     // The same presigned request for the gateway's own name is answered (the URL was valid: only the name is refused).
     const own = await root.fetch(`${base}/`);
     expect(await own.text()).toContain(BUCKET);
+  });
+});
+
+describe("the host names npm start gives the Worker (scripts/lib/workerd-config.mjs)", () => {
+  it("are the loopback names on a loopback address, unless shardgate.json's vars name them; none elsewhere", () => {
+    const hostsOn = (ip: string, vars: Record<string, string> = {}) =>
+      workerVars({ vars: {} }, { ip, vars, nodes: [], dataShards: 1, parityShards: 1, credentials: CREDENTIALS, masterKey: "k" }).SHARDGATE_ALLOWED_HOSTS;
+    for (const ip of ["127.0.0.1", "127.0.0.5", "::1", "localhost"]) expect(hostsOn(ip), ip).toBe("localhost");
+    for (const ip of ["0.0.0.0", "::", "10.0.0.5", "s3.example.com"]) expect(hostsOn(ip), ip).toBeUndefined();
+    expect(hostsOn("127.0.0.1", { SHARDGATE_ALLOWED_HOSTS: "s3.example.com" })).toBe("s3.example.com");
   });
 });

@@ -11,6 +11,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env as workersEnv } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Env } from "../../worker/src/config";
+import { checkVars } from "../../worker/src/config-vars";
 import worker from "../../worker/src/index";
 import { CREDENTIALS, METRICS_TOKEN } from "../shared/credentials";
 import { signedPostFields } from "./post-form";
@@ -118,6 +119,13 @@ describe("the host names a gateway on loopback answers to", () => {
     expect((await call(await signed(`http://${BUCKET}.localhost:8787/kept.txt`), loopbackEnv)).status).toBe(200);
     expect(await codeOf(await call(new Request("http://www.site.example/"), loopbackEnv))).not.toBe("AccessDenied");
     expect((await call(await signed("http://127.0.0.1:8787/_shardgate/health"), loopbackEnv)).status).toBe(200);
+  });
+
+  it("takes names, *.domain and bracketed IPv6 addresses in SHARDGATE_ALLOWED_HOSTS, nothing else", () => {
+    for (const ok of ["localhost", "s3.example.com, *.s3.example.com", "[fd00::1],10.0.0.5", ""])
+      expect(checkVars({ SHARDGATE_ALLOWED_HOSTS: ok }, { partial: true }), ok).toEqual([]);
+    for (const bad of ["*", "evil example", "a/b", "*.", "http://s3.example.com", "x:8787", "**.example.com"])
+      expect(checkVars({ SHARDGATE_ALLOWED_HOSTS: bad }, { partial: true }), bad).toHaveLength(1);
   });
 
   it("answers every host when SHARDGATE_ALLOWED_HOSTS is unset (Cloudflare: routes decide)", async () => {
