@@ -1,7 +1,8 @@
 // What every S3 request goes through on its way to its operation and back, one concern per
 // middleware (hono's shape: each gets the exchange and `next`): the request id, metrics and the log
 // line; unread bodies settled; errors as S3 error answers; the host names it answers to; routing;
-// the console's CORS; what pages of other sites may do; a bucket's CORS; authentication; authorization. api/handle.ts puts them in order and dispatches to the operation.
+// the console's CORS; what pages of other sites may do; a bucket's CORS; authentication;
+// authorization. api/handle.ts puts them in order and dispatches to the operation.
 import { anonymousRequest, type Authenticated, authenticate as verifySigV4, hasCredentials } from "../auth/sigv4";
 import { authenticateV2, isSigV2 } from "../auth/sigv2";
 import { clientOf, throttled } from "../auth/throttle";
