@@ -20,8 +20,9 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort, portAvailable } from "./lib/free-port.mjs";
-import { consoleOriginsFor, masterKey, printBanner, publicKeyRefusal, rootKey, waitHealthy } from "./lib/serving.mjs";
+import { consoleOriginsFor, masterKey, printBanner, LOOPBACK_HOSTS, publicKeyRefusal, rootKey, waitHealthy } from "./lib/serving.mjs";
 import { untrustedPath } from "./lib/private-path.mjs";
+import { isLoopback } from "../bin/lib/local-key.mjs";
 import { parseFlags } from "./lib/shardgate-config.mjs";
 import { consoleOnlyConfig } from "./lib/workerd-config.mjs";
 
@@ -93,6 +94,8 @@ const wrangler = spawn(
     ...["--var", `SHARDGATE_ACCESS_KEY_ID:${credentials.accessKeyId}`, "--var", `SHARDGATE_SECRET_ACCESS_KEY:${credentials.secretAccessKey}`],
     ...["--var", `SHARDGATE_MASTER_KEY:${masterKey(stateDir)}`],
     ...["--var", `SHARDGATE_CONSOLE_ORIGIN:${consoleOrigins}`],
+    // On loopback, only loopback names (DNS rebinding: worker/src/config.ts hostAllowed).
+    ...(isLoopback(opts.ip) ? ["--var", `SHARDGATE_ALLOWED_HOSTS:${LOOPBACK_HOSTS}`] : []),
     ...(dataDir ? ["--persist-to", dataDir] : []),
     ...wranglerArgs,
   ],

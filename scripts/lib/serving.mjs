@@ -67,6 +67,13 @@ export function masterKey(dir) {
 export const ROOT_KEY_ID = "shardgate";
 
 /**
+ * SHARDGATE_ALLOWED_HOSTS for a gateway on a loopback address: it answers loopback names (and the
+ * names it is configured with) only, so a web page whose site's name was re-pointed at 127.0.0.1
+ * (DNS rebinding) reaches nothing (worker/src/config.ts hostAllowed).
+ */
+export const LOOPBACK_HOSTS = "localhost";
+
+/**
  * The root key `npm start`, `npm run dev` and the binary serve when neither the environment nor
  * shardgate.json sets one: kept in `dir`/credentials (bin/lib/local-key.mjs), made at the first
  * start with a secret of 40 random characters (30 bytes, base64url), readable by the owner only.

@@ -14,6 +14,8 @@
 //     data directory, worker/src/meta/remote.ts) and one for the others (the gateway Worker and its
 //     nodes only, the Durable Objects reached through that socket, no console).
 import { relative } from "node:path";
+import { isLoopback } from "../../bin/lib/local-key.mjs";
+import { LOOPBACK_HOSTS } from "./serving.mjs";
 
 /** A Cap'n Proto text literal. */
 const text = (s) => JSON.stringify(String(s));
@@ -101,7 +103,8 @@ ${indent(bindings, 4)}
 
 /**
  * The Worker's variables: wrangler.toml's [vars], the config's "vars", then what the config's own
- * keys set (nodes, k + m, region, credentials, master key). scripts/serve.mjs checks them
+ * keys set (nodes, k + m, region, credentials, master key; on a loopback address, the host names
+ * the gateway answers to unless "vars" names them). scripts/serve.mjs checks them
  * (scripts/lib/worker-vars.mjs) before it starts workerd.
  * @param {object} wrangler @param {object} config the resolved shardgate config
  * @returns {Record<string, string>}
@@ -120,6 +123,7 @@ export function workerVars(wrangler, config) {
     SHARDGATE_SECRET_ACCESS_KEY: config.credentials.secretAccessKey,
     SHARDGATE_MASTER_KEY: config.masterKey,
   };
+  if (isLoopback(config.ip) && !vars.SHARDGATE_ALLOWED_HOSTS) vars.SHARDGATE_ALLOWED_HOSTS = LOOPBACK_HOSTS;
   if (diskNodes.length) vars.SHARDGATE_DISK_NODES = diskNodes.map((n) => n.id).join(",");
   if (s3Nodes.length) vars.SHARDGATE_S3_NODES = JSON.stringify(Object.fromEntries(s3Nodes.map(({ id, type: _, ...spec }) => [id, spec])));
   return vars;

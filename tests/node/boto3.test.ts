@@ -293,7 +293,11 @@ describe("boto3 against the gateway", () => {
   it("access keys made through the admin API: each does what its rights on the bucket allow, and a disabled key nothing", async () => {
     const admin = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1", retries: 0 });
     const call = async (method: string, path: string, body?: unknown) => {
-      const res = await admin.fetch(`${gateway.base}/_shardgate/admin${path}`, { method, body: body === undefined ? undefined : JSON.stringify(body) });
+      const res = await admin.fetch(`${gateway.base}/_shardgate/admin${path}`, {
+        method,
+        headers: { "content-type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
       expect(res.status, await res.clone().text()).toBeLessThan(300);
       return res.status === 204 ? null : ((await res.json()) as { id: string; secret: string });
     };
@@ -370,9 +374,13 @@ describe("boto3 against the gateway", () => {
       assume_role_list: null,
     });
 
-    const made = await admin.fetch(`${gateway.base}/_shardgate/admin/keys`, { method: "POST", body: JSON.stringify({ name: "sts reader" }) });
+    const made = await admin.fetch(`${gateway.base}/_shardgate/admin/keys`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: "sts reader" }),
+    });
     const reader = (await made.json()) as { id: string; secret: string };
-    const grant = { method: "PUT", body: JSON.stringify({ read: true }) };
+    const grant = { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ read: true }) };
     expect((await admin.fetch(`${gateway.base}/_shardgate/admin/keys/${reader.id}/buckets/boto3-sts`, grant)).status).toBe(200);
     const k = await boto3("session-token", { bucket: "boto3-sts", read: "hello.txt", key: reader });
     expect(k).toMatchObject({ put: denied, get: "hello session", presigned: "hello session", from_session: denied });
@@ -380,7 +388,11 @@ describe("boto3 against the gateway", () => {
 
   it("Signature Version 2: boto3's default presigned URLs (GET, PUT), expiry (ExpiresIn=0 refused with 403, V2 and V4), tampering, permissions, and V2 header signing", async () => {
     const admin = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1", retries: 0 });
-    const made = await admin.fetch(`${gateway.base}/_shardgate/admin/keys`, { method: "POST", body: JSON.stringify({ name: "v2 stranger" }) });
+    const made = await admin.fetch(`${gateway.base}/_shardgate/admin/keys`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: "v2 stranger" }),
+    });
     const stranger = (await made.json()) as { id: string; secret: string };
     const r = await boto3("sigv2", { bucket: "boto3-v2", stranger: { id: stranger.id, secret: stranger.secret } });
     expect(r).toEqual({

@@ -15,7 +15,11 @@ let attacker: AwsClient;
 
 beforeAll(async () => {
   await gateway.start();
-  const made = await root.fetch(`${gateway.base}/_shardgate/admin/keys`, { method: "POST", body: JSON.stringify({ name: "attacker", createBucket: true }) });
+  const made = await root.fetch(`${gateway.base}/_shardgate/admin/keys`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ name: "attacker", createBucket: true }),
+  });
   expect(made.status).toBe(201);
   const key = (await made.json()) as { id: string; secret: string };
   attacker = new AwsClient({ accessKeyId: key.id, secretAccessKey: key.secret, service: "s3", region: "us-east-1", retries: 0 });

@@ -223,7 +223,11 @@ describe("two workerd processes on one port", () => {
     try {
       const admin = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1", retries: 0 });
       const call = async (method: string, path: string, body?: unknown) => {
-        const init = { method, headers: { connection: "close" }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) };
+        const init = {
+          method,
+          headers: { connection: "close", "content-type": "application/json" },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        };
         const res = await admin.fetch(`${gateway.base}/_shardgate/admin${path}`, init);
         const text = await res.text();
         expect(res.status, text).toBeLessThan(300);

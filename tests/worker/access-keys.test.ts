@@ -18,7 +18,10 @@ const env = workersEnv as unknown as Env;
 const errorCode = (xml: string) => xml.match(/<Code>([^<]+)<\/Code>/)?.[1];
 
 async function admin(method: string, path: string, body?: unknown): Promise<Response> {
-  return s3(`/_shardgate/admin${path}`, { method, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  return s3(`/_shardgate/admin${path}`, {
+    method,
+    ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
+  });
 }
 
 async function newKey(name: string, createBucket = false): Promise<Key> {
@@ -187,7 +190,7 @@ describe("access keys", () => {
     }
     expect((await admin("POST", "/keys", { name: "" })).status).toBe(400);
     expect((await admin("POST", "/keys", { name: "x", createBucket: "yes" })).status).toBe(400);
-    expect((await s3("/_shardgate/admin/keys", { method: "POST", body: "not json" })).status).toBe(400);
+    expect((await s3("/_shardgate/admin/keys", { method: "POST", headers: { "content-type": "application/json" }, body: "not json" })).status).toBe(400);
     expect((await admin("PATCH", "/keys/SGNOSUCHKEY", { enabled: false })).status).toBe(400);
     expect((await admin("PUT", "/keys/SGNOSUCHKEY/buckets/keys-private", { read: true })).status).toBe(400);
   });

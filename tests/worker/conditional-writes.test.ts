@@ -328,7 +328,7 @@ describe("who may write conditionally", () => {
   const permBucket = "cond-writes-perm";
   type Key = { id: string; secret: string };
   const admin = (method: string, path: string, body?: unknown) =>
-    s3(`/_shardgate/admin${path}`, { method, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    s3(`/_shardgate/admin${path}`, { method, ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }) });
   async function keyWith(rights: { read?: boolean; write?: boolean }): Promise<Key> {
     const key = (await (await admin("POST", "/keys", { name: `cond ${JSON.stringify(rights)}` })).json()) as Key;
     expect((await admin("PUT", `/keys/${key.id}/buckets/${permBucket}`, rights)).status).toBe(200);

@@ -165,7 +165,7 @@ describe("shard grants are checked again on every use", () => {
   const bucket = "direct-grants";
   type Key = { id: string; secret: string };
   const admin = (method: string, path: string, body?: unknown) =>
-    s3(`/_shardgate/admin${path}`, { method, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    s3(`/_shardgate/admin${path}`, { method, ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }) });
   const as = (key: Key): Signed => {
     const client = new AwsClient({ accessKeyId: key.id, secretAccessKey: key.secret, service: "s3", region: "us-east-1" });
     return async (path, init = {}) => send(await client.sign(`${GATEWAY}${path}`, init));

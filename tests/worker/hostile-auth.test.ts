@@ -67,9 +67,17 @@ describe("checks before any key lookup", () => {
     await s3ok("/stale-bucket", { method: "PUT" });
     await s3ok("/stale-bucket/o", { method: "PUT", body: "still" });
     await s3ok("/stale-other", { method: "PUT" });
-    const created = await s3("/_shardgate/admin/keys", { method: "POST", body: JSON.stringify({ name: "stale survivor" }) });
+    const created = await s3("/_shardgate/admin/keys", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: "stale survivor" }),
+    });
     const real = (await created.json()) as { id: string; secret: string };
-    await s3ok(`/_shardgate/admin/keys/${real.id}/buckets/stale-bucket`, { method: "PUT", body: JSON.stringify({ read: true }) });
+    await s3ok(`/_shardgate/admin/keys/${real.id}/buckets/stale-bucket`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ read: true }),
+    });
     const asReal = signer(real.id, real.secret);
     expect(await (await send(await asReal("/stale-bucket/o"))).text()).toBe("still");
     // The budget spent by made-up ids of the keys' form, until they are answered SlowDown.
@@ -83,16 +91,28 @@ describe("checks before any key lookup", () => {
     // looked up again, outside the budget; so is one whose rights just changed.
     await s3ok("/stale-other", { method: "DELETE" }, 204);
     expect(await (await send(await asReal("/stale-bucket/o"))).text()).toBe("still");
-    await s3ok(`/_shardgate/admin/keys/${real.id}/buckets/stale-bucket`, { method: "PUT", body: JSON.stringify({ read: true, write: true }) });
+    await s3ok(`/_shardgate/admin/keys/${real.id}/buckets/stale-bucket`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ read: true, write: true }),
+    });
     expect(await (await send(await asReal("/stale-bucket/o"))).text()).toBe("still");
   });
 
   it("a flood of made-up key ids costs a bounded number of KeyStore lookups; real keys keep working, health keeps answering", async () => {
     await s3ok("/flood-bucket", { method: "PUT" });
     await s3ok("/flood-bucket/o", { method: "PUT", body: "real" });
-    const created = await s3("/_shardgate/admin/keys", { method: "POST", body: JSON.stringify({ name: "flood survivor" }) });
+    const created = await s3("/_shardgate/admin/keys", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: "flood survivor" }),
+    });
     const real = (await created.json()) as { id: string; secret: string };
-    await s3ok(`/_shardgate/admin/keys/${real.id}/buckets/flood-bucket`, { method: "PUT", body: JSON.stringify({ read: true }) });
+    await s3ok(`/_shardgate/admin/keys/${real.id}/buckets/flood-bucket`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ read: true }),
+    });
     const asReal = signer(real.id, real.secret);
     expect(await (await send(await asReal("/flood-bucket/o"))).text()).toBe("real");
 

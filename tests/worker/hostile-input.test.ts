@@ -152,7 +152,7 @@ describe("JSON bodies nested as deep as their bound allows", () => {
       Promise.all([
         s3("/hostile-json?policy", { method: "PUT", body: policy }),
         s3("/hostile-json?policy", { method: "PUT", body: `{"Statement":${nested(10_000)}}` }),
-        s3("/_shardgate/admin/keys", { method: "POST", body: `{"name":${nested(7000)}}` }),
+        s3("/_shardgate/admin/keys", { method: "POST", headers: { "content-type": "application/json" }, body: `{"name":${nested(7000)}}` }),
       ]),
     );
     const codes = await Promise.all(result.map(async (r) => [r.status, errorCode(await r.text())]));

@@ -32,7 +32,10 @@ async function ok(on: Env, path: string, init: RequestInit = {}): Promise<Respon
   return res;
 }
 const admin = (on: Env, method: string, path: string, body?: unknown) =>
-  s3(on, `/_shardgate/admin${path}`, { method, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  s3(on, `/_shardgate/admin${path}`, {
+    method,
+    ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
+  });
 async function errorOf(res: Response): Promise<{ status: number; code?: string; message?: string; text: string }> {
   const text = await res.text();
   return { status: res.status, code: /<Code>([^<]*)<\/Code>/.exec(text)?.[1], message: /<Message>([^<]*)<\/Message>/.exec(text)?.[1], text };

@@ -225,7 +225,8 @@ describe("the outbox", () => {
     await s3ok(`/${b}/in/one`, { method: "DELETE" }, 204);
     await s3ok(`/${b}/never-was`, { method: "DELETE" }, 204);
     // A write a quota refuses (its transaction rolled back after the event was written) leaves none.
-    const quota = (body: unknown) => s3ok(`/_shardgate/admin/buckets/${b}/quota`, { method: "PUT", body: JSON.stringify(body) });
+    const quota = (body: unknown) =>
+      s3ok(`/_shardgate/admin/buckets/${b}/quota`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
     await quota({ maxObjects: 2 });
     expect((await s3(`/${b}/in/over`, { method: "PUT", body: "too many" })).status).toBe(403);
     await s3ok(`/_shardgate/admin/buckets/${b}/quota`, { method: "DELETE" }, 204);

@@ -190,7 +190,8 @@ describe("browser form uploads (POST Object)", () => {
   it("checks the signing key's right to write, and serves unsigned forms only where a bucket policy allows", async () => {
     const bucket = "post-rights";
     await s3ok(`/${bucket}`, { method: "PUT" });
-    const admin = (method: string, path: string, body: unknown) => s3(`/_shardgate/admin${path}`, { method, body: JSON.stringify(body) });
+    const admin = (method: string, path: string, body: unknown) =>
+      s3(`/_shardgate/admin${path}`, { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
     const reader = (await (await admin("POST", "/keys", { name: "form reader" })).json()) as Key;
     await admin("PUT", `/keys/${reader.id}/buckets/${bucket}`, { read: true });
     const conditions = [{ bucket }, ["starts-with", "$key", ""]];

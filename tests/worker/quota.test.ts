@@ -21,7 +21,10 @@ const code = (xml: string) => /<Code>([^<]*)<\/Code>/.exec(xml)?.[1];
 const VERSIONED = `<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>Enabled</Status></VersioningConfiguration>`;
 
 async function admin(method: string, path: string, body?: unknown): Promise<Response> {
-  return s3(`/_shardgate/admin${path}`, { method, ...(body === undefined ? {} : { body: typeof body === "string" ? body : JSON.stringify(body) }) });
+  return s3(`/_shardgate/admin${path}`, {
+    method,
+    ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: typeof body === "string" ? body : JSON.stringify(body) }),
+  });
 }
 
 async function setQuota(bucket: string, quota: { maxBytes?: number | null; maxObjects?: number | null }): Promise<Answer> {

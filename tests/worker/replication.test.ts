@@ -163,7 +163,8 @@ describe("PutBucketReplication / GetBucketReplication / DeleteBucketReplication"
 describe("who may set replication, and where to", () => {
   it("is the root key's: a key that owns the source and may write the destination is refused (replication writes there for good)", async () => {
     await makeBuckets("repl-owned", "repl-owned-dest");
-    const admin = (method: string, path: string, body: unknown) => s3(`/_shardgate/admin${path}`, { method, body: JSON.stringify(body) });
+    const admin = (method: string, path: string, body: unknown) =>
+      s3(`/_shardgate/admin${path}`, { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
     const key = (await (await admin("POST", "/keys", { name: "replication tenant" })).json()) as { id: string; secret: string };
     for (const b of ["repl-owned", "repl-owned-dest"]) await admin("PUT", `/keys/${key.id}/buckets/${b}`, { read: true, write: true, owner: true });
     const client = new AwsClient({ accessKeyId: key.id, secretAccessKey: key.secret, service: "s3", region: "us-east-1" });
@@ -1008,10 +1009,16 @@ describe("a write that is another gateway's replica (x-shardgate-replica: true)"
     // Another value is InvalidArgument; a key with every right (owner too: it may not opt its writes
     // out of the root key's replication) is AccessDenied, nothing stored.
     await expectError(await s3("/repl-mark/bad.txt", { method: "PUT", body: "x", headers: { "x-shardgate-replica": "yes" } }), 400, "InvalidArgument");
-    const res = await s3("/_shardgate/admin/keys", { method: "POST", body: JSON.stringify({ name: "owner" }) });
+    const res = await s3("/_shardgate/admin/keys", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: "owner" }),
+    });
     const key = (await res.json()) as { id: string; secret: string };
     const rights = JSON.stringify({ read: true, write: true, owner: true });
-    expect((await s3(`/_shardgate/admin/keys/${key.id}/buckets/repl-mark`, { method: "PUT", body: rights })).status).toBe(200);
+    expect(
+      (await s3(`/_shardgate/admin/keys/${key.id}/buckets/repl-mark`, { method: "PUT", headers: { "content-type": "application/json" }, body: rights })).status,
+    ).toBe(200);
     const client = new AwsClient({ accessKeyId: key.id, secretAccessKey: key.secret, service: "s3", region: "us-east-1" });
     const as = async (path: string, init: RequestInit) => exports.default.fetch(await client.sign(`${GATEWAY}${path}`, init));
     await expectError(await as("/repl-mark/sneak.txt", { method: "PUT", body: "x", headers: mark }), 403, "AccessDenied");

@@ -22,13 +22,17 @@ const errorCode = (xml: string) => xml.match(/<Code>([^<]+)<\/Code>/)?.[1];
 type Key = { id: string; secret: string };
 
 async function newKey(name: string): Promise<Key> {
-  const res = await s3("/_shardgate/admin/keys", { method: "POST", body: JSON.stringify({ name }) });
+  const res = await s3("/_shardgate/admin/keys", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name }) });
   expect(res.status).toBe(201);
   return (await res.json()) as Key;
 }
 
 async function grant(key: Key, bucket: string, rights: { read?: boolean; write?: boolean; owner?: boolean }): Promise<void> {
-  const res = await s3(`/_shardgate/admin/keys/${key.id}/buckets/${bucket}`, { method: "PUT", body: JSON.stringify(rights) });
+  const res = await s3(`/_shardgate/admin/keys/${key.id}/buckets/${bucket}`, {
+    method: "PUT",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(rights),
+  });
   expect(res.status, await res.clone().text()).toBe(200);
 }
 

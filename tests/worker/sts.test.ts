@@ -55,7 +55,10 @@ function as(creds: Creds) {
 }
 
 async function admin(method: string, path: string, body?: unknown): Promise<Response> {
-  return s3(`/_shardgate/admin${path}`, { method, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  return s3(`/_shardgate/admin${path}`, {
+    method,
+    ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
+  });
 }
 
 async function newKey(name: string): Promise<Key> {
@@ -227,7 +230,10 @@ describe("temporary credentials", () => {
     expect(listed).toContain(`<Name>${A}</Name>`);
     expect(listed).not.toContain(`<Name>${B}</Name>`);
     expect((await call("/_shardgate/admin/keys")).status).toBe(403);
-    expect((await call("/_shardgate/admin/keys", { method: "POST", body: JSON.stringify({ name: "escalate" }) })).status).toBe(403);
+    expect(
+      (await call("/_shardgate/admin/keys", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "escalate" }) }))
+        .status,
+    ).toBe(403);
     // The root key's session acts as the root key, the admin API's reads included.
     const rootTemp = as(await sessionOf(CREDENTIALS));
     expect((await rootTemp("/_shardgate/admin/keys")).status).toBe(200);
@@ -238,7 +244,10 @@ describe("temporary credentials", () => {
     expect((await admin("PATCH", `/keys/${key.id}`, { enabled: false })).status).toBe(200);
     const rootTemp = as(await sessionOf(CREDENTIALS));
     const call = (method: string, path: string, body?: unknown) =>
-      rootTemp(`/_shardgate/admin${path}`, { method, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+      rootTemp(`/_shardgate/admin${path}`, {
+        method,
+        ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
+      });
     for (const [method, path, body] of [
       ["POST", "/keys", { name: "persist", createBucket: true }],
       ["PUT", `/keys/${key.id}/buckets/${A}`, { read: true, write: true, owner: true }],

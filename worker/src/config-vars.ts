@@ -38,6 +38,7 @@ export const VAR_KINDS = {
   SHARDGATE_GATEWAY_URL: "url",
   SHARDGATE_VIRTUAL_HOST_SUFFIX: "host",
   SHARDGATE_WEBSITE_HOSTS: "json",
+  SHARDGATE_ALLOWED_HOSTS: "hosts",
   SHARDGATE_DIRECT_PART_BYTES: "count",
   SHARDGATE_DIRECT_SESSION_MS: "ms",
   SHARDGATE_DIRECT_VERIFY_BLOCKS: "count",
@@ -84,6 +85,10 @@ export const KINDS: Record<string, { expected: string; ok: (v: string) => boolea
   header: { expected: "an HTTP header name", ok: (v) => /^[A-Za-z0-9-]{1,64}$/.test(v) },
   url: { expected: "an http:// or https:// URL", ok: (v) => /^https?:\/\/[^/\s]+/.test(v) },
   host: { expected: "a host name", ok: (v) => /^[A-Za-z0-9.-]{1,253}$/.test(v) },
+  hosts: {
+    expected: "comma-separated host names (*.example.com for every name under one)",
+    ok: (v) => v.split(",").every((h) => /^\s*(\*\.)?(\[[0-9A-Fa-f:.]{2,45}\]|[A-Za-z0-9.-]{1,253})\s*$/.test(h) || h.trim() === ""),
+  },
   scrubMode: { expected: '"deep" or "shallow"', ok: (v) => v === "deep" || v === "shallow" },
   webhooks: { expected: 'a JSON object {"<name>": {"url": "http(s)://…", "secret": "…"}}', ok: (v) => parseWebhooks(v) !== null },
   replicationTargets: {

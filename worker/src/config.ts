@@ -394,3 +394,85 @@ function positiveMs(raw: string | undefined, name: string, fallback: number, zer
     fail(`${name}: expected ${zeroOk ? "an integer of milliseconds, 0 or more" : "a positive integer of milliseconds"}, got ${shown(raw)}`);
   return n;
 }
+
+// --- the host names the gateway answers to ------------------------------------------------------
+// A gateway on loopback is reachable by every web page the machine's browser opens: a page of
+// another site whose name the attacker re-points at 127.0.0.1 (DNS rebinding) would be on the
+// gateway's own origin. So, when SHARDGATE_ALLOWED_HOSTS is set (`npm start` and `npm run dev` set
+// it on a loopback address), a request is answered only when its host is one of:
+//   - a loopback name: localhost, *.localhost, 127.0.0.0/8, [::1] (no attacker's site has one);
+//   - a name the list holds (`*.example.com`: any name under example.com);
+//   - a name the gateway is configured with: the virtual-host suffix and the names under it, the
+//     website hosts, the console's origins and SHARDGATE_GATEWAY_URL.
+// Unset (Cloudflare, where routes decide which hosts reach the Worker): every host is answered.
+
+interface HostAllowlist {
+  names: ReadonlySet<string>;
+  /** ".example.com": any name ending so. */
+  under: readonly string[];
+}
+
+const hostLists = new WeakMap<Env, HostAllowlist | null>();
+
+/** A host name as a URL's hostname has it (lower case, an IP address in its one spelling), or null. */
+function hostnameOf(host: string): string | null {
+  try {
+    return new URL(`http://${host}/`).hostname;
+  } catch {
+    return null;
+  }
+}
+
+function hostAllowlist(env: Env): HostAllowlist | null {
+  if (hostLists.has(env)) return hostLists.get(env) ?? null;
+  let list: HostAllowlist | null = null;
+  if (env.SHARDGATE_ALLOWED_HOSTS) {
+    const names = new Set<string>();
+    const under: string[] = [];
+    const suffix = env.SHARDGATE_VIRTUAL_HOST_SUFFIX || "localhost";
+    const listed = env.SHARDGATE_ALLOWED_HOSTS.split(",").map((h) => h.trim());
+    for (const entry of [...listed, suffix, `*.${suffix}`, ...configuredHosts(env)]) {
+      const wildcard = entry.startsWith("*.");
+      const name = hostnameOf(wildcard ? entry.slice(2) : entry);
+      if (name === null || name === "") continue; // config-vars.ts refuses such a value before the Worker serves
+      if (wildcard) under.push(`.${name}`);
+      else names.add(name);
+    }
+    list = { names, under };
+  }
+  hostLists.set(env, list);
+  return list;
+}
+
+/** The hosts of the website hosts (JSON object keys), the console's origins and the gateway's URL. */
+function configuredHosts(env: Env): string[] {
+  const hosts: string[] = [];
+  try {
+    const sites: unknown = JSON.parse(env.SHARDGATE_WEBSITE_HOSTS || "{}");
+    if (sites !== null && typeof sites === "object") hosts.push(...Object.keys(sites));
+  } catch {
+    // not JSON: config-vars.ts refuses it
+  }
+  for (const url of [...(env.SHARDGATE_CONSOLE_ORIGIN ?? "").split(","), env.SHARDGATE_GATEWAY_URL ?? ""]) {
+    try {
+      hosts.push(new URL(url.trim()).hostname);
+    } catch {
+      // empty or not a URL: nothing to add (console-origin.ts refuses a bad console origin)
+    }
+  }
+  return hosts;
+}
+
+/** Whether `hostname` (a request URL's hostname) names this machine's loopback interface. */
+function isLoopbackName(hostname: string): boolean {
+  if (hostname === "localhost" || hostname.endsWith(".localhost") || hostname === "[::1]") return true;
+  // A URL's hostname has an IPv4 address as four decimal numbers, an IPv4-mapped one in hex.
+  return /^127\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$/.test(hostname) || /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(hostname);
+}
+
+/** Whether the gateway answers a request for `hostname` (a request URL's hostname): see above. */
+export function hostAllowed(env: Env, hostname: string): boolean {
+  const list = hostAllowlist(env);
+  if (list === null || isLoopbackName(hostname) || list.names.has(hostname)) return true;
+  return list.under.some((end) => hostname.endsWith(end));
+}

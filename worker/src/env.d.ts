@@ -85,6 +85,12 @@ declare namespace Cloudflare {
     SHARDGATE_VIRTUAL_HOST_SUFFIX?: string;
     /** Hosts serving a bucket's website (a JSON object, `{"www.example.com": "site"}`), besides `<bucket>.website.<suffix>` (api/website.ts). */
     SHARDGATE_WEBSITE_HOSTS?: string;
+    /**
+     * When set, the only host names the gateway answers to (comma-separated, `*.example.com` for
+     * every name under one), besides loopback names and the hosts it is configured with (config.ts
+     * hostAllowed). `npm start` and `npm run dev` set it on a loopback address.
+     */
+    SHARDGATE_ALLOWED_HOSTS?: string;
     /** Object bytes per part of an upload the client codes itself (docs/browser-path.md; default 16 MiB). */
     SHARDGATE_DIRECT_PART_BYTES?: string;
     /** How long a browser-path upload session or read plan stays valid (ms, default 6 hours). */

@@ -8,12 +8,19 @@ import pkg from "../package.json";
 import { getReady } from "./api/admin/ready";
 import { handleS3 } from "./api/handle";
 import { handleWebsite, websiteOf } from "./api/website";
-import type { Env } from "./config";
+import { type Env, hostAllowed } from "./config";
 import { mountConsole } from "./console";
 import { coreVersion } from "./core";
 import { armScheduler } from "./jobs/scheduler";
 
 const app = new Hono<{ Bindings: Env }>();
+
+// A host the gateway does not answer to (config.ts hostAllowed: DNS rebinding on loopback) gets the
+// S3 pipeline's refusal (api/middleware.ts checkHost), whatever it asks for: health, sites, console.
+app.use("*", async (c, next) => {
+  if (!hostAllowed(c.env, new URL(c.req.url).hostname)) return handleS3(c.req.raw, c.env, c.executionCtx);
+  await next();
+});
 
 app.get("/_shardgate/health", (c) => c.json({ status: "ok", version: pkg.version, core: coreVersion() }));
 // 503 until metadata answers and k + 1 nodes are reachable (api/admin/ready.ts); no credentials, bounded work.

@@ -10,7 +10,9 @@ import {
   authenticate,
   authorize,
   bucketCors,
+  checkHost,
   consoleCors,
+  crossSite,
   type Exchange,
   exchange,
   type Middleware,
@@ -21,7 +23,7 @@ import {
 import { OPERATIONS, type OperationName } from "./operations";
 
 /** Outermost first: each may answer itself or pass on to the next, and sees the answer on its way back. */
-const PIPELINE: readonly Middleware[] = [observe, settleBody, answerErrors, route, consoleCors, bucketCors, authenticate, authorize];
+const PIPELINE: readonly Middleware[] = [observe, settleBody, answerErrors, checkHost, route, consoleCors, crossSite, bucketCors, authenticate, authorize];
 
 export function handleS3(request: Request, env: Env, exec: { waitUntil(promise: Promise<unknown>): void }): Promise<Response> {
   const x = exchange(request, env, exec);

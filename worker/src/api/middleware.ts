@@ -1,11 +1,12 @@
 // What every S3 request goes through on its way to its operation and back, one concern per
 // middleware (hono's shape: each gets the exchange and `next`): the request id, metrics and the log
-// line; unread bodies settled; errors as S3 error answers; routing; the console's CORS; a bucket's
-// CORS; authentication; authorization. api/handle.ts puts them in order and dispatches to the operation.
+// line; unread bodies settled; errors as S3 error answers; the host names it answers to; routing;
+// the console's CORS; what pages of other sites may do; a bucket's CORS; authentication;
+// authorization. api/handle.ts puts them in order and dispatches to the operation.
 import { anonymousRequest, type Authenticated, authenticate as verifySigV4, hasCredentials } from "../auth/sigv4";
 import { authenticateV2, isSigV2 } from "../auth/sigv2";
 import { clientOf, throttled } from "../auth/throttle";
-import { type Env, type GatewayConfig, gatewayConfig } from "../config";
+import { type Env, type GatewayConfig, gatewayConfig, hostAllowed } from "../config";
 import { errorResponse, newRequestId } from "../errors";
 import { metricsStore } from "../meta/stubs";
 import { metrics } from "../observability/metrics";
@@ -17,7 +18,7 @@ import { overlaySource } from "../services/node-overlay";
 import { isTemporaryKeyId, sessionSignerOf } from "../services/sessions";
 import { bearerAuthorized } from "./admin/metrics";
 import { allowConsole, consoleOriginOf, consolePreflight } from "./common/console-origin";
-import { applyCors, corsRules } from "./common/cors";
+import { applyCors, corsRules, matchRule } from "./common/cors";
 import { toS3Error } from "./common/error-map";
 import { authorize as authorizeFor, type Permission } from "./common/permissions";
 import type { Endpoint } from "./common/router";
@@ -130,6 +131,16 @@ export const answerErrors: Middleware = async (x, next) => {
 };
 
 /**
+ * A gateway with a list of the host names it answers to (SHARDGATE_ALLOWED_HOSTS, set by `npm start`
+ * on loopback: config.ts hostAllowed) answers any other Host with AccessDenied, before any work: a
+ * page whose site's name was re-pointed at the gateway (DNS rebinding) reaches nothing.
+ */
+export const checkHost: Middleware = (x, next) => {
+  if (!hostAllowed(x.env, x.url.hostname)) throw new S3Error("AccessDenied", "This gateway does not answer to this host name (SHARDGATE_ALLOWED_HOSTS).");
+  return next();
+};
+
+/**
  * The configuration (with the node overlay: services/node-overlay.ts, a value kept per isolate, no
  * metadata call while it is fresh), and the operation the request names (api/operations.ts).
  */
@@ -149,6 +160,43 @@ export const consoleCors: Middleware = (x, next) => {
   if (x.request.method === "OPTIONS") return Promise.resolve(consolePreflight(x.request, origin));
   x.fromConsole = origin;
   x.finishers.push((response) => allowConsole(response, origin));
+  return next();
+};
+
+/** What only the console and clients outside a browser call: the admin API, the metrics, STS. */
+const CONSOLE_ONLY: ReadonlySet<OperationName> = new Set<OperationName>(["Admin", "GetMetrics", "GetSessionToken"]);
+
+/** What a browser's request from any page may do: read (an answer a page of another origin cannot read without CORS). */
+const READS: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/**
+ * What a page of another site may make a browser send. A browser says where a request comes from:
+ * `Origin` (on every request but a plain GET or HEAD) and `Sec-Fetch-Site`. Pages can send a POST
+ * without asking first (a form; fetch with a text/plain body), signed by whoever knows a key, so
+ * a request from another origin than the gateway's own or the console's (or marked cross-site or
+ * same-site, as localhost:8788 is to localhost:8787, by a page that is not the console):
+ *   - never reaches the admin API, the metrics or STS (AccessDenied);
+ *   - writes only where the bucket's CORS rules allow its origin and method (AccessForbidden, as
+ *     the preflight a legitimate app needs anyway is refused): a form's PostObject is the
+ *     exception, its signed policy says what it may upload;
+ *   - reads as before: its answer stays unreadable to a page the bucket's rules do not allow.
+ */
+export const crossSite: Middleware = async (x, next) => {
+  const origin = x.request.headers.get("origin");
+  const site = x.request.headers.get("sec-fetch-site");
+  const elsewhere = (origin !== null && origin !== x.url.origin) || site === "cross-site" || site === "same-site";
+  const endpoint = x.endpoint;
+  if (!elsewhere || x.fromConsole !== null || endpoint === null) return next();
+  if (endpoint.op !== "NotImplemented" && CONSOLE_ONLY.has(endpoint.op))
+    throw new S3Error("AccessDenied", "The gateway's own API answers only its console and clients outside a browser, not a page of another site.");
+  if (READS.has(x.request.method) || endpoint.op === "PostObject") return next();
+  const bucket = endpoint.op === "NotImplemented" ? null : endpoint.bucket;
+  const rules = origin === null || bucket === null ? [] : await corsRules({ env: x.env }, bucket);
+  if (origin === null || matchRule(rules, origin, x.request.method) === null)
+    throw new S3Error(
+      "AccessForbidden",
+      "CORSResponse: a write from a page of another origin needs a CORS rule of the bucket that allows its origin and method.",
+    );
   return next();
 };
 
