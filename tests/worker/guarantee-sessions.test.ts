@@ -23,6 +23,7 @@ interface Creds {
 const send = (request: Request) => exports.default.fetch(request);
 const text = (xml: string, tag: string) => new RegExp(`<${tag}>([^<]*)</${tag}>`).exec(xml)?.[1];
 const REFUSAL = "Temporary credentials cannot ";
+const JSON_BODY = { "content-type": "application/json" };
 /** The bucket the walk's requests name (the table's requests name "b"). */
 const WALK = "guarantee-walk";
 
@@ -95,9 +96,9 @@ let tenantSession: Call;
 
 beforeAll(async () => {
   await s3ok(`/${WALK}`, { method: "PUT" });
-  const made = await s3ok("/_shardgate/admin/keys", { method: "POST", body: JSON.stringify({ name: "guarantee-tenant", createBucket: true }) }, 201);
+  const made = await s3ok("/_shardgate/admin/keys", { method: "POST", headers: JSON_BODY, body: JSON.stringify({ name: "guarantee-tenant", createBucket: true }) }, 201);
   const tenant = (await made.json()) as { id: string; secret: string };
-  await s3ok(`/_shardgate/admin/keys/${tenant.id}/buckets/${WALK}`, { method: "PUT", body: JSON.stringify({ read: true, write: true, owner: true }) });
+  await s3ok(`/_shardgate/admin/keys/${tenant.id}/buckets/${WALK}`, { method: "PUT", headers: JSON_BODY, body: JSON.stringify({ read: true, write: true, owner: true }) });
   rootSession = as(await sessionOf(CREDENTIALS));
   tenantSession = as(await sessionOf({ accessKeyId: tenant.id, secretAccessKey: tenant.secret }));
 });
@@ -125,7 +126,7 @@ describe("sessions create nothing that lasts", () => {
   it("every admin route: the root key's session reads, and changes nothing; a tenant's session gets nothing", async () => {
     expect(ADMIN_ROUTES.length).toBeGreaterThan(20);
     for (const { method, path } of ADMIN_ROUTES) {
-      const res = await rootSession(path, { method, ...(method === "GET" ? {} : { body: "{}", headers: { "content-type": "application/json" } }) });
+      const res = await rootSession(path, { method, ...(method === "GET" ? {} : { body: "{}", headers: JSON_BODY }) });
       if (method === "GET") {
         expect(res.status, `${method} ${path}`).not.toBe(403);
         await res.body?.cancel();
@@ -145,7 +146,7 @@ describe("sessions create nothing that lasts", () => {
 
     const node = await rootSession("/_shardgate/admin/nodes", {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: JSON_BODY,
       body: JSON.stringify({ id: "attacker", type: "s3", endpoint: "http://127.0.0.1:9/", bucket: "loot", accessKeyId: "a", secretAccessKey: "b" }),
     });
     expect(await refusedAsSession(node)).toBe(true);

@@ -29,7 +29,7 @@ type Usage = { bytes: number; objects: number; pending: number };
 
 const code = async (res: Response) => /<Code>([^<]*)<\/Code>/.exec(await res.text())?.[1];
 const admin = (method: string, path: string, body?: unknown) =>
-  s3(`/_shardgate/admin${path}`, { method, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  s3(`/_shardgate/admin${path}`, { method, ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { "content-type": "application/json" } }) });
 
 async function setQuota(bucket: string, quota: { maxBytes?: number | null; maxObjects?: number | null }): Promise<void> {
   expect((await admin("PUT", `/buckets/${bucket}/quota`, quota)).status).toBe(200);
