@@ -20,7 +20,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort, portAvailable } from "./lib/free-port.mjs";
-import { consoleOriginsFor, masterKey, printBanner, LOOPBACK_HOSTS, publicKeyRefusal, rootKey, waitHealthy } from "./lib/serving.mjs";
+import { consoleOriginsFor, masterKey, ownDataDir, printBanner, LOOPBACK_HOSTS, publicKeyRefusal, rootKey, waitHealthy } from "./lib/serving.mjs";
 import { untrustedPath } from "./lib/private-path.mjs";
 import { isLoopback } from "../bin/lib/local-key.mjs";
 import { parseFlags } from "./lib/shardgate-config.mjs";
@@ -70,7 +70,14 @@ const configured = process.env.SHARDGATE_ACCESS_KEY_ID
 // What wrangler dev persists (metadata, R2 nodes, the master key, the root key) is the owner's alone.
 process.umask(0o077);
 // The root key made at the first start when none is configured; the public secret of old stays on loopback.
-const credentials = configured ?? rootKey(stateDir);
+let credentials;
+try {
+  ownDataDir(stateDir); // made owner-only and checked again now that it exists: nobody else's to make first
+  credentials = configured ?? rootKey(stateDir);
+} catch (e) {
+  console.error(`shardgate: ${e.message}`);
+  process.exit(1);
+}
 const refusal = publicKeyRefusal([opts.ip], credentials);
 if (refusal) {
   console.error(`shardgate: ${refusal}`);

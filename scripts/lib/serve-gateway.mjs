@@ -29,7 +29,7 @@ import { chmodSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, write
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { freePort, portAvailable } from "./free-port.mjs";
-import { consoleOriginsFor, masterKey, printBanner, publicKeyRefusal, ROOT_KEY_ID, restrictDirectories, rootKey, waitHealthy } from "./serving.mjs";
+import { consoleOriginsFor, masterKey, ownDataDir, printBanner, publicKeyRefusal, ROOT_KEY_ID, restrictDirectories, rootKey, waitHealthy } from "./serving.mjs";
 import { loadShardgateConfig, parseFlags } from "./shardgate-config.mjs";
 import { checkVars } from "./worker-vars.mjs";
 import { workerdConfig, workerVars } from "./workerd-config.mjs";
@@ -96,10 +96,10 @@ export async function serveGateway(argv, runtime) {
   };
   const varProblems = checkVars(workerVars(wrangler, { ...config, ...unmade, vars: consoleVars }));
   if (varProblems.length) startupFailure(new Error(`Worker variables: ${varProblems.join("; ")}`));
-  config.masterKey ??= masterKey(config.dataDir);
   config.vars = consoleVars;
 
   const lock = prepareDataDir(config);
+  config.masterKey ??= masterKey(config.dataDir);
   // No root key configured: the one this data directory keeps, made now at its first start (once it
   // is ours: locked). A kept one edited to the public secret is refused as a configured one is.
   config.credentials ??= rootKey(config.dataDir);
@@ -127,7 +127,11 @@ export async function serveGateway(argv, runtime) {
  * (owner only). @returns the lock's descriptor, for the workerd processes to hold too
  */
 function prepareDataDir(config) {
-  mkdirSync(config.dataDir, { recursive: true });
+  try {
+    ownDataDir(config.dataDir);
+  } catch (e) {
+    startupFailure(e);
+  }
   const lock = lockDataDir(config.dataDir);
   const diskPaths = config.nodes.filter((n) => n.type === "disk").map((n) => n.path);
   for (const dir of [join(config.dataDir, "meta"), ...diskPaths]) mkdirSync(dir, { recursive: true });

@@ -12,6 +12,7 @@ import { isIP } from "node:net";
 import { hostname, networkInterfaces } from "node:os";
 import { join } from "node:path";
 import { isLoopback, ROOT_KEY_FILE, readRootKey, rootKeyText } from "../../bin/lib/local-key.mjs";
+import { untrustedPath } from "./private-path.mjs";
 
 /**
  * Polls `url` until it answers 200; false after `timeoutMs` or once `gone()` says the server exited.
@@ -55,12 +56,22 @@ function httpsOk(url) {
  */
 export function masterKey(dir) {
   if (process.env.SHARDGATE_MASTER_KEY) return process.env.SHARDGATE_MASTER_KEY;
-  const file = join(dir, "master.key");
-  if (!existsSync(file)) {
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(file, `${randomBytes(32).toString("hex")}\n`, { mode: 0o600, flag: "wx" });
-  }
+  const file = join(ownDataDir(dir), "master.key");
+  if (!existsSync(file)) writeFileSync(file, `${randomBytes(32).toString("hex")}\n`, { mode: 0o600, flag: "wx" });
   return readFileSync(file, "utf8").trim();
+}
+
+/**
+ * Makes the data directory `dir` if it is not there (owner only), then checks it is this user's
+ * alone, now that it exists (private-path.mjs untrustedPath): another user who made it first, in a
+ * directory both may write (/tmp), would otherwise hand the gateway their root key and master key.
+ * Throws the one-line refusal. @param {string} dir @returns {string} dir
+ */
+export function ownDataDir(dir) {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const refusal = untrustedPath(dir, "data directory");
+  if (refusal) throw new Error(refusal);
+  return dir;
 }
 
 /** The root key's id when the gateway makes the key: not a secret (every signed request shows it). */
@@ -82,9 +93,8 @@ export const LOOPBACK_HOSTS = "localhost";
  * @param {string} dir @returns {{ accessKeyId: string, secretAccessKey: string }}
  */
 export function rootKey(dir) {
-  const file = join(dir, ROOT_KEY_FILE);
+  const file = join(ownDataDir(dir), ROOT_KEY_FILE);
   if (!existsSync(file)) {
-    mkdirSync(dir, { recursive: true });
     const made = { accessKeyId: ROOT_KEY_ID, secretAccessKey: randomBytes(30).toString("base64url") };
     writeFileSync(file, rootKeyText(made), { mode: 0o600, flag: "wx" });
   }

@@ -394,7 +394,11 @@ describe("the AWS CLI (v1) against the gateway", () => {
     expect(c.AccessKeyId).toMatch(/^ASIA/);
     expect(Date.parse(c.Expiration) - Date.now()).toBeLessThanOrEqual(900_000);
     const temp = { id: c.AccessKeyId, secret: c.SecretAccessKey, token: c.SessionToken };
-    await awsOk(["s3", "mb", "s3://demo-sts"], { credentials: temp });
+    // A bucket outlasts the session: made with the key itself.
+    const refused = await aws(["s3", "mb", "s3://demo-sts"], { credentials: temp });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain("Temporary credentials cannot call CreateBucket");
+    await awsOk(["s3", "mb", "s3://demo-sts"]);
     writeFileSync(join(dir, "sts.txt"), "sent with a session token\n");
     const up = await aws(["s3", "cp", "sts.txt", "s3://demo-sts/sts.txt"], { credentials: temp });
     expect(up.code, up.stderr).toBe(0);

@@ -305,6 +305,8 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
 
     await page.getByLabel("New bucket name").fill(BUCKET);
     await page.getByRole("button", { name: "Create bucket" }).click();
+    // A bucket outlasts the session (and gives its key a grant): signed with the secret, asked for.
+    await withSecret();
     await page.getByRole("link", { name: BUCKET }).click();
     expect((await s3.fetch(`${gw.base}/${BUCKET}`, { method: "HEAD" })).status).toBe(200);
 
@@ -951,6 +953,7 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     await page.getByLabel("New bucket name").fill(bucket);
     await page.getByLabel("Object lock").check();
     await page.getByRole("button", { name: "Create bucket" }).click();
+    await withSecret();
     await page.getByRole("link", { name: bucket }).waitFor();
     expect(await (await s3.fetch(`${gw.base}/${bucket}?versioning`)).text()).toContain("<Status>Enabled</Status>");
     expect((await s3.fetch(`${gw.base}/${bucket}?object-lock`)).status).toBe(200);

@@ -50,6 +50,8 @@ const REFUSED: readonly OperationName[] = [
   "PutBucketOwnershipControls",
   "PutBucketVersioning",
   "DeleteBucket",
+  "CreateBucket",
+  "PutObjectRetention",
 ];
 
 /** Among them, what only the root key may do at all: a tenant is refused it by its rights. */
@@ -96,9 +98,17 @@ let tenantSession: Call;
 
 beforeAll(async () => {
   await s3ok(`/${WALK}`, { method: "PUT" });
-  const made = await s3ok("/_shardgate/admin/keys", { method: "POST", headers: JSON_BODY, body: JSON.stringify({ name: "guarantee-tenant", createBucket: true }) }, 201);
+  const made = await s3ok(
+    "/_shardgate/admin/keys",
+    { method: "POST", headers: JSON_BODY, body: JSON.stringify({ name: "guarantee-tenant", createBucket: true }) },
+    201,
+  );
   const tenant = (await made.json()) as { id: string; secret: string };
-  await s3ok(`/_shardgate/admin/keys/${tenant.id}/buckets/${WALK}`, { method: "PUT", headers: JSON_BODY, body: JSON.stringify({ read: true, write: true, owner: true }) });
+  await s3ok(`/_shardgate/admin/keys/${tenant.id}/buckets/${WALK}`, {
+    method: "PUT",
+    headers: JSON_BODY,
+    body: JSON.stringify({ read: true, write: true, owner: true }),
+  });
   rootSession = as(await sessionOf(CREDENTIALS));
   tenantSession = as(await sessionOf({ accessKeyId: tenant.id, secretAccessKey: tenant.secret }));
 });
@@ -167,6 +177,15 @@ describe("sessions create nothing that lasts", () => {
       "<Destination><Bucket>arn:aws:s3:::elsewhere</Bucket></Destination></Rule></ReplicationConfiguration>";
     expect(await refusedAsSession(await rootSession(`/${bucket}?replication`, { method: "PUT", body: replication }))).toBe(true);
     expect((await s3(`/${bucket}?replication`)).status).toBe(404);
+
+    // Nor a write that locks what it writes, or says it is another gateway's replica (never replicated again).
+    for (const headers of [
+      { "x-amz-object-lock-mode": "COMPLIANCE", "x-amz-object-lock-retain-until-date": new Date(Date.now() + 86_400_000).toISOString() },
+      { "x-shardgate-replica": "true" },
+    ]) {
+      expect(await refusedAsSession(await rootSession(`/${bucket}/marked.txt`, { method: "PUT", body: "x", headers })), JSON.stringify(headers)).toBe(true);
+    }
+    expect((await s3(`/${bucket}/marked.txt`)).status).toBe(404);
 
     // What a session does within its rights still works: an object written, read, deleted.
     expect((await rootSession(`/${bucket}/by-session.txt`, { method: "PUT", body: "made in a session" })).status).toBe(200);

@@ -9,7 +9,7 @@ import { exports } from "cloudflare:workers";
 import { AwsClient } from "aws4fetch";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import { OPERATIONS } from "../../worker/src/api/operations";
+import { OPERATIONS, SUBRESOURCES } from "../../worker/src/api/operations";
 import type { DirectReadPlan } from "../../worker/src/shared/direct-protocol";
 import { CREDENTIALS } from "../shared/credentials";
 import { signedPostFields } from "./post-form";
@@ -22,9 +22,17 @@ const v4 = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1" })
 /** A listing's own parameters: SigV2 leaves them unsigned, as S3 does. */
 const LISTING = ["prefix", "delimiter", "max-keys", "marker", "list-type", "start-after", "continuation-token", "encoding-type", "fetch-owner"];
 /** Every parameter name the gateway reads somewhere, and some it does not. */
-const NAMES = [
+/** Every parameter name that picks an operation: the routes' sub-resources and S3's others. */
+const SUBRESOURCE_NAMES = [
   ...new Set([
     ...Object.values(OPERATIONS).flatMap((o) => o.routes.map((r) => r.sub).filter((s): s is string => typeof s === "string")),
+    ...Object.keys(SUBRESOURCES.bucket),
+    ...Object.keys(SUBRESOURCES.object),
+  ]),
+];
+const NAMES = [
+  ...new Set([
+    ...SUBRESOURCE_NAMES,
     ...LISTING,
     ...["versionId", "partNumber", "uploadId", "response-content-type", "response-content-disposition", "x-id", "Expires", "Signature"],
     ...["bucket", "key", "now", "max-objects", "grace-seconds", "mode", "heal", "move-mib", "max-ms", "limit"],
@@ -111,6 +119,23 @@ describe("a parameter appended to a signed request changes nothing it does", () 
       }),
       RUNS,
     );
+  });
+
+  it("SigV2 URLs: every parameter that picks an operation, appended to an object's, a bucket's and a bucket creation's URL, changes nothing", async () => {
+    // A PUT on the existing bucket: CreateBucket answers 409, and must not become another bucket operation.
+    for (const [method, path] of [
+      ["GET", `/${BUCKET}/o.bin`],
+      ["GET", `/${BUCKET}`],
+      ["PUT", `/${BUCKET}`],
+    ] as const) {
+      const signed = await outcome(await send(new Request(await presignedV2(method, path), { method })));
+      for (const name of SUBRESOURCE_NAMES) {
+        for (const value of ["", "1"]) {
+          const got = await outcome(await send(new Request(withParam(await presignedV2(method, path), { name, value }), { method })));
+          sameOrRefused(got, signed, `${method} ${path} + ${name}=${value}`);
+        }
+      }
+    }
   });
 
   it("POST forms: a parameter on the form's URL stores the same object or nothing", async () => {

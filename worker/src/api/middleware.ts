@@ -276,7 +276,7 @@ export const authorize: Middleware = async (x, next) => {
     const at = endpoint.op === "NotImplemented" ? { bucket: null, key: null } : endpoint;
     await authorizeFor(x.principal, permission, at, x.request.headers, (bucket) => bucketPolicy(x.env, bucket), x.url.searchParams);
   }
-  if (x.credentialsExpire !== null && endpoint.op !== "NotImplemented" && !sessionsMay(OPERATIONS[endpoint.op], x.request.method)) {
+  if (x.credentialsExpire !== null && endpoint.op !== "NotImplemented" && !sessionsMay(OPERATIONS[endpoint.op], x.request.method, x.request.headers)) {
     const what = endpoint.op === "Admin" ? `${x.request.method} ${x.url.pathname}` : `call ${endpoint.op}`;
     throw new S3Error("AccessDenied", `Temporary credentials cannot ${what}: what it changes would outlast them. Sign this request with the key itself.`);
   }

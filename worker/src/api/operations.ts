@@ -75,7 +75,7 @@ export interface Operation {
   routes: readonly Route[];
   permission: Permission;
   authentication: Authentication;
-  /** Refused to temporary credentials whatever `sessionsMay` derives (minting another session). */
+  /** Refused to temporary credentials whatever `sessionsMay` derives (minting another session, a retention, a bucket and its grant). */
   refusedToSessions?: true;
   /**
    * Signed with AWS4-HMAC-SHA256 only: the gateway's own operations, whose parameters (`shardgate-*`,
@@ -89,16 +89,17 @@ export interface Operation {
 const READ_METHODS: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /**
- * Whether temporary credentials may do `operation` by `method` (docs/security.md, "Sessions create
- * nothing that lasts"): they read, and read and write objects within their key's rights, but do not
- * change what outlasts them: a bucket's configuration (what the owner right changes: its policy,
- * lifecycle, lock, versioning, CORS, website, notifications …), the gateway's (what only the root
- * key may: nodes, keys and rights, replication, the admin API's jobs), or mint another session.
- * The key itself signs those (the console asks for its secret for that one request).
+ * Whether temporary credentials may do `operation` by `method` with `headers` (docs/security.md,
+ * "Sessions create nothing that lasts"): they read, and read and write objects within their key's
+ * rights, but do not make what outlasts them: a bucket's configuration (what the owner right
+ * changes: its policy, lifecycle, lock, versioning, CORS, website, notifications …), the gateway's
+ * (what only the root key may: nodes, keys and rights, replication, the admin API's jobs), a bucket
+ * (and its key's grant on it), a retention, the replica mark, or another session. The key itself
+ * signs those (the console asks for its secret for that one request).
  */
-export function sessionsMay(operation: Pick<Operation, "permission" | "refusedToSessions">, method: string): boolean {
-  if (operation.refusedToSessions) return false;
-  const { need } = operation.permission;
+export function sessionsMay(operation: Pick<Operation, "permission" | "refusedToSessions">, method: string, headers: Headers): boolean {
+  const { need, headers: checks = [] } = operation.permission;
+  if (operation.refusedToSessions || checks.some((c) => c.refusedToSessions && c.names.some((name) => headers.has(name)))) return false;
   return READ_METHODS.has(method) || (need !== "owner" && need !== "root");
 }
 
@@ -240,7 +241,7 @@ export const OPERATIONS = {
   ListObjectsV2: bucket({ method: "GET", when: listV2 }, read("s3:ListBucket"), listObjects),
   ListObjects: bucket({ method: "GET" }, read("s3:ListBucket"), listObjects),
   HeadBucket: bucket({ method: "HEAD" }, read("s3:ListBucket"), headBucket),
-  CreateBucket: bucket({ method: "PUT" }, { need: "createBucket", action: null }, createBucket),
+  CreateBucket: bucket({ method: "PUT" }, { need: "createBucket", action: null }, createBucket, { refusedToSessions: true }),
   DeleteBucket: bucket({ method: "DELETE" }, owner("s3:DeleteBucket"), deleteBucket),
   PostObject: bucket({ method: "POST", when: form }, WRITE_OBJECT, postObject, { authentication: "self" }),
 
@@ -250,7 +251,9 @@ export const OPERATIONS = {
   DeleteObjectTagging: object({ method: "DELETE", sub: "tagging" }, write("s3:DeleteObjectTagging", "s3:DeleteObjectVersionTagging"), deleteObjectTagging),
   GetObjectAttributes: object({ method: "GET", sub: "attributes" }, read("s3:GetObjectAttributes", "s3:GetObjectVersionAttributes"), getObjectAttributes),
   GetObjectRetention: object({ method: "GET", sub: "retention" }, read("s3:GetObjectRetention"), getObjectRetention),
-  PutObjectRetention: object({ method: "PUT", sub: "retention" }, { ...write("s3:PutObjectRetention"), bypass: BYPASS_GOVERNANCE }, putObjectRetention),
+  PutObjectRetention: object({ method: "PUT", sub: "retention" }, { ...write("s3:PutObjectRetention"), bypass: BYPASS_GOVERNANCE }, putObjectRetention, {
+    refusedToSessions: true,
+  }),
   GetObjectLegalHold: object({ method: "GET", sub: "legal-hold" }, read("s3:GetObjectLegalHold"), getObjectLegalHold),
   PutObjectLegalHold: object({ method: "PUT", sub: "legal-hold" }, write("s3:PutObjectLegalHold"), putObjectLegalHold),
   GetObjectAcl: object({ method: "GET", sub: "acl" }, read("s3:GetObjectAcl", "s3:GetObjectVersionAcl"), getObjectAcl),
@@ -293,7 +296,7 @@ export type OperationName = keyof typeof OPERATIONS;
  * The sub-resources S3 names operations by, whether implemented here or not: a request naming one
  * that no route takes (with its method) is refused NotImplemented by S3's name for it.
  */
-const SUBRESOURCES: SubresourceNames = {
+export const SUBRESOURCES: SubresourceNames = {
   bucket: {
     acl: "BucketAcl",
     analytics: "BucketAnalyticsConfiguration",

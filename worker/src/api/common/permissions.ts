@@ -43,6 +43,8 @@ export interface Permission extends Check<Need> {
 export interface HeaderCheck {
   names: readonly string[];
   check: Check;
+  /** What they make outlasts temporary credentials (a retention, the replica mark): refused to them (api/operations.ts sessionsMay). */
+  refusedToSessions?: true;
 }
 
 /** Reading an object (GET, HEAD, a read plan; a copy reads its source so). */
@@ -69,7 +71,11 @@ export const BYPASS_GOVERNANCE: Check = { need: "owner", action: "s3:BypassGover
  */
 export const WRITE_OBJECT_HEADERS: readonly HeaderCheck[] = [
   { names: ["x-amz-tagging"], check: { need: "write", action: "s3:PutObjectTagging" } },
-  { names: ["x-amz-object-lock-mode", "x-amz-object-lock-retain-until-date"], check: { need: "write", action: "s3:PutObjectRetention" } },
+  {
+    names: ["x-amz-object-lock-mode", "x-amz-object-lock-retain-until-date"],
+    check: { need: "write", action: "s3:PutObjectRetention" },
+    refusedToSessions: true,
+  },
   { names: ["x-amz-object-lock-legal-hold"], check: { need: "write", action: "s3:PutObjectLegalHold" } },
 ];
 
@@ -89,7 +95,7 @@ export const CONDITIONAL_WRITE_HEADERS: readonly HeaderCheck[] = [...WRITE_OBJEC
  * could opt out of the replication the root key set. The header must be signed (auth/sigv4.ts;
  * SigV2 refuses it), and an anonymous request never passes.
  */
-export const REPLICA_MARK: HeaderCheck = { names: [REPLICA_HEADER], check: { need: "none", action: null } };
+export const REPLICA_MARK: HeaderCheck = { names: [REPLICA_HEADER], check: { need: "none", action: null }, refusedToSessions: true };
 
 const denied = () => new S3Error("AccessDenied", "Access Denied");
 
