@@ -179,7 +179,7 @@ describe("sessions create nothing that lasts", () => {
     expect((await s3(`/${bucket}?replication`)).status).toBe(404);
 
     // Nor a write that locks what it writes, or says it is another gateway's replica (never replicated again).
-    for (const headers of [
+    for (const headers of <Record<string, string>[]>[
       { "x-amz-object-lock-mode": "COMPLIANCE", "x-amz-object-lock-retain-until-date": new Date(Date.now() + 86_400_000).toISOString() },
       { "x-shardgate-replica": "true" },
     ]) {

@@ -26,8 +26,8 @@ const LISTING = ["prefix", "delimiter", "max-keys", "marker", "list-type", "star
 const SUBRESOURCE_NAMES = [
   ...new Set([
     ...Object.values(OPERATIONS).flatMap((o) => o.routes.map((r) => r.sub).filter((s): s is string => typeof s === "string")),
-    ...Object.keys(SUBRESOURCES.bucket),
-    ...Object.keys(SUBRESOURCES.object),
+    ...Object.keys(SUBRESOURCES.bucket ?? {}),
+    ...Object.keys(SUBRESOURCES.object ?? {}),
   ]),
 ];
 const NAMES = [

@@ -163,9 +163,6 @@ export const consoleCors: Middleware = (x, next) => {
   return next();
 };
 
-/** What only the console and clients outside a browser call: the admin API, the metrics, STS. */
-const CONSOLE_ONLY: ReadonlySet<OperationName> = new Set<OperationName>(["Admin", "GetMetrics", "GetSessionToken"]);
-
 /** What a browser's request from any page may do: read (an answer a page of another origin cannot read without CORS). */
 const READS: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS"]);
 
@@ -174,7 +171,8 @@ const READS: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS"]);
  * `Origin` (on every request but a plain GET or HEAD) and `Sec-Fetch-Site`. Pages can send a POST
  * without asking first (a form; fetch with a text/plain body), signed by whoever knows a key, so
  * a request from another origin than the gateway's own or the console's (or marked cross-site or
- * same-site, as localhost:8788 is to localhost:8787, by a page that is not the console):
+ * same-site, as localhost:8788 is to localhost:8787, by a page that is not the console), as the
+ * operation's `pages` says (api/operations.ts):
  *   - never reaches the admin API, the metrics or STS (AccessDenied);
  *   - writes only where the bucket's CORS rules allow its origin and method (AccessForbidden, as
  *     the preflight a legitimate app needs anyway is refused): a form's PostObject is the
@@ -187,9 +185,10 @@ export const crossSite: Middleware = async (x, next) => {
   const elsewhere = (origin !== null && origin !== x.url.origin) || site === "cross-site" || site === "same-site";
   const endpoint = x.endpoint;
   if (!elsewhere || x.fromConsole !== null || endpoint === null) return next();
-  if (endpoint.op !== "NotImplemented" && CONSOLE_ONLY.has(endpoint.op))
+  const pages = endpoint.op === "NotImplemented" ? undefined : OPERATIONS[endpoint.op].pages;
+  if (pages === "console")
     throw new S3Error("AccessDenied", "The gateway's own API answers only its console and clients outside a browser, not a page of another site.");
-  if (READS.has(x.request.method) || endpoint.op === "PostObject") return next();
+  if (READS.has(x.request.method) || pages === "any") return next();
   const bucket = endpoint.op === "NotImplemented" ? null : endpoint.bucket;
   const rules = origin === null || bucket === null ? [] : await corsRules({ env: x.env }, bucket);
   if (origin === null || matchRule(rules, origin, x.request.method) === null)

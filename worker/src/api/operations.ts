@@ -82,6 +82,13 @@ export interface Operation {
    * the admin API's) no V2 signer signs, so a V2 URL could be turned into them or changed unseen.
    */
   v4Only?: true;
+  /**
+   * What a page of another site may make a browser send (api/middleware.ts crossSite): by default it
+   * reads, and writes where the bucket's CORS rules allow its origin and method; "console": never
+   * (the admin API, the metrics, STS: the console's and non-browser clients' alone); "any": always
+   * (a form upload, bounded by its signed policy).
+   */
+  pages?: "console" | "any";
   run(ctx: RequestContext, routed: Routed<string>): Promise<Response>;
 }
 
@@ -143,13 +150,14 @@ function on<S extends Scope>(scope: S) {
     route: Omit<Route, "on">,
     permission: Permission,
     handle: (ctx: RequestContext, at: AtOf<S>, params: P) => Promise<Response>,
-    options: { params?: (query: URLSearchParams) => P; authentication?: Authentication } & Pick<Operation, "refusedToSessions" | "v4Only"> = {},
+    options: { params?: (query: URLSearchParams) => P; authentication?: Authentication } & Pick<Operation, "refusedToSessions" | "v4Only" | "pages"> = {},
   ): Operation => ({
     routes: [{ ...route, on: scope }],
     permission,
     authentication: options.authentication ?? "signature",
     ...(options.refusedToSessions ? { refusedToSessions: true } : {}),
     ...(options.v4Only ? { v4Only: true } : {}),
+    ...(options.pages ? { pages: options.pages } : {}),
     run: (ctx, routed) => {
       const query = ctx.url.searchParams;
       return handle(ctx, at(routed, query) as AtOf<S>, (options.params ? options.params(query) : undefined) as P);
@@ -177,6 +185,8 @@ function onBucketOf(scopes: readonly ("bucket" | "object" | "shard")[]) {
 
 /** The gateway's own operations: AWS4-HMAC-SHA256 only (Operation.v4Only). */
 const V4_ONLY = { v4Only: true } as const;
+/** The gateway's own API: AWS4-HMAC-SHA256 only, and never from a page of another site. */
+const OWN_API = { v4Only: true, pages: "console" } as const;
 
 const service = on("service");
 const bucket = on("bucket");
@@ -190,7 +200,7 @@ export const OPERATIONS = {
   // The service; STS on `POST /` (GetSessionToken or AssumeRole, named by the form's Action):
   // temporary credentials with the signing key's own rights, never from temporary credentials.
   ListBuckets: service({ method: "GET" }, anyKey, listBuckets),
-  GetSessionToken: service({ method: "POST" }, anyKey, getSessionToken, { refusedToSessions: true }),
+  GetSessionToken: service({ method: "POST" }, anyKey, getSessionToken, { refusedToSessions: true, pages: "console" }),
 
   // CORS preflights: answered from the bucket's rules, without credentials; also for shard URLs.
   PreflightCors: onBucketOf(["bucket", "object", "shard"])({ method: "OPTIONS", anyQuery: true }, anyKey, preflightCors, "none"),
@@ -243,7 +253,7 @@ export const OPERATIONS = {
   HeadBucket: bucket({ method: "HEAD" }, read("s3:ListBucket"), headBucket),
   CreateBucket: bucket({ method: "PUT" }, { need: "createBucket", action: null }, createBucket, { refusedToSessions: true }),
   DeleteBucket: bucket({ method: "DELETE" }, owner("s3:DeleteBucket"), deleteBucket),
-  PostObject: bucket({ method: "POST", when: form }, WRITE_OBJECT, postObject, { authentication: "self" }),
+  PostObject: bucket({ method: "POST", when: form }, WRITE_OBJECT, postObject, { authentication: "self", pages: "any" }),
 
   // An object's sub-resources.
   GetObjectTagging: object({ method: "GET", sub: "tagging" }, read("s3:GetObjectTagging", "s3:GetObjectVersionTagging"), getObjectTagging),
@@ -286,8 +296,8 @@ export const OPERATIONS = {
 
   // The gateway's own: its metrics (also with the scraper's bearer token) and the admin API
   // (api/admin-app.ts routes within it).
-  GetMetrics: metrics({ method: "GET" }, root, (ctx) => getMetrics(ctx.env, (p) => ctx.waitUntil(p)), { authentication: "bearer", v4Only: true }),
-  Admin: admin({}, root, async (ctx) => adminApp.fetch(ctx.request, { ctx }), V4_ONLY),
+  GetMetrics: metrics({ method: "GET" }, root, (ctx) => getMetrics(ctx.env, (p) => ctx.waitUntil(p)), { authentication: "bearer", ...OWN_API }),
+  Admin: admin({}, root, async (ctx) => adminApp.fetch(ctx.request, { ctx }), OWN_API),
 } satisfies Record<string, Operation>;
 
 export type OperationName = keyof typeof OPERATIONS;
