@@ -5,23 +5,15 @@
 // is refused with the session's own answer, everything else is not. The refused list here is
 // written out on its own, not derived from the rule it checks. Then the attacks that broke it
 // (issue #39, row 2), each with what it would have changed.
-import { AwsClient } from "aws4fetch";
 import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { adminApp } from "../../worker/src/api/admin-app";
 import type { OperationName } from "../../worker/src/api/operations";
 import { CREDENTIALS } from "../shared/credentials";
 import { SAMPLES } from "./operation-requests";
-import { GATEWAY, s3, s3ok } from "./signed";
-
-interface Creds {
-  accessKeyId: string;
-  secretAccessKey: string;
-  sessionToken?: string;
-}
+import { GATEWAY, s3, s3ok, sessionOf, signedAs } from "./signed";
 
 const send = (request: Request) => exports.default.fetch(request);
-const text = (xml: string, tag: string) => new RegExp(`<${tag}>([^<]*)</${tag}>`).exec(xml)?.[1];
 const REFUSAL = "Temporary credentials cannot ";
 const JSON_BODY = { "content-type": "application/json" };
 /** The bucket the walk's requests name (the table's requests name "b"). */
@@ -57,30 +49,7 @@ const REFUSED: readonly OperationName[] = [
 /** Among them, what only the root key may do at all: a tenant is refused it by its rights. */
 const ROOT_ONLY: readonly OperationName[] = ["PutBucketReplication", "DeleteBucketReplication"];
 
-async function sessionOf(creds: Creds): Promise<Required<Creds>> {
-  const client = new AwsClient({ ...creds, service: "sts", region: "us-east-1" });
-  const res = await send(
-    await client.sign(`${GATEWAY}/`, {
-      method: "POST",
-      body: "Action=GetSessionToken&Version=2011-06-15",
-      headers: { "content-type": "application/x-www-form-urlencoded; charset=utf-8" },
-    }),
-  );
-  const xml = await res.text();
-  expect(res.status, xml).toBe(200);
-  return {
-    accessKeyId: text(xml, "AccessKeyId") as string,
-    secretAccessKey: text(xml, "SecretAccessKey") as string,
-    sessionToken: text(xml, "SessionToken") as string,
-  };
-}
-
-function as(creds: Creds) {
-  const client = new AwsClient({ ...creds, service: "s3", region: "us-east-1" });
-  return async (path: string, init: RequestInit = {}) => send(await client.sign(`${GATEWAY}${path}`, init));
-}
-
-type Call = ReturnType<typeof as>;
+type Call = ReturnType<typeof signedAs>;
 
 /** Whether the answer is the session's refusal (and nothing else refused it first). */
 async function refusedAsSession(res: Response): Promise<boolean> {
@@ -109,8 +78,8 @@ beforeAll(async () => {
     headers: JSON_BODY,
     body: JSON.stringify({ read: true, write: true, owner: true }),
   });
-  rootSession = as(await sessionOf(CREDENTIALS));
-  tenantSession = as(await sessionOf({ accessKeyId: tenant.id, secretAccessKey: tenant.secret }));
+  rootSession = signedAs(await sessionOf(CREDENTIALS));
+  tenantSession = signedAs(await sessionOf({ accessKeyId: tenant.id, secretAccessKey: tenant.secret }));
 });
 
 describe("sessions create nothing that lasts", () => {

@@ -6,11 +6,10 @@
 // jobs (heal, scrub, the orphan sweep with no grace). Each version reads back byte for byte after.
 // The browser path's commits and shard writes against locked objects: direct-guards.test.ts.
 import { exports } from "cloudflare:workers";
-import { AwsClient } from "aws4fetch";
 import { beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "../shared/core-suite";
 import { CREDENTIALS } from "../shared/credentials";
-import { GATEWAY, s3, s3ok } from "./signed";
+import { GATEWAY, s3, s3ok, sessionOf, signedAs } from "./signed";
 
 const DAY = 24 * 3600 * 1000;
 const BUCKET = "guarantee-worm";
@@ -32,27 +31,6 @@ async function put(key: string, body: Uint8Array | string, headers: Record<strin
 async function hmacSha1(secret: string, text: string): Promise<string> {
   const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-1" }, false, ["sign"]);
   return btoa(String.fromCharCode(...new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(text)))));
-}
-
-async function rootSession(): Promise<(path: string, init?: RequestInit) => Promise<Response>> {
-  const sts = new AwsClient({ ...CREDENTIALS, service: "sts", region: "us-east-1" });
-  const res = await send(
-    await sts.sign(`${GATEWAY}/`, {
-      method: "POST",
-      body: "Action=GetSessionToken&Version=2011-06-15",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-    }),
-  );
-  const xml = await res.text();
-  const field = (tag: string) => new RegExp(`<${tag}>([^<]*)</${tag}>`).exec(xml)?.[1] as string;
-  const client = new AwsClient({
-    accessKeyId: field("AccessKeyId"),
-    secretAccessKey: field("SecretAccessKey"),
-    sessionToken: field("SessionToken"),
-    service: "s3",
-    region: "us-east-1",
-  });
-  return async (path, init = {}) => send(await client.sign(`${GATEWAY}${path}`, init));
 }
 
 interface Locked {
@@ -117,7 +95,7 @@ describe("COMPLIANCE data is never deleted early; GOVERNANCE and legal holds not
     const now = "2100-01-01T00:00:00Z";
     // Three passes: current versions become delete markers, then what is noncurrent falls due.
     for (let pass = 0; pass < 3; pass++) await s3ok(`/_shardgate/admin/lifecycle?bucket=${BUCKET}&now=${now}`, { method: "POST" });
-    const session = await rootSession();
+    const session = signedAs(await sessionOf(CREDENTIALS));
     const bySession = await session(`/_shardgate/admin/lifecycle?bucket=${BUCKET}&now=${now}`, { method: "POST" });
     expect(bySession.status).toBe(403);
     await bySession.body?.cancel();
