@@ -22,7 +22,7 @@ import { applyCors, corsRules, matchRule } from "./common/cors";
 import { toS3Error } from "./common/error-map";
 import { authorize as authorizeFor, type Permission } from "./common/permissions";
 import type { Endpoint } from "./common/router";
-import { type Authentication, OPERATIONS, type OperationName, routeRequest, sessionsMay } from "./operations";
+import { type Authentication, OPERATIONS, type OperationName, READ_METHODS, routeRequest, sessionsMay } from "./operations";
 import { RangeNotSatisfiable } from "./s3/get";
 import { readStsRequest, STS_SIGNING_SERVICES, sessionTokenOf, stsErrorResponse } from "./s3/sts";
 
@@ -163,9 +163,6 @@ export const consoleCors: Middleware = (x, next) => {
   return next();
 };
 
-/** What a browser's request from any page may do: read (an answer a page of another origin cannot read without CORS). */
-const READS: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS"]);
-
 /**
  * What a page of another site may make a browser send. A browser says where a request comes from:
  * `Origin` (on every request but a plain GET or HEAD) and `Sec-Fetch-Site`. Pages can send a POST
@@ -188,7 +185,7 @@ export const crossSite: Middleware = async (x, next) => {
   const pages = endpoint.op === "NotImplemented" ? undefined : OPERATIONS[endpoint.op].pages;
   if (pages === "console")
     throw new S3Error("AccessDenied", "The gateway's own API answers only its console and clients outside a browser, not a page of another site.");
-  if (READS.has(x.request.method) || pages === "any") return next();
+  if (READ_METHODS.has(x.request.method) || pages === "any") return next(); // its answer stays unreadable without CORS
   const bucket = endpoint.op === "NotImplemented" ? null : endpoint.bucket;
   const rules = origin === null || bucket === null ? [] : await corsRules({ env: x.env }, bucket);
   if (origin === null || matchRule(rules, origin, x.request.method) === null)

@@ -93,7 +93,7 @@ export interface Operation {
 }
 
 /** Methods that change nothing. */
-const READ_METHODS: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS"]);
+export const READ_METHODS: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /**
  * Whether temporary credentials may do `operation` by `method` with `headers` (docs/security.md,
