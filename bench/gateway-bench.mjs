@@ -23,7 +23,8 @@
 // Targets not in the default run (--targets=workerd,workerd2 names them): `workerd2`, shardgate
 // as `npm start -- --processes 2` serves it.
 //
-// Prints one table per case with the ratio shardgate (npm start) / MinIO, or with --json only the
+// Prints one table per case with the ratios shardgate (npm start) / MinIO and, for CPU per
+// operation, shardgate / the pass-through (what the runtime needs to move the same bytes), or with --json only the
 // figures on stdout; progress goes to stderr. --stall adds bench/stall-bench.mjs (a paused node).
 // Then bench/direct-bench.mjs: the browser path against the classic path (not with --no-direct,
 // nor when --targets or --cases pick a subset).
@@ -211,6 +212,23 @@ function summarize(testCase, parts) {
   };
 }
 
+/** The storage node requests (subrequests) a shardgate target makes per operation of `testCase`:
+ *  the change of shardgate_node_requests_total over COUNTED_OPS operations one at a time, read from
+ *  the gateway's metrics once their flush (every second) has passed. */
+async function nodeRequestsPerOp(client, testCase, target) {
+  const total = async () => {
+    await new Promise((r) => setTimeout(r, 1500));
+    const text = (await client.request("GET", "/_shardgate/metrics", { keep: true })).body.toString();
+    let sum = 0;
+    for (const line of text.split("\n")) if (line.startsWith("shardgate_node_requests_total{")) sum += Number(line.slice(line.lastIndexOf(" ") + 1));
+    return sum;
+  };
+  const before = await total();
+  for (let i = 0; i < COUNTED_OPS; i++) await testCase.op(client, i, "counted", target);
+  return ((await total()) - before) / COUNTED_OPS;
+}
+const COUNTED_OPS = 20;
+
 // --- run -------------------------------------------------------------------------------------
 
 const running = [];
@@ -220,6 +238,7 @@ process.on("SIGINT", async () => {
 });
 
 const results = {}; // case id -> in flight -> target id -> summary
+const nodeRequests = {}; // case id -> target id -> node requests per operation (shardgate targets)
 // What was measured: the commit, and whether the working tree differed from it (the servers run
 // the tree as it is when they start).
 const git = (...a) => execFileSync("git", a, { encoding: "utf8" }).trim();
@@ -248,6 +267,11 @@ try {
       log(
         `bench: ${testCase.label} x${inFlight}: ${running.map((t) => `${t.id} ${fmt(results[testCase.id][inFlight][t.id].throughput)} (${fmt(results[testCase.id][inFlight][t.id].cpuMsPerOp, 2)} ms CPU/op)`).join(", ")}`,
       );
+    }
+    if (testCase.id.startsWith("get") || testCase.id === "range-4k" || testCase.id === "head") {
+      nodeRequests[testCase.id] = {};
+      for (const t of running.filter((t) => t.id === "workerd" || t.id === "workerd2"))
+        nodeRequests[testCase.id][t.id] = await nodeRequestsPerOp(clients.get(t.id), testCase, t);
     }
   }
   for (const c of clients.values()) c.close();
@@ -279,6 +303,7 @@ if (json) {
         mode: PIN ? { pinned: true, serverCpus: PIN.servers, clientCpus: PIN.client } : { pinned: false },
         targets: TARGETS.map(({ id, label }) => ({ id, label })),
         results,
+        nodeRequests,
         stall: stallJson,
         direct,
       },
@@ -302,9 +327,9 @@ function fmtCpu(ms) {
   return ms === null || ms === undefined ? "–" : ms >= 100 ? fmt(ms) : ms.toFixed(ms >= 10 ? 1 : 2);
 }
 
-/** shardgate (npm start) over MinIO of `key` in a row of summaries, as "0.50×" ("–" without both). */
-function ratio(row, main, key) {
-  return row.minio?.[key] && typeof row[main]?.[key] === "number" ? `${(row[main][key] / row.minio[key]).toFixed(2)}×` : "–";
+/** shardgate (npm start) over `peer` (MinIO, the pass-through) of `key` in a row of summaries, as "0.50×" ("–" without both). */
+function ratio(row, main, key, peer = "minio") {
+  return row[peer]?.[key] && typeof row[main]?.[key] === "number" ? `${(row[main][key] / row[peer][key]).toFixed(2)}×` : "–";
 }
 
 function report(res) {
@@ -316,8 +341,10 @@ function report(res) {
   const tree = `commit ${code.commit}${code.changed ? " with uncommitted changes in worker/, core/ or scripts/" : ""}`;
   lines.push(`Mode: ${MODE}. Load average at start / end: ${loadAverage.start[0].toFixed(2)} / ${loadAverage.end[0].toFixed(2)}; ${tree}.`);
   lines.push("");
-  lines.push(`| case (${tag}) | in flight | ${targets.map((t) => t.label).join(" | ")} | npm start / MinIO | CPU per op, npm start / MinIO |`);
-  lines.push(`|---|---|${targets.map(() => "---").join("|")}|---|---|`);
+  lines.push(
+    `| case (${tag}) | in flight | ${targets.map((t) => t.label).join(" | ")} | npm start / MinIO | CPU per op, npm start / MinIO | CPU per op, npm start / pass-through |`,
+  );
+  lines.push(`|---|---|${targets.map(() => "---").join("|")}|---|---|---|`);
   for (const testCase of cases) {
     for (const inFlight of IN_FLIGHT) {
       const row = res[testCase.id][inFlight];
@@ -326,7 +353,9 @@ function report(res) {
         const errors = s.errors ? ` (${s.errors} errors)` : "";
         return `${fmt(s.throughput)} ${testCase.unit} · ${fmt(s.p50, 1)}/${fmt(s.p99, 1)} ms${errors}`;
       });
-      lines.push(`| ${testCase.label} | ${inFlight} | ${cells.join(" | ")} | ${ratio(row, main, "throughput")} | ${ratio(row, main, "cpuMsPerOp")} |`);
+      lines.push(
+        `| ${testCase.label} | ${inFlight} | ${cells.join(" | ")} | ${ratio(row, main, "throughput")} | ${ratio(row, main, "cpuMsPerOp")} | ${ratio(row, main, "cpuMsPerOp", "passthrough")} |`,
+      );
     }
   }
   lines.push("");
@@ -334,8 +363,8 @@ function report(res) {
     `Cells: throughput · p50/p99 latency. CPU of each server's processes (utime + stime, all threads) per operation · MiB moved per CPU-second · cores it kept busy (and the client):`,
   );
   lines.push("");
-  lines.push(`| case (${tag}) | in flight | ${targets.map((t) => t.label).join(" | ")} | CPU per op, npm start / MinIO |`);
-  lines.push(`|---|---|${targets.map(() => "---").join("|")}|---|`);
+  lines.push(`| case (${tag}) | in flight | ${targets.map((t) => t.label).join(" | ")} | CPU per op, npm start / MinIO | × pass-through |`);
+  lines.push(`|---|---|${targets.map(() => "---").join("|")}|---|---|`);
   for (const testCase of cases) {
     for (const inFlight of IN_FLIGHT) {
       const row = res[testCase.id][inFlight];
@@ -344,7 +373,9 @@ function report(res) {
         const perCpuS = s.mibPerCpuS === null ? "" : ` · ${fmt(s.mibPerCpuS)} MiB/CPU-s`;
         return `${fmtCpu(s.cpuMsPerOp)} ms${perCpuS} · ${s.cores.toFixed(2)} cores (client ${s.clientCores.toFixed(2)})`;
       });
-      lines.push(`| ${testCase.label} | ${inFlight} | ${cells.join(" | ")} | ${ratio(row, main, "cpuMsPerOp")} |`);
+      lines.push(
+        `| ${testCase.label} | ${inFlight} | ${cells.join(" | ")} | ${ratio(row, main, "cpuMsPerOp")} | ${ratio(row, main, "cpuMsPerOp", "passthrough")} |`,
+      );
     }
   }
   const at = IN_FLIGHT.includes(4) ? 4 : IN_FLIGHT[0];
@@ -358,6 +389,16 @@ function report(res) {
     lines.push(
       `| ${testCase.label} | ${targets.map((t) => `${fmt(row[t.id].ttfbP50, 1)} ms · ${row[t.id].readPerServed === null ? "–" : `${fmt(row[t.id].readPerServed, 1)}×`}`).join(" | ")} |`,
     );
+  }
+  const counted = cases.filter((c) => nodeRequests[c.id]);
+  if (counted.length > 0) {
+    const ids = Object.keys(nodeRequests[counted[0].id]);
+    lines.push("");
+    lines.push(`Storage node requests (subrequests) per operation, ${COUNTED_OPS} operations one at a time (shardgate_node_requests_total):`);
+    lines.push("");
+    lines.push(`| case | ${ids.map((id) => TARGETS.find((t) => t.id === id).label).join(" | ")} |`);
+    lines.push(`|---|${ids.map(() => "---").join("|")}|`);
+    for (const testCase of counted) lines.push(`| ${testCase.label} | ${ids.map((id) => fmt(nodeRequests[testCase.id][id], 1)).join(" | ")} |`);
   }
   return lines.join("\n");
 }

@@ -16,7 +16,6 @@ export class Assembler {
      * checksum (`failedChunk` says which), as `push` does.
      */
     commitPlaced(): boolean;
-    copiesPtr(): number;
     /**
      * Pointer to a reusable input buffer of `len` bytes; write into it, then call `push`.
      */
@@ -29,10 +28,9 @@ export class Assembler {
      */
     peek(max: number): number;
     /**
-     * Lays out the next `len` framed bytes of shard `shard` for JS to copy straight where they
-     * go (no input buffer in between): returns how many copies, listed at `copiesPtr` as u32
-     * triples (offset in the input, destination pointer, length); JS makes them all and calls
-     * `commitPlaced` next. 0 when the input is not whole chunks: feed it with `push` instead.
+     * Makes room for the next `len` framed bytes of shard `shard` for JS to copy there in one
+     * piece (no input buffer in between): returns where, and JS calls `commitPlaced` next. 0
+     * when the input is not whole chunks: feed it with `push` instead.
      */
     place(shard: number, len: number): number;
     /**
@@ -246,7 +244,6 @@ export interface InitOutput {
     readonly __wbg_shardverifier_free: (a: number, b: number) => void;
     readonly assembler_advance: (a: number, b: number) => [number, number];
     readonly assembler_commitPlaced: (a: number) => [number, number, number];
-    readonly assembler_copiesPtr: (a: number) => number;
     readonly assembler_done: (a: number) => number;
     readonly assembler_failedChunk: (a: number) => number;
     readonly assembler_inputPtr: (a: number, b: number) => number;

@@ -37,13 +37,6 @@ export class Assembler {
         return ret[0] !== 0;
     }
     /**
-     * @returns {number}
-     */
-    copiesPtr() {
-        const ret = wasm.assembler_copiesPtr(this.__wbg_ptr);
-        return ret >>> 0;
-    }
-    /**
      * @returns {boolean}
      */
     get done() {
@@ -101,10 +94,9 @@ export class Assembler {
         return ret[0] >>> 0;
     }
     /**
-     * Lays out the next `len` framed bytes of shard `shard` for JS to copy straight where they
-     * go (no input buffer in between): returns how many copies, listed at `copiesPtr` as u32
-     * triples (offset in the input, destination pointer, length); JS makes them all and calls
-     * `commitPlaced` next. 0 when the input is not whole chunks: feed it with `push` instead.
+     * Makes room for the next `len` framed bytes of shard `shard` for JS to copy there in one
+     * piece (no input buffer in between): returns where, and JS calls `commitPlaced` next. 0
+     * when the input is not whole chunks: feed it with `push` instead.
      * @param {number} shard
      * @param {number} len
      * @returns {number}

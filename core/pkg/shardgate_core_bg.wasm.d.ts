@@ -10,7 +10,6 @@ export const __wbg_readplan_free: (a: number, b: number) => void;
 export const __wbg_shardverifier_free: (a: number, b: number) => void;
 export const assembler_advance: (a: number, b: number) => [number, number];
 export const assembler_commitPlaced: (a: number) => [number, number, number];
-export const assembler_copiesPtr: (a: number) => number;
 export const assembler_done: (a: number) => number;
 export const assembler_failedChunk: (a: number) => number;
 export const assembler_inputPtr: (a: number, b: number) => number;

@@ -11,6 +11,7 @@
 use crate::erasure::{Codec, ErasureError, COLUMN};
 use crate::frame::{verify_chunk, CHECKSUM_BYTES};
 use crate::plan::{BlockNeed, Fetch, ReadPlan};
+use std::collections::VecDeque;
 use std::fmt;
 use std::ops::Range;
 
@@ -68,54 +69,125 @@ impl From<ErasureError> for AssembleError {
     }
 }
 
+/// Verified bytes appended one by one go into segments of this size (`push`); a placed input
+/// (`place`) gets a segment of its own size.
+const SEGMENT_BYTES: usize = 256 << 10;
+
+/// A run of verified logical bytes of a stream, from logical offset `start`.
+struct Segment {
+    start: u64,
+    data: Vec<u8>,
+}
+
+impl Segment {
+    fn end(&self) -> u64 {
+        self.start + self.data.len() as u64
+    }
+}
+
 /// One fetched shard stream: its framed bytes verified into logical bytes.
+///
+/// The verified bytes are kept in segments, each dropped whole once the output has passed it, so
+/// no byte is ever moved to make room: a stream that reads far ahead (large pieces) costs no more
+/// per byte than one that keeps close.
 struct Stream {
     shard: usize,
     next_chunk: u64,
     last_chunk: u64,
     /// A partly received chunk (data + checksum).
     pending: Vec<u8>,
-    /// Verified logical bytes, starting at logical offset `base`.
-    data: Vec<u8>,
-    base: u64,
+    /// Verified logical bytes, in order and adjacent, from logical offset `floor` on.
+    segments: VecDeque<Segment>,
+    /// Bytes before this logical offset are no longer needed.
+    floor: u64,
+    /// Logical offset where the verified bytes end.
+    end: u64,
 }
 
 impl Stream {
-    /// `hold`: the most verified bytes the stream keeps at once (its look-ahead), reserved up
-    /// front so that arriving chunks never regrow (and recopy) the buffer.
-    fn new(fetch: &Fetch, chunk_bytes: u64, hold: u64) -> Self {
-        let len = fetch.logical.end - fetch.logical.start;
+    fn new(fetch: &Fetch, chunk_bytes: u64) -> Self {
         Self {
             shard: fetch.shard,
             next_chunk: fetch.logical.start / chunk_bytes,
             last_chunk: fetch.logical.end.div_ceil(chunk_bytes),
             pending: Vec::new(),
-            data: Vec::with_capacity(len.min(hold) as usize),
-            base: fetch.logical.start,
+            segments: VecDeque::new(),
+            floor: fetch.logical.start,
+            end: fetch.logical.start,
         }
     }
 
     fn verified_end(&self) -> u64 {
-        self.base + self.data.len() as u64
+        self.end
     }
 
     fn complete(&self) -> bool {
         self.next_chunk == self.last_chunk
     }
 
-    /// Verified bytes at logical `range`, if all of it has arrived.
-    fn bytes(&self, range: Range<u64>) -> Option<&[u8]> {
-        let start = range.start.checked_sub(self.base)? as usize;
-        let end = range.end.checked_sub(self.base)? as usize;
-        self.data.get(start..end)
+    /// The segment holding logical offset `at`, if it is verified and still kept.
+    fn segment_at(&self, at: u64) -> Option<&Segment> {
+        if at < self.floor {
+            return None;
+        }
+        self.segments
+            .iter()
+            .find(|seg| seg.start <= at && at < seg.end())
     }
 
-    /// Forgets verified bytes before logical offset `offset`.
+    /// Verified bytes at logical `range`, if all of it has arrived and lies in one segment.
+    fn bytes(&self, range: Range<u64>) -> Option<&[u8]> {
+        let seg = self.segment_at(range.start)?;
+        let start = (range.start - seg.start) as usize;
+        let end = range.end.checked_sub(seg.start)? as usize;
+        seg.data.get(start..end)
+    }
+
+    /// The verified bytes from logical offset `at` that lie together, at most `max` (empty when
+    /// none has arrived).
+    fn run(&self, at: u64, max: u64) -> &[u8] {
+        match self.segment_at(at) {
+            Some(seg) => {
+                let start = (at - seg.start) as usize;
+                let end = start + (seg.end() - at).min(max) as usize;
+                &seg.data[start..end]
+            }
+            None => &[],
+        }
+    }
+
+    /// Where the verified bytes that lie together with logical offset `at` end (`at` when none).
+    fn together_until(&self, at: u64) -> u64 {
+        self.segment_at(at).map_or(at, Segment::end)
+    }
+
+    /// Appends verified bytes: to the last segment while it has room, else to a new one.
+    fn append(&mut self, bytes: &[u8]) {
+        match self.segments.back_mut() {
+            Some(seg) if seg.data.capacity() - seg.data.len() >= bytes.len() => {
+                seg.data.extend_from_slice(bytes)
+            }
+            _ => {
+                let mut data = Vec::with_capacity(SEGMENT_BYTES.max(bytes.len()));
+                data.extend_from_slice(bytes);
+                self.segments.push_back(Segment {
+                    start: self.end,
+                    data,
+                });
+            }
+        }
+        self.end += bytes.len() as u64;
+    }
+
+    /// Forgets verified bytes before logical offset `offset`: whole segments, never moving bytes.
     fn discard_before(&mut self, offset: u64) {
-        let n = offset.saturating_sub(self.base).min(self.data.len() as u64);
-        if n > 0 {
-            self.data.drain(..n as usize);
-            self.base += n;
+        self.floor = self.floor.max(offset.min(self.end));
+        while self
+            .segments
+            .front()
+            .is_some_and(|seg| seg.end() <= self.floor)
+        {
+            self.segments.pop_front();
         }
     }
 }
@@ -139,29 +211,19 @@ pub struct Assembler {
     rebuilt: Option<Rebuilt>,
     /// Length of the run the last `peek` returned: how far `advance` may go.
     peeked: usize,
-    /// The input `place` laid out and `commit_placed` verifies: its shard and each chunk's data
-    /// length, and the chunks' checksums, copied here by the host.
+    /// The input `place` laid out and `commit_placed` verifies: its shard, each chunk's data
+    /// length, and the segment the host copies it into.
     placed: Option<usize>,
     placed_lens: Vec<usize>,
-    sums: Vec<u8>,
-}
-
-/// One copy the host makes of a placed input: bytes [src, src + len) of the input go to `dst`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Copy {
-    pub src: usize,
-    pub dst: *mut u8,
-    pub len: usize,
+    placed_data: Vec<u8>,
 }
 
 impl Assembler {
     pub fn new(plan: ReadPlan) -> Result<Self, AssembleError> {
         let g = plan.geometry;
         let mut streams: Vec<Option<Stream>> = (0..g.total_shards()).map(|_| None).collect();
-        // What `wants` lets a stream hold: up to two pieces ahead, plus the read that crosses.
-        let hold = 3 * g.piece_bytes(0);
         for f in &plan.fetches {
-            streams[f.shard] = Some(Stream::new(f, g.chunk_bytes(), hold));
+            streams[f.shard] = Some(Stream::new(f, g.chunk_bytes()));
         }
         Ok(Self {
             codec: Codec::new(g.data_shards(), g.parity_shards())?,
@@ -174,7 +236,7 @@ impl Assembler {
             peeked: 0,
             placed: None,
             placed_lens: Vec::new(),
-            sums: Vec::new(),
+            placed_data: Vec::new(),
         })
     }
 
@@ -235,107 +297,103 @@ impl Assembler {
         Ok(())
     }
 
-    /// Lays out `len` framed bytes of shard `shard` (its next bytes, whole chunks only) so the
-    /// host copies them straight where they go: each chunk's data to the end of the stream's
-    /// verified bytes, its checksum aside. That spares the copy into an input buffer and the
-    /// one out of it that `push` makes. Fills `copies` and returns true; false (nothing changed)
-    /// when the input is not whole chunks of this stream, or a partial chunk is pending: `push`
-    /// then takes it. Follow with the copies and `commit_placed` before any other call.
-    pub fn place(&mut self, shard: usize, len: usize, copies: &mut Vec<Copy>) -> bool {
-        copies.clear();
+    /// Makes room for `len` framed bytes of shard `shard` (its next bytes, whole chunks only) in a
+    /// new segment of the stream's verified bytes, for the host to copy there in one piece:
+    /// `commit_placed` then checks each chunk and moves its data up over the checksums before it.
+    /// One large copy by the host and one move of each chunk in the core cost far less than a
+    /// copy per chunk by the host, or `push`'s copy into an input buffer and out of it again.
+    /// Returns where to copy the input; None (nothing changed) when it is not whole chunks of this
+    /// stream, or a partial chunk is pending: `push` then takes it. Follow with the copy and
+    /// `commit_placed` before any other call.
+    pub fn place(&mut self, shard: usize, len: usize) -> Option<*mut u8> {
         self.placed = None;
         let g = self.plan.geometry;
         let Some(Some(s)) = self.streams.get_mut(shard) else {
-            return false;
+            return None;
         };
         if !s.pending.is_empty() {
-            return false;
+            return None;
         }
         self.placed_lens.clear();
-        let (mut at, mut chunk, mut data) = (0, s.next_chunk, 0);
+        let (mut at, mut chunk) = (0, s.next_chunk);
         while at < len {
             // Past the chunks the plan fetches: not this stream's (and no chunk length to ask for).
             if chunk == s.last_chunk {
-                return false;
+                return None;
             }
             let c = g.chunk_len(chunk) as usize;
             if at + c + CHECKSUM_BYTES > len {
-                return false;
+                return None;
             }
             self.placed_lens.push(c);
             at += c + CHECKSUM_BYTES;
-            data += c;
             chunk += 1;
         }
         if self.placed_lens.is_empty() {
-            return false;
+            return None;
         }
-        s.data.reserve(data);
-        self.sums.clear();
-        self.sums.resize(self.placed_lens.len() * CHECKSUM_BYTES, 0);
-        let (mut src, mut dst) = (0, s.data.len());
-        let tail = s.data.as_mut_ptr();
-        let sums = self.sums.as_mut_ptr();
-        for (i, &c) in self.placed_lens.iter().enumerate() {
-            copies.push(Copy {
-                src,
-                dst: tail.wrapping_add(dst),
-                len: c,
-            });
-            copies.push(Copy {
-                src: src + c,
-                dst: sums.wrapping_add(i * CHECKSUM_BYTES),
-                len: CHECKSUM_BYTES,
-            });
-            src += c + CHECKSUM_BYTES;
-            dst += c;
-        }
+        self.placed_data = Vec::with_capacity(len);
         self.placed = Some(shard);
-        true
+        Some(self.placed_data.as_mut_ptr())
     }
 
-    /// Verifies the chunks of the input the last `place` laid out and makes them the stream's.
-    /// A chunk that fails its checksum is never served (ChecksumMismatch: re-plan without it).
+    /// Verifies the chunks of the input the last `place` laid out and makes their data the
+    /// stream's. A chunk that fails its checksum is never served (ChecksumMismatch: re-plan
+    /// without it).
     ///
     /// # Safety
-    /// Every copy of that `place` was made in full, and nothing was called on the assembler since.
+    /// The host copied all of that `place`'s input, and called nothing on the assembler since.
     pub unsafe fn commit_placed(&mut self) -> Result<(), AssembleError> {
         let shard = self
             .placed
             .take()
             .ok_or(AssembleError::UnexpectedShard(usize::MAX))?;
         let s = self.streams[shard].as_mut().expect("placed on a stream");
-        for (i, &c) in self.placed_lens.iter().enumerate() {
-            let start = s.data.len();
-            // SAFETY: `place` reserved these bytes past the end and the host wrote all of them.
-            let data = unsafe { std::slice::from_raw_parts(s.data.as_ptr().add(start), c) };
-            let sum = &self.sums[i * CHECKSUM_BYTES..(i + 1) * CHECKSUM_BYTES];
-            if !verify_chunk(shard, s.next_chunk, data, sum) {
+        let mut data = std::mem::take(&mut self.placed_data);
+        let base = data.as_mut_ptr();
+        // Each chunk is checked where it was copied, then moved up to the end of the data before
+        // it, over checksums already read.
+        let (mut from, mut to) = (0, 0);
+        for &c in &self.placed_lens {
+            // SAFETY: `place` reserved the input's length and the host wrote all of it; chunks
+            // and their checksums lie within it, and `to <= from` (the move overlaps safely).
+            let (chunk, sum) = unsafe {
+                (
+                    std::slice::from_raw_parts(base.add(from), c),
+                    std::slice::from_raw_parts(base.add(from + c), CHECKSUM_BYTES),
+                )
+            };
+            if !verify_chunk(shard, s.next_chunk, chunk, sum) {
                 return Err(AssembleError::ChecksumMismatch {
                     shard,
                     chunk: s.next_chunk,
                 });
             }
-            // SAFETY: as above, and within the capacity `place` reserved.
-            unsafe { s.data.set_len(start + c) };
+            if from != to {
+                // SAFETY: as above.
+                unsafe { std::ptr::copy(base.add(from), base.add(to), c) };
+            }
+            from += c + CHECKSUM_BYTES;
+            to += c;
             s.next_chunk += 1;
         }
+        // SAFETY: the first `to` bytes are the verified chunks' data, moved there just above.
+        unsafe { data.set_len(to) };
+        let start = s.end;
+        s.end += to as u64;
+        s.segments.push_back(Segment { start, data });
         Ok(())
     }
 
-    /// `place`, the copies and `commit_placed` in one (the host's part done here): for tests and
+    /// `place`, the copy and `commit_placed` in one (the host's part done here): for tests and
     /// the native benchmark. Falls back to `push` when the input cannot be placed.
     pub fn push_placed(&mut self, shard: usize, input: &[u8]) -> Result<(), AssembleError> {
-        let mut copies = Vec::new();
-        if !self.place(shard, input.len(), &mut copies) {
+        let Some(dst) = self.place(shard, input.len()) else {
             return self.push(shard, input);
-        }
-        for c in &copies {
-            let from = &input[c.src..c.src + c.len];
-            // SAFETY: `place` made `dst` point at `len` reserved bytes, apart from `input`.
-            unsafe { std::ptr::copy_nonoverlapping(from.as_ptr(), c.dst, c.len) };
-        }
-        // SAFETY: every copy was made just above.
+        };
+        // SAFETY: `place` made `dst` point at `input.len()` reserved bytes, apart from `input`.
+        unsafe { std::ptr::copy_nonoverlapping(input.as_ptr(), dst, input.len()) };
+        // SAFETY: the copy was made just above.
         unsafe { self.commit_placed() }
     }
 
@@ -378,11 +436,9 @@ impl Assembler {
         let want = (seg_end - local).min(max as u64);
         let base = g.piece_offset(block);
         if !self.plan.unavailable[j] {
-            let run = self.streams[j].as_ref().and_then(|s| {
-                let avail = s.verified_end().saturating_sub(base + local).min(want);
-                s.bytes(base + local..base + local + avail)
-            });
-            let run = run.unwrap_or(&[]);
+            let run = self.streams[j]
+                .as_ref()
+                .map_or(&[][..], |s| s.run(base + local, want));
             self.peeked = run.len();
             return Ok(run);
         }
@@ -460,6 +516,16 @@ impl Assembler {
         if hi <= local || (hi < target && hi - lo < RECONSTRUCT_STEP) {
             return Ok(false);
         }
+        // One step reads each survivor's bytes where they lie together (in one segment); segments
+        // end on chunk boundaries, which are whole columns, so the step still ends past `local`.
+        let together = self
+            .survivors
+            .iter()
+            .filter_map(|&s| self.streams[s].as_ref())
+            .map(|s| s.together_until(base + lo).saturating_sub(base))
+            .min()
+            .unwrap_or(0);
+        let hi = hi.min(together / col * col);
         let total = g.total_shards();
         let mut present: Vec<Option<&[u8]>> = vec![None; total];
         for &s in &self.survivors {
@@ -492,7 +558,7 @@ fn accept_chunk(s: &mut Stream, chunk: u64, framed: &[u8]) -> Result<(), Assembl
             chunk,
         });
     }
-    s.data.extend_from_slice(data);
+    s.append(data);
     s.next_chunk += 1;
     Ok(())
 }
@@ -615,8 +681,9 @@ mod tests {
         assert_eq!(out, &data[1000..150_000]);
     }
 
-    /// Like `read_from_files`, but each fetch is fed `chunks` whole framed chunks at a time
-    /// through `push_placed` (what the gateway's byte streams deliver).
+    /// Like `read_from_files`, but each fetch is fed whole framed chunks through `push_placed`
+    /// (what the gateway's byte streams deliver): `chunks` at a time, more for some shards, so
+    /// that the survivors' segments end at different places.
     fn read_placed(
         plan: ReadPlan,
         files: &[Vec<u8>],
@@ -631,8 +698,9 @@ mod tests {
             let mut progressed = asm.pull(&mut out, usize::MAX)? > 0;
             for (f, at) in fetches.iter().zip(at.iter_mut()) {
                 if *at < f.physical.end && asm.wants(f.shard) {
-                    let end = (*at + chunks * (g.chunk_bytes() + CHECKSUM_BYTES as u64))
-                        .min(f.physical.end);
+                    let n = chunks + f.shard as u64 % 3;
+                    let end =
+                        (*at + n * (g.chunk_bytes() + CHECKSUM_BYTES as u64)).min(f.physical.end);
                     asm.push_placed(f.shard, &files[f.shard][*at as usize..end as usize])?;
                     *at = end;
                     progressed = true;
@@ -663,15 +731,12 @@ mod tests {
         let g = Geometry::new(10_000, 10_000, 2, 1, 1024).unwrap();
         let files = encode_part(g, &object(10_000, 4)).unwrap();
         let mut asm = Assembler::new(ReadPlan::new(g, 0..10_000, &[]).unwrap()).unwrap();
-        let mut copies = Vec::new();
-        assert!(!asm.place(0, 1000, &mut copies)); // part of a chunk
-        assert!(!asm.place(2, 1032, &mut copies)); // a shard the plan does not read
-        assert!(!asm.place(0, 100_000, &mut copies)); // past the fetch
+        assert!(asm.place(0, 1000).is_none()); // part of a chunk
+        assert!(asm.place(2, 1032).is_none()); // a shard the plan does not read
+        assert!(asm.place(0, 100_000).is_none()); // past the fetch
         asm.push(0, &files[0][..10]).unwrap();
-        assert!(!asm.place(0, 1022, &mut copies)); // a chunk is pending
-        assert!(asm.place(1, 2 * 1032, &mut copies));
-        assert_eq!(copies.len(), 4);
-        assert_eq!((copies[1].src, copies[1].len), (1024, 8));
+        assert!(asm.place(0, 1022).is_none()); // a chunk is pending
+        assert!(asm.place(1, 2 * 1032).is_some());
     }
 
     fn case() -> impl Strategy<Value = (usize, usize, u64, u64, usize, Vec<usize>, u64, u64, usize)>

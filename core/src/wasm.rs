@@ -175,9 +175,6 @@ impl ReadPlan {
 pub struct Assembler {
     inner: CoreAssembler,
     input: Buffer,
-    /// The copies of the last `place`, and as (src, dst, len) triples for JS.
-    copies: Vec<crate::assemble::Copy>,
-    flat: Vec<u32>,
     /// Where the bytes of the last `peek` start (inside the assembler's own buffers).
     peeked: *const u8,
     failed_chunk: f64,
@@ -190,8 +187,6 @@ impl Assembler {
         Ok(Self {
             inner: CoreAssembler::new(plan.0.clone()).map_err(err)?,
             input: Buffer,
-            copies: Vec::new(),
-            flat: Vec::new(),
             peeked: std::ptr::null(),
             failed_chunk: -1.0,
         })
@@ -220,32 +215,18 @@ impl Assembler {
         }
     }
 
-    /// Lays out the next `len` framed bytes of shard `shard` for JS to copy straight where they
-    /// go (no input buffer in between): returns how many copies, listed at `copiesPtr` as u32
-    /// triples (offset in the input, destination pointer, length); JS makes them all and calls
-    /// `commitPlaced` next. 0 when the input is not whole chunks: feed it with `push` instead.
-    pub fn place(&mut self, shard: usize, len: usize) -> usize {
-        if !self.inner.place(shard, len, &mut self.copies) {
-            return 0;
-        }
-        self.flat.clear();
-        for c in &self.copies {
-            self.flat
-                .extend([c.src as u32, c.dst as usize as u32, c.len as u32]);
-        }
-        self.copies.len()
-    }
-
-    #[wasm_bindgen(js_name = copiesPtr)]
-    pub fn copies_ptr(&self) -> *const u32 {
-        self.flat.as_ptr()
+    /// Makes room for the next `len` framed bytes of shard `shard` for JS to copy there in one
+    /// piece (no input buffer in between): returns where, and JS calls `commitPlaced` next. 0
+    /// when the input is not whole chunks: feed it with `push` instead.
+    pub fn place(&mut self, shard: usize, len: usize) -> *mut u8 {
+        self.inner.place(shard, len).unwrap_or(std::ptr::null_mut())
     }
 
     /// Verifies what JS copied for the last `place`. Returns false when a chunk failed its
     /// checksum (`failedChunk` says which), as `push` does.
     #[wasm_bindgen(js_name = commitPlaced)]
     pub fn commit_placed(&mut self) -> Result<bool, JsError> {
-        // SAFETY: JS made every copy `place` listed, and called nothing else in between
+        // SAFETY: JS copied the whole input where `place` said, and called nothing else in between
         // (RangeAssembler.push in worker/src/shared/core-api.ts).
         match unsafe { self.inner.commit_placed() } {
             Ok(()) => Ok(true),

@@ -9,7 +9,6 @@
 //     nothing of the S3 API answers there.
 // `npm start` and `npm run dev` serve the console on a listener of its own instead
 // (scripts/workerd/console-assets.js), with the same headers.
-import type { Hono } from "hono";
 import { consoleOrigins } from "./api/common/console-origin";
 import { type Env, regionOf } from "./config";
 
@@ -84,20 +83,21 @@ async function serveConsole(req: Request, env: Env, assets: Fetcher): Promise<Re
   return out;
 }
 
-/** Adds the console's routes; call before the S3 catch-all. */
-export function mountConsole(app: Hono<{ Bindings: Env }>): void {
-  app.use("*", async (c, next) => {
-    const assets = assetsOf(c.env);
-    if (assets && consoleOrigins(c.env).includes(new URL(c.req.url).origin)) return serveConsole(c.req.raw, c.env, assets);
-    await next();
-  });
-  app.on(["GET", "HEAD"], ["/_console", "/_console/*"], (c) => {
-    const home = consoleHome(c.req.raw, c.env);
+/**
+ * The console's answer to a request, or null when it is not the console's: anything on a console
+ * origin, `/_console` and below (GET, HEAD), and a browser opening "/" when a console is configured.
+ */
+export function consoleAnswer(req: Request, env: Env, url: URL): Promise<Response> | Response | null {
+  const assets = assetsOf(env);
+  if (assets && consoleOrigins(env).includes(url.origin)) return serveConsole(req, env, assets);
+  if (req.method !== "GET" && req.method !== "HEAD") return null;
+  if (url.pathname === "/_console" || url.pathname.startsWith(CONSOLE_PATH)) {
+    const home = consoleHome(req, env);
     return home === null ? notHere() : Response.redirect(`${home}/`, 302);
-  });
-  app.get("/", async (c, next) => {
-    const home = consoleHome(c.req.raw, c.env);
-    if (home !== null && isBrowserPageLoad(c.req.raw)) return Response.redirect(`${home}/`, 302);
-    await next();
-  });
+  }
+  if (url.pathname === "/") {
+    const home = consoleHome(req, env);
+    if (home !== null && isBrowserPageLoad(req)) return Response.redirect(`${home}/`, 302);
+  }
+  return null;
 }

@@ -222,9 +222,9 @@ export async function openRangeSource(
   let index = 0;
   let current: RangeSource | null = ranges.length > 0 ? await open(0) : null;
   return {
-    async next(use) {
+    async next(use, max) {
       while (current) {
-        const piece = await current.next(use);
+        const piece = await current.next(use, max);
         if (piece !== null) return piece;
         index += 1;
         current = index < ranges.length ? await open(index) : null;

@@ -201,20 +201,11 @@ export class RangeAssembler {
 
   /** The next bytes of `shard`'s fetch, in order. Throws ChecksumMismatchError on bitrot. */
   push(shard: number, bytes: Uint8Array): void {
-    // Whole chunks (what byte streams deliver) are copied once, straight where the core keeps
-    // them: each chunk's data after the stream's verified bytes, its checksum aside.
-    const copies = this.inner.place(shard, bytes.length);
-    if (copies > 0) {
-      const memory = this.memory.buffer;
-      const list = new Uint32Array(memory, this.inner.copiesPtr(), copies * 3);
-      const heap = new Uint8Array(memory);
-      for (let i = 0; i < list.length; i += 3) {
-        const src = list[i] as number;
-        const dst = list[i + 1] as number;
-        const len = list[i + 2] as number;
-        if (len > 16) heap.set(bytes.subarray(src, src + len), dst);
-        else for (let j = 0; j < len; j++) heap[dst + j] = bytes[src + j] as number;
-      }
+    // Whole chunks (what byte streams deliver) are copied once, in one piece, straight where the
+    // core keeps them; it checks each chunk there and moves the data up over the checksums.
+    const at = this.inner.place(shard, bytes.length);
+    if (at !== 0) {
+      new Uint8Array(this.memory.buffer, at, bytes.length).set(bytes);
       if (!this.inner.commitPlaced()) throw new ChecksumMismatchError(shard, this.inner.failedChunk);
       return;
     }

@@ -51,11 +51,11 @@ export async function getObject(ctx: RequestContext, { bucket, key, versionId }:
   const length = sel.end - sel.start;
   // Heal on read: once the response is out, put back what the read had to go around.
   const heal = () => healAfterRead(ctx, bucket, key, object, lost);
-  if (length <= (objectKey ? ENCRYPTED_BUFFERED_BYTES : BUFFERED_BYTES)) {
-    const body = await gather(source, length);
+  if (length <= BUFFERED_BYTES) {
+    const body = await gather(source, length, (bytes) => new Response(bytes, { status: sel.status, headers }));
     if (!body.failed) {
       ctx.waitUntil(heal());
-      return new Response(body.bytes, { status: sel.status, headers });
+      return body.response;
     }
     // The read failed midway: the client gets the bytes read, then a broken transfer, as streamed.
     const fixed = new FixedLengthStream(length);
@@ -72,38 +72,42 @@ export async function getObject(ctx: RequestContext, { bucket, key, versionId }:
 
 /**
  * Bodies up to this size (a 4 KiB range, a small object) are read whole and answered as one
- * buffer: the runtime's stream, writer and writes cost more than such a read itself (CPU per 4 KiB
- * range -6 to -11%), and their bytes arrive together anyway. Larger bodies stream (no gain
- * measured at 1 MiB, and their first bytes leave sooner).
+ * buffer: the runtime's stream, writer and writes cost more than such a read itself, and their
+ * bytes arrive together anyway (a part of up to a block is one shard file: one read, one run).
+ * Encrypted bodies too (a 1 MiB SSE-S3 object took 3 to 8% less CPU so, when 256 KiB streamed).
  */
-const BUFFERED_BYTES = 256 * 1024;
+const BUFFERED_BYTES = 1024 * 1024;
 
 /**
- * Encrypted bodies are read whole up to 1 MiB: a GET of a 1 MiB SSE-S3 object took 3 to 8% less
- * CPU than streamed in three runs of four, the same in one; a plain one gains nothing at that size
- * (docs/benchmarks.md, "Encryption").
+ * The answer `respond` makes of all `length` bytes of `source`, or the bytes read before it failed
+ * and the error. Bytes that come as one piece go to `respond` as they are, a view of the core's
+ * memory (the runtime copies a buffer body as the Response is made): no buffer of our own, no copy.
  */
-const ENCRYPTED_BUFFERED_BYTES = 1024 * 1024;
-
-/** All `length` bytes of `source` in one buffer, or those read before it failed and the error. */
 async function gather(
   source: RangeSource,
   length: number,
-): Promise<{ bytes: Uint8Array; failed: false } | { bytes: Uint8Array; failed: true; error: unknown }> {
-  const bytes = new Uint8Array(length);
+  respond: (bytes: Uint8Array) => Response,
+): Promise<{ response: Response; failed: false } | { bytes: Uint8Array; failed: true; error: unknown }> {
+  let bytes: Uint8Array | null = null;
   let filled = 0;
   try {
     for (;;) {
-      const read = await source.next((piece) => {
+      const read = await source.next((piece): { response: Response } | { n: number } => {
+        if (filled === 0 && piece.length === length) return { response: respond(piece) };
+        bytes ??= new Uint8Array(length);
         bytes.set(piece, filled);
         return { n: piece.length };
-      });
-      if (read === null) return { bytes, failed: false };
+      }, length);
+      if (read === null) return { response: respond(bytes ?? new Uint8Array(0)), failed: false };
+      if ("response" in read) {
+        source.close(); // every byte was read: frees what the read holds
+        return { response: read.response, failed: false };
+      }
       filled += read.n;
     }
   } catch (error) {
     source.close();
-    return { bytes: bytes.subarray(0, filled), failed: true, error };
+    return { bytes: (bytes ?? new Uint8Array(0)).subarray(0, filled), failed: true, error };
   }
 }
 
