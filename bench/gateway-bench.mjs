@@ -21,7 +21,9 @@
 // how `--processes 2` uses a second core (docs/benchmarks.md, "More than one process").
 //
 // Targets not in the default run (--targets=workerd,workerd2 names them): `workerd2`, shardgate
-// as `npm start -- --processes 2` serves it.
+// as `npm start -- --processes 2` serves it; `floor`, the pass-through whose whole GETs go as an
+// erasure-coded read through JS and WASM must (4 ranged requests, copied into WASM memory, written
+// out from there: bench/passthrough/worker.js), the least such a GET can cost on this runtime.
 //
 // Prints one table per case with the ratios shardgate (npm start) / MinIO and, for CPU per
 // operation, shardgate / the pass-through (what the runtime needs to move the same bytes), or with --json only the
@@ -118,9 +120,10 @@ async function put(client, key, body) {
 
 async function list(client, _i, _run, target) {
   // The pass-through has no S3 listing: its disk service lists the directory instead.
-  const path = target.id === "passthrough" ? `/${BUCKET}/list` : `/${BUCKET}?list-type=2&max-keys=${LIST_KEYS}&prefix=list%2F`;
+  const path = target.id === "passthrough" || target.id === "floor" ? `/${BUCKET}/list` : `/${BUCKET}?list-type=2&max-keys=${LIST_KEYS}&prefix=list%2F`;
   const r = await request(client, "GET", path, { keep: true });
-  const count = target.id === "passthrough" ? (r.body.toString().match(/"name"/g) ?? []).length : (r.body.toString().match(/<Key>/g) ?? []).length;
+  const count =
+    target.id === "passthrough" || target.id === "floor" ? (r.body.toString().match(/"name"/g) ?? []).length : (r.body.toString().match(/<Key>/g) ?? []).length;
   return { ...r, ok: r.ok && count === LIST_KEYS, bytes: count };
 }
 
@@ -213,8 +216,9 @@ function summarize(testCase, parts) {
 }
 
 /** The storage node requests (subrequests) a shardgate target makes per operation of `testCase`:
- *  the change of shardgate_node_requests_total over COUNTED_OPS operations one at a time, read from
- *  the gateway's metrics once their flush (every second) has passed. */
+ *  the change of shardgate_node_requests_total over COUNTED_OPS operations one at a time, less its
+ *  change over as long a time without requests (the background jobs'), each read from the gateway's
+ *  metrics once their flush (every second) has passed. */
 async function nodeRequestsPerOp(client, testCase, target) {
   const total = async () => {
     await new Promise((r) => setTimeout(r, 1500));
@@ -224,8 +228,14 @@ async function nodeRequestsPerOp(client, testCase, target) {
     return sum;
   };
   const before = await total();
+  const started = performance.now();
   for (let i = 0; i < COUNTED_OPS; i++) await testCase.op(client, i, "counted", target);
-  return ((await total()) - before) / COUNTED_OPS;
+  const elapsed = performance.now() - started;
+  const during = (await total()) - before;
+  const idleFrom = await total();
+  await new Promise((r) => setTimeout(r, elapsed));
+  const idle = (await total()) - idleFrom;
+  return Math.max(0, during - idle) / COUNTED_OPS;
 }
 const COUNTED_OPS = 20;
 
@@ -363,8 +373,12 @@ function report(res) {
     `Cells: throughput · p50/p99 latency. CPU of each server's processes (utime + stime, all threads) per operation · MiB moved per CPU-second · cores it kept busy (and the client):`,
   );
   lines.push("");
-  lines.push(`| case (${tag}) | in flight | ${targets.map((t) => t.label).join(" | ")} | CPU per op, npm start / MinIO | × pass-through |`);
-  lines.push(`|---|---|${targets.map(() => "---").join("|")}|---|---|`);
+  // The floor (bench/passthrough/worker.js SHARDS) when it ran: what an erasure-coded GET through JS must cost.
+  const floor = targets.some((t) => t.id === "floor");
+  lines.push(
+    `| case (${tag}) | in flight | ${targets.map((t) => t.label).join(" | ")} | CPU per op, npm start / MinIO | × pass-through |${floor ? " × floor |" : ""}`,
+  );
+  lines.push(`|---|---|${targets.map(() => "---").join("|")}|---|---|${floor ? "---|" : ""}`);
   for (const testCase of cases) {
     for (const inFlight of IN_FLIGHT) {
       const row = res[testCase.id][inFlight];

@@ -27,7 +27,10 @@ const MINIO_KEY = { accessKeyId: "shardgate-bench", secretAccessKey: "shardgate-
 export const TARGETS = [
   { id: "workerd", label: "shardgate (npm start)", start: (dir, port, pin) => shardgate(dir, port, pin, "serve.mjs", ["--data-dir", dir]) },
   { id: "dev", label: "shardgate (wrangler dev)", start: (dir, port, pin) => shardgate(dir, port, pin, "dev.mjs", ["--persist-to", dir]) },
-  { id: "passthrough", label: "pass-through (workerd)", start: passthrough },
+  { id: "passthrough", label: "pass-through (workerd)", start: (dir, port, pin) => passthrough(dir, port, pin) },
+  // Only when --targets names it: the pass-through whose whole GETs move their bytes as an
+  // erasure-coded read through JS and WASM must (bench/passthrough/worker.js, SHARDS): the floor.
+  { id: "floor", label: "floor: 4 ranges via WASM (workerd)", optional: true, start: (dir, port, pin) => passthrough(dir, port, pin, 4) },
   { id: "minio", label: "MinIO 4+2", start: minio },
   // Only when --targets names it: two workerd processes on one listening socket (scripts/serve.mjs).
   {
@@ -100,8 +103,8 @@ function shardgate(dir, port, pin, script, args) {
 const { unstable_readConfig } = await import("wrangler");
 const compatibilityDate = unstable_readConfig({ config: join(root, "wrangler.toml") }, { hideWarnings: true }).compatibility_date;
 
-function passthrough(dir, port, pin) {
-  const config = writePassthroughConfig(dir, `127.0.0.1:${port}`, compatibilityDate);
+function passthrough(dir, port, pin, shards = null) {
+  const config = writePassthroughConfig(dir, `127.0.0.1:${port}`, compatibilityDate, shards);
   const child = detached(dir, pin, join(root, "node_modules/workerd/bin/workerd"), ["serve", config]);
   return { child, credentials: SHARDGATE_KEY, ready: async (endpoint) => (await fetch(`${endpoint}/none/none`)).status === 404, readers: () => [child.pid] };
 }

@@ -6,8 +6,8 @@ import { fileURLToPath } from "node:url";
 
 const worker = fileURLToPath(new URL("worker.js", import.meta.url));
 
-/** Writes the config and returns its path. */
-export function writePassthroughConfig(dir, address, compatibilityDate) {
+/** Writes the config and returns its path. `shards`: the floor's GET (worker.js) over that many ranged requests. */
+export function writePassthroughConfig(dir, address, compatibilityDate, shards = null) {
   mkdirSync(join(dir, "files"), { recursive: true });
   copyFileSync(worker, join(dir, "worker.js")); // embeds are relative to the config
   const path = join(dir, "workerd.capnp");
@@ -16,7 +16,7 @@ export function writePassthroughConfig(dir, address, compatibilityDate) {
     `using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
   services = [
-    (name = "main", worker = (modules = [(name = "worker.js", esModule = embed "worker.js")], compatibilityDate = ${JSON.stringify(compatibilityDate)}, bindings = [(name = "FILES", service = "files")])),
+    (name = "main", worker = (modules = [(name = "worker.js", esModule = embed "worker.js")], compatibilityDate = ${JSON.stringify(compatibilityDate)}, bindings = [(name = "FILES", service = "files")${shards ? `, (name = "SHARDS", text = "${shards}")` : ""}])),
     (name = "files", disk = (path = ${JSON.stringify(join(dir, "files"))}, writable = true)),
   ],
   sockets = [(name = "http", address = ${JSON.stringify(address)}, http = (), service = "main")],

@@ -2,8 +2,22 @@
 // (FILES), with no authentication, no erasure coding, no metadata. PUT /bucket/key stores the body
 // as a file, GET (with a single Range) and HEAD serve it, GET /bucket lists the directory. What
 // shardgate costs beyond this is its own work; what this costs beyond MinIO is the runtime's.
+//
+// With the binding SHARDS (the bench's "floor" target), a whole GET moves its bytes the way
+// shardgate's read must: SHARDS ranged requests at once (the file cut in SHARDS equal stretches, as
+// a part's data is cut over k shard files), each read in 1 MiB pieces through a BYOB reader,
+// copied into WebAssembly memory, and written to the response from there in 256 KiB runs, taking
+// the stretches in turn (as a 1 MiB block's pieces are). No checksum, no authentication, no
+// metadata: the least an erasure-coded GET through JS and WASM can cost on this runtime.
+const PIECE = 1 << 20;
+const RUN = 256 << 10;
+const memory = new WebAssembly.Memory({ initial: 1 });
+/** Regions of WASM memory free for a GET's pieces (each request its own, as in the gateway). */
+const freeRegions = [];
+let regions = 0;
+
 export default {
-  async fetch(request, env) {
+  async fetch(request, env, ctx) {
     const url = new URL(request.url);
     const path = url.pathname.replace(/\/+$/, "");
     const file = new URL(path, "http://files");
@@ -20,9 +34,56 @@ export default {
       const range = request.headers.get("range");
       if (range) headers.range = range;
       const res = await env.FILES.fetch(file, { method: request.method, headers });
+      if (env.SHARDS && request.method === "GET" && !range && res.ok) return spread(env, file, res, Number(env.SHARDS), ctx);
       return new Response(res.body, { status: res.status, headers: { "content-length": res.headers.get("content-length") ?? "0" } });
     }
     await request.body?.cancel();
     return new Response(null, { status: 405 });
   },
 };
+
+/** The floor's GET (see above): `shards` ranged requests, through WASM memory, out in runs. */
+async function spread(env, file, first, shards, ctx) {
+  const size = Number(first.headers.get("content-length"));
+  await first.body?.cancel();
+  const stretch = Math.ceil(size / shards / RUN) * RUN;
+  const bodies = await Promise.all(
+    Array.from({ length: shards }, async (_, i) => {
+      const start = Math.min(size, i * stretch);
+      const end = Math.min(size, start + stretch);
+      if (end === start) return null;
+      return (await env.FILES.fetch(file, { headers: { range: `bytes=${start}-${end - 1}` } })).body;
+    }),
+  );
+  const fixed = new FixedLengthStream(size);
+  ctx.waitUntil(
+    (async () => {
+      const writer = fixed.writable.getWriter();
+      const readers = bodies.map((b) => b?.getReader({ mode: "byob" }) ?? null);
+      const buffers = readers.map(() => new ArrayBuffer(PIECE));
+      const region = freeRegions.pop() ?? regions++;
+      const base = region * shards * PIECE;
+      const need = base + shards * PIECE;
+      if (memory.buffer.byteLength < need) memory.grow(Math.ceil((need - memory.buffer.byteLength) / 65536));
+      for (let at = 0; at < stretch; at += PIECE) {
+        // One piece of each stretch, read at once, each copied into its place in WASM memory.
+        const lens = await Promise.all(
+          readers.map(async (reader, i) => {
+            if (!reader) return 0;
+            const { value } = await reader.readAtLeast(PIECE, new Uint8Array(buffers[i], 0, PIECE));
+            if (!value) return 0;
+            buffers[i] = value.buffer;
+            new Uint8Array(memory.buffer, base + i * PIECE, value.length).set(value);
+            return value.length;
+          }),
+        );
+        for (let run = 0; run < PIECE; run += RUN)
+          for (let i = 0; i < shards; i++)
+            if (lens[i] > run) await writer.write(new Uint8Array(memory.buffer, base + i * PIECE + run, Math.min(RUN, lens[i] - run)));
+      }
+      freeRegions.push(region);
+      await writer.close();
+    })(),
+  );
+  return new Response(fixed.readable, { headers: { "content-length": String(size) } });
+}

@@ -388,7 +388,7 @@ describe("the website endpoint", () => {
 });
 
 describe("which requests are website requests", () => {
-  const of = (url: string, vars: Record<string, string> = {}) => websiteOf(new Request(url), vars as unknown as Env);
+  const of = (url: string, vars: Record<string, string> = {}) => websiteOf(new URL(url), vars as unknown as Env);
 
   it("takes a host per bucket under the virtual host suffix, mapped hosts, and the path form", () => {
     expect(of("http://demo.website.localhost:8787/a/b.html")).toEqual({ bucket: "demo", key: "a/b.html", base: "", sandboxed: false });

@@ -22,15 +22,15 @@ import { armScheduler } from "./jobs/scheduler";
  */
 function answer(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> | Response {
   const url = new URL(request.url);
-  if (!hostAllowed(env, url.hostname)) return handleS3(request, env, ctx);
+  if (!hostAllowed(env, url.hostname)) return handleS3(request, env, ctx, url);
   if (request.method === "GET" || request.method === "HEAD") {
     if (url.pathname === "/_shardgate/health") return Response.json({ status: "ok", version: pkg.version, core: coreVersion() });
     // 503 until metadata answers and k + 1 nodes are reachable (api/admin/ready.ts); no credentials, bounded work.
     if (url.pathname === "/_shardgate/ready") return getReady(env, ctx);
   }
-  const site = websiteOf(request, env);
+  const site = websiteOf(url, env);
   if (site !== null) return handleWebsite(request, env, ctx, site);
-  return consoleAnswer(request, env, url) ?? handleS3(request, env, ctx);
+  return consoleAnswer(request, env, url) ?? handleS3(request, env, ctx, url);
 }
 
 // fetch: the S3 API and the console. The first request of an isolate also arms the alarm that runs

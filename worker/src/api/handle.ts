@@ -25,8 +25,9 @@ import { OPERATIONS, type OperationName } from "./operations";
 /** Outermost first: each may answer itself or pass on to the next, and sees the answer on its way back. */
 const PIPELINE: readonly Middleware[] = [observe, settleBody, answerErrors, checkHost, route, consoleCors, crossSite, bucketCors, authenticate, authorize];
 
-export function handleS3(request: Request, env: Env, exec: { waitUntil(promise: Promise<unknown>): void }): Promise<Response> {
-  const x = exchange(request, env, exec);
+/** `url`: the request's URL, when the caller has parsed it already. */
+export function handleS3(request: Request, env: Env, exec: { waitUntil(promise: Promise<unknown>): void }, url?: URL): Promise<Response> {
+  const x = exchange(request, env, exec, url);
   const step = (i: number): Promise<Response> => (i < PIPELINE.length ? PIPELINE[i](x, () => step(i + 1)) : dispatch(x));
   return step(0);
 }

@@ -53,10 +53,10 @@ export type Middleware = (x: Exchange, next: () => Promise<Response>) => Promise
 /** The website endpoint's requests (api/website.ts), one label in the metrics. */
 export const WEBSITE_OP = "Website";
 
-export function exchange(request: Request, env: Env, exec: Exchange["exec"]): Exchange {
+export function exchange(request: Request, env: Env, exec: Exchange["exec"], url = new URL(request.url)): Exchange {
   return {
     request,
-    url: new URL(request.url),
+    url,
     env,
     exec,
     requestId: newRequestId(),

@@ -71,8 +71,7 @@ function websiteHosts(env: Env): Map<string, string> {
 }
 
 /** The site a request is for, or null: an S3 request (a console origin is never a site). Cheap for S3 requests: no decoding. */
-export function websiteOf(request: Request, env: Env): Site | null {
-  const url = new URL(request.url);
+export function websiteOf(url: URL, env: Env): Site | null {
   const site = candidate(url, env);
   return site === null || consoleOrigins(env).includes(url.origin) ? null : site;
 }
