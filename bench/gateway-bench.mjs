@@ -387,8 +387,9 @@ function report(res) {
         const perCpuS = s.mibPerCpuS === null ? "" : ` · ${fmt(s.mibPerCpuS)} MiB/CPU-s`;
         return `${fmtCpu(s.cpuMsPerOp)} ms${perCpuS} · ${s.cores.toFixed(2)} cores (client ${s.clientCores.toFixed(2)})`;
       });
+      const toFloor = floor ? ` ${ratio(row, main, "cpuMsPerOp", "floor")} |` : "";
       lines.push(
-        `| ${testCase.label} | ${inFlight} | ${cells.join(" | ")} | ${ratio(row, main, "cpuMsPerOp")} | ${ratio(row, main, "cpuMsPerOp", "passthrough")} |`,
+        `| ${testCase.label} | ${inFlight} | ${cells.join(" | ")} | ${ratio(row, main, "cpuMsPerOp")} | ${ratio(row, main, "cpuMsPerOp", "passthrough")} |${toFloor}`,
       );
     }
   }

@@ -245,6 +245,24 @@ describe("buffer pool", () => {
     expect(takeBuffer(100)).not.toBe(small);
   });
 
+  it("makes room by dropping the buffers given back longest ago, whatever their size, and never holds more than its cap", () => {
+    // 16 MiB of one size (a run of GETs' pieces), then one of another size (a PUT's block buffer):
+    // the newcomer is kept and the oldest of the first size goes.
+    const piece = 1_048_577; // sizes no other test in this isolate uses
+    const block = 1_048_579;
+    const pieces = Array.from({ length: 16 }, () => takeBuffer(piece));
+    for (const p of pieces) giveBuffer(p);
+    const b = takeBuffer(block);
+    giveBuffer(b);
+    expect(takeBuffer(block)).toBe(b);
+    // Beside it fit at most 14 of the pieces (cap 16 MiB), the ones given back last: the first went.
+    const kept = Array.from({ length: 16 }, () => takeBuffer(piece)).filter((k) => pieces.includes(k));
+    expect(kept.length).toBeGreaterThan(0);
+    expect(kept.length).toBeLessThanOrEqual(Math.floor((16 * 1024 * 1024 - block) / piece));
+    expect(kept).toContain(pieces[15]);
+    expect(kept).not.toContain(pieces[0]);
+  });
+
   it("a block buffer taken back by a PUT never leaks into what a later read returns", async () => {
     // Two bodies through the same pooled sizes: the second must read as itself, not the first.
     const first = pattern(200_000);

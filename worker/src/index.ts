@@ -18,7 +18,7 @@ import { armScheduler } from "./jobs/scheduler";
  * health and readiness; a website endpoint (api/website.ts: a site's host, or the path form), before
  * the console, which sends a browser's GET / to its own origin (a console origin is never a site);
  * then the S3 API. A plain function, not a router: every S3 request passes here, and a router's
- * matching and middleware cost a HEAD about a tenth of its CPU (docs/benchmarks.md).
+ * matching and middleware were 9% of a HEAD's profile (docs/benchmarks.md).
  */
 function answer(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> | Response {
   const url = new URL(request.url);

@@ -51,7 +51,7 @@ export async function getObject(ctx: RequestContext, { bucket, key, versionId }:
   const length = sel.end - sel.start;
   // Heal on read: once the response is out, put back what the read had to go around.
   const heal = () => healAfterRead(ctx, bucket, key, object, lost);
-  if (length <= BUFFERED_BYTES) {
+  if (length <= (objectKey ? ENCRYPTED_BUFFERED_BYTES : BUFFERED_BYTES)) {
     const body = await gather(source, length, (bytes) => new Response(bytes, { status: sel.status, headers }));
     if (!body.failed) {
       ctx.waitUntil(heal());
@@ -72,11 +72,18 @@ export async function getObject(ctx: RequestContext, { bucket, key, versionId }:
 
 /**
  * Bodies up to this size (a 4 KiB range, a small object) are read whole and answered as one
- * buffer: the runtime's stream, writer and writes cost more than such a read itself, and their
- * bytes arrive together anyway (a part of up to a block is one shard file: one read, one run).
- * Encrypted bodies too (a 1 MiB SSE-S3 object took 3 to 8% less CPU so, when 256 KiB streamed).
+ * buffer: the runtime's stream, writer and writes cost more than such a read itself (CPU per 4 KiB
+ * range -6 to -11%), and their bytes arrive together anyway. Larger bodies stream (no gain
+ * measured at 1 MiB, and their first bytes leave sooner).
  */
-const BUFFERED_BYTES = 1024 * 1024;
+const BUFFERED_BYTES = 256 * 1024;
+
+/**
+ * Encrypted bodies are read whole up to 1 MiB: a GET of a 1 MiB SSE-S3 object took 3 to 8% less
+ * CPU than streamed in three runs of four, the same in one; a plain one gains nothing at that size
+ * (docs/benchmarks.md, "Encryption").
+ */
+const ENCRYPTED_BUFFERED_BYTES = 1024 * 1024;
 
 /**
  * The answer `respond` makes of all `length` bytes of `source`, or the bytes read before it failed
