@@ -24,9 +24,11 @@ function answer(request: Request, env: Env, ctx: ExecutionContext): Promise<Resp
   const url = new URL(request.url);
   if (!hostAllowed(env, url.hostname)) return handleS3(request, env, ctx, url);
   if (request.method === "GET" || request.method === "HEAD") {
-    if (url.pathname === "/_shardgate/health") return Response.json({ status: "ok", version: pkg.version, core: coreVersion() });
+    // A HEAD gets the GET's status and headers, without the body.
+    const head = (res: Response) => (request.method === "HEAD" ? new Response(null, res) : res);
+    if (url.pathname === "/_shardgate/health") return head(Response.json({ status: "ok", version: pkg.version, core: coreVersion() }));
     // 503 until metadata answers and k + 1 nodes are reachable (api/admin/ready.ts); no credentials, bounded work.
-    if (url.pathname === "/_shardgate/ready") return getReady(env, ctx);
+    if (url.pathname === "/_shardgate/ready") return getReady(env, ctx).then(head);
   }
   const site = websiteOf(url, env);
   if (site !== null) return handleWebsite(request, env, ctx, site);
