@@ -24,15 +24,18 @@ function answer(request: Request, env: Env, ctx: ExecutionContext): Promise<Resp
   const url = new URL(request.url);
   if (!hostAllowed(env, url.hostname)) return handleS3(request, env, ctx, url);
   if (request.method === "GET" || request.method === "HEAD") {
-    // A HEAD gets the GET's status and headers, without the body.
-    const head = (res: Response) => (request.method === "HEAD" ? new Response(null, res) : res);
-    if (url.pathname === "/_shardgate/health") return head(Response.json({ status: "ok", version: pkg.version, core: coreVersion() }));
+    if (url.pathname === "/_shardgate/health") return asAsked(request, Response.json({ status: "ok", version: pkg.version, core: coreVersion() }));
     // 503 until metadata answers and k + 1 nodes are reachable (api/admin/ready.ts); no credentials, bounded work.
-    if (url.pathname === "/_shardgate/ready") return getReady(env, ctx).then(head);
+    if (url.pathname === "/_shardgate/ready") return getReady(env, ctx).then((res) => asAsked(request, res));
   }
   const site = websiteOf(url, env);
-  if (site !== null) return handleWebsite(request, env, ctx, site);
+  if (site !== null) return handleWebsite(request, env, ctx, site, url);
   return consoleAnswer(request, env, url) ?? handleS3(request, env, ctx, url);
+}
+
+/** The answer to a GET, or to a HEAD its status and headers without the body. */
+function asAsked(request: Request, res: Response): Response {
+  return request.method === "HEAD" ? new Response(null, res) : res;
 }
 
 // fetch: the S3 API and the console. The first request of an isolate also arms the alarm that runs

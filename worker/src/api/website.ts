@@ -91,8 +91,8 @@ function candidate(url: URL, env: Env): Site | null {
 }
 
 /** Serves a website request, with the request id, the counters and the log line of every request. */
-export function handleWebsite(request: Request, env: Env, exec: { waitUntil(promise: Promise<unknown>): void }, site: Site): Promise<Response> {
-  const x = exchange(request, env, exec);
+export function handleWebsite(request: Request, env: Env, exec: { waitUntil(promise: Promise<unknown>): void }, site: Site, url: URL): Promise<Response> {
+  const x = exchange(request, env, exec, url);
   x.op = WEBSITE_OP;
   return observe(x, () =>
     settleBody(x, async () => {

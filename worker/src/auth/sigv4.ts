@@ -137,10 +137,6 @@ function decodeText(bytes: Uint8Array): string {
 
 /** The canonical URI of a URL path (as `new URL().pathname` gives it). */
 export function canonicalUri(pathname: string): string {
-  // Most paths are unreserved characters and slashes only: already canonical, no bytes to make.
-  let plain = pathname !== "";
-  for (let i = 0; plain && i < pathname.length; i++) plain = pathname.charCodeAt(i) === 0x2f || isUnreserved(pathname.charCodeAt(i));
-  if (plain) return pathname;
   const encoded = awsEncode(percentDecode(pathname, false), true);
   return encoded === "" ? "/" : encoded;
 }
