@@ -44,6 +44,8 @@ export default defineConfig({
                 SHARDGATE_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey,
                 SHARDGATE_METRICS_TOKEN: METRICS_TOKEN,
                 SHARDGATE_MASTER_KEY: MASTER_KEY,
+                // Every GET says whether the block cache served it (block-cache.test.ts).
+                SHARDGATE_CACHE_HEADER: "on",
                 // Browser-path uploads in parts of 2 MiB: a few MiB make several parts.
                 SHARDGATE_DIRECT_PART_BYTES: String(2 * 1024 * 1024),
                 // Event notification targets (notifications.test.ts): nothing listens there, so

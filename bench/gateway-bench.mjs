@@ -28,14 +28,16 @@
 // Prints one table per case with the ratios shardgate (npm start) / MinIO and, for CPU per
 // operation, shardgate / the pass-through (what the runtime needs to move the same bytes), or with --json only the
 // figures on stdout; progress goes to stderr. --stall adds bench/stall-bench.mjs (a paused node).
-// Then bench/direct-bench.mjs: the browser path against the classic path (not with --no-direct,
-// nor when --targets or --cases pick a subset).
+// Then bench/hot-bench.mjs: hot reads through the block cache, nodes 20 ms away (not with --no-hot),
+// and bench/direct-bench.mjs: the browser path against the classic path (not with --no-direct);
+// neither when --targets or --cases pick a subset.
 import { execFileSync } from "node:child_process";
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import os from "node:os";
 import { S3Client } from "./lib/s3-client.mjs";
-import { allowedCpus, bytesRead, cpuMs, pinSelf, startTarget, TARGETS } from "./lib/targets.mjs";
+import { allowedCpus, bytesRead, cpuMs, pinSelf, seeded, startTarget, TARGETS } from "./lib/targets.mjs";
 import { directBench, directTable } from "./direct-bench.mjs";
+import { hotBench, hotTable } from "./hot-bench.mjs";
 import { roundStallRows, stallBench, stallFootnotes, stallTable, stopStallCluster } from "./stall-bench.mjs";
 
 const args = new Set(process.argv.slice(2));
@@ -69,16 +71,6 @@ const WINDOW_MS = quick ? 800 : 1500;
 const WARMUP_MS = Number(process.env.WARMUP_MS ?? 300);
 const LIST_KEYS = 1000;
 
-// The same bytes for every target: seeded by content, so runs are comparable too.
-const seeded = (size, tag) => {
-  const out = Buffer.alloc(size);
-  let block = createHash("sha256").update(tag).digest();
-  for (let at = 0; at < size; at += block.length) {
-    block.copy(out, at);
-    block = createHash("sha256").update(block).digest();
-  }
-  return out;
-};
 const OBJECTS = {
   small: { prefix: "one-mib/", count: 16, body: seeded(MiB, "one-mib") },
   large: { prefix: "big/", count: 2, body: seeded(64 * MiB, "big") },
@@ -301,6 +293,17 @@ if (args.has("--stall")) {
   }
 }
 
+// Hot reads through the block cache (bench/hot-bench.mjs): not with --no-hot, nor when --targets or --cases pick a subset.
+let hot = null;
+if (!args.has("--no-hot") && !only("targets") && !only("cases")) {
+  if (PIN) pinSelf(PIN.client);
+  try {
+    hot = await hotBench({ log, pin: PIN?.servers });
+  } finally {
+    if (PIN && CLIENT_CPUS) pinSelf(CLIENT_CPUS);
+  }
+}
+
 const direct = args.has("--no-direct") || only("targets") || only("cases") ? null : await directBench({ log });
 
 if (json) {
@@ -315,6 +318,7 @@ if (json) {
         results,
         nodeRequests,
         stall: stallJson,
+        hot,
         direct,
       },
       null,
@@ -324,6 +328,7 @@ if (json) {
 } else {
   console.log(report(results));
   if (stall) console.log(`\n${stallTable(stall.rows)}\n\n${stallFootnotes(stall.info)}`);
+  if (hot) console.log(`\n${hotTable(hot)}`);
   if (direct) console.log(`\n${directTable(direct)}`);
 }
 

@@ -6,6 +6,7 @@
 //   - workerd from node_modules, gzipped (its sha256 is checked when it is unpacked);
 //   - the Worker as wrangler bundles it for `npm start` (scripts/lib/worker-bundle.mjs);
 //   - the console (web/dist) and its small Worker (scripts/workerd/console-assets.js);
+//   - the block cache's store, a small Worker too (scripts/workerd/block-cache.js);
 //   - what wrangler.toml says (compatibility date and flags, Durable Objects, vars).
 // Building needs the development dependencies (postject); the file it makes needs only glibc.
 //
@@ -42,7 +43,11 @@ writeFileSync(workerdGz, gzipSync(workerd, { level: 6 }));
 say(`workerd gzipped: ${mib(workerd.length)} → ${mib(statSync(workerdGz).size)}`);
 
 /** @type {Record<string, string>} asset name → file */
-const assets = { "workerd.gz": workerdGz, "console-assets.js": join(root, "scripts/workerd/console-assets.js") };
+const assets = {
+  "workerd.gz": workerdGz,
+  "console-assets.js": join(root, "scripts/workerd/console-assets.js"),
+  "block-cache.js": join(root, "scripts/workerd/block-cache.js"),
+};
 for (const m of bundle.modules) assets[`worker/${m.name}`] = join(bundle.dir, m.name);
 for (const f of consoleFiles ?? []) assets[`console/${f}`] = join(consoleDir, f);
 const hash = createHash("sha256");

@@ -16,6 +16,11 @@ const src = join(root, "worker/src");
 /** file (under worker/src) → the calls it may make (the text of the call, receiver included) and why. */
 const ALLOWED = {
   "storage/disk-node.ts": { calls: ["res.json()"], reason: "a disk node's directory listing, not a request body" },
+  "services/cache-status.ts": { calls: ["counts.json()"], reason: "the block cache store's own counts (a Worker of the gateway's), not a request body" },
+  "storage/block-cache.ts": {
+    calls: ["entry.arrayBuffer()"],
+    reason: "a cached entry of at most MEMORY_ENTRY_BYTES, its length checked before, not a request body",
+  },
   "meta/remote.ts": {
     calls: ["request.text()", "response.text()"],
     reason: "a Durable Object call and its answer between the gateway's own processes, on a socket only its owner can open",

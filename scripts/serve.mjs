@@ -27,6 +27,7 @@ await serveGateway(process.argv.slice(2), {
     bundle: workerBundle(root),
     assetsDir: wrangler?.assets?.directory ? resolve(root, wrangler.assets.directory) : null,
     assetsWorker: join(root, "scripts/workerd/console-assets.js"),
+    cacheWorker: join(root, "scripts/workerd/block-cache.js"),
     workerdBin: join(root, "node_modules/workerd/bin/workerd"),
   }),
 });

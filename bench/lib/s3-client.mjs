@@ -40,6 +40,7 @@ export class S3Client {
         res.on("end", () =>
           resolve({
             status: res.statusCode,
+            headers: res.headers,
             bytes,
             ttfb: ttfb ?? performance.now() - started,
             ms: performance.now() - started,

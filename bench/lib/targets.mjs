@@ -9,7 +9,8 @@
 // whole process tree it started), so a run can count their CPU time (/proc/PID/stat): the same
 // measures for every server. With `pin`, every process of a target runs on those CPUs only.
 import { execFileSync, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -32,6 +33,13 @@ export const TARGETS = [
   // erasure-coded read through JS and WASM must (bench/passthrough/worker.js, SHARDS): the floor.
   { id: "floor", label: "floor: 4 ranges via WASM (workerd)", optional: true, start: (dir, port, pin) => passthrough(dir, port, pin, 4) },
   { id: "minio", label: "MinIO 4+2", start: minio },
+  // Only when named (bench/hot-bench.mjs): the block cache on, every node 20 ms away.
+  {
+    id: "hot",
+    label: "shardgate (npm start, block cache, nodes 20 ms away)",
+    optional: true,
+    start: (dir, port, pin) => shardgate(dir, port, pin, "serve.mjs", ["--data-dir", join(dir, "data"), "--config", hotConfig(dir)]),
+  },
   // Only when --targets names it: two workerd processes on one listening socket (scripts/serve.mjs).
   {
     id: "workerd2",
@@ -98,6 +106,28 @@ function shardgate(dir, port, pin, script, args) {
   // Under wrangler dev the storage reads happen in processes wrangler owns: not counted.
   const readers = script === "serve.mjs" ? () => descendants(child.pid, "workerd") : () => [];
   return { child, credentials: SHARDGATE_KEY, ready: healthy, readers };
+}
+
+/** `size` bytes that are the same for every target and run (a SHA-256 chain seeded by `tag`), so runs are comparable too. */
+export function seeded(size, tag) {
+  const out = Buffer.alloc(size);
+  let block = createHash("sha256").update(tag).digest();
+  for (let at = 0; at < size; at += block.length) {
+    block.copy(out, at);
+    block = createHash("sha256").update(block).digest();
+  }
+  return out;
+}
+
+/** Node delay of the "hot" target (ms): nodes as far as a remote region's. */
+export const HOT_NODE_DELAY_MS = 20;
+
+/** The "hot" target's shardgate.json: the default six disk nodes, each HOT_NODE_DELAY_MS away, and a block cache. */
+function hotConfig(dir) {
+  const delays = Object.fromEntries(Array.from({ length: 6 }, (_, i) => [`NODE_${i}`, HOT_NODE_DELAY_MS]));
+  const file = join(dir, "shardgate.json");
+  writeFileSync(file, JSON.stringify({ cacheMiB: 1024, vars: { SHARDGATE_NODE_DELAY_MS: JSON.stringify(delays), SHARDGATE_CACHE_HEADER: "on" } }));
+  return file;
 }
 
 const { unstable_readConfig } = await import("wrangler");

@@ -84,6 +84,7 @@ function unpack(dataDir) {
     bundle: { dir: join(dir, "worker"), modules: manifest.worker },
     assetsDir: manifest.console ? join(dir, "console") : null,
     assetsWorker: join(dir, "console-assets.js"),
+    cacheWorker: join(dir, "block-cache.js"),
     workerdBin: join(dir, "workerd"),
   };
   ownDirectory(dataDir);
@@ -107,6 +108,7 @@ function unpack(dataDir) {
   for (const m of manifest.worker) put(`worker/${m.name}`, new Uint8Array(getRawAsset(`worker/${m.name}`)));
   for (const path of manifest.console ?? []) put(`console/${path}`, new Uint8Array(getRawAsset(`console/${path}`)));
   put("console-assets.js", new Uint8Array(getRawAsset("console-assets.js")));
+  put("block-cache.js", new Uint8Array(getRawAsset("block-cache.js")));
   put(".complete", `${manifest.hash}\n`);
   for (const d of [join(tmp, "worker"), join(tmp, "console"), tmp]) if (existsSync(d)) syncDirectory(d);
   renameSync(tmp, dir);

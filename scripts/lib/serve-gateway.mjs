@@ -36,7 +36,7 @@ import { workerdConfig, workerVars } from "./workerd-config.mjs";
 
 /**
  * @typedef {{ dir: string, modules: { name: string, type: "esModule" | "wasm" }[] }} WorkerBundle
- * @typedef {{ bundle: WorkerBundle, assetsDir: string | null, assetsWorker: string, workerdBin: string }} RuntimeParts
+ * @typedef {{ bundle: WorkerBundle, assetsDir: string | null, assetsWorker: string, cacheWorker: string, workerdBin: string }} RuntimeParts
  * @typedef {object} ServingRuntime
  * @property {string} command   how the usage line names the command
  * @property {string} base      where relative paths (shardgate.json, .shardgate) resolve: the repository for npm start, the working directory for the binary
@@ -107,8 +107,9 @@ export async function serveGateway(argv, runtime) {
   if (keptRefusal) startupFailure(new Error(keptRefusal));
   const host = config.ip.includes(":") ? `[${config.ip}]` : config.ip;
   const metaSocket = join(config.dataDir, "meta.sock");
-  if (config.processes > 1 && Buffer.byteLength(metaSocket) > 100)
-    startupFailure(new Error(`--processes needs a shorter data directory path (the Unix socket ${metaSocket} is too long)`));
+  const cacheSocket = join(config.dataDir, "cache.sock");
+  if (config.processes > 1 && Buffer.byteLength(cacheSocket) > 100)
+    startupFailure(new Error(`--processes needs a shorter data directory path (the Unix socket ${cacheSocket} is too long)`));
   const parts = runtime.parts(config.dataDir);
   const writeConfig = configWriter({ config, wrangler, parts, host, consolePort, metaSocket });
   const gone = startWorkerd({ config, host, metaSocket, workerdBin: parts.workerdBin, writeConfig, lock });
@@ -134,9 +135,10 @@ function prepareDataDir(config) {
   }
   const lock = lockDataDir(config.dataDir);
   const diskPaths = config.nodes.filter((n) => n.type === "disk").map((n) => n.path);
-  for (const dir of [join(config.dataDir, "meta"), ...diskPaths]) mkdirSync(dir, { recursive: true });
+  const cache = config.cacheMiB > 0 ? [join(config.dataDir, "cache")] : [];
+  for (const dir of [join(config.dataDir, "meta"), ...cache, ...diskPaths]) mkdirSync(dir, { recursive: true });
   // What an earlier version made before the umask above: the metadata whole, the node directories.
-  restrictDirectories([config.dataDir, join(config.dataDir, "nodes"), ...diskPaths], [join(config.dataDir, "meta")]);
+  restrictDirectories([config.dataDir, join(config.dataDir, "nodes"), ...diskPaths, ...cache], [join(config.dataDir, "meta")]);
   return lock;
 }
 
@@ -149,11 +151,23 @@ function configWriter({ config, wrangler, parts, host, consolePort, metaSocket }
   return (role) => {
     const file = join(config.dataDir, role === "front" ? "workerd-front.capnp" : "workerd.capnp");
     const consoleConfig = { gatewayPort: config.port, gateway: config.vars.SHARDGATE_GATEWAY_URL, region: config.region };
-    const split = role === "single" ? undefined : { role, metaSocket };
-    const { bundle, assetsDir, assetsWorker } = parts;
+    const split = role === "single" ? undefined : { role, metaSocket, cacheSocket: join(config.dataDir, "cache.sock") };
+    const { bundle, assetsDir, assetsWorker, cacheWorker } = parts;
     const address = `${host}:${config.port}`;
     const consoleAddress = `${host}:${consolePort}`;
-    const text = workerdConfig({ wrangler, config, bundle, configDir: config.dataDir, assetsDir, assetsWorker, address, consoleAddress, consoleConfig, split });
+    const text = workerdConfig({
+      wrangler,
+      config,
+      bundle,
+      configDir: config.dataDir,
+      assetsDir,
+      assetsWorker,
+      cacheWorker,
+      address,
+      consoleAddress,
+      consoleConfig,
+      split,
+    });
     writeFileSync(file, text, { mode: 0o600 }); // it holds the credentials
     chmodSync(file, 0o600);
     return file;
@@ -199,6 +213,7 @@ function startWorkerd({ config, host, metaSocket, workerdBin, writeConfig, lock 
   const home = writeConfig("home");
   const front = writeConfig("front");
   rmSync(metaSocket, { force: true });
+  rmSync(join(config.dataDir, "cache.sock"), { force: true });
   // The listening socket, opened here and handed to every process as its fd 3. Everything below
   // runs within the 'listening' callback, before this process's event loop could accept a
   // connection; then this process closes its copy and the workerd processes alone accept.

@@ -18,6 +18,7 @@
 //     "credentials": { "accessKeyId": "…", "secretAccessKey": "…" },   // the S3 API's root key
 //     "masterKey": "…",                      // seals other access keys' secrets (default: dataDir/master.key, made once)
 //     "tls": { "cert": "cert.pem", "key": "key.pem" },                  // serve HTTPS (PEM files, relative to this file)
+//     "cacheMiB": 1024,                      // the block cache on disk under dataDir/cache (0: off; default 1024 with an S3 node, else 0)
 //     "vars": { "SHARDGATE_INLINE_BYTES": "4096" }                      // any other Worker var
 //   }
 //
@@ -62,8 +63,12 @@ export const SCHEMA = {
   credentials: { type: "object", keys: { accessKeyId: str, secretAccessKey: str }, required: ["accessKeyId", "secretAccessKey"] },
   masterKey: str,
   tls: { type: "object", keys: { cert: str, key: str }, required: ["cert", "key"] },
+  cacheMiB: { type: "integer", min: 0, max: 1 << 24, expected: "a size in MiB (0: no block cache)" },
   vars: { type: "object" },
 };
+
+/** The block cache's size when shardgate.json does not say (docs/operations.md "The block cache"). */
+const DEFAULT_CACHE_MIB = 1024;
 
 /** Vars that a key of the file sets (they would be overwritten): the key to use instead. */
 const VARS_OF_KEYS = {
@@ -239,6 +244,8 @@ function resolveConfig(raw, path, root, overrides) {
     /** null: DATA/master.key, made at the first start (scripts/lib/serving.mjs masterKey) once the configuration passed. */
     masterKey: env.SHARDGATE_MASTER_KEY || raw.masterKey || null,
     tls: tlsFiles(raw.tls, dirname(path)),
+    /** MiB of verified blocks kept under dataDir/cache; by default only where a node is remote. */
+    cacheMiB: raw.cacheMiB ?? (nodes.some((n) => n.type === "s3") ? DEFAULT_CACHE_MIB : 0),
     vars: Object.fromEntries(Object.entries(raw.vars ?? {}).map(([k, v]) => [k, String(v)])),
   };
 }

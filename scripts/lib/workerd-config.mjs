@@ -5,6 +5,9 @@
 //   - its Durable Objects stored on local disk (dataDir/meta), SQLite-backed;
 //   - one writable `disk` service per disk node, bound under the node's id (worker/src/storage/disk-node.ts);
 //   - S3 nodes through the network, loopback and private addresses allowed (self-hosted nodes live there);
+//   - the block cache's store (cacheMiB > 0): a small Worker over a writable disk service
+//     (dataDir/cache, scripts/workerd/block-cache.js), the gateway's cacheApiOutbound; with
+//     `--processes N`, the home process serves it to the others on a Unix socket (one cache);
 //   - the console on a listener of its own (its own origin: no stored object is ever served there):
 //     web/dist through a read-only disk service and a small Worker that sets Content-Types and
 //     answers /config.json (scripts/workerd/console-assets.js).
@@ -28,12 +31,13 @@ const text = (s) => JSON.stringify(String(s));
  * @param {string} p.configDir where the config file is written (embeds are relative to it)
  * @param {string} p.assetsDir web/dist, or null for no console
  * @param {string} p.assetsWorker path of scripts/workerd/console-assets.js
+ * @param {string} p.cacheWorker  path of scripts/workerd/block-cache.js
  * @param {string} p.address   where workerd listens (HOST:PORT)
  * @param {string} [p.consoleAddress] where the console listens (HOST:PORT)
  * @param {object} [p.consoleConfig]  what the console's /config.json is made from ({ gatewayPort } or { gateway }, and { region })
- * @param {{ role: "home" | "front", metaSocket: string }} [p.split] one of several processes (--processes N)
+ * @param {{ role: "home" | "front", metaSocket: string, cacheSocket: string }} [p.split] one of several processes (--processes N)
  */
-export function workerdConfig({ wrangler, config, bundle, configDir, assetsDir, assetsWorker, address, consoleAddress, consoleConfig, split }) {
+export function workerdConfig({ wrangler, config, bundle, configDir, assetsDir, assetsWorker, cacheWorker, address, consoleAddress, consoleConfig, split }) {
   const front = split?.role === "front";
   const embed = (path) => `embed ${text(relative(configDir, path))}`;
   const protocol = socketProtocol(config.tls, embed);
@@ -42,6 +46,7 @@ export function workerdConfig({ wrangler, config, bundle, configDir, assetsDir, 
   const diskNodes = config.nodes.filter((n) => n.type === "disk");
 
   const vars = workerVars(wrangler, config);
+  const cached = vars.SHARDGATE_BLOCK_CACHE === "on";
 
   const bindings = [
     ...Object.entries(vars).map(([name, value]) => `(name = ${text(name)}, text = ${text(value)})`),
@@ -49,6 +54,7 @@ export function workerdConfig({ wrangler, config, bundle, configDir, assetsDir, 
       ? [`(name = "SHARDGATE_META", service = "meta-home")`]
       : durableObjects.map((b) => `(name = ${text(b.name)}, durableObjectNamespace = ${text(b.class_name)})`)),
     ...diskNodes.map((n) => `(name = ${text(n.id)}, service = ${text(`node-${n.id}`)})`),
+    ...(cached ? [`(name = "BLOCK_CACHE", service = "block-cache")`] : []),
   ];
   const services = [
     `(name = "gateway", worker = .gateway)`,
@@ -57,12 +63,14 @@ export function workerdConfig({ wrangler, config, bundle, configDir, assetsDir, 
       : `(name = "meta", disk = (path = ${text(`${config.dataDir}/meta`)}, writable = true))`,
     ...diskNodes.map((n) => `(name = ${text(`node-${n.id}`)}, disk = (path = ${text(n.path)}, writable = true))`),
     `(name = "network", network = (allow = ["public", "private", "local"], tlsOptions = (trustBrowserCas = true)))`,
+    ...(cached ? cacheServices({ wrangler, config, embed, cacheWorker, front, split }) : []),
     ...(assetsDir && consoleAddress && !front ? consoleServices({ wrangler, embed, assetsDir, assetsWorker, consoleConfig }) : []),
   ];
   const sockets = [`(name = "http", address = ${text(address)}, ${protocol}, service = "gateway")`];
   if (assetsDir && consoleAddress && !front) sockets.push(`(name = "console", address = ${text(consoleAddress)}, ${protocol}, service = "console")`);
   if (split?.role === "home")
     sockets.push(`(name = "meta", address = ${text(`unix:${split.metaSocket}`)}, http = (), service = (name = "gateway", entrypoint = "MetaGate"))`);
+  if (split?.role === "home" && cached) sockets.push(`(name = "cache", address = ${text(`unix:${split.cacheSocket}`)}, http = (), service = "block-cache")`);
   const storage = front
     ? ""
     : `
@@ -96,9 +104,24 @@ ${indent(modules, 4)}
   bindings = [
 ${indent(bindings, 4)}
   ],${storage}
-  globalOutbound = "network",
+  globalOutbound = "network",${
+    cached
+      ? `
+  cacheApiOutbound = "block-cache",`
+      : ""
+  }
 );
 `;
+}
+
+/** The block cache's store: its Worker over dataDir/cache, or (a front process) the home's, through its socket. */
+function cacheServices({ wrangler, config, embed, cacheWorker, front, split }) {
+  if (front) return [`(name = "block-cache", external = (address = ${text(`unix:${split.cacheSocket}`)}, http = ()))`];
+  const bindings = [`(name = "STORE", service = "block-cache-files")`, `(name = "MAX_BYTES", text = ${text(config.cacheMiB * 1024 * 1024)})`];
+  return [
+    `(name = "block-cache", worker = (modules = [(name = "block-cache.js", esModule = ${embed(cacheWorker)})], compatibilityDate = ${text(wrangler.compatibility_date)}, bindings = [${bindings.join(", ")}]))`,
+    `(name = "block-cache-files", disk = (path = ${text(`${config.dataDir}/cache`)}, writable = true))`,
+  ];
 }
 
 /**
@@ -123,6 +146,8 @@ export function workerVars(wrangler, config) {
     SHARDGATE_SECRET_ACCESS_KEY: config.credentials.secretAccessKey,
     SHARDGATE_MASTER_KEY: config.masterKey,
   };
+  // The block cache: on with a store (cacheMiB > 0), unless "vars" says otherwise; never on with none.
+  vars.SHARDGATE_BLOCK_CACHE = config.cacheMiB > 0 ? (config.vars?.SHARDGATE_BLOCK_CACHE ?? "on") : "off";
   if (isLoopback(config.ip) && !vars.SHARDGATE_ALLOWED_HOSTS) vars.SHARDGATE_ALLOWED_HOSTS = LOOPBACK_HOSTS;
   if (diskNodes.length) vars.SHARDGATE_DISK_NODES = diskNodes.map((n) => n.id).join(",");
   if (s3Nodes.length) vars.SHARDGATE_S3_NODES = JSON.stringify(Object.fromEntries(s3Nodes.map(({ id, type: _, ...spec }) => [id, spec])));

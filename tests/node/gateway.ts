@@ -75,6 +75,8 @@ export class Gateway {
 
   /** Worker vars (shardgate.json's "vars", e.g. SHARDGATE_WEBHOOKS), in a config file beside the data directory; workerd only. */
   readonly vars: Record<string, string> | undefined;
+  /** Other keys of that file (e.g. cacheMiB); workerd only. */
+  readonly config: Record<string, unknown> | undefined;
   /**
    * Started with no credentials, as a fresh `npm start` is: it makes its root key (kept in the data
    * directory) and prints its banner (not --quiet). Otherwise it serves CREDENTIALS, given as
@@ -82,12 +84,13 @@ export class Gateway {
    */
   readonly ownKey: boolean;
 
-  constructor(opts: { runtime?: Runtime; processes?: number; vars?: Record<string, string>; ownKey?: boolean } = {}) {
+  constructor(opts: { runtime?: Runtime; processes?: number; vars?: Record<string, string>; config?: Record<string, unknown>; ownKey?: boolean } = {}) {
     this.runtime = opts.runtime ?? (process.env.SHARDGATE_E2E_RUNTIME === "dev" ? "dev" : "workerd");
     this.processes = opts.processes ?? 1;
     this.vars = opts.vars;
+    this.config = opts.config;
     this.ownKey = opts.ownKey ?? false;
-    if (this.vars !== undefined && this.runtime === "dev") throw new Error("Gateway: vars are given to the workerd runtime only");
+    if ((this.vars ?? this.config) !== undefined && this.runtime === "dev") throw new Error("Gateway: vars are given to the workerd runtime only");
   }
 
   /** Starts (or restarts, keeping the persisted data) and waits for the health check. */
@@ -105,7 +108,7 @@ export class Gateway {
         : [
             ...[join(root, "scripts/serve.mjs"), ...quiet, "--port", String(port), "--console-port", String(consolePort), "--data-dir", this.persist],
             ...(this.processes > 1 ? ["--processes", String(this.processes)] : []),
-            ...(this.vars !== undefined ? ["--config", this.configFile()] : []),
+            ...((this.vars ?? this.config) !== undefined ? ["--config", this.configFile()] : []),
           ];
     const child = spawn(process.execPath, args, {
       cwd: root,
@@ -195,7 +198,7 @@ export class Gateway {
   /** Writes the config file holding `vars` (beside the data directory); its path. */
   private configFile(): string {
     const file = `${this.persist}.json`;
-    writeFileSync(file, JSON.stringify({ vars: this.vars }));
+    writeFileSync(file, JSON.stringify({ ...this.config, vars: this.vars ?? {} }));
     return file;
   }
 

@@ -4,6 +4,7 @@
 /// <reference path="./env.d.ts" />
 import { checkVars, KINDS, shown } from "./config-vars";
 import { metrics } from "./observability/metrics";
+import { configureBlockCache } from "./storage/block-cache";
 import { nodeHealth, GuardedNode } from "./shared/node-health";
 import { DiskNode } from "./storage/disk-node";
 import { CountedNode } from "./storage/counted-node";
@@ -40,6 +41,8 @@ export interface GatewayConfig {
   virtualHostSuffix: string;
   /** Whether Signature Version 2 (header and presigned URLs) is accepted (SHARDGATE_SIGV2, default on). */
   sigV2: boolean;
+  /** Whether GETs say `x-shardgate-cache: hit|miss` (SHARDGATE_CACHE_HEADER, default off; the cache itself: SHARDGATE_BLOCK_CACHE). */
+  cacheHeader: boolean;
   /** The browser path: uploads and downloads that clients code themselves (docs/browser-path.md). */
   direct: { partBytes: number; sessionMs: number; verifyBlocks: number };
 }
@@ -121,6 +124,7 @@ function buildConfig(env: Env, attempt: <T>(f: () => T) => T | undefined): Gatew
     attempt(() => fail(`SHARDGATE_WRITE_QUORUM must be between k and k + m (${dataShards} and ${dataShards + parityShards}), got ${writeQuorum}`));
   }
   attempt(() => jobIntervalMs(env));
+  attempt(() => configureBlockCache(parseSwitch(env.SHARDGATE_BLOCK_CACHE, "SHARDGATE_BLOCK_CACHE", false)));
   attempt(() => orphanSweepMs(env));
   const blockBytes = int(env, "SHARDGATE_BLOCK_BYTES");
   return {
@@ -142,6 +146,7 @@ function buildConfig(env: Env, attempt: <T>(f: () => T) => T | undefined): Gatew
         : undefined, // passed in by scripts/serve.mjs (configured, or made at its first start), never built in
     virtualHostSuffix: env.SHARDGATE_VIRTUAL_HOST_SUFFIX || "localhost",
     sigV2: parseSwitch(env.SHARDGATE_SIGV2, "SHARDGATE_SIGV2", true),
+    cacheHeader: parseSwitch(env.SHARDGATE_CACHE_HEADER, "SHARDGATE_CACHE_HEADER", false),
     direct: {
       // Whole blocks: every part but the last codes the same way.
       partBytes: Math.ceil(int(env, "SHARDGATE_DIRECT_PART_BYTES", 16 * 1024 * 1024) / blockBytes) * blockBytes,

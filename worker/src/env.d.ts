@@ -18,6 +18,12 @@ declare namespace Cloudflare {
      * stored sealed under a key derived from it. Without it, only the root key works.
      */
     SHARDGATE_MASTER_KEY?: string;
+    /** "on": the block cache (storage/block-cache.ts) keeps verified blocks in the Cache API (default "off"). */
+    SHARDGATE_BLOCK_CACHE?: string;
+    /** On plain workerd, the block cache's store (scripts/workerd/block-cache.js): GET /_stats for the metrics. */
+    BLOCK_CACHE?: Fetcher;
+    /** "on": GETs say `x-shardgate-cache: hit|miss` (default "off"). */
+    SHARDGATE_CACHE_HEADER?: string;
     /** "off" refuses Signature Version 2 (default "on": accepted, as MinIO does). */
     SHARDGATE_SIGV2?: string;
     /** The header a reverse proxy in front sets to the client's address (e.g. X-Real-IP), for auth/throttle.ts; unset: none is trusted. */

@@ -1,4 +1,5 @@
-// Storage nodes (circuit-breaker state, latency, errors, what each stores, draining), rebalancing
+// Storage nodes (circuit-breaker state, latency, errors, what each stores, draining), the block
+// cache (its hit ratio, what it holds), rebalancing
 // (the scrub's walk moving shard files to where placement puts them now, on demand too), objects
 // waiting for heal, scrub progress, and a heal of a bucket (POST /_shardgate/admin/heal, batch
 // after batch until `next` is null).
@@ -17,6 +18,15 @@ interface NodeInfo {
   lastError?: string | null;
   lastErrorAt?: number | null;
   draining?: boolean;
+}
+
+/** The block cache (GET /_shardgate/admin/nodes `cache`). */
+interface CacheInfo {
+  on?: boolean;
+  hits?: number;
+  misses?: number;
+  bytesServed?: number;
+  store?: { bytes?: number; entries?: number; capacity?: number; evictions?: number } | null;
 }
 
 /** Shard files and bytes per node, as a pass of the scrub's walk counted them. */
@@ -67,10 +77,13 @@ export async function renderNodes(app: App): Promise<void> {
   );
   renderHealForm(app, healCard);
 
-  const [n, q] = await Promise.allSettled([app.s3.admin<{ nodes?: NodeInfo[] }>("GET", "nodes"), app.s3.admin<HealStatus>("GET", "heal")]);
+  const [n, q] = await Promise.allSettled([app.s3.admin<{ nodes?: NodeInfo[]; cache?: CacheInfo }>("GET", "nodes"), app.s3.admin<HealStatus>("GET", "heal")]);
   if (n.status === "rejected") mount(nodes, h("p", { class: "error" }, messageOf(n.reason)));
   else if (!n.value || !Array.isArray(n.value.nodes)) mount(nodes, notAvailable("node health"));
-  else renderNodeTable(nodes, n.value.nodes, q.status === "fulfilled" ? usageOf(q.value?.scrub as ScrubView | undefined) : null);
+  else {
+    renderNodeTable(nodes, n.value.nodes, q.status === "fulfilled" ? usageOf(q.value?.scrub as ScrubView | undefined) : null);
+    nodes.append(cacheLine(n.value.cache));
+  }
 
   if (q.status === "rejected") mount(queue, h("p", { class: "error" }, messageOf(q.reason)));
   else if (!q.value) mount(queue, notAvailable("its heal queue"));
@@ -128,6 +141,17 @@ function renderNodeTable(el: HTMLElement, nodes: NodeInfo[], stored: { usage: Us
       ),
     ),
   );
+}
+
+/** One line on the block cache: off, or how many reads it served and what it holds. */
+function cacheLine(c: CacheInfo | undefined): HTMLElement {
+  if (!c?.on) return h("p", { class: "muted", id: "cache-status" }, "Block cache: off. Every read goes to the nodes.");
+  const lookups = (c.hits ?? 0) + (c.misses ?? 0);
+  const ratio = lookups
+    ? `${Math.round((100 * (c.hits ?? 0)) / lookups)}% of reads served from it (${(c.hits ?? 0).toLocaleString()} of ${lookups.toLocaleString()}), ${humanSize(c.bytesServed ?? 0)} in all`
+    : "no reads yet";
+  const store = c.store ? `; it holds ${humanSize(c.store.bytes ?? 0)} of ${humanSize(c.store.capacity ?? 0)}` : "";
+  return h("p", { id: "cache-status" }, `Block cache: ${ratio}${store}.`);
 }
 
 function storedText(u: { files?: number; bytes?: number } | undefined): string {

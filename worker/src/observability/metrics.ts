@@ -18,6 +18,9 @@ export const COUNTERS = {
   shardgate_node_requests_total: "Requests to storage nodes, by node, method and outcome status.",
   shardgate_degraded_reads_total:
     "Object reads (GET requests) that had to read parity because a shard file was missing, corrupt, or on a node that failed, is down or was slow.",
+  shardgate_block_cache_lookups_total: "Reads of a part's stored bytes that looked in the block cache, by result: hit (every segment there) or miss.",
+  shardgate_block_cache_bytes_served_total: "Stored bytes of parts served from the block cache instead of the nodes.",
+  shardgate_block_cache_fills_total: "Segments put into the block cache after a verified read from the nodes.",
   shardgate_checksum_failures_total: "Shard chunks whose checksum did not match (the shard file was then read around).",
   shardgate_hedged_reads_total:
     "Shard files reads went around because their node was slow: it did not answer within its hedge delay, or a request a read gave up on is still unanswered (parity was read instead).",
@@ -59,6 +62,10 @@ const MAX_DURATION_OPS = 512;
 export const GAUGES = {
   shardgate_build_info: "The gateway's version and its core's, as labels; always 1.",
   shardgate_ready: "1 when GET /_shardgate/ready answers 200 (metadata answers, at least k + 1 nodes reachable), else 0; as the answering isolate saw it.",
+  shardgate_block_cache_bytes: "Bytes the block cache's store holds (npm start's store on disk; absent on Cloudflare, whose cache does not say).",
+  shardgate_block_cache_entries: "Entries (segments) the block cache's store holds, likewise.",
+  shardgate_block_cache_capacity_bytes: "The most the block cache's store holds (shardgate.json cacheMiB), likewise.",
+  shardgate_block_cache_evictions: "Entries the block cache's store dropped to stay within its capacity since it started, likewise.",
   shardgate_node_up:
     "1 when the node answered the readiness probe (a HEAD of a key that does not exist, at most every 2 s, 2 s timeout), else 0; as the answering isolate saw it.",
   shardgate_node_breaker_open: "1 while the node's circuit breaker refuses requests (consecutive failures), else 0; the answering isolate's breaker.",
@@ -315,6 +322,9 @@ const COUNTER_LABELS: Record<CounterName, boolean> = {
   shardgate_node_bytes_written_total: true,
   shardgate_node_requests_total: true,
   shardgate_degraded_reads_total: false,
+  shardgate_block_cache_lookups_total: true,
+  shardgate_block_cache_bytes_served_total: false,
+  shardgate_block_cache_fills_total: false,
   shardgate_checksum_failures_total: false,
   shardgate_hedged_reads_total: false,
   shardgate_heal_shards_total: true,

@@ -11,10 +11,11 @@ import type { Expiry, ObjectRecord, PutResult, WriteCondition } from "../meta/ty
 import { hex } from "../shared/bytes";
 import { metrics } from "../observability/metrics";
 import { noSuchKey, preconditionFailed, S3Error } from "../s3-error";
-import { openPartSource, type LossReason, type RangeSource, type ReadEvents } from "../shared/read-part";
+import type { LossReason, RangeSource, ReadEvents } from "../shared/read-part";
 import { partKey } from "../sse/object-keys";
 import { plainSize, TAG_BYTES } from "../sse/segments";
 import { decryptingSource } from "./encryption";
+import { type CacheUse, storedSource } from "./cached-read";
 import { sourceStream } from "../storage/range-stream";
 import { removeParts, storageIds } from "../storage/remove";
 import type { WrittenPart } from "../storage/write-part";
@@ -189,7 +190,8 @@ export function partOf(written: WrittenPart, etag: string, checksums: ObjectChec
 
 /**
  * Object bytes [start, end) as one source: the first part covered opens now (so errors become
- * statuses), later parts open when the read reaches them.
+ * statuses), later parts open when the read reaches them. An encrypted object's ciphertext comes
+ * from the block cache when it is there; `cache` (a GET's) fills it with what was not.
  */
 export async function openRangeSource(
   ctx: Pick<ObjectContext, "config" | "core">,
@@ -198,6 +200,7 @@ export async function openRangeSource(
   end: number,
   lost: LostShards = new Map(),
   objectKey: Uint8Array | null = null,
+  cache: CacheUse | null = null,
 ): Promise<RangeSource> {
   const ranges = covering(partOffsets(manifest), start, end).map(({ part, offset, size, index }) => ({
     part,
@@ -209,13 +212,14 @@ export async function openRangeSource(
   const encryption = manifest.encryption;
   const open = async (i: number): Promise<RangeSource> => {
     const { part, index, start: from, end: to } = ranges[i];
-    if (!encryption) return openPartSource(ctx.config, ctx.core, part, from, to, events);
+    // A plain object's cached bytes were looked for already (get.ts cachedRange), natively.
+    if (!encryption) return storedSource(ctx, part, from, to, events, false, cache);
     // Whole segments from the shard files, decrypted, then trimmed to the plaintext asked for.
     if (!objectKey) throw new Error("an encrypted object read without its key");
     const framed = encryption.segmentBytes + TAG_BYTES;
     const first = Math.floor(from / encryption.segmentBytes);
     const last = Math.ceil(to / encryption.segmentBytes);
-    const stored = await openPartSource(ctx.config, ctx.core, part, first * framed, Math.min(part.size, last * framed), events);
+    const stored = await storedSource(ctx, part, first * framed, Math.min(part.size, last * framed), events, true, cache);
     const key = await partKey(objectKey, encryption.partSalts[index] as string);
     return decryptingSource(stored, key, encryption.segmentBytes, first, from - first * encryption.segmentBytes, to - from);
   };

@@ -1,8 +1,9 @@
 // Deleting parts' shard files: after an overwrite or delete committed, after a failed write, or
 // when a multipart upload is completed (unused parts), aborted or expires. Best effort: a file
-// left behind wastes space but is never referenced again.
+// left behind wastes space but is never referenced again. Their block cache entries go too.
 import type { ManifestPart } from "../shared/core-api";
 import { nodesById, shardKey, type StorageNode } from "../shared/nodes";
+import { forgetParts } from "./block-cache";
 
 /**
  * Deletes the shard files of `parts`, except those of storage ids in `keep` (parts that a new
@@ -10,11 +11,13 @@ import { nodesById, shardKey, type StorageNode } from "../shared/nodes";
  */
 export async function removeParts(nodes: readonly StorageNode[], parts: readonly ManifestPart[], keep: ReadonlySet<string> = new Set()): Promise<void> {
   const byId = nodesById(nodes);
-  const deletions = parts.flatMap((part) => {
-    if (part.layout.type !== "sharded" || keep.has(part.layout.storageId)) return [];
+  const gone = parts.filter((p) => p.layout.type === "sharded" && !keep.has(p.layout.storageId));
+  const deletions: Promise<unknown>[] = [forgetParts(gone)];
+  for (const part of gone) {
+    if (part.layout.type !== "sharded") continue;
     const { storageId, placement } = part.layout;
-    return placement.map((nodeId, shard) => byId.get(nodeId)?.delete([shardKey(storageId, shard)]));
-  });
+    deletions.push(...placement.map((nodeId, shard) => byId.get(nodeId)?.delete([shardKey(storageId, shard)]) ?? Promise.resolve()));
+  }
   await Promise.allSettled(deletions);
 }
 
@@ -31,6 +34,7 @@ export async function removePart(nodes: readonly StorageNode[], part: ManifestPa
   if (part.layout.type !== "sharded") return null;
   const byId = nodesById(nodes);
   const { storageId, placement } = part.layout;
+  await forgetParts([part]);
   const results = await Promise.allSettled(placement.map((nodeId, shard) => byId.get(nodeId)?.delete([shardKey(storageId, shard)])));
   const failed = results.find((r) => r.status === "rejected");
   return failed ? String(failed.reason) : null;

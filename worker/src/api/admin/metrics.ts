@@ -11,6 +11,7 @@ import { textResponse } from "../../errors";
 import { S3Error } from "../../s3-error";
 import { metricsStore } from "../../meta/stubs";
 import { type GaugeSample, metrics, renderPrometheus } from "../../observability/metrics";
+import { cacheStore } from "../../services/cache-status";
 import { healQueueDepth } from "../../services/heal-depth";
 import { notificationDepth } from "../../services/notification-depth";
 import { overlaySource } from "../../services/node-overlay";
@@ -49,6 +50,7 @@ async function scrapeGauges(env: Env, waitUntil: (promise: Promise<unknown>) => 
     { name: "shardgate_build_info", labels: { version: pkg.version, core: coreVersion() }, value: 1 },
     { name: "shardgate_ready", value: ready.ready ? 1 : 0 },
   ];
+  gauges.push(...(await cacheGauges(env)));
   for (const probe of ready.nodes) gauges.push({ name: "shardgate_node_up", labels: { node: probe.id }, value: probe.up ? 1 : 0 });
   for (const node of config.nodes) {
     const health = node instanceof GuardedNode ? node.health : nodeHealth(node.id);
@@ -76,4 +78,15 @@ async function scrapeGauges(env: Env, waitUntil: (promise: Promise<unknown>) => 
     gauges.push({ name: "shardgate_replication_failed", value: notify.replicationDead });
   }
   return gauges;
+}
+
+async function cacheGauges(env: Env): Promise<GaugeSample[]> {
+  const store = await cacheStore(env);
+  if (!store) return [];
+  return [
+    { name: "shardgate_block_cache_bytes", value: store.bytes },
+    { name: "shardgate_block_cache_entries", value: store.entries },
+    { name: "shardgate_block_cache_capacity_bytes", value: store.capacity },
+    { name: "shardgate_block_cache_evictions", value: store.evictions },
+  ];
 }

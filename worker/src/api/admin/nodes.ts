@@ -1,7 +1,8 @@
 // The gateway's own view of its nodes and of an object's layout, for operators and the console:
 //   GET  /_shardgate/admin/nodes                 every node's breaker state, latency, errors, where it
 //                                                comes from (configured | added), its state and whether a
-//                                                drain walk found it empty
+//                                                drain walk found it empty; and the block cache's hits,
+//                                                misses and what its store holds
 //   POST /_shardgate/admin/nodes/{id}/drain      move every shard file off a draining node, in batches
 //   GET  /_shardgate/admin/object?bucket=B&key=K an object's erasure layout and each shard's health
 // (Adding, marking and removing nodes: node-changes.ts.)
@@ -15,9 +16,10 @@ import { freshGatewayConfig } from "../../config";
 import { drainSettleWait, nodeFacts, noSuchNode, overlaySource, recordDrainBatch } from "../../services/node-overlay";
 import { partsOnNode } from "../../services/orphans";
 import { json } from "../common/json";
+import { blockCacheStatus } from "../../services/cache-status";
 
 export async function adminNodes(ctx: RequestContext): Promise<Response> {
-  const [config, facts] = await Promise.all([freshGatewayConfig(ctx.env, overlaySource(ctx.env)), nodeFacts(ctx.env)]);
+  const [config, facts, cache] = await Promise.all([freshGatewayConfig(ctx.env, overlaySource(ctx.env)), nodeFacts(ctx.env), blockCacheStatus(ctx.env)]);
   const draining = new Set(config.nodes.filter((n) => !config.writableNodes.includes(n)).map((n) => n.id));
   const nodes = config.nodes.map((node) => {
     const health = node instanceof GuardedNode ? node.health : nodeHealth(node.id);
@@ -28,7 +30,7 @@ export async function adminNodes(ctx: RequestContext): Promise<Response> {
   });
   // The code new objects are written with: k data and m parity shards (a read needs any k nodes).
   const { dataShards, parityShards } = config;
-  return json({ dataShards, parityShards, writableNodes: config.writableNodes.length, nodes });
+  return json({ dataShards, parityShards, writableNodes: config.writableNodes.length, nodes, cache });
 }
 
 /** An object's parts, geometry and shard placement, with a HEAD of every shard file (shallow health). */

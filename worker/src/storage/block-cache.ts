@@ -1,0 +1,239 @@
+// The block cache (docs/operations.md, "The block cache"): verified bytes of stored parts, kept so
+// that a repeated read needs no node and no checksum.
+//
+// What is cached is what the nodes hold, decoded: a part's stored bytes (its ciphertext, when the
+// object is encrypted), in segments of SEGMENT_BYTES, keyed by the part's storage id and the
+// segment's index. A storage id names one write of one part and is never reused, so an entry can
+// never hold other bytes than the manifest that names it: an overwrite or a delete makes a manifest
+// with other storage ids, a heal rewrites the same bytes. Entries are only ever put from a read
+// that verified every chunk; nothing is found by an object's name, and every lookup comes after
+// authentication, authorization and the manifest's lookup (api/s3/get.ts).
+//
+// The store is the runtime's Cache API (caches.default): on Cloudflare the colo's cache; on plain
+// workerd (`npm start`) a directory of the data directory, bounded, least recently used out first
+// (scripts/workerd/block-cache.js, through workerd's cacheApiOutbound); in tests miniflare's.
+// Entries expire after MAX_AGE_S.
+import type { ManifestPart } from "../shared/core-api";
+import { metrics } from "../observability/metrics";
+
+/** Bytes of a part's stored bytes per cache entry (a part smaller than that is one entry). */
+export const SEGMENT_BYTES = 4 * 1024 * 1024;
+/** How long an edge entry lives (s): long enough to serve, short enough that a deleted object's entries go. */
+const MAX_AGE_S = 7 * 24 * 3600;
+/** Segments one read looks up at most (256 MiB), over all its parts: each lookup is a cache operation, and a longer read goes to the nodes. */
+export const LOOKUP_SEGMENTS_PER_READ = 64;
+/** Segments one request fills at most, over all its parts; a read of more fills the first ones and leaves the rest to later reads. */
+export const FILL_SEGMENTS_PER_REQUEST = 16;
+/**
+ * A segment is filled only when the read served at least 1/FILL_SHARE of it: a fill reads the
+ * whole segment from the nodes again, so a small range (a 4 KiB one reads one 16 KiB chunk) would
+ * read up to a thousand times what it served.
+ */
+const FILL_SHARE = 8;
+/** Bytes the fills of one isolate hold at once at most; a fill past it waits for a later read. */
+const FILL_BYTES_IN_FLIGHT = 64 * 1024 * 1024;
+/** Entries one deletion drops at most (the rest are never read again, and expire or are evicted). */
+const FORGET_MAX = 256;
+const ORIGIN = "https://block-cache.shardgate.invalid";
+
+/** Where a part's stored bytes [start, end) lie in its segments. */
+export interface SegmentSpan {
+  key: string;
+  index: number;
+  /** Bytes of the segment wanted: [from, to) of it. */
+  from: number;
+  to: number;
+  /** The segment's own length. */
+  length: number;
+}
+
+/** The cache, as SHARDGATE_BLOCK_CACHE configures it (config.ts), or null when off. */
+let store: Store | null = null;
+let filling = 0;
+const inFlight = new Set<string>();
+
+/** Cached bytes: held in this isolate's memory, or a stream from the Cache API. */
+export type Cached = Uint8Array | ReadableStream<Uint8Array>;
+
+interface Store {
+  /** The entry's bytes [from, to), or null on a miss. */
+  match(key: string, from: number, to: number, length: number): Promise<Cached | null>;
+  put(key: string, bytes: Uint8Array): Promise<void>;
+  delete(key: string): Promise<void>;
+}
+
+/** Turns the cache on or off (SHARDGATE_BLOCK_CACHE, "on" or "off"). */
+export function configureBlockCache(on: boolean): void {
+  if (on !== (store !== null)) store = on ? new MemoryFirst(edgeStore()) : null;
+}
+
+export function blockCacheOn(): boolean {
+  return store !== null;
+}
+
+/** How many segments stored bytes [start, end) of a part touch (none for an inline part). */
+export function segmentCount(part: ManifestPart, start: number, end: number): number {
+  return part.layout.type === "sharded" && end > start ? Math.ceil(end / SEGMENT_BYTES) - Math.floor(start / SEGMENT_BYTES) : 0;
+}
+
+/** The segments that stored bytes [start, end) of a sharded part touch. */
+export function segmentsOf(storageId: string, partSize: number, start: number, end: number): SegmentSpan[] {
+  const spans: SegmentSpan[] = [];
+  for (let index = Math.floor(start / SEGMENT_BYTES); index * SEGMENT_BYTES < end; index++) {
+    const base = index * SEGMENT_BYTES;
+    const length = Math.min(SEGMENT_BYTES, partSize - base);
+    spans.push({ key: `${storageId}/${index}`, index, from: Math.max(start, base) - base, to: Math.min(end, base + length) - base, length });
+  }
+  return spans;
+}
+
+/**
+ * The part's stored bytes [start, end), one piece per segment, when every segment is cached;
+ * null (and nothing held) on any miss.
+ */
+export async function cachedEntries(part: ManifestPart, start: number, end: number): Promise<Cached[] | null> {
+  if (!store || part.layout.type !== "sharded" || end <= start) return null;
+  const spans = segmentsOf(part.layout.storageId, part.size, start, end);
+  if (spans.length > LOOKUP_SEGMENTS_PER_READ) return null;
+  const from = store;
+  const found = await Promise.all(spans.map((s) => from.match(s.key, s.from, s.to, s.length).catch(() => null)));
+  const missed = found.filter((f) => f === null).length;
+  if (missed > 0) {
+    for (const body of found) if (body instanceof ReadableStream) void body.cancel();
+    metrics.add("shardgate_block_cache_lookups_total", 1, { result: "miss" });
+    return null;
+  }
+  metrics.add("shardgate_block_cache_lookups_total", 1, { result: "hit" });
+  metrics.add("shardgate_block_cache_bytes_served_total", end - start);
+  return found as Cached[];
+}
+
+/**
+ * Fills the cache with the first `max` segments of stored bytes [start, end) of `part`: `read`
+ * reads one segment verified (whole, from the nodes), the result is put. Run off the request's
+ * path (waitUntil); none the read served less than 1/FILL_SHARE of, none that another read is
+ * filling, and none past FILL_BYTES_IN_FLIGHT.
+ */
+export async function fillSegments(
+  part: ManifestPart,
+  start: number,
+  end: number,
+  max: number,
+  read: (from: number, to: number) => Promise<Uint8Array | null>,
+): Promise<void> {
+  if (!store || part.layout.type !== "sharded" || end <= start) return;
+  const into = store;
+  for (const span of segmentsOf(part.layout.storageId, part.size, start, end).slice(0, max)) {
+    if ((span.to - span.from) * FILL_SHARE < span.length || inFlight.has(span.key) || filling + span.length > FILL_BYTES_IN_FLIGHT) continue;
+    inFlight.add(span.key);
+    filling += span.length;
+    try {
+      const base = span.index * SEGMENT_BYTES;
+      const bytes = await read(base, base + span.length);
+      if (bytes?.length !== span.length) continue;
+      await into.put(span.key, bytes);
+      metrics.add("shardgate_block_cache_fills_total", 1);
+    } catch {
+      // A fill that fails leaves the cache as it was: a later read tries again.
+    } finally {
+      inFlight.delete(span.key);
+      filling -= span.length;
+    }
+  }
+}
+
+/** Drops the entries of parts whose shard files are being deleted (best effort: edge entries expire anyway). */
+export async function forgetParts(parts: readonly ManifestPart[]): Promise<void> {
+  if (!store) return;
+  const from = store;
+  const keys = parts
+    .flatMap((p) => (p.layout.type === "sharded" ? segmentsOf(p.layout.storageId, p.size, 0, p.size).map((s) => s.key) : []))
+    .slice(0, FORGET_MAX);
+  await Promise.allSettled(keys.map((k) => from.delete(k)));
+}
+
+function edgeStore(): Store {
+  const request = (key: string, range?: string) => new Request(`${ORIGIN}/${key}`, range ? { headers: { range } } : undefined);
+  return {
+    async match(key, from, to, length) {
+      const whole = from === 0 && to === length;
+      const res = await caches.default.match(request(key, whole ? undefined : `bytes=${from}-${to - 1}`));
+      if (!res?.body) return null;
+      // A cache that answers a range with the whole entry (200) is treated as a miss: never bytes other than those asked for.
+      if ((whole ? res.status !== 200 : res.status !== 206) || Number(res.headers.get("content-length")) !== to - from) {
+        await res.body.cancel();
+        return null;
+      }
+      return res.body;
+    },
+    put: (key, bytes) =>
+      caches.default.put(
+        request(key),
+        new Response(bytes, { headers: { "cache-control": `public, max-age=${MAX_AGE_S}, immutable`, "content-length": String(bytes.length) } }),
+      ),
+    delete: async (key) => {
+      await caches.default.delete(request(key));
+    },
+  };
+}
+
+/** Entries this small are kept in the isolate's memory too (a hit then costs no cache operation). */
+const MEMORY_ENTRY_BYTES = 1024 * 1024;
+/** Bytes of such entries the isolate keeps at most, the least recently used out first. */
+const MEMORY_BYTES = 32 * 1024 * 1024;
+
+/**
+ * Small entries in this isolate's memory in front of the Cache API: a hit on them costs no cache
+ * operation (about half of a 1 MiB hit's CPU otherwise: docs/benchmarks.md "Hot reads"). Filled
+ * by puts and by whole-entry hits of the Cache API; a Map in use order.
+ */
+class MemoryFirst implements Store {
+  private readonly entries = new Map<string, Uint8Array>();
+  private bytes = 0;
+
+  constructor(private readonly next: Store) {}
+
+  async match(key: string, from: number, to: number, length: number): Promise<Cached | null> {
+    const held = this.entries.get(key);
+    if (held && held.length === length) {
+      this.entries.delete(key);
+      this.entries.set(key, held);
+      return held.subarray(from, to);
+    }
+    if (length > MEMORY_ENTRY_BYTES || from !== 0 || to !== length) return this.next.match(key, from, to, length);
+    const body = await this.next.match(key, 0, length, length);
+    if (!body) return null;
+    const entry = new Response(body);
+    const bytes = new Uint8Array(await entry.arrayBuffer());
+    if (bytes.length !== length) return null;
+    this.keep(key, bytes);
+    return bytes;
+  }
+
+  put(key: string, bytes: Uint8Array): Promise<void> {
+    if (bytes.length <= MEMORY_ENTRY_BYTES) this.keep(key, bytes);
+    return this.next.put(key, bytes);
+  }
+
+  delete(key: string): Promise<void> {
+    this.drop(key);
+    return this.next.delete(key);
+  }
+
+  private keep(key: string, bytes: Uint8Array): void {
+    this.drop(key);
+    this.entries.set(key, bytes);
+    this.bytes += bytes.length;
+    for (const [oldest] of this.entries) {
+      if (this.bytes <= MEMORY_BYTES) break;
+      this.drop(oldest);
+    }
+  }
+
+  private drop(key: string): void {
+    const held = this.entries.get(key);
+    if (!held) return;
+    this.entries.delete(key);
+    this.bytes -= held.length;
+  }
+}
