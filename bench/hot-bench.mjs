@@ -9,7 +9,8 @@
 // a miss's until its fills have had FILL_SETTLE_MS) and the node bytes it read
 // (shardgate_node_bytes_read_total) are counted over them; the pass-through Worker GETs the same
 // sizes as often in the same run for its CPU. Every body is checked (length, and the
-// x-shardgate-cache header says hit or miss as expected).
+// x-shardgate-cache header says hit or miss as expected), each object's first hit by its sha256.
+import { createHash } from "node:crypto";
 import { S3Client } from "./lib/s3-client.mjs";
 import { cpuMs, HOT_NODE_DELAY_MS, seeded, startTarget, TARGETS } from "./lib/targets.mjs";
 
@@ -20,8 +21,8 @@ const BUCKET = "hot";
 const CPU_IN_FLIGHT = 4;
 /** Sizes, and objects of each: each object is read once as a miss and `hits` times as a hit. */
 const SIZES = [
-  { label: "GET 1 MiB", size: MiB, count: 16, hits: 25 },
-  { label: "GET 64 MiB", size: 64 * MiB, count: 4, hits: 4 },
+  { label: "GET 1 MiB", size: MiB, count: 16, hits: 40 },
+  { label: "GET 64 MiB", size: 64 * MiB, count: 4, hits: 8 },
 ];
 /** How long the fills a miss starts may take (they run after its response): counted in its CPU. */
 const FILL_SETTLE_MS = 3000;
@@ -50,7 +51,7 @@ export async function hotBench({ log = (l) => console.error(l), pin = null } = {
       for (const key of keys) for (const c of [gateway, passClient]) await expectStatus(c.request("PUT", `/${BUCKET}/${key}`, { body: data }), 200, key);
       const miss = await timed(hot, gateway, keys, size, "miss", FILL_SETTLE_MS);
       // The fills run after each response: wait until every object answers as a hit.
-      for (const key of keys) await untilHit(gateway, key);
+      for (const key of keys) await untilHit(gateway, key, data);
       const again = Array.from({ length: repeat }, () => keys).flat();
       const hits = await timed(hot, gateway, again, size, "hit");
       const passthrough = await timed(pass, passClient, again, size, null);
@@ -67,6 +68,8 @@ export async function hotBench({ log = (l) => console.error(l), pin = null } = {
     await Promise.all(running.map((t) => t.stop()));
   }
 }
+
+const sha256 = (bytes) => createHash("sha256").update(bytes).digest("hex");
 
 async function expectStatus(pending, status, what) {
   const r = await pending;
@@ -105,10 +108,14 @@ async function timed(target, client, keys, size, expect, settleMs = 0, inFlight 
   };
 }
 
-async function untilHit(client, key) {
+/** GETs `key` until the cache answers it; that answer must be `data` (sha256). */
+async function untilHit(client, key, data) {
   for (let i = 0; i < 100; i++) {
-    const r = await client.request("GET", `/${BUCKET}/${key}`);
-    if (r.headers["x-shardgate-cache"] === "hit") return;
+    const r = await client.request("GET", `/${BUCKET}/${key}`, { keep: true });
+    if (r.headers["x-shardgate-cache"] === "hit") {
+      if (sha256(r.body) !== sha256(data)) throw new Error(`hot bench: a hit of ${key} answered other bytes`);
+      return;
+    }
     await new Promise((done) => setTimeout(done, 100));
   }
   throw new Error(`hot bench: ${key} never became a hit`);

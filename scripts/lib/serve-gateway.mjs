@@ -107,9 +107,9 @@ export async function serveGateway(argv, runtime) {
   if (keptRefusal) startupFailure(new Error(keptRefusal));
   const host = config.ip.includes(":") ? `[${config.ip}]` : config.ip;
   const metaSocket = join(config.dataDir, "meta.sock");
-  const cacheSocket = join(config.dataDir, "cache.sock");
-  if (config.processes > 1 && Buffer.byteLength(cacheSocket) > 100)
-    startupFailure(new Error(`--processes needs a shorter data directory path (the Unix socket ${cacheSocket} is too long)`));
+  const longest = config.cacheMiB > 0 ? join(config.dataDir, "cache.sock") : metaSocket;
+  if (config.processes > 1 && Buffer.byteLength(longest) > 100)
+    startupFailure(new Error(`--processes needs a shorter data directory path (the Unix socket ${longest} is too long)`));
   const parts = runtime.parts(config.dataDir);
   const writeConfig = configWriter({ config, wrangler, parts, host, consolePort, metaSocket });
   const gone = startWorkerd({ config, host, metaSocket, workerdBin: parts.workerdBin, writeConfig, lock });

@@ -13,8 +13,9 @@
 // GET /_stats (through the gateway's BLOCK_CACHE binding) answers what it holds, for the metrics.
 //
 // A file is named by the SHA-256 of its URL's path and its length (`<hash>.<length>`), so reading the
-// directory gives the index back; a file whose length is not its name's (a write a crash cut
-// short) is deleted then. The gateway checks every answer's length besides.
+// directory gives the index back (workerd's disk service writes a file whole or not at all); a file
+// whose length is not its name's is forgotten when a match finds it so. The gateway checks every
+// answer's length and range besides.
 
 /** Entries: file name → length, in use order (a hit moves its entry last). */
 const entries = new Map();
@@ -24,11 +25,15 @@ let bytes = 0;
 let evictions = 0;
 /** The directory read at the first request (null until then). */
 let loading = null;
-const MAX_ENTRY_BYTES = 64 * 1024 * 1024;
+/** The largest entry taken (worker/src/storage/block-cache.ts SEGMENT_BYTES), and room for the serialized headers. */
+const MAX_ENTRY_BYTES = 4 * 1024 * 1024;
+const MAX_HEADER_BYTES = 64 * 1024;
 
 export default {
   async fetch(request, env) {
-    loading ??= load(env);
+    loading ??= load(env, Number(env.MAX_BYTES)).catch(() => {
+      loading = null; // read the directory again at the next request
+    });
     await loading;
     const max = Number(env.MAX_BYTES);
     const url = new URL(request.url);
@@ -36,10 +41,7 @@ export default {
     // The path only: a request through the home process's socket (--processes N) comes as http://.
     const hash = await sha256(url.pathname);
     if (request.method === "GET") return match(env, hash, request.headers.get("range"));
-    if (request.method === "PUT") {
-      await put(env, hash, request, max);
-      return new Response(null, { status: 204 });
-    }
+    if (request.method === "PUT") return new Response(null, { status: (await put(env, hash, request, max)) ? 204 : 413 });
     if (request.method === "PURGE") return new Response(null, { status: (await drop(env, hash)) ? 200 : 404 });
     await request.body?.cancel();
     return new Response(null, { status: 405 });
@@ -49,36 +51,49 @@ export default {
 async function match(env, hash, range) {
   const name = names.get(hash);
   if (name) {
+    const length = Number(name.slice(name.indexOf(".") + 1));
     const res = await env.STORE.fetch(fileUrl(name), range ? { headers: { range } } : {});
-    if (res.ok) {
-      entries.delete(name);
-      entries.set(name, Number(name.slice(name.indexOf(".") + 1)));
+    // The file as its name says: its whole length, or a range of that length. Else it is gone
+    // (or was cut short): forgotten, and a miss.
+    const total = res.status === 206 ? Number(res.headers.get("content-range")?.split("/")[1]) : Number(res.headers.get("content-length"));
+    if (res.ok && total === length) {
+      // Only an entry still there is moved last: one dropped while this read waited stays dropped.
+      if (entries.delete(name)) entries.set(name, length);
       const headers = { "cf-cache-status": "HIT", "content-length": res.headers.get("content-length") ?? "0" };
       if (res.headers.get("content-range")) headers["content-range"] = res.headers.get("content-range");
       return new Response(res.body, { status: res.status, headers });
     }
     await res.body?.cancel();
+    if (res.status === 404 || (res.ok && total !== length)) forget(hash);
   }
   return new Response(null, { status: 504, headers: { "cf-cache-status": "MISS" } });
 }
 
+/** Stores one entry; false when it is refused (too large, not a serialized response of its stated length). */
 async function put(env, hash, request, max) {
   const declared = Number(request.headers.get("content-length"));
-  if (!(declared > 0 && declared <= MAX_ENTRY_BYTES + 64 * 1024)) {
+  if (!(declared > 0 && declared <= MAX_ENTRY_BYTES + MAX_HEADER_BYTES)) {
     await request.body?.cancel();
-    return;
+    return false;
   }
   const all = new Uint8Array(await request.arrayBuffer());
   const end = headerEnd(all);
-  if (end < 0) return;
+  if (end < 0) return false;
   const body = all.subarray(end);
-  if (body.length === 0 || body.length > max) return;
+  const stated = /\r\ncontent-length:\s*(\d+)\r\n/i.exec(new TextDecoder().decode(all.subarray(0, end)))?.[1];
+  if (body.length === 0 || body.length > Math.min(max, MAX_ENTRY_BYTES) || (stated !== undefined && Number(stated) !== body.length)) return false;
   await drop(env, hash);
   const name = `${hash}.${body.length}`;
   const res = await env.STORE.fetch(fileUrl(name), { method: "PUT", body });
   await res.body?.cancel();
-  if (!res.ok) return;
+  if (!res.ok) return false;
   remember(name, hash, body.length);
+  await evict(env, max);
+  return true;
+}
+
+/** Drops the least recently used entries until they hold at most `max` bytes. */
+async function evict(env, max) {
   for (const [oldest] of entries) {
     if (bytes <= max) break;
     await drop(env, oldest.slice(0, oldest.indexOf(".")));
@@ -87,14 +102,21 @@ async function put(env, hash, request, max) {
 }
 
 async function drop(env, hash) {
-  const name = names.get(hash);
+  const name = forget(hash);
   if (!name) return false;
-  names.delete(hash);
-  bytes -= entries.get(name) ?? 0;
-  entries.delete(name);
   const res = await env.STORE.fetch(fileUrl(name), { method: "DELETE" });
   await res.body?.cancel();
   return true;
+}
+
+/** Takes an entry out of the index (its file stays); returns its file name, or null. */
+function forget(hash) {
+  const name = names.get(hash);
+  if (!name) return null;
+  names.delete(hash);
+  bytes -= entries.get(name) ?? 0;
+  entries.delete(name);
+  return name;
 }
 
 function remember(name, hash, length) {
@@ -104,21 +126,22 @@ function remember(name, hash, length) {
   bytes += length;
 }
 
-/** Reads the directory back: every `<hash>.<length>` file of that length is an entry. */
-async function load(env) {
+/**
+ * Reads the directory back: every `<hash>.<length>` file is an entry, as its name says (a match
+ * checks the length the file really has), then evicts down to `max` (a smaller cacheMiB).
+ */
+async function load(env, max) {
   const res = await env.STORE.fetch("http://store/");
   if (!res.ok) {
     await res.body?.cancel();
-    return;
+    throw new Error(`the cache directory answered ${res.status}`);
   }
   for (const { name, type } of await res.json()) {
     const dot = name.indexOf(".");
     const length = Number(name.slice(dot + 1));
-    if (type !== "file" || dot !== 64 || !Number.isInteger(length)) continue;
-    const head = await env.STORE.fetch(fileUrl(name), { method: "HEAD" });
-    if (Number(head.headers.get("content-length")) === length) remember(name, name.slice(0, dot), length);
-    else await env.STORE.fetch(fileUrl(name), { method: "DELETE" });
+    if (type === "file" && dot === 64 && Number.isSafeInteger(length) && length > 0) remember(name, name.slice(0, dot), length);
   }
+  await evict(env, max);
 }
 
 /** Where the serialized response's body begins (after the blank line), or -1. */

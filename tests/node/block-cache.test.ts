@@ -98,6 +98,16 @@ describe("the block cache on plain workerd", () => {
     const metrics = await (await s3.fetch(`${gateway.base}/_shardgate/metrics`)).text();
     expect(Number(/^shardgate_block_cache_evictions (\d+)/m.exec(metrics)?.[1])).toBeGreaterThan(0);
     expect(Number(/^shardgate_block_cache_capacity_bytes (\d+)/m.exec(metrics)?.[1])).toBe(24 * MiB);
+    // What the console's Nodes page shows: the hit ratio's counts and what the store holds.
+    const { cache } = (await (await s3.fetch(`${gateway.base}/_shardgate/admin/nodes`)).json()) as {
+      cache: { on: boolean; hits: number; misses: number; store: { bytes: number; capacity: number } };
+    };
+    expect(cache.on).toBe(true);
+    expect(cache.hits).toBeGreaterThan(0);
+    expect(cache.misses).toBeGreaterThan(0);
+    expect(cache.store.capacity).toBe(24 * MiB);
+    expect(cache.store.bytes).toBeGreaterThan(0);
+    expect(cache.store.bytes).toBeLessThanOrEqual(24 * MiB);
   });
 });
 

@@ -1261,6 +1261,8 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     await page.getByRole("link", { name: "Nodes" }).click();
     await page.getByRole("heading", { name: "Storage nodes" }).waitFor();
     await expect.poll(async () => (await page.locator("main").textContent()) ?? "").toMatch(/nodes healthy|Not available/);
+    // Every node a local disk: the block cache is off by default, and the page says so.
+    await expect.poll(() => page.locator("#cache-status").textContent()).toBe("Block cache: off. Every read goes to the nodes.");
     await page.getByLabel("Bucket", { exact: true }).selectOption(BUCKET);
     // A heal and a rebalance are admin POSTs, batch after batch: the secret is asked for once, at
     // the first (refused to the session), and signs every batch after it.

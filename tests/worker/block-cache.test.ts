@@ -3,6 +3,7 @@
 // is cached is only ever what a verified read produced, the ciphertext of an encrypted object,
 // and never bytes another manifest than the current one names (overwrite, delete, version delete,
 // a rotten or a healed shard file).
+import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { expectSameBytes, randomBytes } from "../shared/core-suite";
 import { metricTotal, scrapeMetrics } from "./hostile";
@@ -12,13 +13,14 @@ import { s3, s3ok } from "./signed";
 const MiB = 1 << 20;
 const bucket = "block-cache";
 const SEGMENT = 4 * MiB; // storage/block-cache.ts SEGMENT_BYTES
-const entry = (storageId: string, index: number) => `https://block-cache.shardgate.invalid/${storageId}/${index}`;
+const entry = (storageId: string, index: number) => `https://block-cache.shardgate.invalid/${storageId}/s${SEGMENT}/${index}`;
 
 beforeAll(async () => {
   await s3ok(`/${bucket}`, { method: "PUT" });
 });
 
 const nodeBytes = async () => metricTotal(await scrapeMetrics(), "shardgate_node_bytes_read_total");
+const fills = async () => metricTotal(await scrapeMetrics(), "shardgate_block_cache_fills_total");
 
 /** PUTs `data` and returns the storage id of its (one) part and its shard files: index → [node id, key]. */
 async function put(key: string, data: Uint8Array, headers: Record<string, string> = {}): Promise<{ storageId: string; shards: Map<number, [string, string]> }> {
@@ -56,11 +58,15 @@ describe("the block cache", () => {
       const { storageId } = await put(key, data);
       const [from, to] = range ? range.slice(6).split("-").map(Number) : [0, size - 1];
       const want = data.subarray(from, (to as number) + 1);
+      const missed = await nodeBytes();
       const first = await get(`/${bucket}/${key}`, range);
       expect(first.cache).toBe("miss");
       expectSameBytes(first.bytes, want);
-      if (!range) await filled(storageId, size);
-      else await expect.poll(async () => (await get(`/${bucket}/${key}`, range)).cache, { timeout: 10_000 }).toBe("hit");
+      if (!range) {
+        await filled(storageId, size);
+        // A whole read fills the cache with the bytes it read: the nodes are read once, not twice.
+        expect((await nodeBytes()) - missed).toBeLessThan(size * 1.05);
+      } else await expect.poll(async () => (await get(`/${bucket}/${key}`, range)).cache, { timeout: 10_000 }).toBe("hit");
       const before = await nodeBytes();
       const again = await get(`/${bucket}/${key}`, range);
       expect(again.cache).toBe("hit");
@@ -82,6 +88,47 @@ describe("the block cache", () => {
     // Each read one 16 KiB chunk of one data shard (and its checksum), nothing more.
     await new Promise((r) => setTimeout(r, 500));
     expect((await nodeBytes()) - before).toBeLessThanOrEqual(8 * 2 * 16 * 1024);
+  });
+
+  it("fills a range's partly read segments only when the range is read again, and never what a client did not take", async () => {
+    const data = randomBytes(32 * MiB, 13);
+    await put("eighths", data);
+    // One eighth of each of eight segments, each read once: nothing is filled, nothing read twice.
+    const before = await nodeBytes();
+    const fillsBefore = await fills();
+    for (let i = 0; i < 8; i++) {
+      const at = i * SEGMENT + 1000;
+      expectSameBytes((await get(`/${bucket}/eighths`, `bytes=${at}-${at + SEGMENT / 8 - 1}`)).bytes, data.subarray(at, at + SEGMENT / 8));
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await nodeBytes()) - before).toBeLessThan(8 * (SEGMENT / 8) * 1.1);
+    expect(await fills()).toBe(fillsBefore);
+    // The same range again: now its segment is filled, and a third read is a hit.
+    const range = `bytes=1000-${1000 + SEGMENT / 8 - 1}`;
+    expect((await get(`/${bucket}/eighths`, range)).cache).toBe("miss");
+    await expect.poll(async () => (await get(`/${bucket}/eighths`, range)).cache, { timeout: 10_000 }).toBe("hit");
+    // A GET whose body the client drops at once fills nothing: no segment is read for the cache
+    // that the client did not take (node bytes count what the shard requests asked for at once, so
+    // they cannot show it; the fills can).
+    const fillsNow = await fills();
+    const res = await s3(`/${bucket}/eighths`);
+    await res.body?.cancel();
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await fills()).toBe(fillsNow);
+  });
+
+  it("refills only the segments that went missing", async () => {
+    const data = randomBytes(3 * SEGMENT, 14);
+    const { storageId } = await put("refill", data);
+    await get(`/${bucket}/refill`);
+    await filled(storageId, data.length);
+    await caches.default.delete(entry(storageId, 1));
+    const fillsBefore = await fills();
+    expect((await get(`/${bucket}/refill`)).cache).toBe("miss");
+    await filled(storageId, data.length);
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await fills()) - fillsBefore).toBe(1);
+    expect((await get(`/${bucket}/refill`)).cache).toBe("hit");
   });
 
   it("answers an overwritten object's new bytes, and drops the old entries", async () => {
@@ -182,12 +229,49 @@ describe("the block cache", () => {
     expect(await nodeBytes()).toBe(before);
   });
 
-  it("still checks authorization first: an unsigned GET of a cached object is refused", async () => {
-    const { storageId } = await put("private", randomBytes(MiB, 9));
-    await get(`/${bucket}/private`);
-    await filled(storageId, MiB);
-    const res = await (await import("cloudflare:workers")).exports.default.fetch(`http://gateway.test/${bucket}/private`);
-    expect(res.status).toBe(403);
-    await res.body?.cancel();
+  it("still asks an SSE-C object's key: its cached ciphertext is no answer without it, or to another key", async () => {
+    const key = new Uint8Array(32).fill(7);
+    const other = new Uint8Array(32).fill(8);
+    const b64 = (b: Uint8Array) => btoa(String.fromCharCode(...b));
+    const md5 = async (b: Uint8Array) => b64(new Uint8Array(await crypto.subtle.digest("MD5", b)));
+    const sseC = async (k: Uint8Array) => ({
+      "x-amz-server-side-encryption-customer-algorithm": "AES256",
+      "x-amz-server-side-encryption-customer-key": b64(k),
+      "x-amz-server-side-encryption-customer-key-MD5": await md5(k),
+    });
+    const data = randomBytes(MiB, 15);
+    const { storageId } = await put("customer", data, await sseC(key));
+    const first = await s3(`/${bucket}/customer`, { headers: await sseC(key) });
+    expectSameBytes(new Uint8Array(await first.arrayBuffer()), data);
+    await expect.poll(async () => (await caches.default.match(entry(storageId, 0)))?.status ?? 0, { timeout: 10_000 }).toBe(200);
+    const without = await s3(`/${bucket}/customer`);
+    expect(without.status).toBe(400);
+    await without.body?.cancel();
+    const wrong = await s3(`/${bucket}/customer`, { headers: await sseC(other) });
+    expect(wrong.status).toBe(403);
+    await wrong.body?.cancel();
+    const again = await s3(`/${bucket}/customer`, { headers: await sseC(key) });
+    expect(again.headers.get("x-shardgate-cache")).toBe("hit");
+    expectSameBytes(new Uint8Array(await again.arrayBuffer()), data);
+  });
+
+  it("still checks authorization first: a cached object is refused to whom the policy no longer lets in", async () => {
+    const open = `${bucket}-public`;
+    await s3ok(`/${open}`, { method: "PUT" });
+    const policy = { Version: "2012-10-17", Statement: [{ Effect: "Allow", Principal: "*", Action: "s3:GetObject", Resource: `arn:aws:s3:::${open}/*` }] };
+    await s3ok(`/${open}?policy`, { method: "PUT", body: JSON.stringify(policy) }, 204);
+    const data = randomBytes(MiB, 9);
+    await s3ok(`/${open}/page.bin`, { method: "PUT", body: data });
+    const anonymous = () => exports.default.fetch(`http://gateway.test/${open}/page.bin`);
+    const first = await anonymous();
+    expectSameBytes(new Uint8Array(await first.arrayBuffer()), data);
+    await expect
+      .poll(async () => (await anonymous().then(async (r) => (await r.arrayBuffer(), r))).headers.get("x-shardgate-cache"), { timeout: 10_000 })
+      .toBe("hit");
+    await s3ok(`/${open}?policy`, { method: "DELETE" }, 204);
+    const refused = await anonymous();
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get("x-shardgate-cache")).toBeNull();
+    await refused.body?.cancel();
   });
 });

@@ -18,17 +18,15 @@ import { metrics } from "../observability/metrics";
 
 /** Bytes of a part's stored bytes per cache entry (a part smaller than that is one entry). */
 export const SEGMENT_BYTES = 4 * 1024 * 1024;
+/** In every key: entries of another segment size (or format) are never read as this one's. */
+const SEGMENT_KEY = `s${SEGMENT_BYTES}`;
 /** How long an edge entry lives (s): long enough to serve, short enough that a deleted object's entries go. */
 const MAX_AGE_S = 7 * 24 * 3600;
 /** Segments one read looks up at most (256 MiB), over all its parts: each lookup is a cache operation, and a longer read goes to the nodes. */
 export const LOOKUP_SEGMENTS_PER_READ = 64;
 /** Segments one request fills at most, over all its parts; a read of more fills the first ones and leaves the rest to later reads. */
 export const FILL_SEGMENTS_PER_REQUEST = 16;
-/**
- * A segment is filled only when the read served at least 1/FILL_SHARE of it: a fill reads the
- * whole segment from the nodes again, so a small range (a 4 KiB one reads one 16 KiB chunk) would
- * read up to a thousand times what it served.
- */
+/** A segment is filled only when the read served at least 1/FILL_SHARE of it (reserveFills). */
 const FILL_SHARE = 8;
 /** Bytes the fills of one isolate hold at once at most; a fill past it waits for a later read. */
 const FILL_BYTES_IN_FLIGHT = 64 * 1024 * 1024;
@@ -82,64 +80,90 @@ export function segmentsOf(storageId: string, partSize: number, start: number, e
   for (let index = Math.floor(start / SEGMENT_BYTES); index * SEGMENT_BYTES < end; index++) {
     const base = index * SEGMENT_BYTES;
     const length = Math.min(SEGMENT_BYTES, partSize - base);
-    spans.push({ key: `${storageId}/${index}`, index, from: Math.max(start, base) - base, to: Math.min(end, base + length) - base, length });
+    spans.push({ key: `${storageId}/${SEGMENT_KEY}/${index}`, index, from: Math.max(start, base) - base, to: Math.min(end, base + length) - base, length });
   }
   return spans;
 }
 
 /**
  * The part's stored bytes [start, end), one piece per segment, when every segment is cached;
- * null (and nothing held) on any miss.
+ * null (and nothing held) on any miss. The keys found go into `present` (a fill skips them).
  */
-export async function cachedEntries(part: ManifestPart, start: number, end: number): Promise<Cached[] | null> {
+export async function cachedEntries(part: ManifestPart, start: number, end: number, present: Set<string>): Promise<Cached[] | null> {
   if (!store || part.layout.type !== "sharded" || end <= start) return null;
   const spans = segmentsOf(part.layout.storageId, part.size, start, end);
-  if (spans.length > LOOKUP_SEGMENTS_PER_READ) return null;
   const from = store;
   const found = await Promise.all(spans.map((s) => from.match(s.key, s.from, s.to, s.length).catch(() => null)));
-  const missed = found.filter((f) => f === null).length;
-  if (missed > 0) {
-    for (const body of found) if (body instanceof ReadableStream) void body.cancel();
-    metrics.add("shardgate_block_cache_lookups_total", 1, { result: "miss" });
-    return null;
-  }
-  metrics.add("shardgate_block_cache_lookups_total", 1, { result: "hit" });
-  metrics.add("shardgate_block_cache_bytes_served_total", end - start);
-  return found as Cached[];
+  spans.forEach((s, i) => found[i] && present.add(s.key));
+  if (found.every((f) => f !== null)) return found as Cached[];
+  letGo(found);
+  return null;
+}
+
+/** Cancels what a lookup found but will not use. */
+export function letGo(pieces: readonly (Cached | null)[]): void {
+  for (const piece of pieces) if (piece instanceof ReadableStream) void piece.cancel().catch(() => {});
+}
+
+/** Counts one read's lookup: a hit (with the bytes it served) or a miss. */
+export function countLookup(hit: boolean, bytes: number): void {
+  metrics.add("shardgate_block_cache_lookups_total", 1, { result: hit ? "hit" : "miss" });
+  if (hit) metrics.add("shardgate_block_cache_bytes_served_total", bytes);
 }
 
 /**
- * Fills the cache with the first `max` segments of stored bytes [start, end) of `part`: `read`
- * reads one segment verified (whole, from the nodes), the result is put. Run off the request's
- * path (waitUntil); none the read served less than 1/FILL_SHARE of, none that another read is
- * filling, and none past FILL_BYTES_IN_FLIGHT.
+ * Reserves for filling at most `max` segments of stored bytes [start, end) of `part`: none in
+ * `present` (cached already), none that another read of this isolate is filling, none past
+ * FILL_BYTES_IN_FLIGHT. A segment the read covers only in part is filled by reading it whole again,
+ * so it is reserved only when the read served at least 1/FILL_SHARE of it (or a 4 KiB range would
+ * read a thousand times what it served) and this isolate saw a read of it before (a range read once
+ * costs no second read). Every span returned must be given to `fillSegment`.
  */
-export async function fillSegments(
-  part: ManifestPart,
-  start: number,
-  end: number,
-  max: number,
-  read: (from: number, to: number) => Promise<Uint8Array | null>,
-): Promise<void> {
-  if (!store || part.layout.type !== "sharded" || end <= start) return;
-  const into = store;
-  for (const span of segmentsOf(part.layout.storageId, part.size, start, end).slice(0, max)) {
-    if ((span.to - span.from) * FILL_SHARE < span.length || inFlight.has(span.key) || filling + span.length > FILL_BYTES_IN_FLIGHT) continue;
+export function reserveFills(part: ManifestPart, start: number, end: number, max: number, present: ReadonlySet<string>): SegmentSpan[] {
+  if (!store || part.layout.type !== "sharded" || end <= start || max <= 0) return [];
+  const spans: SegmentSpan[] = [];
+  for (const span of segmentsOf(part.layout.storageId, part.size, start, end)) {
+    if (spans.length === max) break;
+    if (present.has(span.key) || inFlight.has(span.key) || filling + span.length > FILL_BYTES_IN_FLIGHT) continue;
+    if (span.from !== 0 || span.to !== span.length) {
+      if ((span.to - span.from) * FILL_SHARE < span.length || !seenBefore(span.key)) continue;
+    }
     inFlight.add(span.key);
     filling += span.length;
-    try {
-      const base = span.index * SEGMENT_BYTES;
-      const bytes = await read(base, base + span.length);
-      if (bytes?.length !== span.length) continue;
-      await into.put(span.key, bytes);
-      metrics.add("shardgate_block_cache_fills_total", 1);
-    } catch {
-      // A fill that fails leaves the cache as it was: a later read tries again.
-    } finally {
-      inFlight.delete(span.key);
-      filling -= span.length;
-    }
+    spans.push(span);
   }
+  return spans;
+}
+
+/** Ends a reserved fill: puts the segment's verified bytes (null: none, the read did not get them all). */
+export async function fillSegment(span: SegmentSpan, bytes: Uint8Array | null): Promise<void> {
+  try {
+    if (store && bytes?.length === span.length) {
+      await store.put(span.key, bytes);
+      metrics.add("shardgate_block_cache_fills_total", 1);
+    }
+  } catch {
+    // A fill that fails leaves the cache as it was: a later read tries again.
+  } finally {
+    inFlight.delete(span.key);
+    filling -= span.length;
+  }
+}
+
+/** Segments read in part once (keys, in insertion order): a second such read fills the segment. */
+const seenOnce = new Set<string>();
+const SEEN_KEYS = 4096;
+
+/** Whether a partial read of `key` happened before in this isolate (and remembers this one if not). */
+function seenBefore(key: string): boolean {
+  if (seenOnce.delete(key)) return true;
+  seenOnce.add(key);
+  if (seenOnce.size > SEEN_KEYS)
+    for (const oldest of seenOnce) {
+      seenOnce.delete(oldest);
+      break;
+    }
+  return false;
 }
 
 /** Drops the entries of parts whose shard files are being deleted (best effort: edge entries expire anyway). */
@@ -160,7 +184,8 @@ function edgeStore(): Store {
       const res = await caches.default.match(request(key, whole ? undefined : `bytes=${from}-${to - 1}`));
       if (!res?.body) return null;
       // A cache that answers a range with the whole entry (200) is treated as a miss: never bytes other than those asked for.
-      if ((whole ? res.status !== 200 : res.status !== 206) || Number(res.headers.get("content-length")) !== to - from) {
+      const exact = whole ? res.status === 200 : res.status === 206 && res.headers.get("content-range") === `bytes ${from}-${to - 1}/${length}`;
+      if (!exact || Number(res.headers.get("content-length")) !== to - from) {
         await res.body.cancel();
         return null;
       }
@@ -181,6 +206,8 @@ function edgeStore(): Store {
 const MEMORY_ENTRY_BYTES = 1024 * 1024;
 /** Bytes of such entries the isolate keeps at most, the least recently used out first. */
 const MEMORY_BYTES = 32 * 1024 * 1024;
+/** Bytes of Cache API hits being read into memory at once; past it, hits are served as streams. */
+const PROMOTING_BYTES = 8 * 1024 * 1024;
 
 /**
  * Small entries in this isolate's memory in front of the Cache API: a hit on them costs no cache
@@ -190,6 +217,8 @@ const MEMORY_BYTES = 32 * 1024 * 1024;
 class MemoryFirst implements Store {
   private readonly entries = new Map<string, Uint8Array>();
   private bytes = 0;
+  /** Bytes of entries being read from the Cache API into memory at once (at most PROMOTING_BYTES). */
+  private promoting = 0;
 
   constructor(private readonly next: Store) {}
 
@@ -200,14 +229,19 @@ class MemoryFirst implements Store {
       this.entries.set(key, held);
       return held.subarray(from, to);
     }
-    if (length > MEMORY_ENTRY_BYTES || from !== 0 || to !== length) return this.next.match(key, from, to, length);
-    const body = await this.next.match(key, 0, length, length);
-    if (!body) return null;
-    const entry = new Response(body);
-    const bytes = new Uint8Array(await entry.arrayBuffer());
-    if (bytes.length !== length) return null;
-    this.keep(key, bytes);
-    return bytes;
+    if (length > MEMORY_ENTRY_BYTES || from !== 0 || to !== length || this.promoting + length > PROMOTING_BYTES) return this.next.match(key, from, to, length);
+    this.promoting += length;
+    try {
+      const body = await this.next.match(key, 0, length, length);
+      if (!(body instanceof ReadableStream)) return body;
+      const entry = new Response(body);
+      const bytes = new Uint8Array(await entry.arrayBuffer());
+      if (bytes.length !== length) return null;
+      this.keep(key, bytes);
+      return bytes;
+    } finally {
+      this.promoting -= length;
+    }
   }
 
   put(key: string, bytes: Uint8Array): Promise<void> {

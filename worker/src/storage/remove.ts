@@ -34,8 +34,11 @@ export async function removePart(nodes: readonly StorageNode[], part: ManifestPa
   if (part.layout.type !== "sharded") return null;
   const byId = nodesById(nodes);
   const { storageId, placement } = part.layout;
-  await forgetParts([part]);
-  const results = await Promise.allSettled(placement.map((nodeId, shard) => byId.get(nodeId)?.delete([shardKey(storageId, shard)])));
+  // Its cache entries go beside the files (lifecycle expiry frees parts through here too), never before them.
+  const [, ...results] = await Promise.allSettled([
+    forgetParts([part]),
+    ...placement.map((nodeId, shard) => byId.get(nodeId)?.delete([shardKey(storageId, shard)])),
+  ]);
   const failed = results.find((r) => r.status === "rejected");
   return failed ? String(failed.reason) : null;
 }

@@ -7,8 +7,7 @@ import type { RangeSource } from "../../shared/read-part";
 import { checksumHeaders } from "../common/checksums";
 import type { RequestContext, ObjectAt } from "../common/context";
 import { healAfterRead, type LostShards } from "../../services/heal";
-import { cachedRange, cacheUse } from "../../services/cached-read";
-import { blockCacheOn } from "../../storage/block-cache";
+import { type CacheUse, cachedRange, cacheUse } from "../../services/cached-read";
 import { existingObject, expiryHeader, openRangeSource, partOffsets, replicationHeader, versionHeader } from "../../services/objects";
 import { lockHeaders } from "../common/object-lock-headers";
 import { RESPONSE_OVERRIDES } from "../common/object-headers";
@@ -49,16 +48,12 @@ export async function getObject(ctx: RequestContext, { bucket, key, versionId }:
   if (sel.partsCount !== null) headers.set("x-amz-mp-parts-count", String(sel.partsCount));
   if (head || sel.end === sel.start) return new Response(null, { status: sel.status, headers });
   // The block cache: a plain object's bytes piped from it as they are, when it has them all.
-  const cached = objectKey ? null : await cachedRange(partOffsets(manifest), sel.start, sel.end, (work) => ctx.waitUntil(work));
-  const showCache = ctx.config.cacheHeader && blockCacheOn();
-  if (cached) {
-    if (showCache) headers.set("x-shardgate-cache", "hit");
-    return new Response(cached, { status: sel.status, headers });
-  }
-  const lost: LostShards = new Map();
   const cache = cacheUse((work) => ctx.waitUntil(work));
+  const cached = objectKey ? null : await cachedRange(partOffsets(manifest), sel.start, sel.end, cache);
+  if (cached) return new Response(cached, { status: sel.status, headers: cacheHeader(ctx, headers, cache) });
+  const lost: LostShards = new Map();
   const source = await openRangeSource(ctx, manifest, sel.start, sel.end, lost, objectKey, cache);
-  if (showCache) headers.set("x-shardgate-cache", cache.hit ? "hit" : "miss");
+  cacheHeader(ctx, headers, cache);
   const length = sel.end - sel.start;
   // Heal on read: once the response is out, put back what the read had to go around.
   const heal = () => healAfterRead(ctx, bucket, key, object, lost);
@@ -79,6 +74,12 @@ export async function getObject(ctx: RequestContext, { bucket, key, versionId }:
   const sent = send(source, fixed.writable);
   ctx.waitUntil(sent.then(heal));
   return new Response(fixed.readable, { status: sel.status, headers });
+}
+
+/** `x-shardgate-cache: hit|miss` when configured, for a GET that looked in the block cache. */
+function cacheHeader(ctx: RequestContext, headers: Headers, cache: CacheUse): Headers {
+  if (ctx.config.cacheHeader && cache.hit !== undefined) headers.set("x-shardgate-cache", cache.hit ? "hit" : "miss");
+  return headers;
 }
 
 /**
