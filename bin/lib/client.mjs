@@ -97,7 +97,9 @@ export class Client {
     const cause = e?.cause;
     const code = cause?.code ?? e?.code;
     if (code === "ECONNREFUSED")
-      return new RequestError(`cannot reach ${this.endpoint}: connection refused (is the gateway running? \`npm start\` serves it).`);
+      return new RequestError(
+        `cannot reach ${this.endpoint}: connection refused (is the gateway running? \`npm start\` or \`shardgate serve\` serves it; --endpoint or SHARDGATE_ENDPOINT name another).`,
+      );
     if (code === "ENOTFOUND" || code === "EAI_AGAIN") return new RequestError(`cannot reach ${this.endpoint}: unknown host.`);
     return new RequestError(`${what} to ${this.endpoint} failed: ${clean(cause?.message ?? e?.message ?? String(e), 200)}${code ? ` (${code})` : ""}.`);
   }

@@ -897,7 +897,10 @@ export const COMMANDS = [
 
 /** Flags every command takes. */
 export const GLOBAL_FLAGS = {
-  endpoint: string("The gateway (default $SHARDGATE_ENDPOINT, else http://127.0.0.1:8787).", "URL"),
+  endpoint: string(
+    "The gateway (default $SHARDGATE_ENDPOINT, else the one last started from this directory's data directory, else http://127.0.0.1:8787).",
+    "URL",
+  ),
   profile: string("Use this profile of ~/.aws/credentials / ~/.aws/config (without it: the environment's keys, else $AWS_PROFILE, else default).", "NAME"),
   region: string("The signing region (default $AWS_REGION, $AWS_DEFAULT_REGION, the profile's, else us-east-1).", "REGION"),
   "data-dir": string(

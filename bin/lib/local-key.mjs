@@ -10,6 +10,19 @@ import { parseIni } from "./credentials.mjs";
 
 /** The file's name in the data directory. */
 export const ROOT_KEY_FILE = "credentials";
+/** Where a gateway serving this data directory answers (its base URL), written once it is up. */
+export const ENDPOINT_FILE = "endpoint";
+
+/** The endpoint of the gateway that last served `dataDir`, or null (none, or not a URL). */
+export function readLocalEndpoint(dataDir) {
+  try {
+    const text = readFileSync(join(dataDir, ENDPOINT_FILE), "utf8").slice(0, 1024).trim();
+    const url = new URL(text);
+    return url.protocol === "http:" || url.protocol === "https:" ? text : null;
+  } catch {
+    return null;
+  }
+}
 
 /** The text of the file holding `key`. */
 export function rootKeyText({ accessKeyId, secretAccessKey }) {

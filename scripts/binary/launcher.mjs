@@ -48,6 +48,7 @@ async function run(argv) {
   if (serves(argv[0])) {
     await serveGateway(argv[0] === "serve" ? argv.slice(1) : argv, {
       command: "shardgate serve",
+      cli: process.execPath,
       base: process.cwd(),
       runtime: "plain workerd, one-file binary",
       wrangler: async () => manifest.wrangler,

@@ -28,6 +28,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
+import { ENDPOINT_FILE } from "../../bin/lib/local-key.mjs";
 import { freePort, portAvailable } from "./free-port.mjs";
 import { consoleOriginsFor, masterKey, ownDataDir, printBanner, publicKeyRefusal, ROOT_KEY_ID, restrictDirectories, rootKey, waitHealthy } from "./serving.mjs";
 import { loadShardgateConfig, parseFlags } from "./shardgate-config.mjs";
@@ -39,6 +40,7 @@ import { workerdConfig, workerVars } from "./workerd-config.mjs";
  * @typedef {{ bundle: WorkerBundle, assetsDir: string | null, assetsWorker: string, cacheWorker: string, workerdBin: string }} RuntimeParts
  * @typedef {object} ServingRuntime
  * @property {string} command   how the usage line names the command
+ * @property {string} cli       how the banner names the CLI (`npx shardgate`, the binary's path)
  * @property {string} base      where relative paths (shardgate.json, .shardgate) resolve: the repository for npm start, the working directory for the binary
  * @property {string} runtime   how the banner names what serves
  * @property {() => Promise<object>} wrangler  wrangler's parsed config (the fields workerdConfig reads)
@@ -55,7 +57,16 @@ const FLAGS = {
   quiet: { type: "boolean", default: false },
   help: { type: "boolean", default: false },
 };
-const USAGE = "[--config shardgate.json] [--ip IP] [--port PORT] [--console-port PORT] [--data-dir DIR] [--processes N] [--quiet]";
+const USAGE = `[--config FILE] [--ip IP] [--port PORT] [--console-port PORT] [--data-dir DIR] [--processes N] [--quiet]
+
+  --config FILE         shardgate.json to read (default: shardgate.json here, if present; docs/self-hosting.md)
+  --ip IP               the address to listen on (default 127.0.0.1)
+  --port PORT           the S3 endpoint's port (default 8787)
+  --console-port PORT   the web console's port (default: the S3 port + 1, or the next free one)
+  --data-dir DIR        metadata, disk nodes and keys (default .shardgate)
+  --processes N         workerd processes on the port (default 1)
+  --quiet               print no banner
+Stop it with Ctrl-C, or SIGTERM to this process: it stops everything it started.`;
 
 /** Until the gateway is up, any failure (a bad flag or file, a data directory that cannot be made) is one line, no stack trace. */
 const startupFailure = (e) => {
@@ -118,6 +129,7 @@ export async function serveGateway(argv, runtime) {
     host,
     consolePort,
     runtime: config.processes > 1 ? `${runtime.runtime}, ${config.processes} processes` : runtime.runtime,
+    cliCommand: runtime.cli,
     quiet: opts.quiet,
     gone,
   });
@@ -183,7 +195,7 @@ async function chooseConsolePort(config, quiet) {
 }
 
 /** Waits for the gateway's health check, then prints the banner; shuts down when it never answers. */
-async function announce({ config, host, consolePort, runtime, quiet, gone }) {
+async function announce({ config, host, consolePort, runtime, cliCommand, quiet, gone }) {
   // A wildcard address is reached on loopback.
   const local = `${config.tls ? "https" : "http"}://${config.ip === "0.0.0.0" ? "127.0.0.1" : config.ip === "::" ? "[::1]" : host}:${config.port}`;
   if (!(await waitHealthy(`${local}/_shardgate/health`, { timeoutMs: 60_000, gone }))) {
@@ -193,10 +205,12 @@ async function announce({ config, host, consolePort, runtime, quiet, gone }) {
   }
   process.off("uncaughtException", startupFailure);
   process.off("unhandledRejection", startupFailure);
+  // Where this gateway answers, for the CLI run from the same directory (bin/lib/local-key.mjs).
+  writeFileSync(join(config.dataDir, ENDPOINT_FILE), `${local}\n`);
   if (quiet) return;
   const consoleBase = `${local.slice(0, local.lastIndexOf(":"))}:${consolePort}`;
   const { credentials, credentialsFrom, region, dataDir } = config;
-  printBanner({ base: local, port: config.port, credentials, credentialsFrom, region, runtime, dataDir, consoleBase });
+  printBanner({ base: local, port: config.port, credentials, credentialsFrom, region, runtime, dataDir, consoleBase, cli: cliCommand });
 }
 
 /**
@@ -245,6 +259,10 @@ function watchChildren() {
   };
   process.on("SIGINT", shutdown);
   process.on("SIGTERM", shutdown);
+  // What started this one gone (a `kill` of `npm start`, whose shell does not pass the signal on):
+  // this one is orphaned, and stops as if signalled, rather than serving on with no one to stop it.
+  const parent = process.ppid;
+  setInterval(() => process.ppid !== parent && !stopping && shutdown(), 500).unref();
   const watch = (child) => {
     children.push(child);
     child.on("exit", (code, signal) => {

@@ -178,7 +178,7 @@ export function consoleOriginsFor(ip, consolePort, scheme = "http") {
  * @param {{ base: string, port: number | string, credentials: { accessKeyId: string, secretAccessKey: string }, credentialsFrom?: string,
  *   region?: string, runtime: string, dataDir?: string, consoleBase?: string }} p
  */
-export function printBanner({ base, port, credentials, credentialsFrom, region = "us-east-1", runtime, dataDir, consoleBase }) {
+export function printBanner({ base, port, credentials, credentialsFrom, region = "us-east-1", runtime, dataDir, consoleBase, cli = "npx shardgate" }) {
   const scheme = base.startsWith("https:") ? "https" : "http";
   const keyFile = credentialsFrom === "generated" && dataDir ? join(dataDir, ROOT_KEY_FILE) : null;
   const secret = keyFile
@@ -193,6 +193,10 @@ shardgate is serving (${runtime})
   secret key    ${secret}
   health        ${base}/_shardgate/health
   metrics       ${base}/_shardgate/metrics  (SigV4-signed, like any S3 request)${dataDir ? `\n  data          ${dataDir}` : ""}
+
+Its own CLI finds it from this directory (elsewhere: --endpoint ${base}, or SHARDGATE_ENDPOINT):
+  ${cli} status
+Stop it with Ctrl-C: that stops everything it started.
 
 Try it with the AWS CLI:
   ${keyFile ? `export AWS_SHARED_CREDENTIALS_FILE=${keyFile}` : `export AWS_ACCESS_KEY_ID=${credentials.accessKeyId} AWS_SECRET_ACCESS_KEY=<the secret key>`} AWS_DEFAULT_REGION=${region}

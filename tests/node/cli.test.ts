@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AwsClient } from "aws4fetch";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CREDENTIALS, Gateway } from "./gateway";
+import { CREDENTIALS, freePort, Gateway } from "./gateway";
 import { clientEnv, ROOT, run, type RunResult } from "./tools";
 import { VersityNode } from "./versity-node";
 
@@ -89,6 +89,27 @@ describe("the command line", () => {
     expect(oneLineError(await cli(["scrub", "--mode", "fast"]), 2)).toContain("--mode must be one of deep, shallow");
     expect(oneLineError(await cli(["sweep", "--grace-seconds", "-1"]), 2)).toContain("whole number");
     expect(oneLineError(await cli([]), 2)).toContain("name a command");
+  });
+});
+
+describe("finding the gateway", () => {
+  /** `shardgate ARGS…` with no --endpoint nor SHARDGATE_ENDPOINT. */
+  function bare(args: string[]): Promise<RunResult> {
+    const env = clientEnv({ HOME: home, ...ROOT_KEYS });
+    delete env.SHARDGATE_ENDPOINT;
+    return run(process.execPath, [BIN, ...args], { env, cwd: home, timeoutMs: 30_000 });
+  }
+
+  it("finds the endpoint of the gateway started with that data directory, on whatever port it chose", async () => {
+    const res = await bare(["status", "--data-dir", gateway.persist, "--json"]);
+    expect(res.code, res.stderr).toBe(0);
+    expect(JSON.parse(res.stdout)).toHaveProperty("nodes");
+  });
+
+  it("names --endpoint and SHARDGATE_ENDPOINT when nothing answers", async () => {
+    const port = await freePort();
+    const line = oneLineError(await bare(["status", "--endpoint", `http://127.0.0.1:${port}`]), 1);
+    expect(line).toContain("--endpoint or SHARDGATE_ENDPOINT");
   });
 });
 
