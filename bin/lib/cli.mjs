@@ -221,7 +221,8 @@ export async function main(argv, env = process.env) {
     const message = known
       ? e.message
       : `internal error: ${clean(e?.message ?? String(e), 300)}${env.SHARDGATE_DEBUG ? `\n${e?.stack}` : " (SHARDGATE_DEBUG=1 shows where)"}`;
-    if (json && known && e.code) await write(process.stderr, `${JSON.stringify({ error: { code: e.code, message: e.message, status: e.status } })}\n`);
+    if (json && known && e.code)
+      await write(process.stderr, `${JSON.stringify({ error: { code: e.code, message: e.detail ?? e.message, status: e.status } })}\n`);
     else await write(process.stderr, `shardgate: ${message}\n`);
     return known ? e.exitCode : 1;
   }

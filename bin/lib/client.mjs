@@ -111,9 +111,15 @@ export class Client {
     return parseJson(res);
   }
 
-  /** `method /_shardgate/admin/<path…>` answered with JSON. */
-  admin(method, path, opts = {}) {
-    return this.json(method, ["_shardgate", "admin", ...path], opts);
+  /** `method /_shardgate/admin/<path…>` answered with JSON. An AccessDenied says what the admin API takes. */
+  async admin(method, path, opts = {}) {
+    try {
+      return await this.json(method, ["_shardgate", "admin", ...path], opts);
+    } catch (e) {
+      if (!(e instanceof RequestError) || e.code !== "AccessDenied") throw e;
+      const hint = "admin commands need the root key: docs/access.md";
+      throw new RequestError(`${e.message} (${hint})`, { code: e.code, status: e.status, detail: `${e.detail} (${hint})` });
+    }
   }
 }
 
@@ -122,6 +128,10 @@ export function parseJson(res) {
   try {
     return JSON.parse(res.body.toString("utf8"));
   } catch {
+    if ((res.headers.get("content-type") ?? "").startsWith("text/html"))
+      throw new RequestError(
+        `the gateway answered HTTP ${res.status} with a web page, not JSON: is this the web console's port? --endpoint takes the S3 endpoint (by default the port below the console's).`,
+      );
     throw new RequestError(
       `the gateway answered HTTP ${res.status} with something that is not JSON (${clean(res.headers.get("content-type") ?? "no content type", 60)}).`,
     );
@@ -133,7 +143,10 @@ function s3Error(res, bytes) {
   const text = bytes.subarray(0, 64 * 1024).toString("utf8");
   const code = xmlText(text, "Code");
   const message = xmlText(text, "Message");
-  if (code) return new RequestError(`${clean(code, 80)}: ${clean(message ?? "(no message)")}`, { code: clean(code, 80), status: res.status });
+  if (code) {
+    const detail = clean(message ?? "(no message)");
+    return new RequestError(`${clean(code, 80)}: ${detail}`, { code: clean(code, 80), status: res.status, detail });
+  }
   const status = `HTTP ${res.status}${res.statusText ? ` ${clean(res.statusText, 60)}` : ""}`;
   const codeByStatus = { 301: "PermanentRedirect", 307: "TemporaryRedirect", 403: "AccessDenied", 404: "NotFound" }[res.status];
   if (res.status >= 300 && res.status < 400)

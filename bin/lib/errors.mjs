@@ -9,11 +9,12 @@ export class UsageError extends Error {
 /** A request failed: the gateway's S3 error (code and message), or no usable answer. Exit status 1. */
 export class RequestError extends Error {
   exitCode = 1;
-  /** @param {string} message @param {{ code?: string, status?: number }} [opts] */
-  constructor(message, { code, status } = {}) {
+  /** @param {string} message @param {{ code?: string, status?: number, detail?: string }} [opts] `detail`: the message without its code (for --json) */
+  constructor(message, { code, status, detail } = {}) {
     super(message);
     this.code = code ?? null;
     this.status = status ?? null;
+    this.detail = detail ?? message;
   }
 }
 
