@@ -97,6 +97,11 @@ describe("the one-file binary", () => {
     expect(lines[0]).toContain("parityShard");
     expect(lines[0]).toContain("parityShards");
     expect(existsSync(join(home, "never"))).toBe(false);
+    // A mistyped serve flag as the first word is named, as `serve --prot` names it.
+    const flag = spawnSync(binary, ["--prot", "1"], { encoding: "utf8", cwd: home, env: { PATH: "/usr/bin:/bin", ...ENV } });
+    expect(flag.status).not.toBe(0);
+    expect(flag.stderr).toContain("--port");
+    expect(existsSync(join(home, ".shardgate"))).toBe(false);
   });
 
   it("refuses a runtime directory that is a symbolic link, and unpacks again a build directory that is not whole", async () => {
