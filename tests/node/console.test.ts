@@ -402,6 +402,10 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     for (const name of Object.keys(files)) await page.getByRole("button", { name, exact: true }).waitFor();
     await expect.poll(() => page.locator("#list-status").textContent()).toContain("5 objects");
     await page.getByRole("button", { name: "Clear finished" }).click();
+    // The listing comes first: its first rows are in view at 1280×800 without scrolling.
+    await page.evaluate("scrollTo(0, 0)");
+    const firstRow = await page.locator("table.objects tbody tr").first().boundingBox();
+    expect(firstRow && firstRow.y + firstRow.height).toBeLessThanOrEqual(800);
     await shot("bucket-browser");
 
     // Sorting by size puts big.bin last, then first.

@@ -70,17 +70,23 @@ export async function renderBrowser(app: App, bucket: string, prefix: string): P
     pager: h("div", { class: "pager" }),
     deleteButton: h("button", { type: "button", class: "danger", disabled: true, onclick: () => void deleteSelected(view) }, "Delete selected"),
   };
+  // The listing first (what the page is for), the bucket's settings after it.
   mount(
     app.main,
     breadcrumbs(bucket, prefix),
-    versioningSwitch(app, bucket),
-    protectionPanel(app, bucket),
-    permissionsPanel(app, bucket),
-    websitePanel(app, bucket),
-    quotaPanel(app, bucket),
-    notificationsPanel(app, bucket),
-    replicationPanel(app, bucket),
     objectsCard(view),
+    h(
+      "section",
+      { class: "bucket-settings", "aria-labelledby": "bucket-settings-title" },
+      h("h2", { id: "bucket-settings-title" }, "Bucket settings"),
+      versioningSwitch(app, bucket),
+      protectionPanel(app, bucket),
+      permissionsPanel(app, bucket),
+      websitePanel(app, bucket),
+      quotaPanel(app, bucket),
+      notificationsPanel(app, bucket),
+      replicationPanel(app, bucket),
+    ),
   );
   reload = () => load(view);
   await load(view);
