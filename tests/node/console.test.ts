@@ -1264,6 +1264,8 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     expect(puts.map((r) => r.status)).toEqual(puts.map(() => 200));
     await page.getByRole("link", { name: "Nodes" }).click();
     await page.getByRole("heading", { name: "Storage nodes" }).waitFor();
+    // Every upload of the earlier tests ended: their tray did not follow to this page.
+    expect(await page.locator("section.upload-panel").isHidden()).toBe(true);
     await expect.poll(async () => (await page.locator("main").textContent()) ?? "").toMatch(/nodes healthy|Not available/);
     // Every node a local disk: the block cache is off by default, and the page says so.
     await expect.poll(() => page.locator("#cache-status").textContent()).toBe("Block cache: off. Every read goes to the nodes.");

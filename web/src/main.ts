@@ -114,6 +114,11 @@ async function render(): Promise<void> {
     if (active) a.setAttribute("aria-current", "page");
     else a.removeAttribute("aria-current");
   }
+  // Leaving the buckets for another page, a tray of uploads that all ended goes with them.
+  if (route.view === "nodes" || route.view === "keys") {
+    const { active, failed } = app.uploads.totals();
+    if (active === 0 && failed === 0) app.uploads.clearFinished();
+  }
   if (route.view === "browser") await renderBrowser(app, route.bucket, route.prefix);
   else if (route.view === "nodes") await renderNodes(app);
   else if (route.view === "keys") await renderKeys(app);
