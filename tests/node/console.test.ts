@@ -811,6 +811,19 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     const over = await s3.fetch(objectUrl("b.txt", bucket), { method: "PUT", body: "b".repeat(500) });
     expect(over.status).toBe(403);
     expect(await over.text()).toContain("QuotaExceeded");
+    // A limit lowered below what is stored: the panel says the bucket is over it. "1 KB" is 1 KiB,
+    // as the panel shows sizes.
+    expect(await page.locator("#quota-over").count()).toBe(0);
+    await page.locator("#quota-bytes").fill("512");
+    await page.getByRole("button", { name: "Save quota" }).click();
+    await withSecret();
+    await expect.poll(() => page.locator("#quota-over").textContent()).toContain("Over quota");
+    expect(await page.locator("details.quota summary").textContent()).toContain("(over quota)");
+    await page.locator("#quota-bytes").fill("1 KB");
+    await page.getByRole("button", { name: "Save quota" }).click();
+    await withSecret();
+    await expect.poll(() => page.locator("#quota-usage").textContent()).toContain("of 1.0 KiB");
+    expect(await page.locator("#quota-over").count()).toBe(0);
     await page.getByRole("button", { name: "Remove quota" }).click();
     await withSecret();
     await expect.poll(() => page.locator("#quota-usage").textContent()).toContain("(no limit)");

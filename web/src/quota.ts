@@ -1,5 +1,6 @@
 // A bucket's quota and usage through the admin API (root key only; docs/operations.md#bucket-quotas),
-// and the sizes the console's quota form takes ("10 GiB", "500MB", a number of bytes).
+// and the sizes the console's quota form takes ("10 GiB", "500MB", a number of bytes), binary as
+// every size the console shows.
 import { adminJson } from "./access";
 import { encodeSegment, type S3Client } from "./s3";
 
@@ -28,9 +29,21 @@ export async function clearQuota(s3: S3Client, bucket: string): Promise<void> {
   await adminJson(s3, "DELETE", path(bucket));
 }
 
-const UNITS: Record<string, number> = { "": 1, B: 1, KB: 1e3, MB: 1e6, GB: 1e9, TB: 1e12, KIB: 2 ** 10, MIB: 2 ** 20, GIB: 2 ** 30, TIB: 2 ** 40 };
+/** One kind of unit, as the console shows sizes: binary, so 1 MB here is 1 MiB (1,048,576 bytes). */
+const UNITS: Record<string, number> = {
+  "": 1,
+  B: 1,
+  KB: 2 ** 10,
+  MB: 2 ** 20,
+  GB: 2 ** 30,
+  TB: 2 ** 40,
+  KIB: 2 ** 10,
+  MIB: 2 ** 20,
+  GIB: 2 ** 30,
+  TIB: 2 ** 40,
+};
 
-/** A size typed in the form: bytes, or a number and a unit (KB … TB, KiB … TiB); empty is no limit (null); undefined when it is not a size. */
+/** A size typed in the form: bytes, or a number and a unit (KiB … TiB; KB … TB mean the same); empty is no limit (null); undefined when it is not a size. */
 export function parseSize(text: string): number | null | undefined {
   const t = text.trim();
   if (t === "") return null;

@@ -34,7 +34,7 @@ export function quotaPanel(app: App, bucket: string): HTMLElement {
   };
   mount(
     view.form,
-    labelledField("quota-bytes", "Most bytes", view.maxBytes, "e.g. 500 MB, 10 GiB, or a number of bytes; empty: no limit."),
+    labelledField("quota-bytes", "Most bytes", view.maxBytes, "e.g. 500 MiB, 10 GiB, or a number of bytes (1 MB here is 1 MiB, as shown); empty: no limit."),
     labelledField("quota-objects", "Most objects", view.maxObjects, "Every version counts; empty: no limit."),
     h(
       "div",
@@ -65,8 +65,16 @@ async function load(view: QuotaView): Promise<void> {
   const inUploads = usage.pending > 0 ? ` (${humanSize(usage.pending)} in uploads in progress)` : "";
   const bytes = of(humanSize(usage.bytes + usage.pending), quota?.maxBytes != null ? humanSize(quota.maxBytes) : null) + inUploads;
   const objects = of(String(usage.objects), quota?.maxObjects != null ? String(quota.maxObjects) : null);
-  view.summary.textContent = quota ? `Quota: ${bytes}` : "Quota: none";
-  mount(view.status, h("p", { id: "quota-usage" }, `Stored: ${bytes}; objects: ${objects}.`));
+  // Over: past a limit lowered below what is stored (writes are refused until it is back under).
+  const over = (quota?.maxBytes != null && usage.bytes + usage.pending > quota.maxBytes) || (quota?.maxObjects != null && usage.objects > quota.maxObjects);
+  view.summary.textContent = quota ? `Quota: ${bytes}${over ? " (over quota)" : ""}` : "Quota: none";
+  mount(
+    view.status,
+    h("p", { id: "quota-usage" }, `Stored: ${bytes}; objects: ${objects}.`),
+    over
+      ? h("p", { class: "error", id: "quota-over", role: "status" }, "Over quota: writes to this bucket are refused until it is back under its limit.")
+      : null,
+  );
   view.maxBytes.value = quota?.maxBytes != null ? String(quota.maxBytes) : "";
   view.maxObjects.value = quota?.maxObjects != null ? String(quota.maxObjects) : "";
 }
@@ -77,7 +85,7 @@ async function save(view: QuotaView): Promise<void> {
   const objectsText = view.maxObjects.value.trim();
   const maxObjects = objectsText === "" ? null : /^[0-9]{1,15}$/.test(objectsText) ? Number(objectsText) : undefined;
   if (maxBytes === undefined) {
-    view.problem.textContent = "Most bytes: a size such as 500 MB or 10 GiB, a number of bytes, or empty.";
+    view.problem.textContent = "Most bytes: a size such as 500 MiB or 10 GiB, a number of bytes, or empty.";
     return;
   }
   if (maxObjects === undefined) {
