@@ -1280,6 +1280,9 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     // Every upload of the earlier tests ended: their tray did not follow to this page.
     expect(await page.locator("section.upload-panel").isHidden()).toBe(true);
     await expect.poll(async () => (await page.locator("main").textContent()) ?? "").toMatch(/nodes healthy|Not available/);
+    // The scrub in a few lines, its counters folded away.
+    await expect.poll(() => page.locator("#scrub-summary").textContent()).toContain("Last full pass");
+    expect(await page.locator("#scrub-summary details").getAttribute("open")).toBeNull();
     // Every node a local disk: the block cache is off by default, and the page says so.
     await expect.poll(() => page.locator("#cache-status").textContent()).toBe("Block cache: off. Every read goes to the nodes.");
     await page.getByLabel("Bucket", { exact: true }).selectOption(BUCKET);

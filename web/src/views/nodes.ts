@@ -233,11 +233,65 @@ function renderQueue(el: HTMLElement, status: HealStatus, app: App): void {
     h("h3", null, "Rebalancing"),
     renderRebalance(app, scrub as ScrubView | undefined),
     h("h3", null, "Scrub"),
-    scrub && typeof scrub === "object" ? generic(scrub) : notAvailable("scrub progress"),
+    scrub && typeof scrub === "object" ? scrubSummary(scrub as ScrubStatus) : notAvailable("scrub progress"),
   );
 }
 
-const label = (k: string) => k.replace(/([a-z])([A-Z])/g, "$1 $2").replace(/^./, (c) => c.toUpperCase());
+/** What the scrub status says that a person reads (the CLI's `status` says the same). */
+interface ScrubStatus extends ScrubView {
+  running?: boolean;
+  settings?: { mode?: string };
+  cursor?: { bucket?: string; after?: string | null } | null;
+  lastRun?: {
+    finished?: string;
+    trigger?: string;
+    mode?: string;
+    stoppedBy?: string;
+    counters?: { objectsChecked?: number; badShards?: number; shardsRebuilt?: number };
+  } | null;
+  lastErrors?: unknown[];
+}
+
+/** The scrub in four lines, and every counter it keeps folded away under them. */
+function scrubSummary(scrub: ScrubStatus): HTMLElement {
+  const when = (iso: string | undefined) => (iso ? humanDate(new Date(iso)) : "—");
+  const run = scrub.lastRun;
+  const pass = scrub.lastPass;
+  const errors = Array.isArray(scrub.lastErrors) ? scrub.lastErrors.length : 0;
+  return h(
+    "div",
+    { id: "scrub-summary" },
+    h(
+      "dl",
+      { class: "kv compact" },
+      h("dt", null, "Pass"),
+      h(
+        "dd",
+        null,
+        `${scrub.pass ?? 0}${scrub.running ? " (running now)" : ""}, ${scrub.settings?.mode ?? "?"}${scrub.cursor ? `, at ${scrub.cursor.bucket ?? "?"}/${scrub.cursor.after ?? ""}` : ""}`,
+      ),
+      h("dt", null, "Last run"),
+      h(
+        "dd",
+        null,
+        run
+          ? `${when(run.finished)}: ${run.counters?.objectsChecked ?? 0} objects checked, ${run.counters?.badShards ?? 0} bad shard files, ${run.counters?.shardsRebuilt ?? 0} rebuilt`
+          : "none yet",
+      ),
+      h("dt", null, "Last full pass"),
+      h("dd", null, pass ? `#${pass.pass ?? "?"} finished ${when(pass.finished)}: ${pass.counters?.objectsChecked ?? 0} objects` : "none finished yet"),
+      h("dt", null, "Errors"),
+      h("dd", null, errors === 0 ? "none recently" : `${errors} recent (in the counters below)`),
+    ),
+    h("details", null, h("summary", null, "Every counter"), generic(scrub)),
+  );
+}
+
+const label = (k: string) =>
+  k
+    .replace(/([a-z])([A-Z])/g, "$1 $2")
+    .replace(/\bMi B\b|\bMib\b/g, "MiB")
+    .replace(/^./, (c) => c.toUpperCase());
 
 /** Any JSON value as readable text: objects as nested name/value lists, time stamps as dates. */
 function generic(v: unknown, key = ""): HTMLElement | string {

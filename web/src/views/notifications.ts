@@ -47,7 +47,7 @@ export function notificationsPanel(app: App, bucket: string): HTMLElement {
     outbox: h("div", { class: "small", id: "notifications-outbox" }),
     id: h("input", { id: "notification-id", placeholder: "new-images", spellcheck: false, autocomplete: "off" }),
     kind: h("select", { id: "notification-kind" }, h("option", { value: "webhook" }, "Webhook"), h("option", { value: "queue" }, "Queue (Cloudflare)")),
-    target: h("input", { id: "notification-target", placeholder: "orders", spellcheck: false, autocomplete: "off" }),
+    target: h("input", { id: "notification-target", placeholder: "a configured webhook's name", spellcheck: false, autocomplete: "off" }),
     events: EVENTS.map((e) => h("input", { type: "checkbox", value: e, "aria-label": e, checked: e === "s3:ObjectCreated:*" })),
     prefix: h("input", { id: "notification-prefix", placeholder: "images/", spellcheck: false, autocomplete: "off" }),
     suffix: h("input", { id: "notification-suffix", placeholder: ".jpg", spellcheck: false, autocomplete: "off" }),
@@ -80,12 +80,17 @@ function addForm(view: NotificationsView): HTMLFormElement {
         void add(view);
       },
     },
-    labelledField("notification-kind", "Send to", view.kind, "A webhook or a Queue binding the operator configured."),
+    labelledField(
+      "notification-kind",
+      "Send to",
+      view.kind,
+      "A webhook or a Queue binding the operator configured: webhooks are named in the gateway's configuration (SHARDGATE_WEBHOOKS, in shardgate.json's vars or wrangler.toml), not here.",
+    ),
     labelledField(
       "notification-target",
       "Target name",
       view.target,
-      `The webhook's name (${TARGET_KINDS.webhook}NAME) or the Queue's binding (${TARGET_KINDS.queue}BINDING).`,
+      `The webhook's name as configured (${TARGET_KINDS.webhook}NAME) or the Queue's binding (${TARGET_KINDS.queue}BINDING); a name the gateway does not know is refused.`,
     ),
     events,
     labelledField("notification-prefix", "Key prefix", view.prefix, "Only keys starting with it, optional."),
