@@ -62,7 +62,9 @@ async function measure(s3, pids, fn) {
 /** The cluster of `npm run cluster --client-urls`, started for the bench. */
 async function startCluster(log) {
   const port = await freePort();
-  const child = spawn(process.execPath, [join(root, "scripts/cluster.mjs"), "--quiet", "--port", String(port), "--client-urls"], {
+  // The block cache off: the classic path's downloads read the nodes, as the browser path's do.
+  const args = [join(root, "scripts/cluster.mjs"), "--quiet", "--port", String(port), "--client-urls", "--var", "SHARDGATE_BLOCK_CACHE:off"];
+  const child = spawn(process.execPath, args, {
     cwd: root,
     detached: true,
     stdio: ["ignore", "pipe", "ignore"],

@@ -57,7 +57,8 @@ let cluster = null;
  *  workerd and the six nodes); resolves with its `cluster {json}` line. */
 async function startCluster(log) {
   const port = await freePort();
-  const child = spawn(process.execPath, [join(root, "scripts/cluster.mjs"), "--quiet", "--port", String(port)], {
+  // The block cache off: a paused node is only met by reads that go to the nodes.
+  const child = spawn(process.execPath, [join(root, "scripts/cluster.mjs"), "--quiet", "--port", String(port), "--var", "SHARDGATE_BLOCK_CACHE:off"], {
     cwd: root,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],

@@ -101,6 +101,9 @@ const wrangler = spawn(
     ...["--var", `SHARDGATE_ACCESS_KEY_ID:${credentials.accessKeyId}`, "--var", `SHARDGATE_SECRET_ACCESS_KEY:${credentials.secretAccessKey}`],
     ...["--var", `SHARDGATE_MASTER_KEY:${masterKey(stateDir)}`],
     ...["--var", `SHARDGATE_CONSOLE_ORIGIN:${consoleOrigins}`],
+    // The block cache off, as `npm start` has it over local nodes (wrangler.toml's "on" is for
+    // Cloudflare, where nodes are R2 or S3 endpoints); a --var after `--` turns it on.
+    ...["--var", "SHARDGATE_BLOCK_CACHE:off"],
     // On loopback, only loopback names (DNS rebinding: worker/src/config.ts hostAllowed).
     ...(isLoopback(opts.ip) ? ["--var", `SHARDGATE_ALLOWED_HOSTS:${LOOPBACK_HOSTS}`] : []),
     ...(dataDir ? ["--persist-to", dataDir] : []),
