@@ -115,6 +115,16 @@ function find(words) {
 }
 
 /**
+ * The flag of `flags` that `word` (a first word such as `--prot`) looks like a typo of, when it is
+ * not one of the commands' own flags; else null. (The binary serves on such a word, and serving's
+ * flag check names the flag.)
+ */
+export function nearFlag(word, flags) {
+  const name = word.split("=")[0];
+  return name.startsWith("--") && !Object.hasOwn(GLOBAL_FLAGS, name.slice(2)) ? nearest(name, flags) : null;
+}
+
+/**
  * The root key a gateway on this machine made (bin/lib/local-key.mjs), for an endpoint on loopback
  * only: no other server gets requests signed with it. Null when there is none.
  */

@@ -15,9 +15,7 @@ import { closeSync, existsSync, fsyncSync, lstatSync, mkdirSync, openSync, readd
 import { dirname, join } from "node:path";
 import { getAsset, getRawAsset } from "node:sea";
 import { gunzipSync } from "node:zlib";
-import { nearest } from "../../bin/lib/args.mjs";
-import { main as cli } from "../../bin/lib/cli.mjs";
-import { GLOBAL_FLAGS } from "../../bin/lib/commands.mjs";
+import { main as cli, nearFlag } from "../../bin/lib/cli.mjs";
 import { untrustedPath } from "../lib/private-path.mjs";
 import { serveGateway } from "../lib/serve-gateway.mjs";
 
@@ -32,10 +30,7 @@ const manifest = JSON.parse(getAsset("manifest.json", "utf8"));
 /** The serve flags: a command line that starts with one of them (or is empty) serves. */
 const SERVE_FLAGS = ["--config", "--ip", "--port", "--console-port", "--data-dir", "--processes", "--quiet"];
 /** A first word that is a flag of neither the commands nor serving but near a serve flag (`--prot`): serving's own check names the flag. */
-const mistypedServeFlag = (first) => {
-  const name = first.split("=")[0];
-  return name.startsWith("--") && !Object.hasOwn(GLOBAL_FLAGS, name.slice(2)) && nearest(name, SERVE_FLAGS) !== null;
-};
+const mistypedServeFlag = (first) => nearFlag(first, SERVE_FLAGS) !== null;
 const serves = (first) =>
   first === undefined || first === "serve" || SERVE_FLAGS.some((f) => first === f || first.startsWith(`${f}=`)) || mistypedServeFlag(first);
 
