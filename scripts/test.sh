@@ -8,6 +8,7 @@
 #   4. lint                     (biome ci: format and lint rules of biome.json)
 #   5. layers                   (scripts/check-layers.mjs: imports go one way in every package)
 #   5b. bodies                  (scripts/check-bodies.mjs: no request body read whole outside the bounded reader)
+#   5c. sizes                   (scripts/check-sizes.mjs: worker/src's modules within their line budgets)
 #   6. vitest run               (projects "workers" in workerd and "node"; extra args go to vitest)
 # All suites run even when an earlier one fails, so one run shows every failure.
 set -euo pipefail
@@ -46,6 +47,7 @@ step "typecheck" npm run --silent typecheck
 step "lint" biome ci --reporter=summary .
 step "layers" node scripts/check-layers.mjs
 step "bodies" node scripts/check-bodies.mjs
+step "sizes" node scripts/check-sizes.mjs
 step "vitest run" vitest run "$@"
 
 echo

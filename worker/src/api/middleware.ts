@@ -20,9 +20,9 @@ import { bearerAuthorized } from "./admin/metrics";
 import { allowConsole, consoleOriginOf, consolePreflight } from "./common/console-origin";
 import { applyCors, corsRules, matchRule } from "./common/cors";
 import { toS3Error } from "./common/error-map";
-import { authorize as authorizeFor, type Permission } from "./common/permissions";
+import { authorize as authorizeFor } from "./common/permissions";
 import type { Endpoint } from "./common/router";
-import { type Authentication, OPERATIONS, type OperationName, READ_METHODS, routeRequest, sessionsMay } from "./operations";
+import { OPERATIONS, type Operation, type OperationName, READ_METHODS, routeRequest, sessionsMay } from "./operations";
 import { RangeNotSatisfiable } from "./s3/get";
 import { readStsRequest, STS_SIGNING_SERVICES, sessionTokenOf, stsErrorResponse } from "./s3/sts";
 
@@ -72,9 +72,14 @@ export function exchange(request: Request, env: Env, exec: Exchange["exec"], url
   };
 }
 
-/** An operation's permission and how it authenticates; an unimplemented one needs any valid key (a 501 tells no one anonymous what exists). */
-export function operationOf(endpoint: Endpoint<OperationName>): { permission: Permission; authentication: Authentication } {
-  return endpoint.op === "NotImplemented" ? { permission: { need: "anyKey", action: null }, authentication: "signature" } : OPERATIONS[endpoint.op];
+/** What the table declares of an operation, as middleware reads it (never its name). */
+export type OperationAttributes = Omit<Operation, "routes" | "run">;
+/** What no route takes needs any valid key (a 501 tells no one anonymous what exists), nothing more. */
+const NOT_IMPLEMENTED: OperationAttributes = { permission: { need: "anyKey", action: null }, authentication: "signature" };
+
+/** The attributes of the operation `endpoint` names. */
+export function operationOf(endpoint: Endpoint<OperationName>): OperationAttributes {
+  return endpoint.op === "NotImplemented" ? NOT_IMPLEMENTED : OPERATIONS[endpoint.op];
 }
 
 /** The request id, the counters and the duration histogram, and one JSON log line, for every answer; the finishers' headers. */
@@ -123,7 +128,7 @@ export const answerErrors: Middleware = async (x, next) => {
   } catch (e) {
     const error = toS3Error(e);
     if (error.status === 500) console.error(JSON.stringify({ requestId: x.requestId, error: String(e), stack: e instanceof Error ? e.stack : undefined }));
-    if (x.op === "GetSessionToken") return stsErrorResponse(error, x.requestId);
+    if (x.endpoint !== null && operationOf(x.endpoint).sts) return stsErrorResponse(error, x.requestId);
     const response = errorResponse(error, x.url.pathname, x.requestId, x.request.method === "HEAD");
     if (e instanceof RangeNotSatisfiable) response.headers.set("Content-Range", `bytes */${e.size}`);
     return response;
@@ -182,7 +187,7 @@ export const crossSite: Middleware = async (x, next) => {
   const elsewhere = (origin !== null && origin !== x.url.origin) || site === "cross-site" || site === "same-site";
   const endpoint = x.endpoint;
   if (!elsewhere || x.fromConsole !== null || endpoint === null) return next();
-  const pages = endpoint.op === "NotImplemented" ? undefined : OPERATIONS[endpoint.op].pages;
+  const { pages } = operationOf(endpoint);
   if (pages === "console")
     throw new S3Error("AccessDenied", "The gateway's own API answers only its console and clients outside a browser, not a page of another site.");
   if (READ_METHODS.has(x.request.method) || pages === "any") return next(); // its answer stays unreadable without CORS
@@ -203,7 +208,8 @@ export const crossSite: Middleware = async (x, next) => {
 export const bucketCors: Middleware = (x, next) => {
   const endpoint = x.endpoint;
   if (x.fromConsole !== null || !x.request.headers.has("origin") || endpoint === null || endpoint.op === "NotImplemented") return next();
-  if (endpoint.bucket === null || endpoint.op === "PreflightCors") return next();
+  // A preflight (which authenticates nothing) is answered by the rules themselves.
+  if (endpoint.bucket === null || operationOf(endpoint).authentication === "none") return next();
   const rules = corsRules({ env: x.env }, endpoint.bucket).catch(() => []);
   x.finishers.push(async (response) => applyCors(await rules, x.request, response));
   return next();
@@ -242,10 +248,10 @@ export const authenticate: Middleware = async (x, next) => {
     return key?.secret ?? null;
   };
   const v2 = config.sigV2 && isSigV2(request, url);
-  if (v2 && endpoint.op !== "NotImplemented" && OPERATIONS[endpoint.op].v4Only)
+  if (v2 && operationOf(endpoint).v4Only)
     throw new S3Error("InvalidRequest", `Signature Version 2 does not sign what ${endpoint.op} reads: sign it with AWS4-HMAC-SHA256.`);
   // STS signs the form body's hash without sending it: the body is read (bounded) first.
-  const sts = x.op === "GetSessionToken" ? await readStsRequest(request) : null;
+  const sts = operationOf(endpoint).sts ? await readStsRequest(request) : null;
   const now = Date.now();
   // A client that keeps failing is answered SlowDown before any lookup (auth/throttle.ts).
   x.auth = await throttled(clientOf(request, env.SHARDGATE_CLIENT_IP_HEADER), () =>
@@ -266,14 +272,15 @@ export const authenticate: Middleware = async (x, next) => {
  */
 export const authorize: Middleware = async (x, next) => {
   const endpoint = x.endpoint as Endpoint<OperationName>;
-  const { permission, authentication } = operationOf(endpoint);
+  const operation = operationOf(endpoint);
+  const { permission, authentication } = operation;
   const bearer = authentication === "bearer" && bearerAuthorized(x.request, x.env);
   if (authentication === "signature" || (authentication === "bearer" && !bearer)) {
     const at = endpoint.op === "NotImplemented" ? { bucket: null, key: null } : endpoint;
     await authorizeFor(x.principal, permission, at, x.request.headers, (bucket) => bucketPolicy(x.env, bucket), x.url.searchParams);
   }
-  if (x.credentialsExpire !== null && endpoint.op !== "NotImplemented" && !sessionsMay(OPERATIONS[endpoint.op], x.request.method, x.request.headers)) {
-    const what = endpoint.op === "Admin" ? `${x.request.method} ${x.url.pathname}` : `call ${endpoint.op}`;
+  if (x.credentialsExpire !== null && !sessionsMay(operation, x.request.method, x.request.headers)) {
+    const what = "scope" in endpoint && endpoint.scope === "admin" ? `${x.request.method} ${x.url.pathname}` : `call ${endpoint.op}`;
     throw new S3Error("AccessDenied", `Temporary credentials cannot ${what}: what it changes would outlast them. Sign this request with the key itself.`);
   }
   return next();

@@ -89,6 +89,8 @@ export interface Operation {
    * (a form upload, bounded by its signed policy).
    */
   pages?: "console" | "any";
+  /** Speaks STS rather than S3: its form body is what is signed (read before authentication), and its errors are STS's XML. */
+  sts?: true;
   run(ctx: RequestContext, routed: Routed<string>): Promise<Response>;
 }
 
@@ -150,7 +152,10 @@ function on<S extends Scope>(scope: S) {
     route: Omit<Route, "on">,
     permission: Permission,
     handle: (ctx: RequestContext, at: AtOf<S>, params: P) => Promise<Response>,
-    options: { params?: (query: URLSearchParams) => P; authentication?: Authentication } & Pick<Operation, "refusedToSessions" | "v4Only" | "pages"> = {},
+    options: { params?: (query: URLSearchParams) => P; authentication?: Authentication } & Pick<
+      Operation,
+      "refusedToSessions" | "v4Only" | "pages" | "sts"
+    > = {},
   ): Operation => ({
     routes: [{ ...route, on: scope }],
     permission,
@@ -158,6 +163,7 @@ function on<S extends Scope>(scope: S) {
     ...(options.refusedToSessions ? { refusedToSessions: true } : {}),
     ...(options.v4Only ? { v4Only: true } : {}),
     ...(options.pages ? { pages: options.pages } : {}),
+    ...(options.sts ? { sts: true } : {}),
     run: (ctx, routed) => {
       const query = ctx.url.searchParams;
       return handle(ctx, at(routed, query) as AtOf<S>, (options.params ? options.params(query) : undefined) as P);
@@ -200,7 +206,7 @@ export const OPERATIONS = {
   // The service; STS on `POST /` (GetSessionToken or AssumeRole, named by the form's Action):
   // temporary credentials with the signing key's own rights, never from temporary credentials.
   ListBuckets: service({ method: "GET" }, anyKey, listBuckets),
-  GetSessionToken: service({ method: "POST" }, anyKey, getSessionToken, { refusedToSessions: true, pages: "console" }),
+  GetSessionToken: service({ method: "POST" }, anyKey, getSessionToken, { refusedToSessions: true, pages: "console", sts: true }),
 
   // CORS preflights: answered from the bucket's rules, without credentials; also for shard URLs.
   PreflightCors: onBucketOf(["bucket", "object", "shard"])({ method: "OPTIONS", anyQuery: true }, anyKey, preflightCors, "none"),
