@@ -30,10 +30,14 @@
 // figures on stdout; progress goes to stderr. --stall adds bench/stall-bench.mjs (a paused node).
 // Then bench/hot-bench.mjs: hot reads through the block cache, nodes 20 ms away (not with --no-hot),
 // and bench/direct-bench.mjs: the browser path against the classic path (not with --no-direct);
-// neither when --targets or --cases pick a subset.
+// neither when --targets or --cases pick a subset. A full run (none of --quick, --targets, --cases)
+// also draws docs/bench-chart.svg: throughput and CPU per operation of shardgate, MinIO and the
+// pass-through at 4 in flight (bench/lib/chart.mjs).
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { writeFileSync } from "node:fs";
 import os from "node:os";
+import { chartFromBench } from "./lib/chart.mjs";
 import { S3Client } from "./lib/s3-client.mjs";
 import { allowedCpus, bytesRead, cpuMs, pinSelf, seeded, startTarget, TARGETS } from "./lib/targets.mjs";
 import { directBench, directTable } from "./direct-bench.mjs";
@@ -70,6 +74,8 @@ const WINDOW_MS = quick ? 800 : 1500;
 // WARMUP_MS=… in the environment lengthens the warm-up (docs/benchmarks.md).
 const WARMUP_MS = Number(process.env.WARMUP_MS ?? 300);
 const LIST_KEYS = 1000;
+// The chart of the figures a full run writes (bench/lib/chart.mjs), from the repository's root.
+const CHART = "docs/bench-chart.svg";
 
 const OBJECTS = {
   small: { prefix: "one-mib/", count: 16, body: seeded(MiB, "one-mib") },
@@ -284,6 +290,26 @@ try {
 loadAverage.end = os.loadavg();
 log(`bench: load average at the end ${loadAverage.end.map((l) => l.toFixed(2)).join(" ")}`);
 
+// The figures as --json prints them, and as the chart (bench/lib/chart.mjs) reads them.
+const figures = {
+  date: new Date().toISOString().slice(0, 10),
+  machine: { cpus: os.availableParallelism(), loadAverage },
+  code,
+  mode: PIN ? { pinned: true, serverCpus: PIN.servers, clientCpus: PIN.client } : { pinned: false },
+  targets: TARGETS.map(({ id, label }) => ({ id, label })),
+  cases: CASES.map(({ id, label, unit }) => ({ id, label, unit })),
+  results,
+  nodeRequests,
+};
+
+// The chart in docs/ is redrawn by a full run only: a quick run or a subset would replace it with
+// fewer figures, or with figures measured another way.
+if (quick || only("targets") || only("cases")) log(`bench: ${CHART} left as it is (a --quick, --targets or --cases run)`);
+else {
+  writeFileSync(new URL(`../${CHART}`, import.meta.url), chartFromBench(figures));
+  log(`bench: chart written to ${CHART}`);
+}
+
 let stall = null;
 if (args.has("--stall")) {
   try {
@@ -308,23 +334,7 @@ const direct = args.has("--no-direct") || only("targets") || only("cases") ? nul
 
 if (json) {
   const stallJson = stall && { rows: roundStallRows(stall.rows), info: stall.info };
-  console.log(
-    JSON.stringify(
-      {
-        machine: { cpus: os.availableParallelism(), loadAverage },
-        code,
-        mode: PIN ? { pinned: true, serverCpus: PIN.servers, clientCpus: PIN.client } : { pinned: false },
-        targets: TARGETS.map(({ id, label }) => ({ id, label })),
-        results,
-        nodeRequests,
-        stall: stallJson,
-        hot,
-        direct,
-      },
-      null,
-      2,
-    ),
-  );
+  console.log(JSON.stringify({ ...figures, stall: stallJson, hot, direct }, null, 2));
 } else {
   console.log(report(results));
   if (stall) console.log(`\n${stallTable(stall.rows)}\n\n${stallFootnotes(stall.info)}`);
