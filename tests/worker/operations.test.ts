@@ -1,19 +1,53 @@
 // The operations table (worker/src/api/operations.ts) routes every request to one operation: each
-// operation is reached by the requests S3 sends for it (the compiler makes the sample table name
-// every operation), sub-resources are tried in the table's order, and what no route takes is
-// refused NotImplemented by S3's name for it.
+// operation is reached by the request its test twin (operation-requests.ts) sends for it, in path
+// and virtual-hosted style and naming a version, sub-resources are tried in the table's order, and
+// what no route takes is refused NotImplemented by S3's name for it. The twin names every operation
+// of the table and no other, and an operation without its request does not compile: both checked
+// below by `npm run typecheck`.
 import { describe, expect, it } from "vitest";
-import { OPERATIONS, routeRequest } from "../../worker/src/api/operations";
-import { SAMPLES } from "./operation-requests";
+import { OPERATIONS, type OperationName, routeRequest } from "../../worker/src/api/operations";
+import { REQUESTS, requestOf } from "./operation-requests";
 
-function route(method: string, path: string, headers: Record<string, string> = {}) {
-  return routeRequest(method, new URL(`http://localhost${path}`), "localhost", new Headers(headers));
+function route(method: string, path: string, headers: Record<string, string> | Headers = {}, host = "localhost") {
+  return routeRequest(method, new URL(`http://${host}${path}`), "localhost", new Headers(headers));
 }
 
+// The twin's names are exactly the table's (a Partial, or an Exclude of some names, fails here) ...
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const _sameNames: Same<keyof typeof REQUESTS, OperationName> = true;
+// ... and each needs its request: an operation planted in the table without one (here, the twin with
+// PutObject's left out) is a compile error, TS2741 "Property 'PutObject' is missing". Should the twin
+// stop requiring every name, the directive below is unused and that is the compile error.
+const { PutObject: _planted, ...withoutOne } = REQUESTS;
+// @ts-expect-error An operation without its request does not compile.
+const _incomplete: typeof REQUESTS = withoutOne;
+
 describe("the operations table", () => {
-  it("routes a request S3 sends for each operation to it", () => {
-    for (const [op, [method, path, headers]] of Object.entries(SAMPLES)) expect(route(method, path, headers).op, `${method} ${path}`).toBe(op);
-    expect(Object.keys(SAMPLES).sort()).toEqual(Object.keys(OPERATIONS).sort());
+  it("routes each operation's request in the twin to it, path style and virtual-hosted, naming a version or not", async () => {
+    expect(Object.keys(REQUESTS).sort()).toEqual(Object.keys(OPERATIONS).sort());
+    for (const op of Object.keys(REQUESTS) as OperationName[]) {
+      for (const target of [{ bucket: "b" }, { bucket: "b", version: "null", sourceVersion: "v1" }]) {
+        const { path, hostedPath, init } = await requestOf(op, target);
+        const { method, headers } = init;
+        expect(route(method, path, headers).op, `${method} ${path}`).toBe(op);
+        if (hostedPath !== null) expect(route(method, hostedPath, headers, "b.localhost").op, `${method} ${hostedPath} on b.localhost`).toBe(op);
+      }
+    }
+  });
+
+  it("routes a request the same with the parameters clients add", () => {
+    for (const [method, path, op] of [
+      ["GET", "/b/k/with/slashes?response-content-type=text/plain", "GetObject"],
+      ["HEAD", "/b/k?partNumber=1", "HeadObject"],
+      ["PUT", "/b/k?tagging&versionId=null", "PutObjectTagging"],
+      ["DELETE", "/b/k?versionId=null", "DeleteObject"],
+      ["GET", "/b?versions&prefix=a", "ListObjectVersions"],
+      ["GET", "/b?list-type=2&prefix=x", "ListObjectsV2"],
+      ["GET", "/b?prefix=x", "ListObjects"],
+      ["OPTIONS", "/b/k?uploads", "PreflightCors"],
+    ]) {
+      expect(route(method, path).op, `${method} ${path}`).toBe(op);
+    }
   });
 
   it("names the bucket and key, virtual-hosted or path style, and the shard URL's grant", () => {

@@ -10,6 +10,7 @@ import { env as workersEnv, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { OPERATIONS, type OperationName } from "../../worker/src/api/operations";
 import { POLICY_ACTIONS, type PolicyAction } from "../../worker/src/auth/policy";
+import { COPY_SOURCE, OBJECT, requestOf } from "./operation-requests";
 import { signedPostFields } from "./post-form";
 import type { Env } from "../../worker/src/config";
 import { setSetting } from "../../worker/src/services/bucket-settings";
@@ -82,133 +83,6 @@ async function put(path: string, body: string, headers: Record<string, string> =
 // --- the walk ------------------------------------------------------------------------------------
 
 const B = "pe-walk";
-const LOCK = "<Retention><Mode>GOVERNANCE</Mode><RetainUntilDate>2099-01-01T00:00:00Z</RetainUntilDate></Retention>";
-const TAGS = "<Tagging><TagSet><Tag><Key>k</Key><Value>v</Value></Tag></TagSet></Tagging>";
-const UPLOAD = "2~notAnUpload";
-
-interface Call {
-  path: string;
-  init?: RequestInit;
-  /** Content-MD5 of the body, which the operation requires. */
-  md5?: true;
-}
-
-/** A request for every operation a policy can name; `v`: the version it names, `sv`: the copy source's. */
-function callOf(op: Op, v: string | null, sv: string | null): Call | null {
-  const q = (path: string) => (v === null ? path : `${path}${path.includes("?") ? "&" : "?"}versionId=${v}`);
-  const copy = { "x-amz-copy-source": `/${B}/src.txt${sv === null ? "" : `?versionId=${sv}`}` };
-  const deleteBody = `<Delete><Object><Key>gone.txt</Key>${v === null ? "" : `<VersionId>${v}</VersionId>`}</Object></Delete>`;
-  const calls: Partial<Record<Op, Call>> = {
-    HeadBucket: { path: `/${B}`, init: { method: "HEAD" } },
-    DeleteBucket: { path: `/${B}`, init: { method: "DELETE" } }, // not empty: 409 once allowed
-    GetBucketLocation: { path: `/${B}?location` },
-    GetBucketVersioning: { path: `/${B}?versioning` },
-    PutBucketVersioning: {
-      path: `/${B}?versioning`,
-      init: { method: "PUT", body: "<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>" },
-    },
-    ListObjectsV2: { path: `/${B}?list-type=2` },
-    ListObjects: { path: `/${B}` },
-    ListObjectVersions: { path: `/${B}?versions` },
-    GetObject: { path: q(`/${B}/o.txt`) },
-    HeadObject: { path: q(`/${B}/o.txt`), init: { method: "HEAD" } },
-    PutObject: { path: `/${B}/w.txt`, init: { method: "PUT", body: "w" } },
-    // A version of o.txt named on gone.txt: no such version, so deleting it changes nothing.
-    DeleteObject: { path: q(`/${B}/gone.txt`), init: { method: "DELETE" } },
-    DeleteObjects: { path: `/${B}?delete`, init: { method: "POST", body: deleteBody }, md5: true },
-    CopyObject: { path: `/${B}/copy.txt`, init: { method: "PUT", headers: copy } },
-    GetObjectAttributes: { path: q(`/${B}/o.txt?attributes`), init: { headers: { "x-amz-object-attributes": "ETag" } } },
-    CreateMultipartUpload: { path: `/${B}/mp?uploads`, init: { method: "POST" } },
-    UploadPart: { path: `/${B}/mp?partNumber=1&uploadId=${UPLOAD}`, init: { method: "PUT", body: "p" } },
-    UploadPartCopy: { path: `/${B}/mp?partNumber=1&uploadId=${UPLOAD}`, init: { method: "PUT", headers: copy } },
-    CompleteMultipartUpload: {
-      path: `/${B}/mp?uploadId=${UPLOAD}`,
-      init: { method: "POST", body: "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>x</ETag></Part></CompleteMultipartUpload>" },
-    },
-    AbortMultipartUpload: { path: `/${B}/mp?uploadId=${UPLOAD}`, init: { method: "DELETE" } },
-    ListParts: { path: `/${B}/mp?uploadId=${UPLOAD}` },
-    ListMultipartUploads: { path: `/${B}?uploads` },
-    GetObjectTagging: { path: q(`/${B}/o.txt?tagging`) },
-    PutObjectTagging: { path: q(`/${B}/o.txt?tagging`), init: { method: "PUT", body: TAGS } },
-    DeleteObjectTagging: { path: q(`/${B}/o.txt?tagging`), init: { method: "DELETE" } },
-    GetBucketTagging: { path: `/${B}?tagging` },
-    PutBucketTagging: { path: `/${B}?tagging`, init: { method: "PUT", body: TAGS } },
-    DeleteBucketTagging: { path: `/${B}?tagging`, init: { method: "DELETE" } },
-    GetBucketLifecycleConfiguration: { path: `/${B}?lifecycle` },
-    PutBucketLifecycleConfiguration: {
-      path: `/${B}?lifecycle`,
-      init: {
-        method: "PUT",
-        body: "<LifecycleConfiguration><Rule><ID>r</ID><Filter><Prefix>tmp/</Prefix></Filter><Status>Enabled</Status><Expiration><Days>9</Days></Expiration></Rule></LifecycleConfiguration>",
-      },
-      md5: true,
-    },
-    DeleteBucketLifecycle: { path: `/${B}?lifecycle`, init: { method: "DELETE" } },
-    GetObjectLockConfiguration: { path: `/${B}?object-lock` },
-    PutObjectLockConfiguration: {
-      path: `/${B}?object-lock`,
-      init: { method: "PUT", body: "<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled></ObjectLockConfiguration>" },
-    },
-    GetObjectRetention: { path: q(`/${B}/o.txt?retention`) },
-    PutObjectRetention: { path: q(`/${B}/o.txt?retention`), init: { method: "PUT", body: LOCK } },
-    GetObjectLegalHold: { path: q(`/${B}/o.txt?legal-hold`) },
-    PutObjectLegalHold: { path: q(`/${B}/o.txt?legal-hold`), init: { method: "PUT", body: "<LegalHold><Status>OFF</Status></LegalHold>" } },
-    GetBucketAcl: { path: `/${B}?acl` },
-    PutBucketAcl: { path: `/${B}?acl`, init: { method: "PUT", headers: { "x-amz-acl": "private" } } },
-    GetBucketOwnershipControls: { path: `/${B}?ownershipControls` },
-    PutBucketOwnershipControls: {
-      path: `/${B}?ownershipControls`,
-      init: { method: "PUT", body: "<OwnershipControls><Rule><ObjectOwnership>BucketOwnerEnforced</ObjectOwnership></Rule></OwnershipControls>" },
-    },
-    GetObjectAcl: { path: q(`/${B}/o.txt?acl`) },
-    PutObjectAcl: { path: q(`/${B}/o.txt?acl`), init: { method: "PUT", headers: { "x-amz-acl": "private" } } },
-    GetBucketCors: { path: `/${B}?cors` },
-    PutBucketCors: {
-      path: `/${B}?cors`,
-      init: {
-        method: "PUT",
-        body: "<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod></CORSRule></CORSConfiguration>",
-      },
-      md5: true,
-    },
-    DeleteBucketCors: { path: `/${B}?cors`, init: { method: "DELETE" } },
-    GetBucketEncryption: { path: `/${B}?encryption` },
-    PutBucketEncryption: {
-      path: `/${B}?encryption`,
-      init: {
-        method: "PUT",
-        body: "<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault></Rule></ServerSideEncryptionConfiguration>",
-      },
-    },
-    DeleteBucketEncryption: { path: `/${B}?encryption`, init: { method: "DELETE" } },
-    GetBucketWebsite: { path: `/${B}?website` },
-    PutBucketWebsite: {
-      path: `/${B}?website`,
-      init: { method: "PUT", body: "<WebsiteConfiguration><IndexDocument><Suffix>index.html</Suffix></IndexDocument></WebsiteConfiguration>" },
-    },
-    DeleteBucketWebsite: { path: `/${B}?website`, init: { method: "DELETE" } },
-    GetBucketNotificationConfiguration: { path: `/${B}?notification` },
-    PutBucketNotificationConfiguration: { path: `/${B}?notification`, init: { method: "PUT", body: "<NotificationConfiguration/>" } },
-    GetBucketReplication: { path: `/${B}?replication` },
-    PutBucketReplication: { path: `/${B}?replication`, init: { method: "PUT", body: "<ReplicationConfiguration/>" } },
-    DeleteBucketReplication: { path: `/${B}?replication`, init: { method: "DELETE" } },
-    GetBucketPolicy: { path: `/${B}?policy` },
-    // Replaces the walk's policy (the next case sets its own).
-    PutBucketPolicy: {
-      path: `/${B}?policy`,
-      init: { method: "PUT", body: doc({ Effect: "Allow", Principal: { AWS: "SGNOBODY" }, Action: "s3:GetObject", Resource: `arn:aws:s3:::${B}/none/*` }) },
-    },
-    DeleteBucketPolicy: { path: `/${B}?policy`, init: { method: "DELETE" } },
-    GetBucketPolicyStatus: { path: `/${B}?policyStatus` },
-    // The browser path: signed S3-style requests on the object.
-    CreateDirectUpload: { path: `/${B}/direct.bin?shardgate-upload`, init: { method: "POST", body: JSON.stringify({ size: 100_000 }) } },
-    CompleteDirectUpload: { path: `/${B}/direct.bin?shardgate-commit`, init: { method: "POST", body: "not json" } },
-    AbortDirectUpload: { path: `/${B}/direct.bin?shardgate-abort`, init: { method: "POST", body: "not json" } },
-    GetReadPlan: { path: q(`/${B}/o.txt?shardgate-plan`) },
-  };
-  return calls[op] ?? null;
-}
-
 /** One cell of the walk: an operation as a policy names it by `action`. */
 interface Case {
   op: Op;
@@ -237,7 +111,8 @@ const HEADER_VALUES: Record<string, string> = {
 function cases(): Case[] {
   const out: Case[] = [];
   for (const [op, { permission: p }] of Object.entries(OPERATIONS) as [Op, (typeof OPERATIONS)[Op]][]) {
-    if (p.action === null || op === "PostObject") continue; // POST forms: their own test below
+    // What no policy names, and what checks its own credentials (POST forms: their own test below).
+    if (p.action === null || OPERATIONS[op].authentication !== "signature") continue;
     const sourceActions = p.source?.action ? [p.source.action] : [];
     const plain = { op, versioned: false, source: false };
     out.push({ ...plain, action: p.action, companions: sourceActions, insufficient: p.versioned ? [p.versioned, ...sourceActions] : null });
@@ -267,21 +142,24 @@ describe("every accepted action × Allow and Deny × every operation mapped to i
 
   beforeAll(async () => {
     await s3ok(`/${B}`, { method: "PUT", headers: { "x-amz-bucket-object-lock-enabled": "true" } });
-    v = await put(`/${B}/o.txt`, "object");
-    sv = await put(`/${B}/src.txt`, "source");
+    v = await put(`/${B}/${OBJECT}`, "object");
+    sv = await put(`/${B}/${COPY_SOURCE}`, "source");
     full = await newKey("walk: every right");
     await grant(full, B, { read: true, write: true, owner: true });
     bare = await newKey("walk: no right");
   });
 
   async function run(c: Case, who: Requester): Promise<{ res: Response; method: string | undefined }> {
-    const call = callOf(c.op, c.versioned && !c.source ? v : null, c.versioned && c.source ? sv : null);
-    if (!call) throw new Error(`no request for ${c.op}`);
-    const headers = new Headers(call.init?.headers);
+    const { path, init } = await requestOf(c.op, {
+      bucket: B,
+      version: c.versioned && !c.source ? v : null,
+      sourceVersion: c.versioned && c.source ? sv : null,
+    });
+    const { headers } = init;
     for (const [name, value] of Object.entries(c.headers ?? {})) headers.set(name, value);
     // A write that locks what it writes proves its bytes.
-    if (call.md5 || (c.headers && call.init?.body !== undefined)) headers.set("content-md5", await md5(String(call.init?.body)));
-    return { res: await send(who, call.path, { ...call.init, headers }), method: call.init?.method };
+    if (c.headers && init.body !== undefined) headers.set("content-md5", await md5(init.body));
+    return { res: await send(who, path, init), method: init.method };
   }
 
   /** What the walk found wrong with `c` from `who` (null: as expected). */
