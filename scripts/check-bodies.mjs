@@ -1,6 +1,6 @@
 // `node scripts/check-bodies.mjs`: checks that no code in worker/src reads a body whole with
 // `.arrayBuffer()`, `.text()`, `.json()`, `.formData()`, `.blob()` or `.bytes()`. A request body is
-// read through api/common/request-body.ts readBodyUpTo (which stops at a bound) or streamed; reading one
+// read through api/http/request-body.ts readBodyUpTo (which stops at a bound) or streamed; reading one
 // whole lets a client make the gateway hold as much as it sends. The only calls allowed are the
 // ones in ALLOWED, each a body that is not a client's, with the reason.
 //
@@ -64,7 +64,7 @@ for (const path of files(src)) {
 if (process.argv.includes("--list")) for (const a of allowed) console.log(a);
 if (violations.length > 0) {
   console.error(
-    "check-bodies: bodies read whole outside api/common/request-body.ts readBodyUpTo (read the request body with readBodyUpTo, or add the call to ALLOWED in scripts/check-bodies.mjs with why it is not a client's body):",
+    "check-bodies: bodies read whole outside api/http/request-body.ts readBodyUpTo (read the request body with readBodyUpTo, or add the call to ALLOWED in scripts/check-bodies.mjs with why it is not a client's body):",
   );
   for (const v of violations) console.error(`  ${v}`);
   process.exit(1);

@@ -15,9 +15,11 @@
 // A module may import its own layer and any layer below it; below config.ts, only `import type`
 // from config.ts (the Env and GatewayConfig types), and config.ts imports only types from above;
 // services/ too import only types from it (they receive the configuration, never load it).
-// Within api/, the folder says what a module is: api/common/ (helpers: import only api/common/),
-// api/s3/ and api/admin/ (operations: import api/common/, never another operation), api/*.ts
-// (dispatchers: may import any of them).
+// Within api/, the folder says what a module is: api/http/ (request handling: routing, who may do
+// what, errors, CORS, bodies) and api/format/ (S3's formats: XML, headers, parameters), the helpers,
+// which import only helpers; api/s3/ and api/admin/ (operations: import helpers and their own parts,
+// `<operation>.<part>.ts` beside them, never another operation); api/*.ts (dispatchers: may import
+// any of them).
 //
 // worker/src/shared/ is the shared module: what the client library and the console run of the
 // Worker's code (the core's wrapper and types, the browser path's wire types, byte helpers, the
@@ -116,15 +118,28 @@ function layerOf(path) {
 const rank = (layer) => LAYERS.findIndex((l) => l.split("|").includes(layer));
 
 /**
- * api/'s rooms, from the folder: api/common/ holds what operations share (parsing, answering, the
- * request context, who may do what); api/s3/ and api/admin/ hold the operations, one file per
- * family; a module directly in api/ dispatches (the operations table, the S3 entry, the admin app).
+ * api/'s rooms, from the folder: api/http/ and api/format/ hold what operations share (request
+ * handling; S3's formats), the helpers; api/s3/ and api/admin/ hold the operations, one file per
+ * family, with the parts only one of them uses beside it (`list.xml.ts` is list.ts's); a module
+ * directly in api/ dispatches (the operations table, the S3 entry, the admin app).
  */
 function apiRoom(path) {
   const parts = path.split("/");
   if (parts[0] !== "api") return null;
   if (parts.length === 2) return "dispatch";
-  return parts[1] === "common" ? "common" : "operation";
+  return parts[1] === "http" || parts[1] === "format" ? "helper" : "operation";
+}
+
+/** Whether `to` is a part of the operation module `from`: `<dir>/<name>.<part>.ts` beside `<dir>/<name>.ts`. */
+function partOf(from, to) {
+  const base = from.replace(/\.[^./]+$/, "");
+  return (
+    to.startsWith(`${base}.`) &&
+    !to
+      .slice(base.length + 1)
+      .replace(/\.[^./]+$/, "")
+      .includes("/")
+  );
 }
 
 const MODULE = /\.(ts|mts|cts|js|mjs|cjs)$/;
@@ -247,9 +262,10 @@ function workerViolation(from, to, typeOnly) {
   if (rank(b) < rank(a)) return `${a} may not import ${b} (a higher layer)`;
   if (a === "api" && b === "api" && from !== to) {
     const [fromRoom, toRoom] = [apiRoom(from), apiRoom(to)];
-    if (fromRoom === "common" && toRoom !== "common") return "api/common/ imports only api/common/ (helpers never reach up to operations or dispatch)";
-    if (fromRoom === "operation" && toRoom !== "common")
-      return "an api/ operation imports another operation or a dispatcher (share through services/ or api/common/)";
+    if (fromRoom === "helper" && toRoom !== "helper")
+      return "api/http/ and api/format/ import only each other (helpers never reach up to operations or dispatch)";
+    if (fromRoom === "operation" && toRoom !== "helper" && !partOf(from, to))
+      return "an api/ operation imports another operation or a dispatcher (share through services/, api/http/ or api/format/)";
   }
   return null;
 }

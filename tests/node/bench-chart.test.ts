@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { parseXml, type XmlElement } from "../../worker/src/api/common/xml-parse";
+import { parseXml, type XmlElement } from "../../worker/src/api/format/xml-parse";
 // @ts-expect-error: plain JavaScript without declarations (its shape is declared below)
 import * as chartModule from "../../bench/lib/chart.mjs";
 

@@ -79,30 +79,34 @@ describe("the layer check", () => {
     expect(out).toContain("8 problem(s)");
   });
 
-  it("reads api/'s rooms from the folder: operations share only api/common/", () => {
+  it("reads api/'s rooms from the folder: operations share only api/http/, api/format/ and their own parts", () => {
     const rooms = {
-      "api/common/help.ts": "export const h = 1;\n",
-      "api/s3/one.ts": 'import { h } from "../common/help";\nexport const one = h;\n',
-      "api/admin/two.ts": 'import { h } from "../common/help";\nexport const two = h;\n',
+      "api/http/help.ts": 'import { f } from "../format/shape";\nexport const h = f;\n',
+      "api/format/shape.ts": "export const f = 1;\n",
+      "api/s3/one.ts": 'import { h } from "../http/help";\nimport { p } from "./one.part";\nexport const one = h + p;\n',
+      "api/s3/one.part.ts": 'import { f } from "../format/shape";\nexport const p = f;\n',
+      "api/admin/two.ts": 'import { h } from "../http/help";\nexport const two = h;\n',
       "api/dispatch.ts": 'import { one } from "./s3/one";\nimport { two } from "./admin/two";\nexport const all = [one, two];\n',
     };
     expect(check(tree({ ...base, ...rooms })).status).toBe(0);
     const planted = {
       "api/s3/sibling.ts": 'import { one } from "./one";\nexport const s = one;\n',
+      "api/s3/borrow.ts": 'import { p } from "./one.part";\nexport const b = p;\n',
       "api/s3/across.ts": 'import { two } from "../admin/two";\nexport const t = two;\n',
       "api/s3/up.ts": 'import { all } from "../dispatch";\nexport const u = all;\n',
-      "api/common/reach.ts": 'export { one } from "../s3/one";\n',
+      "api/format/reach.ts": 'export { one } from "../s3/one";\n',
     };
     const { status, out } = check(tree({ ...base, ...rooms, ...planted }));
     expect(status).toBe(1);
     for (const line of [
       "api/s3/sibling.ts -> api/s3/one.ts: an api/ operation imports another operation",
+      "api/s3/borrow.ts -> api/s3/one.part.ts: an api/ operation imports another operation",
       "api/s3/across.ts -> api/admin/two.ts: an api/ operation imports another operation",
       "api/s3/up.ts -> api/dispatch.ts: an api/ operation imports another operation or a dispatcher",
-      "api/common/reach.ts -> api/s3/one.ts: api/common/ imports only api/common/",
+      "api/format/reach.ts -> api/s3/one.ts: api/http/ and api/format/ import only each other",
     ])
       expect(out).toContain(line);
-    expect(out).toContain("4 problem(s)");
+    expect(out).toContain("5 problem(s)");
   });
 
   describe("across packages (--repo)", () => {

@@ -1,5 +1,5 @@
 // Access keys and per-bucket permissions (services/access-keys.ts, meta/key-store.ts,
-// api/common/permissions.ts, api/admin/keys.ts): keys made through the admin API sign like the root key;
+// api/http/permissions.ts, api/admin/keys.ts): keys made through the admin API sign like the root key;
 // their secrets are stored sealed under the master key; a disabled or deleted key is refused at
 // once; ListBuckets shows a key only its buckets; and every S3 operation is walked with a key
 // holding no right, read, write or owner on the bucket, checking that exactly the right the table

@@ -1,5 +1,5 @@
 // Bucket tagging (api/s3/bucket-tagging.ts) and ACLs answered as a single-owner service does
-// (api/s3/acl.ts, api/common/acl-policy.ts): the owner always has FULL_CONTROL, ACLs that say exactly that are
+// (api/s3/acl.ts, api/format/acls.ts): the owner always has FULL_CONTROL, ACLs that say exactly that are
 // accepted, anything granting access to someone else is refused by name.
 import { describe, expect, it } from "vitest";
 import { s3, s3ok } from "./signed";

@@ -3,7 +3,7 @@
 // or longer than declared, and shard sinks that wait for all their nodes with one stall timer.
 import { describe, expect, it } from "vitest";
 import { giveBuffer, takeBuffer } from "../../worker/src/shared/buffer-pool";
-import { toS3Error } from "../../worker/src/api/common/error-map";
+import { toS3Error } from "../../worker/src/api/http/error-map";
 import { ExactReader } from "../../worker/src/storage/exact-reader";
 import type { GatewayConfig } from "../../worker/src/config";
 import { core } from "../../worker/src/core";

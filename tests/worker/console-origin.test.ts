@@ -1,4 +1,4 @@
-// The console on an origin of its own (worker/src/console.ts, api/common/console-origin.ts): with
+// The console on an origin of its own (worker/src/console.ts, api/http/console-origin.ts): with
 // SHARDGATE_CONSOLE_ORIGIN set, the gateway answers that origin CORS on every S3, admin and STS
 // request (preflights included) whatever a bucket's CORS rules say, and no other origin; it serves
 // no console itself (/_console/ and a browser's "/" go to the console's origin); and a request to

@@ -5,7 +5,7 @@
 //   - Origin / Sec-Fetch-Site: the admin API, the metrics and STS answer no page but the console's;
 //     a write from another origin needs the bucket's CORS rule (a form's PostObject excepted).
 //   - Admin bodies are application/json: what a form or a no-preflight fetch sends is refused.
-// worker/src/config.ts hostAllowed, api/middleware.ts checkHost and crossSite, api/common/json.ts.
+// worker/src/config.ts hostAllowed, api/middleware.ts checkHost and crossSite, api/http/json.ts.
 import { AwsClient } from "aws4fetch";
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env as workersEnv } from "cloudflare:workers";

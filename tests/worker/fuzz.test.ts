@@ -6,10 +6,10 @@
 import { AwsClient } from "aws4fetch";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { readFormUpload } from "../../worker/src/api/common/form-upload";
-import { resolveTarget } from "../../worker/src/api/common/router";
+import { readFormUpload } from "../../worker/src/api/s3/post-object.form";
+import { resolveTarget } from "../../worker/src/api/http/router";
 import { routeRequest } from "../../worker/src/api/operations";
-import { MAX_XML_DEPTH, parseXml, type XmlElement } from "../../worker/src/api/common/xml-parse";
+import { MAX_XML_DEPTH, parseXml, type XmlElement } from "../../worker/src/api/format/xml-parse";
 import { AwsChunkedParser } from "../../worker/src/auth/aws-chunked";
 import { authenticateV2 } from "../../worker/src/auth/sigv2";
 import { authenticate, onlyKey } from "../../worker/src/auth/sigv4";

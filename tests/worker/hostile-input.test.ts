@@ -10,7 +10,7 @@
 //     answered at once (their parsers were linear already: these hold them to it).
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { MAX_XML_DEPTH, MAX_XML_ELEMENTS, parseXml } from "../../worker/src/api/common/xml-parse";
+import { MAX_XML_DEPTH, MAX_XML_ELEMENTS, parseXml } from "../../worker/src/api/format/xml-parse";
 import { signedPostFields } from "./post-form";
 import { S3Error } from "../../worker/src/s3-error";
 import { countedBody, errorCode, whileProbing } from "./hostile";

@@ -11,8 +11,8 @@ import {
   renderListObjects,
   s3UrlEncode,
   type ListObjectsRequest,
-} from "../../worker/src/api/common/list-objects";
-import { renderListBuckets } from "../../worker/src/api/common/list-buckets";
+  renderListBuckets,
+} from "../../worker/src/api/s3/list.xml";
 import type { BucketIndex } from "../../worker/src/meta/bucket-index";
 import { commonPrefixOf, compareKeys, prefixEnd } from "../../worker/src/meta/key-order";
 import type { BucketRegistry } from "../../worker/src/meta/registry";
@@ -507,7 +507,7 @@ describe("ListObjects query parsing", () => {
   });
 });
 
-// --- list-objects.ts / list-buckets.ts: XML -----------------------------------------------------
+// --- api/s3/list.xml.ts: XML -----------------------------------------------------
 
 const OWNER = { id: "75aa57f09aa0c8caeab4f8c24e99d10f8e7faeebf76c078efc7c6caea54ba06a", displayName: "shardgate" };
 const NS = 'xmlns="http://s3.amazonaws.com/doc/2006-03-01/"';

@@ -1,4 +1,4 @@
-// Object lock (api/s3/object-lock.ts, api/common/object-lock-headers.ts, meta/object-lock.ts): a bucket
+// Object lock (api/s3/object-lock.ts, api/format/object-lock-headers.ts, meta/object-lock.ts): a bucket
 // created with lock is versioned for good; the lock configuration and its default retention;
 // retention and legal hold set on PUT, CopyObject, multipart uploads and afterwards; S3's rules
 // (lock only on lock buckets, Content-MD5 or a checksum required, GOVERNANCE bypassable,

@@ -12,7 +12,7 @@
 // changes something writes w.txt or copy.txt, deletes gone.txt (which is never there), uploads to mp
 // under an upload that does not exist, or sets a setting of the bucket.
 import type { OperationName } from "../../worker/src/api/operations";
-import type { Method } from "../../worker/src/api/common/router";
+import type { Method } from "../../worker/src/api/http/router";
 
 /** The object the requests read, tag, lock and plan reads of: the bucket must hold it. */
 export const OBJECT = "o.txt";

@@ -1,4 +1,4 @@
-// The policy engine's pure parts (auth/wildcard.ts, auth/policy.ts, api/common/permissions.ts): the
+// The policy engine's pure parts (auth/wildcard.ts, auth/policy.ts, api/http/permissions.ts): the
 // wildcard matcher against a plain dynamic-programming reference on random patterns and values
 // (fast-check), the patterns that made the old RegExp backtrack for ever, the limits parsePolicy
 // sets (MalformedPolicy beyond them, accepted at them), and the permissions table enforcing every

@@ -1,4 +1,4 @@
-// Browser form uploads (api/s3/post-object.ts, api/common/form-upload.ts, auth/post-policy.ts): forms signed
+// Browser form uploads (api/s3/post-object.ts, api/s3/post-object.form.ts, auth/post-policy.ts): forms signed
 // with SigV4 as browsers post them, the policy's conditions, expiration and size range checked
 // before anything is stored, the success answers (204, 201 with XML, a 303 redirect), the key's
 // rights and bucket policies for unsigned forms, and malformed forms refused with nothing visible.
@@ -31,7 +31,7 @@ async function post(
   for (const [name, value] of Object.entries(after)) form.append(name, value);
   const serialized = new Response(form);
   // workerd ends a form right after the closing boundary; browsers, curl, requests and Node add a
-  // CRLF there, which the gateway expects (api/common/form-upload.ts).
+  // CRLF there, which the gateway expects (api/s3/post-object.form.ts).
   const bytes = new Uint8Array(await serialized.arrayBuffer());
   const body = new Uint8Array(bytes.length + 2);
   body.set(bytes);

@@ -198,7 +198,7 @@ describe("who may set replication, and where to", () => {
     const encoded = new Response(form);
     const contentType = encoded.headers.get("content-type") as string;
     const serialized = new Uint8Array(await encoded.arrayBuffer());
-    const body = new Uint8Array([...serialized, 13, 10]); // browsers end a form with CRLF (api/common/form-upload.ts)
+    const body = new Uint8Array([...serialized, 13, 10]); // browsers end a form with CRLF (api/s3/post-object.form.ts)
     const posted = await exports.default.fetch(new Request(`${GATEWAY}/repl-dots`, { method: "POST", body, headers: { "content-type": contentType } }));
     expect(posted.status, await posted.text()).toBe(204);
     const listed = await (await s3ok("/repl-dots?list-type=2")).text();

@@ -1,5 +1,5 @@
 // Hostile requests against the operations table and its middleware (api/operations.ts,
-// api/common/router.ts, api/middleware.ts): whatever a request piles into its query, method, path
+// api/http/router.ts, api/middleware.ts): whatever a request piles into its query, method, path
 // and headers, the operation that runs is the one that was authorized, with that operation's own
 // authentication; what no route takes is refused by name to anyone without a key; parameters are
 // parsed after authorization (a malformed one tells nothing to whoever may not ask); every answer,

@@ -1,11 +1,11 @@
-// Static website hosting (issue #33, api/website.ts, api/common/website.ts): Put/Get/DeleteBucketWebsite
+// Static website hosting (issue #33, api/website-endpoint.ts, api/format/website-config.ts): Put/Get/DeleteBucketWebsite
 // as S3 checks them, and the website endpoint: host form `<bucket>.website.localhost`, path form
 // `/_shardgate/website/<bucket>/` (sandboxed), anonymous GET/HEAD of what the bucket policy lets
 // everyone read, index and error documents, folder redirects, routing rules, RedirectAllRequestsTo,
 // x-amz-website-redirect-location, ranges and conditional GETs, HTML errors; and hostile input.
 import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { websiteOf } from "../../worker/src/api/website";
+import { websiteOf } from "../../worker/src/api/website-endpoint";
 import type { Env } from "../../worker/src/config";
 import { s3, s3ok } from "./signed";
 

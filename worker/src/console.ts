@@ -9,7 +9,7 @@
 //     nothing of the S3 API answers there.
 // `npm start` and `npm run dev` serve the console on a listener of its own instead
 // (scripts/workerd/console-assets.js), with the same headers.
-import { consoleOrigins } from "./api/common/console-origin";
+import { consoleOrigins } from "./api/http/console-origin";
 import { type Env, regionOf } from "./config";
 
 /** Where the console used to be served on the gateway: now a redirect to its origin. */

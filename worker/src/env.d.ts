@@ -89,7 +89,7 @@ declare namespace Cloudflare {
     SHARDGATE_GATEWAY_URL?: string;
     /** Host suffix under which `bucket.<suffix>` is virtual-hosted style (default "localhost"). */
     SHARDGATE_VIRTUAL_HOST_SUFFIX?: string;
-    /** Hosts serving a bucket's website (a JSON object, `{"www.example.com": "site"}`), besides `<bucket>.website.<suffix>` (api/website.ts). */
+    /** Hosts serving a bucket's website (a JSON object, `{"www.example.com": "site"}`), besides `<bucket>.website.<suffix>` (api/website-endpoint.ts). */
     SHARDGATE_WEBSITE_HOSTS?: string;
     /**
      * When set, the only host names the gateway answers to (comma-separated, `*.example.com` for

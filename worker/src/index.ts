@@ -6,7 +6,7 @@
 import pkg from "../package.json";
 import { getReady } from "./api/admin/ready";
 import { handleS3 } from "./api/handle";
-import { handleWebsite, websiteOf } from "./api/website";
+import { handleWebsite, websiteOf } from "./api/website-endpoint";
 import { type Env, hostAllowed } from "./config";
 import { consoleAnswer } from "./console";
 import { coreVersion } from "./core";
@@ -15,7 +15,7 @@ import { armScheduler } from "./jobs/scheduler";
 /**
  * What answers a request, in order: a host the gateway does not answer to gets the S3 pipeline's
  * refusal (api/middleware.ts checkHost: DNS rebinding on loopback), whatever it asks for; then
- * health and readiness; a website endpoint (api/website.ts: a site's host, or the path form), before
+ * health and readiness; a website endpoint (api/website-endpoint.ts: a site's host, or the path form), before
  * the console, which sends a browser's GET / to its own origin (a console origin is never a site);
  * then the S3 API. A plain function, not a router: every S3 request passes here, and a router's
  * matching and middleware were 9% of a HEAD's profile (docs/benchmarks.md).

@@ -5,7 +5,7 @@
 import { Hono } from "hono";
 import { validator } from "hono/validator";
 import { S3Error } from "../s3-error";
-import type { RequestContext } from "./common/context";
+import type { RequestContext } from "./http/context";
 import { adminDrain, adminNodes, adminObject } from "./admin/nodes";
 import { adminAddNode, adminRemoveNode, adminSetNodeState } from "./admin/node-changes";
 import { adminHeal } from "./admin/heal";

@@ -3,8 +3,8 @@
 import type { Env } from "../config";
 import { core } from "../core";
 import { S3Error } from "../s3-error";
-import type { RequestContext } from "./common/context";
-import type { Endpoint } from "./common/router";
+import type { RequestContext } from "./http/context";
+import type { Endpoint } from "./http/router";
 import {
   answerErrors,
   authenticate,

@@ -17,11 +17,11 @@ import { bucketPolicy } from "../services/bucket-policy";
 import { overlaySource } from "../services/node-overlay";
 import { isTemporaryKeyId, sessionSignerOf } from "../services/sessions";
 import { bearerAuthorized } from "./admin/metrics";
-import { allowConsole, consoleOriginOf, consolePreflight } from "./common/console-origin";
-import { applyCors, corsRules, matchRule } from "./common/cors";
-import { toS3Error } from "./common/error-map";
-import { authorize as authorizeFor } from "./common/permissions";
-import type { Endpoint } from "./common/router";
+import { allowConsole, consoleOriginOf, consolePreflight } from "./http/console-origin";
+import { applyCors, corsRules, matchRule } from "./http/cors";
+import { toS3Error } from "./http/error-map";
+import { authorize as authorizeFor } from "./http/permissions";
+import type { Endpoint } from "./http/router";
 import { OPERATIONS, type Operation, type OperationName, READ_METHODS, routeRequest, sessionsMay } from "./operations";
 import { RangeNotSatisfiable } from "./s3/get";
 import { readStsRequest, STS_SIGNING_SERVICES, sessionTokenOf, stsErrorResponse } from "./s3/sts";
@@ -50,7 +50,7 @@ export interface Exchange {
 
 export type Middleware = (x: Exchange, next: () => Promise<Response>) => Promise<Response>;
 
-/** The website endpoint's requests (api/website.ts), one label in the metrics. */
+/** The website endpoint's requests (api/website-endpoint.ts), one label in the metrics. */
 export const WEBSITE_OP = "Website";
 
 export function exchange(request: Request, env: Env, exec: Exchange["exec"], url = new URL(request.url)): Exchange {
@@ -158,7 +158,7 @@ export const route: Middleware = async (x, next) => {
   return next();
 };
 
-/** The console, on its own origin, is answered CORS on every request, before any bucket rule (api/common/console-origin.ts). */
+/** The console, on its own origin, is answered CORS on every request, before any bucket rule (api/http/console-origin.ts). */
 export const consoleCors: Middleware = (x, next) => {
   const origin = consoleOriginOf(x.request, x.env);
   if (origin === null) return next();
@@ -266,7 +266,7 @@ export const authenticate: Middleware = async (x, next) => {
 
 /**
  * Whether the principal may do the operation: its grants, then the bucket's policy
- * (api/common/permissions.ts); and temporary credentials only what outlasts nothing (api/operations.ts
+ * (api/http/permissions.ts); and temporary credentials only what outlasts nothing (api/operations.ts
  * sessionsMay), said after the rights, so that the console asks for a key's secret only where the
  * key itself may do it.
  */

@@ -1,8 +1,9 @@
 // Every operation the gateway answers, declared once: how a request reaches it (its routes), what
 // it takes to be let in (the right by grants and the action a bucket policy names it by:
 // docs/access.md), its parameters parsed into typed fields, and its handler. The router
-// (api/common/router.ts), authorization (api/common/permissions.ts) and dispatch (api/handle.ts)
-// read this table; adding an operation is one entry here and its handler in api/s3/ or api/admin/.
+// (api/http/router.ts), authorization (api/http/permissions.ts) and dispatch (api/handle.ts)
+// read this table; adding an operation is an entry here, its handler in api/s3/ or api/admin/ and its
+// request in the tests' twin of this table (docs/development.md, "Adding an S3 operation").
 import type { PolicyAction } from "../auth/policy";
 import {
   BYPASS_GOVERNANCE,
@@ -14,10 +15,10 @@ import {
   WRITE_OBJECT,
   WRITE_OBJECT_HEADERS,
   REPLICA_MARK,
-} from "./common/permissions";
-import type { BucketAt, ObjectAt, RequestContext, ShardAt } from "./common/context";
-import { compileRouter, type Endpoint, type Route, type RouteRequest, type Routed, type Scope, type SubresourceNames } from "./common/router";
-import { parseVersionId, partParams, readPartParams, uploadParams } from "./common/object-request";
+} from "./http/permissions";
+import type { BucketAt, ObjectAt, RequestContext, ShardAt } from "./http/context";
+import { compileRouter, type Endpoint, type Route, type RouteRequest, type Routed, type Scope, type SubresourceNames } from "./http/router";
+import { parseVersionId, partParams, readPartParams, uploadParams } from "./format/object-request";
 import { adminApp } from "./admin-app";
 import { getMetrics } from "./admin/metrics";
 import { getBucketAcl, getBucketOwnershipControls, getObjectAcl, putBucketAcl, putBucketOwnershipControls, putObjectAcl } from "./s3/acl";
@@ -241,7 +242,7 @@ export const OPERATIONS = {
   GetBucketPolicyStatus: bucket({ method: "GET", sub: "policyStatus" }, owner("s3:GetBucketPolicyStatus"), getBucketPolicyStatus),
   GetBucketAcl: bucket({ method: "GET", sub: "acl" }, read("s3:GetBucketAcl"), getBucketAcl),
   PutBucketAcl: bucket({ method: "PUT", sub: "acl" }, owner("s3:PutBucketAcl"), putBucketAcl),
-  // Always BucketOwnerEnforced (ACLs disabled, api/common/acl-policy.ts): DeleteBucketOwnershipControls, which would enable them, is NotImplemented.
+  // Always BucketOwnerEnforced (ACLs disabled, api/format/acls.ts): DeleteBucketOwnershipControls, which would enable them, is NotImplemented.
   GetBucketOwnershipControls: bucket({ method: "GET", sub: "ownershipControls" }, read("s3:GetBucketOwnershipControls"), getBucketOwnershipControls),
   PutBucketOwnershipControls: bucket({ method: "PUT", sub: "ownershipControls" }, owner("s3:PutBucketOwnershipControls"), putBucketOwnershipControls),
   ListMultipartUploads: bucket({ method: "GET", sub: "uploads" }, write("s3:ListBucketMultipartUploads"), listMultipartUploads),
@@ -350,7 +351,7 @@ export const SUBRESOURCES: SubresourceNames = {
 
 const routes = (Object.entries(OPERATIONS) as [OperationName, Operation][]).flatMap(([name, o]) => o.routes.map((r): [OperationName, Route] => [name, r]));
 
-/** The operation a request names (api/common/router.ts), or NotImplemented by name. */
+/** The operation a request names (api/http/router.ts), or NotImplemented by name. */
 export const routeRequest: (method: string, url: URL, virtualHostSuffix: string, headers: Headers) => Endpoint<OperationName> = compileRouter(
   routes,
   SUBRESOURCES,

@@ -14,7 +14,7 @@ import { type Authenticated, GATEWAY_HEADER_PREFIX, type SecretLookup } from "./
 /**
  * Query parameters that name a sub-resource and so are part of the signed resource: S3's, every
  * one botocore's V2 signer signs (a client signs those it sends), and every one the router reads to
- * pick an operation it implements (api/common/router.ts) but `list-type` (ListObjectsV2 and ListObjects
+ * pick an operation it implements (api/http/router.ts) but `list-type` (ListObjectsV2 and ListObjects
  * need the same right, and botocore does not sign it). Unsigned, a parameter that picks the
  * operation would let anyone holding a signed request turn it into another operation.
  */

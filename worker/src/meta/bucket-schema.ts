@@ -86,7 +86,7 @@ export const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
   ],
   // Quotas: the bucket's limits, and its usage kept exact by triggers (meta/quota.ts).
   QUOTA_SCHEMA,
-  // Static website hosting: the website configuration (JSON, api/common/website.ts), or NULL.
+  // Static website hosting: the website configuration (JSON, api/format/website-config.ts), or NULL.
   ["ALTER TABLE bucket ADD COLUMN website TEXT"],
   // Event notifications: the configuration, the outbox written in the commits' transactions, its
   // dead letters and what the cap dropped (meta/outbox.ts).

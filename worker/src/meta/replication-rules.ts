@@ -154,7 +154,7 @@ export const REPLICA_PREFIX = "replica:";
 /**
  * The header a replication run sends with the writes and deletes it makes at a remote
  * (`x-shardgate-replica: true`), and that this gateway honours, signed, from its root key alone
- * (api/common/permissions.ts REPLICA_MARK): the write is a REPLICA here and never replicated again,
+ * (api/http/permissions.ts REPLICA_MARK): the write is a REPLICA here and never replicated again,
  * as S3 replicates no replica, so two gateways replicating to each other do not copy without end.
  */
 export const REPLICA_HEADER = "x-shardgate-replica";

@@ -1,4 +1,4 @@
-// What the storage layer throws when it cannot do its part; api/common/error-map.ts answers each with
+// What the storage layer throws when it cannot do its part; api/http/error-map.ts answers each with
 // its S3 error (the storage layer knows nothing of S3's codes). In shared/ (docs/architecture.md,
 // "Shared code") because the range reader and the node breaker, which the client library runs too,
 // throw and recognize them; the write path's own, which only the Worker throws, are in storage/errors.ts.

@@ -1,4 +1,4 @@
-// What the write path throws when it cannot do its part; api/common/error-map.ts answers each with
+// What the write path throws when it cannot do its part; api/http/error-map.ts answers each with
 // its S3 error, in one table with the shared ones (shared/storage-errors.ts: those the range reader
 // and the node breaker, which the client library runs too, throw and recognize).
 

@@ -1,8 +1,8 @@
 // The admin API of healing: `POST /_shardgate/admin/heal` (services/heal.ts does the work).
 import { S3Error } from "../../s3-error";
 import { emptyTally, healEach, healQueues } from "../../services/heal";
-import { json } from "../common/json";
-import { bucketIndex, type RequestContext } from "../common/context";
+import { json } from "../http/json";
+import { bucketIndex, type RequestContext } from "../http/context";
 
 /**
  * `POST /_shardgate/admin/heal?bucket=B[&prefix=P][&start-after=K][&max-objects=N]`: checks that

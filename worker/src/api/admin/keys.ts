@@ -11,8 +11,8 @@
 import type { KeyChange } from "../../meta/key-store";
 import { S3Error } from "../../s3-error";
 import { bucketGrants, createKey, deleteKey, grantBucket, listKeys, updateKey } from "../../services/access-keys";
-import type { RequestContext } from "../common/context";
-import { json, jsonObjectBody } from "../common/json";
+import type { RequestContext } from "../http/context";
+import { json, jsonObjectBody } from "../http/json";
 
 const MAX_NAME_LENGTH = 128;
 

@@ -5,8 +5,8 @@
 // so no `now` removes a version under retention or legal hold.
 import { drainBucketGarbage, drainGarbage } from "../../services/garbage";
 import { runLifecycle } from "../../services/lifecycle";
-import type { RequestContext } from "../common/context";
-import { json } from "../common/json";
+import type { RequestContext } from "../http/context";
+import { json } from "../http/json";
 
 /** The longest one admin call applies rules (the pass goes on in the next call). */
 const BUDGET_MS = 60_000;

@@ -7,8 +7,8 @@
 import { freshGatewayConfig, installOverlay } from "../../config";
 import { S3Error } from "../../s3-error";
 import { addS3Node, checkNodeId, overlaySource, removeNode, type S3NodeInput, setNodeState } from "../../services/node-overlay";
-import type { RequestContext } from "../common/context";
-import { json, jsonObjectBody } from "../common/json";
+import type { RequestContext } from "../http/context";
+import { json, jsonObjectBody } from "../http/json";
 
 const invalid = (message: string) => new S3Error("InvalidArgument", message);
 

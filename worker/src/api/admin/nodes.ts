@@ -10,12 +10,12 @@ import { S3Error, noSuchKey } from "../../s3-error";
 import { shardHealth } from "../../storage/rebuild-part";
 import { isSharded, shardFileBytes } from "../../storage/layout";
 import { GuardedNode, nodeHealth } from "../../shared/node-health";
-import { bucketIndex, bucketRegistry, type RequestContext } from "../common/context";
+import { bucketIndex, bucketRegistry, type RequestContext } from "../http/context";
 import { emptyTally, healEach } from "../../services/heal";
 import { freshGatewayConfig } from "../../config";
 import { drainSettleWait, nodeFacts, noSuchNode, overlaySource, recordDrainBatch } from "../../services/node-overlay";
 import { partsOnNode } from "../../services/orphans";
-import { json } from "../common/json";
+import { json } from "../http/json";
 import { blockCacheStatus } from "../../services/cache-status";
 
 export async function adminNodes(ctx: RequestContext): Promise<Response> {

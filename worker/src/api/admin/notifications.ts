@@ -3,8 +3,8 @@
 // and the events dropped at the outbox's cap; of these, replication's rows) and `POST …/notifications/retry` (every dead letter
 // back in the outbox, delivered again in order, with its sequencer kept).
 import { sequencer } from "../../meta/outbox";
-import { bucketIndex, type RequestContext } from "../common/context";
-import { json } from "../common/json";
+import { bucketIndex, type RequestContext } from "../http/context";
+import { json } from "../http/json";
 
 export async function adminNotifications(ctx: RequestContext, bucket: string, q: { limit: number }): Promise<Response> {
   const status = await bucketIndex(ctx, bucket).notificationStatus(q.limit);

@@ -6,9 +6,9 @@
 // transaction; what is stored already stays (a lower quota only stops growth).
 import type { Quota } from "../../meta/quota";
 import { S3Error } from "../../s3-error";
-import { checkBucketName } from "../common/bucket-name";
-import { bucketIndex, type RequestContext } from "../common/context";
-import { json, jsonObjectBody } from "../common/json";
+import { checkBucketName } from "../format/bucket-name";
+import { bucketIndex, type RequestContext } from "../http/context";
+import { json, jsonObjectBody } from "../http/json";
 
 const invalid = (message: string) => new S3Error("InvalidArgument", message);
 const FIELDS = new Set(["maxBytes", "maxObjects"]);

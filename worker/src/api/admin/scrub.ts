@@ -5,11 +5,11 @@
 //   GET /_shardgate/admin/heal
 //     answers the scrub's progress and results, and the heal queue.
 import { healQueueStatus } from "../../services/heal";
-import { json } from "../common/json";
+import { json } from "../http/json";
 import { scrubSettings, scrubStatus, scrubStep, type ScrubSettings } from "../../services/scrub";
 import type { ScrubState } from "../../services/scrub-state";
 import { S3Error } from "../../s3-error";
-import type { RequestContext } from "../common/context";
+import type { RequestContext } from "../http/context";
 
 /** The scrub's status: its saved state, whether a run is walking now, and its settings. */
 export interface ScrubStatusView extends ScrubState {

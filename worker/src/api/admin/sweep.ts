@@ -2,8 +2,8 @@
 // answered with its report. The grace period defaults to SHARDGATE_ORPHAN_GRACE_MS (a day).
 import { orphanGraceMs } from "../../config";
 import { sweepOrphans } from "../../services/orphans";
-import { json } from "../common/json";
-import type { RequestContext } from "../common/context";
+import { json } from "../http/json";
+import type { RequestContext } from "../http/context";
 
 export async function adminSweep(ctx: RequestContext, q: { "grace-seconds": number | null }): Promise<Response> {
   const graceMs = q["grace-seconds"] === null ? orphanGraceMs(ctx.env) : q["grace-seconds"] * 1000;

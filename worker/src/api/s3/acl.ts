@@ -1,10 +1,10 @@
 // Get/PutBucketAcl, Get/PutObjectAcl and Get/PutBucketOwnershipControls, answered as a
-// single-owner service with ACLs disabled does (api/common/acl-policy.ts).
+// single-owner service with ACLs disabled does (api/format/acls.ts).
 import { existingObject, versionHeader } from "../../services/objects";
-import { checkAclBody, checkAclHeaders, checkOwnershipControlsBody, ownerAclXml, ownershipControlsXml } from "../common/acl-policy";
-import { owner, bucketIndex, type RequestContext, type BucketAt, type ObjectAt } from "../common/context";
-import { xmlResponse } from "../common/xml";
-import { readXmlBody } from "../common/xml-parse";
+import { checkAclBody, checkAclHeaders, checkOwnershipControlsBody, ownerAclXml, ownershipControlsXml } from "../format/acls";
+import { owner, bucketIndex, type RequestContext, type BucketAt, type ObjectAt } from "../http/context";
+import { xmlResponse } from "../format/xml";
+import { readXmlBody } from "../format/xml-parse";
 
 export async function getBucketAcl(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   await bucketIndex(ctx, bucket).info(); // NoSuchBucket unless it exists

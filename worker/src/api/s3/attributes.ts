@@ -1,9 +1,9 @@
 // GetObjectAttributes: what S3 tells about an object without its body (ETag, checksum, parts,
 // storage class, size), from the manifest alone.
 import { S3Error } from "../../s3-error";
-import { checksumValue } from "../common/checksums";
-import type { RequestContext, ObjectAt } from "../common/context";
-import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
+import { checksumValue } from "../format/checksums";
+import type { RequestContext, ObjectAt } from "../http/context";
+import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
 import { existingObject, partOffsets, versionHeader } from "../../services/objects";
 
 const ATTRIBUTES = ["ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSize"];

@@ -1,18 +1,18 @@
 // A bucket's CORS configuration: PutBucketCors / GetBucketCors / DeleteBucketCors (stored as JSON in
 // the bucket's index), and the preflight (OPTIONS, answered without credentials, as S3 does). What
-// the rules allow is decided in api/common/cors.ts, so browser apps on other origins can use a bucket.
+// the rules allow is decided in api/http/cors.ts, so browser apps on other origins can use a bucket.
 import { S3Error } from "../../s3-error";
 import { setSetting } from "../../services/bucket-settings";
-import { bucketIndex, type RequestContext, type BucketAt } from "../common/context";
-import { type CorsRule, corsRules, preflight } from "../common/cors";
-import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
-import { childrenNamed, childText, malformedXml, readXml, type XmlElement } from "../common/xml-parse";
+import { bucketIndex, type RequestContext, type BucketAt } from "../http/context";
+import { type CorsRule, corsRules, preflight } from "../http/cors";
+import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
+import { childrenNamed, childText, malformedXml, readXml, type XmlElement } from "../format/xml-parse";
 
 const METHODS = ["GET", "PUT", "POST", "DELETE", "HEAD"];
 /** S3's limits: 100 rules, 64 KB of configuration. They bound what every preflight compares. */
 const MAX_RULES = 100;
 const MAX_CORS_BYTES = 64 * 1024;
-/** At most this many AllowedHeader patterns with a wildcard (other than "*" alone) in one configuration: every name a preflight asks for is compared with each (api/common/cors.ts). */
+/** At most this many AllowedHeader patterns with a wildcard (other than "*" alone) in one configuration: every name a preflight asks for is compared with each (api/http/cors.ts). */
 const MAX_HEADER_PATTERNS = 50;
 
 export async function putBucketCors(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {

@@ -2,9 +2,9 @@
 // applied to every new object that does not ask for SSE-C itself; SSE-KMS is refused by name.
 import { S3Error } from "../../s3-error";
 import { bucketEncryption, setBucketEncryption } from "../../services/encryption";
-import type { RequestContext, BucketAt } from "../common/context";
-import { S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
-import { childrenNamed, childText, malformedXml, parseXmlBytes, readXmlBody } from "../common/xml-parse";
+import type { RequestContext, BucketAt } from "../http/context";
+import { S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
+import { childrenNamed, childText, malformedXml, parseXmlBytes, readXmlBody } from "../format/xml-parse";
 
 export async function getBucketEncryption(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   const stored = await bucketEncryption(ctx.env, bucket);

@@ -3,10 +3,10 @@
 // about storage classes (transitions) are refused by name: there is one storage class.
 import { DAY_MS, type LifecycleFilter, type LifecycleRule } from "../../meta/lifecycle-rules";
 import { S3Error } from "../../s3-error";
-import { bucketIndex, type RequestContext, type BucketAt } from "../common/context";
-import { MAX_BUCKET_TAGS, validateTags } from "../common/tags";
-import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
-import { childrenNamed, childText, malformedXml, readXml, type XmlElement } from "../common/xml-parse";
+import { bucketIndex, type RequestContext, type BucketAt } from "../http/context";
+import { MAX_BUCKET_TAGS, validateTags } from "../format/tags";
+import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
+import { childrenNamed, childText, malformedXml, readXml, type XmlElement } from "../format/xml-parse";
 
 const MAX_RULES = 1000;
 const MAX_ID_CHARS = 255;

@@ -11,9 +11,9 @@ import { CONFIGURABLE_EVENTS, type NotificationRule, type RuleKind, rulesOverlap
 import { notificationTargets } from "../../services/notification-delivery";
 import { QUEUE_ARN_PREFIX, WEBHOOK_ARN_PREFIX } from "../../shared/arns";
 import { S3Error } from "../../s3-error";
-import { bucketIndex, type BucketAt, type RequestContext } from "../common/context";
-import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
-import { childrenNamed, malformedXml, readXml, type XmlElement } from "../common/xml-parse";
+import { bucketIndex, type BucketAt, type RequestContext } from "../http/context";
+import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
+import { childrenNamed, malformedXml, readXml, type XmlElement } from "../format/xml-parse";
 
 /** The most configurations one document holds, and its size. */
 const MAX_CONFIGURATIONS = 100;

@@ -3,9 +3,9 @@
 import { isPublic, MAX_POLICY_BYTES, parsePolicy } from "../../auth/policy";
 import { S3Error } from "../../s3-error";
 import { setBucketPolicy, storedPolicy } from "../../services/bucket-policy";
-import type { RequestContext, BucketAt } from "../common/context";
-import { readBodyUpTo } from "../common/request-body";
-import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
+import type { RequestContext, BucketAt } from "../http/context";
+import { readBodyUpTo } from "../http/request-body";
+import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
 
 const policyTooLarge = () => new S3Error("PolicyTooLarge", `Policy exceeds the maximum allowed document size (${MAX_POLICY_BYTES} bytes).`);
 

@@ -19,11 +19,11 @@ import { LOCAL_ARN_PREFIX, REMOTE_ARN_PREFIX } from "../../shared/arns";
 import { NoSuchBucketError } from "../../meta/types";
 import { S3Error } from "../../s3-error";
 import { bucketPolicy } from "../../services/bucket-policy";
-import { bucketIndex, type BucketAt, type RequestContext } from "../common/context";
-import { permitted } from "../common/permissions";
-import { validateTags } from "../common/tags";
-import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
-import { malformedXml, readXml, type XmlElement } from "../common/xml-parse";
+import { bucketIndex, type BucketAt, type RequestContext } from "../http/context";
+import { permitted } from "../http/permissions";
+import { validateTags } from "../format/tags";
+import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
+import { malformedXml, readXml, type XmlElement } from "../format/xml-parse";
 
 /** S3's bounds: 1000 rules, an ID of at most 255 characters, a prefix of at most 1024. */
 const MAX_RULES = 1000;

@@ -1,8 +1,8 @@
 // Get/Put/DeleteBucketTagging: a bucket's tags, kept with the bucket in its Durable Object.
 import { S3Error } from "../../s3-error";
-import { bucketIndex, type RequestContext, type BucketAt } from "../common/context";
-import { MAX_BUCKET_TAGS, parseTaggingXml, renderTagging, type Tags } from "../common/tags";
-import { xmlResponse } from "../common/xml";
+import { bucketIndex, type RequestContext, type BucketAt } from "../http/context";
+import { MAX_BUCKET_TAGS, parseTaggingXml, renderTagging, type Tags } from "../format/tags";
+import { xmlResponse } from "../format/xml";
 
 export async function getBucketTagging(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   const stored = await bucketIndex(ctx, bucket).setting("tags");

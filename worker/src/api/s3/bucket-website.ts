@@ -1,13 +1,13 @@
 // Put/Get/DeleteBucketWebsite: a bucket's static website configuration (index and error documents,
-// a redirect of every request, routing rules), checked as S3 checks it (api/common/website.ts) and
-// stored as JSON in the bucket's `website` setting, which the website endpoint (api/website.ts)
+// a redirect of every request, routing rules), checked as S3 checks it (api/format/website-config.ts) and
+// stored as JSON in the bucket's `website` setting, which the website endpoint (api/website-endpoint.ts)
 // reads through the per-isolate cache of services/bucket-settings.ts.
 import { S3Error } from "../../s3-error";
 import { cachedSetting, setSetting } from "../../services/bucket-settings";
-import { bucketIndex, type BucketAt, type RequestContext } from "../common/context";
-import { MAX_WEBSITE_BYTES, parseWebsiteXml, renderWebsiteXml, storedWebsite, type WebsiteConfig } from "../common/website";
-import { xmlResponse } from "../common/xml";
-import { readXml } from "../common/xml-parse";
+import { bucketIndex, type BucketAt, type RequestContext } from "../http/context";
+import { MAX_WEBSITE_BYTES, parseWebsiteXml, renderWebsiteXml, storedWebsite, type WebsiteConfig } from "../format/website-config";
+import { xmlResponse } from "../format/xml";
+import { readXml } from "../format/xml-parse";
 
 export async function putBucketWebsite(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   const config = parseWebsiteXml(await readXml(ctx.auth.body, MAX_WEBSITE_BYTES));

@@ -1,11 +1,11 @@
 // Bucket operations: CreateBucket, HeadBucket, DeleteBucket, GetBucketLocation.
 import { S3Error } from "../../s3-error";
-import { checkBucketName } from "../common/bucket-name";
-import { checkAclHeaders, checkObjectOwnershipHeader } from "../common/acl-policy";
-import { owner, bucketIndex, bucketRegistry, type RequestContext, type BucketAt } from "../common/context";
-import { readBodyUpTo } from "../common/request-body";
-import { S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
-import { childText, malformedXml, parseXmlBytes } from "../common/xml-parse";
+import { checkBucketName } from "../format/bucket-name";
+import { checkAclHeaders, checkObjectOwnershipHeader } from "../format/acls";
+import { owner, bucketIndex, bucketRegistry, type RequestContext, type BucketAt } from "../http/context";
+import { readBodyUpTo } from "../http/request-body";
+import { S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
+import { childText, malformedXml, parseXmlBytes } from "../format/xml-parse";
 import { drainBucketGarbage } from "../../services/garbage";
 import { dropBucketGrants, grantBucket } from "../../services/access-keys";
 import { forgetSettings } from "../../services/bucket-settings";

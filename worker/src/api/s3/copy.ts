@@ -1,24 +1,24 @@
-// CopyObject: the source (api/common/copy-source.ts) streams out of its shard files and into new ones
+// CopyObject: the source (api/format/copy-source.ts) streams out of its shard files and into new ones
 // (never buffered whole); a copy onto itself that only replaces metadata moves no bytes at all.
 import type { Manifest } from "../../shared/core-api";
 import type { Expiry, ObjectRecord } from "../../meta/types";
 import { S3Error, noSuchKey } from "../../s3-error";
 import { conditionRefusal } from "../../meta/object-records";
-import { type CopySource, parseCopySource, readCopySource } from "../common/copy-source";
+import { type CopySource, parseCopySource, readCopySource } from "../format/copy-source";
 import { type Cipher, encryptionOf, newCipher, objectEtag, objectKeyOf, writeObjectPart } from "../../services/encryption";
-import { customerKey, sseHeaders, sseRequest } from "../common/sse-headers";
-import { checksumElements, parseAlgorithm, RequestChecksums, type Algorithm } from "../common/checksums";
-import { owner, bucketIndex, type RequestContext, type ObjectAt } from "../common/context";
-import { storedHeaders, userMetadata } from "../common/object-headers";
-import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
-import { writeCondition } from "../common/conditions";
-import { checkAclHeaders } from "../common/acl-policy";
+import { customerKey, sseHeaders, sseRequest } from "../format/sse-headers";
+import { checksumElements, parseAlgorithm, RequestChecksums, type Algorithm } from "../format/checksums";
+import { owner, bucketIndex, type RequestContext, type ObjectAt } from "../http/context";
+import { storedHeaders, userMetadata } from "../format/object-headers";
+import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
+import { writeCondition } from "../format/conditions";
+import { checkAclHeaders } from "../format/acls";
 import { openRange, commitObject, partOf, refuseEarly, writeRefused, writtenHeaders, type NewObject } from "../../services/objects";
-import { lockFromHeaders } from "../common/object-lock-headers";
-import { checkKey } from "../common/object-request";
+import { lockFromHeaders } from "../format/object-lock-headers";
+import { checkKey } from "../format/object-request";
 import { MAX_PUT_BYTES } from "../../s3-limits";
-import { parseTaggingHeader } from "../common/tags";
-import { COPY_TAGS, passes } from "../common/permissions";
+import { parseTaggingHeader } from "../format/tags";
+import { COPY_TAGS, passes } from "../http/permissions";
 import { bucketPolicy } from "../../services/bucket-policy";
 
 function directive(headers: Headers, name: string): "COPY" | "REPLACE" {

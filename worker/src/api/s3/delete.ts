@@ -7,15 +7,15 @@ import { isVersionId } from "../../meta/versions";
 import type { DeleteOutcome } from "../../meta/types";
 import { S3Error } from "../../s3-error";
 import { removeFreed } from "../../services/objects";
-import { RequestChecksums } from "../common/checksums";
-import { bucketIndex, type RequestContext, type BucketAt, type ObjectAt } from "../common/context";
+import { RequestChecksums } from "../format/checksums";
+import { bucketIndex, type RequestContext, type BucketAt, type ObjectAt } from "../http/context";
 import { equalBytes } from "../../shared/bytes";
-import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
-import { childrenNamed, childText, malformedXml, parseXmlBytes, readXmlBody } from "../common/xml-parse";
-import { checkKey, keyTooLong, parseContentMd5, replicaRequest } from "../common/object-request";
-import { bypassGovernance } from "../common/object-lock-headers";
+import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
+import { childrenNamed, childText, malformedXml, parseXmlBytes, readXmlBody } from "../format/xml-parse";
+import { checkKey, keyTooLong, parseContentMd5, replicaRequest } from "../format/object-request";
+import { bypassGovernance } from "../format/object-lock-headers";
 import { bucketPolicy } from "../../services/bucket-policy";
-import { DELETE_OBJECT, passes } from "../common/permissions";
+import { DELETE_OBJECT, passes } from "../http/permissions";
 
 /** S3's limit on keys per DeleteObjects request. */
 const MAX_DELETE_KEYS = 1000;

@@ -10,13 +10,13 @@ import { type GrantedShard, type GrantUse, grantedShard, putShard, readShard, st
 import { readPlan } from "../../services/direct-read";
 import type { DirectContext } from "../../services/direct-context";
 import { abortUpload, commitUpload, openUploadSession } from "../../services/direct-upload";
-import { writeCondition } from "../common/conditions";
-import type { RequestContext, ObjectAt, ShardAt } from "../common/context";
-import { json } from "../common/json";
-import { readBodyUpTo } from "../common/request-body";
-import { storedHeaders, userMetadata } from "../common/object-headers";
-import { checkKey } from "../common/object-request";
-import { passes, READ_OBJECT, WRITE_OBJECT } from "../common/permissions";
+import { writeCondition } from "../format/conditions";
+import type { RequestContext, ObjectAt, ShardAt } from "../http/context";
+import { json } from "../http/json";
+import { readBodyUpTo } from "../http/request-body";
+import { storedHeaders, userMetadata } from "../format/object-headers";
+import { checkKey } from "../format/object-request";
+import { passes, READ_OBJECT, WRITE_OBJECT } from "../http/permissions";
 
 /** Largest JSON body taken (a commit of a 5 GiB upload's parts is well under it). */
 const MAX_JSON_BYTES = 1024 * 1024;

@@ -4,16 +4,16 @@ import { writeBorrowed } from "../../shared/bytes";
 import type { Manifest } from "../../shared/core-api";
 import { S3Error } from "../../s3-error";
 import type { RangeSource } from "../../shared/read-part";
-import { checksumHeaders } from "../common/checksums";
-import type { RequestContext, ObjectAt } from "../common/context";
+import { checksumHeaders } from "../format/checksums";
+import type { RequestContext, ObjectAt } from "../http/context";
 import { healAfterRead, type LostShards } from "../../services/heal";
 import { type CacheUse, cachedRange, cacheUse } from "../../services/cached-read";
 import { existingObject, expiryHeader, openRangeSource, partOffsets, replicationHeader, versionHeader } from "../../services/objects";
-import { lockHeaders } from "../common/object-lock-headers";
-import { RESPONSE_OVERRIDES } from "../common/object-headers";
-import { checkConditions, requestConditions } from "../common/conditions";
+import { lockHeaders } from "../format/object-lock-headers";
+import { RESPONSE_OVERRIDES } from "../format/object-headers";
+import { checkConditions, requestConditions } from "../format/conditions";
 import { objectKeyOf } from "../../services/encryption";
-import { customerKey, refuseWriteEncryptionHeaders, sseHeaders } from "../common/sse-headers";
+import { customerKey, refuseWriteEncryptionHeaders, sseHeaders } from "../format/sse-headers";
 
 interface Selection {
   status: 200 | 206;
@@ -152,7 +152,7 @@ function objectHeaders(ctx: RequestContext, manifest: Manifest, partNumber: numb
   if (manifest.tags.length > 0) headers.set("x-amz-tagging-count", String(manifest.tags.length));
   // Stored bytes never run as a page of the gateway's origin: no sniffing a type into HTML, and
   // active types (what a browser would run scripts in) only in a sandbox of their own, an opaque
-  // origin. (Pages run as pages only on a website endpoint's host of its own: api/website.ts.)
+  // origin. (Pages run as pages only on a website endpoint's host of its own: api/website-endpoint.ts.)
   headers.set("X-Content-Type-Options", "nosniff");
   if (isActiveContent(headers.get("Content-Type"))) headers.set("Content-Security-Policy", "sandbox");
   const wantsChecksums = ctx.request.headers.get("x-amz-checksum-mode")?.toUpperCase() === "ENABLED";

@@ -1,11 +1,10 @@
 // ListObjects (v1 and v2), ListObjectVersions and ListBuckets: an indexed range query in the
 // metadata Durable Object, rendered as S3's XML.
 import type { ListPage, ListQuery } from "../../meta/types";
-import { bucketIndex, bucketRegistry, owner, type RequestContext, type BucketAt } from "../common/context";
-import { renderListBuckets } from "../common/list-buckets";
-import { parseListObjectsParams, parseListVersionsParams, renderListObjects, renderListVersions } from "../common/list-objects";
-import { xmlResponse } from "../common/xml";
-import { sees } from "../common/permissions";
+import { bucketIndex, bucketRegistry, owner, type RequestContext, type BucketAt } from "../http/context";
+import { parseListObjectsParams, parseListVersionsParams, renderListBuckets, renderListObjects, renderListVersions } from "./list.xml";
+import { xmlResponse } from "../format/xml";
+import { sees } from "../http/permissions";
 
 /** One page of the bucket's keys, or NoSuchBucket. */
 async function listPage(ctx: RequestContext, bucket: string, query: ListQuery): Promise<ListPage> {

@@ -9,7 +9,7 @@ import type { PartRecord, UploadInfo } from "../../meta/types";
 import { S3Error } from "../../s3-error";
 import { removeParts, storageIds } from "../../storage/remove";
 import { type Cipher, cipherOf, newCipher, objectEtag, objectKeyOf, type WrittenObjectPart, writeObjectPart } from "../../services/encryption";
-import { customerKey, sseHeaders, sseRequest } from "../common/sse-headers";
+import { customerKey, sseHeaders, sseRequest } from "../format/sse-headers";
 import {
   checksumElements,
   checksumHeaders,
@@ -19,19 +19,19 @@ import {
   RequestChecksums,
   uploadChecksumType,
   type Algorithm,
-} from "../common/checksums";
-import { checkAclHeaders } from "../common/acl-policy";
-import { owner, bucketIndex, type RequestContext, type BucketAt, type ObjectAt } from "../common/context";
-import { parseCopySource, readCopySource } from "../common/copy-source";
-import { storedHeaders, userMetadata } from "../common/object-headers";
-import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
-import { childrenNamed, childText, malformedXml, readXml } from "../common/xml-parse";
+} from "../format/checksums";
+import { checkAclHeaders } from "../format/acls";
+import { owner, bucketIndex, type RequestContext, type BucketAt, type ObjectAt } from "../http/context";
+import { parseCopySource, readCopySource } from "../format/copy-source";
+import { storedHeaders, userMetadata } from "../format/object-headers";
+import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
+import { childrenNamed, childText, malformedXml, readXml } from "../format/xml-parse";
 import { multipartEtag, openRange, partOf, UNDER_REPLICATED, writeRefused, writtenHeaders } from "../../services/objects";
-import { lockFromHeaders } from "../common/object-lock-headers";
-import { checkKey, parseContentMd5, replicaRequest, requestSize, verifyWritten, type PartParams, type UploadParams } from "../common/object-request";
-import { writeCondition } from "../common/conditions";
+import { lockFromHeaders } from "../format/object-lock-headers";
+import { checkKey, parseContentMd5, replicaRequest, requestSize, verifyWritten, type PartParams, type UploadParams } from "../format/object-request";
+import { writeCondition } from "../format/conditions";
 import { MAX_PART_NUMBER, MAX_PUT_BYTES } from "../../s3-limits";
-import { parseTaggingHeader } from "../common/tags";
+import { parseTaggingHeader } from "../format/tags";
 
 /** S3's smallest part, except the last. */
 export const MIN_PART_BYTES = 5 * 1024 * 1024;

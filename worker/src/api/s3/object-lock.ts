@@ -5,10 +5,10 @@
 import type { LockConfig, ObjectLock } from "../../meta/object-lock";
 import { noSuchKey, S3Error } from "../../s3-error";
 import { existingObject } from "../../services/objects";
-import { bucketIndex, type RequestContext, type BucketAt, type ObjectAt } from "../common/context";
-import { bypassGovernance, parseMode, parseRetainUntil } from "../common/object-lock-headers";
-import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
-import { childrenNamed, childText, malformedXml, readXml } from "../common/xml-parse";
+import { bucketIndex, type RequestContext, type BucketAt, type ObjectAt } from "../http/context";
+import { bypassGovernance, parseMode, parseRetainUntil } from "../format/object-lock-headers";
+import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
+import { childrenNamed, childText, malformedXml, readXml } from "../format/xml-parse";
 
 function missingLockConfiguration(): S3Error {
   return new S3Error("InvalidRequest", "Bucket is missing Object Lock Configuration");

@@ -1,12 +1,12 @@
 // Object tagging: GetObjectTagging, PutObjectTagging, DeleteObjectTagging, and the x-amz-tagging
-// header of PutObject, CopyObject and CreateMultipartUpload (api/common/tags.ts). Tags live in the manifest, so a GET
+// header of PutObject, CopyObject and CreateMultipartUpload (api/format/tags.ts). Tags live in the manifest, so a GET
 // still needs one metadata call; changing them swaps the manifest only if nothing else did.
 import type { Manifest } from "../../shared/core-api";
 import { S3Error, noSuchKey } from "../../s3-error";
-import { bucketIndex, type RequestContext, type ObjectAt } from "../common/context";
-import { xmlResponse } from "../common/xml";
+import { bucketIndex, type RequestContext, type ObjectAt } from "../http/context";
+import { xmlResponse } from "../format/xml";
 import { existingObject, versionHeader } from "../../services/objects";
-import { parseTaggingXml, renderTagging } from "../common/tags";
+import { parseTaggingXml, renderTagging } from "../format/tags";
 
 export async function getObjectTagging(ctx: RequestContext, { bucket, key, versionId }: ObjectAt): Promise<Response> {
   const found = await existingObject(ctx, bucket, key, versionId);

@@ -11,15 +11,15 @@ import { type Principal, signerOf } from "../../services/access-keys";
 import { bucketPolicy } from "../../services/bucket-policy";
 import { commitObject, partOf, writtenHeaders } from "../../services/objects";
 import { encryptionOf, newCipher, objectEtag, writeObjectPart } from "../../services/encryption";
-import { checkAclHeaders } from "../common/acl-policy";
-import { RequestChecksums } from "../common/checksums";
-import { owner, type RequestContext, type BucketAt } from "../common/context";
-import { type FormUpload, readFormUpload } from "../common/form-upload";
-import { storedHeaders, userMetadata } from "../common/object-headers";
-import { checkKey } from "../common/object-request";
-import { sseHeaders, sseRequest } from "../common/sse-headers";
-import { authorize, WRITE_OBJECT } from "../common/permissions";
-import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
+import { checkAclHeaders } from "../format/acls";
+import { RequestChecksums } from "../format/checksums";
+import { owner, type RequestContext, type BucketAt } from "../http/context";
+import { type FormUpload, readFormUpload } from "./post-object.form";
+import { storedHeaders, userMetadata } from "../format/object-headers";
+import { checkKey } from "../format/object-request";
+import { sseHeaders, sseRequest } from "../format/sse-headers";
+import { authorize, WRITE_OBJECT } from "../http/permissions";
+import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
 
 /** Form fields that become the object's headers, as a PUT's request headers would. */
 const HEADER_FIELDS = ["content-type", "cache-control", "content-disposition", "content-encoding", "expires", "x-amz-acl"];

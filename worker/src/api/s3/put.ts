@@ -2,17 +2,17 @@
 // commitObject, shared with CopyObject and CompleteMultipartUpload). Nothing is visible until the
 // commit; a failed or refused write removes its shard files; an overwrite removes the superseded
 // object's shard files after the new manifest is committed.
-import { checksumHeaders, RequestChecksums } from "../common/checksums";
-import { owner, type RequestContext, type ObjectAt } from "../common/context";
-import { storedHeaders, userMetadata } from "../common/object-headers";
+import { checksumHeaders, RequestChecksums } from "../format/checksums";
+import { owner, type RequestContext, type ObjectAt } from "../http/context";
+import { storedHeaders, userMetadata } from "../format/object-headers";
 import { encryptionOf, newCipher, objectEtag, writeObjectPart } from "../../services/encryption";
-import { sseHeaders, sseRequest } from "../common/sse-headers";
-import { parseTaggingHeader } from "../common/tags";
+import { sseHeaders, sseRequest } from "../format/sse-headers";
+import { parseTaggingHeader } from "../format/tags";
 import { commitObject, partOf, refuseEarly, writeRefused, writtenHeaders } from "../../services/objects";
-import { lockFromHeaders } from "../common/object-lock-headers";
-import { writeCondition } from "../common/conditions";
-import { checkAclHeaders } from "../common/acl-policy";
-import { checkKey, parseContentMd5, replicaRequest, requestSize, verifyWritten } from "../common/object-request";
+import { lockFromHeaders } from "../format/object-lock-headers";
+import { writeCondition } from "../format/conditions";
+import { checkAclHeaders } from "../format/acls";
+import { checkKey, parseContentMd5, replicaRequest, requestSize, verifyWritten } from "../format/object-request";
 
 export async function putObject(ctx: RequestContext, { bucket, key }: ObjectAt): Promise<Response> {
   const headers = ctx.request.headers;

@@ -7,9 +7,9 @@ import { sha256Hex } from "../../auth/crypto";
 import { xmlEscape } from "../../errors";
 import { S3Error } from "../../s3-error";
 import { issueSession, MAX_SESSION_SECONDS, MIN_SESSION_SECONDS } from "../../services/sessions";
-import type { RequestContext } from "../common/context";
-import { readBodyUpTo } from "../common/request-body";
-import { element } from "../common/xml";
+import type { RequestContext } from "../http/context";
+import { readBodyUpTo } from "../http/request-body";
+import { element } from "../format/xml";
 
 const STS_XMLNS = "https://sts.amazonaws.com/doc/2011-06-15/";
 const STS_VERSION = "2011-06-15";

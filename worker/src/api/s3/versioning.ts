@@ -2,9 +2,9 @@
 // enabled it can be suspended but never turned off again (as S3). What each state means for
 // writes and deletes is in meta/versions.ts.
 import { S3Error } from "../../s3-error";
-import { bucketIndex, type RequestContext, type BucketAt } from "../common/context";
-import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../common/xml";
-import { childText, malformedXml, readXml } from "../common/xml-parse";
+import { bucketIndex, type RequestContext, type BucketAt } from "../http/context";
+import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
+import { childText, malformedXml, readXml } from "../format/xml-parse";
 
 export async function getBucketVersioning(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   const status = await bucketIndex(ctx, bucket).versioning();

@@ -13,7 +13,7 @@ export interface RequestContext {
   config: GatewayConfig;
   core: Core;
   auth: Authenticated;
-  /** Who signed it, and what they may do (api/common/permissions.ts). */
+  /** Who signed it, and what they may do (api/http/permissions.ts). */
   principal: Principal;
   /** When the credentials that signed it expire (temporary credentials), or null: grants it hands out end by then. */
   credentialsExpire: number | null;

@@ -6,7 +6,7 @@ export const WEBSITE_REDIRECT = "x-amz-website-redirect-location";
 
 /**
  * Headers S3 stores with an object and returns as they were sent: its content headers, and where
- * the website endpoint redirects a request for it (x-amz-website-redirect-location, api/website.ts).
+ * the website endpoint redirects a request for it (x-amz-website-redirect-location, api/website-endpoint.ts).
  */
 export const STORED_HEADERS = [
   "content-type",

@@ -7,7 +7,7 @@ import { allowsSomewhere, type BucketPolicy, evaluatePolicy, type PolicyAction, 
 import { S3Error } from "../../s3-error";
 import type { Principal } from "../../services/access-keys";
 import { REPLICA_HEADER } from "../../meta/replication-rules";
-import { parseCopySource } from "./copy-source";
+import { parseCopySource } from "../format/copy-source";
 
 /**
  * What an operation needs: a right on its bucket (read, write, owner); to create a bucket; nothing
@@ -33,7 +33,7 @@ export interface Permission extends Check<Need> {
   source?: Check;
   /** The operation evaluates each object it acts on (DeleteObjects: every key of the batch, as S3 does). */
   perKey?: true;
-  /** What `x-amz-bypass-governance-retention: true` takes, per object (api/common/object-lock-headers.ts). */
+  /** What `x-amz-bypass-governance-retention: true` takes, per object (api/format/object-lock-headers.ts). */
   bypass?: Check;
   /** What a write's headers take besides, when present: tags, a lock set on upload (as S3 asks). */
   headers?: readonly HeaderCheck[];
@@ -67,7 +67,7 @@ export const BYPASS_GOVERNANCE: Check = { need: "owner", action: "s3:BypassGover
 /**
  * A write that tags or locks what it writes does what PutObjectTagging, PutObjectRetention and
  * PutObjectLegalHold do: a policy denying those refuses it (ACL headers need nothing more: only
- * owner-only ACLs exist, api/common/acl-policy.ts).
+ * owner-only ACLs exist, api/format/acls.ts).
  */
 export const WRITE_OBJECT_HEADERS: readonly HeaderCheck[] = [
   { names: ["x-amz-tagging"], check: { need: "write", action: "s3:PutObjectTagging" } },

@@ -6,7 +6,7 @@ import { S3Error, preconditionFailed } from "../../s3-error";
 import { existingObject, versionHeader } from "../../services/objects";
 import { parseVersionId } from "./object-request";
 import { checkConditions, requestConditions } from "./conditions";
-import type { RequestContext } from "./context";
+import type { RequestContext } from "../http/context";
 
 export interface CopySource {
   bucket: string;

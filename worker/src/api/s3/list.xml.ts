@@ -1,10 +1,10 @@
 // ListObjectsV2 (`GET /bucket?list-type=2`), ListObjects v1 (`GET /bucket`) and
 // ListObjectVersions (`GET /bucket?versions`): the query parameters in, a ListQuery for the
-// BucketIndex, and its page out as S3's XML. Pure functions, no I/O.
-import type { ListPage, ListQuery, ListVersionsPage, ListVersionsQuery, ObjectSummary, VersionSummary } from "../../meta/types";
+// BucketIndex, and its page out as S3's XML; and ListBuckets' ListAllMyBucketsResult. Pure functions, no I/O.
+import type { BucketInfo, ListPage, ListQuery, ListVersionsPage, ListVersionsQuery, ObjectSummary, VersionSummary } from "../../meta/types";
 import { S3Error } from "../../s3-error";
-import { parseVersionId } from "./object-request";
-import { element, s3Date, S3_XMLNS, XML_DECLARATION } from "./xml";
+import { parseVersionId } from "../format/object-request";
+import { element, s3Date, S3_XMLNS, XML_DECLARATION } from "../format/xml";
 
 /** The bucket owner as S3 shows it; DisplayName is left out when not given. */
 export interface Owner {
@@ -244,4 +244,10 @@ function versionXml(v: VersionSummary, enc: Encode, owner: Owner): string {
     element("LastModified", s3Date(v.lastModified));
   if (v.deleteMarker) return `<DeleteMarker>${head}${ownerXml(owner)}</DeleteMarker>`;
   return `<Version>${head}${element("ETag", `"${v.etag}"`)}${element("Size", v.size)}${ownerXml(owner)}${element("StorageClass", "STANDARD")}</Version>`;
+}
+
+/** The buckets in the order given (the registry lists them sorted by name). */
+export function renderListBuckets(buckets: readonly BucketInfo[], owner: Owner): string {
+  const items = buckets.map((b) => `<Bucket>${element("Name", b.name)}${element("CreationDate", s3Date(b.created))}</Bucket>`).join("");
+  return `${XML_DECLARATION}<ListAllMyBucketsResult xmlns="${S3_XMLNS}">${ownerXml(owner)}<Buckets>${items}</Buckets></ListAllMyBucketsResult>`;
 }

@@ -2,7 +2,7 @@
 // CORSConfiguration, Tagging, CreateBucketConfiguration). Elements, attributes (skipped), text,
 // CDATA, comments and the five named and numeric entities; no DTDs (refused, so no entity
 // expansion). Anything malformed is S3's MalformedXML, never a crash. Pure, no I/O.
-import { readBodyUpTo } from "./request-body";
+import { readBodyUpTo } from "../http/request-body";
 import { S3Error } from "../../s3-error";
 
 export interface XmlElement {

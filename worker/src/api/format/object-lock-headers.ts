@@ -4,8 +4,8 @@
 import type { ObjectLock, RetentionMode } from "../../meta/object-lock";
 import { S3Error } from "../../s3-error";
 import { bucketPolicy } from "../../services/bucket-policy";
-import type { RequestContext } from "./context";
-import { BYPASS_GOVERNANCE, type PolicyLookup, passes } from "./permissions";
+import type { RequestContext } from "../http/context";
+import { BYPASS_GOVERNANCE, type PolicyLookup, passes } from "../http/permissions";
 
 const MODES = new Set<string>(["GOVERNANCE", "COMPLIANCE"]);
 

@@ -1,6 +1,6 @@
 // The website endpoint (docs/self-hosting.md#website-endpoints): a bucket's objects served as a static site, to anyone,
 // where the bucket's policy lets everyone read them (s3:GetObject), by its website configuration
-// (index and error documents, redirects, routing rules: api/common/website.ts). GET and HEAD only;
+// (index and error documents, redirects, routing rules: api/format/website-config.ts). GET and HEAD only;
 // every error an HTML page. A site has an origin of its own, so that its pages run as pages:
 //   - the host form `<bucket>.website.<virtual host suffix>` (demo.website.localhost:8787), or a
 //     host SHARDGATE_WEBSITE_HOSTS maps to a bucket (a custom domain on Cloudflare);
@@ -16,13 +16,13 @@ import { S3Error } from "../s3-error";
 import { bucketPolicy } from "../services/bucket-policy";
 import { existingObject } from "../services/objects";
 import { overlaySource } from "../services/node-overlay";
-import { checkBucketName } from "./common/bucket-name";
-import { consoleOrigins } from "./common/console-origin";
-import type { RequestContext } from "./common/context";
-import { toS3Error } from "./common/error-map";
-import { WEBSITE_REDIRECT } from "./common/object-headers";
-import { permitted } from "./common/permissions";
-import { keyPath, matchRule, ruleTarget, type WebsiteConfig } from "./common/website";
+import { checkBucketName } from "./format/bucket-name";
+import { consoleOrigins } from "./http/console-origin";
+import type { RequestContext } from "./http/context";
+import { toS3Error } from "./http/error-map";
+import { WEBSITE_REDIRECT } from "./format/object-headers";
+import { permitted } from "./http/permissions";
+import { keyPath, matchRule, ruleTarget, type WebsiteConfig } from "./format/website-config";
 import { core } from "../core";
 import { exchange, type Exchange, observe, settleBody, WEBSITE_OP } from "./middleware";
 import { websiteConfig } from "./s3/bucket-website";

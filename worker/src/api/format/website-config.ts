@@ -1,6 +1,6 @@
 // A bucket's website configuration (S3's PutBucketWebsite document): read and checked as S3 checks
 // it, stored as JSON (the bucket's `website` setting), written back as S3's XML, and what the
-// website endpoint (api/website.ts) decides with it: the routing rule that matches a request, where
+// website endpoint (api/website-endpoint.ts) decides with it: the routing rule that matches a request, where
 // a redirect goes. Pure functions, no I/O.
 import { S3Error } from "../../s3-error";
 import { element, S3_XMLNS, XML_DECLARATION } from "./xml";

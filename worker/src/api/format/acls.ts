@@ -9,7 +9,7 @@
 // for another setting (PutBucketOwnershipControls, `x-amz-object-ownership` on CreateBucket),
 // which would enable ACLs, is refused NotImplemented.
 import { S3Error } from "../../s3-error";
-import { owner, type RequestContext } from "./context";
+import { owner, type RequestContext } from "../http/context";
 import { element, S3_XMLNS, XML_DECLARATION } from "./xml";
 import { childrenNamed, childText, malformedXml, parseXmlBytes, type XmlElement } from "./xml-parse";
 

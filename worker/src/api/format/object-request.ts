@@ -10,7 +10,7 @@ import { partOf } from "../../services/objects";
 import { removeParts } from "../../storage/remove";
 import type { WrittenPart } from "../../storage/write-part";
 import type { RequestChecksums } from "./checksums";
-import type { RequestContext } from "./context";
+import type { RequestContext } from "../http/context";
 
 /** A version id as sent (`?versionId`; "null": the null version); InvalidArgument when one this gateway could not have made. */
 export function parseVersionId(versionId: string): string | null {
