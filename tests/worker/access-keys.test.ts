@@ -251,6 +251,9 @@ describe("bucket policies", () => {
     await s3ok(`/${b}/private/b.txt`, { method: "PUT", body: "private b" });
     expect((await anonymous(`/${b}/public/a.txt`)).status).toBe(403);
     expect(errorCode(await (await s3(`/${b}?policy`)).text())).toBe("NoSuchBucketPolicy");
+    // Without a policy GetBucketPolicyStatus is S3's 404 NoSuchBucketPolicy too (not IsPublic false).
+    const noStatus = await s3(`/${b}?policyStatus`);
+    expect([noStatus.status, errorCode(await noStatus.text())]).toEqual([404, "NoSuchBucketPolicy"]);
 
     const doc = policy({ Sid: "PublicRead", Effect: "Allow", Principal: "*", Action: ["s3:GetObject"], Resource: [`arn:aws:s3:::${b}/public/*`] });
     await s3ok(`/${b}?policy`, { method: "PUT", body: doc }, 204);
@@ -333,6 +336,38 @@ describe("bucket policies", () => {
     expect((await anonymous(`/${b}/drop/file.txt`)).status).toBe(403);
   });
 
+  it("takes resources naming every bucket (arn:aws:s3:::*) and applies them to the policy's own bucket only", async () => {
+    // The conformance suite's test_bucket_policy_another_bucket: one document put on two buckets.
+    const [a, b, other] = ["policy-star-a", "policy-star-b", "policy-star-other"];
+    for (const name of [a, b, other]) {
+      await s3ok(`/${name}`, { method: "PUT" });
+      await s3ok(`/${name}/k.txt`, { method: "PUT", body: name });
+    }
+    const doc = policy({
+      Effect: "Allow",
+      Principal: { AWS: "*" },
+      Action: ["s3:ListBucket", "s3:GetObject"],
+      Resource: ["arn:aws:s3:::*", "arn:aws:s3:::*/*"],
+    });
+    await s3ok(`/${a}?policy`, { method: "PUT", body: doc }, 204);
+    await s3ok(`/${b}?policy`, { method: "PUT", body: await (await s3ok(`/${a}?policy`)).text() }, 204);
+    for (const name of [a, b]) {
+      expect(await (await anonymous(`/${name}?list-type=2`)).text()).toContain("<Key>k.txt</Key>");
+      expect(await (await anonymous(`/${name}/k.txt`)).text()).toBe(name);
+    }
+    // Neither policy makes a bucket without one readable, however its resources read.
+    for (const path of [`/${other}?list-type=2`, `/${other}/k.txt`]) {
+      const res = await anonymous(path);
+      expect([res.status, errorCode(await res.text())], path).toEqual([403, "AccessDenied"]);
+    }
+    // A pattern that covers the bucket by wildcards is one too; a Deny through one refuses.
+    const allow = { Effect: "Allow", Principal: "*", Action: "s3:GetObject", Resource: "arn:aws:s3:::*/*" };
+    const deny = { Effect: "Deny", Principal: "*", Action: "s3:GetObject", Resource: "arn:aws:s3:::policy-star-?/k.*" };
+    await s3ok(`/${a}?policy`, { method: "PUT", body: policy(allow, deny) }, 204);
+    expect((await anonymous(`/${a}/k.txt`)).status).toBe(403);
+    expect(await (await anonymous(`/${b}/k.txt`)).text()).toBe(b);
+  });
+
   it("refuses policies it cannot enforce with MalformedPolicy and the reason, storing nothing", async () => {
     const b = "policy-bad";
     await s3ok(`/${b}`, { method: "PUT" });
@@ -342,6 +377,9 @@ describe("bucket policies", () => {
       [JSON.stringify({ Version: "2012-10-17" }), /Statement/],
       [policy({ ...stmt, Condition: { IpAddress: { "aws:SourceIp": "10.0.0.0/8" } } }), /Conditions are not supported/],
       [policy({ ...stmt, Resource: "arn:aws:s3:::another-bucket/*" }), /invalid resource/],
+      [policy({ ...stmt, Resource: "arn:aws:s3:::policy-bad?/*" }), /invalid resource/],
+      // S3 refuses a bare "*" as a bucket policy's resource: it is not an S3 ARN.
+      [policy({ ...stmt, Resource: "*" }), /invalid resource/],
       [policy({ ...stmt, Action: "s3:MakeCoffee" }), /invalid action/],
       [policy({ ...stmt, Effect: "Maybe" }), /Invalid effect/],
       [policy({ Effect: "Allow", Action: "s3:GetObject", Resource: `arn:aws:s3:::${b}/*` }), /Principal/],

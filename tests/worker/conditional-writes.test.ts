@@ -2,7 +2,8 @@
 // CompleteMultipartUpload, with S3's answers (404 NoSuchKey for If-Match over no object, 412
 // PreconditionFailed otherwise), decided in the bucket's Durable Object transaction so that of
 // racing writers exactly one wins; a refused write leaves nothing visible and its shard files are
-// collected; a refused completion leaves the upload in place. In workerd with real R2 nodes.
+// collected; a refused completion leaves the upload in place. A bucket that never had versioning
+// names no version in any answer, as S3. In workerd with real R2 nodes.
 import { AwsClient } from "aws4fetch";
 import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -311,9 +312,12 @@ describe("conditional writes in a versioned bucket: against the current version"
 });
 
 describe("a bucket that never had versioning", () => {
-  it("PutObject, CopyObject and CompleteMultipartUpload answer without x-amz-version-id", async () => {
+  it("PutObject, CopyObject and CompleteMultipartUpload answer without x-amz-version-id, nor do GET, HEAD and GetObjectAttributes", async () => {
     const putRes = await s3ok(`/${bucket}/plain.txt`, { method: "PUT", body: "plain" });
     expect(putRes.headers.has("x-amz-version-id")).toBe(false);
+    for (const read of [{}, { method: "HEAD" }]) expect((await s3ok(`/${bucket}/plain.txt`, read)).headers.has("x-amz-version-id")).toBe(false);
+    const attributes = await s3ok(`/${bucket}/plain.txt?attributes`, { headers: { "x-amz-object-attributes": "ETag" } });
+    expect(attributes.headers.has("x-amz-version-id")).toBe(false);
     const copyRes = await s3ok(`/${bucket}/plain-copy.txt`, { method: "PUT", headers: { "x-amz-copy-source": `/${bucket}/plain.txt` } });
     expect(copyRes.headers.has("x-amz-version-id")).toBe(false);
     const upload = await uploadWithPart(bucket, "plain-mpu.bin", randomBytes(1000, 80));

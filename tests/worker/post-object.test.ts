@@ -93,6 +93,8 @@ describe("browser form uploads (POST Object)", () => {
     const res = await post(BUCKET, fields, { name: "file.bin", body });
     expect(res.status, await res.clone().text()).toBe(204);
     expect(res.headers.get("etag")).toBe(`"${await md5Hex(body)}"`);
+    // A bucket that never had versioning: no version id, as S3 answers.
+    expect(res.headers.has("x-amz-version-id")).toBe(false);
     const back = new Uint8Array(await (await s3ok(`/${BUCKET}/big/file.bin`)).arrayBuffer());
     expect(back.length).toBe(body.length);
     expect(await md5Hex(back)).toBe(await md5Hex(body));
@@ -139,6 +141,33 @@ describe("browser form uploads (POST Object)", () => {
         "InvalidArgument",
       ],
       ["no V2 Signature field", { key: "ok/unsigned2.txt", AWSAccessKeyId: CREDENTIALS.accessKeyId, policy: v2Policy(base) }, "abc", 400, "InvalidArgument"],
+      // Still a 400 when the policy's conditions fail too (test_post_object_missing_signature): the
+      // missing field is found before the conditions are checked.
+      [
+        "no X-Amz-Signature field, a key outside the prefix",
+        { key: "elsewhere/unsigned4.txt", ...withoutField(await signedPostFields(base), "x-amz-signature") },
+        "abc",
+        400,
+        "InvalidArgument",
+      ],
+      [
+        "no V2 Signature field, a key outside the prefix",
+        { key: "elsewhere/unsigned2.txt", AWSAccessKeyId: CREDENTIALS.accessKeyId, policy: v2Policy(base) },
+        "abc",
+        400,
+        "InvalidArgument",
+      ],
+      // A policy, or a signature, without the rest is not an unsigned form either.
+      ["a policy alone", { key: "elsewhere/policy-only.txt", policy: v2Policy(base) }, "abc", 400, "InvalidArgument"],
+      ["a V2 signature alone", { key: "ok/signature-only.txt", signature: "c2lnbmF0dXJl" }, "abc", 400, "InvalidArgument"],
+      [
+        "no X-Amz-Credential field",
+        { key: "ok/no-credential.txt", ...withoutField(await signedPostFields(base), "x-amz-credential") },
+        "abc",
+        400,
+        "InvalidArgument",
+      ],
+      ["no policy field", { key: "ok/no-policy.txt", ...withoutField(await signedPostFields(base), "policy") }, "abc", 400, "InvalidArgument"],
       // S3: a signed form whose key id does not exist is a 403 InvalidAccessKeyId.
       [
         "an access key that does not exist",
@@ -153,6 +182,7 @@ describe("browser form uploads (POST Object)", () => {
       const xml = await res.text();
       expect(res.status, what).toBe(status);
       expect(errorCode(xml), what).toBe(code);
+      if (code === "InvalidArgument" && what !== "no key field") expect(xml, what).toMatch(/Bucket POST must contain a field named &apos;[A-Za-z-]+&apos;/);
       if (fields.key) expect((await s3(`/${BUCKET}/${fields.key}`, { method: "HEAD" })).status, what).toBe(404);
     }
   });

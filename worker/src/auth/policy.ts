@@ -1,9 +1,9 @@
 // Bucket policies, the subset people use (docs/access.md): statements that Allow or Deny actions
-// (`s3:GetObject`, `s3:*`, `s3:Get*` …) on the bucket (`arn:aws:s3:::bucket`) or its objects
-// (`arn:aws:s3:::bucket/prefix*`) to everyone (`*`) or to access keys by id. Parsing refuses what
-// it cannot enforce (conditions, NotAction, other buckets) with the reason, rather than ignore it,
-// and what would make evaluation costly (POLICY_LIMITS); patterns are compiled once, then matched
-// in linear time (auth/wildcard.ts). Pure functions: no I/O.
+// (`s3:GetObject`, `s3:*`, `s3:Get*` …) on the bucket (`arn:aws:s3:::bucket`, `arn:aws:s3:::*`) or
+// its objects (`arn:aws:s3:::bucket/prefix*`) to everyone (`*`) or to access keys by id. Parsing
+// refuses what it cannot enforce (conditions, NotAction, other buckets) with the reason, rather
+// than ignore it, and what would make evaluation costly (POLICY_LIMITS); patterns are compiled
+// once, then matched in linear time (auth/wildcard.ts). Pure functions: no I/O.
 import { S3Error } from "../s3-error";
 import { compileWildcard, type Wildcard, wildcardMatch } from "./wildcard";
 
@@ -220,8 +220,11 @@ function parseResources(raw: unknown, bucket: string): Wildcard[] {
   return resources.map((r) => {
     if (typeof r !== "string" || !r.startsWith("arn:aws:s3:::")) throw malformed("Policy has invalid resource");
     const path = r.slice("arn:aws:s3:::".length);
-    const name = path.split("/", 1)[0];
-    if (name !== bucket) throw malformed(`Policy has invalid resource: ${r} is not in bucket ${bucket}`);
+    // Its bucket part must name this bucket, as S3 requires, wildcards included (`arn:aws:s3:::*`):
+    // the policy is only ever evaluated for this bucket's requests, so it grants nothing elsewhere.
+    if (!wildcardMatch(pattern(path.split("/", 1)[0] as string, "resource"), bucket)) {
+      throw malformed(`Policy has invalid resource: ${r} is not in bucket ${bucket}`);
+    }
     if (encoder.encode(path).length > bucket.length + 1 + POLICY_LIMITS.keyPatternBytes) {
       throw malformed(`Policy has invalid resource: an object pattern may be at most ${POLICY_LIMITS.keyPatternBytes} bytes after the bucket`);
     }

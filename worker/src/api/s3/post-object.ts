@@ -106,39 +106,37 @@ function successStatus(fields: ReadonlyMap<string, string>): 200 | 201 | 204 {
 
 /**
  * Who signed the form and its policy: SigV4 (x-amz-credential, x-amz-signature), V2
- * (AWSAccessKeyId, signature), or nobody (then only a bucket policy can allow the upload).
+ * (AWSAccessKeyId, signature), or nobody: a form without any of the key id, the policy and the
+ * signature (then only a bucket policy can allow the upload).
  */
 async function signer(
   ctx: RequestContext,
   fields: ReadonlyMap<string, string>,
   checked: ReadonlyMap<string, string>,
 ): Promise<{ principal: Principal; policy: PostPolicy | null }> {
-  const policyText = fields.get("policy") ?? null;
-  const credential = fields.get("x-amz-credential");
-  const v2Key = fields.get("awsaccesskeyid");
+  const byV4 = fields.has("x-amz-credential") || fields.has("x-amz-signature");
+  const names = byV4 ? ["X-Amz-Credential", "Policy", "X-Amz-Signature"] : ["AWSAccessKeyId", "Policy", "Signature"];
+  const values = names.map((name) => fields.get(name.toLowerCase()));
+  if (values.every((value) => value === undefined)) return { principal: { kind: "anonymous" }, policy: null };
+  // A form with one of the three must have all of them: S3's 400 names the missing field, before
+  // the policy's conditions are checked (a form without a signature is malformed, not denied).
+  const missing = names[values.indexOf(undefined)];
+  if (missing)
+    throw new S3Error("InvalidArgument", `Bucket POST must contain a field named '${missing}'.  If it is specified, please check the order of the fields.`);
+  const [keyField, text, given] = values as [string, string, string];
   // The policy is parsed and checked (expiry, conditions) before any key lookup: a stale or
   // forged form costs no Durable Object call.
-  const policy = policyText === null ? null : parsePostPolicy(policyText);
-  if (policy) checkPostPolicy(policy, checked, Date.now());
-  if (credential === undefined && v2Key === undefined) return { principal: { kind: "anonymous" }, policy };
-  if (policyText === null || policy === null) throw new S3Error("InvalidArgument", "Bucket POST must contain a field named 'policy' when it is signed.");
-  // S3's 400 for a form that names its key but carries no signature (before any key lookup).
-  const signatureField = credential !== undefined ? "X-Amz-Signature" : "Signature";
-  if (!fields.has(signatureField.toLowerCase()))
-    throw new S3Error(
-      "InvalidArgument",
-      `Bucket POST must contain a field named '${signatureField}'.  If it is specified, please check the order of the fields.`,
-    );
+  const policy = parsePostPolicy(text);
+  checkPostPolicy(policy, checked, Date.now());
   const root = ctx.config.credentials as { accessKeyId: string; secretAccessKey: string };
-  const [keyId, sign, given] =
-    credential !== undefined ? v4(ctx, fields, credential) : [v2Key as string, (secret: string) => v2(ctx, secret, policyText), fields.get("signature") ?? ""];
+  const [keyId, sign] = byV4 ? v4(ctx, fields, keyField) : [keyField, (secret: string) => v2(ctx, secret, text)];
   const key = await signerOf(ctx.env, root, keyId);
   if (!key) throw new S3Error("InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
-  if (!constantTimeEqual(await sign(key.secret, policyText), given)) throw mismatch();
+  if (!constantTimeEqual(await sign(key.secret, text), given)) throw mismatch();
   return { principal: key.principal, policy };
 }
 
-type Signing = [keyId: string, sign: (secret: string, policy: string) => Promise<string>, given: string];
+type Signing = [keyId: string, sign: (secret: string, policy: string) => Promise<string>];
 
 /** A SigV4 form: x-amz-algorithm, x-amz-credential (`id/date/region/s3/aws4_request`), x-amz-signature. */
 function v4(ctx: RequestContext, fields: ReadonlyMap<string, string>, credential: string): Signing {
@@ -148,7 +146,7 @@ function v4(ctx: RequestContext, fields: ReadonlyMap<string, string>, credential
   if (!id || !date || region !== ctx.config.region || service !== "s3" || terminal !== "aws4_request") {
     throw new S3Error("InvalidArgument", `Invalid x-amz-credential: ${credential}`);
   }
-  return [id, (secret, policy) => postPolicySignatureV4(secret, date, region, policy), fields.get("x-amz-signature") ?? ""];
+  return [id, (secret, policy) => postPolicySignatureV4(secret, date, region, policy)];
 }
 
 /** A Signature Version 2 form (AWSAccessKeyId, signature), unless V2 is turned off. */
