@@ -117,11 +117,6 @@ export function noteAuthFailure(client: string | null, error: unknown, now = Dat
   while (tallies.size > MAX_CLIENTS) tallies.delete(tallies.keys().next().value as string);
 }
 
-/** Forgets every client (tests). */
-export function resetThrottle(): void {
-  tallies.clear();
-}
-
 /** Runs `authenticate` for `client`: refused at once while it is throttled, its failure counted. */
 export async function throttled<T>(client: string | null, authenticate: () => Promise<T>): Promise<T> {
   refuseIfThrottled(client);
