@@ -11,7 +11,9 @@
 #      changed since the last install (`npm install` when there is no lock yet): what serving needs,
 #      workerd (the runtime `npm start` serves on), wrangler (which bundles the Worker) and vite
 #      (which builds the console). The development dependencies (vitest, typescript, biome …) come
-#      with SHARDGATE_DEV_DEPS=1 (`npm test`) or scripts/setup-test.sh, and then stay.
+#      with SHARDGATE_DEV_DEPS=1 (`npm test`) or scripts/setup-test.sh, and then stay; after a
+#      serving install of the same lock they are added beside it (`npm install --include=dev`),
+#      without deleting node_modules under a gateway that may be running from it.
 #   3-5. The core, from source only with SHARDGATE_CORE_FROM_SOURCE=1 (`npm test` sets it):
 #      rustup target wasm32-unknown-unknown; wasm-bindgen-cli at exactly the version of the
 #      wasm-bindgen crate in Cargo.lock (cargo install into ~/.cargo/bin, a few minutes, once per
@@ -88,7 +90,16 @@ if [ -f package-lock.json ]; then
   # The stamp is the lock's hash and what was installed: "serve" (dependencies only) or "dev" (all).
   mode=serve
   [ "${SHARDGATE_DEV_DEPS:-}" = 1 ] && mode=dev
-  if [ ! -d node_modules ] || { [ "$installed" != "$lock_hash dev" ] && [ "$installed" != "$lock_hash $mode" ]; }; then
+  if [ -d node_modules ] && [ "$mode" = dev ] && [ "$installed" = "$lock_hash serve" ]; then
+    # What serving needs is installed from this very lock: add the development dependencies beside
+    # it. `npm ci` would delete node_modules first, under a gateway that `npm start` may be running
+    # from it, and download everything again; `npm install` with a lock in sync with package.json
+    # adds only what is missing, at the lock's versions and places, the same tree as `npm ci`, and
+    # (--no-save) writes neither package.json nor package-lock.json.
+    say "npm install --include=dev (node $node_version; the development dependencies beside what serving needs)"
+    npm install --include=dev --no-save --no-audit --no-fund >&2
+    printf '%s dev\n' "$lock_hash" > "$stamp"
+  elif [ ! -d node_modules ] || { [ "$installed" != "$lock_hash dev" ] && [ "$installed" != "$lock_hash $mode" ]; }; then
     if [ "$mode" = dev ]; then
       say "npm ci (node $node_version)"
       npm ci --no-audit --no-fund >&2
