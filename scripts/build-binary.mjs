@@ -8,8 +8,7 @@
 //   - the console (web/dist) and its small Worker (scripts/workerd/console-assets.js);
 //   - the block cache's store, a small Worker too (scripts/workerd/block-cache.js);
 //   - what wrangler.toml says (compatibility date and flags, Durable Objects, vars).
-// Building needs what serving needs (esbuild comes with wrangler; postject is a dependency too, so
-// `npm run build:binary` after `npm start` installs nothing); the file it makes needs only glibc.
+// Building needs the development dependencies (postject); the file it makes needs only glibc.
 //
 //   node scripts/build-binary.mjs [--out FILE]
 import { execFileSync } from "node:child_process";
@@ -89,7 +88,7 @@ rmSync(out, { force: true });
 copyFileSync(process.execPath, out);
 chmodSync(out, 0o755);
 const postject = join(root, "node_modules/postject/dist/cli.js");
-if (!existsSync(postject)) throw new Error("postject is missing: run `bash scripts/setup.sh` first");
+if (!existsSync(postject)) throw new Error("postject is missing: run `bash scripts/setup-test.sh` (or SHARDGATE_DEV_DEPS=1 bash scripts/setup.sh) first");
 execFileSync(process.execPath, [postject, out, "NODE_SEA_BLOB", blob, "--sentinel-fuse", "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2"], {
   stdio: ["ignore", "ignore", "pipe"],
 });

@@ -9,13 +9,11 @@
 #      (package.json "toolchain") is installed into .tools/node with the system npm.
 #   2. npm dependencies (scripts/npm-deps.sh): `npm ci --omit=dev` when node_modules is missing or package-lock.json
 #      changed since the last install (`npm install` when there is no lock yet): what serving needs,
-#      workerd (the runtime `npm start` serves on), wrangler (which bundles the Worker), vite
-#      (which builds the console) and postject (which `npm run build:binary` makes the one-file
-#      binary with, 5 MB: building it needs no development dependency). The development
-#      dependencies (vitest, typescript, biome …) come with SHARDGATE_DEV_DEPS=1 (`npm test`) or
-#      scripts/setup-test.sh, and then stay; after a serving install of the same lock they are
-#      added beside it (`npm install --include=dev`), without deleting node_modules under a
-#      gateway that may be running from it.
+#      workerd (the runtime `npm start` serves on), wrangler (which bundles the Worker) and vite
+#      (which builds the console). The development dependencies (vitest, typescript, biome …) come
+#      with SHARDGATE_DEV_DEPS=1 (`npm test`) or scripts/setup-test.sh, and then stay; after a
+#      serving install of the same lock they are added beside it (`npm install --include=dev`),
+#      without deleting node_modules under a gateway that may be running from it.
 #   3-5. The core, from source only with SHARDGATE_CORE_FROM_SOURCE=1 (`npm test` sets it):
 #      rustup target wasm32-unknown-unknown; wasm-bindgen-cli at exactly the version of the
 #      wasm-bindgen crate in Cargo.lock (cargo install into ~/.cargo/bin, a few minutes, once per
