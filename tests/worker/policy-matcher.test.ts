@@ -165,6 +165,7 @@ describe("policy limits", () => {
       doc(statement({ Resource: ten })),
       doc(statement({ Resource: [ten, ten, `arn:aws:s3:::${B}/*x*y*`] })), // 20 scans
       doc(statement({ Resource: longKey })),
+      doc(statement({ Resource: `arn:aws:s3:::*/${"é".repeat(L.keyPatternBytes / 2)}` })), // a wildcard bucket part leaves the key no more
       doc(statement({ Action: "s3:*?????????" })), // 10 wildcards: s3:getobject, s3:putobject …
     ];
     for (const text of atLimits) expect(parsePolicy(text, B).statements.length).toBeGreaterThan(0);
@@ -181,6 +182,7 @@ describe("policy limits", () => {
       [doc(statement({ Resource: `arn:aws:s3:::${B}/${"?".repeat(11)}` })), /at most 10 wildcards/],
       [doc(statement({ Action: "s3:?????????????*" })), /at most 10 wildcards/],
       [doc(statement({ Resource: `${longKey}x` })), /at most 1024 bytes/],
+      [doc(statement({ Resource: `arn:aws:s3:::*/${"é".repeat(L.keyPatternBytes / 2)}x` })), /at most 1024 bytes/],
       [doc(statement({ Action: `s3:${"*".repeat(L.actionChars)}` })), /longer than 128/],
       [doc(statement({ Action: "s3:NoSuchAction*" })), /invalid action/],
     ] as const) {

@@ -225,7 +225,8 @@ function parseResources(raw: unknown, bucket: string): Wildcard[] {
     if (!wildcardMatch(pattern(path.split("/", 1)[0] as string, "resource"), bucket)) {
       throw malformed(`Policy has invalid resource: ${r} is not in bucket ${bucket}`);
     }
-    if (encoder.encode(path).length > bucket.length + 1 + POLICY_LIMITS.keyPatternBytes) {
+    const slash = path.indexOf("/");
+    if (slash >= 0 && encoder.encode(path.slice(slash + 1)).length > POLICY_LIMITS.keyPatternBytes) {
       throw malformed(`Policy has invalid resource: an object pattern may be at most ${POLICY_LIMITS.keyPatternBytes} bytes after the bucket`);
     }
     return pattern(path, "resource");
