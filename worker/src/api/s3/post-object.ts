@@ -132,7 +132,7 @@ async function signer(
   const root = ctx.config.credentials as { accessKeyId: string; secretAccessKey: string };
   const [keyId, sign, given] =
     credential !== undefined ? v4(ctx, fields, credential) : [v2Key as string, (secret: string) => v2(ctx, secret, policyText), fields.get("signature") ?? ""];
-  const key = await signerOf(ctx.env, root, keyId);
+  const key = await signerOf(ctx.env, ctx.config.masterKey, root, keyId);
   if (!key) throw new S3Error("InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
   if (!constantTimeEqual(await sign(key.secret, policyText), given)) throw mismatch();
   return { principal: key.principal, policy };
