@@ -31,6 +31,9 @@
 //
 // And the metadata Durable Objects are reached through meta/stubs.ts only (never env.BUCKET_INDEX
 // and the like elsewhere): with `--processes N` the other processes get stand-ins from there.
+// And the Worker's SHARDGATE_* variables are read by config.ts alone (and config-vars.ts, its
+// schema): never `env.SHARDGATE_…` (or `x.SHARDGATE_…`, `env["SHARDGATE_…"]`) elsewhere; a binding
+// of that prefix is allowed where ENV_BINDINGS says, with why.
 // Nothing imports a package's entry from inside: web/src/main.ts, client/src/index.ts.
 //
 // And docs/architecture.md names every module of worker/src: in a row of its worker table, as
@@ -313,6 +316,34 @@ for (const from of [...modules.keys()].filter((f) => packageOf(f) === "worker/sr
         problems.push(
           `${show(from)}:${i + 1}: env.${name} used directly: reach the Durable Objects through meta/stubs.ts (with --processes N they live in one process)`,
         );
+    });
+}
+
+// The Worker's SHARDGATE_* variables are read by config.ts alone: each parsed once, checked against
+// config-vars.ts's schema, its default in one place; other modules receive the parsed value
+// (GatewayConfig, or config.ts's functions). A property read of that name on any object counts
+// (`env.X`, `ctx.env.X`, `vars.X`, `env["X"]`); comments and text in quotes do not.
+const VAR_READERS = ["worker/src/config.ts", "worker/src/config-vars.ts"];
+/** Module → the SHARDGATE_* bindings (not variables) it may read, and why. */
+const ENV_BINDINGS = {
+  "worker/src/meta/stubs.ts": {
+    names: ["SHARDGATE_META"],
+    reason: "a service binding (the home process's MetaGate under --processes N), read with the Durable Object namespaces it stands in for",
+  },
+};
+const VAR_READ = /(?:\??\.\s*|\[\s*["'`])(SHARDGATE_[A-Za-z0-9_]+)/g;
+for (const from of [...modules.keys()].filter((f) => packageOf(f) === "worker/src" && !VAR_READERS.includes(f))) {
+  code(onDisk(from))
+    .split("\n")
+    .forEach((line, i) => {
+      // Text in quotes (an error message naming a variable) is not a read; a key in brackets is.
+      const unquoted = line.replace(/(["'`])(?:\\.|(?!\1).)*\1/g, (q) => (/^["'`]SHARDGATE_[A-Za-z0-9_]+["'`]$/.test(q) ? q : '""'));
+      for (const m of unquoted.matchAll(VAR_READ)) {
+        if (ENV_BINDINGS[from]?.names.includes(m[1])) continue;
+        problems.push(
+          `${show(from)}:${i + 1}: ${m[1]} read directly: the Worker's variables are read by config.ts alone (GatewayConfig or its functions; a binding: ENV_BINDINGS in scripts/check-layers.mjs)`,
+        );
+      }
     });
 }
 

@@ -79,6 +79,34 @@ describe("the layer check", () => {
     expect(out).toContain("8 problem(s)");
   });
 
+  it("lets config.ts alone read the Worker's SHARDGATE_* variables (bindings it names apart)", () => {
+    const readers = {
+      "config.ts": 'export const region = (env: { SHARDGATE_REGION?: string }) => env.SHARDGATE_REGION ?? "us-east-1";\n',
+      "config-vars.ts": 'export const names = (v: Record<string, string>) => v["SHARDGATE_NODES"];\n',
+      // A binding ENV_BINDINGS allows; a message naming a variable; a comment about one.
+      "meta/stubs.ts": "export const meta = (env: { SHARDGATE_META?: unknown }) => env.SHARDGATE_META;\n",
+      "api/message.ts": 'export const m = "set env.SHARDGATE_MASTER_KEY";\n',
+      "api/commented.ts": "// env.SHARDGATE_REGION is read by config.ts\nexport const c = 1;\n",
+    };
+    expect(check(tree({ ...base, ...readers })).status).toBe(0);
+    const planted = {
+      "api/direct.ts": "export const t = (env: { SHARDGATE_METRICS_TOKEN?: string }) => env.SHARDGATE_METRICS_TOKEN;\n",
+      "services/nested.ts": "export const q = (ctx: { env: { SHARDGATE_QUEUES?: string } }) => ctx.env?.SHARDGATE_QUEUES;\n",
+      "meta/indexed.ts": 'export const r = (env: Record<string, string>) => env["SHARDGATE_NOTIFY_ATTEMPTS"];\n',
+      "meta/other-binding.ts": "export const g = (env: { SHARDGATE_META?: unknown }) => env.SHARDGATE_META;\n",
+    };
+    const { status, out } = check(tree({ ...base, ...readers, ...planted }));
+    expect(status).toBe(1);
+    for (const line of [
+      "api/direct.ts:1: SHARDGATE_METRICS_TOKEN read directly",
+      "services/nested.ts:1: SHARDGATE_QUEUES read directly",
+      "meta/indexed.ts:1: SHARDGATE_NOTIFY_ATTEMPTS read directly",
+      "meta/other-binding.ts:1: SHARDGATE_META read directly",
+    ])
+      expect(out).toContain(line);
+    expect(out).toContain("4 problem(s)");
+  });
+
   it("reads api/'s rooms from the folder: operations share only api/http/, api/format/ and their own parts", () => {
     const rooms = {
       "api/http/help.ts": 'import { f } from "../format/shape";\nexport const h = f;\n',

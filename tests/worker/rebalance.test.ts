@@ -6,8 +6,8 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { handleS3 } from "../../worker/src/api/handle";
-import { type Env, loadConfig } from "../../worker/src/config";
-import { scrubStep, SCRUB_DEFAULTS } from "../../worker/src/services/scrub";
+import { type Env, loadConfig, SCRUB_DEFAULTS } from "../../worker/src/config";
+import { scrubStep } from "../../worker/src/services/scrub";
 import { AwsClient } from "aws4fetch";
 import { CREDENTIALS } from "../shared/credentials";
 import { expectSameBytes, randomBytes } from "../shared/core-suite";

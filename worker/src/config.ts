@@ -2,7 +2,8 @@
 // (wrangler.toml [vars]; secrets in production). Invalid configuration fails loudly at the first
 // request rather than storing data with a geometry nobody meant.
 /// <reference path="./env.d.ts" />
-import { checkVars, KINDS, shown } from "./config-vars";
+import { MIN_MASTER_KEY_LENGTH } from "./auth/secret-box";
+import { checkVars, KINDS, parseReplicationTargets, parseWebhooks, queueBindingNames, type ReplicationTarget, shown, type WebhookTarget } from "./config-vars";
 import { metrics } from "./observability/metrics";
 import { configureBlockCache } from "./storage/block-cache";
 import { nodeHealth, GuardedNode } from "./shared/node-health";
@@ -13,6 +14,7 @@ import { R2Node } from "./storage/r2-node";
 import { DelayedNode } from "./storage/delayed-node";
 import { S3Node, type S3NodeSpec } from "./storage/s3-node";
 import type { NodeOverlay, StoredS3Spec } from "./meta/node-overlay";
+import type { RetryPolicy } from "./meta/outbox";
 
 /** The Worker's bindings, vars and secrets (declared in env.d.ts). */
 export type Env = Cloudflare.Env;
@@ -45,17 +47,46 @@ export interface GatewayConfig {
   cacheHeader: boolean;
   /** The browser path: uploads and downloads that clients code themselves (docs/browser-path.md). */
   direct: { partBytes: number; sessionMs: number; verifyBlocks: number };
+  /** SHARDGATE_MASTER_KEY when it is long enough (auth/secret-box.ts), else null: only the root key works. */
+  masterKey: string | null;
+  /** The bearer token GET /_shardgate/metrics also accepts (SHARDGATE_METRICS_TOKEN). */
+  metricsToken: string | undefined;
+  /** The header a reverse proxy sets to the client's address (SHARDGATE_CLIENT_IP_HEADER); unset: none is trusted. */
+  clientIpHeader: string | undefined;
+  /** Event notifications: the webhooks (SHARDGATE_WEBHOOKS), the Queue bindings' names (SHARDGATE_QUEUES), delivery's retries and cap (SHARDGATE_NOTIFY_*). */
+  webhooks: Record<string, WebhookTarget>;
+  queues: string[];
+  notify: RetryPolicy;
+  /** The remote S3 endpoints buckets may replicate to (SHARDGATE_REPLICATION_TARGETS). */
+  replicationTargets: Record<string, ReplicationTarget>;
+  /** What a scheduled scrub step does (SHARDGATE_SCRUB_*; an admin's run may ask for other values). */
+  scrub: ScrubSettings;
 }
 
-const cache = new WeakMap<Env, GatewayConfig>();
+/** What a scrub step does (services/scrub.ts): SHARDGATE_SCRUB_*, or what an admin asks for. */
+export interface ScrubSettings {
+  mode: "deep" | "shallow";
+  maxObjects: number;
+  maxMs: number;
+  /** Rebalancing's rate limit: once a run has written this many MiB of shard files, it moves no
+   *  more misplaced ones (bad ones are still rebuilt); the next run goes on. */
+  moveMiB: number;
+  /** Rebuild what is found bad (false: only report it; `POST /_shardgate/admin/scrub?heal=false`). */
+  heal: boolean;
+}
 
-export function loadConfig(env: Env): GatewayConfig {
-  let config = cache.get(env);
-  if (!config) {
-    config = parseConfig(env);
-    cache.set(env, config);
-  }
-  return config;
+export const SCRUB_DEFAULTS: ScrubSettings = { mode: "deep", maxObjects: 1000, maxMs: 20_000, moveMiB: 1024, heal: true };
+
+/** The configuration, parsed once per Worker env (one object per isolate). */
+export const loadConfig = perEnv(parseConfig);
+
+/** `parse(env)` once per Worker env; a parse that throws is not kept (it throws again next time). */
+function perEnv<T>(parse: (env: Env) => T): (env: Env) => T {
+  const kept = new WeakMap<Env, T>();
+  return (env) => {
+    if (!kept.has(env)) kept.set(env, parse(env));
+    return kept.get(env) as T;
+  };
 }
 
 function int(env: Env, name: keyof Env, fallback?: number): number {
@@ -144,7 +175,7 @@ function buildConfig(env: Env, attempt: <T>(f: () => T) => T | undefined): Gatew
       env.SHARDGATE_ACCESS_KEY_ID && env.SHARDGATE_SECRET_ACCESS_KEY
         ? { accessKeyId: env.SHARDGATE_ACCESS_KEY_ID, secretAccessKey: env.SHARDGATE_SECRET_ACCESS_KEY }
         : undefined, // passed in by scripts/serve.mjs (configured, or made at its first start), never built in
-    virtualHostSuffix: env.SHARDGATE_VIRTUAL_HOST_SUFFIX || "localhost",
+    virtualHostSuffix: virtualHostSuffixOf(env),
     sigV2: parseSwitch(env.SHARDGATE_SIGV2, "SHARDGATE_SIGV2", true),
     cacheHeader: parseSwitch(env.SHARDGATE_CACHE_HEADER, "SHARDGATE_CACHE_HEADER", false),
     direct: {
@@ -153,6 +184,27 @@ function buildConfig(env: Env, attempt: <T>(f: () => T) => T | undefined): Gatew
       // Shorter than the orphan sweep's grace: a session's files are never swept while it can commit.
       sessionMs: Math.min(int(env, "SHARDGATE_DIRECT_SESSION_MS", 6 * 3600 * 1000), Math.floor(orphanGraceMs(env) / 2)),
       verifyBlocks: int(env, "SHARDGATE_DIRECT_VERIFY_BLOCKS", 4),
+    },
+    masterKey: (env.SHARDGATE_MASTER_KEY ?? "").length >= MIN_MASTER_KEY_LENGTH ? (env.SHARDGATE_MASTER_KEY as string) : null,
+    metricsToken: env.SHARDGATE_METRICS_TOKEN,
+    clientIpHeader: env.SHARDGATE_CLIENT_IP_HEADER,
+    // The schema (checkVars) has refused a value these parse to null.
+    webhooks: parseWebhooks(env.SHARDGATE_WEBHOOKS) ?? {},
+    queues: queueBindingNames(env.SHARDGATE_QUEUES),
+    notify: {
+      firstMs: int(env, "SHARDGATE_NOTIFY_RETRY_MS", 1000),
+      maxMs: int(env, "SHARDGATE_NOTIFY_RETRY_MAX_MS", 3_600_000),
+      attempts: int(env, "SHARDGATE_NOTIFY_ATTEMPTS", 30),
+      cap: int(env, "SHARDGATE_NOTIFY_MAX_PENDING", 100_000),
+      timeoutMs: int(env, "SHARDGATE_NOTIFY_TIMEOUT_MS", 5000),
+    },
+    replicationTargets: parseReplicationTargets(env.SHARDGATE_REPLICATION_TARGETS) ?? {},
+    scrub: {
+      mode: env.SHARDGATE_SCRUB_MODE === "shallow" ? "shallow" : SCRUB_DEFAULTS.mode, // the schema has refused any other value
+      maxObjects: int(env, "SHARDGATE_SCRUB_OBJECTS_PER_RUN", SCRUB_DEFAULTS.maxObjects),
+      maxMs: int(env, "SHARDGATE_SCRUB_MS_PER_RUN", SCRUB_DEFAULTS.maxMs),
+      moveMiB: int(env, "SHARDGATE_SCRUB_MOVE_MIB_PER_RUN", SCRUB_DEFAULTS.moveMiB),
+      heal: true,
     },
   };
 }
@@ -192,7 +244,7 @@ export function overlayReads(): number {
 /** Where the overlay comes from: the registry, and the master key that opens added nodes' secrets (services/node-overlay.ts overlaySource). */
 export interface OverlaySource {
   read(): Promise<NodeOverlay>;
-  openSecret(id: string, sealed: string): Promise<string>;
+  openSecret(id: string, sealed: string, master: string | null): Promise<string>;
 }
 
 /** The configuration with the node overlay applied, as of at most OVERLAY_MAX_AGE_MS ago. */
@@ -248,7 +300,7 @@ async function addedDriver(source: OverlaySource, base: GatewayConfig, id: strin
   if (known) return known;
   try {
     const { endpoint, bucket, region, accessKeyId, clientUrls, sealedSecret } = JSON.parse(specJson) as StoredS3Spec;
-    const secretAccessKey = await source.openSecret(id, sealedSecret);
+    const secretAccessKey = await source.openSecret(id, sealedSecret, base.masterKey);
     const driver = s3NodeDriver(id, { endpoint, bucket, region, accessKeyId, secretAccessKey, clientUrls }, base.nodeStallMs);
     addedDrivers.set(key, driver);
     return driver;
@@ -284,6 +336,53 @@ export function regionOf(env: Pick<Env, "SHARDGATE_REGION">): string {
   if (!KINDS.region?.ok(region)) fail(`SHARDGATE_REGION: expected ${KINDS.region?.expected}, got ${shown(region)}`);
   return region;
 }
+
+/** The host suffix of virtual-hosted style requests (SHARDGATE_VIRTUAL_HOST_SUFFIX, default localhost): read before the configuration by website hosts. */
+export function virtualHostSuffixOf(env: Pick<Env, "SHARDGATE_VIRTUAL_HOST_SUFFIX">): string {
+  return env.SHARDGATE_VIRTUAL_HOST_SUFFIX || "localhost";
+}
+
+/** What the console's /config.json says (console.ts): the gateway's URL as the console reaches it (SHARDGATE_GATEWAY_URL) and the region. */
+export function consoleSettings(env: Env): { gateway: string | null; region: string } {
+  return { gateway: env.SHARDGATE_GATEWAY_URL ?? null, region: regionOf(env) };
+}
+
+/** Hosts mapped to buckets by SHARDGATE_WEBSITE_HOSTS (a JSON object, `{"www.example.com": "site"}`), lower case (api/website.ts). */
+export const websiteHosts = perEnv((env): ReadonlyMap<string, string> => {
+  const hosts = new Map<string, string>();
+  try {
+    const parsed: unknown = JSON.parse(env.SHARDGATE_WEBSITE_HOSTS || "{}");
+    if (parsed !== null && typeof parsed === "object") {
+      for (const [host, bucket] of Object.entries(parsed)) if (typeof bucket === "string") hosts.set(host.toLowerCase(), bucket);
+    }
+  } catch {
+    // config-vars.ts refuses a value that is no JSON object before the Worker serves
+  }
+  return hosts;
+});
+
+/**
+ * The origins of SHARDGATE_CONSOLE_ORIGIN (comma-separated, each exactly `scheme://host[:port]`;
+ * api/common/console-origin.ts). `*` or anything that is not one origin fails loudly: a wildcard
+ * would let any page use the console's CORS answers.
+ */
+export const consoleOrigins = perEnv((env): readonly string[] =>
+  (env.SHARDGATE_CONSOLE_ORIGIN ?? "")
+    .split(",")
+    .map((o) => o.trim())
+    .filter((o) => o !== "")
+    .map((o) => {
+      let url: URL | null = null;
+      try {
+        url = new URL(o);
+      } catch {
+        // answered below
+      }
+      if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || url.origin !== o.replace(/\/$/, "").toLowerCase())
+        fail(`SHARDGATE_CONSOLE_ORIGIN must list origins (scheme://host[:port]), got ${JSON.stringify(o)}`);
+      return url.origin;
+    }),
+);
 
 function parseSwitch(raw: string | undefined, name: string, fallback: boolean): boolean {
   if (raw === undefined || raw === "") return fallback;
@@ -417,8 +516,6 @@ interface HostAllowlist {
   under: readonly string[];
 }
 
-const hostLists = new WeakMap<Env, HostAllowlist | null>();
-
 /** A host name as a URL's hostname has it (lower case, an IP address in its one spelling), or null. */
 function hostnameOf(host: string): string | null {
   try {
@@ -428,41 +525,30 @@ function hostnameOf(host: string): string | null {
   }
 }
 
-function hostAllowlist(env: Env): HostAllowlist | null {
-  if (hostLists.has(env)) return hostLists.get(env) ?? null;
-  let list: HostAllowlist | null = null;
-  if (env.SHARDGATE_ALLOWED_HOSTS) {
-    const names = new Set<string>();
-    const under: string[] = [];
-    const suffix = env.SHARDGATE_VIRTUAL_HOST_SUFFIX || "localhost";
-    const listed = env.SHARDGATE_ALLOWED_HOSTS.split(",").map((h) => h.trim());
-    for (const entry of [...listed, suffix, `*.${suffix}`, ...configuredHosts(env)]) {
-      const wildcard = entry.startsWith("*.");
-      const name = hostnameOf(wildcard ? entry.slice(2) : entry);
-      if (name === null || name === "") continue; // config-vars.ts refuses such a value before the Worker serves
-      if (wildcard) under.push(`.${name}`);
-      else names.add(name);
-    }
-    list = { names, under };
+const hostAllowlist = perEnv((env): HostAllowlist | null => {
+  if (!env.SHARDGATE_ALLOWED_HOSTS) return null;
+  const names = new Set<string>();
+  const under: string[] = [];
+  const suffix = virtualHostSuffixOf(env);
+  const listed = env.SHARDGATE_ALLOWED_HOSTS.split(",").map((h) => h.trim());
+  for (const entry of [...listed, suffix, `*.${suffix}`, ...configuredHosts(env)]) {
+    const wildcard = entry.startsWith("*.");
+    const name = hostnameOf(wildcard ? entry.slice(2) : entry);
+    if (name === null || name === "") continue; // config-vars.ts refuses such a value before the Worker serves
+    if (wildcard) under.push(`.${name}`);
+    else names.add(name);
   }
-  hostLists.set(env, list);
-  return list;
-}
+  return { names, under };
+});
 
 /** The hosts of the website hosts (JSON object keys), the console's origins and the gateway's URL. */
 function configuredHosts(env: Env): string[] {
-  const hosts: string[] = [];
-  try {
-    const sites: unknown = JSON.parse(env.SHARDGATE_WEBSITE_HOSTS || "{}");
-    if (sites !== null && typeof sites === "object") hosts.push(...Object.keys(sites));
-  } catch {
-    // not JSON: config-vars.ts refuses it
-  }
+  const hosts = [...websiteHosts(env).keys()];
   for (const url of [...(env.SHARDGATE_CONSOLE_ORIGIN ?? "").split(","), env.SHARDGATE_GATEWAY_URL ?? ""]) {
     try {
       hosts.push(new URL(url.trim()).hostname);
     } catch {
-      // empty or not a URL: nothing to add (console-origin.ts refuses a bad console origin)
+      // empty or not a URL: nothing to add (consoleOrigins refuses a bad console origin)
     }
   }
   return hosts;

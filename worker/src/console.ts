@@ -9,8 +9,7 @@
 //     nothing of the S3 API answers there.
 // `npm start` and `npm run dev` serve the console on a listener of its own instead
 // (scripts/workerd/console-assets.js), with the same headers.
-import { consoleOrigins } from "./api/http/console-origin";
-import { type Env, regionOf } from "./config";
+import { consoleOrigins, consoleSettings, type Env } from "./config";
 
 /** Where the console used to be served on the gateway: now a redirect to its origin. */
 export const CONSOLE_PATH = "/_console/";
@@ -62,13 +61,13 @@ async function serveConsole(req: Request, env: Env, assets: Fetcher): Promise<Re
   const url = new URL(req.url);
   if (url.pathname === "/_console" || url.pathname.startsWith(CONSOLE_PATH)) return Response.redirect(new URL("/", url).toString(), 301);
   if (url.pathname === "/config.json") {
-    let region: string;
+    let settings: ReturnType<typeof consoleSettings>;
     try {
-      region = regionOf(env);
+      settings = consoleSettings(env);
     } catch (e) {
       return new Response(`${e instanceof Error ? e.message : String(e)}\n`, { status: 503, headers: { "content-type": "text/plain; charset=utf-8" } });
     }
-    return new Response(JSON.stringify({ gateway: env.SHARDGATE_GATEWAY_URL ?? null, region }), {
+    return new Response(JSON.stringify(settings), {
       headers: { "content-type": "application/json", "cache-control": "no-store", "x-content-type-options": "nosniff" },
     });
   }

@@ -26,6 +26,11 @@ declare namespace Cloudflare {
     SHARDGATE_CACHE_HEADER?: string;
     /** "off" refuses Signature Version 2 (default "on": accepted, as MinIO does). */
     SHARDGATE_SIGV2?: string;
+    /** The scheduled scrub: deep or shallow, and its budget per run (config.ts SCRUB_DEFAULTS; services/scrub.ts). */
+    SHARDGATE_SCRUB_MODE?: string;
+    SHARDGATE_SCRUB_OBJECTS_PER_RUN?: string;
+    SHARDGATE_SCRUB_MS_PER_RUN?: string;
+    SHARDGATE_SCRUB_MOVE_MIB_PER_RUN?: string;
     /** The header a reverse proxy in front sets to the client's address (e.g. X-Real-IP), for auth/throttle.ts; unset: none is trusted. */
     SHARDGATE_CLIENT_IP_HEADER?: string;
     /** Runs the background jobs on an alarm (worker/src/jobs/scheduler.ts). */

@@ -226,7 +226,7 @@ export const authenticate: Middleware = async (x, next) => {
   const endpoint = x.endpoint as Endpoint<OperationName>;
   const { authentication } = operationOf(endpoint);
   // A preflight needs nothing; the metrics scraper's bearer token lets it in (authorize checks it again).
-  if (authentication === "none" || (authentication === "bearer" && bearerAuthorized(request, env))) {
+  if (authentication === "none" || (authentication === "bearer" && bearerAuthorized(request, config.metricsToken))) {
     x.auth = anonymousRequest(request);
     return next();
   }
@@ -239,8 +239,10 @@ export const authenticate: Middleware = async (x, next) => {
     return next();
   }
   const token = sessionTokenOf(request, url);
+  const master = config.masterKey;
   const secretOf = async (id: string): Promise<string | null> => {
-    const key = token !== null ? await sessionSignerOf(env, root, id, token) : isTemporaryKeyId(id, root) ? null : await signerOf(env, root, id);
+    const key =
+      token !== null ? await sessionSignerOf(env, master, root, id, token) : isTemporaryKeyId(id, root) ? null : await signerOf(env, master, root, id);
     if (key) {
       x.principal = key.principal;
       x.credentialsExpire = key.expires ?? null;
@@ -254,7 +256,7 @@ export const authenticate: Middleware = async (x, next) => {
   const sts = operationOf(endpoint).sts ? await readStsRequest(request) : null;
   const now = Date.now();
   // A client that keeps failing is answered SlowDown before any lookup (auth/throttle.ts).
-  x.auth = await throttled(clientOf(request, env.SHARDGATE_CLIENT_IP_HEADER), () =>
+  x.auth = await throttled(clientOf(request, config.clientIpHeader), () =>
     sts
       ? verifySigV4(sts.request, secretOf, { region: config.region, now, services: STS_SIGNING_SERVICES, payloadHash: sts.payloadHash })
       : v2
@@ -274,7 +276,7 @@ export const authorize: Middleware = async (x, next) => {
   const endpoint = x.endpoint as Endpoint<OperationName>;
   const operation = operationOf(endpoint);
   const { permission, authentication } = operation;
-  const bearer = authentication === "bearer" && bearerAuthorized(x.request, x.env);
+  const bearer = authentication === "bearer" && bearerAuthorized(x.request, (x.config as GatewayConfig).metricsToken);
   if (authentication === "signature" || (authentication === "bearer" && !bearer)) {
     const at = endpoint.op === "NotImplemented" ? { bucket: null, key: null } : endpoint;
     await authorizeFor(x.principal, permission, at, x.request.headers, (bucket) => bucketPolicy(x.env, bucket), x.url.searchParams);

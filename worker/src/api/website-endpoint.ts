@@ -9,7 +9,7 @@
 //     origin reachable), as stored HTML always does there.
 // Objects are read by the GET handler itself (api/s3/get.ts): ranges, conditional GETs, encryption.
 import { anonymousRequest } from "../auth/sigv4";
-import { type Env, gatewayConfig } from "../config";
+import { consoleOrigins, type Env, gatewayConfig, virtualHostSuffixOf, websiteHosts } from "../config";
 import { textResponse, xmlEscape } from "../errors";
 import { bucketRegistry } from "../meta/stubs";
 import { S3Error } from "../s3-error";
@@ -17,7 +17,6 @@ import { bucketPolicy } from "../services/bucket-policy";
 import { existingObject } from "../services/objects";
 import { overlaySource } from "../services/node-overlay";
 import { checkBucketName } from "./format/bucket-name";
-import { consoleOrigins } from "./http/console-origin";
 import type { RequestContext } from "./http/context";
 import { toS3Error } from "./http/error-map";
 import { WEBSITE_REDIRECT } from "./format/object-headers";
@@ -51,25 +50,6 @@ function decodePath(path: string): string {
   }
 }
 
-/** Hosts mapped to buckets by SHARDGATE_WEBSITE_HOSTS (a JSON object, `{"www.example.com": "site"}`), parsed once per value. */
-let mapped: { text: string; hosts: Map<string, string> } | null = null;
-function websiteHosts(env: Env): Map<string, string> {
-  const text = env.SHARDGATE_WEBSITE_HOSTS ?? "";
-  if (mapped?.text !== text) {
-    const hosts = new Map<string, string>();
-    try {
-      const parsed: unknown = text === "" ? {} : JSON.parse(text);
-      if (parsed !== null && typeof parsed === "object") {
-        for (const [host, bucket] of Object.entries(parsed)) if (typeof bucket === "string") hosts.set(host.toLowerCase(), bucket);
-      }
-    } catch {
-      // config-vars.ts refuses a value that is no JSON object before the Worker serves
-    }
-    mapped = { text, hosts };
-  }
-  return mapped.hosts;
-}
-
 /** The site a request is for, or null: an S3 request (a console origin is never a site). Cheap for S3 requests: no decoding. */
 export function websiteOf(url: URL, env: Env): Site | null {
   const site = candidate(url, env);
@@ -79,7 +59,7 @@ export function websiteOf(url: URL, env: Env): Site | null {
 /** A site's host first (there every path is a key of that site, the path form's too), then the path form. */
 function candidate(url: URL, env: Env): Site | null {
   const host = url.hostname.toLowerCase();
-  const suffix = `.website.${(env.SHARDGATE_VIRTUAL_HOST_SUFFIX || "localhost").toLowerCase()}`;
+  const suffix = `.website.${virtualHostSuffixOf(env).toLowerCase()}`;
   const bucket = websiteHosts(env).get(host) ?? (host.endsWith(suffix) && host.length > suffix.length ? host.slice(0, -suffix.length) : undefined);
   if (bucket !== undefined) return { bucket, key: decodePath(url.pathname).slice(1), base: "", sandboxed: false };
   if (!url.pathname.startsWith(WEBSITE_PATH)) return null;

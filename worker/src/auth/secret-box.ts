@@ -4,23 +4,15 @@
 // so a sealed secret copied onto another key's row does not open. Format: "v1." base64(nonce ‖
 // ciphertext ‖ tag).
 import { fromBase64, toBase64 } from "../shared/bytes";
-import type { Env } from "../config";
 import { S3Error } from "../s3-error";
 
 const VERSION = "v1.";
 const NONCE_BYTES = 12;
-/** A master key shorter than this is refused: it would be guessable. */
+/** A master key shorter than this is refused (config.ts GatewayConfig.masterKey is then null): it would be guessable. */
 export const MIN_MASTER_KEY_LENGTH = 32;
 
-/** The gateway's master key (SHARDGATE_MASTER_KEY), or null when none is set or it is too short. */
-export function masterKeyOf(env: Pick<Env, "SHARDGATE_MASTER_KEY">): string | null {
-  const master = env.SHARDGATE_MASTER_KEY ?? "";
-  return master.length >= MIN_MASTER_KEY_LENGTH ? master : null;
-}
-
-/** The master key, or the 400 that says `what` needs one. */
-export function requireMasterKey(env: Pick<Env, "SHARDGATE_MASTER_KEY">, what: string): string {
-  const master = masterKeyOf(env);
+/** The master key (GatewayConfig.masterKey), or the 400 that says `what` needs one. */
+export function requireMasterKey(master: string | null, what: string): string {
   if (master === null) {
     throw new S3Error("InvalidRequest", `${what} need a master key: set SHARDGATE_MASTER_KEY to a secret of ${MIN_MASTER_KEY_LENGTH} characters or more.`);
   }

@@ -4,7 +4,7 @@
 // replication (services/replication.ts). Each bucket's index is then the only deliverer of its
 // outbox, so a row is never sent twice at once and the order per key holds. worker/src/index.ts
 // exports this class under the binding's name.
-import { freshGatewayConfig } from "../config";
+import { freshGatewayConfig, loadConfig } from "../config";
 import { core } from "../core";
 import { BucketIndex } from "../meta/bucket-index";
 import { REPLICA_PREFIX } from "../meta/replication-rules";
@@ -13,6 +13,10 @@ import { replicateOutbox } from "../services/replication";
 import { deliverOutbox, notificationsDue } from "../services/notification-delivery";
 
 export class BucketIndexWithDelivery extends BucketIndex {
+  protected override outboxCap(): number {
+    return loadConfig(this.env).notify.cap;
+  }
+
   /** One delivery run of each consumer; whether it tried any row. Logs and swallows errors (the rows stay for the next run). */
   protected override async deliverEvents(): Promise<boolean> {
     if (this.outbox.nextDue() === null && this.replication.nextUploadAbort() === null) return false;
@@ -24,7 +28,7 @@ export class BucketIndexWithDelivery extends BucketIndex {
   private async notifyRun(name: string): Promise<boolean> {
     if (!notificationsDue(this.outbox)) return false;
     try {
-      const run = await deliverOutbox(this.outbox, name, this.env, (f) => this.ctx.storage.transactionSync(f));
+      const run = await deliverOutbox(this.outbox, name, this.env, loadConfig(this.env), (f) => this.ctx.storage.transactionSync(f));
       return run.delivered + run.failed > 0;
     } catch (e) {
       this.outbox.forget();

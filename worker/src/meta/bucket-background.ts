@@ -12,7 +12,7 @@ import { BucketSettings } from "./bucket-settings";
 import * as queue from "./heal-queue";
 import { type LifecycleCounts, lifecycleStep } from "./lifecycle-rules";
 import type { NotificationRule } from "./notification-rules";
-import { type ObjectEvent, Outbox, type OutboxRow, retryPolicy } from "./outbox";
+import { type ObjectEvent, Outbox, type OutboxRow } from "./outbox";
 import * as objects from "./object-records";
 import * as quota from "./quota";
 import { REPLICA_PREFIX, Replication, type ReplicationRule, WALK_WAIT_MAX_MS, type WalkStep } from "./replication-rules";
@@ -23,7 +23,7 @@ import { type GarbageEntry, type HealQueueEntry, NoSuchBucketError, type ObjectR
 /** Versions one lifecycle call visits at most (a key's versions are never split). */
 const LIFECYCLE_BATCH = 2000;
 
-export class BucketBackground extends DurableObject {
+export abstract class BucketBackground extends DurableObject {
   protected readonly sql: SqlStorage;
   protected readonly settings: BucketSettings;
   /** Event notifications: the configuration and the outbox (meta/outbox.ts). */
@@ -121,12 +121,12 @@ export class BucketBackground extends DurableObject {
   protected notify(e: ObjectEvent, replica = false, manifest?: Uint8Array): void {
     if (e.event === "ObjectRemoved:Delete" && e.versionId !== null) this.replication.removed(e.key, e.versionId);
     if (this.outbox.configuration().length > 0) {
-      const { queued, dropped } = this.outbox.record(e, retryPolicy(this.env).cap);
+      const { queued, dropped } = this.outbox.record(e, this.outboxCap());
       this.batch.queued += queued;
       this.batch.dropped += dropped;
     }
     if (replica || this.replication.configuration().length > 0) {
-      const { queued, dropped } = this.replication.record(e, this.outbox, retryPolicy(this.env).cap, replica, manifest);
+      const { queued, dropped } = this.replication.record(e, this.outbox, this.outboxCap(), replica, manifest);
       this.batch.replicas += queued;
       this.batch.replicasDropped += dropped;
     }
@@ -162,7 +162,7 @@ export class BucketBackground extends DurableObject {
    */
   protected walkReplication(batch?: number): { state: WalkStep["state"]; waitMs: number } {
     try {
-      const step = this.ctx.storage.transactionSync(() => this.replication.walkStep(this.outbox, retryPolicy(this.env).cap, batch));
+      const step = this.ctx.storage.transactionSync(() => this.replication.walkStep(this.outbox, this.outboxCap(), batch));
       if (step.queued > 0) metrics.add("shardgate_replication_versions_total", step.queued, { result: "queued" });
       this.walkFailedMs = 0;
       return step;
@@ -219,6 +219,9 @@ export class BucketBackground extends DurableObject {
   protected async deliverEvents(): Promise<boolean> {
     return false;
   }
+
+  /** Rows the outbox holds at most (SHARDGATE_NOTIFY_MAX_PENDING): the configuration's, which jobs/bucket-jobs.ts reads (meta/ never loads it). */
+  protected abstract outboxCap(): number;
 
   // --- the heal queue ---------------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ import type { QuotaRefusal, UploadInfo, VersioningStatus, WriteCondition } from 
 import * as uploads from "./uploads";
 import * as versions from "./versions";
 
-export class BucketIndex extends BucketBackground {
+export abstract class BucketIndex extends BucketBackground {
   /** Marks the bucket as existing ("exists": it did); `objectLock`: versioned, with object lock (CreateBucket's header). */
   async init(name: string, created: number, objectLock = false): Promise<"created" | "exists"> {
     if (this.settings.exists()) return "exists";

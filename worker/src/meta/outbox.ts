@@ -86,7 +86,7 @@ export interface OutboxRow extends ObjectEvent {
   lastError: string | null;
 }
 
-/** When failed rows are tried again and when they are given up. */
+/** When failed rows are tried again and when they are given up (config.ts GatewayConfig.notify, from SHARDGATE_NOTIFY_*). */
 export interface RetryPolicy {
   /** The first retry's delay (ms); each further one doubles it, up to `maxMs`. */
   firstMs: number;
@@ -341,36 +341,6 @@ export class Outbox {
     this.pending = undefined;
     return n;
   }
-}
-
-/** What delivery reads from the Worker's variables. */
-export type DeliveryVars = Pick<
-  Cloudflare.Env,
-  | "SHARDGATE_WEBHOOKS"
-  | "SHARDGATE_QUEUES"
-  | "SHARDGATE_NOTIFY_RETRY_MS"
-  | "SHARDGATE_NOTIFY_RETRY_MAX_MS"
-  | "SHARDGATE_NOTIFY_ATTEMPTS"
-  | "SHARDGATE_NOTIFY_MAX_PENDING"
-  | "SHARDGATE_NOTIFY_TIMEOUT_MS"
-  | "SHARDGATE_REGION"
->;
-
-/** A positive whole number from a variable, or its default (config.ts loadConfig reports a bad value). */
-function positive(raw: string | undefined, fallback: number): number {
-  const n = raw !== undefined && /^[0-9]{1,15}$/.test(raw) ? Number(raw) : 0;
-  return n > 0 ? n : fallback;
-}
-
-/** The retry schedule and the cap, from the variables. */
-export function retryPolicy(env: DeliveryVars): RetryPolicy {
-  return {
-    firstMs: positive(env.SHARDGATE_NOTIFY_RETRY_MS, 1000),
-    maxMs: positive(env.SHARDGATE_NOTIFY_RETRY_MAX_MS, 3_600_000),
-    attempts: positive(env.SHARDGATE_NOTIFY_ATTEMPTS, 30),
-    cap: positive(env.SHARDGATE_NOTIFY_MAX_PENDING, 100_000),
-    timeoutMs: positive(env.SHARDGATE_NOTIFY_TIMEOUT_MS, 5000),
-  };
 }
 
 /** S3's sequencer of a row: its outbox sequence as fixed-width hex (compared as strings per key). */

@@ -11,6 +11,7 @@ import { type RemoteNamespace, remoteStub } from "./remote";
 import { isNoSuchBucket } from "./types";
 
 function stub<T extends Rpc.DurableObjectBranded | undefined>(env: Env, namespace: RemoteNamespace, name: string): DurableObjectStub<T> {
+  // SHARDGATE_META is a binding (the home process's MetaGate), not a variable: read here with the namespaces it stands in for (scripts/check-layers.mjs ENV_BINDINGS).
   if (env.SHARDGATE_META) return remoteStub<DurableObjectStub<T>>(env.SHARDGATE_META, namespace, name);
   const ns = env[namespace] as unknown as DurableObjectNamespace<T>;
   return ns.get(ns.idFromName(name));

@@ -4,7 +4,7 @@
 // most, so a disabled or deleted key is refused everywhere within that time (at once in the isolate
 // that made the change).
 import { randomText } from "../auth/crypto";
-import { masterKeyOf, openSecret, requireMasterKey, sealSecret } from "../auth/secret-box";
+import { openSecret, requireMasterKey, sealSecret } from "../auth/secret-box";
 import type { Env } from "../config";
 import type { KeyChange } from "../meta/key-store";
 import { keyStore } from "../meta/stubs";
@@ -37,13 +37,18 @@ const ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 const KEY_ID = /^SG[A-Z0-9]{18}$/;
 const SECRET_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
-/** Creates a key; the secret is in the answer and nowhere else in clear. */
-export async function createKey(env: Env, opts: { name: string; createBucket: boolean }, now = Date.now()): Promise<KeyRecord & { secret: string }> {
-  const master = requireMasterKey(env, "Access keys");
+/** Creates a key, its secret sealed under `master` (GatewayConfig.masterKey); the secret is in the answer and nowhere else in clear. */
+export async function createKey(
+  env: Env,
+  master: string | null,
+  opts: { name: string; createBucket: boolean },
+  now = Date.now(),
+): Promise<KeyRecord & { secret: string }> {
+  const sealingKey = requireMasterKey(master, "Access keys");
   for (;;) {
     const record: KeyRecord = { id: `SG${randomText(ID_ALPHABET, 18)}`, name: opts.name, created: now, enabled: true, createBucket: opts.createBucket };
     const secret = randomText(SECRET_ALPHABET, 40);
-    const sealedSecret = await sealSecret(master, record.id, secret);
+    const sealedSecret = await sealSecret(sealingKey, record.id, secret);
     if (await keyStore(env).create({ ...record, sealedSecret })) {
       forget(record.id);
       return { ...record, secret };
@@ -83,10 +88,15 @@ export async function dropBucketGrants(env: Env, bucket: string): Promise<void> 
   for (const id of resolved.keys()) markStale(id);
 }
 
-/** The key `id` signs with: the root key (no lookup), or a key of the key store (resolveKey). */
-export async function signerOf(env: Env, root: { accessKeyId: string; secretAccessKey: string }, id: string): Promise<ResolvedKey | null> {
+/** The key `id` signs with: the root key (no lookup), or a key of the key store (resolveKey; `master`: GatewayConfig.masterKey). */
+export async function signerOf(
+  env: Env,
+  master: string | null,
+  root: { accessKeyId: string; secretAccessKey: string },
+  id: string,
+): Promise<ResolvedKey | null> {
   if (id === root.accessKeyId) return { secret: root.secretAccessKey, principal: { kind: "root", keyId: id } };
-  return resolveKey(env, id);
+  return resolveKey(env, master, id);
 }
 
 /** What this isolate looked up, by key id, and when (values, never promises: a promise one request created and another awaits can make workerd cancel the second as hung). */
@@ -128,7 +138,7 @@ function markStale(id: string): void {
  * null answers too (apart). An id createKey cannot have made is null without a lookup.
  * Throws SlowDown when unknown ids have used up the lookup budget.
  */
-export async function resolveKey(env: Env, id: string, now = Date.now()): Promise<ResolvedKey | null> {
+export async function resolveKey(env: Env, master: string | null, id: string, now = Date.now()): Promise<ResolvedKey | null> {
   if (!KEY_ID.test(id)) return null;
   const known = resolved.get(id);
   if (known && now - known.at < KEY_CACHE_MS) return known.key;
@@ -137,7 +147,7 @@ export async function resolveKey(env: Env, id: string, now = Date.now()): Promis
   // A key this isolate knew refreshes freely; any other id spends from the budget.
   const budgeted = !known;
   if (budgeted && !takeLookupToken(now)) throw new S3Error("SlowDown", "Please reduce your request rate.");
-  const key = await lookup(env, id);
+  const key = await lookup(env, master, id);
   forget(id);
   if (key) {
     if (budgeted) lookupBudget.tokens = Math.min(UNKNOWN_LOOKUP_BURST, lookupBudget.tokens + 1);
@@ -159,8 +169,7 @@ function takeLookupToken(now: number): boolean {
   return true;
 }
 
-async function lookup(env: Env, id: string): Promise<ResolvedKey | null> {
-  const master = masterKeyOf(env);
+async function lookup(env: Env, master: string | null, id: string): Promise<ResolvedKey | null> {
   if (master === null) return null; // no key but the root key can exist
   const row = await keyStore(env).lookup(id);
   metrics.add("shardgate_key_lookups_total", 1, { result: row ? "found" : "unknown" });

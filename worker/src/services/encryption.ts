@@ -44,7 +44,7 @@ export async function newCipher(env: Env, config: GatewayConfig, bucket: string,
   if (!mode) return null;
   const segmentBytes = segmentBytesFor(config.chunkBytes);
   if (mode.mode === "SSE-S3") {
-    const { objectKey, sealed } = await newSseS3Key(requireMasterKey(env, "Server-side encryption keys"));
+    const { objectKey, sealed } = await newSseS3Key(requireMasterKey(config.masterKey, "Server-side encryption keys"));
     return { encryption: { mode: "SSE-S3", segmentBytes, key: sealed, keyCheck: "" }, objectKey };
   }
   const { objectKey, salt, check } = await newSseCKey(mode.key);
@@ -54,9 +54,10 @@ export async function newCipher(env: Env, config: GatewayConfig, bucket: string,
 /**
  * The object key of a stored version: opened with the master key (SSE-S3) or derived from the
  * customer's key (SSE-C: 400 without it, 403 AccessDenied when it is not the object's key).
+ * `master`: GatewayConfig.masterKey.
  */
-export async function objectKeyOf(env: Env, encryption: Encryption, customerKey: Uint8Array | null): Promise<Uint8Array> {
-  if (encryption.mode === "SSE-S3") return openSseS3Key(requireMasterKey(env, "Server-side encryption keys"), encryption.key);
+export async function objectKeyOf(master: string | null, encryption: Encryption, customerKey: Uint8Array | null): Promise<Uint8Array> {
+  if (encryption.mode === "SSE-S3") return openSseS3Key(requireMasterKey(master, "Server-side encryption keys"), encryption.key);
   if (!customerKey) {
     throw new S3Error(
       "InvalidRequest",
@@ -125,9 +126,9 @@ export function encryptionOf(cipher: Cipher, salts: string[]): Encryption {
 }
 
 /** The cipher of a stored version (to write more parts or copies under the same key). */
-export async function cipherOf(env: Env, encryption: Encryption, customerKey: Uint8Array | null): Promise<Cipher> {
+export async function cipherOf(master: string | null, encryption: Encryption, customerKey: Uint8Array | null): Promise<Cipher> {
   const { partSalts: _, ...rest } = encryption;
-  return { encryption: rest, objectKey: await objectKeyOf(env, encryption, customerKey) };
+  return { encryption: rest, objectKey: await objectKeyOf(master, encryption, customerKey) };
 }
 
 /**

@@ -5,7 +5,7 @@
 // OVERLAY_MAX_AGE_MS. A drain walk proves a node empty only when it begins after that
 // (DRAIN_SETTLE_MS): by then no isolate can still be placing new shard files on it.
 import type { Env, GatewayConfig, OverlaySource } from "../config";
-import { masterKeyOf, open, requireMasterKey, seal } from "../auth/secret-box";
+import { open, requireMasterKey, seal } from "../auth/secret-box";
 import type { NodeOverlay, NodeState, OverlayNode, StoredS3Spec } from "../meta/node-overlay";
 import { bucketRegistry } from "../meta/stubs";
 import { S3Error } from "../s3-error";
@@ -16,12 +16,11 @@ import { partsOnNode } from "./orphans";
 /** What config.ts's OVERLAY_MAX_AGE_MS is (a value, not an import: services import only types from config.ts), plus a second. */
 export const DRAIN_SETTLE_MS = 6_000;
 
-/** The overlay as the registry holds it, and its secrets opened under the master key (config.ts applies it). */
+/** The overlay as the registry holds it, and its secrets opened under the master key config.ts passes (config.ts applies it). */
 export function overlaySource(env: Env): OverlaySource {
   return {
     read: () => bucketRegistry(env).nodeOverlay(),
-    openSecret: (id, sealed) => {
-      const master = masterKeyOf(env);
+    openSecret: (id, sealed, master) => {
       if (master === null) return Promise.reject(new Error("SHARDGATE_MASTER_KEY is not set"));
       return open(master, "node secrets v1", id, sealed);
     },
@@ -49,7 +48,7 @@ export function checkNodeId(id: unknown): string {
  * credentials): a node that fails it is refused and nothing is kept. Its secret is stored sealed.
  */
 export async function addS3Node(env: Env, current: GatewayConfig, input: S3NodeInput): Promise<NodeOverlay> {
-  const master = requireMasterKey(env, "Nodes added at runtime");
+  const master = requireMasterKey(current.masterKey, "Nodes added at runtime");
   if (current.nodes.some((n) => n.id === input.id)) throw new S3Error("NodeAlreadyExists", `There is a node ${input.id} already.`);
   const { id, secretAccessKey, ...spec } = input;
   await probeS3Node(id, { ...spec, secretAccessKey }, Math.min(current.nodeStallMs, PROBE_TIMEOUT_MS));

@@ -12,9 +12,9 @@
 // One run takes due rows a batch at a time (at most BATCH of each kind), for at most ROUNDS
 // batches or BUDGET_MS; a failed row is retried with the outbox's backoff, then kept as a dead
 // letter. The caller sets its alarm for outbox.nextDue() after it.
-import { queueBindingNames } from "../config-vars";
+import type { GatewayConfig } from "../config";
 import { NOTIFICATION_TARGETS, QUEUE_TARGET, WEBHOOK_TARGET } from "../meta/notification-rules";
-import { type DeliveryVars, type Outbox, type OutboxRow, retryPolicy } from "../meta/outbox";
+import type { Outbox, OutboxRow } from "../meta/outbox";
 import { metrics } from "../observability/metrics";
 import { eventDocument, postWebhooks, webhookTargets } from "./webhook-delivery";
 
@@ -24,13 +24,10 @@ const BATCH = 32;
 const ROUNDS = 8;
 const BUDGET_MS = 20_000;
 
-/** What delivery reads of the Worker's environment: the variables, and the Queue bindings by name. */
-export type NotificationEnv = DeliveryVars & object;
-
-/** The Queue bindings SHARDGATE_QUEUES lists that the Worker has: "queue:BINDING" → the binding. */
-export function queueTargets(env: NotificationEnv): Map<string, Queue> {
+/** The Queue bindings of `names` (SHARDGATE_QUEUES) that the Worker's `env` has: "queue:BINDING" → the binding. */
+export function queueTargets(env: object, names: readonly string[]): Map<string, Queue> {
   const targets = new Map<string, Queue>();
-  for (const name of queueBindingNames(env.SHARDGATE_QUEUES)) {
+  for (const name of names) {
     const binding: unknown = Reflect.get(env, name);
     if (isQueue(binding)) targets.set(`${QUEUE_TARGET}${name}`, binding);
   }
@@ -45,8 +42,8 @@ function isQueue(v: unknown): v is Queue {
 }
 
 /** Every target a bucket's configuration may name now: the webhooks and the Queue bindings present. */
-export function notificationTargets(env: NotificationEnv): Set<string> {
-  return new Set([...webhookTargets(env).keys(), ...queueTargets(env).keys()]);
+export function notificationTargets(env: object, config: GatewayConfig): Set<string> {
+  return new Set([...webhookTargets(config.webhooks).keys(), ...queueTargets(env, config.queues).keys()]);
 }
 
 /** Cloudflare's limits: a message at most 128 KB, a sendBatch at most 100 messages and 256 KB (some room kept for framing). */
@@ -135,9 +132,9 @@ async function sendBatch(queue: Queue, messages: readonly QueueMessage[], timeou
 }
 
 /** Sends `rows` (queue targets') to their queues, each queue's in batches: for each row, null when sent, else why not. */
-async function sendToQueues(bucket: string, env: NotificationEnv, timeoutMs: number, rows: readonly OutboxRow[]): Promise<(string | null)[]> {
-  const queues = queueTargets(env);
-  const region = env.SHARDGATE_REGION || "us-east-1";
+async function sendToQueues(bucket: string, env: object, config: GatewayConfig, rows: readonly OutboxRow[]): Promise<(string | null)[]> {
+  const queues = queueTargets(env, config.queues);
+  const timeoutMs = config.notify.timeoutMs;
   const errors: (string | null)[] = rows.map(() => null);
   const byTarget = new Map<string, number[]>();
   for (const [i, row] of rows.entries()) {
@@ -152,7 +149,7 @@ async function sendToQueues(bucket: string, env: NotificationEnv, timeoutMs: num
         for (const i of indexes) errors[i] = `no Queue binding ${target.slice(QUEUE_TARGET.length)} is configured`;
         return;
       }
-      for (const messages of queueBatches(bucket, region, rows, indexes, errors)) await sendBatch(queue, messages, timeoutMs, errors);
+      for (const messages of queueBatches(bucket, config.region, rows, indexes, errors)) await sendBatch(queue, messages, timeoutMs, errors);
     }),
   );
   return errors;
@@ -165,10 +162,11 @@ async function sendToQueues(bucket: string, env: NotificationEnv, timeoutMs: num
 export async function deliverOutbox(
   outbox: Outbox,
   bucket: string,
-  env: NotificationEnv,
+  env: object,
+  config: GatewayConfig,
   transact: (f: () => void) => void,
 ): Promise<{ delivered: number; failed: number; dead: number }> {
-  const policy = retryPolicy(env);
+  const policy = config.notify;
   const started = Date.now();
   const total = { delivered: 0, failed: 0, dead: 0 };
   for (let round = 0; round < ROUNDS && Date.now() - started < BUDGET_MS; round++) {
@@ -177,7 +175,7 @@ export async function deliverOutbox(
     const queued = outbox.due(now, BATCH, QUEUE_TARGET);
     if (hooks.length + queued.length === 0) break;
     const rows = [...hooks, ...queued];
-    const errors = [...(await Promise.all([postWebhooks(bucket, env, policy.timeoutMs, hooks), sendToQueues(bucket, env, policy.timeoutMs, queued)])).flat()];
+    const errors = [...(await Promise.all([postWebhooks(bucket, config, hooks), sendToQueues(bucket, env, config, queued)])).flat()];
     const ok = rows.filter((_, i) => errors[i] === null).map((r) => r.seq);
     const failed = rows.flatMap((row, i) => (errors[i] === null ? [] : [{ row, error: errors[i] as string }]));
     let dead = 0;

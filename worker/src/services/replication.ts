@@ -35,10 +35,10 @@
 // begun within the run's budget waits for the next run, so a run lasts at most about one attempt;
 // an object the remote cannot take in 10 minutes (5 GiB below ~9 MB/s) ends FAILED after its
 // retries.
-import { type ReplicationTarget, parseReplicationTargets } from "../config-vars";
+import type { ReplicationTarget } from "../config-vars";
 import type { Manifest } from "../shared/core-api";
 import { bucketIndex } from "../meta/stubs";
-import { type Outbox, type OutboxRow, type RetryPolicy, retryPolicy } from "../meta/outbox";
+import type { Outbox, OutboxRow, RetryPolicy } from "../meta/outbox";
 import { destinationOfTarget, MAX_LEFT_UPLOADS, REPLICA_HEADER, REPLICA_PREFIX, type RemoteUpload, type Replication } from "../meta/replication-rules";
 import type { ObjectRecord } from "../meta/types";
 import { metrics } from "../observability/metrics";
@@ -70,8 +70,8 @@ type Outcome = { ok: true } | { ok: false; error: string; final: boolean };
 
 /** One replication run; how many rows were replicated, failed and given up. */
 export async function replicateOutbox(ctx: ObjectContext, source: ReplicationSource): Promise<{ completed: number; failed: number; dead: number }> {
-  const policy = retryPolicy(ctx.env);
-  const remotes = parseReplicationTargets(ctx.env.SHARDGATE_REPLICATION_TARGETS) ?? {};
+  const policy = ctx.config.notify;
+  const remotes = ctx.config.replicationTargets;
   const started = Date.now();
   const total = { completed: 0, failed: 0, dead: 0 };
   // First the uploads left behind (a run cut off mid-upload, an abort that failed) whose abort is due.
@@ -174,7 +174,7 @@ async function replicateVersion(
   if (manifest.encryption?.mode === "SSE-C") {
     return { ok: false, error: "an object encrypted with a customer's key (SSE-C) cannot be read without it, so it is not replicated", final: true };
   }
-  const objectKey = manifest.encryption ? await objectKeyOf(ctx.env, manifest.encryption, null) : null;
+  const objectKey = manifest.encryption ? await objectKeyOf(ctx.config.masterKey, manifest.encryption, null) : null;
   if (remote) {
     const spans = multipartSpans(manifest);
     if (spans) return replicateMultipart(ctx, source, remote, { target, key: record.key }, bucket, manifest, spans, objectKey, policy);

@@ -10,34 +10,14 @@
 import { bucketIndex, bucketRegistry, metricsStore, orNullWithoutBucket } from "../meta/stubs";
 import type { ListVersionsPage, ObjectRecord, VersionSummary } from "../meta/types";
 import { healObject } from "./heal";
-import type { Env, GatewayConfig } from "../config";
+import type { Env, GatewayConfig, ScrubSettings } from "../config";
 import { core } from "../core";
 import { metrics } from "../observability/metrics";
 import { misplacedShards } from "../storage/rebuild-part";
 import { isSharded, shardFileBytes } from "../storage/layout";
-import { scrubPart, type ScrubMode, type ShardProblem } from "../storage/verify-part";
+import { scrubPart, type ShardProblem } from "../storage/verify-part";
 import { addCounters, addUsage, initialScrubState, recordError, zeroCounters, type ScrubCounters, type ScrubRunSummary, type ScrubState } from "./scrub-state";
 
-/** The scrub's vars (wrangler.toml [vars]); all optional. */
-interface ScrubVars {
-  SHARDGATE_SCRUB_MODE?: string;
-  SHARDGATE_SCRUB_OBJECTS_PER_RUN?: string;
-  SHARDGATE_SCRUB_MS_PER_RUN?: string;
-  SHARDGATE_SCRUB_MOVE_MIB_PER_RUN?: string;
-}
-
-export interface ScrubSettings {
-  mode: ScrubMode;
-  maxObjects: number;
-  maxMs: number;
-  /** Rebalancing's rate limit: once a run has written this many MiB of shard files, it moves no
-   *  more misplaced ones (bad ones are still rebuilt); the next run goes on. */
-  moveMiB: number;
-  /** Rebuild what is found bad (false: only report it; `POST /_shardgate/admin/scrub?heal=false`). */
-  heal: boolean;
-}
-
-export const SCRUB_DEFAULTS: ScrubSettings = { mode: "deep", maxObjects: 1000, maxMs: 20_000, moveMiB: 1024, heal: true };
 const LIST_PAGE = 100;
 /** How long a run's lease outlives its last save: a run that died frees the walk after this. */
 const LEASE_GRACE_MS = 5 * 60_000;
@@ -46,29 +26,6 @@ const SAVE_EVERY_MS = 1000;
 /** At most this many objects with findings are listed in a run's report. */
 const MAX_FINDINGS = 100;
 const MIB = 1 << 20;
-
-export function scrubSettings(env: Env): ScrubSettings {
-  const vars = env as unknown as ScrubVars;
-  const positive = (raw: string | undefined, name: string, fallback: number) => {
-    if (raw === undefined || raw === "") return fallback;
-    const n = Number(raw);
-    if (!Number.isSafeInteger(n) || n <= 0) throw new Error(`configuration: ${name} must be a positive integer, got ${raw}`);
-    return n;
-  };
-  const mode = vars.SHARDGATE_SCRUB_MODE || SCRUB_DEFAULTS.mode;
-  if (!isScrubMode(mode)) throw new Error(`configuration: SHARDGATE_SCRUB_MODE must be deep or shallow, got ${mode}`);
-  return {
-    mode,
-    maxObjects: positive(vars.SHARDGATE_SCRUB_OBJECTS_PER_RUN, "SHARDGATE_SCRUB_OBJECTS_PER_RUN", SCRUB_DEFAULTS.maxObjects),
-    maxMs: positive(vars.SHARDGATE_SCRUB_MS_PER_RUN, "SHARDGATE_SCRUB_MS_PER_RUN", SCRUB_DEFAULTS.maxMs),
-    moveMiB: positive(vars.SHARDGATE_SCRUB_MOVE_MIB_PER_RUN, "SHARDGATE_SCRUB_MOVE_MIB_PER_RUN", SCRUB_DEFAULTS.moveMiB),
-    heal: true,
-  };
-}
-
-export function isScrubMode(mode: string): mode is ScrubMode {
-  return mode === "deep" || mode === "shallow";
-}
 
 /** One object the run found something wrong with, and what healing it did. */
 export interface ScrubFinding {
@@ -439,7 +396,7 @@ function round(n: number): number {
 /** The Cron Trigger's work: one scrub step with the configured budget, logged as one JSON line. */
 export async function scheduledScrub(env: Env, config: GatewayConfig): Promise<void> {
   try {
-    const result = await scrubStep(env, config, scrubSettings(env), "cron");
+    const result = await scrubStep(env, config, config.scrub, "cron");
     if (result.ok) {
       const { findings, ...run } = result.run;
       console.log(JSON.stringify({ scrub: { ...run, objectsWithFindings: findings.length } }));

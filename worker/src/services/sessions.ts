@@ -5,7 +5,6 @@
 // disabled or deleted key is refused within KEY_CACHE_MS, services/access-keys.ts), for good:
 // the token holds a fingerprint of the parent's secret and its issue time, so a new secret, or the
 // key enabled again after it was disabled, does not bring it back.
-import { masterKeyOf } from "../auth/secret-box";
 import { fingerprintMatches, mintSession, openSession, secretFingerprint, TEMPORARY_KEY_PREFIX, type TemporaryCredentials } from "../auth/session-token";
 import type { Env } from "../config";
 import { S3Error } from "../s3-error";
@@ -22,16 +21,23 @@ type Root = { accessKeyId: string; secretAccessKey: string };
  * gateway alone). Changing it ends every session at once; changing a parent key's secret ends that
  * key's (the fingerprint in the token).
  */
-function sealingKey(env: Pick<Env, "SHARDGATE_MASTER_KEY">, root: Root): string {
-  return masterKeyOf(env) ?? `root secret\n${root.secretAccessKey}`;
+function sealingKey(master: string | null, root: Root): string {
+  return master ?? `root secret\n${root.secretAccessKey}`;
 }
 
-/** Temporary credentials for the key `parentId`, valid for `seconds`. */
-export async function issueSession(env: Env, root: Root, parentId: string, seconds: number, now = Date.now()): Promise<TemporaryCredentials> {
+/** Temporary credentials for the key `parentId`, valid for `seconds` (`master`: GatewayConfig.masterKey). */
+export async function issueSession(
+  env: Env,
+  master: string | null,
+  root: Root,
+  parentId: string,
+  seconds: number,
+  now = Date.now(),
+): Promise<TemporaryCredentials> {
   // The key that just signed the request: known to this isolate, no lookup.
-  const parent = await signerOf(env, root, parentId);
+  const parent = await signerOf(env, master, root, parentId);
   if (!parent) throw new S3Error("InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
-  return mintSession(sealingKey(env, root), {
+  return mintSession(sealingKey(master, root), {
     parentId,
     parentFingerprint: await secretFingerprint(parent.secret),
     issued: now,
@@ -51,11 +57,11 @@ export function isTemporaryKeyId(id: string, root: Root): boolean {
  * and for a session its parent no longer stands for (revoked before its time, as a token ends: the
  * remedy is new credentials): the parent's secret changed, or it was disabled after the session began.
  */
-export async function sessionSignerOf(env: Env, root: Root, id: string, token: string, now = Date.now()): Promise<ResolvedKey | null> {
-  const claims = await openSession(sealingKey(env, root), id, token, now);
+export async function sessionSignerOf(env: Env, master: string | null, root: Root, id: string, token: string, now = Date.now()): Promise<ResolvedKey | null> {
+  const claims = await openSession(sealingKey(master, root), id, token, now);
   if (claims === "invalid") throw new S3Error("InvalidToken", "The provided token is malformed or otherwise invalid.");
   if (claims === "expired") throw new S3Error("ExpiredToken", "The provided token has expired.");
-  const parent = await signerOf(env, root, claims.parentId);
+  const parent = await signerOf(env, master, root, claims.parentId);
   if (!parent) return null;
   if (!(await fingerprintMatches(claims.parentFingerprint, parent.secret)))
     throw new S3Error("ExpiredToken", "The provided token has expired: the secret of its key has changed.");

@@ -6,18 +6,18 @@
 // answer delivers it; anything else (another status, a redirect, no answer in time, no target of
 // that name) is a failed attempt, retried with backoff. The URL and secret come from the
 // operator's SHARDGATE_WEBHOOKS, never from the bucket's configuration.
-import { type WebhookTarget, parseWebhooks } from "../config-vars";
+import type { GatewayConfig } from "../config";
+import type { WebhookTarget } from "../config-vars";
 import { hmacHex, importHmacKey } from "../auth/crypto";
-import { type DeliveryVars, type OutboxRow, sequencer } from "../meta/outbox";
+import { type OutboxRow, sequencer } from "../meta/outbox";
 import { WEBHOOK_TARGET } from "../meta/notification-rules";
 
 /** POSTs in flight at once. */
 const CONCURRENCY = 8;
 
-/** The outbox targets the operator configured: "webhook:NAME" → the webhook. */
-export function webhookTargets(env: Pick<DeliveryVars, "SHARDGATE_WEBHOOKS">): Map<string, WebhookTarget> {
-  const parsed = parseWebhooks(env.SHARDGATE_WEBHOOKS) ?? {};
-  return new Map(Object.entries(parsed).map(([name, t]) => [`${WEBHOOK_TARGET}${name}`, t]));
+/** The outbox targets the operator configured (GatewayConfig.webhooks): "webhook:NAME" → the webhook. */
+export function webhookTargets(webhooks: Record<string, WebhookTarget>): Map<string, WebhookTarget> {
+  return new Map(Object.entries(webhooks).map(([name, t]) => [`${WEBHOOK_TARGET}${name}`, t]));
 }
 
 /** A key as S3's event messages carry it: URL-encoded, a space as "+", slashes kept. */
@@ -61,10 +61,10 @@ export async function signatureHeaders(secret: string, timestamp: number, body: 
 }
 
 /** POSTs one row; null when delivered, else why not. */
-async function post(bucket: string, env: DeliveryVars, timeoutMs: number, targets: Map<string, WebhookTarget>, row: OutboxRow): Promise<string | null> {
+async function post(bucket: string, region: string, timeoutMs: number, targets: Map<string, WebhookTarget>, row: OutboxRow): Promise<string | null> {
   const target = targets.get(row.target);
   if (!target) return `no target ${row.target} is configured`;
-  const body = eventMessage(bucket, env.SHARDGATE_REGION || "us-east-1", row);
+  const body = eventMessage(bucket, region, row);
   const headers = {
     "Content-Type": "application/json",
     "X-Shardgate-Event-Id": `${bucket}/${sequencer(row.seq)}`,
@@ -80,9 +80,9 @@ async function post(bucket: string, env: DeliveryVars, timeoutMs: number, target
 }
 
 /** POSTs each of `rows` (webhook targets') to its webhook, at most CONCURRENCY at once: for each, null when delivered, else why not. */
-export function postWebhooks(bucket: string, env: DeliveryVars, timeoutMs: number, rows: readonly OutboxRow[]): Promise<(string | null)[]> {
-  const targets = webhookTargets(env);
-  return mapBounded(rows, CONCURRENCY, (row) => post(bucket, env, timeoutMs, targets, row));
+export function postWebhooks(bucket: string, config: GatewayConfig, rows: readonly OutboxRow[]): Promise<(string | null)[]> {
+  const targets = webhookTargets(config.webhooks);
+  return mapBounded(rows, CONCURRENCY, (row) => post(bucket, config.region, config.notify.timeoutMs, targets, row));
 }
 
 /** Runs `work` over `items` with at most `limit` at once; the results in order. */

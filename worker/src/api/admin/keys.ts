@@ -40,7 +40,7 @@ export async function adminListKeys(ctx: RequestContext): Promise<Response> {
 
 export async function adminCreateKey(ctx: RequestContext): Promise<Response> {
   const body = await jsonObjectBody(ctx);
-  const key = await createKey(ctx.env, { name: name(body, true) as string, createBucket: flag(body, "createBucket") ?? false });
+  const key = await createKey(ctx.env, ctx.config.masterKey, { name: name(body, true) as string, createBucket: flag(body, "createBucket") ?? false });
   return json(key, 201);
 }
 

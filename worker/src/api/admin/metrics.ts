@@ -19,12 +19,11 @@ import { readiness } from "../../services/readiness";
 import { scrubStatus } from "../../services/scrub";
 import { GuardedNode, nodeHealth } from "../../shared/node-health";
 
-/** True for `Authorization: Bearer <SHARDGATE_METRICS_TOKEN>`, false without a bearer token (the
+/** True for `Authorization: Bearer <token>` (GatewayConfig.metricsToken), false without a bearer token (the
  *  request must then be SigV4-signed); AccessDenied for a wrong one or when no token is set. */
-export function bearerAuthorized(request: Request, env: Env): boolean {
+export function bearerAuthorized(request: Request, token: string | undefined): boolean {
   const header = request.headers.get("authorization");
   if (!header?.startsWith("Bearer ")) return false;
-  const token = env.SHARDGATE_METRICS_TOKEN;
   if (token && constantTimeEqual(token, header.slice("Bearer ".length))) return true;
   throw new S3Error("AccessDenied", "The bearer token is not valid for the metrics endpoint.");
 }

@@ -6,7 +6,8 @@
 //     answers the scrub's progress and results, and the heal queue.
 import { healQueueStatus } from "../../services/heal";
 import { json } from "../http/json";
-import { scrubSettings, scrubStatus, scrubStep, type ScrubSettings } from "../../services/scrub";
+import type { ScrubSettings } from "../../config";
+import { scrubStatus, scrubStep } from "../../services/scrub";
 import type { ScrubState } from "../../services/scrub-state";
 import { S3Error } from "../../s3-error";
 import type { RequestContext } from "../http/context";
@@ -19,7 +20,7 @@ export interface ScrubStatusView extends ScrubState {
 
 async function statusView(ctx: RequestContext): Promise<ScrubStatusView> {
   const { state, running } = await scrubStatus(ctx.env);
-  return { ...state, running, settings: scrubSettings(ctx.env) };
+  return { ...state, running, settings: ctx.config.scrub };
 }
 
 /** `GET /_shardgate/admin/heal`: `{ scrub: <status>, queue: { pending, objects } }`. */
@@ -33,7 +34,7 @@ export async function adminScrub(
   ctx: RequestContext,
   q: { mode: ScrubSettings["mode"] | null; "max-objects": number | null; "max-ms": number | null; "move-mib": number | null; heal: "true" | "false" | null },
 ): Promise<Response> {
-  const settings = { ...scrubSettings(ctx.env) };
+  const settings = { ...ctx.config.scrub };
   if (q.mode !== null) settings.mode = q.mode;
   if (q["max-objects"] !== null) settings.maxObjects = q["max-objects"];
   if (q["max-ms"] !== null) settings.maxMs = q["max-ms"];
@@ -41,5 +42,5 @@ export async function adminScrub(
   if (q.heal !== null) settings.heal = q.heal === "true";
   const result = await scrubStep(ctx.env, ctx.config, settings, "admin");
   if (!result.ok) throw new S3Error("OperationAborted", `Another scrub run is in progress (its lease ends at ${result.busyUntil}).`);
-  return json({ run: result.run, status: { ...result.state, running: false, settings: scrubSettings(ctx.env) } satisfies ScrubStatusView });
+  return json({ run: result.run, status: { ...result.state, running: false, settings: ctx.config.scrub } satisfies ScrubStatusView });
 }

@@ -5,6 +5,7 @@
 // request (preflights included), whatever a bucket's own CORS rules say; any other origin gets only
 // what a bucket's rules allow (api/s3/bucket-cors.ts). No cookie or other ambient credential exists: every
 // request the console sends is signed.
+import { consoleOrigins, type Env } from "../../config";
 
 /** What the console reads from answers besides the CORS-safelisted headers (and "*": any, for requests without credentials). */
 const EXPOSED = [
@@ -43,38 +44,8 @@ const METHODS = "GET, HEAD, PUT, POST, DELETE, PATCH";
 const MAX_ASKED_HEADERS = 64;
 const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/;
 
-const parsed = new Map<string, readonly string[]>();
-
-/**
- * The origins of SHARDGATE_CONSOLE_ORIGIN (comma-separated, each exactly `scheme://host[:port]`).
- * `*` or anything that is not one origin fails loudly: a wildcard would let any page use the
- * console's CORS answers.
- */
-export function consoleOrigins(env: { SHARDGATE_CONSOLE_ORIGIN?: string }): readonly string[] {
-  const raw = env.SHARDGATE_CONSOLE_ORIGIN ?? "";
-  const known = parsed.get(raw);
-  if (known) return known;
-  const origins = raw
-    .split(",")
-    .map((o) => o.trim())
-    .filter((o) => o !== "")
-    .map((o) => {
-      let url: URL | null = null;
-      try {
-        url = new URL(o);
-      } catch {
-        // answered below
-      }
-      if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || url.origin !== o.replace(/\/$/, "").toLowerCase())
-        throw new Error(`configuration: SHARDGATE_CONSOLE_ORIGIN must list origins (scheme://host[:port]), got ${JSON.stringify(o)}`);
-      return url.origin;
-    });
-  parsed.set(raw, origins);
-  return origins;
-}
-
-/** The request's Origin when it is the console's, else null. */
-export function consoleOriginOf(request: Request, env: { SHARDGATE_CONSOLE_ORIGIN?: string }): string | null {
+/** The request's Origin when it is the console's (config.ts consoleOrigins), else null. */
+export function consoleOriginOf(request: Request, env: Env): string | null {
   const origin = request.headers.get("origin");
   return origin !== null && consoleOrigins(env).includes(origin) ? origin : null;
 }

@@ -30,7 +30,7 @@ const KINDS: Record<string, { kind: RuleKind; target: string }> = {
 };
 
 export async function putBucketNotification(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
-  const rules = parseNotificationXml(await readXml(ctx.auth.body, MAX_DOCUMENT_BYTES), notificationTargets(ctx.env));
+  const rules = parseNotificationXml(await readXml(ctx.auth.body, MAX_DOCUMENT_BYTES), notificationTargets(ctx.env, ctx.config));
   await bucketIndex(ctx, bucket).setNotificationConfiguration(rules);
   return new Response(null, { status: 200 });
 }

@@ -13,7 +13,6 @@
 // too many rules or destinations, a target that is this gateway InvalidArgument, a Tag's key or
 // value out of bounds InvalidTag, a repeated tag key InvalidRequest; nothing is stored unless the
 // whole document is valid.
-import { parseReplicationTargets } from "../../config-vars";
 import { type ReplicationRule, targetOfDestination } from "../../meta/replication-rules";
 import { LOCAL_ARN_PREFIX, REMOTE_ARN_PREFIX } from "../../shared/arns";
 import { NoSuchBucketError } from "../../meta/types";
@@ -41,7 +40,7 @@ const invalidArgument = (message: string) => new S3Error("InvalidArgument", mess
 const notImplemented = (what: string) => new S3Error("NotImplemented", `${what} is not implemented in replication rules.`);
 
 export async function putBucketReplication(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
-  const targets = parseReplicationTargets(ctx.env.SHARDGATE_REPLICATION_TARGETS) ?? {};
+  const targets = ctx.config.replicationTargets;
   const rules = parseReplicationXml(await readXml(ctx.auth.body, MAX_DOCUMENT_BYTES), new Set(Object.keys(targets)));
   checkDestinations(ctx, rules, targets);
   for (const dest of new Set(rules.map((r) => targetOfDestination(r.destination)).flatMap((d) => (d && d.remote === null ? [d.bucket] : [])))) {

@@ -61,7 +61,7 @@ export async function copyObject(ctx: RequestContext, { bucket, key }: ObjectAt)
   // The source's key (SSE-C: from the x-amz-copy-source-server-side-encryption-customer-* headers);
   // the copy is encrypted as its own request or its bucket's default says, not as the source was.
   const sourceCustomer = await customerKey(headers, true);
-  const sourceKey = manifest.encryption ? await objectKeyOf(ctx.env, manifest.encryption, sourceCustomer?.key ?? null) : null;
+  const sourceKey = manifest.encryption ? await objectKeyOf(ctx.config.masterKey, manifest.encryption, sourceCustomer?.key ?? null) : null;
   const cipher = await newCipher(ctx.env, ctx.config, bucket, sse);
 
   let result: { object: NewObject; lastModified: number; versionId?: string; expiry?: Expiry | null };

@@ -96,7 +96,8 @@ async function serveShard(ctx: RequestContext, file: GrantedShard): Promise<Resp
  */
 async function stillPermitted(ctx: RequestContext, use: GrantUse): Promise<void> {
   const root = ctx.config.credentials;
-  const signer = use.holder === null ? { principal: { kind: "anonymous" as const } } : root ? await signerOf(ctx.env, root, use.holder) : null;
+  const signer =
+    use.holder === null ? { principal: { kind: "anonymous" as const } } : root ? await signerOf(ctx.env, ctx.config.masterKey, root, use.holder) : null;
   // The check of the operation that handed the grant out: CreateDirectUpload or GetReadPlan.
   const check = use.write ? WRITE_OBJECT : READ_OBJECT;
   if (!signer || !(await passes(signer.principal, check, use.bucket, use.key, use.versioned, (b) => bucketPolicy(ctx.env, b)))) {

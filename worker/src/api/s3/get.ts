@@ -31,7 +31,7 @@ export async function getObject(ctx: RequestContext, { bucket, key, versionId }:
   // An encrypted object's key: SSE-C answers nothing, HEAD included, without the right key.
   const customer = await customerKey(ctx.request.headers);
   if (customer && manifest.encryption?.mode !== "SSE-C") throw new S3Error("InvalidArgument", "The encryption parameters are not applicable to this object.");
-  const objectKey = manifest.encryption ? await objectKeyOf(ctx.env, manifest.encryption, customer?.key ?? null) : null;
+  const objectKey = manifest.encryption ? await objectKeyOf(ctx.config.masterKey, manifest.encryption, customer?.key ?? null) : null;
   const headers = objectHeaders(ctx, manifest, partNumber);
   const extra = {
     ...versionHeader(found),

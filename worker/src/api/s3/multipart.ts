@@ -104,7 +104,7 @@ export async function uploadPartCopy(ctx: RequestContext, { bucket, key }: Objec
   const { start, end } = copySourceRange(headers.get("x-amz-copy-source-range"), manifest.size);
   if (end - start > MAX_PUT_BYTES)
     throw new S3Error("InvalidRequest", "The specified copy range is larger than the maximum allowable size for a part: 5368709120");
-  const sourceKey = manifest.encryption ? await objectKeyOf(ctx.env, manifest.encryption, (await customerKey(headers, true))?.key ?? null) : null;
+  const sourceKey = manifest.encryption ? await objectKeyOf(ctx.config.masterKey, manifest.encryption, (await customerKey(headers, true))?.key ?? null) : null;
   const cipher = await uploadCipher(ctx, upload, (await customerKey(headers))?.key ?? null);
   const checksums = RequestChecksums.computing(ctx.core, upload.checksumAlgorithm as Algorithm | null);
   const body = await openRange(ctx, manifest, start, end, undefined, sourceKey);
@@ -148,7 +148,7 @@ async function uploadCipher(ctx: RequestContext, upload: UploadInfo, customer: U
     );
   }
   try {
-    return await cipherOf(ctx.env, { ...upload.encryption, partSalts: [] }, customer);
+    return await cipherOf(ctx.config.masterKey, { ...upload.encryption, partSalts: [] }, customer);
   } catch (e) {
     if (e instanceof S3Error && e.code === "AccessDenied")
       throw new S3Error("InvalidArgument", "The provided encryption parameters did not match the ones used originally.");

@@ -130,7 +130,7 @@ async function signer(
   checkPostPolicy(policy, checked, Date.now());
   const root = ctx.config.credentials as { accessKeyId: string; secretAccessKey: string };
   const [keyId, sign] = byV4 ? v4(ctx, fields, keyField) : [keyField, (secret: string) => v2(ctx, secret, text)];
-  const key = await signerOf(ctx.env, root, keyId);
+  const key = await signerOf(ctx.env, ctx.config.masterKey, root, keyId);
   if (!key) throw new S3Error("InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
   if (!constantTimeEqual(await sign(key.secret, text), given)) throw mismatch();
   return { principal: key.principal, policy };

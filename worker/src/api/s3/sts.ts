@@ -50,7 +50,7 @@ export async function getSessionToken(ctx: RequestContext): Promise<Response> {
       throw new S3Error("ValidationError", `${name} is not supported: temporary credentials have exactly the rights of the key that asks for them.`);
   }
   const seconds = durationOf(form.get("DurationSeconds"));
-  const creds = await issueSession(ctx.env, rootOf(ctx), ctx.principal.keyId, seconds);
+  const creds = await issueSession(ctx.env, ctx.config.masterKey, rootOf(ctx), ctx.principal.keyId, seconds);
   const credentials =
     "<Credentials>" +
     element("AccessKeyId", creds.accessKeyId) +
