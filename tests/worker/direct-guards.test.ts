@@ -1,4 +1,4 @@
-// The browser path's guards (docs/browser-path.md, "Shard files are written once" and "Grants"):
+// The direct path's guards (docs/direct-path.md, "Shard files are written once" and "Grants"):
 //   - a shard write that started before its session's commit (or abort) and finishes after it is
 //     refused and never replaces the committed file, also in a bucket with object lock; a commit
 //     waits for a shard write that is completing (it holds a lease of the bucket's index);

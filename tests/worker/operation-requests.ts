@@ -170,7 +170,7 @@ export const REQUESTS: Record<OperationName, Sample> = {
   PutObjectLegalHold: { method: "PUT", key: OBJECT, query: "legal-hold", body: "<LegalHold><Status>OFF</Status></LegalHold>" },
   GetObjectAcl: { method: "GET", key: OBJECT, query: "acl" },
   PutObjectAcl: { method: "PUT", key: OBJECT, query: "acl", headers: ACL },
-  // The browser path. Not JSON: refused as InvalidRequest by whoever may commit or abort.
+  // The direct path. Not JSON: refused as InvalidRequest by whoever may commit or abort.
   CreateDirectUpload: { method: "POST", key: "direct.bin", query: "shardgate-upload", body: JSON.stringify({ size: 100_000 }) },
   CompleteDirectUpload: { method: "POST", key: "direct.bin", query: "shardgate-commit", body: "not json" },
   AbortDirectUpload: { method: "POST", key: "direct.bin", query: "shardgate-abort", body: "not json" },

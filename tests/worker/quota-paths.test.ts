@@ -1,4 +1,4 @@
-// Quotas bound what the nodes hold, on every path (issue #39, item 6): a browser-path session
+// Quotas bound what the nodes hold, on every path (issue #39, item 6): a direct-path session
 // reserves its declared size against the bucket's quota when it opens (403 QuotaExceeded beyond it,
 // before any shard URL is handed out), so sessions opened and never committed cannot together
 // exceed it; a commit turns the reservation into the object's bytes, an abort, a refused commit or
@@ -88,7 +88,7 @@ async function storedFiles(s: Direct): Promise<number> {
 
 const indexOf = (bucket: string) => gatewayEnv.BUCKET_INDEX.get(gatewayEnv.BUCKET_INDEX.idFromName(bucket));
 
-describe("quotas on the browser path", () => {
+describe("quotas on the direct path", () => {
   let req: Signed;
   beforeAll(async () => {
     const buckets = ["qp-open", "qp-pending", "qp-refused", "qp-caps", "qp-caps-bucket", "qp-race", "qp-anonymous"];

@@ -299,7 +299,7 @@ describe("temporary credentials", () => {
     await s3ok(`/${B}?policy`, { method: "DELETE" }, 204);
   });
 
-  it("hand out browser-path grants that end when they do, not hours later", async () => {
+  it("hand out direct-path grants that end when they do, not hours later", async () => {
     await s3ok(`/${A}/big.bin`, { method: "PUT", body: new Uint8Array(256 * 1024) });
     const temp = await sessionOf(
       { accessKeyId: CREDENTIALS.accessKeyId, secretAccessKey: CREDENTIALS.secretAccessKey },

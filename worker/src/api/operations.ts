@@ -276,7 +276,7 @@ export const OPERATIONS = {
   GetObjectAcl: object({ method: "GET", sub: "acl" }, read("s3:GetObjectAcl", "s3:GetObjectVersionAcl"), getObjectAcl),
   PutObjectAcl: object({ method: "PUT", sub: "acl" }, write("s3:PutObjectAcl", "s3:PutObjectVersionAcl"), putObjectAcl),
 
-  // The browser path (docs/browser-path.md): sessions, commits and read plans on an object; shard
+  // The direct path (docs/direct-path.md): sessions, commits and read plans on an object; shard
   // URLs, authorized by their grant alone.
   CreateDirectUpload: object({ method: "POST", sub: "shardgate-upload" }, WRITE_OBJECT, createDirectUpload, V4_ONLY),
   CompleteDirectUpload: object({ method: "POST", sub: "shardgate-commit" }, { ...WRITE_OBJECT, headers: [IF_MATCH_READS] }, completeDirectUpload, V4_ONLY),

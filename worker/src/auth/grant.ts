@@ -1,5 +1,5 @@
 // Grants: short-lived, signed permissions the gateway hands out and later takes back without
-// storing anything (docs/browser-path.md). A grant is "base64url(JSON) . base64url(HMAC-SHA-256)"
+// storing anything (docs/direct-path.md). A grant is "base64url(JSON) . base64url(HMAC-SHA-256)"
 // under a key derived from the root secret: whoever holds one may do what it says until it
 // expires, and nobody can make or change one without the root secret. Like a presigned URL.
 import { constantTimeEqual, hmac, importHmacKey } from "./crypto";

@@ -1,4 +1,4 @@
-// The browser path's bookkeeping in a bucket's index (docs/browser-path.md): writes that may happen
+// The direct path's bookkeeping in a bucket's index (docs/direct-path.md): writes that may happen
 // once (a commit, until its grant expires: a replay would make two versions share shard files),
 // sessions whose commit has begun (sealed: no shard file of theirs goes live after it), and leases
 // of shard writes completing now (a seal waits for them: services/direct-shards.ts). BucketIndex
@@ -173,7 +173,7 @@ export function endLease(sql: SqlStorage, id: string, lease: string): void {
 export const SHARD_WRITE_LEASE_MS = 60_000;
 
 /**
- * Spends a write that may happen once without writing (a browser-path session's abort, or its
+ * Spends a write that may happen once without writing (a direct-path session's abort, or its
  * refused commit), and ends the session: "spent" when it was spent already (committed, or aborted
  * before); "writing" while a shard file of the session is completing (the abort waits, so that it
  * removes that file too). A commit after it is refused.
@@ -189,7 +189,7 @@ export function claim(sql: SqlStorage, once: { id: string; until: number }, now:
 }
 
 /**
- * Seals a browser-path session as its commit begins: from then on no shard file of it goes live
+ * Seals a direct-path session as its commit begins: from then on no shard file of it goes live
  * (beginWrite refuses), so the files the commit checks are the ones it commits and nobody changes
  * them afterwards. "writing" while a shard write of the session holds a lease (the commit waits
  * for it); "spent" once committed or aborted; "locked" for a session that handed out presigned

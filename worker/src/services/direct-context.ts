@@ -1,8 +1,8 @@
-// What every browser-path service receives (services/direct-*.ts): kept apart so that they import it
+// What every direct-path service receives (services/direct-*.ts): kept apart so that they import it
 // from here, not from each other.
 import type { ObjectContext } from "./objects";
 
-/** What the browser path needs beyond an object write: the secret its grants are signed with, and who asks. */
+/** What the direct path needs beyond an object write: the secret its grants are signed with, and who asks. */
 export interface DirectContext extends ObjectContext {
   rootSecret: string;
   /** The access key id of the request (null: anonymous): shard grants name it, and are checked against it on use. */

@@ -1,4 +1,4 @@
-// Shard files moved by the client itself (docs/browser-path.md), through the gateway for nodes
+// Shard files moved by the client itself (docs/direct-path.md), through the gateway for nodes
 // only it can reach (disk nodes, R2 bindings): stored as they come, never decoded or re-encoded,
 // and served as byte ranges. A shard grant, signed by the gateway, says which file of which node
 // and whether it may be written, and who obtained it: each use checks again that this key still

@@ -1,4 +1,4 @@
-// Uploads that the client codes itself (docs/browser-path.md). The gateway places the parts and
+// Uploads that the client codes itself (docs/direct-path.md). The gateway places the parts and
 // hands out grants; the client erasure-codes the object with the same core and sends every shard
 // file on its own (services/direct-shards.ts); the commit checks what it can without trusting the
 // client and without reading the object back, then commits the manifest like a PUT.

@@ -1,4 +1,4 @@
-// The browser path's wire format (docs/browser-path.md): what the gateway and a client that codes
+// The direct path's wire format (docs/direct-path.md): what the gateway and a client that codes
 // objects itself (client/, the console) exchange as JSON. One definition for both sides.
 
 /** How a part is erasure-coded: the same four numbers a manifest's sharded layout records. */

@@ -35,7 +35,7 @@ export interface ObjectAt {
   versionId: string | null | undefined;
 }
 
-/** Where a shard URL leads: the bucket and the grant the URL carries (docs/browser-path.md). */
+/** Where a shard URL leads: the bucket and the grant the URL carries (docs/direct-path.md). */
 export interface ShardAt {
   bucket: string;
   grant: string;

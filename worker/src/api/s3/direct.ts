@@ -1,4 +1,4 @@
-// The browser path's HTTP side (docs/browser-path.md): sessions, commits and read plans are signed
+// The direct path's HTTP side (docs/direct-path.md): sessions, commits and read plans are signed
 // S3-style requests on the object (authorized like PutObject / GetObject), answered in JSON; shard
 // files move under SHARD_PATH, authorized by the grant in their URL and, on every use, by what the
 // key that obtained it may do now (at most KEY_CACHE_MS / SETTINGS_CACHE_MS old).
