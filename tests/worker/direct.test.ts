@@ -1,7 +1,7 @@
 // The direct path (docs/direct-path.md) inside workerd: the client library (client/) codes and
 // decodes with the same core, moves shard files through the gateway to the R2 nodes, and commits.
 // Forged commits (rotten chunks, parity that does not match the data, a wrong MD5, too few shard
-// files, parts or grants changed) are refused with nothing visible, and abandoned sessions leave
+// files, parts or tickets changed) are refused with nothing visible, and abandoned sessions leave
 // nothing behind. The nodes here are R2 bindings: only the gateway reaches them, so every shard
 // file goes through its shard endpoint.
 import { env, exports } from "cloudflare:workers";
@@ -111,7 +111,7 @@ describe("the direct path", () => {
     const short = await putShard(s.parts[0].urls[3], coded.files[3].subarray(1));
     expect(short.status).toBe(400);
     expect(await storedFiles(s)).toBe(0);
-    // A grant whose signature is changed grants nothing, nor does one under another bucket's path.
+    // A ticket whose signature is changed opens nothing, nor does one under another bucket's path.
     const forged = await putShard(`${s.parts[0].urls[0].slice(0, -3)}AAA`, coded.files[0]);
     expect(forged.status).toBe(403);
     const elsewhere = await putShard(s.parts[0].urls[0].replace(`/${bucket}/`, "/direct-sse/"), coded.files[0]);

@@ -146,7 +146,7 @@ describe("quotas on the direct path", () => {
     expect((await usage("qp-pending")).pending).toBe(0);
     await drainGarbage(gatewayEnv, loadConfig(gatewayEnv), 100);
     expect(await storedFiles(c)).toBe(0);
-    // Its commit is refused from then on (its grant is still valid here: the index ended it).
+    // Its commit is refused from then on (its ticket is still valid here: the index ended it).
     const late = await commit(req, "qp-pending", "c", c, cMd5s);
     expect([late.status, await code(late)]).toEqual([400, "InvalidRequest"]);
     expect((await s3("/qp-pending/c", { method: "HEAD" })).status).toBe(404);

@@ -75,7 +75,7 @@ export const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
   ["ALTER TABLE bucket ADD COLUMN policy TEXT"],
   // Default server-side encryption ({"algorithm": "AES256"}), or NULL.
   ["ALTER TABLE bucket ADD COLUMN encryption TEXT"],
-  // Writes that may happen once (direct-path commits), until their grant expires: a replayed
+  // Writes that may happen once (direct-path commits), until their ticket expires: a replayed
   // commit would make two versions share one set of shard files.
   ["CREATE TABLE spent (id TEXT PRIMARY KEY, until INTEGER NOT NULL) WITHOUT ROWID", "CREATE INDEX spent_by_until ON spent (until)"],
   // Direct-path sessions whose commit has begun (no shard file of theirs goes live after it), and
