@@ -46,7 +46,7 @@ export default defineConfig({
                 SHARDGATE_MASTER_KEY: MASTER_KEY,
                 // Every GET says whether the block cache served it (block-cache.test.ts).
                 SHARDGATE_CACHE_HEADER: "on",
-                // Browser-path uploads in parts of 2 MiB: a few MiB make several parts.
+                // Direct-path uploads in parts of 2 MiB: a few MiB make several parts.
                 SHARDGATE_DIRECT_PART_BYTES: String(2 * 1024 * 1024),
                 // Event notification targets (notifications.test.ts): nothing listens there, so
                 // deliveries fail and wait for their retry; the rows stay to be looked at.

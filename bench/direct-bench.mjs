@@ -1,7 +1,7 @@
-// The browser path against the classic path (docs/browser-path.md), part of `npm run bench` and on
+// The direct path against the classic path (docs/direct-path.md), part of `npm run bench` and on
 // its own as `npm run bench:direct [-- --json]`: the same 64 MiB object uploaded and downloaded
 //   - classic: one PutObject / GetObject, the gateway coding and decoding;
-//   - browser path: @shardgate/client (client/, bundled for Node here) coding and decoding in
+//   - direct path: @shardgate/client (client/, bundled for Node here) coding and decoding in
 //     this process, shard files moving as the gateway's plan says;
 // on two set-ups: `npm start`'s six disk nodes, which only the gateway reaches (shard files pass
 // through its shard endpoint, chunk checksums checked, no coding), and `npm run cluster
@@ -62,7 +62,7 @@ async function measure(s3, pids, fn) {
 /** The cluster of `npm run cluster --client-urls`, started for the bench. */
 async function startCluster(log) {
   const port = await freePort();
-  // The block cache off: the classic path's downloads read the nodes, as the browser path's do.
+  // The block cache off: the classic path's downloads read the nodes, as the direct path's do.
   const args = [join(root, "scripts/cluster.mjs"), "--quiet", "--port", String(port), "--client-urls", "--var", "SHARDGATE_BLOCK_CACHE:off"];
   const child = spawn(process.execPath, args, {
     cwd: root,
@@ -126,7 +126,7 @@ async function benchSetup(label, endpoint, pids, lib, log) {
           const got = await client.download("direct-bench", `direct-${round}`);
           let n = 0;
           for await (const piece of got.body) n += piece.length;
-          if (n !== SIZE || got.mode !== "direct") throw new Error(`the browser path returned ${n} bytes (${got.mode})`);
+          if (n !== SIZE || got.mode !== "direct") throw new Error(`the direct path returned ${n} bytes (${got.mode})`);
         }),
     };
     for (const path of classicFirst ? ["classic", "direct"] : ["direct", "classic"]) ops[`${path}Get`].push(await get[path]());
@@ -168,7 +168,7 @@ const fmt = (n) => (n >= 100 ? Math.round(n).toLocaleString("en-US") : n.toFixed
 
 export function directTable(rows) {
   const lines = [
-    "| 64 MiB, one client | operation | classic: client MiB/s · gateway CPU ms · MiB the gateway moved | browser path: client MiB/s · gateway CPU ms · MiB moved | gateway CPU browser / classic |",
+    "| 64 MiB, one client | operation | classic: client MiB/s · gateway CPU ms · MiB the gateway moved | direct path: client MiB/s · gateway CPU ms · MiB moved | gateway CPU direct / classic |",
     "|---|---|---|---|---|",
   ];
   for (const r of rows) {

@@ -29,7 +29,7 @@
 // operation, shardgate / the pass-through (what the runtime needs to move the same bytes), or with --json only the
 // figures on stdout; progress goes to stderr. --stall adds bench/stall-bench.mjs (a paused node).
 // Then bench/hot-bench.mjs: hot reads through the block cache, nodes 20 ms away (not with --no-hot),
-// and bench/direct-bench.mjs: the browser path against the classic path (not with --no-direct);
+// and bench/direct-bench.mjs: the direct path against the classic path (not with --no-direct);
 // neither when --targets or --cases pick a subset. A full run (none of --quick, --targets, --cases)
 // also draws docs/bench-chart.svg: throughput and CPU per operation of shardgate, MinIO and the
 // pass-through at 4 in flight (bench/lib/chart.mjs).
@@ -55,7 +55,7 @@ const json = args.has("--json");
 const quick = args.has("--quick");
 const log = (line) => console.error(line);
 // --pin: the servers on CPU 0, the client on CPU 1 (restored after the cases, for --stall and the
-// browser-path bench, whose servers are not pinned).
+// direct-path bench, whose servers are not pinned).
 const PIN = args.has("--pin") ? { servers: only("pin-servers")?.join(",") ?? "0", client: "1" } : null;
 const CLIENT_CPUS = allowedCpus(process.pid);
 if (PIN && os.availableParallelism() < 2) throw new Error("bench: --pin needs two CPUs");

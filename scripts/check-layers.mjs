@@ -22,7 +22,7 @@
 // any of them).
 //
 // worker/src/shared/ is the shared module: what the client library and the console run of the
-// Worker's code (the core's wrapper and types, the browser path's wire types, byte helpers, the
+// Worker's code (the core's wrapper and types, the direct path's wire types, byte helpers, the
 // node interface and breaker, the range reader). It imports only itself and the core's generated
 // bindings (core/pkg/), never a type from elsewhere, so that whoever imports it gets nothing else.
 //

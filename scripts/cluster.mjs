@@ -11,7 +11,7 @@
 // `argv` that starts it again on the same port and data (after a kill). `--var` passes a Worker
 // variable to the gateway (e.g. --var SHARDGATE_DATA_SHARDS:3: k, m and the region go to their keys
 // of the generated shardgate.json). `--client-urls` lets clients send and fetch shard files
-// straight from the nodes (the browser path with presigned node URLs). `--data-dir` was `--data`:
+// straight from the nodes (the direct path with presigned node URLs). `--data-dir` was `--data`:
 // the old spelling is still taken, with a one-line notice.
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";

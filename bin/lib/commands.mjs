@@ -812,7 +812,7 @@ export const COMMANDS = [
       "access-key-id": string("The node's access key id (else SHARDGATE_NODE_ACCESS_KEY_ID).", "ID"),
       "secret-access-key": string("The node's secret key (shows in ps: prefer SHARDGATE_NODE_SECRET_ACCESS_KEY or --secret-access-key-stdin).", "SECRET"),
       "secret-access-key-stdin": boolean("Read the node's secret key from stdin."),
-      "client-urls": boolean("Clients can reach the endpoint themselves (the browser path sends shard files straight to it)."),
+      "client-urls": boolean("Clients can reach the endpoint themselves (the direct path sends shard files straight to it)."),
     },
     example: "SHARDGATE_NODE_ACCESS_KEY_ID=… SHARDGATE_NODE_SECRET_ACCESS_KEY=… shardgate node add S3_7 --node-endpoint https://s3.example.com --bucket shards",
     run: nodeAdd,

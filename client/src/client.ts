@@ -1,5 +1,5 @@
 // The shardgate client: uploads and downloads whose erasure coding happens here, with the same
-// WASM core the gateway runs (docs/browser-path.md). Signed S3-style requests ask the gateway for
+// WASM core the gateway runs (docs/direct-path.md). Signed S3-style requests ask the gateway for
 // a session or a read plan and commit the result; shard files go straight to where the plan says.
 import { AwsClient } from "aws4fetch";
 import type { Core } from "../../worker/src/shared/core-api";
@@ -73,14 +73,14 @@ export interface UploadOptions extends CallOptions {
   onSession?(session: DirectUploadSession): void;
 }
 
-/** "classic": the gateway declined the browser path (small object, encrypting bucket) and the object went up with PutObject. */
+/** "classic": the gateway declined the direct path (small object, encrypting bucket) and the object went up with PutObject. */
 export interface UploadResult {
   mode: "direct" | "classic";
   etag: string;
   versionId?: string;
 }
 
-/** What `uploadDirect` answers when the gateway declines the browser path: nothing was sent. */
+/** What `uploadDirect` answers when the gateway declines the direct path: nothing was sent. */
 export interface Declined {
   mode: "declined";
   reason: string;
@@ -147,7 +147,7 @@ export class ShardgateClient {
     return (await this.uploadOr(bucket, key, data, options, false)) as UploadResult;
   }
 
-  /** As `upload`, but where the gateway declines the browser path nothing is sent: for callers with a classic path of their own. */
+  /** As `upload`, but where the gateway declines the direct path nothing is sent: for callers with a classic path of their own. */
   uploadDirect(bucket: string, key: string, data: Blob | Uint8Array, options: UploadOptions = {}): Promise<UploadResult | Declined> {
     return this.uploadOr(bucket, key, data, options, true);
   }

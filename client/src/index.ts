@@ -1,5 +1,5 @@
 // @shardgate/client: upload to and download from a shardgate gateway with the erasure coding done
-// here, in a browser or in Node (docs/browser-path.md, client/README.md).
+// here, in a browser or in Node (docs/direct-path.md, client/README.md).
 export { type CoreSource, loadCore } from "./core";
 export {
   type CallOptions,

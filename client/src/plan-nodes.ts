@@ -8,7 +8,7 @@ import { GuardedNode, type NodeHealth, nodeHealth } from "../../worker/src/share
 import { type NodeListing, rangedBody, shardKey, type StorageNode } from "../../worker/src/shared/nodes";
 import { type LossReason, openPartSource, type RangeSource, type ReadSetup } from "../../worker/src/shared/read-part";
 
-/** One node of a plan: ranged GETs of the shard files the plan grants on it, by their keys. */
+/** One node of a plan: ranged GETs of the plan's shard files on it, by their keys. */
 class PlanNode implements StorageNode {
   readonly kind = "s3" as const;
   readonly urls = new Map<string, string>();

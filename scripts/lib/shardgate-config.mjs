@@ -13,7 +13,7 @@
 //       { "id": "far", "type": "disk", "path": "/mnt/disk2/shardgate" },
 //       { "id": "s3a", "type": "s3", "endpoint": "http://10.0.0.5:9000", "bucket": "shards",
 //         "region": "us-east-1", "accessKeyId": "…", "secretAccessKey": "…",
-//         "clientUrls": true }                 // clients reach it too: browser-path shard files go straight to it
+//         "clientUrls": true }                 // clients reach it too: direct-path shard files go straight to it
 //     ],
 //     "credentials": { "accessKeyId": "…", "secretAccessKey": "…" },   // the S3 API's root key
 //     "masterKey": "…",                      // seals other access keys' secrets (default: dataDir/master.key, made once)

@@ -1,4 +1,4 @@
-// The console's browser path in real Chromium (docs/browser-path.md): a 200 MiB file is erasure-coded
+// The console's direct path in real Chromium (docs/direct-path.md): a 200 MiB file is erasure-coded
 // in the page's Web Worker and its shard files sent one by one; the download fetches shard ranges
 // and decodes them there, with a storage node killed while it runs. The gateway is the one of
 // `npm run cluster` (six versitygw node processes, which only the gateway reaches: shard files
@@ -16,11 +16,11 @@ import { CREDENTIALS } from "./gateway";
 import { SCREENSHOTS } from "./tools";
 const CHROMIUM = "/usr/bin/chromium";
 const shots = SCREENSHOTS;
-const BUCKET = "browser-path";
+const BUCKET = "direct-path";
 const MiB = 1024 * 1024;
 const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 
-describe.skipIf(!existsSync(CHROMIUM))("the console's browser path in Chromium", () => {
+describe.skipIf(!existsSync(CHROMIUM))("the console's direct path in Chromium", () => {
   const c = new Cluster();
   const work = mkdtempSync(join(tmpdir(), "shardgate-console-direct-"));
   const data = randomBytes(200 * MiB, 83);
@@ -73,7 +73,7 @@ describe.skipIf(!existsSync(CHROMIUM))("the console's browser path in Chromium",
       if (text.includes("Done")) break;
       if (text.includes("Failed")) throw new Error(`the upload failed: ${text}`);
       if (!midShot && /shard files/.test(text) && !/ 0 of \d+ shard files/.test(text)) {
-        await page.screenshot({ path: join(shots, "browser-path-upload.png") });
+        await page.screenshot({ path: join(shots, "direct-path-upload.png") });
         midShot = true;
       }
       if (Date.now() - started > 300_000) throw new Error(`the upload did not finish: ${text}`);
@@ -112,8 +112,8 @@ describe.skipIf(!existsSync(CHROMIUM))("the console's browser path in Chromium",
     const note = (await page.locator("#download-status").textContent()) ?? "";
     expect(note).toMatch(/Decoded in this browser: 200 MiB/);
     expect(note).toMatch(/read around/);
-    await page.screenshot({ path: join(shots, "browser-path-download.png") });
-    console.log(JSON.stringify({ browserPath: { uploadSeconds, downloadSeconds, note } }));
+    await page.screenshot({ path: join(shots, "direct-path-download.png") });
+    console.log(JSON.stringify({ directPath: { uploadSeconds, downloadSeconds, note } }));
     expect(pageErrors).toEqual([]);
     await c.restart(victim);
   }, 600_000);

@@ -208,7 +208,7 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in Chromium", () => {
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking"] });
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: "light" });
     await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: gw.consoleBase });
-    // The classic upload and download paths (the browser path has console-direct.test.ts).
+    // The classic upload and download paths (the direct path has console-direct.test.ts).
     // (In every page: one the gateway's CSP sandboxes has an opaque origin, without localStorage.)
     await context.addInitScript(() => {
       try {

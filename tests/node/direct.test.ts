@@ -1,4 +1,4 @@
-// The browser path end to end on the production runtime, with the client library in Node:
+// The direct path end to end on the production runtime, with the client library in Node:
 //   - over six separate S3 node processes that clients may reach (`npm run cluster --client-urls`):
 //     shard files go straight to the nodes with presigned URLs, never through the gateway, and a
 //     download survives a node killed while it runs;
@@ -22,7 +22,7 @@ const core = new Core(bindings, memory);
 const MIB = 1 << 20;
 const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 
-describe("the browser path over S3 nodes that clients reach (presigned node URLs)", () => {
+describe("the direct path over S3 nodes that clients reach (presigned node URLs)", () => {
   const c = new Cluster();
   let client: ShardgateClient;
 
@@ -118,7 +118,7 @@ describe("the browser path over S3 nodes that clients reach (presigned node URLs
   }, 120_000);
 });
 
-describe("the browser path over npm start's disk nodes (through the gateway's shard endpoint)", () => {
+describe("the direct path over npm start's disk nodes (through the gateway's shard endpoint)", () => {
   const g = new Gateway({ runtime: "workerd" });
   let client: ShardgateClient;
   const aws = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1" });

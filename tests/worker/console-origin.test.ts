@@ -47,7 +47,7 @@ describe("the gateway and the console's origin", () => {
       [`/${bucket}/new.txt`, "PUT"],
       ["/_shardgate/admin/keys", "PATCH"],
       ["/", "POST"],
-      ["/_shardgate/shards/console-origin/grant", "PUT"],
+      ["/_shardgate/shards/console-origin/ticket", "PUT"],
     ]) {
       const res = await call(
         new Request(`${GATEWAY}${path}`, {

@@ -2,7 +2,7 @@
 // `X-Content-Type-Options: nosniff`, and an active type (HTML, XHTML, SVG, XML, XSL, JavaScript,
 // multipart, or no valid type at all) comes with `Content-Security-Policy: sandbox`, whatever its
 // case and parameters, through a signed, presigned or anonymous GET and a response-content-type
-// override alike. Shard files of the browser path are application/octet-stream with nosniff.
+// override alike. Shard files of the direct path are application/octet-stream with nosniff.
 import { AwsClient } from "aws4fetch";
 import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -105,7 +105,7 @@ describe("object answers are never active content of the gateway's origin", () =
     for (const type of active) expect(isActiveContent(type), type).toBe(true);
   });
 
-  it("serves browser-path shard files as application/octet-stream with nosniff", async () => {
+  it("serves direct-path shard files as application/octet-stream with nosniff", async () => {
     const html = `<html>${"x".repeat(200_000)}<script>alert(1)</script></html>`; // sharded, not inline
     await put("sharded.html", "text/html", html);
     const plan = (await (await s3ok(`/${bucket}/sharded.html?shardgate-plan`)).json()) as DirectReadPlan;

@@ -231,7 +231,7 @@ describe("admin bodies are application/json", () => {
 describe("S3 writes from another origin", () => {
   it("refuses a write a page sends without a preflight unless the bucket's CORS rules allow its origin and method: nothing written", async () => {
     const cases: [string, string, Record<string, string>][] = [
-      // A no-preflight POST (fetch with a text/plain body, or a form): a multipart upload, a browser-path session.
+      // A no-preflight POST (fetch with a text/plain body, or a form): a multipart upload, a direct-path session.
       [`/${BUCKET}/planted.html?uploads`, "POST", { "content-type": "text/plain" }],
       [`/${BUCKET}/planted.html?shardgate-upload`, "POST", { "content-type": "text/plain" }],
       [`/${BUCKET}?delete`, "POST", { "content-type": "application/x-www-form-urlencoded" }],

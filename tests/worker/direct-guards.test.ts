@@ -1,8 +1,8 @@
-// The browser path's guards (docs/browser-path.md, "Shard files are written once" and "Grants"):
+// The direct path's guards (docs/direct-path.md, "Shard files are written once" and "Tickets"):
 //   - a shard write that started before its session's commit (or abort) and finishes after it is
 //     refused and never replaces the committed file, also in a bucket with object lock; a commit
 //     waits for a shard write that is completing (it holds a lease of the bucket's index);
-//   - a shard grant is checked again on every use against the key that obtained it: disabled,
+//   - a shard ticket is checked again on every use against the key that obtained it: disabled,
 //     losing its right, or denied by the bucket policy, its shard URLs stop working within the
 //     5 s every other request gets (at once in the isolate that made the change, as here).
 import { AwsClient } from "aws4fetch";
@@ -36,7 +36,7 @@ function commitBody(s: Direct, partMd5s: string[]): string {
   return JSON.stringify({ upload: s.upload, parts: s.parts.map(({ storageId, placement }) => ({ storageId, placement })), partMd5s });
 }
 
-/** The session id inside an upload grant (base64url JSON before the dot). */
+/** The session id inside an upload ticket (base64url JSON before the dot). */
 function sessionId(s: Direct): string {
   const body = s.upload.slice(0, s.upload.indexOf(".")).replace(/-/g, "+").replace(/_/g, "/");
   return (JSON.parse(atob(body)) as { session: string }).session;
@@ -86,7 +86,7 @@ describe("a shard write never changes a committed object", () => {
     for (const [shard, url] of s.parts[0].urls.entries()) {
       expect((await send(new Request(`${GATEWAY}${url}`, { method: "PUT", body: honest.files[shard] }))).status).toBe(200);
     }
-    // Other bytes with valid checksums for data shard 0, sent through the same grant and held open.
+    // Other bytes with valid checksums for data shard 0, sent through the same ticket and held open.
     const other = codePart(core, s.geometry, s.parts[0], randomBytes(data.length, 72));
     const late = await stalledPut(s.parts[0].urls[0], other.files[0], 1000);
     expect(await health()).toBe(200);
@@ -161,8 +161,8 @@ describe("a shard write never changes a committed object", () => {
   });
 });
 
-describe("shard grants are checked again on every use", () => {
-  const bucket = "direct-grants";
+describe("shard tickets are checked again on every use", () => {
+  const bucket = "direct-tickets";
   type Key = { id: string; secret: string };
   const admin = (method: string, path: string, body?: unknown) =>
     s3(`/_shardgate/admin${path}`, { method, ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }) });
@@ -191,7 +191,7 @@ describe("shard grants are checked again on every use", () => {
   beforeAll(async () => {
     await s3ok(`/${bucket}`, { method: "PUT" });
     await s3ok(`/${bucket}/o.bin`, { method: "PUT", body: data });
-    const made = await admin("POST", "/keys", { name: "grant holder" });
+    const made = await admin("POST", "/keys", { name: "ticket holder" });
     expect(made.status).toBe(201);
     key = (await made.json()) as Key;
   });
@@ -204,7 +204,7 @@ describe("shard grants are checked again on every use", () => {
     return p;
   }
 
-  it("a read grant stops working when its key is disabled, and again when the key is enabled", async () => {
+  it("a read ticket stops working when its key is disabled, and again when the key is enabled", async () => {
     await rights(key, { read: true });
     const url = (await plan(as(key))).parts[0].urls[0];
     expect(await shardGet(url)).toBe(206);
@@ -215,7 +215,7 @@ describe("shard grants are checked again on every use", () => {
     expect(await shardGet(url)).toBe(206);
   });
 
-  it("a read grant stops working when its key loses the read right", async () => {
+  it("a read ticket stops working when its key loses the read right", async () => {
     await rights(key, { read: true });
     const url = (await plan(as(key))).parts[0].urls[1];
     expect(await shardGet(url)).toBe(206);
@@ -223,7 +223,7 @@ describe("shard grants are checked again on every use", () => {
     expect(await refusedWithin(() => shardGet(url))).toBe(403);
   });
 
-  it("a read grant stops working when the bucket policy denies its key; the root key's grants stay valid", async () => {
+  it("a read ticket stops working when the bucket policy denies its key; the root key's tickets stay valid", async () => {
     await rights(key, { read: true });
     const url = (await plan(as(key))).parts[0].urls[2];
     const rootUrl = (await plan(s3)).parts[0].urls[2];
@@ -235,7 +235,7 @@ describe("shard grants are checked again on every use", () => {
     expect(await shardGet(url)).toBe(206);
   });
 
-  it("an anonymous grant lasts only as long as the policy that allowed it", async () => {
+  it("an anonymous ticket lasts only as long as the policy that allowed it", async () => {
     const allow = policy({ Effect: "Allow", Principal: "*", Action: "s3:GetObject", Resource: `arn:aws:s3:::${bucket}/*` });
     await s3ok(`/${bucket}?policy`, { method: "PUT", body: allow }, 204);
     const url = (await plan((path, init) => send(new Request(`${GATEWAY}${path}`, init)))).parts[0].urls[3];
@@ -244,7 +244,7 @@ describe("shard grants are checked again on every use", () => {
     expect(await refusedWithin(() => shardGet(url))).toBe(403);
   });
 
-  it("a write grant stops taking shard files when its key loses the write right", async () => {
+  it("a write ticket stops taking shard files when its key loses the write right", async () => {
     await rights(key, { read: true, write: true });
     const s = await session(as(key), bucket, "w.bin", data.length);
     const coded = codePart(core, s.geometry, s.parts[0], data);

@@ -1,7 +1,7 @@
-// The browser path (docs/browser-path.md) inside workerd: the client library (client/) codes and
+// The direct path (docs/direct-path.md) inside workerd: the client library (client/) codes and
 // decodes with the same core, moves shard files through the gateway to the R2 nodes, and commits.
 // Forged commits (rotten chunks, parity that does not match the data, a wrong MD5, too few shard
-// files, parts or grants changed) are refused with nothing visible, and abandoned sessions leave
+// files, parts or tickets changed) are refused with nothing visible, and abandoned sessions leave
 // nothing behind. The nodes here are R2 bindings: only the gateway reaches them, so every shard
 // file goes through its shard endpoint.
 import { env, exports } from "cloudflare:workers";
@@ -57,7 +57,7 @@ beforeAll(async () => {
   await s3ok(`/${bucket}`, { method: "PUT" });
 });
 
-describe("the browser path", () => {
+describe("the direct path", () => {
   it("an object coded by the client reads back byte for byte, through GET and through its read plan", async () => {
     // 5.5 MiB in parts of 2 MiB (SHARDGATE_DIRECT_PART_BYTES in vitest.config.ts): three parts.
     const data = randomBytes(5.5 * MIB, 19);
@@ -65,7 +65,7 @@ describe("the browser path", () => {
     const progress: number[] = [];
     const up = await client.upload(bucket, "big.bin", data, {
       contentType: "application/x-test",
-      metadata: { origin: "browser-path" },
+      metadata: { origin: "direct-path" },
       onSession: () => void sessions++,
       onProgress: (p) => progress.push(p.sentBytes),
     });
@@ -77,7 +77,7 @@ describe("the browser path", () => {
     const got = await s3ok(`/${bucket}/big.bin`);
     expect(got.headers.get("etag")).toBe(`"${up.etag}"`);
     expect(got.headers.get("content-type")).toBe("application/x-test");
-    expect(got.headers.get("x-amz-meta-origin")).toBe("browser-path");
+    expect(got.headers.get("x-amz-meta-origin")).toBe("direct-path");
     expectSameBytes(new Uint8Array(await got.arrayBuffer()), data);
     const range = await s3ok(`/${bucket}/big.bin`, { headers: { range: "bytes=2097000-2098000" } }, 206);
     expectSameBytes(new Uint8Array(await range.arrayBuffer()), data.subarray(2097000, 2098001));
@@ -111,7 +111,7 @@ describe("the browser path", () => {
     const short = await putShard(s.parts[0].urls[3], coded.files[3].subarray(1));
     expect(short.status).toBe(400);
     expect(await storedFiles(s)).toBe(0);
-    // A grant whose signature is changed grants nothing, nor does one under another bucket's path.
+    // A ticket whose signature is changed opens nothing, nor does one under another bucket's path.
     const forged = await putShard(`${s.parts[0].urls[0].slice(0, -3)}AAA`, coded.files[0]);
     expect(forged.status).toBe(403);
     const elsewhere = await putShard(s.parts[0].urls[0].replace(`/${bucket}/`, "/direct-sse/"), coded.files[0]);

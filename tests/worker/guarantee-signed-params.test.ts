@@ -1,8 +1,8 @@
 // Guarantee (docs/security.md): a signed request does what was signed, or nothing. A parameter
 // appended to any kind of presigned request (a SigV4 URL, a SigV2 URL, a POST form's URL, a
-// browser-path shard grant) either leaves the answer as it was (the gateway ignores it) or gets the
-// request refused; it never makes the request do something else (issue #39, row 4: SigV2 admin
-// URLs took `now`, `max-objects` and `grace-seconds` unsigned). The one allowance is S3's own:
+// direct-path shard URL's ticket) either leaves the answer as it was (the gateway ignores it) or
+// gets the request refused; it never makes the request do something else (issue #39, row 4: SigV2
+// admin URLs took `now`, `max-objects` and `grace-seconds` unsigned). The one allowance is S3's own:
 // SigV2 does not sign a listing's parameters (prefix, markers …), which select within the same
 // listing under the same right.
 import { exports } from "cloudflare:workers";
@@ -171,7 +171,7 @@ describe("a parameter appended to a signed request changes nothing it does", () 
     );
   });
 
-  it("browser-path shard grants: the shard file's bytes, or a refusal", async () => {
+  it("direct-path shard tickets: the shard file's bytes, or a refusal", async () => {
     const plan = (await (await s3ok(`/${BUCKET}/o.bin?shardgate-plan`)).json()) as DirectReadPlan;
     if (plan.mode !== "direct") throw new Error(`no direct plan: ${plan.reason}`);
     const url = `${GATEWAY}${plan.parts[0]?.urls[0]}`;

@@ -4,7 +4,7 @@
 // mark), the lifecycle pass with its clock moved to 2100 (issue #39, row 3) by the root key, by the
 // root key's session and through a SigV2 URL with parameters appended (row 4), and the admin API's
 // jobs (heal, scrub, the orphan sweep with no grace). Each version reads back byte for byte after.
-// The browser path's commits and shard writes against locked objects: direct-guards.test.ts.
+// The direct path's commits and shard writes against locked objects: direct-guards.test.ts.
 import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "../shared/core-suite";

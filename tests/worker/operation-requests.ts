@@ -37,7 +37,7 @@ export interface Sample {
   query?: string;
   /** A path outside any bucket: the service's, or the gateway's own (its metrics, its admin API). */
   path?: string;
-  /** A shard URL in the bucket: the grant that follows the bucket in it. */
+  /** A shard URL in the bucket: the ticket that follows the bucket in it. */
   shard?: string;
   headers?: Record<string, string>;
   /** The object a copy reads, in the same bucket (`x-amz-copy-source`, with the target's source version). */
@@ -170,12 +170,12 @@ export const REQUESTS: Record<OperationName, Sample> = {
   PutObjectLegalHold: { method: "PUT", key: OBJECT, query: "legal-hold", body: "<LegalHold><Status>OFF</Status></LegalHold>" },
   GetObjectAcl: { method: "GET", key: OBJECT, query: "acl" },
   PutObjectAcl: { method: "PUT", key: OBJECT, query: "acl", headers: ACL },
-  // The browser path. Not JSON: refused as InvalidRequest by whoever may commit or abort.
+  // The direct path. Not JSON: refused as InvalidRequest by whoever may commit or abort.
   CreateDirectUpload: { method: "POST", key: "direct.bin", query: "shardgate-upload", body: JSON.stringify({ size: 100_000 }) },
   CompleteDirectUpload: { method: "POST", key: "direct.bin", query: "shardgate-commit", body: "not json" },
   AbortDirectUpload: { method: "POST", key: "direct.bin", query: "shardgate-abort", body: "not json" },
   GetReadPlan: { method: "GET", key: OBJECT, query: "shardgate-plan" },
-  TransferShard: { method: "PUT", shard: "grant.sig" },
+  TransferShard: { method: "PUT", shard: "ticket.sig" },
   CreateMultipartUpload: { method: "POST", key: "mp", query: "uploads" },
   UploadPartCopy: { method: "PUT", key: "mp", query: `partNumber=1&uploadId=${UPLOAD}`, copyFrom: COPY_SOURCE },
   UploadPart: { method: "PUT", key: "mp", query: `partNumber=1&uploadId=${UPLOAD}`, body: "p" },

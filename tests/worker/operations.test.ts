@@ -50,12 +50,12 @@ describe("the operations table", () => {
     }
   });
 
-  it("names the bucket and key, virtual-hosted or path style, and the shard URL's grant", () => {
+  it("names the bucket and key, virtual-hosted or path style, and the shard URL's ticket", () => {
     expect(route("GET", "/b/a//b/")).toMatchObject({ op: "GetObject", scope: "object", bucket: "b", key: "a//b/" });
     const hosted = routeRequest("PUT", new URL("http://my-bucket.localhost/x%2Fy"), "localhost", new Headers());
     expect(hosted).toMatchObject({ op: "PutObject", bucket: "my-bucket", key: "x/y" });
-    expect(route("GET", "/_shardgate/shards/b/the-grant")).toMatchObject({ op: "TransferShard", bucket: "b", rest: "the-grant" });
-    expect(route("OPTIONS", "/_shardgate/shards/b/the-grant")).toMatchObject({ op: "PreflightCors", bucket: "b" });
+    expect(route("GET", "/_shardgate/shards/b/the-ticket")).toMatchObject({ op: "TransferShard", bucket: "b", rest: "the-ticket" });
+    expect(route("OPTIONS", "/_shardgate/shards/b/the-ticket")).toMatchObject({ op: "PreflightCors", bucket: "b" });
     expect(route("GET", "/_shardgate/admin/nodes")).toMatchObject({ op: "Admin", rest: "nodes" });
   });
 

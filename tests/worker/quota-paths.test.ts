@@ -1,4 +1,4 @@
-// Quotas bound what the nodes hold, on every path (issue #39, item 6): a browser-path session
+// Quotas bound what the nodes hold, on every path (issue #39, item 6): a direct-path session
 // reserves its declared size against the bucket's quota when it opens (403 QuotaExceeded beyond it,
 // before any shard URL is handed out), so sessions opened and never committed cannot together
 // exceed it; a commit turns the reservation into the object's bytes, an abort, a refused commit or
@@ -88,7 +88,7 @@ async function storedFiles(s: Direct): Promise<number> {
 
 const indexOf = (bucket: string) => gatewayEnv.BUCKET_INDEX.get(gatewayEnv.BUCKET_INDEX.idFromName(bucket));
 
-describe("quotas on the browser path", () => {
+describe("quotas on the direct path", () => {
   let req: Signed;
   beforeAll(async () => {
     const buckets = ["qp-open", "qp-pending", "qp-refused", "qp-caps", "qp-caps-bucket", "qp-race", "qp-anonymous"];
@@ -146,7 +146,7 @@ describe("quotas on the browser path", () => {
     expect((await usage("qp-pending")).pending).toBe(0);
     await drainGarbage(gatewayEnv, loadConfig(gatewayEnv), 100);
     expect(await storedFiles(c)).toBe(0);
-    // Its commit is refused from then on (its grant is still valid here: the index ended it).
+    // Its commit is refused from then on (its ticket is still valid here: the index ended it).
     const late = await commit(req, "qp-pending", "c", c, cMd5s);
     expect([late.status, await code(late)]).toEqual([400, "InvalidRequest"]);
     expect((await s3("/qp-pending/c", { method: "HEAD" })).status).toBe(404);

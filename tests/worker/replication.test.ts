@@ -234,7 +234,7 @@ describe("what goes to a remote endpoint as a multipart upload", () => {
     // Written whole: one PUT.
     expect(multipartSpans(manifest(md5, [5 * MiB]))).toBeNull();
     // An ETag that does not count the manifest's parts, a part but the last under 5 MiB (a
-    // browser-path commit with small parts), a part over 5 GiB: not as they are.
+    // direct-path commit with small parts), a part over 5 GiB: not as they are.
     expect(multipartSpans(manifest(`${md5}-2`, [5 * MiB, 5 * MiB, 1]))).toBeNull();
     expect(multipartSpans(manifest(`${md5}-2`, [5 * MiB - 1, 10]))).toBeNull();
     expect(multipartSpans(manifest(`${md5}-2`, [5 * 1024 * MiB + 1, 10]))).toBeNull();

@@ -138,7 +138,7 @@ describe("OPTIONS, methods and HEAD", () => {
       `/${B}/k?uploadId=x&partNumber=1`,
       `/${B}/k?versionId=null&shardgate-upload`,
       `/${B}/k?versionId=garbage`,
-      `/_shardgate/shards/${B}/grant`,
+      `/_shardgate/shards/${B}/ticket`,
     ]) {
       const res = await anon(path, { method: "OPTIONS", headers: ask });
       expect(await outcome(res), path).toEqual([403, "AccessForbidden"]);
@@ -212,9 +212,9 @@ describe("the gateway's own paths", () => {
     }
   });
 
-  it("a shard URL is only ever TransferShard, authorized by its grant alone, whatever the method", async () => {
+  it("a shard URL is only ever TransferShard, authorized by its ticket alone, whatever the method", async () => {
     for (const method of ["GET", "PUT", "DELETE", "PATCH"]) {
-      const res = await anon(`/_shardgate/shards/${B}/not-a-grant?uploadId=x&delete`, { method, body: method === "PUT" ? "x" : undefined });
+      const res = await anon(`/_shardgate/shards/${B}/not-a-ticket?uploadId=x&delete`, { method, body: method === "PUT" ? "x" : undefined });
       const [status] = await outcome(res);
       expect(status, method).toBeGreaterThanOrEqual(400);
       expect(status, method).toBeLessThan(500);
@@ -322,7 +322,7 @@ describe("a gateway without credentials configured", () => {
     const form = { "content-type": "multipart/form-data; boundary=xyz" };
     for (const [path, init] of [
       [`/${B}`, { method: "POST", headers: form, body: "--xyz--\r\n" }],
-      [`/_shardgate/shards/${B}/grant`, { method: "GET" }],
+      [`/_shardgate/shards/${B}/ticket`, { method: "GET" }],
       [`/${B}`, { method: "PATCH" }],
       [`/${B}/k`, {}],
       ["/_shardgate/admin/keys", {}],

@@ -299,7 +299,7 @@ describe("temporary credentials", () => {
     await s3ok(`/${B}?policy`, { method: "DELETE" }, 204);
   });
 
-  it("hand out browser-path grants that end when they do, not hours later", async () => {
+  it("hand out direct-path tickets that end when they do, not hours later", async () => {
     await s3ok(`/${A}/big.bin`, { method: "PUT", body: new Uint8Array(256 * 1024) });
     const temp = await sessionOf(
       { accessKeyId: CREDENTIALS.accessKeyId, secretAccessKey: CREDENTIALS.secretAccessKey },
@@ -314,7 +314,7 @@ describe("temporary credentials", () => {
     const session = (await upload.json()) as { mode: string; expires: number };
     expect(session.mode).toBe("direct");
     expect(session.expires).toBeLessThanOrEqual(ends);
-    // A long-term key's grants last the configured session (hours).
+    // A long-term key's tickets last the configured session (hours).
     const own = (await (await s3(`/${A}/big.bin?shardgate-plan`)).json()) as { expires: number };
     expect(own.expires).toBeGreaterThan(ends + 3600_000);
   });

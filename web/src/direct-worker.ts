@@ -1,4 +1,4 @@
-// A Web Worker that runs the browser path (docs/browser-path.md) with @shardgate/client: it codes
+// A Web Worker that runs the direct path (docs/direct-path.md) with @shardgate/client: it codes
 // uploads and decodes downloads with the WASM core off the page's thread, and reports progress.
 import { ShardgateClient } from "../../client/src/index";
 import type { Declined, DirectUploadSession, UploadProgress, UploadResult } from "../../client/src/index";

@@ -1,4 +1,4 @@
-// The browser path in the console (docs/browser-path.md): uploads coded and downloads decoded in
+// The direct path in the console (docs/direct-path.md): uploads coded and downloads decoded in
 // this browser by a Web Worker (direct-worker.ts), shard files moving straight to where the
 // gateway's plan says. A visible setting turns it off; the gateway answers "classic" where it
 // cannot be used (small objects, encrypting buckets, encrypted objects) and the worker falls back.
@@ -54,13 +54,13 @@ function run<T>(request: DirectRequest, signal: AbortSignal | null, handle: (rep
     };
     worker.onerror = (e) => {
       finish();
-      reject(new Error(`The browser-path worker stopped: ${e.message}`));
+      reject(new Error(`The direct-path worker stopped: ${e.message}`));
     };
     worker.postMessage(request);
   });
 }
 
-/** Uploads `file` by the browser path; "declined" (nothing sent) where the gateway says it cannot be used. */
+/** Uploads `file` by the direct path; "declined" (nothing sent) where the gateway says it cannot be used. */
 export function directUpload(
   endpoint: string,
   credentials: Credentials,

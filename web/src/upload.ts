@@ -1,7 +1,7 @@
-// Uploads: coded in this browser and sent shard file by shard file (the browser path, direct.ts)
+// Uploads: coded in this browser and sent shard file by shard file (the direct path, direct.ts)
 // where the setting and the gateway allow it; otherwise small files in one PUT, large ones as
 // multipart uploads with several parts in flight, every body with its CRC32 (computed by the WASM
-// core in a Web Worker). A multipart upload or a browser-path session is remembered in localStorage
+// core in a Web Worker). A multipart upload or a direct-path session is remembered in localStorage
 // (with the file's name, size and modification time), so after a page reload picking the same file
 // again resumes it: only the missing parts, or shard files, are sent.
 import type { DirectUploadSession, UploadProgress } from "../../client/src/index";
@@ -17,9 +17,9 @@ export const ALGORITHM = "CRC32";
 const PART_ATTEMPTS = 3;
 const RESUME_PREFIX = "shardgate.upload:";
 const DIRECT_PREFIX = "shardgate.direct:";
-/** Files this small are stored in their manifest: the gateway would decline the browser path. */
+/** Files this small are stored in their manifest: the gateway would decline the direct path. */
 const DIRECT_MIN_BYTES = 4096;
-/** Largest file a browser-path session takes (as PutObject); bigger ones go up in parts. */
+/** Largest file a direct-path session takes (as PutObject); bigger ones go up in parts. */
 const DIRECT_MAX_BYTES = 5 * 1024 ** 3;
 
 export type UploadState = "queued" | "uploading" | "completing" | "done" | "failed" | "cancelled";
@@ -326,7 +326,7 @@ export class Uploads {
     }
   }
 
-  /** The browser path; false when the gateway declines it (the classic path then runs). */
+  /** The direct path; false when the gateway declines it (the classic path then runs). */
   private async direct(item: UploadItem, signal: AbortSignal): Promise<boolean> {
     const key = storageKey(DIRECT_PREFIX, item.bucket, item.key, item.file);
     const saved = loadJson<DirectUploadSession>(key);
@@ -350,7 +350,7 @@ export class Uploads {
     return true;
   }
 
-  /** Removes a cancelled browser-path upload's shard files now (the gateway's orphan sweep would, later). */
+  /** Removes a cancelled direct-path upload's shard files now (the gateway's orphan sweep would, later). */
   private abortDirect(item: UploadItem): void {
     const key = storageKey(DIRECT_PREFIX, item.bucket, item.key, item.file);
     const session = loadJson<DirectUploadSession>(key);

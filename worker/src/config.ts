@@ -45,7 +45,7 @@ export interface GatewayConfig {
   sigV2: boolean;
   /** Whether GETs say `x-shardgate-cache: hit|miss` (SHARDGATE_CACHE_HEADER, default off; the cache itself: SHARDGATE_BLOCK_CACHE). */
   cacheHeader: boolean;
-  /** The browser path: uploads and downloads that clients code themselves (docs/browser-path.md). */
+  /** The direct path: uploads and downloads that clients code themselves (docs/direct-path.md). */
   direct: { partBytes: number; sessionMs: number; verifyBlocks: number };
   /** SHARDGATE_MASTER_KEY when it is long enough (auth/secret-box.ts), else null: only the root key works. */
   masterKey: string | null;

@@ -102,9 +102,9 @@ declare namespace Cloudflare {
      * hostAllowed). `npm start` and `npm run dev` set it on a loopback address.
      */
     SHARDGATE_ALLOWED_HOSTS?: string;
-    /** Object bytes per part of an upload the client codes itself (docs/browser-path.md; default 16 MiB). */
+    /** Object bytes per part of an upload the client codes itself (docs/direct-path.md; default 16 MiB). */
     SHARDGATE_DIRECT_PART_BYTES?: string;
-    /** How long a browser-path upload session or read plan stays valid (ms, default 6 hours). */
+    /** How long a direct-path upload session or read plan stays valid (ms, default 6 hours). */
     SHARDGATE_DIRECT_SESSION_MS?: string;
     /** Blocks of a client-coded upload read back and checked before its commit (default 4). */
     SHARDGATE_DIRECT_VERIFY_BLOCKS?: string;

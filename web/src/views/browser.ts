@@ -149,7 +149,7 @@ function objectsCard(view: ListingView): HTMLElement {
   return card;
 }
 
-/** Filter, upload buttons, the browser-path switch (which rewrites `hint`), delete and refresh. */
+/** Filter, upload buttons, the direct-path switch (which rewrites `hint`), delete and refresh. */
 function toolbar(view: ListingView, hint: HTMLElement): HTMLElement {
   return h(
     "div",
@@ -213,7 +213,7 @@ function uploadPickers(app: App, bucket: string, prefix: string): HTMLElement[] 
   ];
 }
 
-/** The browser path (docs/browser-path.md): a visible setting, remembered in this browser. */
+/** The direct path (docs/direct-path.md): a visible setting, remembered in this browser. */
 function browserCodingSwitch(hint: HTMLElement): HTMLElement {
   const coding = h("input", { type: "checkbox", id: "browser-coding", checked: browserCoding() });
   coding.addEventListener("change", () => {

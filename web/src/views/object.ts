@@ -133,7 +133,7 @@ function objectActions(app: App, bucket: string, key: string, name: string, dele
   );
 }
 
-/** A presigned download link, or with the browser path on: fetched shard by shard and decoded here (a Web Worker), then saved. */
+/** A presigned download link, or with the direct path on: fetched shard by shard and decoded here (a Web Worker), then saved. */
 function downloadLink(app: App, bucket: string, key: string, name: string): HTMLElement[] {
   const download = h("a", { class: "button", href: "#", download: name }, "Download");
   const downloadNote = h("p", { class: "small muted", id: "download-status", "aria-live": "polite" });
@@ -458,7 +458,7 @@ export async function renderLayout(app: App, el: HTMLElement, bucket: string, ke
   );
 }
 
-/** Downloads through the browser path and saves the file; on failure, the classic link is there to click. */
+/** Downloads through the direct path and saves the file; on failure, the classic link is there to click. */
 async function downloadHere(app: App, bucket: string, key: string, name: string, link: HTMLAnchorElement, note: HTMLElement): Promise<void> {
   link.setAttribute("aria-busy", "true");
   const started = performance.now();

@@ -9,7 +9,7 @@ interface Row {
   el: HTMLElement;
   bar: HTMLProgressElement;
   text: HTMLElement;
-  /** Browser-path uploads: the shard files' progress by node. */
+  /** Direct-path uploads: the shard files' progress by node. */
   nodes: HTMLElement;
   state: HTMLElement;
   cancel: HTMLButtonElement;
@@ -131,7 +131,7 @@ function updateSummary(app: App, panel: Shell): void {
   panel.title.textContent = t.active ? `Uploading ${t.active} file${t.active === 1 ? "" : "s"}` : "Uploads";
 }
 
-/** A file's row, in place: progress, state, what it says, its nodes (browser path), Cancel and Retry. */
+/** A file's row, in place: progress, state, what it says, its nodes (direct path), Cancel and Retry. */
 function updateRow(row: Row, item: UploadItem): void {
   const p = pct(item.loaded, item.size);
   row.bar.value = p;

@@ -233,7 +233,7 @@ export const authenticate: Middleware = async (x, next) => {
   // Nothing else answers without valid credentials, not even NotImplemented.
   const root = config.credentials;
   if (!root) throw new S3Error("AccessDenied", "The gateway has no credentials configured (SHARDGATE_ACCESS_KEY_ID, SHARDGATE_SECRET_ACCESS_KEY).");
-  // A browser form's POST carries its credentials in the form, a shard file's URL its grant: the operation checks them.
+  // A browser form's POST carries its credentials in the form, a shard file's URL its ticket: the operation checks them.
   if (authentication === "self" || !hasCredentials(request, url)) {
     x.auth = anonymousRequest(request);
     return next();

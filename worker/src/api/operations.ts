@@ -66,7 +66,7 @@ type AtOf<S extends Scope> = S extends "object" ? ObjectAt : S extends "bucket" 
 /**
  * How a request proves who sent it: a signature (SigV4 or V2) or none (anonymous, then a bucket
  * policy's Allow); `self`: the operation checks what the request carries itself (a form's signed
- * policy, a shard URL's grant); `none`: nothing at all (a CORS preflight); `bearer`: also a bearer
+ * policy, a shard URL's ticket); `none`: nothing at all (a CORS preflight); `bearer`: also a bearer
  * token (`SHARDGATE_METRICS_TOKEN`, what a Prometheus scraper can send).
  */
 export type Authentication = "signature" | "self" | "none" | "bearer";
@@ -122,7 +122,7 @@ function at(routed: Routed<string>, query: URLSearchParams): AtOf<Scope> {
       return { bucket, key: routed.key ?? "", versionId: versionId === null ? undefined : parseVersionId(versionId) };
     }
     case "shard":
-      return { bucket, grant: routed.rest ?? "" };
+      return { bucket, ticket: routed.rest ?? "" };
     case "bucket":
       return { bucket };
     default:
@@ -276,8 +276,8 @@ export const OPERATIONS = {
   GetObjectAcl: object({ method: "GET", sub: "acl" }, read("s3:GetObjectAcl", "s3:GetObjectVersionAcl"), getObjectAcl),
   PutObjectAcl: object({ method: "PUT", sub: "acl" }, write("s3:PutObjectAcl", "s3:PutObjectVersionAcl"), putObjectAcl),
 
-  // The browser path (docs/browser-path.md): sessions, commits and read plans on an object; shard
-  // URLs, authorized by their grant alone.
+  // The direct path (docs/direct-path.md): sessions, commits and read plans on an object; shard
+  // URLs, authorized by their ticket alone.
   CreateDirectUpload: object({ method: "POST", sub: "shardgate-upload" }, WRITE_OBJECT, createDirectUpload, V4_ONLY),
   CompleteDirectUpload: object({ method: "POST", sub: "shardgate-commit" }, { ...WRITE_OBJECT, headers: [IF_MATCH_READS] }, completeDirectUpload, V4_ONLY),
   AbortDirectUpload: object({ method: "POST", sub: "shardgate-abort" }, write("s3:AbortMultipartUpload"), abortDirectUpload, V4_ONLY),

@@ -43,7 +43,7 @@ export abstract class BucketBackground extends DurableObject {
   }
 
   /**
-   * The alarm: aborts stale uploads and ends expired browser-path sessions (stored-parts.ts
+   * The alarm: aborts stale uploads and ends expired direct-path sessions (stored-parts.ts
    * giveUpExpired), a bounded batch per run, their parts garbage; delivers
    * the outbox's due events (deliverEvents); set again for whichever is due next.
    */

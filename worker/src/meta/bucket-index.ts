@@ -82,7 +82,7 @@ export abstract class BucketIndex extends BucketBackground {
     );
   }
 
-  /** Opens a browser-path session, its size reserved against the quota, within the caps: direct-sessions.ts open. */
+  /** Opens a direct-path session, its size reserved against the quota, within the caps: direct-sessions.ts open. */
   async openSession(session: direct.OpenSession): Promise<{ ok: true } | { ok: false; reason: direct.SessionRefusal | QuotaRefusal }> {
     this.requireBucket();
     const opened = this.refusingOverQuota(() => direct.open(this.sql, session, Date.now()));
@@ -95,12 +95,12 @@ export abstract class BucketIndex extends BucketBackground {
     return this.ctx.storage.transactionSync(() => direct.claim(this.sql, once, Date.now()));
   }
 
-  /** Seals a browser-path session as its commit begins: direct-sessions.ts sealForCommit. */
+  /** Seals a direct-path session as its commit begins: direct-sessions.ts sealForCommit. */
   async sealSession(once: { id: string; until: number }, presigned: boolean): Promise<"sealed" | "spent" | "writing" | "locked"> {
     return this.ctx.storage.transactionSync(() => direct.sealForCommit(this.sql, once, presigned && this.settings.lockConfig() !== null, Date.now()));
   }
 
-  /** Whether shard files of a browser-path session may still be written: not sealed, committed or aborted. */
+  /** Whether shard files of a direct-path session may still be written: not sealed, committed or aborted. */
   async sessionWritable(id: string): Promise<boolean> {
     return !direct.spent(this.sql, id, Date.now()) && !direct.sealed(this.sql, id, Date.now());
   }

@@ -75,10 +75,10 @@ export const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
   ["ALTER TABLE bucket ADD COLUMN policy TEXT"],
   // Default server-side encryption ({"algorithm": "AES256"}), or NULL.
   ["ALTER TABLE bucket ADD COLUMN encryption TEXT"],
-  // Writes that may happen once (browser-path commits), until their grant expires: a replayed
+  // Writes that may happen once (direct-path commits), until their ticket expires: a replayed
   // commit would make two versions share one set of shard files.
   ["CREATE TABLE spent (id TEXT PRIMARY KEY, until INTEGER NOT NULL) WITHOUT ROWID", "CREATE INDEX spent_by_until ON spent (until)"],
-  // Browser-path sessions whose commit has begun (no shard file of theirs goes live after it), and
+  // Direct-path sessions whose commit has begun (no shard file of theirs goes live after it), and
   // shard writes completing now (a lease each, which a seal waits for): services/direct-shards.ts.
   [
     "CREATE TABLE sealed (id TEXT PRIMARY KEY, until INTEGER NOT NULL) WITHOUT ROWID",
@@ -106,6 +106,6 @@ export const BUCKET_INDEX_SCHEMA: readonly (readonly string[])[] = [
   // The walk of existing objects: the targets new to its configuration, its waiting poll's delay,
   // the null versions it passed over.
   REPLICATION_WALK_TARGETS_SCHEMA,
-  // Browser-path sessions open: each one's size reserved against the quota, until it ends (meta/direct-sessions.ts).
+  // Direct-path sessions open: each one's size reserved against the quota, until it ends (meta/direct-sessions.ts).
   OPEN_SESSIONS_SCHEMA,
 ];

@@ -1,5 +1,5 @@
-// The browser path's bookkeeping in a bucket's index (docs/browser-path.md): writes that may happen
-// once (a commit, until its grant expires: a replay would make two versions share shard files),
+// The direct path's bookkeeping in a bucket's index (docs/direct-path.md): writes that may happen
+// once (a commit, until its ticket expires: a replay would make two versions share shard files),
 // sessions whose commit has begun (sealed: no shard file of theirs goes live after it), and leases
 // of shard writes completing now (a seal waits for them: services/direct-shards.ts). BucketIndex
 // calls these inside its events; each forgets what has expired as it writes.
@@ -15,7 +15,7 @@ import * as quota from "./quota";
 /** Schema version of the bucket index that adds open sessions (see BUCKET_INDEX_SCHEMA). */
 export const OPEN_SESSIONS_SCHEMA: readonly string[] = [
   // holder: the key that opened it ('' for anonymous); until: when its reservation ends unless it
-  // committed or was claimed (its grant's expiry, plus a shard write's lease); parts: ManifestPart[].
+  // committed or was claimed (its ticket's expiry, plus a shard write's lease); parts: ManifestPart[].
   `CREATE TABLE open_sessions (
      id TEXT PRIMARY KEY,
      holder TEXT NOT NULL,
@@ -126,7 +126,7 @@ export function committing(sql: SqlStorage, once: { id: string; until: number } 
   };
 }
 
-/** Whether a commit of session `id` has begun (its grant has not expired). */
+/** Whether a commit of session `id` has begun (its ticket has not expired). */
 export function sealed(sql: SqlStorage, id: string, now: number): boolean {
   return sql.exec("SELECT 1 FROM sealed WHERE id = ? AND until >= ?", id, now).toArray().length > 0;
 }
@@ -136,7 +136,7 @@ export function writing(sql: SqlStorage, id: string, now: number): boolean {
   return sql.exec("SELECT 1 FROM shard_writes WHERE session = ? AND until >= ?", id, now).toArray().length > 0;
 }
 
-/** Whether a write that may happen once has happened (and its grant has not expired). */
+/** Whether a write that may happen once has happened (and its ticket has not expired). */
 export function spent(sql: SqlStorage, id: string, now: number): boolean {
   return sql.exec("SELECT 1 FROM spent WHERE id = ? AND until >= ?", id, now).toArray().length > 0;
 }
@@ -173,13 +173,13 @@ export function endLease(sql: SqlStorage, id: string, lease: string): void {
 export const SHARD_WRITE_LEASE_MS = 60_000;
 
 /**
- * Spends a write that may happen once without writing (a browser-path session's abort, or its
+ * Spends a write that may happen once without writing (a direct-path session's abort, or its
  * refused commit), and ends the session: "spent" when it was spent already (committed, or aborted
  * before); "writing" while a shard file of the session is completing (the abort waits, so that it
  * removes that file too). A commit after it is refused.
  */
 export function claim(sql: SqlStorage, once: { id: string; until: number }, now: number): "claimed" | "spent" | "writing" {
-  // Past its grant, whether it committed is forgotten (`spent` rows go): an expired session is
+  // Once its ticket expired, whether it committed is forgotten (`spent` rows go): an expired session is
   // never claimed, and its expiry (expire) alone gives up what it did not commit.
   if (now > once.until || spent(sql, once.id, now)) return "spent";
   if (writing(sql, once.id, now)) return "writing";
@@ -189,7 +189,7 @@ export function claim(sql: SqlStorage, once: { id: string; until: number }, now:
 }
 
 /**
- * Seals a browser-path session as its commit begins: from then on no shard file of it goes live
+ * Seals a direct-path session as its commit begins: from then on no shard file of it goes live
  * (beginWrite refuses), so the files the commit checks are the ones it commits and nobody changes
  * them afterwards. "writing" while a shard write of the session holds a lease (the commit waits
  * for it); "spent" once committed or aborted; "locked" for a session that handed out presigned

@@ -1,5 +1,5 @@
 // What a bucket's index holds on nodes, beyond its current manifests: the shard files it gave up
-// (the `garbage` table: parts of uploads and browser-path sessions that expired or went with their
+// (the `garbage` table: parts of uploads and direct-path sessions that expired or went with their
 // bucket, recorded in the transaction that gave them up, drained by services/garbage.ts, since the
 // Durable Object never touches a node itself), and the pages of references the orphan sweep
 // compares with what the nodes hold (services/orphans.ts). BucketIndex calls these inside its events.
@@ -13,13 +13,13 @@ export function addGarbage(sql: SqlStorage, parts: readonly ManifestPart[], now:
   for (const part of parts) sql.exec("INSERT INTO garbage (part, since) VALUES (?, ?)", JSON.stringify(part), now);
 }
 
-/** Gives up what expired, a bounded batch of each (the alarm): stale uploads and browser-path sessions expired uncommitted. */
+/** Gives up what expired, a bounded batch of each (the alarm): stale uploads and direct-path sessions expired uncommitted. */
 export function giveUpExpired(sql: SqlStorage, now: number): void {
   addGarbage(sql, uploads.abortStale(sql, now), now);
   direct.expire(sql, now);
 }
 
-/** Gives up every upload and browser-path session in progress (their bucket goes). */
+/** Gives up every upload and direct-path session in progress (their bucket goes). */
 export function giveUpAll(sql: SqlStorage, now: number): void {
   addGarbage(sql, uploads.abortAll(sql), now);
   direct.endAll(sql, now);

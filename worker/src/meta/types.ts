@@ -139,7 +139,7 @@ export interface WriteCondition {
   /** The write carried Content-MD5 or a checksum: object lock requires one when a retention applies. */
   integrity?: boolean;
   /**
-   * A write that may happen once (a browser-path commit): refused as AlreadyCommitted if `id` was
+   * A write that may happen once (a direct-path commit): refused as AlreadyCommitted if `id` was
    * written before `until`, or (`reserved`: its session reserved its size) once its session ended.
    */
   once?: { id: string; until: number; reserved?: boolean };

@@ -1,4 +1,4 @@
-// Read plans (docs/browser-path.md): an object's layout and a short-lived grant per shard file, so
+// Read plans (docs/direct-path.md): an object's layout and a short-lived ticket per shard file, so
 // that a client fetches the shard ranges it needs itself and decodes them with the same core, as
 // shared/read-part.ts does in the Worker: data shards first, parity around a missing or slow one.
 import type { DirectReadPlan } from "../shared/direct-protocol";

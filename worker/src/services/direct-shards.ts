@@ -1,15 +1,15 @@
-// Shard files moved by the client itself (docs/browser-path.md), through the gateway for nodes
+// Shard files moved by the client itself (docs/direct-path.md), through the gateway for nodes
 // only it can reach (disk nodes, R2 bindings): stored as they come, never decoded or re-encoded,
-// and served as byte ranges. A shard grant, signed by the gateway, says which file of which node
+// and served as byte ranges. A shard ticket, signed by the gateway, says which file of which node
 // and whether it may be written, and who obtained it: each use checks again that this key still
 // may read (or write) the object (api/s3/direct.ts). Its URL names the bucket too
-// (SHARD_PATH/bucket/grant), so browsers on other origins get that bucket's CORS rules, as for its
+// (SHARD_PATH/bucket/ticket), so browsers on other origins get that bucket's CORS rules, as for its
 // objects.
 //
 // A write never changes a committed object: its file goes live on the node only with its last
 // bytes, and those are sent only under a lease of the bucket's index, which a commit's seal waits
 // for and which is refused once the session is sealed (its commit began), committed or aborted.
-import { type GrantBase, openGrant, signGrant } from "../auth/grant";
+import { type TicketBase, openTicket, signTicket } from "../auth/ticket";
 import { type DirectGeometry, SHARD_PATH } from "../shared/direct-protocol";
 import { SHARD_WRITE_LEASE_MS } from "../meta/direct-sessions";
 import { bucketIndex } from "../meta/stubs";
@@ -18,18 +18,18 @@ import { CodedShardLate, CodedShardRefused, storeCodedShard } from "../storage/c
 import { nodesById, shardKey, type StorageNode } from "../shared/nodes";
 import type { DirectContext } from "./direct-context";
 
-interface ShardGrant extends GrantBase {
+interface ShardTicket extends TicketBase {
   kind: "shard";
   bucket: string;
-  /** The object the file is of: what a bucket policy is evaluated on when the grant is used. */
+  /** The object the file is of: what a bucket policy is evaluated on when the ticket is used. */
   key: string;
   /** The version a read plan named (a policy's s3:GetObjectVersion), if it named one. */
   versioned?: true;
-  /** The access key that obtained the grant (null: an anonymous request a bucket policy allowed). */
+  /** The access key that obtained the ticket (null: an anonymous request a bucket policy allowed). */
   holder: string | null;
-  /** The session a write grant belongs to (its once-id): no shard file is written once it committed or was aborted. */
+  /** The session a write ticket belongs to (its once-id): no shard file is written once it committed or was aborted. */
   session?: string;
-  /** A write grant stores the file (once, before the commit); a read grant serves ranges of it. */
+  /** A write ticket stores the file (once, before the commit); a read ticket serves ranges of it. */
   write: boolean;
   storageId: string;
   shard: number;
@@ -39,7 +39,7 @@ interface ShardGrant extends GrantBase {
   geometry: DirectGeometry;
 }
 
-export interface ShardGrantSpec {
+export interface ShardTicketSpec {
   bucket: string;
   key: string;
   versioned?: boolean;
@@ -58,22 +58,22 @@ export const PRESIGNED_PUT_MS = 3600 * 1000;
 /**
  * Where a client moves one shard file: straight to its node when the node gives clients URLs of
  * their own (a presigned S3 URL) and `presigned` allows it, otherwise through the gateway
- * (SHARD_PATH and a shard grant, which stops writing once its session is committed or aborted).
+ * (SHARD_PATH and a shard ticket, which stops writing once its session is committed or aborted).
  */
-export async function shardUrl(ctx: DirectContext, spec: ShardGrantSpec, now = Date.now(), presigned = true): Promise<string> {
+export async function shardUrl(ctx: DirectContext, spec: ShardTicketSpec, now = Date.now(), presigned = true): Promise<string> {
   const node = nodesById(ctx.config.nodes).get(spec.node);
   if (presigned && node?.presign) {
     // A presigned PUT cannot be taken back: it is kept short (a commit does not end it).
     const until = spec.write ? Math.min(spec.expires, now + PRESIGNED_PUT_MS) : spec.expires;
     return node.presign(shardKey(spec.layout.storageId, spec.shard), spec.write ? "PUT" : "GET", (until - now) / 1000);
   }
-  return `${SHARD_PATH}${encodeURIComponent(spec.bucket)}/${await shardGrant(ctx.rootSecret, ctx.holder, spec)}`;
+  return `${SHARD_PATH}${encodeURIComponent(spec.bucket)}/${await shardTicket(ctx.rootSecret, ctx.holder, spec)}`;
 }
 
-function shardGrant(rootSecret: string, holder: string | null, spec: ShardGrantSpec): Promise<string> {
+function shardTicket(rootSecret: string, holder: string | null, spec: ShardTicketSpec): Promise<string> {
   const { blockBytes, dataShards, parityShards, chunkBytes, storageId } = spec.layout;
   const geometry = { blockBytes, dataShards, parityShards, chunkBytes };
-  const grant: ShardGrant = {
+  const ticket: ShardTicket = {
     kind: "shard",
     bucket: spec.bucket,
     key: spec.key,
@@ -88,19 +88,19 @@ function shardGrant(rootSecret: string, holder: string | null, spec: ShardGrantS
     size: spec.size,
     geometry,
   };
-  return signGrant(rootSecret, grant);
+  return signTicket(rootSecret, ticket);
 }
 
-/** A shard grant's file: its node, its key, its length; who obtained it, for what. */
-export interface GrantedShard {
+/** A shard ticket's file: its node, its key, its length; who obtained it, for what. */
+export interface TicketedShard {
   node: StorageNode;
   key: string;
   fileBytes: number;
-  grant: ShardGrant;
+  ticket: ShardTicket;
 }
 
-/** Who obtained a shard grant and what for: the caller checks that they still may (api/s3/direct.ts). */
-export interface GrantUse {
+/** Who obtained a shard ticket and what for: the caller checks that they still may (api/s3/direct.ts). */
+export interface TicketUse {
   bucket: string;
   /** The object's key. */
   key: string;
@@ -110,24 +110,24 @@ export interface GrantUse {
   versioned: boolean;
 }
 
-export function useOf(file: GrantedShard): GrantUse {
-  const { bucket, key, holder, write, versioned } = file.grant;
+export function useOf(file: TicketedShard): TicketUse {
+  const { bucket, key, holder, write, versioned } = file.ticket;
   return { bucket, key, holder, write, versioned: versioned === true };
 }
 
-/** The file `token` grants in `bucket` (for writing when `write`); AccessDenied when it does not. */
-export async function grantedShard(ctx: DirectContext, bucket: string, token: string, write: boolean, now = Date.now()): Promise<GrantedShard> {
-  const grant = await openGrant<ShardGrant>(ctx.rootSecret, token, "shard", now);
-  // A grant names who obtained it and its object (older grants did not: they grant nothing now);
-  // a write grant names its session.
-  const named = grant !== null && typeof grant.key === "string" && (typeof grant.holder === "string" || grant.holder === null);
-  if (!grant || !named || grant.bucket !== bucket || (write && !(grant.write && typeof grant.session === "string")))
-    throw new S3Error("AccessDenied", "The shard grant is not valid for this request, or it has expired.");
-  const node = nodesById(ctx.config.nodes).get(grant.node);
-  if (!node) throw new S3Error("ServiceUnavailable", `Storage node ${grant.node} is no longer configured.`);
-  const geometry = ctx.core.geometry({ size: grant.size, ...grant.geometry });
+/** The file the ticket `token` opens in `bucket` (for writing when `write`); AccessDenied when it opens none. */
+export async function ticketedShard(ctx: DirectContext, bucket: string, token: string, write: boolean, now = Date.now()): Promise<TicketedShard> {
+  const ticket = await openTicket<ShardTicket>(ctx.rootSecret, token, "shard", now);
+  // A ticket names who obtained it and its object (older ones did not: they open nothing now);
+  // a write ticket names its session.
+  const named = ticket !== null && typeof ticket.key === "string" && (typeof ticket.holder === "string" || ticket.holder === null);
+  if (!ticket || !named || ticket.bucket !== bucket || (write && !(ticket.write && typeof ticket.session === "string")))
+    throw new S3Error("AccessDenied", "The shard ticket is not valid for this request, or it has expired.");
+  const node = nodesById(ctx.config.nodes).get(ticket.node);
+  if (!node) throw new S3Error("ServiceUnavailable", `Storage node ${ticket.node} is no longer configured.`);
+  const geometry = ctx.core.geometry({ size: ticket.size, ...ticket.geometry });
   try {
-    return { node, key: shardKey(grant.storageId, grant.shard), fileBytes: geometry.shardFileBytes, grant };
+    return { node, key: shardKey(ticket.storageId, ticket.shard), fileBytes: geometry.shardFileBytes, ticket };
   } finally {
     geometry.free();
   }
@@ -147,18 +147,18 @@ const sessionClosed = () => new S3Error("AccessDenied", "The upload session was 
  * Shard files are never written once their session's commit began, nor after its abort: checked
  * before the body is read, and again, under a lease, before the file goes live (its last bytes).
  */
-export async function putShard(ctx: DirectContext, file: GrantedShard, body: ReadableStream<Uint8Array>, length: number): Promise<void> {
+export async function putShard(ctx: DirectContext, file: TicketedShard, body: ReadableStream<Uint8Array>, length: number): Promise<void> {
   if (length !== file.fileBytes) throw new S3Error("InvalidArgument", `This shard file is ${file.fileBytes} bytes long, not ${length}.`);
-  const { grant } = file;
-  const session = grant.session as string; // grantedShard: a write grant names its session
-  const index = bucketIndex(ctx.env, grant.bucket);
+  const { ticket } = file;
+  const session = ticket.session as string; // ticketedShard: a write ticket names its session
+  const index = bucketIndex(ctx.env, ticket.bucket);
   if (!(await index.sessionWritable(session))) throw sessionClosed();
-  const geometry = ctx.core.geometry({ size: grant.size, ...grant.geometry });
-  const verifier = ctx.core.shardVerifier(geometry, grant.shard);
+  const geometry = ctx.core.geometry({ size: ticket.size, ...ticket.geometry });
+  const verifier = ctx.core.shardVerifier(geometry, ticket.shard);
   const held: { lease: string | null } = { lease: null };
   const publish = async (): Promise<number> => {
     const started = Date.now();
-    held.lease = await index.beginShardWrite(session, grant.expires);
+    held.lease = await index.beginShardWrite(session, ticket.expires);
     if (held.lease === null) throw sessionClosed();
     return started + SHARD_WRITE_FINISH_MS;
   };
@@ -180,12 +180,12 @@ export async function putShard(ctx: DirectContext, file: GrantedShard, body: Rea
   }
 }
 
-/** Bytes [start, end) of a granted shard file as its node serves them (the client verifies them), or null when it is not there. */
-export function readShard(file: GrantedShard, start: number, end: number): Promise<ReadableStream<Uint8Array> | null> {
+/** Bytes [start, end) of a ticketed shard file as its node serves them (the client verifies them), or null when it is not there. */
+export function readShard(file: TicketedShard, start: number, end: number): Promise<ReadableStream<Uint8Array> | null> {
   return file.node.get(file.key, start, end);
 }
 
-/** The stored length of a granted shard file, or null when it is not there (a resumed upload asks). */
-export function storedShardBytes(file: GrantedShard): Promise<number | null> {
+/** The stored length of a ticketed shard file, or null when it is not there (a resumed upload asks). */
+export function storedShardBytes(file: TicketedShard): Promise<number | null> {
   return file.node.head(file.key);
 }

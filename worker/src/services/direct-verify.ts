@@ -1,4 +1,4 @@
-// Checking an upload the client coded itself, before its commit (docs/browser-path.md, "Trust").
+// Checking an upload the client coded itself, before its commit (docs/direct-path.md, "Trust").
 // The gateway reads no more than a sample back, and trusts nothing the client says about them:
 //   1. every shard file is there with exactly the length the geometry gives (a HEAD each), or is
 //      missing, and at least the write quorum of each part is there (missing ones are healed);

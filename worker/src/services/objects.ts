@@ -116,7 +116,7 @@ export async function refuseEarly(ctx: Pick<ObjectContext, "env">, bucket: strin
 
 /**
  * Commits a manifest atomically, with the write's conditions. On failure the data this request
- * wrote (`written`) is removed, unless `onRefused` is "keep" (a browser-path commit: its shard
+ * wrote (`written`) is removed, unless `onRefused` is "keep" (a direct-path commit: its shard
  * files may be an earlier commit's, replayed; direct-upload.ts removes them when the refusal ends
  * the session); on
  * success the superseded version's shard files are, except any the new manifest still references

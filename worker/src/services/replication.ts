@@ -28,7 +28,7 @@
 // while MAX_LEFT_UPLOADS are noted, no new upload begins. SSE-S3 objects are sent decrypted, as the single PUT sends them; their
 // parts' ETags are their plaintext's MD5s, so their ETag is checked the same. A version whose
 // parts S3 would refuse (a part but the last under 5 MiB, one over 5 GiB, more than 10,000: a
-// browser-path commit with small parts) goes as one PUT when it can (up to 5 GiB; its replica's
+// direct-path commit with small parts) goes as one PUT when it can (up to 5 GiB; its replica's
 // ETag then differs), else it is FAILED. To a bucket of this gateway every version is one write
 // and a multipart source's ETag is not kept. The upload is not resumed across runs: an attempt
 // takes at most MAX_ATTEMPT_MS (10 minutes, within Cloudflare's 15 for an alarm), and a row not

@@ -1,4 +1,4 @@
-// The browser path's wire format (docs/browser-path.md): what the gateway and a client that codes
+// The direct path's wire format (docs/direct-path.md): what the gateway and a client that codes
 // objects itself (client/, the console) exchange as JSON. One definition for both sides.
 
 /** How a part is erasure-coded: the same four numbers a manifest's sharded layout records. */
@@ -33,9 +33,9 @@ export interface DirectUploadPart extends DirectPartPlace {
 export type DirectUploadSession =
   | {
       mode: "direct";
-      /** The session's grant: sent back with the commit or the abort. */
+      /** The session's ticket: sent back with the commit or the abort. */
       upload: string;
-      /** When the shard URLs and the grant expire (ms since the epoch). */
+      /** When the shard URLs and the ticket expire (ms since the epoch). */
       expires: number;
       geometry: DirectGeometry;
       partBytes: number;
@@ -51,7 +51,7 @@ export interface DirectUploadRequest {
 /** The facts a client computed while coding, sent to commit (POST /bucket/key?shardgate-commit). */
 export interface DirectCommit {
   upload: string;
-  /** The parts as the session placed them, echoed back (the grant holds their digest). */
+  /** The parts as the session placed them, echoed back (the ticket holds their digest). */
   parts: DirectPartPlace[];
   /** MD5 of every part's bytes, hex: the ETag is made from them as S3 makes it. */
   partMd5s: string[];
@@ -92,5 +92,5 @@ export type DirectReadPlan =
     }
   | { mode: "classic"; reason: string };
 
-/** Where the gateway takes and serves shard files itself: SHARD_PATH + bucket + "/" + a shard grant. */
+/** Where the gateway takes and serves shard files itself: SHARD_PATH + bucket + "/" + a shard ticket. */
 export const SHARD_PATH = "/_shardgate/shards/";

@@ -32,8 +32,8 @@ export interface StorageNode {
   list(cursor: string | null): Promise<NodeListing>;
   /**
    * A URL that clients may use themselves to GET (one Range) or PUT `key` until it expires:
-   * only nodes they can reach have it (S3 nodes configured with "clientUrls": the browser path,
-   * docs/browser-path.md). Others are reached through the gateway.
+   * only nodes they can reach have it (S3 nodes configured with "clientUrls": the direct path,
+   * docs/direct-path.md). Others are reached through the gateway.
    */
   readonly presign?: (key: string, method: "GET" | "PUT", expiresSeconds: number) => Promise<string>;
 }

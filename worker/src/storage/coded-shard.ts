@@ -1,4 +1,4 @@
-// A shard file that arrives already coded (the browser path, docs/browser-path.md): streamed to
+// A shard file that arrives already coded (the direct path, docs/direct-path.md): streamed to
 // its node as it comes, with no decoding or re-encoding, and every chunk's checksum verified on
 // the way. A piece is checked before it is passed on, so a file with a bad chunk, or of the wrong
 // length, never completes on its node: its upload is aborted and nothing is stored. Its last bytes

@@ -1,4 +1,4 @@
-// How a part lies on the nodes, as the data path, heal, scrub and the browser path all need it: a
+// How a part lies on the nodes, as the data path, heal, scrub and the direct path all need it: a
 // part coded into shard files (not inline in its manifest), and how long each of its shard files is.
 import { type Core, type ManifestPart, partGeometry, type ShardedLayout } from "../shared/core-api";
 

@@ -12,7 +12,7 @@ export interface S3NodeSpec {
   region: string;
   accessKeyId: string;
   secretAccessKey: string;
-  /** Whether clients can reach the endpoint themselves (with CORS for browsers): the browser path then sends shard files straight to it. */
+  /** Whether clients can reach the endpoint themselves (with CORS for browsers): the direct path then sends shard files straight to it. */
   clientUrls: boolean;
 }
 

@@ -15,7 +15,7 @@ export interface RequestContext {
   auth: Authenticated;
   /** Who signed it, and what they may do (api/http/permissions.ts). */
   principal: Principal;
-  /** When the credentials that signed it expire (temporary credentials), or null: grants it hands out end by then. */
+  /** When the credentials that signed it expire (temporary credentials), or null: tickets it hands out end by then. */
   credentialsExpire: number | null;
   requestId: string;
   /** Work that may finish after the response (cleanup of superseded shard files). */
@@ -35,10 +35,10 @@ export interface ObjectAt {
   versionId: string | null | undefined;
 }
 
-/** Where a shard URL leads: the bucket and the grant the URL carries (docs/browser-path.md). */
+/** Where a shard URL leads: the bucket and the ticket the URL carries (docs/direct-path.md). */
 export interface ShardAt {
   bucket: string;
-  grant: string;
+  ticket: string;
 }
 
 /** Who owns every bucket and object: the gateway is one account, named by its root key; other keys act within it. */

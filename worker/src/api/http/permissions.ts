@@ -49,7 +49,7 @@ export interface HeaderCheck {
 
 /** Reading an object (GET, HEAD, a read plan; a copy reads its source so). */
 export const READ_OBJECT: Check = { need: "read", action: "s3:GetObject", versioned: "s3:GetObjectVersion" };
-/** Writing an object (PUT, a copy's target, multipart, the browser path's sessions and forms). */
+/** Writing an object (PUT, a copy's target, multipart, the direct path's sessions and forms). */
 export const WRITE_OBJECT: Check = { need: "write", action: "s3:PutObject" };
 /** Deleting an object or a version (DeleteObject, and each key of a DeleteObjects). */
 export const DELETE_OBJECT: Check = { need: "write", action: "s3:DeleteObject", versioned: "s3:DeleteObjectVersion" };

@@ -1,4 +1,4 @@
-// Small request bodies read whole (XML configurations, the browser path's JSON), never more than a
+// Small request bodies read whole (XML configurations, the direct path's JSON), never more than a
 // bound: a body that goes past it is cancelled and answered with the caller's error.
 
 /** `body` whole, at most `max` bytes; beyond that the rest is cancelled and `tooLarge()` thrown. */

@@ -155,7 +155,7 @@ export function compileRouter<Op extends string>(routes: readonly [Op, Route][],
     if (url.pathname === METRICS_PATH) return match("metrics", none, null, request);
     if (url.pathname.startsWith(ADMIN_PATHS)) return match("admin", none, url.pathname.slice(ADMIN_PATHS.length), request);
     if (url.pathname.startsWith(SHARD_PATH)) {
-      // A shard file's URL: SHARD_PATH, the bucket, the grant (docs/browser-path.md).
+      // A shard file's URL: SHARD_PATH, the bucket, the ticket (docs/direct-path.md).
       const rest = url.pathname.slice(SHARD_PATH.length);
       const slash = rest.indexOf("/");
       if (slash <= 0) return { op: "NotImplemented", name: `${method} on a shard URL without a bucket` };

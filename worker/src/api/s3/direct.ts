@@ -1,12 +1,12 @@
-// The browser path's HTTP side (docs/browser-path.md): sessions, commits and read plans are signed
+// The direct path's HTTP side (docs/direct-path.md): sessions, commits and read plans are signed
 // S3-style requests on the object (authorized like PutObject / GetObject), answered in JSON; shard
-// files move under SHARD_PATH, authorized by the grant in their URL and, on every use, by what the
+// files move under SHARD_PATH, authorized by the ticket in their URL and, on every use, by what the
 // key that obtained it may do now (at most KEY_CACHE_MS / SETTINGS_CACHE_MS old).
 import type { DirectAbort, DirectCommit, DirectUploadRequest } from "../../shared/direct-protocol";
 import { S3Error } from "../../s3-error";
 import { signerOf } from "../../services/access-keys";
 import { bucketPolicy } from "../../services/bucket-policy";
-import { type GrantedShard, type GrantUse, grantedShard, putShard, readShard, storedShardBytes, useOf } from "../../services/direct-shards";
+import { type TicketedShard, type TicketUse, ticketedShard, putShard, readShard, storedShardBytes, useOf } from "../../services/direct-shards";
 import { readPlan } from "../../services/direct-read";
 import type { DirectContext } from "../../services/direct-context";
 import { abortUpload, commitUpload, openUploadSession } from "../../services/direct-upload";
@@ -50,10 +50,10 @@ export async function getReadPlan(ctx: RequestContext, { bucket, key, versionId 
   return json(await readPlan(directContext(ctx), bucket, key, versionId));
 }
 
-/** PUT, GET (one Range or none) and HEAD of SHARD_PATH + bucket + grant. */
-export async function transferShard(ctx: RequestContext, { bucket, grant: token }: ShardAt): Promise<Response> {
+/** PUT, GET (one Range or none) and HEAD of SHARD_PATH + bucket + ticket. */
+export async function transferShard(ctx: RequestContext, { bucket, ticket: token }: ShardAt): Promise<Response> {
   const method = ctx.request.method;
-  const file = await grantedShard(directContext(ctx), bucket, token, method === "PUT");
+  const file = await ticketedShard(directContext(ctx), bucket, token, method === "PUT");
   await stillPermitted(ctx, useOf(file));
   if (method === "PUT") {
     const length = ctx.auth.contentLength;
@@ -69,7 +69,7 @@ export async function transferShard(ctx: RequestContext, { bucket, grant: token 
   throw new S3Error("MethodNotAllowed", "Shard files take PUT, GET and HEAD.");
 }
 
-async function serveShard(ctx: RequestContext, file: GrantedShard): Promise<Response> {
+async function serveShard(ctx: RequestContext, file: TicketedShard): Promise<Response> {
   const header = ctx.request.headers.get("range");
   const range = header === null ? { start: 0, end: file.fileBytes } : ctx.core.resolveRange(header, file.fileBytes);
   if (range === "unsatisfiable") throw new S3Error("InvalidRange", "The requested range is not satisfiable.");
@@ -89,16 +89,16 @@ async function serveShard(ctx: RequestContext, file: GrantedShard): Promise<Resp
 }
 
 /**
- * Throws AccessDenied unless whoever obtained a shard grant may still do what it was for: the key
+ * Throws AccessDenied unless whoever obtained a shard ticket may still do what it was for: the key
  * is still enabled (the root key always is) and its right on the bucket, or the bucket policy,
- * still lets it read (a read plan) or write (a session) the object; an anonymous grant's Allow
+ * still lets it read (a read plan) or write (a session) the object; an anonymous ticket's Allow
  * still stands. Keys and policies are the per-isolate cached values every request uses (5 s).
  */
-async function stillPermitted(ctx: RequestContext, use: GrantUse): Promise<void> {
+async function stillPermitted(ctx: RequestContext, use: TicketUse): Promise<void> {
   const root = ctx.config.credentials;
   const signer =
     use.holder === null ? { principal: { kind: "anonymous" as const } } : root ? await signerOf(ctx.env, ctx.config.masterKey, root, use.holder) : null;
-  // The check of the operation that handed the grant out: CreateDirectUpload or GetReadPlan.
+  // The check of the operation that handed the ticket out: CreateDirectUpload or GetReadPlan.
   const check = use.write ? WRITE_OBJECT : READ_OBJECT;
   if (!signer || !(await passes(signer.principal, check, use.bucket, use.key, use.versioned, (b) => bucketPolicy(ctx.env, b)))) {
     throw new S3Error("AccessDenied", "Access Denied");
