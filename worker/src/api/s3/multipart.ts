@@ -130,8 +130,6 @@ function copySourceRange(header: string | null, size: number): { start: number; 
   return { start, end: last + 1 };
 }
 
-/** Records a written part; a part it replaces has its shard files removed, and so does this one if the upload is gone. */
-/** The cipher an upload's parts are written with (SSE-C: the customer's key comes with every part). */
 /**
  * The cipher a part of `upload` is written with: the upload's. A part names the upload's SSE-C key
  * (S3: 400 when it brings none, another one, or one to an upload that is not SSE-C).
@@ -156,6 +154,7 @@ async function uploadCipher(ctx: RequestContext, upload: UploadInfo, customer: U
   }
 }
 
+/** Records a written part; a part it replaces has its shard files removed, and so does this one if the upload is gone. */
 async function commitPart(
   ctx: RequestContext,
   bucket: string,
