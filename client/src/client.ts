@@ -14,6 +14,19 @@ import type {
 import { openPlanPart, planNodes } from "./plan-nodes";
 import { codePart, type CodedPart, partMd5 } from "./coding";
 import { type CoreSource, loadCore } from "./core";
+import {
+  CorruptObjectError,
+  cipherRange,
+  dataKeyOf,
+  decodeHeader,
+  type Encryption,
+  openingStream,
+  rewrapHeader,
+  SEALED_METADATA,
+  Sealer,
+  encodeHeader,
+  storedSize,
+} from "./sealed";
 
 export interface ClientOptions {
   /** The gateway, e.g. "http://127.0.0.1:8787". */
@@ -71,6 +84,11 @@ export interface UploadOptions extends CallOptions {
   session?: DirectUploadSession;
   /** Called with the session once it is open, to keep it for a resume. */
   onSession?(session: DirectUploadSession): void;
+  /**
+   * Seal the object here (client/src/sealed.ts): the gateway and the nodes get only ciphertext.
+   * A sealed upload starts afresh (a kept `session` is not resumed: its files hold another key's ciphertext).
+   */
+  encryption?: Encryption;
 }
 
 /** "classic": the gateway declined the direct path (small object, encrypting bucket) and the object went up with PutObject. */
@@ -90,6 +108,8 @@ export interface DownloadOptions extends CallOptions {
   versionId?: string;
   /** Bytes [start, end) of the object only (`end` defaults to its size), as Blob.slice counts them. */
   range?: { start: number; end?: number };
+  /** Open a sealed object (uploaded with `encryption`): sizes and the range count its plaintext. */
+  encryption?: Encryption;
 }
 
 export interface Download {
@@ -155,19 +175,26 @@ export class ShardgateClient {
   private async uploadOr(bucket: string, key: string, data: Blob | Uint8Array, options: UploadOptions, decline: boolean): Promise<UploadResult | Declined> {
     const signal = options.signal;
     signal?.throwIfAborted();
-    const blob = data instanceof Blob ? data : new Blob([data as Uint8Array<ArrayBuffer>]);
+    const plain = data instanceof Blob ? data : new Blob([data as Uint8Array<ArrayBuffer>]);
     const path = objectPath(bucket, key);
     const loaded = this.core(); // loads while the session is asked for
+    // What is stored: the bytes as given, or sealed here (the plaintext read and encrypted part by part).
+    let source: Source = { size: plain.size, read: async (start, end) => new Uint8Array(await plain.slice(start, end).arrayBuffer()) };
+    if (options.encryption) {
+      const sealer = await Sealer.create(await untilAborted(loaded, signal), options.encryption, plain);
+      source = { size: sealer.storedSize, read: (start, end) => sealer.read(start, end) };
+      options = { ...options, session: undefined, metadata: { ...options.metadata, [SEALED_METADATA]: sealer.metadata } };
+    }
     // A session kept from before resumes only while it lasts, and only for data of its size.
     const kept = options.session;
-    const resumed = kept?.mode === "direct" && kept.expires > Date.now() + 60_000 && kept.parts.reduce((n, p) => n + p.size, 0) === blob.size ? kept : null;
+    const resumed = kept?.mode === "direct" && kept.expires > Date.now() + 60_000 && kept.parts.reduce((n, p) => n + p.size, 0) === source.size ? kept : null;
     const session =
-      resumed ?? (await this.json<DirectUploadSession>(`${path}?shardgate-upload`, { method: "POST", body: JSON.stringify({ size: blob.size }), signal }));
-    if (session.mode === "classic") return decline ? { mode: "declined", reason: session.reason } : this.putClassic(path, blob, options);
+      resumed ?? (await this.json<DirectUploadSession>(`${path}?shardgate-upload`, { method: "POST", body: JSON.stringify({ size: source.size }), signal }));
+    if (session.mode === "classic") return decline ? { mode: "declined", reason: session.reason } : this.putClassic(path, source, options);
     options.onSession?.(session);
     const core = await untilAborted(loaded, signal);
     const progress: UploadProgress = {
-      totalBytes: blob.size,
+      totalBytes: source.size,
       codedBytes: 0,
       sentBytes: 0,
       nodeBytes: {},
@@ -183,7 +210,7 @@ export class ShardgateClient {
     const sending: Promise<void>[] = [];
     let offset = 0;
     for (const [p, part] of session.parts.entries()) {
-      const bytes = new Uint8Array(await blob.slice(offset, offset + part.size).arrayBuffer());
+      const bytes = await source.read(offset, offset + part.size);
       offset += part.size;
       signal?.throwIfAborted();
       const stored = resumed ? await this.storedShards(part, signal) : new Set<number>();
@@ -227,6 +254,7 @@ export class ShardgateClient {
   async download(bucket: string, key: string, options: DownloadOptions = {}): Promise<Download> {
     const signal = options.signal;
     signal?.throwIfAborted();
+    if (options.encryption) return this.downloadSealed(bucket, key, options.encryption, options);
     const wanted = options.range;
     if (
       wanted &&
@@ -327,6 +355,79 @@ export class ShardgateClient {
     return { mode: "direct", size: plan.size, range: { start, end: Math.max(start, end) }, etag: plan.etag, contentType: plan.contentType, body, readAround };
   }
 
+  /**
+   * A sealed object's download: its header (HEAD), then only the stored segments the plaintext
+   * range touches, each authenticated before any of its bytes is passed on. WrongPassphraseError
+   * when `encryption` does not open it; CorruptObjectError when it is not sealed, or its stored
+   * bytes are not what was sealed.
+   */
+  private async downloadSealed(bucket: string, key: string, encryption: Encryption, options: DownloadOptions): Promise<Download> {
+    const { signal, range: wanted } = options;
+    const loaded = this.core();
+    const head = await this.sealedHead(bucket, key, options.versionId, signal);
+    const { header } = head;
+    const start = wanted?.start ?? 0;
+    const end = Math.min(wanted?.end ?? header.size, header.size);
+    if (wanted && !(Number.isSafeInteger(start) && start >= 0 && (wanted.end === undefined || (Number.isSafeInteger(wanted.end) && wanted.end > start))))
+      throw new RangeError("range: 0 <= start < end, whole numbers");
+    if (start > 0 && start >= header.size) throw new ShardgateError(416, "InvalidRange", "The requested range is not satisfiable");
+    const dataKey = await dataKeyOf(await untilAborted(loaded, signal), header, encryption);
+    const covering = cipherRange(start, end, header.size, header.segmentBytes);
+    // The version HEAD answered for, so that the segments come from the object the header is of.
+    const versionId = options.versionId ?? head.versionId;
+    const stored = await this.download(bucket, key, { signal, range: { start: covering.start, end: covering.end }, ...(versionId ? { versionId } : {}) });
+    if (stored.etag !== head.etag) {
+      await stored.body.cancel();
+      throw new ShardgateError(412, "PreconditionFailed", "the object changed while it was read: download it again");
+    }
+    const body = openingStream(stored.body, dataKey, header, covering, end - start);
+    return { ...stored, size: header.size, range: { start, end }, body };
+  }
+
+  /**
+   * Re-wraps a sealed object's data key for `next` (a new passphrase or key file) after opening it
+   * with `current`: CopyObject onto itself with the new header as its metadata (REPLACE, every other
+   * header kept, If-Match its ETag), so no data is read or written by this client. In a versioned
+   * bucket the earlier versions keep the old wrapping.
+   */
+  async rewrap(bucket: string, key: string, current: Encryption, next: Encryption, options: CallOptions = {}): Promise<UploadResult> {
+    const signal = options.signal;
+    const core = await untilAborted(this.core(), signal);
+    const head = await this.sealedHead(bucket, key, undefined, signal);
+    const header = await rewrapHeader(core, head.header, current, next);
+    const headers: Record<string, string> = {
+      "x-amz-copy-source": objectPath(bucket, key),
+      "x-amz-metadata-directive": "REPLACE",
+      "if-match": `"${head.etag}"`,
+    };
+    for (const [name, value] of head.response.headers) {
+      if (name.startsWith("x-amz-meta-") || KEPT_HEADERS.includes(name)) headers[name] = value;
+    }
+    headers[`x-amz-meta-${SEALED_METADATA}`] = encodeHeader(header);
+    const res = await this.signed(objectPath(bucket, key), { method: "PUT", headers, signal });
+    await expectOk(res, signal);
+    const etag = /<ETag>"?([^<"]*)"?<\/ETag>/.exec(await res.text())?.[1] ?? "";
+    const version = res.headers.get("x-amz-version-id");
+    return { mode: "classic", etag, ...(version ? { versionId: version } : {}) };
+  }
+
+  /** A sealed object's HEAD: its parsed header, checked against its stored length. */
+  private async sealedHead(bucket: string, key: string, versionId: string | undefined, signal: AbortSignal | undefined) {
+    const query = versionId === undefined ? "" : `?versionId=${encodeURIComponent(versionId)}`;
+    const response = await this.signed(`${objectPath(bucket, key)}${query}`, { method: "HEAD", signal });
+    await expectOk(response, signal);
+    const value = response.headers.get(`x-amz-meta-${SEALED_METADATA}`);
+    if (value === null) throw new CorruptObjectError(`the object carries no x-amz-meta-${SEALED_METADATA} header: it was not sealed`);
+    const header = decodeHeader(value);
+    const length = Number(response.headers.get("content-length"));
+    if (length !== storedSize(header.size, header.segmentBytes))
+      throw new CorruptObjectError(
+        `the stored object is ${length} bytes, its header says ${storedSize(header.size, header.segmentBytes)}: truncated or extended`,
+      );
+    const etag = (response.headers.get("etag") ?? "").replace(/"/g, "");
+    return { header, etag, versionId: response.headers.get("x-amz-version-id") ?? undefined, response };
+  }
+
   /** The caller's core, or the package's (loaded once, on first use). */
   private core(): Promise<Core> {
     const core = this.options.core ? Promise.resolve(this.options.core) : loadCore(this.options.wasm);
@@ -387,11 +488,11 @@ export class ShardgateClient {
     report();
   }
 
-  private async putClassic(path: string, blob: Blob, options: UploadOptions): Promise<UploadResult> {
+  private async putClassic(path: string, source: Source, options: UploadOptions): Promise<UploadResult> {
     const headers: Record<string, string> = {};
     if (options.contentType !== undefined) headers["content-type"] = options.contentType;
     for (const [name, value] of Object.entries(options.metadata ?? {})) headers[`x-amz-meta-${name}`] = value;
-    const body = new Uint8Array(await blob.arrayBuffer());
+    const body = await source.read(0, source.size);
     const res = await this.signed(path, { method: "PUT", headers, body, signal: options.signal });
     await expectOk(res, options.signal);
     const version = res.headers.get("x-amz-version-id");
@@ -436,6 +537,15 @@ export class ShardgateClient {
     return new URL(path, this.options.endpoint).toString();
   }
 }
+
+/** What an upload stores: `size` bytes, read a part at a time. */
+interface Source {
+  size: number;
+  read(start: number, end: number): Promise<Uint8Array<ArrayBuffer>>;
+}
+
+/** The stored headers a metadata-replacing copy names again, so that re-wrapping changes only the key's header. */
+const KEPT_HEADERS = ["content-type", "content-encoding", "content-disposition", "content-language", "cache-control", "expires"];
 
 function placeOf(part: DirectPartPlace): DirectPartPlace {
   return { storageId: part.storageId, placement: part.placement };

@@ -14,5 +14,15 @@ export {
   type UploadProgress,
   type UploadResult,
 } from "./client";
+export {
+  CorruptObjectError,
+  DEFAULT_KDF,
+  type Encryption,
+  SEALED_METADATA,
+  type SealedHeader,
+  decodeHeader as decodeSealedHeader,
+  WrongPassphraseError,
+} from "./sealed";
+export type { Argon2Params } from "../../worker/src/shared/core-api";
 export type { DirectReadPlan, DirectUploadSession } from "../../worker/src/shared/direct-protocol";
 export { Core } from "../../worker/src/shared/core-api";

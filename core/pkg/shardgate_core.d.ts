@@ -197,6 +197,12 @@ export class ShardVerifier {
 }
 
 /**
+ * The 32-byte Argon2id key of `passphrase` with `salt` (`kdf.rs`): client-side encryption's
+ * key-encryption key. Throws when a parameter is outside the bounds `kdf.rs` accepts.
+ */
+export function argon2id(passphrase: Uint8Array | number[], salt: Uint8Array | number[], memory_kib: number, passes: number, lanes: number): Uint8Array;
+
+/**
  * The CRC of A||B from the CRCs of A and B and B's length (`checksum::combine`): a multipart
  * upload's `FULL_OBJECT` checksum from its parts' checksums, without rereading data.
  */
@@ -242,6 +248,7 @@ export interface InitOutput {
     readonly __wbg_partencoder_free: (a: number, b: number) => void;
     readonly __wbg_readplan_free: (a: number, b: number) => void;
     readonly __wbg_shardverifier_free: (a: number, b: number) => void;
+    readonly argon2id: (a: number, b: number, c: number, d: number, e: number, f: number, g: number) => [number, number, number, number];
     readonly assembler_advance: (a: number, b: number) => [number, number];
     readonly assembler_commitPlaced: (a: number) => [number, number, number];
     readonly assembler_done: (a: number) => number;
@@ -295,10 +302,10 @@ export interface InitOutput {
     readonly shardverifier_push: (a: number, b: number) => [number, number, number];
     readonly version: () => [number, number];
     readonly __wbindgen_externrefs: WebAssembly.Table;
-    readonly __externref_table_dealloc: (a: number) => void;
     readonly __wbindgen_malloc: (a: number, b: number) => number;
-    readonly __wbindgen_realloc: (a: number, b: number, c: number, d: number) => number;
     readonly __wbindgen_free: (a: number, b: number, c: number) => void;
+    readonly __externref_table_dealloc: (a: number) => void;
+    readonly __wbindgen_realloc: (a: number, b: number, c: number, d: number) => number;
     readonly __wbindgen_start: () => void;
 }
 

@@ -598,6 +598,40 @@ export class ShardVerifier {
 if (Symbol.dispose) ShardVerifier.prototype[Symbol.dispose] = ShardVerifier.prototype.free;
 
 /**
+ * The 32-byte Argon2id key of `passphrase` with `salt` (`kdf.rs`): client-side encryption's
+ * key-encryption key. Throws when a parameter is outside the bounds `kdf.rs` accepts.
+ * @param {Uint8Array | number[]} passphrase
+ * @param {Uint8Array | number[]} salt
+ * @param {number} memory_kib
+ * @param {number} passes
+ * @param {number} lanes
+ * @returns {Uint8Array}
+ */
+export function argon2id(passphrase, salt, memory_kib, passes, lanes) {
+    const val3 = +memory_kib;
+    const val4 = +passes;
+    const val5 = +lanes;
+    let ptr0, len0, ptr1, len1;
+    try {
+        ptr0 = passArray8ToWasm0(passphrase, wasm.__wbindgen_malloc);
+        len0 = WASM_VECTOR_LEN;
+        ptr1 = passArray8ToWasm0(salt, wasm.__wbindgen_malloc);
+        len1 = WASM_VECTOR_LEN;
+    } catch (e) {
+        if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+        if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+        throw e;
+    }
+    const ret = wasm.argon2id(ptr0, len0, ptr1, len1, val3, val4, val5);
+    if (ret[3]) {
+        throw takeFromExternrefTable0(ret[2]);
+    }
+    var v6 = getArrayU8FromWasm0(ret[0], ret[1]).slice();
+    wasm.__wbindgen_free(ret[0], ret[1] * 1, 1);
+    return v6;
+}
+
+/**
  * The CRC of A||B from the CRCs of A and B and B's length (`checksum::combine`): a multipart
  * upload's `FULL_OBJECT` checksum from its parts' checksums, without rereading data.
  * @param {string} algorithm

@@ -13,6 +13,7 @@
 //! - [`http_range`]: the `Range` header with S3 semantics.
 //! - [`checksum`]: streaming CRC32 / CRC32C / CRC64NVME for S3 `x-amz-checksum-*`.
 //! - [`manifest`]: the versioned binary object manifest.
+//! - [`kdf`]: Argon2id, the passphrase KDF of client-side encryption, with bounded parameters.
 //! - `wasm`: the wasm-bindgen API (wasm32 only).
 
 pub mod assemble;
@@ -23,6 +24,7 @@ pub mod erasure;
 pub mod frame;
 pub mod geometry;
 pub mod http_range;
+pub mod kdf;
 pub mod manifest;
 pub mod plan;
 pub mod small_decoder;

@@ -501,6 +501,30 @@ pub fn resolve_range(header: &str, size: f64) -> Result<Vec<f64>, JsError> {
     Ok(vec![r.start as f64, r.end as f64])
 }
 
+/// The 32-byte Argon2id key of `passphrase` with `salt` (`kdf.rs`): client-side encryption's
+/// key-encryption key. Throws when a parameter is outside the bounds `kdf.rs` accepts.
+#[wasm_bindgen]
+pub fn argon2id(
+    passphrase: &[u8],
+    salt: &[u8],
+    memory_kib: f64,
+    passes: f64,
+    lanes: f64,
+) -> Result<Vec<u8>, JsError> {
+    // JS numbers, checked whole (a u32 parameter would wrap 2^32 + 64 to 64 silently); anything
+    // beyond u32 is far outside the bounds anyway and saturates to be refused by them.
+    let param = |n: f64, what: &str| whole(n, what).map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+    crate::kdf::argon2id(
+        passphrase,
+        salt,
+        param(memory_kib, "memory")?,
+        param(passes, "passes")?,
+        param(lanes, "lanes")?,
+    )
+    .map(|key| key.to_vec())
+    .map_err(err)
+}
+
 /// A benchmark workload (see `workload.rs`); JS times `run`.
 #[wasm_bindgen]
 pub struct BenchWorkload(crate::workload::Workload);

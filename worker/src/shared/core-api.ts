@@ -56,6 +56,13 @@ export class ChecksumMismatchError extends Error {
   }
 }
 
+/** Argon2id's cost parameters: memory in KiB, passes (t) and lanes (p). */
+export interface Argon2Params {
+  memoryKiB: number;
+  passes: number;
+  lanes: number;
+}
+
 /** Largest slice copied into WASM memory per call: bounds the input buffer's size. */
 const INPUT_SLICE = 256 * 1024;
 
@@ -111,6 +118,16 @@ export class Core {
   /** The manifest's binary row. Throws an Error naming the problem if it is malformed or inconsistent. */
   encodeManifest(manifest: Manifest): Uint8Array {
     return this.wasm.encodeManifest(JSON.stringify(manifest));
+  }
+
+  /**
+   * The 32-byte Argon2id (RFC 9106) key of `passphrase` with `salt`: client-side encryption's
+   * key-encryption key (docs/storage-format.md). Throws an Error when a parameter is outside the
+   * core's bounds (memory at most 256 MiB, at most 10 passes and 8 lanes, a 16 to 64 byte salt),
+   * which keeps a hostile object header from making a client allocate gigabytes.
+   */
+  argon2id(passphrase: Uint8Array, salt: Uint8Array, params: Argon2Params): Uint8Array {
+    return this.wasm.argon2id(passphrase, salt, params.memoryKiB, params.passes, params.lanes);
   }
 
   /**
