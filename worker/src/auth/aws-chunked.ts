@@ -106,11 +106,6 @@ export class AwsChunkedParser {
     this.previousSignature = opts.signing?.seedSignature ?? "";
   }
 
-  /** Decoded bytes so far. */
-  get decodedBytes(): number {
-    return this.decoded;
-  }
-
   /**
    * Parses one piece of the encoded body, appending the decoded data in it to `out` (views into
    * `piece`). Throws an S3Error on bad framing or a signature that does not match.

@@ -549,31 +549,19 @@ function payloadOf(request: Request, accessKeyId: string, mode: PayloadMode, see
         return { accessKeyId, body: null, contentLength, trailers: NO_TRAILERS() };
       }
       return { accessKeyId, body: verifySha256(source!, mode.hash), contentLength, trailers: NO_TRAILERS() };
-    case "chunked":
+    case "chunked": {
       if (noBody) {
         throw new S3Error("IncompleteBody", "The request body terminated unexpectedly before the end of the aws-chunked payload.");
       }
-      return chunkedPayload(source!, request.headers, accessKeyId, mode, seed);
+      // Decoded (its chunk signatures checked, when signed) as it streams.
+      const decodedLength = parseLength(request.headers.get("x-amz-decoded-content-length"), "x-amz-decoded-content-length");
+      // The trailer names x-amz-trailer announces (lower-case), or null when it was not sent.
+      const announced = request.headers.get("x-amz-trailer");
+      const declaredTrailers = announced === null ? null : announced.split(",").flatMap((t) => (t.trim() === "" ? [] : [t.trim().toLowerCase()]));
+      const decoded = decodeAwsChunked(source!, { signing: mode.signed ? seed : null, trailer: mode.trailer, declaredTrailers, decodedLength });
+      return { accessKeyId, body: decoded.body, contentLength: decodedLength, trailers: decoded.trailers };
+    }
   }
-}
-
-/** An aws-chunked payload, decoded (its chunk signatures checked, when signed) as it streams. */
-function chunkedPayload(
-  source: ReadableStream<Uint8Array>,
-  headers: Headers,
-  accessKeyId: string,
-  mode: Extract<PayloadMode, { kind: "chunked" }>,
-  seed: ChunkSigning,
-): Authenticated {
-  const decodedLength = parseLength(headers.get("x-amz-decoded-content-length"), "x-amz-decoded-content-length");
-  // The trailer names x-amz-trailer announces (lower-case), or null when it was not sent.
-  const declaredTrailers =
-    headers
-      .get("x-amz-trailer")
-      ?.split(",")
-      .flatMap((t) => (t.trim() === "" ? [] : [t.trim().toLowerCase()])) ?? null;
-  const decoded = decodeAwsChunked(source, { signing: mode.signed ? seed : null, trailer: mode.trailer, declaredTrailers, decodedLength });
-  return { accessKeyId, body: decoded.body, contentLength: decodedLength, trailers: decoded.trailers };
 }
 
 // ---------------------------------------------------------------------------------------------
