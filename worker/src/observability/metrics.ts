@@ -151,7 +151,14 @@ export class Metrics {
     let h = this.durations.get(op);
     if (h === undefined) {
       if (this.durations.size >= MAX_DURATION_OPS) return;
-      h = durationCounts(op);
+      h = {
+        counts: new Float64Array(DURATION_BUCKETS.length + 1),
+        sum: 0,
+        n: 0,
+        bucketKeys: [...DURATION_BUCKETS.map(String), "+Inf"].map((le) => seriesKey(`${DURATION}_in`, { le, op })),
+        sumKey: seriesKey(`${DURATION}_sum`, { op }),
+        countKey: seriesKey(`${DURATION}_count`, { op }),
+      };
       this.durations.set(op, h);
     }
     const seconds = ms / 1000;
@@ -240,23 +247,9 @@ export class Metrics {
 /** This isolate's counters. */
 export const metrics = new Metrics();
 
-function durationCounts(op: string): DurationCounts {
-  return {
-    counts: new Float64Array(DURATION_BUCKETS.length + 1),
-    sum: 0,
-    n: 0,
-    bucketKeys: [...DURATION_BUCKETS.map(String), "+Inf"].map((le) => seriesKey(`${DURATION}_in`, { le, op })),
-    sumKey: seriesKey(`${DURATION}_sum`, { op }),
-    countKey: seriesKey(`${DURATION}_count`, { op }),
-  };
-}
-
-/** A sample's value as Prometheus writes it. */
+/** A sample's value as Prometheus writes it (String gives NaN as it wants, not the infinities). */
 function sampleValue(v: number): string {
-  if (Number.isNaN(v)) return "NaN";
-  if (v === Number.POSITIVE_INFINITY) return "+Inf";
-  if (v === Number.NEGATIVE_INFINITY) return "-Inf";
-  return String(v);
+  return v === Number.POSITIVE_INFINITY ? "+Inf" : v === Number.NEGATIVE_INFINITY ? "-Inf" : String(v);
 }
 
 /**
