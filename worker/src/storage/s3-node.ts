@@ -4,14 +4,11 @@
 // so a single PUT (S3 allows 5 GiB) carries any part a single PutObject or UploadPart can.
 import { AwsClient } from "aws4fetch";
 import { expectDeleted, expectOk, type NodeListing, nodeText, rangedBody, type ShardBody, type StorageNode } from "../shared/nodes";
+import type { S3RemoteSpec } from "./s3-remote";
 
-export interface S3NodeSpec {
-  /** Base URL, e.g. http://127.0.0.1:7070 or https://<account>.r2.cloudflarestorage.com. */
-  endpoint: string;
+/** The endpoint is a base URL, e.g. http://127.0.0.1:7070 or https://<account>.r2.cloudflarestorage.com. */
+export interface S3NodeSpec extends S3RemoteSpec {
   bucket: string;
-  region: string;
-  accessKeyId: string;
-  secretAccessKey: string;
   /** Whether clients can reach the endpoint themselves (with CORS for browsers): the browser path then sends shard files straight to it. */
   clientUrls: boolean;
 }
