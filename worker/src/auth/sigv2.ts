@@ -9,17 +9,7 @@
 import { toBase64 } from "../shared/bytes";
 import { S3Error } from "../s3-error";
 import { constantTimeEqual } from "./crypto";
-import {
-  type Authenticated,
-  awsEncode,
-  canonicalHeaderValue,
-  GATEWAY_HEADER_PREFIX,
-  invalidAccessKey,
-  MAX_SKEW_MS,
-  type SecretLookup,
-  signatureMismatch,
-  timeTooSkewed,
-} from "./sigv4";
+import * as v4 from "./sigv4";
 
 /**
  * Query parameters that name a sub-resource and so are part of the signed resource: S3's, every
@@ -54,10 +44,10 @@ export function isSigV2(request: Request, url: URL): boolean {
 }
 
 /** The request's payload, once its V2 signature checks out. */
-export async function authenticateV2(request: Request, secretOf: SecretLookup, opts: V2Options): Promise<Authenticated> {
+export async function authenticateV2(request: Request, secretOf: v4.SecretLookup, opts: V2Options): Promise<v4.Authenticated> {
   const url = new URL(request.url);
   for (const [name] of request.headers) {
-    if (name.startsWith(GATEWAY_HEADER_PREFIX)) {
+    if (name.startsWith(v4.GATEWAY_HEADER_PREFIX)) {
       throw new S3Error("InvalidRequest", `Signature Version 2 does not sign ${name}: sign requests with it with AWS4-HMAC-SHA256.`);
     }
   }
@@ -72,7 +62,7 @@ export async function authenticateV2(request: Request, secretOf: SecretLookup, o
     const date = request.headers.get("x-amz-date") ?? request.headers.get("date");
     const time = date === null ? Number.NaN : Date.parse(date);
     if (Number.isNaN(time)) throw new S3Error("AccessDenied", "AWS authentication requires a valid Date or x-amz-date header");
-    if (Math.abs(opts.now - time) > MAX_SKEW_MS) throw timeTooSkewed();
+    if (Math.abs(opts.now - time) > v4.MAX_SKEW_MS) throw v4.timeTooSkewed();
     // With x-amz-date the Date line is empty: the date is signed among the x-amz-* headers.
     dateLine = request.headers.has("x-amz-date") ? "" : (request.headers.get("date") ?? "");
   } else {
@@ -88,7 +78,7 @@ export async function authenticateV2(request: Request, secretOf: SecretLookup, o
     }
   }
   const secret = await secretOf(accessKeyId);
-  if (secret === null) throw invalidAccessKey();
+  if (secret === null) throw v4.invalidAccessKey();
 
   const head = [request.method.toUpperCase(), request.headers.get("content-md5") ?? "", request.headers.get("content-type") ?? "", dateLine].join("\n");
   // A presigned URL carries its x-amz-* values (x-amz-security-token) as query parameters, signed as headers.
@@ -106,7 +96,7 @@ export async function authenticateV2(request: Request, secretOf: SecretLookup, o
       return { accessKeyId, body, contentLength, trailers: Promise.resolve(new Headers()) };
     }
   }
-  throw signatureMismatch();
+  throw v4.signatureMismatch();
 }
 
 /** Base64(HMAC-SHA1(secret, text)): a V2 signature, and that of a browser form's POST policy (its base64 text, as sent). */
@@ -129,7 +119,7 @@ function withQueryAmzHeaders(headers: Headers, url: URL): Headers {
 /** x-amz-* headers, lower-cased and sorted, `name:value\n` each (inner whitespace folded). */
 function canonicalAmzHeaders(headers: Headers): string {
   const amz: [string, string][] = [];
-  for (const [name, value] of headers) if (name.startsWith("x-amz-")) amz.push([name, canonicalHeaderValue(value)]);
+  for (const [name, value] of headers) if (name.startsWith("x-amz-")) amz.push([name, v4.canonicalHeaderValue(value)]);
   amz.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return amz.map(([n, v]) => `${n}:${v}\n`).join("");
 }
@@ -147,7 +137,7 @@ function canonicalResource(url: URL, path: string, suffix: string): string {
 /** The path percent-encoded as S3 spells it: every byte but A-Z a-z 0-9 - _ . ~ / as %XX. */
 function respell(pathname: string): string {
   try {
-    return awsEncode(encoder.encode(decodeURIComponent(pathname)), true);
+    return v4.awsEncode(encoder.encode(decodeURIComponent(pathname)), true);
   } catch {
     return pathname;
   }

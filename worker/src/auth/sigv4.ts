@@ -177,14 +177,6 @@ const SIGNING_KEY_CACHE_SIZE = 64;
 // the second request as hung. Two requests deriving the same key at once both do the work.
 const signingKeyCache = new Map<string, CryptoKey>();
 
-async function deriveSigningKey(secret: string, date: string, region: string, service: string): Promise<CryptoKey> {
-  const kDate = await hmac(await importHmacKey("AWS4" + secret), date);
-  const kRegion = await hmac(await importHmacKey(kDate), region);
-  const kService = await hmac(await importHmacKey(kRegion), service);
-  const kSigning = await hmac(await importHmacKey(kService), TERMINAL);
-  return importHmacKey(kSigning);
-}
-
 async function signingKey(secret: string, date: string, region: string, service = SERVICE): Promise<CryptoKey> {
   const id = `${date}\n${region}\n${service}\n${secret}`;
   let key = signingKeyCache.get(id);
@@ -194,11 +186,12 @@ async function signingKey(secret: string, date: string, region: string, service 
     signingKeyCache.set(id, key);
     return key;
   }
-  key = await deriveSigningKey(secret, date, region, service);
+  const kDate = await hmac(await importHmacKey("AWS4" + secret), date);
+  const kRegion = await hmac(await importHmacKey(kDate), region);
+  const kService = await hmac(await importHmacKey(kRegion), service);
+  key = await importHmacKey(await hmac(await importHmacKey(kService), TERMINAL));
   signingKeyCache.set(id, key);
-  while (signingKeyCache.size > SIGNING_KEY_CACHE_SIZE) {
-    signingKeyCache.delete(signingKeyCache.keys().next().value!);
-  }
+  while (signingKeyCache.size > SIGNING_KEY_CACHE_SIZE) signingKeyCache.delete(signingKeyCache.keys().next().value!);
   return key;
 }
 
@@ -486,11 +479,6 @@ function checkScope(req: SignedRequest, opts: AuthOptions): void {
   }
 }
 
-/** A header-signed request must be within 15 minutes of now (a presigned URL's window was checked as it was parsed). */
-function checkClockSkew(req: SignedRequest, now: number): void {
-  if (!req.presigned && Math.abs(now - req.time) > MAX_SKEW_MS) throw timeTooSkewed();
-}
-
 /**
  * Every x-amz-* header (but x-amz-content-sha256, as S3 allows), every x-shardgate-* header (the
  * gateway's own, such as x-shardgate-replica) and the Date the timestamp came from must be signed:
@@ -583,7 +571,8 @@ export async function authenticate(request: Request, secretOf: SecretLookup, opt
   for (const p of params) if (!query.has(p.name)) query.set(p.name, p.value);
   const req = readSignedRequest(request.headers, query, opts);
   checkScope(req, opts);
-  checkClockSkew(req, opts.now);
+  // A header-signed request must be within 15 minutes of now (a presigned URL's window was checked as it was parsed).
+  if (!req.presigned && Math.abs(opts.now - req.time) > MAX_SKEW_MS) throw timeTooSkewed();
   checkHeadersSigned(req, request.headers);
   const mode = payloadMode(req.payloadHash);
 
