@@ -102,7 +102,11 @@ async function writeSharded(
     await reader.expectEnd();
     giveBuffer(block); // only here: a failed read may have left it with the stream
   } catch (e) {
-    abandon(e, placement, storageId, sinks);
+    // Every upload is aborted with a WriteAbandoned, and what reached the nodes is removed: best
+    // effort, and not awaited, since a stalled node must not hold the client's answer.
+    const abandoned = new WriteAbandoned(e instanceof Error ? e.message : String(e));
+    for (const sink of sinks) sink.abort(abandoned);
+    void cleanup(placement, storageId, sinks).catch(() => {});
     throw e;
   } finally {
     encoder.free();
@@ -192,17 +196,6 @@ export function preferAvailable(nodes: readonly StorageNode[], count: number): r
 
 function quorumLost(ok: number, total: number, config: GatewayConfig): WriteQuorumError {
   return new WriteQuorumError(`Only ${ok} of ${total} storage nodes accepted the data; ${config.writeQuorum} are needed.`);
-}
-
-/**
- * Gives up a streamed write that failed with `cause`: every shard file's upload is aborted with a
- * WriteAbandoned, and what reached the nodes is removed: best effort, and not awaited, since a
- * stalled node must not hold the client's answer.
- */
-function abandon(cause: unknown, placement: StorageNode[], storageId: string, sinks: ShardSink[]): void {
-  const abandoned = new WriteAbandoned(cause instanceof Error ? cause.message : String(cause));
-  sinks.forEach((s) => s.abort(abandoned));
-  void cleanup(placement, storageId, sinks).catch(() => {});
 }
 
 /** Removes whatever a failed write left on its nodes (best effort: nothing references it). */
