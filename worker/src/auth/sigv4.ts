@@ -322,9 +322,7 @@ function parseAuthorizationHeader(authorization: string, headers: Headers, readP
   if (time === null) throw accessDenied("AWS authentication requires a valid Date or x-amz-date header");
 
   const payloadHash = headers.get("x-amz-content-sha256") ?? readPayloadHash ?? null;
-  if (payloadHash === null) {
-    throw new S3Error("InvalidRequest", "Missing required header for this request: x-amz-content-sha256");
-  }
+  if (payloadHash === null) throw new S3Error("InvalidRequest", "Missing required header for this request: x-amz-content-sha256");
   return {
     ...cred,
     signedHeaders: parseSignedHeaders(signedHeaders, headerMalformed),
@@ -354,9 +352,7 @@ function parsePresigned(query: Map<string, string>, headers: Headers, now: numbe
   const seconds = Number(expires);
   // S3 treats a URL valid for 0 seconds as expired, not as malformed.
   if (seconds < 1) throw accessDenied("Request has expired");
-  if (seconds > MAX_PRESIGNED_EXPIRES) {
-    throw queryError("X-Amz-Expires must be less than a week (in seconds) that is 604800");
-  }
+  if (seconds > MAX_PRESIGNED_EXPIRES) throw queryError("X-Amz-Expires must be less than a week (in seconds) that is 604800");
   const sh = parseSignedHeaders(signedHeaders, (d) => queryError(`Error parsing the X-Amz-SignedHeaders parameter; ${d}`));
   // Validity window. (A presigned URL is not subject to the clock skew check.)
   if (time - now > MAX_SKEW_MS) throw accessDenied("Request is not valid yet");
@@ -538,9 +534,7 @@ function payloadOf(request: Request, accessKeyId: string, mode: PayloadMode, see
       }
       return { accessKeyId, body: verifySha256(source!, mode.hash), contentLength, trailers: NO_TRAILERS() };
     case "chunked": {
-      if (noBody) {
-        throw new S3Error("IncompleteBody", "The request body terminated unexpectedly before the end of the aws-chunked payload.");
-      }
+      if (noBody) throw new S3Error("IncompleteBody", "The request body terminated unexpectedly before the end of the aws-chunked payload.");
       // Decoded (its chunk signatures checked, when signed) as it streams.
       const decodedLength = parseLength(request.headers.get("x-amz-decoded-content-length"), "x-amz-decoded-content-length");
       // The trailer names x-amz-trailer announces (lower-case), or null when it was not sent.
