@@ -67,9 +67,7 @@ export class ExactReader {
   /** The body must hold no more bytes than its declared length. */
   async expectEnd(): Promise<void> {
     // One byte is enough to tell: a larger read would wait for bytes that never come.
-    if (this.leftover.length > 0 || (await this.next(1))) {
-      throw new BodyLengthError("The request body is longer than its declared length.");
-    }
+    if (this.leftover.length > 0 || (await this.next(1))) throw new BodyLengthError("The request body is longer than its declared length.");
   }
 
   /** Whether the body has ended (or broke): nothing more will come. */

@@ -27,15 +27,13 @@ export class S3Node implements StorageNode {
   ) {
     this.client = new AwsClient({ accessKeyId: spec.accessKeyId, secretAccessKey: spec.secretAccessKey, service: "s3", region: spec.region, retries: 0 });
     this.base = `${spec.endpoint.replace(/\/+$/, "")}/${encodeURIComponent(spec.bucket)}/`;
-    if (spec.clientUrls) this.presign = (key, method, expiresSeconds) => this.presignedUrl(key, method, expiresSeconds);
-  }
-
-  /** A presigned URL (query-string SigV4, unsigned payload) of `key` for `method`. */
-  private async presignedUrl(key: string, method: "GET" | "PUT", expiresSeconds: number): Promise<string> {
-    // S3 takes presigned URLs for at most 7 days.
-    const expires = Math.max(1, Math.min(7 * 24 * 3600, Math.floor(expiresSeconds)));
-    const url = `${this.fileUrl(key)}?X-Amz-Expires=${expires}`;
-    return (await this.client.sign(url, { method, aws: { signQuery: true } })).url;
+    // A presigned URL (query-string SigV4, unsigned payload): S3 takes them for at most 7 days.
+    if (spec.clientUrls) {
+      this.presign = async (key, method, expiresSeconds) => {
+        const expires = Math.max(1, Math.min(7 * 24 * 3600, Math.floor(expiresSeconds)));
+        return (await this.client.sign(`${this.fileUrl(key)}?X-Amz-Expires=${expires}`, { method, aws: { signQuery: true } })).url;
+      };
+    }
   }
 
   async put(key: string, body: ShardBody): Promise<void> {

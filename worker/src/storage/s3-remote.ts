@@ -117,9 +117,7 @@ export class S3Remote {
     headers: Record<string, string>,
     signal: AbortSignal,
   ): Promise<Response> {
-    if (size <= WHOLE_BYTES) {
-      return this.request(bucket, key, "PUT", headers, query, { signal, body: await readExactly(body, size) });
-    }
+    if (size <= WHOLE_BYTES) return this.request(bucket, key, "PUT", headers, query, { signal, body: await readExactly(body, size) });
     const fixed = new FixedLengthStream(size);
     const stop = new AbortController();
     // Ends with the PUT: a refused or failed one stops the read of the source (its streams close).
