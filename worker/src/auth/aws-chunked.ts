@@ -106,11 +106,6 @@ export class AwsChunkedParser {
     this.previousSignature = opts.signing?.seedSignature ?? "";
   }
 
-  /** Decoded bytes so far. */
-  get decodedBytes(): number {
-    return this.decoded;
-  }
-
   /**
    * Parses one piece of the encoded body, appending the decoded data in it to `out` (views into
    * `piece`). Throws an S3Error on bad framing or a signature that does not match.
@@ -201,9 +196,7 @@ export class AwsChunkedParser {
   private takeLine(): string {
     let s = "";
     for (const part of this.lineParts) {
-      for (let i = 0; i < part.length; i += 8192) {
-        s += String.fromCharCode(...part.subarray(i, i + 8192));
-      }
+      for (let i = 0; i < part.length; i += 8192) s += String.fromCharCode(...part.subarray(i, i + 8192));
     }
     this.lineParts = [];
     this.lineBytes = 0;
@@ -216,9 +209,7 @@ export class AwsChunkedParser {
     const ext = semi < 0 ? "" : header.slice(semi);
     if (!/^[0-9a-fA-F]{1,16}$/.test(hex)) throw malformed("invalid chunk size");
     const size = parseInt(hex, 16);
-    if (size > this.maxChunk) {
-      throw new S3Error("InvalidChunkSizeError", `Chunk size ${size} exceeds the maximum of ${this.maxChunk} bytes.`);
-    }
+    if (size > this.maxChunk) throw new S3Error("InvalidChunkSizeError", `Chunk size ${size} exceeds the maximum of ${this.maxChunk} bytes.`);
     if (this.opts.signing) {
       const m = /^;chunk-signature=([0-9a-fA-F]{64})$/.exec(ext);
       if (!m) throw chunkSignatureMismatch("chunk");
@@ -266,9 +257,7 @@ export class AwsChunkedParser {
     const value = line.slice(colon + 1).trim();
     if (!TRAILER_NAME.test(name)) throw malformedTrailer("invalid trailing header name");
     if (name === "x-amz-trailer-signature") {
-      if (!this.opts.signing || this.trailerSignature !== null) {
-        throw malformedTrailer("unexpected x-amz-trailer-signature");
-      }
+      if (!this.opts.signing || this.trailerSignature !== null) throw malformedTrailer("unexpected x-amz-trailer-signature");
       this.trailerSignature = value.toLowerCase();
       return;
     }

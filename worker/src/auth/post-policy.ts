@@ -55,13 +55,8 @@ function parseCondition(raw: unknown): PostCondition[] {
       const field = a.slice(1).toLowerCase();
       return [name === "eq" ? { kind: "eq", field, value: b } : { kind: "starts-with", field, prefix: b }];
     }
-    throw invalidPolicy(`Invalid condition ${JSON.stringify(raw)}`);
-  }
-  if (typeof raw === "object" && raw !== null) {
-    return Object.entries(raw).map(([field, value]) => {
-      if (typeof value !== "string") throw invalidPolicy(`Invalid condition ${JSON.stringify(raw)}`);
-      return { kind: "eq" as const, field: field.toLowerCase(), value };
-    });
+  } else if (typeof raw === "object" && raw !== null && Object.values(raw).every((v) => typeof v === "string")) {
+    return Object.entries(raw as Record<string, string>).map(([field, value]) => ({ kind: "eq" as const, field: field.toLowerCase(), value }));
   }
   throw invalidPolicy(`Invalid condition ${JSON.stringify(raw)}`);
 }

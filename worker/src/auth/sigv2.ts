@@ -9,7 +9,7 @@
 import { toBase64 } from "../shared/bytes";
 import { S3Error } from "../s3-error";
 import { constantTimeEqual } from "./crypto";
-import { type Authenticated, GATEWAY_HEADER_PREFIX, type SecretLookup } from "./sigv4";
+import * as v4 from "./sigv4";
 
 /**
  * Query parameters that name a sub-resource and so are part of the signed resource: S3's, every
@@ -18,58 +18,16 @@ import { type Authenticated, GATEWAY_HEADER_PREFIX, type SecretLookup } from "./
  * need the same right, and botocore does not sign it). Unsigned, a parameter that picks the
  * operation would let anyone holding a signed request turn it into another operation.
  */
-const SUB_RESOURCES = new Set([
-  "accelerate",
-  "acl",
-  "analytics",
-  "attributes",
-  "cors",
-  "defaultObjectAcl",
-  "delete",
-  "encryption",
-  "intelligentTiering",
-  "inventory",
-  "legal-hold",
-  "lifecycle",
-  "location",
-  "logging",
-  "metrics",
-  "notification",
-  "object-lock",
-  "ownershipControls",
-  "partNumber",
-  "policy",
-  "policyStatus",
-  "publicAccessBlock",
-  "replication",
-  "requestPayment",
-  "response-cache-control",
-  "response-content-disposition",
-  "response-content-encoding",
-  "response-content-language",
-  "response-content-type",
-  "response-expires",
-  "restore",
-  "retention",
-  "select",
-  "select-type",
-  "storageClass",
-  "tagging",
-  "torrent",
-  "uploadId",
-  "uploads",
-  "versionId",
-  "versioning",
-  "versions",
-  "website",
-]);
+const SUB_RESOURCES = new Set(
+  `accelerate acl analytics attributes cors defaultObjectAcl delete encryption intelligentTiering inventory legal-hold lifecycle location
+  logging metrics notification object-lock ownershipControls partNumber policy policyStatus publicAccessBlock replication requestPayment
+  response-cache-control response-content-disposition response-content-encoding response-content-language response-content-type
+  response-expires restore retention select select-type storageClass tagging torrent uploadId uploads versionId versioning versions website`.split(/\s+/),
+);
 
-const MAX_SKEW_MS = 15 * 60 * 1000;
 const MAX_PRESIGNED_SECONDS = 7 * 24 * 3600;
 
 const encoder = new TextEncoder();
-const signatureMismatch = () =>
-  new S3Error("SignatureDoesNotMatch", "The request signature we calculated does not match the signature you provided. Check your key and signing method.");
 
 export interface V2Options {
   /** ms since epoch */
@@ -86,10 +44,10 @@ export function isSigV2(request: Request, url: URL): boolean {
 }
 
 /** The request's payload, once its V2 signature checks out. */
-export async function authenticateV2(request: Request, secretOf: SecretLookup, opts: V2Options): Promise<Authenticated> {
+export async function authenticateV2(request: Request, secretOf: v4.SecretLookup, opts: V2Options): Promise<v4.Authenticated> {
   const url = new URL(request.url);
   for (const [name] of request.headers) {
-    if (name.startsWith(GATEWAY_HEADER_PREFIX)) {
+    if (name.startsWith(v4.GATEWAY_HEADER_PREFIX)) {
       throw new S3Error("InvalidRequest", `Signature Version 2 does not sign ${name}: sign requests with it with AWS4-HMAC-SHA256.`);
     }
   }
@@ -104,8 +62,7 @@ export async function authenticateV2(request: Request, secretOf: SecretLookup, o
     const date = request.headers.get("x-amz-date") ?? request.headers.get("date");
     const time = date === null ? Number.NaN : Date.parse(date);
     if (Number.isNaN(time)) throw new S3Error("AccessDenied", "AWS authentication requires a valid Date or x-amz-date header");
-    if (Math.abs(opts.now - time) > MAX_SKEW_MS)
-      throw new S3Error("RequestTimeTooSkewed", "The difference between the request time and the current time is too large.");
+    if (Math.abs(opts.now - time) > v4.MAX_SKEW_MS) throw v4.timeTooSkewed();
     // With x-amz-date the Date line is empty: the date is signed among the x-amz-* headers.
     dateLine = request.headers.has("x-amz-date") ? "" : (request.headers.get("date") ?? "");
   } else {
@@ -121,35 +78,29 @@ export async function authenticateV2(request: Request, secretOf: SecretLookup, o
     }
   }
   const secret = await secretOf(accessKeyId);
-  if (secret === null) throw new S3Error("InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
+  if (secret === null) throw v4.invalidAccessKey();
 
   const head = [request.method.toUpperCase(), request.headers.get("content-md5") ?? "", request.headers.get("content-type") ?? "", dateLine].join("\n");
   // A presigned URL carries its x-amz-* values (x-amz-security-token) as query parameters, signed as headers.
   const amz = canonicalAmzHeaders(authorization === null ? withQueryAmzHeaders(request.headers, url) : request.headers);
   // Clients sign the path as they sent it or as S3 spells it, and botocore signs a bucket's own
   // path with a trailing slash it does not send: any of these spellings of the same path matches.
-  const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-1" }, false, ["sign"]);
   const spellings = [url.pathname, respell(url.pathname)];
   if (/^\/[^/]+$/.test(url.pathname)) spellings.push(`${url.pathname}/`);
   for (const path of new Set(spellings)) {
     const toSign = `${head}\n${amz}${canonicalResource(url, path, opts.virtualHostSuffix)}`;
-    const expected = toBase64(new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(toSign))));
-    if (constantTimeEqual(expected, signature)) {
+    if (constantTimeEqual(await postPolicySignatureV2(secret, toSign), signature)) {
       const length = request.headers.get("content-length");
       const contentLength = length === null ? null : Number(length);
       const body = request.body === null || contentLength === 0 ? null : request.body;
       return { accessKeyId, body, contentLength, trailers: Promise.resolve(new Headers()) };
     }
   }
-  throw signatureMismatch();
+  throw v4.signatureMismatch();
 }
 
-/** The Signature Version 2 of a browser form's POST policy (its base64 text, as sent). */
-export async function postPolicySignatureV2(secret: string, policy: string): Promise<string> {
-  return hmacSha1Base64(secret, policy);
-}
-
-async function hmacSha1Base64(secret: string, text: string): Promise<string> {
+/** Base64(HMAC-SHA1(secret, text)): a V2 signature, and that of a browser form's POST policy (its base64 text, as sent). */
+export async function postPolicySignatureV2(secret: string, text: string): Promise<string> {
   const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-1" }, false, ["sign"]);
   return toBase64(new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(text))));
 }
@@ -168,7 +119,7 @@ function withQueryAmzHeaders(headers: Headers, url: URL): Headers {
 /** x-amz-* headers, lower-cased and sorted, `name:value\n` each (inner whitespace folded). */
 function canonicalAmzHeaders(headers: Headers): string {
   const amz: [string, string][] = [];
-  for (const [name, value] of headers) if (name.startsWith("x-amz-")) amz.push([name, value.trim().replace(/\s+/g, " ")]);
+  for (const [name, value] of headers) if (name.startsWith("x-amz-")) amz.push([name, v4.canonicalHeaderValue(value)]);
   amz.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return amz.map(([n, v]) => `${n}:${v}\n`).join("");
 }
@@ -185,14 +136,9 @@ function canonicalResource(url: URL, path: string, suffix: string): string {
 
 /** The path percent-encoded as S3 spells it: every byte but A-Z a-z 0-9 - _ . ~ / as %XX. */
 function respell(pathname: string): string {
-  let decoded: string;
   try {
-    decoded = decodeURIComponent(pathname);
+    return v4.awsEncode(encoder.encode(decodeURIComponent(pathname)), true);
   } catch {
     return pathname;
   }
-  return Array.from(encoder.encode(decoded), (b) => {
-    const c = String.fromCharCode(b);
-    return /[A-Za-z0-9\-_.~/]/.test(c) ? c : `%${b.toString(16).toUpperCase().padStart(2, "0")}`;
-  }).join("");
 }

@@ -57,7 +57,7 @@ export interface Authenticated {
 const ALGORITHM = "AWS4-HMAC-SHA256";
 const SERVICE = "s3";
 const TERMINAL = "aws4_request";
-const MAX_SKEW_MS = 15 * 60 * 1000;
+export const MAX_SKEW_MS = 15 * 60 * 1000;
 const MAX_PRESIGNED_EXPIRES = 604800;
 /** The gateway's own request headers (x-shardgate-replica): always signed, never taken from SigV2. */
 export const GATEWAY_HEADER_PREFIX = "x-shardgate-";
@@ -69,8 +69,10 @@ const accessDenied = (message: string) => new S3Error("AccessDenied", message);
 const headerMalformed = (detail: string) => new S3Error("AuthorizationHeaderMalformed", `The authorization header is malformed; ${detail}`);
 const queryError = (message: string) => new S3Error("AuthorizationQueryParametersError", message);
 const credentialParamError = (detail: string) => queryError(`Error parsing the X-Amz-Credential parameter; ${detail}`);
-const signatureMismatch = () =>
+export const signatureMismatch = () =>
   new S3Error("SignatureDoesNotMatch", "The request signature we calculated does not match the signature you provided. Check your key and signing method.");
+export const invalidAccessKey = () => new S3Error("InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
+export const timeTooSkewed = () => new S3Error("RequestTimeTooSkewed", "The difference between the request time and the current time is too large.");
 const unsupportedMechanism = () =>
   new S3Error("InvalidRequest", "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256.");
 
@@ -78,19 +80,11 @@ const unsupportedMechanism = () =>
 // Encoding
 
 const encoder = new TextEncoder();
+const decoder = new TextDecoder();
 const HEX_UPPER = "0123456789ABCDEF";
 
-function isUnreserved(b: number): boolean {
-  return (
-    (b >= 0x41 && b <= 0x5a) || // A-Z
-    (b >= 0x61 && b <= 0x7a) || // a-z
-    (b >= 0x30 && b <= 0x39) || // 0-9
-    b === 0x2d || // -
-    b === 0x5f || // _
-    b === 0x2e || // .
-    b === 0x7e // ~
-  );
-}
+/** The bytes AWS's URI encoding keeps as they are. */
+const UNRESERVED = new Set(Array.from("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~", (c) => c.charCodeAt(0)));
 
 function hexValue(b: number): number {
   if (b >= 0x30 && b <= 0x39) return b - 0x30;
@@ -121,18 +115,14 @@ function percentDecode(s: string, plusIsSpace: boolean): Uint8Array {
 }
 
 /** AWS's URI encoding of bytes: unreserved characters kept (and '/' if keepSlash), others %XX. */
-function awsEncode(bytes: Uint8Array, keepSlash: boolean): string {
+export function awsEncode(bytes: Uint8Array, keepSlash: boolean): string {
   let out = "";
   for (let i = 0; i < bytes.length; i++) {
     const b = bytes[i]!;
-    if (isUnreserved(b) || (keepSlash && b === 0x2f)) out += String.fromCharCode(b);
+    if (UNRESERVED.has(b) || (keepSlash && b === 0x2f)) out += String.fromCharCode(b);
     else out += "%" + HEX_UPPER[b >>> 4]! + HEX_UPPER[b & 15]!;
   }
   return out;
-}
-
-function decodeText(bytes: Uint8Array): string {
-  return new TextDecoder().decode(bytes);
 }
 
 /** The canonical URI of a URL path (as `new URL().pathname` gives it). */
@@ -160,7 +150,7 @@ function parseQuery(search: string): QueryParam[] {
     const k = percentDecode(eq < 0 ? part : part.slice(0, eq), true);
     const v = percentDecode(eq < 0 ? "" : part.slice(eq + 1), true);
     if (k.length === 0) continue;
-    params.push({ name: decodeText(k), value: decodeText(v), cName: awsEncode(k, false), cValue: awsEncode(v, false) });
+    params.push({ name: decoder.decode(k), value: decoder.decode(v), cName: awsEncode(k, false), cValue: awsEncode(v, false) });
   }
   return params;
 }
@@ -175,7 +165,7 @@ function canonicalQuery(params: QueryParam[], exclude?: string): string {
     .join("&");
 }
 
-function canonicalHeaderValue(value: string): string {
+export function canonicalHeaderValue(value: string): string {
   return value.trim().replace(/\s+/g, " ");
 }
 
@@ -187,14 +177,6 @@ const SIGNING_KEY_CACHE_SIZE = 64;
 // the second request as hung. Two requests deriving the same key at once both do the work.
 const signingKeyCache = new Map<string, CryptoKey>();
 
-async function deriveSigningKey(secret: string, date: string, region: string, service: string): Promise<CryptoKey> {
-  const kDate = await hmac(await importHmacKey("AWS4" + secret), date);
-  const kRegion = await hmac(await importHmacKey(kDate), region);
-  const kService = await hmac(await importHmacKey(kRegion), service);
-  const kSigning = await hmac(await importHmacKey(kService), TERMINAL);
-  return importHmacKey(kSigning);
-}
-
 async function signingKey(secret: string, date: string, region: string, service = SERVICE): Promise<CryptoKey> {
   const id = `${date}\n${region}\n${service}\n${secret}`;
   let key = signingKeyCache.get(id);
@@ -204,11 +186,12 @@ async function signingKey(secret: string, date: string, region: string, service 
     signingKeyCache.set(id, key);
     return key;
   }
-  key = await deriveSigningKey(secret, date, region, service);
+  const kDate = await hmac(await importHmacKey("AWS4" + secret), date);
+  const kRegion = await hmac(await importHmacKey(kDate), region);
+  const kService = await hmac(await importHmacKey(kRegion), service);
+  key = await importHmacKey(await hmac(await importHmacKey(kService), TERMINAL));
   signingKeyCache.set(id, key);
-  while (signingKeyCache.size > SIGNING_KEY_CACHE_SIZE) {
-    signingKeyCache.delete(signingKeyCache.keys().next().value!);
-  }
+  while (signingKeyCache.size > SIGNING_KEY_CACHE_SIZE) signingKeyCache.delete(signingKeyCache.keys().next().value!);
   return key;
 }
 
@@ -231,18 +214,8 @@ function parseAmzDate(s: string): number | null {
   if (!m) return null;
   const [y, mo, d, h, mi, se] = m.slice(1).map(Number) as [number, number, number, number, number, number];
   const t = Date.UTC(y, mo - 1, d, h, mi, se);
-  const back = new Date(t);
-  if (
-    back.getUTCFullYear() !== y ||
-    back.getUTCMonth() !== mo - 1 ||
-    back.getUTCDate() !== d ||
-    back.getUTCHours() !== h ||
-    back.getUTCMinutes() !== mi ||
-    back.getUTCSeconds() !== se
-  ) {
-    return null;
-  }
-  return t;
+  // Only a real moment spells itself back the same (no 30 February, no hour 24, no year 0050 read as 1950).
+  return formatAmzDate(t) === s ? t : null;
 }
 
 function formatAmzDate(t: number): string {
@@ -303,12 +276,9 @@ interface SignedRequest {
 
 function parseCredential(value: string, fail: (detail: string) => S3Error) {
   const parts = value.split("/");
-  if (parts.length < 5) {
-    throw fail('the Credential is mal-formed; expecting "<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request".');
-  }
   const [scopeDate, region, service, terminal] = parts.slice(-4) as [string, string, string, string];
   const accessKeyId = parts.slice(0, -4).join("/");
-  if (accessKeyId === "" || !/^\d{8}$/.test(scopeDate)) {
+  if (parts.length < 5 || accessKeyId === "" || !/^\d{8}$/.test(scopeDate)) {
     throw fail('the Credential is mal-formed; expecting "<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request".');
   }
   return { accessKeyId, scopeDate, region, service, terminal };
@@ -346,59 +316,34 @@ function parseAuthorizationHeader(authorization: string, headers: Headers, readP
   const cred = parseCredential(credential, headerMalformed);
 
   // The timestamp: x-amz-date, else Date.
-  let amzDate: string;
-  let time: number | null;
-  let dateHeader: string;
-  const xAmzDate = headers.get("x-amz-date");
-  if (xAmzDate !== null) {
-    time = parseAmzDate(xAmzDate.trim());
-    amzDate = xAmzDate.trim();
-    dateHeader = "x-amz-date";
-  } else {
-    const date = headers.get("date");
-    const parsed = date === null ? NaN : Date.parse(date);
-    time = Number.isFinite(parsed) ? parsed : null;
-    amzDate = time === null ? "" : formatAmzDate(time);
-    dateHeader = "date";
-  }
+  const xAmzDate = headers.get("x-amz-date")?.trim();
+  const date = Date.parse(headers.get("date") ?? "");
+  const time = xAmzDate !== undefined ? parseAmzDate(xAmzDate) : Number.isFinite(date) ? date : null;
   if (time === null) throw accessDenied("AWS authentication requires a valid Date or x-amz-date header");
 
   const payloadHash = headers.get("x-amz-content-sha256") ?? readPayloadHash ?? null;
-  if (payloadHash === null) {
-    throw new S3Error("InvalidRequest", "Missing required header for this request: x-amz-content-sha256");
-  }
+  if (payloadHash === null) throw new S3Error("InvalidRequest", "Missing required header for this request: x-amz-content-sha256");
   return {
     ...cred,
     signedHeaders: parseSignedHeaders(signedHeaders, headerMalformed),
     signature: signature.toLowerCase(),
-    amzDate,
+    amzDate: xAmzDate ?? formatAmzDate(time),
     time,
-    dateHeader,
+    dateHeader: xAmzDate === undefined ? "date" : "x-amz-date",
     payloadHash: payloadHash.trim(),
     presigned: false,
   };
 }
 
 function parsePresigned(query: Map<string, string>, headers: Headers, now: number): SignedRequest {
-  const algorithm = query.get("X-Amz-Algorithm");
-  const credential = query.get("X-Amz-Credential");
-  const date = query.get("X-Amz-Date");
-  const expires = query.get("X-Amz-Expires");
-  const signedHeaders = query.get("X-Amz-SignedHeaders");
-  const signature = query.get("X-Amz-Signature");
-  if (
-    algorithm === undefined ||
-    credential === undefined ||
-    date === undefined ||
-    expires === undefined ||
-    signedHeaders === undefined ||
-    signature === undefined
-  ) {
+  const params = ["Algorithm", "Credential", "Date", "Expires", "SignedHeaders", "Signature"].map((name) => query.get(`X-Amz-${name}`));
+  if (params.includes(undefined)) {
     throw queryError(
       "Query-string authentication version 4 requires the X-Amz-Algorithm, X-Amz-Credential, X-Amz-Signature, " +
         "X-Amz-Date, X-Amz-SignedHeaders, and X-Amz-Expires parameters.",
     );
   }
+  const [algorithm, credential, date, expires, signedHeaders, signature] = params as string[];
   if (algorithm !== ALGORITHM) throw queryError('X-Amz-Algorithm only supports "AWS4-HMAC-SHA256"');
   const cred = parseCredential(credential, credentialParamError);
   const time = parseAmzDate(date);
@@ -407,9 +352,7 @@ function parsePresigned(query: Map<string, string>, headers: Headers, now: numbe
   const seconds = Number(expires);
   // S3 treats a URL valid for 0 seconds as expired, not as malformed.
   if (seconds < 1) throw accessDenied("Request has expired");
-  if (seconds > MAX_PRESIGNED_EXPIRES) {
-    throw queryError("X-Amz-Expires must be less than a week (in seconds) that is 604800");
-  }
+  if (seconds > MAX_PRESIGNED_EXPIRES) throw queryError("X-Amz-Expires must be less than a week (in seconds) that is 604800");
   const sh = parseSignedHeaders(signedHeaders, (d) => queryError(`Error parsing the X-Amz-SignedHeaders parameter; ${d}`));
   // Validity window. (A presigned URL is not subject to the clock skew check.)
   if (time - now > MAX_SKEW_MS) throw accessDenied("Request is not valid yet");
@@ -501,14 +444,6 @@ function signedHeaderValue(request: Request, url: URL, name: string): string {
 // ---------------------------------------------------------------------------------------------
 // Authentication, step by step (authenticate, at the end, runs them in this order)
 
-/** The query's parameters, and the first value of each by its decoded name. */
-function readQuery(url: URL): { params: QueryParam[]; query: Map<string, string> } {
-  const params = parseQuery(url.search);
-  const query = new Map<string, string>();
-  for (const p of params) if (!query.has(p.name)) query.set(p.name, p.value);
-  return { params, query };
-}
-
 /** What the request claims, from the one mechanism it may use: a presigned query or the Authorization header. */
 function readSignedRequest(headers: Headers, query: Map<string, string>, opts: AuthOptions): SignedRequest {
   const authorization = headers.get("authorization");
@@ -537,13 +472,6 @@ function checkScope(req: SignedRequest, opts: AuthOptions): void {
   if (req.terminal !== TERMINAL) throw fail(`incorrect terminal '${req.terminal}'. This endpoint uses '${TERMINAL}'.`);
   if (req.scopeDate !== req.amzDate.slice(0, 8)) {
     throw fail(`Invalid credential date "${req.scopeDate}". This date is not the same as X-Amz-Date: "${req.amzDate.slice(0, 8)}".`);
-  }
-}
-
-/** A header-signed request must be within 15 minutes of now (a presigned URL's window was checked as it was parsed). */
-function checkClockSkew(req: SignedRequest, now: number): void {
-  if (!req.presigned && Math.abs(now - req.time) > MAX_SKEW_MS) {
-    throw new S3Error("RequestTimeTooSkewed", "The difference between the request time and the current time is too large.");
   }
 }
 
@@ -605,36 +533,17 @@ function payloadOf(request: Request, accessKeyId: string, mode: PayloadMode, see
         return { accessKeyId, body: null, contentLength, trailers: NO_TRAILERS() };
       }
       return { accessKeyId, body: verifySha256(source!, mode.hash), contentLength, trailers: NO_TRAILERS() };
-    case "chunked":
-      if (noBody) {
-        throw new S3Error("IncompleteBody", "The request body terminated unexpectedly before the end of the aws-chunked payload.");
-      }
-      return chunkedPayload(source!, request.headers, accessKeyId, mode, seed);
+    case "chunked": {
+      if (noBody) throw new S3Error("IncompleteBody", "The request body terminated unexpectedly before the end of the aws-chunked payload.");
+      // Decoded (its chunk signatures checked, when signed) as it streams.
+      const decodedLength = parseLength(request.headers.get("x-amz-decoded-content-length"), "x-amz-decoded-content-length");
+      // The trailer names x-amz-trailer announces (lower-case), or null when it was not sent.
+      const announced = request.headers.get("x-amz-trailer");
+      const declaredTrailers = announced === null ? null : announced.split(",").flatMap((t) => (t.trim() === "" ? [] : [t.trim().toLowerCase()]));
+      const decoded = decodeAwsChunked(source!, { signing: mode.signed ? seed : null, trailer: mode.trailer, declaredTrailers, decodedLength });
+      return { accessKeyId, body: decoded.body, contentLength: decodedLength, trailers: decoded.trailers };
+    }
   }
-}
-
-/** An aws-chunked payload, decoded (its chunk signatures checked, when signed) as it streams. */
-function chunkedPayload(
-  source: ReadableStream<Uint8Array>,
-  headers: Headers,
-  accessKeyId: string,
-  mode: Extract<PayloadMode, { kind: "chunked" }>,
-  seed: ChunkSigning,
-): Authenticated {
-  const decodedLength = parseLength(headers.get("x-amz-decoded-content-length"), "x-amz-decoded-content-length");
-  const declaredTrailers = announcedTrailers(headers);
-  const decoded = decodeAwsChunked(source, { signing: mode.signed ? seed : null, trailer: mode.trailer, declaredTrailers, decodedLength });
-  return { accessKeyId, body: decoded.body, contentLength: decodedLength, trailers: decoded.trailers };
-}
-
-/** The trailer names `x-amz-trailer` announces (lower-case), or null when it was not sent. */
-function announcedTrailers(headers: Headers): string[] | null {
-  const announced = headers.get("x-amz-trailer");
-  if (announced === null) return null;
-  return announced
-    .split(",")
-    .map((t) => t.trim().toLowerCase())
-    .filter((t) => t !== "");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -650,17 +559,21 @@ function announcedTrailers(headers: Headers): string[] | null {
  */
 export async function authenticate(request: Request, secretOf: SecretLookup, opts: AuthOptions): Promise<Authenticated> {
   const url = new URL(request.url);
-  const { params, query } = readQuery(url);
+  const params = parseQuery(url.search);
+  // The first value of each parameter, by its decoded name.
+  const query = new Map<string, string>();
+  for (const p of params) if (!query.has(p.name)) query.set(p.name, p.value);
   const req = readSignedRequest(request.headers, query, opts);
   checkScope(req, opts);
-  checkClockSkew(req, opts.now);
+  // A header-signed request must be within 15 minutes of now (a presigned URL's window was checked as it was parsed).
+  if (!req.presigned && Math.abs(opts.now - req.time) > MAX_SKEW_MS) throw timeTooSkewed();
   checkHeadersSigned(req, request.headers);
   const mode = payloadMode(req.payloadHash);
 
   // Only a request that could be valid costs a key lookup (a Durable Object call when the key is
   // not cached): everything above is checked first, the clock included (docs/security.md).
   const secret = await secretOf(req.accessKeyId);
-  if (secret === null) throw new S3Error("InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
+  if (secret === null) throw invalidAccessKey();
 
   const seed = await verifySignature(request, url, params, req, secret);
   return payloadOf(request, req.accessKeyId, mode, seed);

@@ -92,38 +92,32 @@ function ipv6Prefix(address: string): string {
     .join(":")}::/64`;
 }
 
-/** Throws SlowDown while `client` is refused for failing too often. */
-export function refuseIfThrottled(client: string | null, now = Date.now()): void {
-  if (client === null) return;
-  const tally = tallies.get(client);
-  if (tally && tally.blockedUntil > now) {
-    metrics.add("shardgate_auth_rejected_total", 1, { reason: "SlowDown" });
-    throw new S3Error("SlowDown", "Please reduce your request rate.", { "Retry-After": String(Math.ceil((tally.blockedUntil - now) / 1000)) });
-  }
-}
-
-/** Counts a failed authentication (an S3Error thrown by it) against `client`. */
-export function noteAuthFailure(client: string | null, error: unknown, now = Date.now()): void {
-  const reason = error instanceof S3Error ? error.code : "InternalError";
-  metrics.add("shardgate_auth_rejected_total", 1, { reason });
-  // A gateway that cannot answer is not the client's failure.
-  if (client === null || reason === "SlowDown" || !(error instanceof S3Error) || error.status >= 500) return;
-  let tally = tallies.get(client);
-  if (!tally || now - tally.windowStart > FAILURE_WINDOW_MS) tally = { windowStart: now, failures: 0, blockedUntil: tally?.blockedUntil ?? 0 };
-  tally.failures++;
-  if (tally.failures > MAX_FAILURES) tally.blockedUntil = now + SLOWDOWN_MS;
-  tallies.delete(client);
-  tallies.set(client, tally);
-  while (tallies.size > MAX_CLIENTS) tallies.delete(tallies.keys().next().value as string);
-}
-
-/** Runs `authenticate` for `client`: refused at once while it is throttled, its failure counted. */
+/**
+ * Runs `authenticate` for `client`: refused at once with SlowDown while it is throttled, and a
+ * failure (an S3Error it throws) counted against it.
+ */
 export async function throttled<T>(client: string | null, authenticate: () => Promise<T>): Promise<T> {
-  refuseIfThrottled(client);
+  const blockedUntil = client === null ? 0 : (tallies.get(client)?.blockedUntil ?? 0);
+  const start = Date.now();
+  if (blockedUntil > start) {
+    metrics.add("shardgate_auth_rejected_total", 1, { reason: "SlowDown" });
+    throw new S3Error("SlowDown", "Please reduce your request rate.", { "Retry-After": String(Math.ceil((blockedUntil - start) / 1000)) });
+  }
   try {
     return await authenticate();
-  } catch (e) {
-    noteAuthFailure(client, e);
-    throw e;
+  } catch (error) {
+    const reason = error instanceof S3Error ? error.code : "InternalError";
+    metrics.add("shardgate_auth_rejected_total", 1, { reason });
+    // A gateway that cannot answer is not the client's failure.
+    if (client === null || reason === "SlowDown" || !(error instanceof S3Error) || error.status >= 500) throw error;
+    const now = Date.now();
+    let tally = tallies.get(client);
+    if (!tally || now - tally.windowStart > FAILURE_WINDOW_MS) tally = { windowStart: now, failures: 0, blockedUntil: tally?.blockedUntil ?? 0 };
+    tally.failures++;
+    if (tally.failures > MAX_FAILURES) tally.blockedUntil = now + SLOWDOWN_MS;
+    tallies.delete(client);
+    tallies.set(client, tally);
+    while (tallies.size > MAX_CLIENTS) tallies.delete(tallies.keys().next().value as string);
+    throw error;
   }
 }

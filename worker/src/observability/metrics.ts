@@ -5,8 +5,8 @@
 // (`npm start`) always reads exact figures. A histogram travels as counters too, which add up
 // across isolates like any other: each bucket's own count (`…_in{le}`: observations above the
 // bound below and at most `le`, only the buckets that got any), its sum and count; rendering
-// makes the buckets cumulative. Gauges (GAUGES) are not
-// stored: the scrape reads them when it renders (node health, the heal queues, the build).
+// makes the buckets cumulative. Gauges (GAUGES) are not stored: the scrape reads them when it
+// renders (node health, the heal queues, the build).
 
 /** Every counter the gateway exports: name → help text. */
 export const COUNTERS = {
@@ -151,7 +151,14 @@ export class Metrics {
     let h = this.durations.get(op);
     if (h === undefined) {
       if (this.durations.size >= MAX_DURATION_OPS) return;
-      h = durationCounts(op);
+      h = {
+        counts: new Float64Array(DURATION_BUCKETS.length + 1),
+        sum: 0,
+        n: 0,
+        bucketKeys: [...DURATION_BUCKETS.map(String), "+Inf"].map((le) => seriesKey(`${DURATION}_in`, { le, op })),
+        sumKey: seriesKey(`${DURATION}_sum`, { op }),
+        countKey: seriesKey(`${DURATION}_count`, { op }),
+      };
       this.durations.set(op, h);
     }
     const seconds = ms / 1000;
@@ -240,23 +247,9 @@ export class Metrics {
 /** This isolate's counters. */
 export const metrics = new Metrics();
 
-function durationCounts(op: string): DurationCounts {
-  return {
-    counts: new Float64Array(DURATION_BUCKETS.length + 1),
-    sum: 0,
-    n: 0,
-    bucketKeys: [...DURATION_BUCKETS.map(String), "+Inf"].map((le) => seriesKey(`${DURATION}_in`, { le, op })),
-    sumKey: seriesKey(`${DURATION}_sum`, { op }),
-    countKey: seriesKey(`${DURATION}_count`, { op }),
-  };
-}
-
-/** A sample's value as Prometheus writes it. */
+/** A sample's value as Prometheus writes it (String gives NaN as it wants, not the infinities). */
 function sampleValue(v: number): string {
-  if (Number.isNaN(v)) return "NaN";
-  if (v === Number.POSITIVE_INFINITY) return "+Inf";
-  if (v === Number.NEGATIVE_INFINITY) return "-Inf";
-  return String(v);
+  return v === Number.POSITIVE_INFINITY ? "+Inf" : v === Number.NEGATIVE_INFINITY ? "-Inf" : String(v);
 }
 
 /**
@@ -277,7 +270,7 @@ export function renderPrometheus(totals: Record<string, number>, gauges: readonl
     out += `# HELP ${name} ${help}\n# TYPE ${name} counter\n`;
     const lines = byName.get(name);
     if (lines) out += `${lines.join("\n")}\n`;
-    else if (!COUNTER_LABELS[name as CounterName]) out += `${name} 0\n`;
+    else if (UNLABELLED.has(name as CounterName)) out += `${name} 0\n`;
   }
   out += `# HELP ${DURATION} ${DURATION_HELP}\n# TYPE ${DURATION} histogram\n${renderDurations(totals)}`;
   for (const [name, help] of Object.entries(GAUGES)) {
@@ -313,29 +306,14 @@ function renderDurations(totals: Record<string, number>): string {
   return out;
 }
 
-/** Counters that carry labels (and so have no series until something is counted). */
-const COUNTER_LABELS: Record<CounterName, boolean> = {
-  shardgate_requests_total: true,
-  shardgate_client_bytes_sent_total: false,
-  shardgate_client_bytes_received_total: false,
-  shardgate_node_bytes_read_total: true,
-  shardgate_node_bytes_written_total: true,
-  shardgate_node_requests_total: true,
-  shardgate_degraded_reads_total: false,
-  shardgate_block_cache_lookups_total: true,
-  shardgate_block_cache_bytes_served_total: false,
-  shardgate_block_cache_fills_total: false,
-  shardgate_checksum_failures_total: false,
-  shardgate_hedged_reads_total: false,
-  shardgate_heal_shards_total: true,
-  shardgate_rebalance_shards_total: true,
-  shardgate_garbage_parts_total: true,
-  shardgate_orphan_files_total: true,
-  shardgate_lifecycle_expired_total: true,
-  shardgate_key_lookups_total: true,
-  shardgate_auth_rejected_total: true,
-  shardgate_notification_events_total: true,
-  shardgate_notification_deliveries_total: true,
-  shardgate_replication_versions_total: true,
-  shardgate_replication_uploads_abandoned_total: false,
-};
+/** Counters without labels: each has its one series, at 0 until something is counted (labelled ones have none until then). */
+const UNLABELLED: ReadonlySet<CounterName> = new Set([
+  "shardgate_client_bytes_sent_total",
+  "shardgate_client_bytes_received_total",
+  "shardgate_degraded_reads_total",
+  "shardgate_block_cache_bytes_served_total",
+  "shardgate_block_cache_fills_total",
+  "shardgate_checksum_failures_total",
+  "shardgate_hedged_reads_total",
+  "shardgate_replication_uploads_abandoned_total",
+]);

@@ -158,11 +158,7 @@ const SEEN_KEYS = 4096;
 function seenBefore(key: string): boolean {
   if (seenOnce.delete(key)) return true;
   seenOnce.add(key);
-  if (seenOnce.size > SEEN_KEYS)
-    for (const oldest of seenOnce) {
-      seenOnce.delete(oldest);
-      break;
-    }
+  if (seenOnce.size > SEEN_KEYS) seenOnce.delete(seenOnce.values().next().value as string);
   return false;
 }
 
@@ -234,8 +230,7 @@ class MemoryFirst implements Store {
     try {
       const body = await this.next.match(key, 0, length, length);
       if (!(body instanceof ReadableStream)) return body;
-      const entry = new Response(body);
-      const bytes = new Uint8Array(await entry.arrayBuffer());
+      const bytes = new Uint8Array(await new Response(body).arrayBuffer());
       if (bytes.length !== length) return null;
       this.keep(key, bytes);
       return bytes;

@@ -7,6 +7,7 @@ import { writeBorrowed } from "../shared/bytes";
 import type { ShardVerifier } from "../shared/core-api";
 import { BODY_PIECE_BYTES, PieceReader } from "../shared/piece-reader";
 import type { StorageNode } from "../shared/nodes";
+import { withinStall } from "./shard-sink";
 
 /** The shard file was refused: what is wrong with it (the client's error, not the node's). */
 export class CodedShardRefused extends Error {}
@@ -55,7 +56,9 @@ export async function storeCodedShard(
       await stored;
     })();
     finish.catch(() => {}); // awaited below, or abandoned past the deadline
-    await beforeDeadline(finish, deadline, node.id);
+    // Past the deadline, an error: the upload is then abandoned.
+    const late = () => new CodedShardLate(`node ${node.id} did not complete the shard file in time`);
+    await (deadline === Number.POSITIVE_INFINITY ? finish : withinStall(finish, Math.max(0, deadline - Date.now()), late));
   } catch (e) {
     await writer.abort(e).catch(() => {});
     // The rest of the body (at most the file's length: its Content-Length was checked) is read
@@ -66,19 +69,5 @@ export async function storeCodedShard(
       // the client went away
     }
     throw e;
-  }
-}
-
-/** `work`, unless `deadline` (ms since the epoch) comes first: then an error. */
-async function beforeDeadline(work: Promise<void>, deadline: number, node: string): Promise<void> {
-  if (deadline === Number.POSITIVE_INFINITY) return work;
-  const timer: { id?: ReturnType<typeof setTimeout> } = {};
-  const late = new Promise<never>((_, reject) => {
-    timer.id = setTimeout(() => reject(new CodedShardLate(`node ${node} did not complete the shard file in time`)), Math.max(0, deadline - Date.now()));
-  });
-  try {
-    await Promise.race([work, late]);
-  } finally {
-    if (timer.id !== undefined) clearTimeout(timer.id);
   }
 }

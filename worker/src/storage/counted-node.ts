@@ -3,7 +3,6 @@
 import type { Metrics } from "../observability/metrics";
 import { type NodeListing, type ShardBody, type StorageNode, WrappedNode } from "../shared/nodes";
 
-/** Counts every request to `inner` and the bytes it moves (shardgate_node_* metrics). */
 export class CountedNode extends WrappedNode {
   constructor(
     inner: StorageNode,
@@ -18,11 +17,7 @@ export class CountedNode extends WrappedNode {
   }
 
   async get(key: string, start: number, end: number): Promise<ReadableStream<Uint8Array> | null> {
-    const body = await this.count(
-      "GET",
-      (b) => (b ? 206 : 404),
-      () => this.inner.get(key, start, end),
-    );
+    const body = await this.count("GET", 206, () => this.inner.get(key, start, end));
     // What the node was asked to serve: an upper bound on what it sent when a read stops early.
     if (body) this.metrics.add("shardgate_node_bytes_read_total", end - start, { node: this.id });
     return body;
@@ -37,17 +32,14 @@ export class CountedNode extends WrappedNode {
   }
 
   head(key: string): Promise<number | null> {
-    return this.count(
-      "HEAD",
-      (size) => (size === null ? 404 : 200),
-      () => this.inner.head(key),
-    );
+    return this.count("HEAD", 200, () => this.inner.head(key));
   }
 
-  private async count<T>(method: string, status: number | ((result: T) => number), op: () => Promise<T>): Promise<T> {
+  /** Counts `request` by its outcome: `ok`, 404 when it found nothing (null), 500 when it failed. */
+  private async count<T>(method: string, ok: number, request: () => Promise<T>): Promise<T> {
     try {
-      const result = await op();
-      this.metrics.add("shardgate_node_requests_total", 1, { node: this.id, method, status: typeof status === "number" ? status : status(result) });
+      const result = await request();
+      this.metrics.add("shardgate_node_requests_total", 1, { node: this.id, method, status: result === null ? 404 : ok });
       return result;
     } catch (e) {
       this.metrics.add("shardgate_node_requests_total", 1, { node: this.id, method, status: 500 });

@@ -14,31 +14,27 @@ export class DelayedNode extends WrappedNode {
   async put(key: string, body: ShardBody, length: number): Promise<void> {
     // Bytes are the caller's again once put returns (shared/nodes.ts): kept across the delay, they are copied.
     const kept = body instanceof Uint8Array ? body.slice() : body;
-    await this.delay();
-    return this.inner.put(key, kept, length);
+    return this.delayed(() => this.inner.put(key, kept, length));
   }
 
-  async get(key: string, start: number, end: number): Promise<ReadableStream<Uint8Array> | null> {
-    await this.delay();
-    return this.inner.get(key, start, end);
+  get(key: string, start: number, end: number): Promise<ReadableStream<Uint8Array> | null> {
+    return this.delayed(() => this.inner.get(key, start, end));
   }
 
-  async delete(keys: string[]): Promise<void> {
-    await this.delay();
-    return this.inner.delete(keys);
+  delete(keys: string[]): Promise<void> {
+    return this.delayed(() => this.inner.delete(keys));
   }
 
-  async head(key: string): Promise<number | null> {
-    await this.delay();
-    return this.inner.head(key);
+  head(key: string): Promise<number | null> {
+    return this.delayed(() => this.inner.head(key));
   }
 
-  async list(cursor: string | null): Promise<NodeListing> {
-    await this.delay();
-    return this.inner.list(cursor);
+  list(cursor: string | null): Promise<NodeListing> {
+    return this.delayed(() => this.inner.list(cursor));
   }
 
-  private delay(): Promise<void> {
-    return new Promise((resolve) => setTimeout(resolve, this.delayMs));
+  private async delayed<T>(request: () => Promise<T>): Promise<T> {
+    await new Promise((resolve) => setTimeout(resolve, this.delayMs));
+    return request();
   }
 }

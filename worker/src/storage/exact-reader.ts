@@ -22,7 +22,7 @@ export class ExactReader {
 
   /** Fills `target` completely, or fails with IncompleteBody when the body ends first. */
   async fill(target: Uint8Array): Promise<void> {
-    await this.fillFrom(target, this.takeLeftover(target));
+    await this.fillFrom(target, 0);
   }
 
   /**
@@ -55,27 +55,19 @@ export class ExactReader {
   }
 
   private async fillFrom(target: Uint8Array, start: number): Promise<void> {
-    let at = start;
-    while (at < target.length) {
-      if (this.leftover.length === 0) {
-        // Never more than this block needs: the rest would wait in the shared buffer.
-        const next = await this.next(target.length - at);
-        if (!next) throw incomplete();
-        this.leftover = next;
-      }
-      const n = Math.min(this.leftover.length, target.length - at);
-      target.set(this.leftover.subarray(0, n), at);
-      this.leftover = this.leftover.subarray(n);
-      at += n;
+    for (let at = start; at < target.length; at += this.takeLeftover(target.subarray(at))) {
+      if (this.leftover.length > 0) continue;
+      // Never more than this block needs: the rest would wait in the shared buffer.
+      const next = await this.next(target.length - at);
+      if (!next) throw incomplete();
+      this.leftover = next;
     }
   }
 
   /** The body must hold no more bytes than its declared length. */
   async expectEnd(): Promise<void> {
     // One byte is enough to tell: a larger read would wait for bytes that never come.
-    if (this.leftover.length > 0 || (await this.next(1))) {
-      throw new BodyLengthError("The request body is longer than its declared length.");
-    }
+    if (this.leftover.length > 0 || (await this.next(1))) throw new BodyLengthError("The request body is longer than its declared length.");
   }
 
   /** Whether the body has ended (or broke): nothing more will come. */

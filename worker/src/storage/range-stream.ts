@@ -2,7 +2,6 @@
 // one: a copy's source, a heal.
 import { openPartSource, type RangeSource } from "../shared/read-part";
 
-/** openPartSource as a stream (for readers that want one: a copy's source, a heal). */
 export async function openPartRange(...args: Parameters<typeof openPartSource>): Promise<ReadableStream<Uint8Array>> {
   return sourceStream(await openPartSource(...args));
 }

@@ -204,8 +204,9 @@ async function rebuildPass(
   const { layout } = part;
   if (targets.size === 0) return new Set();
   const geometry = core.geometry(partGeometry(part.size, layout));
-  const sinks = new Map<number, ShardSink>();
-  for (const [shard, node] of targets) sinks.set(shard, new ShardSink(node, shardKey(layout.storageId, shard), geometry.shardFileBytes, config.nodeStallMs));
+  const sinks = new Map(
+    [...targets].map(([shard, node]) => [shard, new ShardSink(node, shardKey(layout.storageId, shard), geometry.shardFileBytes, config.nodeStallMs)]),
+  );
   const encoder = core.encoder(geometry);
   let body: ReadableStream<Uint8Array> | undefined;
   try {

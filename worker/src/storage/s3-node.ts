@@ -4,14 +4,11 @@
 // so a single PUT (S3 allows 5 GiB) carries any part a single PutObject or UploadPart can.
 import { AwsClient } from "aws4fetch";
 import { expectDeleted, expectOk, type NodeListing, nodeText, rangedBody, type ShardBody, type StorageNode } from "../shared/nodes";
+import type { S3RemoteSpec } from "./s3-remote";
 
-export interface S3NodeSpec {
-  /** Base URL, e.g. http://127.0.0.1:7070 or https://<account>.r2.cloudflarestorage.com. */
-  endpoint: string;
+/** The endpoint is a base URL, e.g. http://127.0.0.1:7070 or https://<account>.r2.cloudflarestorage.com. */
+export interface S3NodeSpec extends S3RemoteSpec {
   bucket: string;
-  region: string;
-  accessKeyId: string;
-  secretAccessKey: string;
   /** Whether clients can reach the endpoint themselves (with CORS for browsers): the direct path then sends shard files straight to it. */
   clientUrls: boolean;
 }
@@ -30,15 +27,13 @@ export class S3Node implements StorageNode {
   ) {
     this.client = new AwsClient({ accessKeyId: spec.accessKeyId, secretAccessKey: spec.secretAccessKey, service: "s3", region: spec.region, retries: 0 });
     this.base = `${spec.endpoint.replace(/\/+$/, "")}/${encodeURIComponent(spec.bucket)}/`;
-    if (spec.clientUrls) this.presign = (key, method, expiresSeconds) => this.presignedUrl(key, method, expiresSeconds);
-  }
-
-  /** A presigned URL (query-string SigV4, unsigned payload) of `key` for `method`. */
-  private async presignedUrl(key: string, method: "GET" | "PUT", expiresSeconds: number): Promise<string> {
-    // S3 takes presigned URLs for at most 7 days.
-    const expires = Math.max(1, Math.min(7 * 24 * 3600, Math.floor(expiresSeconds)));
-    const url = `${this.fileUrl(key)}?X-Amz-Expires=${expires}`;
-    return (await this.client.sign(url, { method, aws: { signQuery: true } })).url;
+    // A presigned URL (query-string SigV4, unsigned payload): S3 takes them for at most 7 days.
+    if (spec.clientUrls) {
+      this.presign = async (key, method, expiresSeconds) => {
+        const expires = Math.max(1, Math.min(7 * 24 * 3600, Math.floor(expiresSeconds)));
+        return (await this.client.sign(`${this.fileUrl(key)}?X-Amz-Expires=${expires}`, { method, aws: { signQuery: true } })).url;
+      };
+    }
   }
 
   async put(key: string, body: ShardBody): Promise<void> {

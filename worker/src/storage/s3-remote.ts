@@ -34,14 +34,12 @@ export class S3Remote {
     headers: Record<string, string>,
     signal: AbortSignal,
   ): Promise<string | null> {
-    const res = await this.send(bucket, key, "", body, size, headers, signal);
-    return outcome(res, [200]);
+    return outcome(await this.send(bucket, key, "", body, size, headers, signal), [200]);
   }
 
   /** CreateMultipartUpload of `bucket`/`key` with `headers` (as put's): its upload id, or why not. */
   async createUpload(bucket: string, key: string, headers: Record<string, string>, signal: AbortSignal): Promise<{ uploadId: string } | { error: string }> {
-    const signed = await this.sign(bucket, key, "POST", headers, "uploads");
-    const res = await fetch(signed.url, { method: "POST", headers: signed.headers, signal });
+    const res = await this.request(bucket, key, "POST", headers, "uploads", { signal });
     if (res.status !== 200) return { error: await failure(res) };
     const xml = await readText(res, ANSWER_BYTES);
     const uploadId = elementText(xml, "UploadId");
@@ -88,8 +86,8 @@ export class S3Remote {
   ): Promise<{ etag: string } | { error: string }> {
     const parts = etags.map((etag, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${escapeXml(etag)}</ETag></Part>`).join("");
     const body = new TextEncoder().encode(`<CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${parts}</CompleteMultipartUpload>`);
-    const signed = await this.sign(bucket, key, "POST", { ...headers, "content-type": "application/xml" }, `uploadId=${encodeURIComponent(uploadId)}`);
-    const res = await fetch(signed.url, { method: "POST", headers: signed.headers, body, signal });
+    const query = `uploadId=${encodeURIComponent(uploadId)}`;
+    const res = await this.request(bucket, key, "POST", { ...headers, "content-type": "application/xml" }, query, { signal, body });
     if (res.status !== 200) return { error: await failure(res) };
     // S3 answers 200 at once and keeps the connection alive with whitespace while it assembles the
     // object; a failure then comes as an <Error> document in that 200's body.
@@ -101,14 +99,12 @@ export class S3Remote {
 
   /** AbortMultipartUpload; null when the upload is gone (aborted now, or already: 404 NoSuchUpload). */
   async abortUpload(bucket: string, key: string, uploadId: string, signal: AbortSignal): Promise<string | null> {
-    const signed = await this.sign(bucket, key, "DELETE", {}, `uploadId=${encodeURIComponent(uploadId)}`);
-    return outcome(await fetch(signed.url, { method: "DELETE", headers: signed.headers, signal }), [200, 204, 404]);
+    return outcome(await this.request(bucket, key, "DELETE", {}, `uploadId=${encodeURIComponent(uploadId)}`, { signal }), [200, 204, 404]);
   }
 
   /** DELETEs `bucket`/`key` (a delete marker where the bucket is versioned) with `headers`; null when done. */
   async delete(bucket: string, key: string, headers: Record<string, string>, signal: AbortSignal): Promise<string | null> {
-    const signed = await this.sign(bucket, key, "DELETE", headers);
-    return outcome(await fetch(signed.url, { method: "DELETE", headers: signed.headers, signal }), [200, 204, 404]);
+    return outcome(await this.request(bucket, key, "DELETE", headers, "", { signal }), [200, 204, 404]);
   }
 
   /** PUTs `size` bytes of `body` to `bucket`/`key` (`query`: none, or an UploadPart's); the answer, its body unread. */
@@ -121,28 +117,27 @@ export class S3Remote {
     headers: Record<string, string>,
     signal: AbortSignal,
   ): Promise<Response> {
-    if (size <= WHOLE_BYTES) {
-      const bytes = await readExactly(body, size);
-      const signed = await this.sign(bucket, key, "PUT", headers, query);
-      return fetch(signed.url, { method: "PUT", headers: signed.headers, body: bytes, signal });
-    }
+    if (size <= WHOLE_BYTES) return this.request(bucket, key, "PUT", headers, query, { signal, body: await readExactly(body, size) });
     const fixed = new FixedLengthStream(size);
     const stop = new AbortController();
     // Ends with the PUT: a refused or failed one stops the read of the source (its streams close).
     const piping = body.pipeTo(fixed.writable, { signal: stop.signal }).catch(() => {});
     try {
-      const signed = await this.sign(bucket, key, "PUT", headers, query);
-      return await fetch(signed.url, { method: "PUT", headers: signed.headers, body: fixed.readable, signal });
+      return await this.request(bucket, key, "PUT", headers, query, { signal, body: fixed.readable });
     } finally {
       stop.abort();
       await piping;
     }
   }
 
-  private sign(bucket: string, key: string, method: string, headers: Record<string, string>, query = ""): Promise<Request> {
+  /** Signs (the payload UNSIGNED-PAYLOAD) and sends a request for `bucket`/`key` (`query`: a sub-resource's, or none). */
+  private async request(bucket: string, key: string, method: string, headers: Record<string, string>, query: string, init: RequestInit): Promise<Response> {
     const path = `${this.base}/${encodeURIComponent(bucket)}/${key.split("/").map(encodeURIComponent).join("/")}`;
-    const url = query === "" ? path : `${path}?${query}`;
-    return this.client.sign(url, { method, headers: { ...headers, "x-amz-content-sha256": "UNSIGNED-PAYLOAD" } });
+    const signed = await this.client.sign(query === "" ? path : `${path}?${query}`, {
+      method,
+      headers: { ...headers, "x-amz-content-sha256": "UNSIGNED-PAYLOAD" },
+    });
+    return fetch(signed.url, { ...init, method, headers: signed.headers });
   }
 }
 

@@ -20,7 +20,8 @@ const TAKEN: Queued = { promise: Promise.resolve(), settled: true };
  */
 export class ShardSink {
   private readonly writer: WritableStreamDefaultWriter<Uint8Array>;
-  private readonly settled: Promise<boolean>;
+  /** Whether the node stored the file; false for a failed or stalled node (then aborted). */
+  readonly done: Promise<boolean>;
   /** The block written last, until the node has taken it. */
   private last: Queued = TAKEN;
   failed = false;
@@ -35,18 +36,13 @@ export class ShardSink {
     // between (a TransformStream per shard costs more than the rest of the write path).
     const pipe = new FixedLengthStream(length);
     this.writer = pipe.writable.getWriter();
-    this.settled = node.put(key, pipe.readable, length).then(
+    this.done = node.put(key, pipe.readable, length).then(
       () => !this.failed,
       () => {
         this.failed = true;
         return false;
       },
     );
-  }
-
-  /** Whether the node stored the file; false for a failed or stalled node (then aborted). */
-  get done(): Promise<boolean> {
-    return this.settled;
   }
 
   async write(bytes: Uint8Array): Promise<void> {
@@ -117,18 +113,18 @@ export class ShardSink {
   private async finish(): Promise<boolean> {
     await this.last.promise;
     await this.writer.close();
-    return this.settled;
+    return this.done;
   }
 }
 
-/** Waits for `step`, at most `stallMs` (one timer). */
-export async function withinStall(step: Promise<unknown>, stallMs: number): Promise<void> {
+/** Waits for `step`, at most `stallMs` (one timer): then resolves with undefined or, given `late`, rejects with its error. */
+export async function withinStall<T>(step: Promise<T>, stallMs: number, late?: () => Error): Promise<T | undefined> {
   let timer = 0;
-  const stalled = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, stallMs);
+  const stalled = new Promise<undefined>((resolve, reject) => {
+    timer = setTimeout(() => (late ? reject(late()) : resolve(undefined)), stallMs);
   });
   try {
-    await Promise.race([step, stalled]);
+    return await Promise.race([step, stalled]);
   } finally {
     clearTimeout(timer);
   }

@@ -12,6 +12,7 @@ import { missingShards } from "./rebuild-part";
 import type { ShardedPart } from "./layout";
 import { GuardedNode, NodeUnavailableError } from "../shared/node-health";
 import { nodesById, shardKey, type StorageNode } from "../shared/nodes";
+import { withinStall } from "./shard-sink";
 
 export type ScrubMode = "deep" | "shallow";
 
@@ -117,7 +118,9 @@ async function verifyShardFile(
     let error: unknown;
     try {
       for (;;) {
-        const { done, value } = await readWithin(reader, stallMs);
+        // Failing when the node sends nothing for stallMs: it stalled mid-file.
+        const read = withinStall(reader.read(), stallMs, () => new Error(`the node sent nothing for ${stallMs} ms`));
+        const { done, value } = (await read) as ReadableStreamReadResult<Uint8Array>;
         if (done) break;
         verifier.push(value);
       }
@@ -134,19 +137,6 @@ async function verifyShardFile(
     return { ...counted, problem: null };
   } finally {
     verifier.free();
-  }
-}
-
-/** One read of a shard stream, failing when the node sends nothing for `stallMs` (it stalled mid-file). */
-async function readWithin(reader: ReadableStreamDefaultReader<Uint8Array>, stallMs: number): Promise<ReadableStreamReadResult<Uint8Array>> {
-  let timer = 0;
-  const stalled = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`the node sent nothing for ${stallMs} ms`)), stallMs);
-  });
-  try {
-    return await Promise.race([reader.read(), stalled]);
-  } finally {
-    clearTimeout(timer);
   }
 }
 

@@ -96,12 +96,17 @@ async function writeSharded(
       // them all to their streams (which copy them) before it awaits anything.
       encoder.encode(bytes, (shard, framed) => writes.push([sinks[shard], framed]));
       await ShardSink.writeAll(writes);
-      if (sinks.filter((s) => !s.failed).length < config.writeQuorum) throw quorumLost(sinks, config);
+      const ok = sinks.filter((s) => !s.failed).length;
+      if (ok < config.writeQuorum) throw quorumLost(ok, sinks.length, config);
     }
     await reader.expectEnd();
     giveBuffer(block); // only here: a failed read may have left it with the stream
   } catch (e) {
-    abandon(e, placement, storageId, sinks);
+    // Every upload is aborted with a WriteAbandoned, and what reached the nodes is removed: best
+    // effort, and not awaited, since a stalled node must not hold the client's answer.
+    const abandoned = new WriteAbandoned(e instanceof Error ? e.message : String(e));
+    for (const sink of sinks) sink.abort(abandoned);
+    void cleanup(placement, storageId, sinks).catch(() => {});
     throw e;
   } finally {
     encoder.free();
@@ -111,7 +116,7 @@ async function writeSharded(
   const missedShards = written.flatMap((ok, i) => (ok ? [] : [i]));
   if (written.length - missedShards.length < config.writeQuorum) {
     void cleanup(placement, storageId, sinks).catch(() => {});
-    throw quorumLost(sinks, config);
+    throw quorumLost(sinks.filter((s) => !s.failed).length, sinks.length, config);
   }
   await md5Writer.close();
   return { size, md5: hashMd5 ? new Uint8Array(await md5.digest) : new Uint8Array(0), layout: shardedLayout(config, storageId, placement), missedShards };
@@ -178,9 +183,7 @@ async function writeOneBlock(
     void Promise.allSettled(stored)
       .then(() => Promise.allSettled(placement.map((node, i) => node.delete([shardKey(storageId, i)]))))
       .catch(() => {});
-    throw new WriteQuorumError(
-      `Only ${done.length - missedShards.length} of ${done.length} storage nodes accepted the data; ${config.writeQuorum} are needed.`,
-    );
+    throw quorumLost(done.length - missedShards.length, done.length, config);
   }
   return { md5, missedShards };
 }
@@ -191,20 +194,8 @@ export function preferAvailable(nodes: readonly StorageNode[], count: number): r
   return available.length >= count ? available : nodes;
 }
 
-function quorumLost(sinks: ShardSink[], config: GatewayConfig): WriteQuorumError {
-  const ok = sinks.filter((s) => !s.failed).length;
-  return new WriteQuorumError(`Only ${ok} of ${sinks.length} storage nodes accepted the data; ${config.writeQuorum} are needed.`);
-}
-
-/**
- * Gives up a streamed write that failed with `cause`: every shard file's upload is aborted with a
- * WriteAbandoned, and what reached the nodes is removed: best effort, and not awaited, since a
- * stalled node must not hold the client's answer.
- */
-function abandon(cause: unknown, placement: StorageNode[], storageId: string, sinks: ShardSink[]): void {
-  const abandoned = new WriteAbandoned(cause instanceof Error ? cause.message : String(cause));
-  sinks.forEach((s) => s.abort(abandoned));
-  void cleanup(placement, storageId, sinks).catch(() => {});
+function quorumLost(ok: number, total: number, config: GatewayConfig): WriteQuorumError {
+  return new WriteQuorumError(`Only ${ok} of ${total} storage nodes accepted the data; ${config.writeQuorum} are needed.`);
 }
 
 /** Removes whatever a failed write left on its nodes (best effort: nothing references it). */
