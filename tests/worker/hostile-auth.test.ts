@@ -11,6 +11,7 @@ import { env as workersEnv, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { handleS3 } from "../../worker/src/api/handle";
 import { clientOf, MAX_FAILURES } from "../../worker/src/auth/throttle";
+import { KEY_CACHE_MS } from "../../worker/src/services/access-keys";
 import type { Env } from "../../worker/src/config";
 import { CREDENTIALS } from "../shared/credentials";
 import { errorCode, metricTotal, scrapeMetrics, whileProbing } from "./hostile";
@@ -132,7 +133,8 @@ describe("checks before any key lookup", () => {
       }
       return answers;
     });
-    const seconds = Math.ceil((Date.now() - started) / 1000);
+    const elapsedMs = Date.now() - started;
+    const seconds = Math.ceil(elapsedMs / 1000);
     const codes = new Map<string, number>();
     for (const res of result) {
       const code = errorCode(await res.text()) ?? String(res.status);
@@ -147,7 +149,9 @@ describe("checks before any key lookup", () => {
       metricTotal(after, "shardgate_key_lookups_total", { result: "found" }) - metricTotal(before, "shardgate_key_lookups_total", { result: "found" });
     // 300 ids of the keys' form: at most the burst (100) and 50 a second after it.
     expect(unknown).toBeLessThanOrEqual(100 + 50 * seconds);
-    expect(found).toBe(0);
+    // The real key is answered from the cache: looked up again only when its entry expires, which
+    // a flood slower than KEY_CACHE_MS (a loaded machine) outlasts.
+    expect(found).toBeLessThanOrEqual(Math.floor(elapsedMs / KEY_CACHE_MS));
     const rejected = (reason: string) =>
       metricTotal(after, "shardgate_auth_rejected_total", { reason }) - metricTotal(before, "shardgate_auth_rejected_total", { reason });
     expect(rejected("InvalidAccessKeyId") + rejected("SlowDown")).toBe(600);
