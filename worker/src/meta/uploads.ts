@@ -58,7 +58,7 @@ export function deleteUpload(sql: SqlStorage, uploadId: string): PartRecord[] {
 
 /** Stores a part, replacing one with the same number; returns the replaced one. */
 export function upsertPart(sql: SqlStorage, uploadId: string, part: PartRecord): PartRecord | null {
-  const previous = getPart(sql, uploadId, part.partNumber);
+  const previous = sql.exec<{ record: string }>("SELECT record FROM parts WHERE upload_id = ? AND part_number = ?", uploadId, part.partNumber).toArray()[0];
   sql.exec(
     `INSERT INTO parts (upload_id, part_number, record) VALUES (?, ?, ?)
      ON CONFLICT (upload_id, part_number) DO UPDATE SET record = excluded.record`,
@@ -66,12 +66,7 @@ export function upsertPart(sql: SqlStorage, uploadId: string, part: PartRecord):
     part.partNumber,
     JSON.stringify(part),
   );
-  return previous;
-}
-
-function getPart(sql: SqlStorage, uploadId: string, partNumber: number): PartRecord | null {
-  const row = sql.exec<{ record: string }>("SELECT record FROM parts WHERE upload_id = ? AND part_number = ?", uploadId, partNumber).toArray()[0];
-  return row ? (JSON.parse(row.record) as PartRecord) : null;
+  return previous ? (JSON.parse(previous.record) as PartRecord) : null;
 }
 
 /** Parts numbered above `after`, in order, at most `limit`. */
@@ -90,20 +85,28 @@ export const STALE_UPLOAD_MS = 7 * 24 * 3600 * 1000;
 /** Stale uploads removed per alarm run: keeps one run's work bounded. */
 const STALE_UPLOADS_PER_ALARM = 100;
 
-/** Aborts uploads older than STALE_UPLOAD_MS, a bounded batch: their parts (whose shard files the caller deletes). */
+/** Aborts uploads older than STALE_UPLOAD_MS, oldest first, a bounded batch: their parts (whose shard files the caller deletes). */
 export function abortStale(sql: SqlStorage, now: number): ManifestPart[] {
-  return staleUploadIds(sql, now - STALE_UPLOAD_MS, STALE_UPLOADS_PER_ALARM).flatMap((id) => deleteUpload(sql, id).map((p) => p.part));
+  const stale = sql.exec<{ id: string }>(
+    "SELECT upload_id AS id FROM uploads WHERE initiated < ? ORDER BY initiated LIMIT ?",
+    now - STALE_UPLOAD_MS,
+    STALE_UPLOADS_PER_ALARM,
+  );
+  return stale.toArray().flatMap((r) => deleteUpload(sql, r.id).map((p) => p.part));
 }
 
 /** Aborts every upload (its bucket goes): their parts (whose shard files the caller deletes). */
 export function abortAll(sql: SqlStorage): ManifestPart[] {
-  return allUploadIds(sql).flatMap((id) => deleteUpload(sql, id).map((p) => p.part));
+  return sql
+    .exec<{ id: string }>("SELECT upload_id AS id FROM uploads")
+    .toArray()
+    .flatMap((r) => deleteUpload(sql, r.id).map((p) => p.part));
 }
 
 /** When the oldest upload turns stale (at least a second from `now`); null when there is none. */
 export function staleCheckDue(sql: SqlStorage, now: number): number | null {
-  const oldest = oldestUpload(sql);
-  return oldest === null ? null : Math.max(oldest + STALE_UPLOAD_MS, now + 1000);
+  const oldest = sql.exec<{ initiated: number }>("SELECT initiated FROM uploads ORDER BY initiated LIMIT 1").toArray()[0];
+  return oldest === undefined ? null : Math.max(oldest.initiated + STALE_UPLOAD_MS, now + 1000);
 }
 
 /**
@@ -119,32 +122,12 @@ export function unusedParts(sql: SqlStorage, uploadId: string, key: string, used
   return [...parts.values()];
 }
 
-/** Uploads begun before `cutoff` (ms since the epoch), oldest first. */
-export function staleUploadIds(sql: SqlStorage, cutoff: number, limit: number): string[] {
-  return sql
-    .exec<{ upload_id: string }>("SELECT upload_id FROM uploads WHERE initiated < ? ORDER BY initiated LIMIT ?", cutoff, limit)
-    .toArray()
-    .map((r) => r.upload_id);
-}
-
 /** Uploads of keys in [prefix, end) (end null: no bound) initiated at or before `cutoff`, at most `limit`. */
 export function uploadsInitiatedBy(sql: SqlStorage, prefix: string, end: string | null, cutoff: number, limit: number): string[] {
   const range = end === null ? "key >= ?" : "key >= ? AND key < ?";
   const bindings = end === null ? [prefix] : [prefix, end];
   return sql
     .exec<{ upload_id: string }>(`SELECT upload_id FROM uploads WHERE ${range} AND initiated <= ? ORDER BY initiated LIMIT ?`, ...bindings, cutoff, limit)
-    .toArray()
-    .map((r) => r.upload_id);
-}
-
-export function oldestUpload(sql: SqlStorage): number | null {
-  return sql.exec<{ initiated: number }>("SELECT initiated FROM uploads ORDER BY initiated LIMIT 1").toArray()[0]?.initiated ?? null;
-}
-
-/** Every upload id. */
-function allUploadIds(sql: SqlStorage): string[] {
-  return sql
-    .exec<{ upload_id: string }>("SELECT upload_id FROM uploads")
     .toArray()
     .map((r) => r.upload_id);
 }
