@@ -215,12 +215,12 @@ export function rulesFor(rules: readonly ReplicationRule[], key: string, deleteM
   return [...best.values()].filter((r) => !deleteMarker || r.deleteMarkers);
 }
 
-/** A bucket's replication configuration and the statuses of its versions, in its index. */
-/** A rule's destination and filter, as the walk compares configurations (meta/replication-rules.ts setConfiguration). */
+/** A rule's destination and filter, as the walk compares configurations (setConfiguration). */
 function walkedKey(r: ReplicationRule): string {
   return JSON.stringify([r.target, r.prefix, r.and === true, r.tags ?? []]);
 }
 
+/** A bucket's replication configuration and the statuses of its versions, in its index. */
 export class Replication {
   private rules: ReplicationRule[] | undefined;
 
@@ -448,54 +448,27 @@ export class Replication {
   }
 
   /** The walk of existing objects: null when there is none (or it was cancelled). */
-  walkStatus(): {
-    generation: number;
-    state: "walking" | "done";
-    nextAfter: string | null;
-    startedAt: string;
-    doneAt: string | null;
-    visited: number;
-    queued: number;
-    runs: number;
-    largestRun: number;
-    waits: number;
-    waitMs: number;
-    newTargets: string[];
-    skippedNullVersions: number;
-  } | null {
+  walkStatus() {
+    type Counts = Record<"visited" | "queued" | "runs" | "largestRun" | "waits" | "waitMs", number>;
     const row = this.sql
-      .exec<{
-        generation: number;
-        after: string | null;
-        started: number;
-        visited: number;
-        queued: number;
-        runs: number;
-        largest_run: number;
-        waits: number;
-        done: number | null;
-        wait_ms: number;
-        new_targets: string;
-        skipped_null: number;
-      }>(
-        "SELECT generation, after, started, visited, queued, runs, largest_run, waits, done, wait_ms, new_targets, skipped_null FROM replication_walk WHERE id = 1",
+      .exec<{ generation: number; after: string | null; started: number; done: number | null; newTargets: string; skipped: number } & Counts>(
+        `SELECT generation, after, started, done, new_targets AS newTargets, skipped_null AS skipped,
+           visited, queued, runs, largest_run AS largestRun, waits, wait_ms AS waitMs FROM replication_walk WHERE id = 1`,
       )
       .toArray()[0];
     if (!row) return null;
+    const { generation, after, started, done, newTargets, skipped, ...counts } = row;
+    const state: "walking" | "done" = done === null ? "walking" : "done";
+    const doneAt = done === null ? null : new Date(done).toISOString();
     return {
-      generation: row.generation,
-      state: row.done === null ? "walking" : "done",
-      nextAfter: row.after,
-      startedAt: new Date(row.started).toISOString(),
-      doneAt: row.done === null ? null : new Date(row.done).toISOString(),
-      visited: row.visited,
-      queued: row.queued,
-      runs: row.runs,
-      largestRun: row.largest_run,
-      waits: row.waits,
-      waitMs: row.wait_ms,
-      newTargets: JSON.parse(row.new_targets) as string[],
-      skippedNullVersions: row.skipped_null,
+      generation,
+      state,
+      nextAfter: after,
+      startedAt: new Date(started).toISOString(),
+      doneAt,
+      ...counts,
+      newTargets: JSON.parse(newTargets) as string[],
+      skippedNullVersions: skipped,
     };
   }
 
@@ -520,14 +493,8 @@ export class Replication {
    * failed) whose next abort is due at `now`, the longest due first, at most `limit`.
    */
   uploadsLeft(limit: number, now: number): RemoteUpload[] {
-    return this.sql
-      .exec<{ target: string; upload_id: string; key: string }>(
-        "SELECT target, upload_id, key FROM replication_uploads WHERE next_at <= ? ORDER BY next_at LIMIT ?",
-        now,
-        limit,
-      )
-      .toArray()
-      .map((r) => ({ target: r.target, key: r.key, uploadId: r.upload_id }));
+    const due = "SELECT target, key, upload_id AS uploadId FROM replication_uploads WHERE next_at <= ? ORDER BY next_at LIMIT ?";
+    return this.sql.exec<{ target: string; key: string; uploadId: string }>(due, now, limit).toArray();
   }
 
   /** Uploads left behind, all of them. */
