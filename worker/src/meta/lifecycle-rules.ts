@@ -5,7 +5,6 @@
 import { core } from "../core";
 import type { ManifestPart } from "../shared/core-api";
 import * as queue from "./heal-queue";
-import { prefixEnd } from "./key-order";
 import { deleteForbidden } from "./object-lock";
 import { currentRecord } from "./object-records";
 import * as stored from "./stored-parts";
@@ -108,7 +107,7 @@ export function lifecycleStep(
       if (rule.abortUploadDays === undefined) continue;
       // Initiated at least `days` before the last midnight: due by S3's rounding.
       const cutoff = Math.floor(now / DAY_MS) * DAY_MS - rule.abortUploadDays * DAY_MS;
-      for (const id of uploads.uploadsInitiatedBy(sql, rule.filter.prefix, prefixEnd(rule.filter.prefix), cutoff, MAX_ABORTS)) {
+      for (const id of uploads.uploadsInitiatedBy(sql, rule.filter.prefix, cutoff, MAX_ABORTS)) {
         abortedParts.push(...uploads.deleteUpload(sql, id).map((p) => p.part));
         counts.uploads++;
       }

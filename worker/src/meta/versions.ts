@@ -7,7 +7,7 @@
 // the highest. The null version (version id NULL: written while the bucket was unversioned or
 // suspended) is at most one per key.
 import { equalBytes } from "../shared/bytes";
-import { commonPrefixOf, compareKeys, prefixEnd } from "./key-order";
+import { commonPrefixOf, compareKeys, type Entry, keyRange, type Lower, pageOf, prefixEnd, rollUp, startOf } from "./key-order";
 import type { ObjectLock } from "./object-lock";
 import type { ListVersionsPage, ListVersionsQuery, ObjectRecord, VersionSummary, VersioningStatus } from "./types";
 
@@ -236,51 +236,28 @@ export function versionManifests(
 }
 
 /**
- * One page of ListObjectVersions: every version of every key in (key, newest first) order, the
- * current object from `objects` merged with the rest from `versions`, keys rolled up into common
- * prefixes as in ListObjects. One entry more than `maxKeys` is read to tell whether it goes on.
+ * One page of ListObjectVersions, q.maxKeys entries (`maxPage` if it asks for more): every version
+ * of every key in (key, newest first) order, the current object from `objects` merged with the rest
+ * from `versions`, keys rolled up into common prefixes as in ListObjects (key-order.ts rollUp). One
+ * entry more than the page is read to tell whether it goes on.
  */
-/** One page of ListObjectVersions: q.maxKeys entries, or `maxPage` if it asks for more. */
 export function listVersions(sql: SqlStorage, q: ListVersionsQuery, maxPage: number): ListVersionsPage {
   const maxKeys = Math.min(Math.max(Math.trunc(q.maxKeys) || 0, 0), maxPage);
   if (maxKeys === 0) return { versions: [], commonPrefixes: [], isTruncated: false, nextKeyMarker: null, nextVersionIdMarker: null };
-  const entries: ({ kind: "version"; v: VersionSummary } | { kind: "prefix"; prefix: string })[] = [];
+  const entries: Entry<VersionSummary>[] = [];
   const limit = maxKeys + 1;
   const end = q.prefix === "" ? null : prefixEnd(q.prefix);
   // The rest of key-marker's versions first (those older than version-id-marker), then later keys.
-  let from: { key: string; inclusive: boolean } | null = { key: q.prefix, inclusive: true };
-  if (q.keyMarker !== null && compareKeys(q.keyMarker, q.prefix) >= 0) {
-    from = { key: q.keyMarker, inclusive: false };
-    const marker = q.versionIdMarker === undefined ? null : findVersion(sql, q.keyMarker, q.versionIdMarker);
-    if (marker && commonPrefixOf(q.keyMarker, q.prefix, q.delimiter) === null) {
-      for (const v of keyVersions(sql, q.keyMarker, marker.seq, limit)) entries.push({ kind: "version", v });
+  const start = startOf(q.prefix, q.keyMarker);
+  if (!start.inclusive && q.versionIdMarker !== undefined) {
+    const marker = findVersion(sql, start.key, q.versionIdMarker);
+    if (marker && commonPrefixOf(start.key, q.prefix, q.delimiter) === null) {
+      for (const item of keyVersions(sql, start.key, marker.seq, limit)) entries.push({ kind: "item", item });
     }
   }
-  while (from !== null && entries.length < limit) {
-    let next: { key: string; inclusive: boolean } | null = null;
-    for (const v of mergedVersions(sql, from, end, limit - entries.length)) {
-      const common = commonPrefixOf(v.key, q.prefix, q.delimiter);
-      if (common === null) {
-        entries.push({ kind: "version", v });
-        continue;
-      }
-      if (q.keyMarker === null || compareKeys(common, q.keyMarker) > 0) entries.push({ kind: "prefix", prefix: common });
-      const past = prefixEnd(common);
-      next = past === null ? null : { key: past, inclusive: true };
-      break;
-    }
-    from = next;
-  }
-  const page = entries.slice(0, maxKeys);
-  const last = page[page.length - 1];
-  const isTruncated = entries.length > maxKeys;
-  return {
-    versions: page.flatMap((e) => (e.kind === "version" ? [e.v] : [])),
-    commonPrefixes: page.flatMap((e) => (e.kind === "prefix" ? [e.prefix] : [])),
-    isTruncated,
-    nextKeyMarker: isTruncated && last ? (last.kind === "version" ? last.v.key : last.prefix) : null,
-    nextVersionIdMarker: isTruncated && last?.kind === "version" ? (last.v.versionId ?? "null") : null,
-  };
+  const rolled = rollUp(q, q.keyMarker, start, limit, (from, want) => mergedVersions(sql, from, end, want), entries);
+  const { items: versions, commonPrefixes, isTruncated, nextMarker: nextKeyMarker, lastItem: last } = pageOf(rolled, maxKeys);
+  return { versions, commonPrefixes, isTruncated, nextKeyMarker, nextVersionIdMarker: last && (last.versionId ?? "null") };
 }
 
 /** `key`'s versions older than `belowSeq`, newest first. */
@@ -301,11 +278,10 @@ function keyVersions(sql: SqlStorage, key: string, belowSeq: number, limit: numb
  * order, at most `limit`: the two tables' ordered range queries merged. The first version of
  * each key is its latest.
  */
-function* mergedVersions(sql: SqlStorage, from: { key: string; inclusive: boolean }, end: string | null, limit: number): Generator<VersionSummary> {
-  const where = `key ${from.inclusive ? ">=" : ">"} ?${end === null ? "" : " AND key < ?"}`;
-  const bindings = end === null ? [from.key, limit] : [from.key, end, limit];
-  const current = sql.exec<ObjectRow>(`SELECT ${OBJECT_COLUMNS} FROM objects WHERE ${where} ORDER BY key LIMIT ?`, ...bindings).toArray();
-  const others = sql.exec<VersionRow>(`SELECT ${VERSION_COLUMNS} FROM versions WHERE ${where} ORDER BY key, seq DESC LIMIT ?`, ...bindings).toArray();
+function* mergedVersions(sql: SqlStorage, from: Lower, end: string | null, limit: number): Generator<VersionSummary> {
+  const { where, bindings } = keyRange(from, end);
+  const current = sql.exec<ObjectRow>(`SELECT ${OBJECT_COLUMNS} FROM objects WHERE ${where} ORDER BY key LIMIT ?`, ...bindings, limit).toArray();
+  const others = sql.exec<VersionRow>(`SELECT ${VERSION_COLUMNS} FROM versions WHERE ${where} ORDER BY key, seq DESC LIMIT ?`, ...bindings, limit).toArray();
   let i = 0;
   let j = 0;
   let lastKey: string | null = null;
