@@ -125,7 +125,7 @@ export function putVersion(sql: SqlStorage, record: ObjectRecord): VersionChange
   const current = currentObject(sql, record.key);
   if (status === null) {
     writeObject(sql, { ...record, versionId: null }, 0);
-    return { freed: current ? [withoutSeq(current)] : [] };
+    return { freed: current ? [recordOf(current)] : [] };
   }
   const versionId = status === "Enabled" ? newVersionId() : null;
   const freed = makeRoom(sql, record.key, current, versionId === null);
@@ -142,7 +142,7 @@ export function deleteCurrent(sql: SqlStorage, key: string, now: number): Versio
   const current = currentObject(sql, key);
   if (status === null) {
     if (current) sql.exec("DELETE FROM objects WHERE key = ?", key);
-    return { freed: current ? [withoutSeq(current)] : [], marker: false };
+    return { freed: current ? [recordOf(current)] : [], marker: false };
   }
   const versionId = status === "Enabled" ? newVersionId() : null;
   const freed = makeRoom(sql, key, current, versionId === null);
@@ -185,14 +185,9 @@ export function replaceVersion(sql: SqlStorage, expected: Uint8Array, record: Ob
   return "replaced";
 }
 
-/** Whether the key has any version besides its current object (noncurrent or a marker). */
-export function hasOtherVersions(sql: SqlStorage): boolean {
-  return sql.exec("SELECT 1 FROM versions LIMIT 1").toArray().length > 0;
-}
-
 /** No objects and no other versions (delete markers included): S3's condition to drop a bucket. */
 export function bucketEmpty(sql: SqlStorage): boolean {
-  return sql.exec("SELECT 1 FROM objects LIMIT 1").toArray().length === 0 && !hasOtherVersions(sql);
+  return sql.exec("SELECT 1 FROM objects LIMIT 1").toArray().length === 0 && sql.exec("SELECT 1 FROM versions LIMIT 1").toArray().length === 0;
 }
 
 /** Keys that have any version, after `after` (or from it, `inclusive`), in order, at most `limit`. */
@@ -307,7 +302,7 @@ function makeRoom(sql: SqlStorage, key: string, current: (ObjectRecord & { seq: 
   const freed: ObjectRecord[] = [];
   if (current) {
     sql.exec("DELETE FROM objects WHERE key = ?", key);
-    if (nullVersion && current.versionId === null) freed.push(withoutSeq(current));
+    if (nullVersion && current.versionId === null) freed.push(recordOf(current));
     else insertVersion(sql, { ...current, marker: false });
   }
   if (nullVersion) {
@@ -390,13 +385,8 @@ function versionOf(row: VersionRow): StoredVersion {
   return { ...objectOf({ ...row, manifest: row.manifest as ArrayBuffer }), marker: false, seq: row.seq };
 }
 
-function withoutSeq(current: ObjectRecord & { seq: number }): ObjectRecord {
-  const { seq: _, ...record } = current;
-  return record;
-}
-
-function recordOf(v: StoredVersion & { marker: false }): ObjectRecord {
-  const { marker: _, seq: __, ...record } = v;
+/** A stored object's record, without its place among its key's versions. */
+export function recordOf({ marker: _, seq: __, ...record }: ObjectRecord & { seq: number; marker?: false }): ObjectRecord {
   return record;
 }
 
