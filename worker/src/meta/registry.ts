@@ -32,13 +32,11 @@ const REGISTRY_SCHEMA: readonly (readonly string[])[] = [
 
 type ScrubRow = { state: string | null; lease_owner: string | null; lease_until: number };
 
-/** What `scrubBegin` answers: the state to continue from, or who holds the lease until when. */
 /** The scrub's state: a JSON document the scrub service owns (services/scrub-state.ts); kept here as is. */
 export type ScrubDocument = object;
 
+/** What `scrubBegin` answers: the state to continue from, or who holds the lease until when. */
 export type ScrubLease = { ok: true; state: ScrubDocument | null } | { ok: false; owner: string; until: number };
-
-type BucketRow = { name: string; created: number };
 
 export class BucketRegistry extends DurableObject {
   constructor(ctx: DurableObjectState, env: Cloudflare.Env) {
@@ -59,12 +57,11 @@ export class BucketRegistry extends DurableObject {
 
   /** Every bucket, sorted by name (byte order). */
   async list(): Promise<BucketInfo[]> {
-    return this.ctx.storage.sql.exec<BucketRow>("SELECT name, created FROM buckets ORDER BY name").toArray().map(toInfo);
+    return this.ctx.storage.sql.exec<{ name: string; created: number }>("SELECT name, created FROM buckets ORDER BY name").toArray();
   }
 
   async get(name: string): Promise<BucketInfo | null> {
-    const row = this.row(name);
-    return row ? toInfo(row) : null;
+    return this.row(name);
   }
 
   /** The scrub's state (null before the first run) and whether a run holds the lease now. */
@@ -134,11 +131,7 @@ export class BucketRegistry extends DurableObject {
     return this.ctx.storage.sql.exec<ScrubRow>("SELECT state, lease_owner, lease_until FROM scrub WHERE id = 1").one();
   }
 
-  private row(name: string): BucketRow | null {
-    return this.ctx.storage.sql.exec<BucketRow>("SELECT name, created FROM buckets WHERE name = ?", name).toArray()[0] ?? null;
+  private row(name: string): BucketInfo | null {
+    return this.ctx.storage.sql.exec<{ name: string; created: number }>("SELECT name, created FROM buckets WHERE name = ?", name).toArray()[0] ?? null;
   }
-}
-
-function toInfo(row: BucketRow): BucketInfo {
-  return { name: row.name, created: row.created };
 }
