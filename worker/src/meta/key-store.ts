@@ -41,9 +41,7 @@ export class KeyStore extends DurableObject {
     migrate(ctx.storage, SCHEMA);
   }
 
-  private get sql() {
-    return this.ctx.storage.sql;
-  }
+  private readonly sql = this.ctx.storage.sql;
 
   /** Stores a new key; false when its id is taken. */
   async create(key: KeyRecord & { sealedSecret: string }): Promise<boolean> {
