@@ -124,10 +124,7 @@ export class BucketSettings {
 
   /** The lifecycle rules (none for a bucket that does not exist: drop cleared them). */
   lifecycleRules(): LifecycleRule[] {
-    if (this.rules === undefined) {
-      const row = this.sql.exec<{ lifecycle: string | null }>("SELECT lifecycle FROM bucket WHERE id = 1").toArray()[0];
-      this.rules = row?.lifecycle ? (JSON.parse(row.lifecycle) as LifecycleRule[]) : [];
-    }
+    this.rules ??= JSON.parse(this.get("lifecycle") || "[]") as LifecycleRule[];
     return this.rules;
   }
 

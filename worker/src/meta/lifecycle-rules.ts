@@ -7,6 +7,7 @@ import type { ManifestPart } from "../shared/core-api";
 import * as queue from "./heal-queue";
 import { deleteForbidden } from "./object-lock";
 import { currentRecord } from "./object-records";
+import { carries } from "./replication-rules";
 import * as stored from "./stored-parts";
 import type { Expiry, ObjectRecord } from "./types";
 import * as uploads from "./uploads";
@@ -58,9 +59,7 @@ function matches(filter: LifecycleFilter, key: string, size: number | null, tags
   if (!key.startsWith(filter.prefix)) return false;
   if (filter.sizeGreaterThan !== undefined && (size === null || size <= filter.sizeGreaterThan)) return false;
   if (filter.sizeLessThan !== undefined && (size === null || size >= filter.sizeLessThan)) return false;
-  if (filter.tags.length === 0) return true;
-  const have = tags();
-  return filter.tags.every(([k, v]) => have.some(([hk, hv]) => hk === k && hv === v));
+  return filter.tags.length === 0 || carries(tags(), filter.tags);
 }
 
 /** When the current object `record` expires under `rules`, and by which rule (x-amz-expiration). */

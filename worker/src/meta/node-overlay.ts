@@ -63,17 +63,10 @@ type Row = {
 
 export function readOverlay(sql: SqlStorage): NodeOverlay {
   const version = sql.exec<{ version: number }>("SELECT version FROM node_version WHERE id = 1").one().version;
-  const rows = sql.exec<Row>("SELECT * FROM nodes ORDER BY id").toArray();
-  return {
-    version,
-    nodes: rows.map((r) => ({
-      id: r.id,
-      spec: r.spec,
-      state: r.state === "draining" ? "draining" : "active",
-      drainingSince: r.draining_since,
-      drainedAt: r.drained_at,
-    })),
-  };
+  const rows = sql.exec<Omit<OverlayNode, "state"> & { state: string }>(
+    "SELECT id, spec, state, draining_since AS drainingSince, drained_at AS drainedAt FROM nodes ORDER BY id",
+  );
+  return { version, nodes: rows.toArray().map((r) => ({ ...r, state: r.state === "draining" ? "draining" : "active" })) };
 }
 
 function row(sql: SqlStorage, id: string): Row | null {

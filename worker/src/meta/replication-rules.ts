@@ -184,8 +184,8 @@ export function destinationOfTarget(target: string): { remote: string; bucket: s
 
 type Tags = [string, string][];
 
-/** Whether `have` holds every tag of `want` with the same value. */
-function carries(have: Tags, want: Tags): boolean {
+/** Whether `have` holds every tag of `want` with the same value (lifecycle filters ask too). */
+export function carries(have: Tags, want: Tags): boolean {
   return want.every(([k, v]) => have.some(([hk, hv]) => hk === k && hv === v));
 }
 
