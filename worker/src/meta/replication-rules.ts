@@ -12,10 +12,8 @@
 // manifest's tags; a later PutObjectTagging queues nothing and changes no status). A rule with
 // ExistingObjectReplication Enabled also replicates the versions already in the bucket: setting
 // the configuration starts a walk of the bucket's current objects (replication_walk, its cursor the
-// next key), which the index's alarm advances a bounded step at a time (walkStep: at most
-// WALK_BATCH versions queued, WALK_VISITS keys read and WALK_MANIFEST_BYTES of manifests decoded
-// per run, never past WALK_FILL of the outbox's cap in replication's rows: it waits, polling less
-// and less often, rather than drop); a new configuration restarts it, and one without it
+// next key), which the index's alarm advances a bounded step at a time (walkStep: its bounds, and
+// why it waits rather than drop); a new configuration restarts it, and one without it
 // (DeleteBucketReplication too) cancels it. A status is per version, not per destination: a
 // destination the configuration adds (the walk's new targets) gets the versions already
 // replicated elsewhere too.
@@ -366,12 +364,8 @@ export class Replication {
     else {
       let read = 0;
       let stopped = false;
-      const keys = this.sql.exec<{ key: string; version_id: string | null; size: number; etag: string; last_modified: number }>(
-        WALK_KEYS_QUERY,
-        after ?? "",
-        WALK_VISITS,
-      );
-      for (const row of keys) {
+      type KeyRow = { key: string; version_id: string | null; size: number; etag: string; last_modified: number };
+      for (const row of this.sql.exec<KeyRow>(WALK_KEYS_QUERY, after ?? "", WALK_VISITS)) {
         read++;
         if (queued >= batch || decoded.bytes >= manifestBytes) {
           stopped = true;
@@ -379,14 +373,14 @@ export class Replication {
         }
         if (row.version_id !== null) {
           const take = this.walkRules(rules, fresh, { key: row.key, versionId: row.version_id, written: row.last_modified }, outbox, decoded);
-          // Past the walk's share of replication's rows, or past the cap itself (webhooks' rows count there: it waits rather than drop).
-          const free = take.length > 0 ? outbox.free(cap) : cap;
-          if (take.length > 0 && ((pending > 0 && pending + take.length > limit) || (free < take.length && free < cap))) {
-            state = "waiting";
-            stopped = true;
-            break;
-          }
           if (take.length > 0) {
+            // Past the walk's share of replication's rows, or past the cap itself (webhooks' rows count there: it waits rather than drop).
+            const free = outbox.free(cap);
+            if ((pending > 0 && pending + take.length > limit) || (free < take.length && free < cap)) {
+              state = "waiting";
+              stopped = true;
+              break;
+            }
             const e: ObjectEvent = { event: "ObjectCreated:Put", key: row.key, versionId: row.version_id, size: row.size, etag: row.etag, time: now };
             const written = take.filter((rule) => outbox.enqueue(rule.target, rule.id, e, cap)).length;
             // Only a cap smaller than a version's destinations drops one here: FAILED, as for a new write.
