@@ -13,14 +13,9 @@ export function enqueue(sql: SqlStorage, key: string, reason: string, shards: Re
     for (const [id, list] of Object.entries(shards)) merged[id] = [...new Set([...(merged[id] ?? []), ...list])];
     shards = merged;
   }
-  sql.exec(
-    `INSERT INTO heal_queue (key, reason, since, shards) VALUES (?, ?, ?, ?)
-     ON CONFLICT (key) DO UPDATE SET reason = excluded.reason, shards = excluded.shards`,
-    key,
-    reason,
-    now,
-    shards === null ? null : JSON.stringify(shards),
-  );
+  const upsert = `INSERT INTO heal_queue (key, reason, since, shards) VALUES (?, ?, ?, ?)
+     ON CONFLICT (key) DO UPDATE SET reason = excluded.reason, shards = excluded.shards`;
+  sql.exec(upsert, key, reason, now, shards === null ? null : JSON.stringify(shards));
 }
 
 /** Counts an attempt at healing `key`, before the work. */

@@ -90,13 +90,7 @@ export type LifecycleCursor = string | null;
  * deleted for good and of aborted uploads go to the garbage queue, and the heal queue entry of a
  * key whose current object went goes with it.
  */
-export function lifecycleStep(
-  sql: SqlStorage,
-  rules: readonly LifecycleRule[],
-  now: number,
-  cursor: LifecycleCursor,
-  budget: number,
-): { counts: LifecycleCounts; next: LifecycleCursor } {
+export function lifecycleStep(sql: SqlStorage, rules: readonly LifecycleRule[], now: number, cursor: LifecycleCursor, budget: number) {
   const active = rules.filter((r) => r.enabled);
   const counts: LifecycleCounts = { current: 0, noncurrent: 0, deleteMarkers: 0, uploads: 0 };
   const freed: ObjectRecord[] = [];

@@ -193,13 +193,9 @@ export function bucketEmpty(sql: SqlStorage): boolean {
 /** Keys that have any version, after `after` (or from it, `inclusive`), in order, at most `limit`. */
 export function keysAfter(sql: SqlStorage, after: string, inclusive: boolean, limit: number): string[] {
   const op = inclusive ? ">=" : ">";
+  const query = `SELECT key FROM objects WHERE key ${op} ? UNION SELECT key FROM versions WHERE key ${op} ? ORDER BY key LIMIT ?`;
   return sql
-    .exec<{ key: string }>(
-      `SELECT key FROM objects WHERE key ${op} ? UNION SELECT key FROM versions WHERE key ${op} ? ORDER BY key LIMIT ?`,
-      after,
-      after,
-      limit,
-    )
+    .exec<{ key: string }>(query, after, after, limit)
     .toArray()
     .map((r) => r.key);
 }
@@ -217,15 +213,9 @@ export function versionManifests(
   after: { key: string; seq: number } | null,
   limit: number,
 ): { manifests: Uint8Array[]; next: { key: string; seq: number } | null } {
-  const rows = sql
-    .exec<{ key: string; seq: number; manifest: ArrayBuffer }>(
-      `SELECT key, seq, manifest FROM versions WHERE marker = 0 AND (key > ? OR (key = ? AND seq < ?)) ORDER BY key, seq DESC LIMIT ?`,
-      after?.key ?? "",
-      after?.key ?? "",
-      after?.seq ?? Number.MAX_SAFE_INTEGER,
-      limit,
-    )
-    .toArray();
+  const { key, seq } = after ?? { key: "", seq: Number.MAX_SAFE_INTEGER };
+  const query = "SELECT key, seq, manifest FROM versions WHERE marker = 0 AND (key > ? OR (key = ? AND seq < ?)) ORDER BY key, seq DESC LIMIT ?";
+  const rows = sql.exec<{ key: string; seq: number; manifest: ArrayBuffer }>(query, key, key, seq, limit).toArray();
   const last = rows[rows.length - 1];
   return { manifests: rows.map((r) => new Uint8Array(r.manifest)), next: rows.length === limit && last ? { key: last.key, seq: last.seq } : null };
 }
