@@ -300,13 +300,9 @@ export class Replication {
 
   /** Sets a version's status (a version no longer there keeps none). */
   setStatus(key: string, versionId: string, status: ReplicationStatus, reason: string | null): void {
-    this.sql.exec(
-      "INSERT INTO replication_status (key, version_id, status, reason) VALUES (?, ?, ?, ?) ON CONFLICT (key, version_id) DO UPDATE SET status = excluded.status, reason = excluded.reason",
-      key,
-      versionId,
-      status,
-      reason === null ? null : reason.slice(0, 500),
-    );
+    const upsert =
+      "INSERT INTO replication_status (key, version_id, status, reason) VALUES (?, ?, ?, ?) ON CONFLICT (key, version_id) DO UPDATE SET status = excluded.status, reason = excluded.reason";
+    this.sql.exec(upsert, key, versionId, status, reason === null ? null : reason.slice(0, 500));
   }
 
   /** A version's status; null when it is not replicated. */
@@ -468,13 +464,8 @@ export class Replication {
 
   /** Notes a multipart upload begun at a remote target (before its first part is sent). */
   uploadBegun(upload: RemoteUpload, now: number): void {
-    this.sql.exec(
-      "INSERT OR REPLACE INTO replication_uploads (target, upload_id, key, since) VALUES (?, ?, ?, ?)",
-      upload.target,
-      upload.uploadId,
-      upload.key,
-      now,
-    );
+    const insert = "INSERT OR REPLACE INTO replication_uploads (target, upload_id, key, since) VALUES (?, ?, ?, ?)";
+    this.sql.exec(insert, upload.target, upload.uploadId, upload.key, now);
   }
 
   /** Forgets a multipart upload that was completed or aborted. */
