@@ -86,12 +86,8 @@ export class BucketRegistry extends DurableObject {
    */
   async scrubSave(owner: string, state: ScrubDocument, leaseUntil: number | null): Promise<boolean> {
     if (this.scrubRow().lease_owner !== owner) return false;
-    this.sql.exec(
-      "UPDATE scrub SET state = ?, lease_owner = ?, lease_until = ? WHERE id = 1",
-      JSON.stringify(state),
-      leaseUntil === null ? null : owner,
-      leaseUntil ?? 0,
-    );
+    const save = "UPDATE scrub SET state = ?, lease_owner = ?, lease_until = ? WHERE id = 1";
+    this.sql.exec(save, JSON.stringify(state), leaseUntil === null ? null : owner, leaseUntil ?? 0);
     return true;
   }
 

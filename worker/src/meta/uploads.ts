@@ -59,13 +59,9 @@ export function deleteUpload(sql: SqlStorage, uploadId: string): PartRecord[] {
 /** Stores a part, replacing one with the same number; returns the replaced one. */
 export function upsertPart(sql: SqlStorage, uploadId: string, part: PartRecord): PartRecord | null {
   const previous = sql.exec<{ record: string }>("SELECT record FROM parts WHERE upload_id = ? AND part_number = ?", uploadId, part.partNumber).toArray()[0];
-  sql.exec(
-    `INSERT INTO parts (upload_id, part_number, record) VALUES (?, ?, ?)
-     ON CONFLICT (upload_id, part_number) DO UPDATE SET record = excluded.record`,
-    uploadId,
-    part.partNumber,
-    JSON.stringify(part),
-  );
+  const upsert =
+    "INSERT INTO parts (upload_id, part_number, record) VALUES (?, ?, ?) ON CONFLICT (upload_id, part_number) DO UPDATE SET record = excluded.record";
+  sql.exec(upsert, uploadId, part.partNumber, JSON.stringify(part));
   return previous ? (JSON.parse(previous.record) as PartRecord) : null;
 }
 

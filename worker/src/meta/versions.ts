@@ -173,15 +173,8 @@ export function replaceVersion(sql: SqlStorage, expected: Uint8Array, record: Ob
   if (!found || found.marker) return "missing";
   if (!equalBytes(found.manifest, expected)) return "changed";
   const table = currentObject(sql, record.key)?.seq === found.seq ? "objects" : "versions";
-  sql.exec(
-    `UPDATE ${table} SET size = ?, etag = ?, last_modified = ?, manifest = ? WHERE key = ? AND seq = ?`,
-    record.size,
-    record.etag,
-    record.lastModified,
-    toArrayBuffer(record.manifest),
-    record.key,
-    found.seq,
-  );
+  const update = `UPDATE ${table} SET size = ?, etag = ?, last_modified = ?, manifest = ? WHERE key = ? AND seq = ?`;
+  sql.exec(update, record.size, record.etag, record.lastModified, toArrayBuffer(record.manifest), record.key, found.seq);
   return "replaced";
 }
 
