@@ -308,20 +308,11 @@ function promoteNewest(sql: SqlStorage, key: string): void {
   writeObject(sql, recordOf(newest), newest.seq);
 }
 
-function writeObject(sql: SqlStorage, record: ObjectRecord, seq: number): void {
-  sql.exec(
-    `INSERT INTO objects (key, size, etag, last_modified, manifest, version_id, seq, lock) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+function writeObject(sql: SqlStorage, { key, size, etag, lastModified, manifest, versionId, lock }: ObjectRecord, seq: number): void {
+  const upsert = `INSERT INTO objects (key, size, etag, last_modified, manifest, version_id, seq, lock) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (key) DO UPDATE SET size = excluded.size, etag = excluded.etag, last_modified = excluded.last_modified,
-       manifest = excluded.manifest, version_id = excluded.version_id, seq = excluded.seq, lock = excluded.lock`,
-    record.key,
-    record.size,
-    record.etag,
-    record.lastModified,
-    toArrayBuffer(record.manifest),
-    record.versionId,
-    seq,
-    lockColumn(record.lock),
-  );
+       manifest = excluded.manifest, version_id = excluded.version_id, seq = excluded.seq, lock = excluded.lock`;
+  sql.exec(upsert, key, size, etag, lastModified, toArrayBuffer(manifest), versionId, seq, lockColumn(lock));
 }
 
 /** The `lock` column: JSON, or NULL for none. */
@@ -335,19 +326,11 @@ export function setLock(sql: SqlStorage, key: string, seq: number, lock: ObjectL
   sql.exec(`UPDATE ${table} SET lock = ? WHERE key = ? AND seq = ?`, lockColumn(lock), key, seq);
 }
 
+/** Stores `v` among the key's other versions (a delete marker: no size, ETag, manifest or lock). */
 function insertVersion(sql: SqlStorage, v: StoredVersion): void {
-  sql.exec(
-    `INSERT INTO versions (key, seq, version_id, marker, size, etag, last_modified, manifest, lock) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    v.key,
-    v.seq,
-    v.versionId,
-    v.marker ? 1 : 0,
-    v.marker ? 0 : v.size,
-    v.marker ? "" : v.etag,
-    v.lastModified,
-    v.marker ? null : toArrayBuffer(v.manifest),
-    v.marker ? null : lockColumn(v.lock),
-  );
+  const insert = "INSERT INTO versions (key, seq, version_id, marker, size, etag, last_modified, manifest, lock) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+  if (v.marker) sql.exec(insert, v.key, v.seq, v.versionId, 1, 0, "", v.lastModified, null, null);
+  else sql.exec(insert, v.key, v.seq, v.versionId, 0, v.size, v.etag, v.lastModified, toArrayBuffer(v.manifest), lockColumn(v.lock));
 }
 
 function objectOf(row: ObjectRow): ObjectRecord {
