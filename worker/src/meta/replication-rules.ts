@@ -392,18 +392,9 @@ export class Replication {
     }
     // Waiting: the poll waits a second, then twice as long each run that queued nothing, up to a minute.
     const waitMs = state !== "waiting" ? 0 : queued > 0 || walk.wait_ms === 0 ? WALK_WAIT_FIRST_MS : Math.min(WALK_WAIT_MAX_MS, walk.wait_ms * 2);
-    this.sql.exec(
-      `UPDATE replication_walk SET after = ?, visited = visited + ?, queued = queued + ?, runs = runs + 1,
-         largest_run = MAX(largest_run, ?), waits = waits + ?, done = ?, wait_ms = ?, skipped_null = skipped_null + ? WHERE id = 1`,
-      after,
-      visited,
-      queued,
-      queued,
-      state === "waiting" ? 1 : 0,
-      state === "done" ? now : null,
-      waitMs,
-      skippedNull,
-    );
+    const update = `UPDATE replication_walk SET after = ?, visited = visited + ?, queued = queued + ?, runs = runs + 1,
+         largest_run = MAX(largest_run, ?), waits = waits + ?, done = ?, wait_ms = ?, skipped_null = skipped_null + ? WHERE id = 1`;
+    this.sql.exec(update, after, visited, queued, queued, state === "waiting" ? 1 : 0, state === "done" ? now : null, waitMs, skippedNull);
     return { state, queued, waitMs };
   }
 
