@@ -50,12 +50,9 @@ export class BucketSettings {
    */
   create(name: string, created: number, objectLock: boolean): void {
     this.forget();
-    this.sql.exec(
-      `INSERT INTO bucket (id, name, created, present) VALUES (1, ?, ?, 1)
-       ON CONFLICT (id) DO UPDATE SET name = excluded.name, created = excluded.created, present = 1`,
-      name,
-      created,
-    );
+    const upsert = `INSERT INTO bucket (id, name, created, present) VALUES (1, ?, ?, 1)
+       ON CONFLICT (id) DO UPDATE SET name = excluded.name, created = excluded.created, present = 1`;
+    this.sql.exec(upsert, name, created);
     if (objectLock) {
       versions.setVersioning(this.sql, "Enabled");
       this.sql.exec("UPDATE bucket SET object_lock = ? WHERE id = 1", JSON.stringify({ enabled: true } satisfies LockConfig));

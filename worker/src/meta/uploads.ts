@@ -38,9 +38,8 @@ export function newUploadId(now: number): string {
 }
 
 export function insertUpload(sql: SqlStorage, upload: UploadInfo): void {
-  const { uploadId, key, initiated, ...rest } = upload;
-  const info: StoredInfo = rest;
-  sql.exec("INSERT INTO uploads (upload_id, key, initiated, info) VALUES (?, ?, ?, ?)", uploadId, key, initiated, JSON.stringify(info));
+  const { uploadId, key, initiated, ...info } = upload;
+  sql.exec("INSERT INTO uploads (upload_id, key, initiated, info) VALUES (?, ?, ?, ?)", uploadId, key, initiated, JSON.stringify(info satisfies StoredInfo));
 }
 
 export function getUpload(sql: SqlStorage, uploadId: string): UploadInfo | null {
