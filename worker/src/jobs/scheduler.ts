@@ -21,7 +21,7 @@ const LIFECYCLE_BUDGET_MS = 30_000;
 export class JobScheduler extends DurableObject<Env> {
   /** Sets the alarm unless one is set already. */
   async arm(): Promise<void> {
-    if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + intervalMs(this.env));
+    if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + jobIntervalMs(this.env));
   }
 
   /** When the next run is due (ms since the epoch), or null before the first arm(). */
@@ -30,14 +30,15 @@ export class JobScheduler extends DurableObject<Env> {
   }
 
   override async alarm(): Promise<void> {
-    await this.ctx.storage.setAlarm(Date.now() + intervalMs(this.env));
+    await this.ctx.storage.setAlarm(Date.now() + jobIntervalMs(this.env));
     await runJobs(this.env);
     // The orphan sweep reads every node and every manifest: it runs far less often than the rest.
     const now = Date.now();
     const last = this.ctx.storage.kv.get<number>("lastOrphanSweep") ?? 0;
     if (now - last >= orphanSweepMs(this.env)) {
       this.ctx.storage.kv.put("lastOrphanSweep", now);
-      await sweepOnce(this.env, now);
+      const config = () => freshGatewayConfig(this.env, overlaySource(this.env));
+      await logged("orphanSweep", async () => sweepOrphans(this.env, await config(), core, { graceMs: orphanGraceMs(this.env), now }));
     }
   }
 }
@@ -52,43 +53,19 @@ export async function runJobs(env: Env): Promise<void> {
     return;
   }
   await scheduledHeal(env, config);
-  await applyLifecycle(env);
-  await collectGarbage(env, config);
+  // The buckets' lifecycle rules as of now (services/lifecycle.ts), then the shard files metadata gave up (services/garbage.ts).
+  await logged("lifecycle", () => runLifecycle(env, { now: Date.now(), budgetMs: LIFECYCLE_BUDGET_MS }));
+  await logged("garbage", () => drainGarbage(env, config, GARBAGE_PER_RUN));
   await scheduledScrub(env, config);
 }
 
-/** The orphan sweep (services/orphans.ts), logged as one JSON line. Never throws. */
-async function sweepOnce(env: Env, now: number): Promise<void> {
+/** Runs one job and logs what it answers, or its error, as one JSON line under `name`. Never throws. */
+async function logged(name: string, job: () => Promise<unknown>): Promise<void> {
   try {
-    console.log(
-      JSON.stringify({ orphanSweep: await sweepOrphans(env, await freshGatewayConfig(env, overlaySource(env)), core, { graceMs: orphanGraceMs(env), now }) }),
-    );
+    console.log(JSON.stringify({ [name]: await job() }));
   } catch (e) {
-    console.error(JSON.stringify({ orphanSweep: { error: e instanceof Error ? e.message : String(e) } }));
+    console.error(JSON.stringify({ [name]: { error: e instanceof Error ? e.message : String(e) } }));
   }
-}
-
-/** The buckets' lifecycle rules as of now (services/lifecycle.ts), logged as one JSON line. Never throws. */
-async function applyLifecycle(env: Env): Promise<void> {
-  try {
-    console.log(JSON.stringify({ lifecycle: await runLifecycle(env, { now: Date.now(), budgetMs: LIFECYCLE_BUDGET_MS }) }));
-  } catch (e) {
-    console.error(JSON.stringify({ lifecycle: { error: e instanceof Error ? e.message : String(e) } }));
-  }
-}
-
-/** Deletes the shard files metadata gave up (services/garbage.ts), logged as one JSON line. Never throws. */
-async function collectGarbage(env: Env, config: GatewayConfig): Promise<void> {
-  try {
-    console.log(JSON.stringify({ garbage: await drainGarbage(env, config, GARBAGE_PER_RUN) }));
-  } catch (e) {
-    console.error(JSON.stringify({ garbage: { error: e instanceof Error ? e.message : String(e) } }));
-  }
-}
-
-/** SHARDGATE_JOB_INTERVAL_MS (default 15 minutes): a bad value throws (loadConfig reports it too), never the default in silence. */
-function intervalMs(env: Env): number {
-  return jobIntervalMs(env);
 }
 
 let armed = false;

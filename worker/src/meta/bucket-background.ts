@@ -12,7 +12,7 @@ import { BucketSettings } from "./bucket-settings";
 import * as queue from "./heal-queue";
 import { type LifecycleCounts, lifecycleStep } from "./lifecycle-rules";
 import type { NotificationRule } from "./notification-rules";
-import { type ObjectEvent, Outbox, type OutboxRow } from "./outbox";
+import { type ObjectEvent, Outbox } from "./outbox";
 import * as objects from "./object-records";
 import * as quota from "./quota";
 import { REPLICA_PREFIX, Replication, type ReplicationRule, WALK_WAIT_MAX_MS, type WalkStep } from "./replication-rules";
@@ -24,22 +24,18 @@ import { type GarbageEntry, type HealQueueEntry, NoSuchBucketError, type ObjectR
 const LIFECYCLE_BATCH = 2000;
 
 export abstract class BucketBackground extends DurableObject {
-  protected readonly sql: SqlStorage;
-  protected readonly settings: BucketSettings;
+  protected readonly sql = this.ctx.storage.sql;
+  protected readonly settings = new BucketSettings(this.sql);
   /** Event notifications: the configuration and the outbox (meta/outbox.ts). */
-  protected readonly outbox: Outbox;
+  protected readonly outbox = new Outbox(this.sql);
   /** Replication: the rules and each replicated version's status (meta/replication-rules.ts); rows in the outbox. */
-  protected readonly replication: Replication;
+  protected readonly replication = new Replication(this.sql);
   /** What the write being committed queued or dropped (notify), settled after its transaction (writing). */
   private batch = { queued: 0, dropped: 0, replicas: 0, replicasDropped: 0 };
 
   constructor(ctx: DurableObjectState, env: Cloudflare.Env) {
     super(ctx, env);
     migrate(ctx.storage, BUCKET_INDEX_SCHEMA);
-    this.sql = ctx.storage.sql;
-    this.settings = new BucketSettings(this.sql);
-    this.outbox = new Outbox(this.sql);
-    this.replication = new Replication(this.sql);
   }
 
   /**
@@ -88,14 +84,7 @@ export abstract class BucketBackground extends DurableObject {
    * The outbox's size, the first `limit` dead letters and their count, and events dropped at the
    * cap, over every consumer (a row's target tells them apart); and of those, replication's rows.
    */
-  async notificationStatus(limit: number): Promise<{
-    pending: number;
-    dead: OutboxRow[];
-    deadCount: number;
-    dropped: number;
-    nextDue: number | null;
-    replication: { pending: number; dead: number; existingObjects?: ReturnType<Replication["walkStatus"]> };
-  }> {
+  async notificationStatus(limit: number) {
     this.requireBucket();
     const walk = this.replication.walkStatus();
     const replication = { ...this.outbox.countOf(REPLICA_PREFIX), ...(walk ? { existingObjects: walk } : {}) };

@@ -50,12 +50,9 @@ export class BucketSettings {
    */
   create(name: string, created: number, objectLock: boolean): void {
     this.forget();
-    this.sql.exec(
-      `INSERT INTO bucket (id, name, created, present) VALUES (1, ?, ?, 1)
-       ON CONFLICT (id) DO UPDATE SET name = excluded.name, created = excluded.created, present = 1`,
-      name,
-      created,
-    );
+    const upsert = `INSERT INTO bucket (id, name, created, present) VALUES (1, ?, ?, 1)
+       ON CONFLICT (id) DO UPDATE SET name = excluded.name, created = excluded.created, present = 1`;
+    this.sql.exec(upsert, name, created);
     if (objectLock) {
       versions.setVersioning(this.sql, "Enabled");
       this.sql.exec("UPDATE bucket SET object_lock = ? WHERE id = 1", JSON.stringify({ enabled: true } satisfies LockConfig));
@@ -124,10 +121,7 @@ export class BucketSettings {
 
   /** The lifecycle rules (none for a bucket that does not exist: drop cleared them). */
   lifecycleRules(): LifecycleRule[] {
-    if (this.rules === undefined) {
-      const row = this.sql.exec<{ lifecycle: string | null }>("SELECT lifecycle FROM bucket WHERE id = 1").toArray()[0];
-      this.rules = row?.lifecycle ? (JSON.parse(row.lifecycle) as LifecycleRule[]) : [];
-    }
+    this.rules ??= JSON.parse(this.get("lifecycle") || "[]") as LifecycleRule[];
     return this.rules;
   }
 

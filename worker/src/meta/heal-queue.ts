@@ -13,14 +13,9 @@ export function enqueue(sql: SqlStorage, key: string, reason: string, shards: Re
     for (const [id, list] of Object.entries(shards)) merged[id] = [...new Set([...(merged[id] ?? []), ...list])];
     shards = merged;
   }
-  sql.exec(
-    `INSERT INTO heal_queue (key, reason, since, shards) VALUES (?, ?, ?, ?)
-     ON CONFLICT (key) DO UPDATE SET reason = excluded.reason, shards = excluded.shards`,
-    key,
-    reason,
-    now,
-    shards === null ? null : JSON.stringify(shards),
-  );
+  const upsert = `INSERT INTO heal_queue (key, reason, since, shards) VALUES (?, ?, ?, ?)
+     ON CONFLICT (key) DO UPDATE SET reason = excluded.reason, shards = excluded.shards`;
+  sql.exec(upsert, key, reason, now, shards === null ? null : JSON.stringify(shards));
 }
 
 /** Counts an attempt at healing `key`, before the work. */
@@ -31,23 +26,11 @@ export function started(sql: SqlStorage, key: string): void {
 /** The oldest entries (fewest attempts first), at most `limit`, and how many there are. */
 export function page(sql: SqlStorage, limit: number): { pending: number; entries: HealQueueEntry[] } {
   const pending = sql.exec<{ n: number }>("SELECT count(*) AS n FROM heal_queue").one().n;
-  const rows = sql
-    .exec<{ key: string; reason: string; since: number; attempts: number; last_error: string | null; shards: string | null }>(
-      "SELECT key, reason, since, attempts, last_error, shards FROM heal_queue ORDER BY attempts, since LIMIT ?",
-      Math.max(0, Math.trunc(limit)),
-    )
-    .toArray();
-  return {
-    pending,
-    entries: rows.map((r) => ({
-      key: r.key,
-      reason: r.reason,
-      since: r.since,
-      attempts: r.attempts,
-      lastError: r.last_error,
-      shards: r.shards === null ? null : (JSON.parse(r.shards) as Record<string, number[]>),
-    })),
-  };
+  const rows = sql.exec<Omit<HealQueueEntry, "shards"> & { shards: string | null }>(
+    "SELECT key, reason, since, attempts, last_error AS lastError, shards FROM heal_queue ORDER BY attempts, since LIMIT ?",
+    Math.max(0, Math.trunc(limit)),
+  );
+  return { pending, entries: rows.toArray().map((r) => ({ ...r, shards: r.shards === null ? null : (JSON.parse(r.shards) as Record<string, number[]>) })) };
 }
 
 /** Ends a heal: the entry goes when it succeeded (error null), else keeps the error. With `since`,

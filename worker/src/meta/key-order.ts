@@ -1,4 +1,4 @@
-// S3's key order and the prefix arithmetic listings are built on. Pure functions.
+// S3's key order, the prefix arithmetic listings are built on, and the roll-up into common prefixes they share. Pure functions.
 
 /**
  * Compares keys the way S3 orders them: by their UTF-8 bytes, which is code point order. JS's `<`
@@ -47,4 +47,78 @@ export function commonPrefixOf(key: string, prefix: string, delimiter: string | 
   if (delimiter === null || delimiter === "") return null;
   const at = key.indexOf(delimiter, prefix.length);
   return at < 0 ? null : key.slice(0, at + delimiter.length);
+}
+
+/** Where a listing's read starts: at `key` itself (inclusive) or just after it. */
+export interface Lower {
+  key: string;
+  inclusive: boolean;
+}
+
+/** A listing's entry: an item listed itself, or a common prefix that keys rolled up into. */
+export type Entry<T> = { kind: "item"; item: T } | { kind: "prefix"; prefix: string };
+
+/** The first position a listing reads: just after `marker` if that is within or past the prefix's keys. */
+export function startOf(prefix: string, marker: string | null): Lower {
+  if (marker !== null && compareKeys(marker, prefix) >= 0) return { key: marker, inclusive: false };
+  return { key: prefix, inclusive: true };
+}
+
+/**
+ * `entries` filled up to `limit` in key order from `start`: items are read lazily by `read` (an
+ * ordered range query from its lower bound, at most `want` rows); the first that rolls up into a
+ * common prefix ends that read, and the next one seeks past every key starting with that prefix.
+ * A common prefix at or before `marker` was returned already (or skipped on purpose).
+ */
+export function rollUp<T extends { key: string }, C extends Lower>(
+  q: { prefix: string; delimiter: string | null },
+  marker: string | null,
+  start: C,
+  limit: number,
+  read: (lower: C | Lower, want: number) => Iterable<T>,
+  entries: Entry<T>[] = [],
+): Entry<T>[] {
+  let lower: C | Lower | null = start;
+  while (lower !== null && entries.length < limit) {
+    let next: Lower | null = null;
+    for (const item of read(lower, limit - entries.length)) {
+      const common = commonPrefixOf(item.key, q.prefix, q.delimiter);
+      if (common === null) {
+        entries.push({ kind: "item", item });
+        continue;
+      }
+      if (marker === null || compareKeys(common, marker) > 0) entries.push({ kind: "prefix", prefix: common });
+      const past = prefixEnd(common);
+      next = past === null ? null : { key: past, inclusive: true };
+      break;
+    }
+    lower = next;
+  }
+  return entries;
+}
+
+/**
+ * The page of the first `max` of `entries` (one more tells that the listing goes on): its items,
+ * its common prefixes, whether it is truncated, and then where it ended (a key or a common
+ * prefix) and its last item when it ended on one.
+ */
+export function pageOf<T extends { key: string }>(
+  entries: readonly Entry<T>[],
+  max: number,
+): { items: T[]; commonPrefixes: string[]; isTruncated: boolean; nextMarker: string | null; lastItem: T | null } {
+  const page = entries.slice(0, max);
+  const last = entries.length > max ? page[page.length - 1] : undefined;
+  return {
+    items: page.flatMap((e) => (e.kind === "item" ? [e.item] : [])),
+    commonPrefixes: page.flatMap((e) => (e.kind === "prefix" ? [e.prefix] : [])),
+    isTruncated: entries.length > max,
+    nextMarker: last === undefined ? null : last.kind === "item" ? last.item.key : last.prefix,
+    lastItem: last?.kind === "item" ? last.item : null,
+  };
+}
+
+/** The SQL condition of keys from `lower` up to `end` (exclusive; null: no bound), and its bindings. */
+export function keyRange(lower: Lower, end: string | null): { where: string; bindings: string[] } {
+  const from = lower.inclusive ? "key >= ?" : "key > ?";
+  return end === null ? { where: from, bindings: [lower.key] } : { where: `${from} AND key < ?`, bindings: [lower.key, end] };
 }

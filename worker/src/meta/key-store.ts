@@ -41,22 +41,13 @@ export class KeyStore extends DurableObject {
     migrate(ctx.storage, SCHEMA);
   }
 
-  private get sql() {
-    return this.ctx.storage.sql;
-  }
+  private readonly sql = this.ctx.storage.sql;
 
   /** Stores a new key; false when its id is taken. */
   async create(key: KeyRecord & { sealedSecret: string }): Promise<boolean> {
     if (this.row(key.id)) return false;
-    this.sql.exec(
-      "INSERT INTO keys (id, name, created, sealed_secret, enabled, create_bucket) VALUES (?, ?, ?, ?, ?, ?)",
-      key.id,
-      key.name,
-      key.created,
-      key.sealedSecret,
-      key.enabled ? 1 : 0,
-      key.createBucket ? 1 : 0,
-    );
+    const insert = "INSERT INTO keys (id, name, created, sealed_secret, enabled, create_bucket) VALUES (?, ?, ?, ?, ?, ?)";
+    this.sql.exec(insert, key.id, key.name, key.created, key.sealedSecret, key.enabled ? 1 : 0, key.createBucket ? 1 : 0);
     return true;
   }
 
@@ -92,14 +83,8 @@ export class KeyStore extends DurableObject {
     const enabled = change.enabled ?? row.enabled === 1;
     const createBucket = change.createBucket ?? row.create_bucket === 1;
     const notBefore = enabled && row.enabled === 0 ? now : row.sessions_not_before;
-    this.sql.exec(
-      "UPDATE keys SET name = ?, enabled = ?, create_bucket = ?, sessions_not_before = ? WHERE id = ?",
-      name,
-      enabled ? 1 : 0,
-      createBucket ? 1 : 0,
-      notBefore,
-      id,
-    );
+    const update = "UPDATE keys SET name = ?, enabled = ?, create_bucket = ?, sessions_not_before = ? WHERE id = ?";
+    this.sql.exec(update, name, enabled ? 1 : 0, createBucket ? 1 : 0, notBefore, id);
     return recordOf({ ...row, name, enabled: enabled ? 1 : 0, create_bucket: createBucket ? 1 : 0 });
   }
 
@@ -118,14 +103,9 @@ export class KeyStore extends DurableObject {
       this.sql.exec("DELETE FROM grants WHERE key_id = ? AND bucket = ?", id, grant.bucket);
       return true;
     }
-    this.sql.exec(
-      "INSERT INTO grants (key_id, bucket, read, write, owner) VALUES (?, ?, ?, ?, ?) ON CONFLICT (key_id, bucket) DO UPDATE SET read = excluded.read, write = excluded.write, owner = excluded.owner",
-      id,
-      grant.bucket,
-      grant.read ? 1 : 0,
-      grant.write ? 1 : 0,
-      grant.owner ? 1 : 0,
-    );
+    const upsert =
+      "INSERT INTO grants (key_id, bucket, read, write, owner) VALUES (?, ?, ?, ?, ?) ON CONFLICT (key_id, bucket) DO UPDATE SET read = excluded.read, write = excluded.write, owner = excluded.owner";
+    this.sql.exec(upsert, id, grant.bucket, grant.read ? 1 : 0, grant.write ? 1 : 0, grant.owner ? 1 : 0);
     return true;
   }
 

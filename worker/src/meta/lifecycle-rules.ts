@@ -3,12 +3,13 @@
 // every decision is made on the state it changes). The clock rules are judged by is an argument
 // (tests and an operator catching up move it); object lock is judged by the real clock, never later.
 import { core } from "../core";
+import type { ManifestPart } from "../shared/core-api";
 import * as queue from "./heal-queue";
-import { prefixEnd } from "./key-order";
 import { deleteForbidden } from "./object-lock";
 import { currentRecord } from "./object-records";
+import { carries } from "./replication-rules";
 import * as stored from "./stored-parts";
-import type { Expiry, ObjectRecord, PartRecord } from "./types";
+import type { Expiry, ObjectRecord } from "./types";
 import * as uploads from "./uploads";
 import * as versions from "./versions";
 
@@ -58,9 +59,7 @@ function matches(filter: LifecycleFilter, key: string, size: number | null, tags
   if (!key.startsWith(filter.prefix)) return false;
   if (filter.sizeGreaterThan !== undefined && (size === null || size <= filter.sizeGreaterThan)) return false;
   if (filter.sizeLessThan !== undefined && (size === null || size >= filter.sizeLessThan)) return false;
-  if (filter.tags.length === 0) return true;
-  const have = tags();
-  return filter.tags.every(([k, v]) => have.some(([hk, hv]) => hk === k && hv === v));
+  return filter.tags.length === 0 || carries(tags(), filter.tags);
 }
 
 /** When the current object `record` expires under `rules`, and by which rule (x-amz-expiration). */
@@ -85,62 +84,46 @@ export function expirationHeader(expiry: Expiry): string {
 export type LifecycleCursor = string | null;
 
 /**
- * Applies `rules` as of `now` to the keys after `cursor`, visiting about `budget` versions (a
- * key's versions are never split). Versions deleted for good are returned (their shard files are
- * to be deleted); `next` is null when the pass reached the last key.
+ * One step of a lifecycle pass: applies `rules` as of `now` to the keys after `cursor`, visiting
+ * about `budget` versions (a key's versions are never split); `next` is null when the pass reached
+ * the last key. What follows from it goes in the same transaction: the shard files of versions
+ * deleted for good and of aborted uploads go to the garbage queue, and the heal queue entry of a
+ * key whose current object went goes with it.
  */
-export function applyRules(
-  sql: SqlStorage,
-  rules: readonly LifecycleRule[],
-  now: number,
-  cursor: LifecycleCursor,
-  budget: number,
-  tagsOf: (manifest: Uint8Array) => Tags,
-): { counts: LifecycleCounts; freed: ObjectRecord[]; abortedParts: PartRecord[]; next: LifecycleCursor } {
+export function lifecycleStep(sql: SqlStorage, rules: readonly LifecycleRule[], now: number, cursor: LifecycleCursor, budget: number) {
   const active = rules.filter((r) => r.enabled);
   const counts: LifecycleCounts = { current: 0, noncurrent: 0, deleteMarkers: 0, uploads: 0 };
   const freed: ObjectRecord[] = [];
-  const abortedParts: PartRecord[] = [];
+  const abortedParts: ManifestPart[] = [];
   if (cursor === null) {
     for (const rule of active) {
       if (rule.abortUploadDays === undefined) continue;
       // Initiated at least `days` before the last midnight: due by S3's rounding.
       const cutoff = Math.floor(now / DAY_MS) * DAY_MS - rule.abortUploadDays * DAY_MS;
-      for (const id of uploads.uploadsInitiatedBy(sql, rule.filter.prefix, prefixEnd(rule.filter.prefix), cutoff, MAX_ABORTS)) {
-        abortedParts.push(...uploads.deleteUpload(sql, id));
+      for (const id of uploads.uploadsInitiatedBy(sql, rule.filter.prefix, cutoff, MAX_ABORTS)) {
+        abortedParts.push(...uploads.deleteUpload(sql, id).map((p) => p.part));
         counts.uploads++;
       }
     }
   }
   let visited = 0;
-  let last: string | null = cursor;
+  let next: LifecycleCursor = null;
   for (const key of versions.keysAfter(sql, cursor ?? "", cursor === null, budget)) {
-    last = key;
     const stack = versions.allVersions(sql, key);
     visited += stack.length;
-    applyToKey(sql, active, now, stack, tagsOf, counts, freed);
-    if (visited >= budget) return { counts, freed, abortedParts, next: last };
+    applyToKey(sql, active, now, stack, counts, freed);
+    if (visited >= budget) {
+      next = key;
+      break;
+    }
   }
-  return { counts, freed, abortedParts, next: null };
+  for (const key of new Set(freed.map((r) => r.key))) if (!currentRecord(sql, key)) queue.replace(sql, key, null, Date.now());
+  stored.addGarbage(sql, [...freed.flatMap((r) => core.decodeManifest(r.manifest).parts), ...abortedParts], Date.now());
+  return { counts, next };
 }
 
-/**
- * One step of a lifecycle pass (applyRules) with what follows from it in the same transaction:
- * the shard files of versions deleted for good and of aborted uploads go to the garbage queue, and
- * the heal queue entry of a key whose current object went goes with it.
- */
-export function lifecycleStep(
-  sql: SqlStorage,
-  rules: readonly LifecycleRule[],
-  now: number,
-  cursor: LifecycleCursor,
-  budget: number,
-): { counts: LifecycleCounts; next: LifecycleCursor } {
-  const step = applyRules(sql, rules, now, cursor, budget, (m) => core.decodeManifest(m).tags);
-  for (const key of new Set(step.freed.map((r) => r.key))) if (!currentRecord(sql, key)) queue.replace(sql, key, null, Date.now());
-  const parts = [...step.freed.flatMap((r) => core.decodeManifest(r.manifest).parts), ...step.abortedParts.map((p) => p.part)];
-  stored.addGarbage(sql, parts, Date.now());
-  return { counts: step.counts, next: step.next };
+function tagsOf(manifest: Uint8Array): Tags {
+  return core.decodeManifest(manifest).tags;
 }
 
 /** One key's versions, newest first: the current one (an object, or a delete marker) first. */
@@ -149,7 +132,6 @@ function applyToKey(
   rules: readonly LifecycleRule[],
   now: number,
   stack: readonly versions.StoredVersion[],
-  tagsOf: (manifest: Uint8Array) => Tags,
   counts: LifecycleCounts,
   freed: ObjectRecord[],
 ): void {

@@ -2,7 +2,7 @@
 // `objects` in S3's key order (BucketIndex.list calls it once it knows the bucket exists). Its cost
 // is one indexed range query per common prefix on the page plus one (a delimited listing: one
 // recursive statement), never a scan of the keys a common prefix rolls up.
-import { commonPrefixOf, compareKeys, prefixEnd } from "./key-order";
+import { commonPrefixOf, compareKeys, type Entry, keyRange, pageOf, prefixEnd, rollUp, startOf } from "./key-order";
 import type { ListPage, ListQuery, ObjectSummary } from "./types";
 
 /** The most keys a page holds (S3's own limit). */
@@ -10,59 +10,28 @@ export const MAX_LIST_KEYS = 1000;
 
 type SummaryRow = { key: string; size: number; etag: string; last_modified: number };
 
-/** Where a scan starts: at `key` itself (inclusive) or just after it. */
-interface Lower {
-  key: string;
-  inclusive: boolean;
-}
-
-type Entry = { kind: "object"; summary: ObjectSummary } | { kind: "prefix"; prefix: string };
-
 /** One page of an S3 listing of an existing bucket (see ListQuery). */
 export function listPage(sql: SqlStorage, q: ListQuery): ListPage {
   const maxKeys = Math.min(Math.max(Math.trunc(q.maxKeys) || 0, 0), MAX_LIST_KEYS);
   if (maxKeys === 0) return { objects: [], commonPrefixes: [], isTruncated: false, last: null };
   // One entry more than the page holds tells whether the listing goes on.
-  const entries = collect(sql, q, maxKeys + 1);
-  const page = entries.slice(0, maxKeys);
-  const isTruncated = entries.length > maxKeys;
-  const lastEntry = page[page.length - 1];
-  return {
-    objects: page.flatMap((e) => (e.kind === "object" ? [e.summary] : [])),
-    commonPrefixes: page.flatMap((e) => (e.kind === "prefix" ? [e.prefix] : [])),
-    isTruncated,
-    last: isTruncated && lastEntry ? entryName(lastEntry) : null,
-  };
+  const page = pageOf(collect(sql, q, maxKeys + 1), maxKeys);
+  return { objects: page.items.map(toSummary), commonPrefixes: page.commonPrefixes, isTruncated: page.isTruncated, last: page.nextMarker };
 }
 
 /**
- * Up to `limit` listing entries in key order. Rows are read lazily from an ordered range
- * query; the first row that rolls up into a common prefix ends that query, and the next one
- * seeks past every key starting with that common prefix.
+ * Up to `limit` listing entries in key order (key-order.ts rollUp): rows are read lazily from an
+ * ordered range query; the first row that rolls up into a common prefix ends that query, and the
+ * next one seeks past every key starting with that common prefix.
  */
-function collect(sql: SqlStorage, q: ListQuery, limit: number): Entry[] {
+function collect(sql: SqlStorage, q: ListQuery, limit: number): Entry<SummaryRow>[] {
   const end = q.prefix === "" ? null : prefixEnd(q.prefix);
   const delimiterEnd = q.delimiter ? prefixEnd(q.delimiter) : null;
   if (q.delimiter && delimiterEnd !== null && delimiterEnd.length === q.delimiter.length) return collectDelimited(sql, q, limit, end, delimiterEnd);
-  const entries: Entry[] = [];
-  let lower: Lower | null = startOf(q.prefix, q.after);
-  while (lower !== null && entries.length < limit) {
-    let next: Lower | null = null;
-    for (const row of scan(sql, lower, end, limit - entries.length)) {
-      const common = commonPrefixOf(row.key, q.prefix, q.delimiter);
-      if (common === null) {
-        entries.push({ kind: "object", summary: toSummary(row) });
-        continue;
-      }
-      // A common prefix at or before `after` was returned already (or skipped on purpose).
-      if (q.after === null || compareKeys(common, q.after) > 0) entries.push({ kind: "prefix", prefix: common });
-      const past = prefixEnd(common);
-      next = past === null ? null : { key: past, inclusive: true };
-      break;
-    }
-    lower = next;
-  }
-  return entries;
+  return rollUp(q, q.after, startOf(q.prefix, q.after), limit, (lower, want) => {
+    const { where, bindings } = keyRange(lower, end);
+    return sql.exec<SummaryRow>(`SELECT key, size, etag, last_modified FROM objects WHERE ${where} ORDER BY key LIMIT ?`, ...bindings, want);
+  });
 }
 
 /**
@@ -73,7 +42,7 @@ function collect(sql: SqlStorage, q: ListQuery, limit: number): Entry[] {
  * 1,000; one statement walks the same seeks inside SQLite. Keys compare as UTF-8 bytes there,
  * S3's order, and SQLite counts characters as commonPrefixOf does.
  */
-function collectDelimited(sql: SqlStorage, q: ListQuery, limit: number, end: string | null, delimiterEnd: string): Entry[] {
+function collectDelimited(sql: SqlStorage, q: ListQuery, limit: number, end: string | null, delimiterEnd: string): Entry<SummaryRow>[] {
   const lower = startOf(q.prefix, q.after);
   const first = lower.inclusive ? "key >= ?1" : "key > ?1";
   // The upper bound only when there is one: `?2 IS NULL OR key < ?2` would keep SQLite from
@@ -101,37 +70,14 @@ function collectDelimited(sql: SqlStorage, q: ListQuery, limit: number, end: str
     delimiterEnd,
     limit + 1,
   );
-  const entries: Entry[] = [];
+  const entries: Entry<SummaryRow>[] = [];
   for (const row of rows) {
     if (entries.length >= limit) break;
     const common = commonPrefixOf(row.key, q.prefix, q.delimiter);
-    if (common === null) entries.push({ kind: "object", summary: toSummary(row) });
+    if (common === null) entries.push({ kind: "item", item: row });
     else if (q.after === null || compareKeys(common, q.after) > 0) entries.push({ kind: "prefix", prefix: common });
   }
   return entries;
-}
-
-/** Summaries from `lower` up to `end` (exclusive; null: no bound) in key order, read lazily. */
-function scan(sql: SqlStorage, lower: Lower, end: string | null, limit: number): Iterable<SummaryRow> {
-  const from = lower.inclusive ? "key >= ?" : "key > ?";
-  const bindings: (string | number)[] = [lower.key];
-  let where = from;
-  if (end !== null) {
-    where += " AND key < ?";
-    bindings.push(end);
-  }
-  bindings.push(limit);
-  return sql.exec<SummaryRow>(`SELECT key, size, etag, last_modified FROM objects WHERE ${where} ORDER BY key LIMIT ?`, ...bindings);
-}
-
-/** The first position a listing reads: just after `after` if that is within or past the prefix's keys. */
-function startOf(prefix: string, after: string | null): Lower {
-  if (after !== null && compareKeys(after, prefix) >= 0) return { key: after, inclusive: false };
-  return { key: prefix, inclusive: true };
-}
-
-function entryName(entry: Entry): string {
-  return entry.kind === "object" ? entry.summary.key : entry.prefix;
 }
 
 function toSummary(row: SummaryRow): ObjectSummary {

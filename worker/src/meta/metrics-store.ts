@@ -12,13 +12,8 @@ export class MetricsStore extends DurableObject {
   }
 
   async add(deltas: Record<string, number>): Promise<void> {
-    for (const [series, value] of Object.entries(deltas)) {
-      this.ctx.storage.sql.exec(
-        "INSERT INTO counters (series, value) VALUES (?, ?) ON CONFLICT (series) DO UPDATE SET value = value + excluded.value",
-        series,
-        value,
-      );
-    }
+    const add = "INSERT INTO counters (series, value) VALUES (?, ?) ON CONFLICT (series) DO UPDATE SET value = value + excluded.value";
+    for (const [series, value] of Object.entries(deltas)) this.ctx.storage.sql.exec(add, series, value);
   }
 
   async snapshot(): Promise<Record<string, number>> {

@@ -63,17 +63,10 @@ type Row = {
 
 export function readOverlay(sql: SqlStorage): NodeOverlay {
   const version = sql.exec<{ version: number }>("SELECT version FROM node_version WHERE id = 1").one().version;
-  const rows = sql.exec<Row>("SELECT * FROM nodes ORDER BY id").toArray();
-  return {
-    version,
-    nodes: rows.map((r) => ({
-      id: r.id,
-      spec: r.spec,
-      state: r.state === "draining" ? "draining" : "active",
-      drainingSince: r.draining_since,
-      drainedAt: r.drained_at,
-    })),
-  };
+  const rows = sql.exec<Omit<OverlayNode, "state"> & { state: string }>(
+    "SELECT id, spec, state, draining_since AS drainingSince, drained_at AS drainedAt FROM nodes ORDER BY id",
+  );
+  return { version, nodes: rows.toArray().map((r) => ({ ...r, state: r.state === "draining" ? "draining" : "active" })) };
 }
 
 function row(sql: SqlStorage, id: string): Row | null {
@@ -106,15 +99,10 @@ function writableCount(sql: SqlStorage, rule: WritableRule): number {
 export function setNodeState(sql: SqlStorage, id: string, state: NodeState, rule: WritableRule, now: number): StateChange {
   const known = row(sql, id);
   if ((known?.state ?? "active") === state) return { ok: true, overlay: readOverlay(sql) };
-  if (known)
-    sql.exec(
-      "UPDATE nodes SET state = ?, draining_since = ?, drain_started = NULL, drain_failed = 0, drained_at = NULL, changed = ? WHERE id = ?",
-      state,
-      state === "draining" ? now : null,
-      now,
-      id,
-    );
-  else sql.exec("INSERT INTO nodes (id, spec, state, draining_since, changed) VALUES (?, NULL, ?, ?, ?)", id, state, state === "draining" ? now : null, now);
+  const since = state === "draining" ? now : null;
+  const update = "UPDATE nodes SET state = ?, draining_since = ?, drain_started = NULL, drain_failed = 0, drained_at = NULL, changed = ? WHERE id = ?";
+  if (known) sql.exec(update, state, since, now, id);
+  else sql.exec("INSERT INTO nodes (id, spec, state, draining_since, changed) VALUES (?, NULL, ?, ?, ?)", id, state, since, now);
   const writable = writableCount(sql, rule);
   if (state === "draining" && writable < rule.minimum) throw new TooFewWritable(writable);
   bump(sql);

@@ -11,9 +11,7 @@ import * as versions from "./versions";
 /** The key's current object. */
 export function currentRecord(sql: SqlStorage, key: string): ObjectRecord | null {
   const current = versions.currentObject(sql, key);
-  if (!current) return null;
-  const { seq: _, ...record } = current;
-  return record;
+  return current && versions.recordOf(current);
 }
 
 /** The key's current version (an object or a delete marker), with its place. */
@@ -35,9 +33,7 @@ export function lookup(sql: SqlStorage, key: string, versionId: string | null | 
   }
   const found = versions.findVersion(sql, key, versionId);
   if (found?.marker) return { object: null, marker: { versionId: found.versionId, lastModified: found.lastModified }, versioned };
-  if (!found) return { object: null, marker: null, versioned };
-  const { marker: _, seq: __, ...object } = found;
-  return { object, marker: null, versioned };
+  return { object: found && versions.recordOf(found), marker: null, versioned };
 }
 
 /**

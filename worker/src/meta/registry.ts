@@ -32,15 +32,15 @@ const REGISTRY_SCHEMA: readonly (readonly string[])[] = [
 
 type ScrubRow = { state: string | null; lease_owner: string | null; lease_until: number };
 
-/** What `scrubBegin` answers: the state to continue from, or who holds the lease until when. */
 /** The scrub's state: a JSON document the scrub service owns (services/scrub-state.ts); kept here as is. */
 export type ScrubDocument = object;
 
+/** What `scrubBegin` answers: the state to continue from, or who holds the lease until when. */
 export type ScrubLease = { ok: true; state: ScrubDocument | null } | { ok: false; owner: string; until: number };
 
-type BucketRow = { name: string; created: number };
-
 export class BucketRegistry extends DurableObject {
+  private readonly sql = this.ctx.storage.sql;
+
   constructor(ctx: DurableObjectState, env: Cloudflare.Env) {
     super(ctx, env);
     migrate(ctx.storage, REGISTRY_SCHEMA);
@@ -49,22 +49,21 @@ export class BucketRegistry extends DurableObject {
   /** Records a bucket; "exists" (and the first creation time kept) when it is already listed. */
   async add(name: string, created: number): Promise<"created" | "exists"> {
     if (this.row(name)) return "exists";
-    this.ctx.storage.sql.exec("INSERT INTO buckets (name, created) VALUES (?, ?)", name, created);
+    this.sql.exec("INSERT INTO buckets (name, created) VALUES (?, ?)", name, created);
     return "created";
   }
 
   async remove(name: string): Promise<void> {
-    this.ctx.storage.sql.exec("DELETE FROM buckets WHERE name = ?", name);
+    this.sql.exec("DELETE FROM buckets WHERE name = ?", name);
   }
 
   /** Every bucket, sorted by name (byte order). */
   async list(): Promise<BucketInfo[]> {
-    return this.ctx.storage.sql.exec<BucketRow>("SELECT name, created FROM buckets ORDER BY name").toArray().map(toInfo);
+    return this.sql.exec<{ name: string; created: number }>("SELECT name, created FROM buckets ORDER BY name").toArray();
   }
 
   async get(name: string): Promise<BucketInfo | null> {
-    const row = this.row(name);
-    return row ? toInfo(row) : null;
+    return this.row(name);
   }
 
   /** The scrub's state (null before the first run) and whether a run holds the lease now. */
@@ -77,7 +76,7 @@ export class BucketRegistry extends DurableObject {
   async scrubBegin(owner: string, now: number, leaseMs: number): Promise<ScrubLease> {
     const row = this.scrubRow();
     if (row.lease_owner !== null && row.lease_owner !== owner && row.lease_until > now) return { ok: false, owner: row.lease_owner, until: row.lease_until };
-    this.ctx.storage.sql.exec("UPDATE scrub SET lease_owner = ?, lease_until = ? WHERE id = 1", owner, now + leaseMs);
+    this.sql.exec("UPDATE scrub SET lease_owner = ?, lease_until = ? WHERE id = 1", owner, now + leaseMs);
     return { ok: true, state: row.state === null ? null : (JSON.parse(row.state) as ScrubDocument) };
   }
 
@@ -87,31 +86,25 @@ export class BucketRegistry extends DurableObject {
    */
   async scrubSave(owner: string, state: ScrubDocument, leaseUntil: number | null): Promise<boolean> {
     if (this.scrubRow().lease_owner !== owner) return false;
-    this.ctx.storage.sql.exec(
-      "UPDATE scrub SET state = ?, lease_owner = ?, lease_until = ? WHERE id = 1",
-      JSON.stringify(state),
-      leaseUntil === null ? null : owner,
-      leaseUntil ?? 0,
-    );
+    const save = "UPDATE scrub SET state = ?, lease_owner = ?, lease_until = ? WHERE id = 1";
+    this.sql.exec(save, JSON.stringify(state), leaseUntil === null ? null : owner, leaseUntil ?? 0);
     return true;
   }
 
   /** The node overlay: added nodes and runtime states, with its version. */
   async nodeOverlay(): Promise<NodeOverlay> {
-    return readOverlay(this.ctx.storage.sql);
+    return readOverlay(this.sql);
   }
 
   /** Adds a node (its spec JSON, secret sealed); null when that id was added already, else the new overlay. */
   async nodeAdd(id: string, spec: string, now: number): Promise<NodeOverlay | null> {
-    const sql = this.ctx.storage.sql;
-    return this.ctx.storage.transactionSync(() => (addNode(sql, id, spec, now) ? readOverlay(sql) : null));
+    return this.ctx.storage.transactionSync(() => (addNode(this.sql, id, spec, now) ? readOverlay(this.sql) : null));
   }
 
   /** Marks a node draining or active, unless fewer than `rule.minimum` nodes would stay writable. */
   async nodeSetState(id: string, state: NodeState, rule: WritableRule, now: number): Promise<StateChange> {
-    const sql = this.ctx.storage.sql;
     try {
-      return this.ctx.storage.transactionSync(() => setNodeState(sql, id, state, rule, now));
+      return this.ctx.storage.transactionSync(() => setNodeState(this.sql, id, state, rule, now));
     } catch (e) {
       if (e instanceof TooFewWritable) return { ok: false, writable: e.writable };
       throw e;
@@ -120,25 +113,19 @@ export class BucketRegistry extends DurableObject {
 
   /** Records a batch of a drain walk; answers when the node was found drained (null: not yet). */
   async nodeDrainBatch(id: string, batch: { first: boolean; failed: boolean; last: boolean }, settleMs: number, now: number): Promise<number | null> {
-    const sql = this.ctx.storage.sql;
-    return this.ctx.storage.transactionSync(() => recordDrainBatch(sql, id, batch, settleMs, now));
+    return this.ctx.storage.transactionSync(() => recordDrainBatch(this.sql, id, batch, settleMs, now));
   }
 
   /** Removes an added node that is draining and drained clean. */
   async nodeRemove(id: string): Promise<{ result: ReturnType<typeof removeNode>; overlay: NodeOverlay }> {
-    const sql = this.ctx.storage.sql;
-    return this.ctx.storage.transactionSync(() => ({ result: removeNode(sql, id), overlay: readOverlay(sql) }));
+    return this.ctx.storage.transactionSync(() => ({ result: removeNode(this.sql, id), overlay: readOverlay(this.sql) }));
   }
 
   private scrubRow(): ScrubRow {
-    return this.ctx.storage.sql.exec<ScrubRow>("SELECT state, lease_owner, lease_until FROM scrub WHERE id = 1").one();
+    return this.sql.exec<ScrubRow>("SELECT state, lease_owner, lease_until FROM scrub WHERE id = 1").one();
   }
 
-  private row(name: string): BucketRow | null {
-    return this.ctx.storage.sql.exec<BucketRow>("SELECT name, created FROM buckets WHERE name = ?", name).toArray()[0] ?? null;
+  private row(name: string): BucketInfo | null {
+    return this.sql.exec<{ name: string; created: number }>("SELECT name, created FROM buckets WHERE name = ?", name).toArray()[0] ?? null;
   }
-}
-
-function toInfo(row: BucketRow): BucketInfo {
-  return { name: row.name, created: row.created };
 }

@@ -12,10 +12,8 @@
 // manifest's tags; a later PutObjectTagging queues nothing and changes no status). A rule with
 // ExistingObjectReplication Enabled also replicates the versions already in the bucket: setting
 // the configuration starts a walk of the bucket's current objects (replication_walk, its cursor the
-// next key), which the index's alarm advances a bounded step at a time (walkStep: at most
-// WALK_BATCH versions queued, WALK_VISITS keys read and WALK_MANIFEST_BYTES of manifests decoded
-// per run, never past WALK_FILL of the outbox's cap in replication's rows: it waits, polling less
-// and less often, rather than drop); a new configuration restarts it, and one without it
+// next key), which the index's alarm advances a bounded step at a time (walkStep: its bounds, and
+// why it waits rather than drop); a new configuration restarts it, and one without it
 // (DeleteBucketReplication too) cancels it. A status is per version, not per destination: a
 // destination the configuration adds (the walk's new targets) gets the versions already
 // replicated elsewhere too.
@@ -184,8 +182,8 @@ export function destinationOfTarget(target: string): { remote: string; bucket: s
 
 type Tags = [string, string][];
 
-/** Whether `have` holds every tag of `want` with the same value. */
-function carries(have: Tags, want: Tags): boolean {
+/** Whether `have` holds every tag of `want` with the same value (lifecycle filters ask too). */
+export function carries(have: Tags, want: Tags): boolean {
   return want.every(([k, v]) => have.some(([hk, hv]) => hk === k && hv === v));
 }
 
@@ -215,12 +213,12 @@ export function rulesFor(rules: readonly ReplicationRule[], key: string, deleteM
   return [...best.values()].filter((r) => !deleteMarker || r.deleteMarkers);
 }
 
-/** A bucket's replication configuration and the statuses of its versions, in its index. */
-/** A rule's destination and filter, as the walk compares configurations (meta/replication-rules.ts setConfiguration). */
+/** A rule's destination and filter, as the walk compares configurations (setConfiguration). */
 function walkedKey(r: ReplicationRule): string {
   return JSON.stringify([r.target, r.prefix, r.and === true, r.tags ?? []]);
 }
 
+/** A bucket's replication configuration and the statuses of its versions, in its index. */
 export class Replication {
   private rules: ReplicationRule[] | undefined;
 
@@ -302,13 +300,9 @@ export class Replication {
 
   /** Sets a version's status (a version no longer there keeps none). */
   setStatus(key: string, versionId: string, status: ReplicationStatus, reason: string | null): void {
-    this.sql.exec(
-      "INSERT INTO replication_status (key, version_id, status, reason) VALUES (?, ?, ?, ?) ON CONFLICT (key, version_id) DO UPDATE SET status = excluded.status, reason = excluded.reason",
-      key,
-      versionId,
-      status,
-      reason === null ? null : reason.slice(0, 500),
-    );
+    const upsert =
+      "INSERT INTO replication_status (key, version_id, status, reason) VALUES (?, ?, ?, ?) ON CONFLICT (key, version_id) DO UPDATE SET status = excluded.status, reason = excluded.reason";
+    this.sql.exec(upsert, key, versionId, status, reason === null ? null : reason.slice(0, 500));
   }
 
   /** A version's status; null when it is not replicated. */
@@ -366,12 +360,8 @@ export class Replication {
     else {
       let read = 0;
       let stopped = false;
-      const keys = this.sql.exec<{ key: string; version_id: string | null; size: number; etag: string; last_modified: number }>(
-        WALK_KEYS_QUERY,
-        after ?? "",
-        WALK_VISITS,
-      );
-      for (const row of keys) {
+      type KeyRow = { key: string; version_id: string | null; size: number; etag: string; last_modified: number };
+      for (const row of this.sql.exec<KeyRow>(WALK_KEYS_QUERY, after ?? "", WALK_VISITS)) {
         read++;
         if (queued >= batch || decoded.bytes >= manifestBytes) {
           stopped = true;
@@ -379,14 +369,14 @@ export class Replication {
         }
         if (row.version_id !== null) {
           const take = this.walkRules(rules, fresh, { key: row.key, versionId: row.version_id, written: row.last_modified }, outbox, decoded);
-          // Past the walk's share of replication's rows, or past the cap itself (webhooks' rows count there: it waits rather than drop).
-          const free = take.length > 0 ? outbox.free(cap) : cap;
-          if (take.length > 0 && ((pending > 0 && pending + take.length > limit) || (free < take.length && free < cap))) {
-            state = "waiting";
-            stopped = true;
-            break;
-          }
           if (take.length > 0) {
+            // Past the walk's share of replication's rows, or past the cap itself (webhooks' rows count there: it waits rather than drop).
+            const free = outbox.free(cap);
+            if ((pending > 0 && pending + take.length > limit) || (free < take.length && free < cap)) {
+              state = "waiting";
+              stopped = true;
+              break;
+            }
             const e: ObjectEvent = { event: "ObjectCreated:Put", key: row.key, versionId: row.version_id, size: row.size, etag: row.etag, time: now };
             const written = take.filter((rule) => outbox.enqueue(rule.target, rule.id, e, cap)).length;
             // Only a cap smaller than a version's destinations drops one here: FAILED, as for a new write.
@@ -402,18 +392,9 @@ export class Replication {
     }
     // Waiting: the poll waits a second, then twice as long each run that queued nothing, up to a minute.
     const waitMs = state !== "waiting" ? 0 : queued > 0 || walk.wait_ms === 0 ? WALK_WAIT_FIRST_MS : Math.min(WALK_WAIT_MAX_MS, walk.wait_ms * 2);
-    this.sql.exec(
-      `UPDATE replication_walk SET after = ?, visited = visited + ?, queued = queued + ?, runs = runs + 1,
-         largest_run = MAX(largest_run, ?), waits = waits + ?, done = ?, wait_ms = ?, skipped_null = skipped_null + ? WHERE id = 1`,
-      after,
-      visited,
-      queued,
-      queued,
-      state === "waiting" ? 1 : 0,
-      state === "done" ? now : null,
-      waitMs,
-      skippedNull,
-    );
+    const update = `UPDATE replication_walk SET after = ?, visited = visited + ?, queued = queued + ?, runs = runs + 1,
+         largest_run = MAX(largest_run, ?), waits = waits + ?, done = ?, wait_ms = ?, skipped_null = skipped_null + ? WHERE id = 1`;
+    this.sql.exec(update, after, visited, queued, queued, state === "waiting" ? 1 : 0, state === "done" ? now : null, waitMs, skippedNull);
     return { state, queued, waitMs };
   }
 
@@ -448,66 +429,34 @@ export class Replication {
   }
 
   /** The walk of existing objects: null when there is none (or it was cancelled). */
-  walkStatus(): {
-    generation: number;
-    state: "walking" | "done";
-    nextAfter: string | null;
-    startedAt: string;
-    doneAt: string | null;
-    visited: number;
-    queued: number;
-    runs: number;
-    largestRun: number;
-    waits: number;
-    waitMs: number;
-    newTargets: string[];
-    skippedNullVersions: number;
-  } | null {
+  walkStatus() {
+    type Counts = Record<"visited" | "queued" | "runs" | "largestRun" | "waits" | "waitMs", number>;
     const row = this.sql
-      .exec<{
-        generation: number;
-        after: string | null;
-        started: number;
-        visited: number;
-        queued: number;
-        runs: number;
-        largest_run: number;
-        waits: number;
-        done: number | null;
-        wait_ms: number;
-        new_targets: string;
-        skipped_null: number;
-      }>(
-        "SELECT generation, after, started, visited, queued, runs, largest_run, waits, done, wait_ms, new_targets, skipped_null FROM replication_walk WHERE id = 1",
+      .exec<{ generation: number; after: string | null; started: number; done: number | null; newTargets: string; skipped: number } & Counts>(
+        `SELECT generation, after, started, done, new_targets AS newTargets, skipped_null AS skipped,
+           visited, queued, runs, largest_run AS largestRun, waits, wait_ms AS waitMs FROM replication_walk WHERE id = 1`,
       )
       .toArray()[0];
     if (!row) return null;
+    const { generation, after, started, done, newTargets, skipped, ...counts } = row;
+    const state: "walking" | "done" = done === null ? "walking" : "done";
+    const doneAt = done === null ? null : new Date(done).toISOString();
     return {
-      generation: row.generation,
-      state: row.done === null ? "walking" : "done",
-      nextAfter: row.after,
-      startedAt: new Date(row.started).toISOString(),
-      doneAt: row.done === null ? null : new Date(row.done).toISOString(),
-      visited: row.visited,
-      queued: row.queued,
-      runs: row.runs,
-      largestRun: row.largest_run,
-      waits: row.waits,
-      waitMs: row.wait_ms,
-      newTargets: JSON.parse(row.new_targets) as string[],
-      skippedNullVersions: row.skipped_null,
+      generation,
+      state,
+      nextAfter: after,
+      startedAt: new Date(started).toISOString(),
+      doneAt,
+      ...counts,
+      newTargets: JSON.parse(newTargets) as string[],
+      skippedNullVersions: skipped,
     };
   }
 
   /** Notes a multipart upload begun at a remote target (before its first part is sent). */
   uploadBegun(upload: RemoteUpload, now: number): void {
-    this.sql.exec(
-      "INSERT OR REPLACE INTO replication_uploads (target, upload_id, key, since) VALUES (?, ?, ?, ?)",
-      upload.target,
-      upload.uploadId,
-      upload.key,
-      now,
-    );
+    const insert = "INSERT OR REPLACE INTO replication_uploads (target, upload_id, key, since) VALUES (?, ?, ?, ?)";
+    this.sql.exec(insert, upload.target, upload.uploadId, upload.key, now);
   }
 
   /** Forgets a multipart upload that was completed or aborted. */
@@ -520,14 +469,8 @@ export class Replication {
    * failed) whose next abort is due at `now`, the longest due first, at most `limit`.
    */
   uploadsLeft(limit: number, now: number): RemoteUpload[] {
-    return this.sql
-      .exec<{ target: string; upload_id: string; key: string }>(
-        "SELECT target, upload_id, key FROM replication_uploads WHERE next_at <= ? ORDER BY next_at LIMIT ?",
-        now,
-        limit,
-      )
-      .toArray()
-      .map((r) => ({ target: r.target, key: r.key, uploadId: r.upload_id }));
+    const due = "SELECT target, key, upload_id AS uploadId FROM replication_uploads WHERE next_at <= ? ORDER BY next_at LIMIT ?";
+    return this.sql.exec<{ target: string; key: string; uploadId: string }>(due, now, limit).toArray();
   }
 
   /** Uploads left behind, all of them. */

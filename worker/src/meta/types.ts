@@ -70,17 +70,11 @@ export interface ListVersionsPage {
   nextVersionIdMarker: string | null;
 }
 
-/** A delete marker that is (or was asked for as) a key's version. */
-export interface DeleteMarkerInfo {
-  versionId: string | null;
-  lastModified: number;
-}
-
 /** The one metadata call of a GET or HEAD (BucketIndex.head). */
 export interface HeadResult {
   object: ObjectRecord | null;
   /** Instead of an object: the delete marker that is the current version, or the version asked for. */
-  marker: DeleteMarkerInfo | null;
+  marker: { versionId: string | null; lastModified: number } | null;
   /** Whether the bucket has versioning configured (its objects carry x-amz-version-id). */
   versioned: boolean;
   /** When the current object expires by the bucket's lifecycle rules (x-amz-expiration). */

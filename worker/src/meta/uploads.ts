@@ -2,7 +2,7 @@
 // own SQLite (BucketIndex calls these inside its transactions). An upload's parts are rows of
 // their own, so uploading part 7 of 10,000 rewrites one small row, not a growing list.
 import type { ManifestPart } from "../shared/core-api";
-import { commonPrefixOf, compareKeys, prefixEnd } from "./key-order";
+import { keyRange, type Lower, pageOf, prefixEnd, rollUp, startOf } from "./key-order";
 import type { ListUploadsPage, ListUploadsQuery, PartRecord, UploadInfo } from "./types";
 
 /** Schema version 2 of the bucket index (see BUCKET_INDEX_SCHEMA). */
@@ -26,8 +26,8 @@ export const UPLOADS_SCHEMA: readonly string[] = [
    ) WITHOUT ROWID`,
 ];
 
-/** Where a scan of uploads starts: after (key, afterId), or at / after `key` when afterId is null. */
-type Cursor = { key: string; afterId: string | null; inclusive: boolean };
+/** Where a scan of uploads starts: after (key, afterId), or at / after `key` when afterId is null or absent. */
+type Cursor = Lower & { afterId?: string | null };
 type UploadRow = { upload_id: string; key: string; initiated: number; info: string };
 type StoredInfo = Omit<UploadInfo, "uploadId" | "key" | "initiated">;
 
@@ -38,9 +38,8 @@ export function newUploadId(now: number): string {
 }
 
 export function insertUpload(sql: SqlStorage, upload: UploadInfo): void {
-  const { uploadId, key, initiated, ...rest } = upload;
-  const info: StoredInfo = rest;
-  sql.exec("INSERT INTO uploads (upload_id, key, initiated, info) VALUES (?, ?, ?, ?)", uploadId, key, initiated, JSON.stringify(info));
+  const { uploadId, key, initiated, ...info } = upload;
+  sql.exec("INSERT INTO uploads (upload_id, key, initiated, info) VALUES (?, ?, ?, ?)", uploadId, key, initiated, JSON.stringify(info satisfies StoredInfo));
 }
 
 export function getUpload(sql: SqlStorage, uploadId: string): UploadInfo | null {
@@ -58,20 +57,11 @@ export function deleteUpload(sql: SqlStorage, uploadId: string): PartRecord[] {
 
 /** Stores a part, replacing one with the same number; returns the replaced one. */
 export function upsertPart(sql: SqlStorage, uploadId: string, part: PartRecord): PartRecord | null {
-  const previous = getPart(sql, uploadId, part.partNumber);
-  sql.exec(
-    `INSERT INTO parts (upload_id, part_number, record) VALUES (?, ?, ?)
-     ON CONFLICT (upload_id, part_number) DO UPDATE SET record = excluded.record`,
-    uploadId,
-    part.partNumber,
-    JSON.stringify(part),
-  );
-  return previous;
-}
-
-function getPart(sql: SqlStorage, uploadId: string, partNumber: number): PartRecord | null {
-  const row = sql.exec<{ record: string }>("SELECT record FROM parts WHERE upload_id = ? AND part_number = ?", uploadId, partNumber).toArray()[0];
-  return row ? (JSON.parse(row.record) as PartRecord) : null;
+  const previous = sql.exec<{ record: string }>("SELECT record FROM parts WHERE upload_id = ? AND part_number = ?", uploadId, part.partNumber).toArray()[0];
+  const upsert =
+    "INSERT INTO parts (upload_id, part_number, record) VALUES (?, ?, ?) ON CONFLICT (upload_id, part_number) DO UPDATE SET record = excluded.record";
+  sql.exec(upsert, uploadId, part.partNumber, JSON.stringify(part));
+  return previous ? (JSON.parse(previous.record) as PartRecord) : null;
 }
 
 /** Parts numbered above `after`, in order, at most `limit`. */
@@ -90,20 +80,28 @@ export const STALE_UPLOAD_MS = 7 * 24 * 3600 * 1000;
 /** Stale uploads removed per alarm run: keeps one run's work bounded. */
 const STALE_UPLOADS_PER_ALARM = 100;
 
-/** Aborts uploads older than STALE_UPLOAD_MS, a bounded batch: their parts (whose shard files the caller deletes). */
+/** Aborts uploads older than STALE_UPLOAD_MS, oldest first, a bounded batch: their parts (whose shard files the caller deletes). */
 export function abortStale(sql: SqlStorage, now: number): ManifestPart[] {
-  return staleUploadIds(sql, now - STALE_UPLOAD_MS, STALE_UPLOADS_PER_ALARM).flatMap((id) => deleteUpload(sql, id).map((p) => p.part));
+  const stale = sql.exec<{ id: string }>(
+    "SELECT upload_id AS id FROM uploads WHERE initiated < ? ORDER BY initiated LIMIT ?",
+    now - STALE_UPLOAD_MS,
+    STALE_UPLOADS_PER_ALARM,
+  );
+  return stale.toArray().flatMap((r) => deleteUpload(sql, r.id).map((p) => p.part));
 }
 
 /** Aborts every upload (its bucket goes): their parts (whose shard files the caller deletes). */
 export function abortAll(sql: SqlStorage): ManifestPart[] {
-  return allUploadIds(sql).flatMap((id) => deleteUpload(sql, id).map((p) => p.part));
+  return sql
+    .exec<{ id: string }>("SELECT upload_id AS id FROM uploads")
+    .toArray()
+    .flatMap((r) => deleteUpload(sql, r.id).map((p) => p.part));
 }
 
 /** When the oldest upload turns stale (at least a second from `now`); null when there is none. */
 export function staleCheckDue(sql: SqlStorage, now: number): number | null {
-  const oldest = oldestUpload(sql);
-  return oldest === null ? null : Math.max(oldest + STALE_UPLOAD_MS, now + 1000);
+  const oldest = sql.exec<{ initiated: number }>("SELECT initiated FROM uploads ORDER BY initiated LIMIT 1").toArray()[0];
+  return oldest === undefined ? null : Math.max(oldest.initiated + STALE_UPLOAD_MS, now + 1000);
 }
 
 /**
@@ -119,97 +117,38 @@ export function unusedParts(sql: SqlStorage, uploadId: string, key: string, used
   return [...parts.values()];
 }
 
-/** Uploads begun before `cutoff` (ms since the epoch), oldest first. */
-export function staleUploadIds(sql: SqlStorage, cutoff: number, limit: number): string[] {
+/** Uploads of keys that start with `prefix` initiated at or before `cutoff`, at most `limit`. */
+export function uploadsInitiatedBy(sql: SqlStorage, prefix: string, cutoff: number, limit: number): string[] {
+  const { where, bindings } = keyRange({ key: prefix, inclusive: true }, prefixEnd(prefix));
+  const query = `SELECT upload_id FROM uploads WHERE ${where} AND initiated <= ? ORDER BY initiated LIMIT ?`;
   return sql
-    .exec<{ upload_id: string }>("SELECT upload_id FROM uploads WHERE initiated < ? ORDER BY initiated LIMIT ?", cutoff, limit)
+    .exec<{ upload_id: string }>(query, ...bindings, cutoff, limit)
     .toArray()
     .map((r) => r.upload_id);
 }
 
-/** Uploads of keys in [prefix, end) (end null: no bound) initiated at or before `cutoff`, at most `limit`. */
-export function uploadsInitiatedBy(sql: SqlStorage, prefix: string, end: string | null, cutoff: number, limit: number): string[] {
-  const range = end === null ? "key >= ?" : "key >= ? AND key < ?";
-  const bindings = end === null ? [prefix] : [prefix, end];
-  return sql
-    .exec<{ upload_id: string }>(`SELECT upload_id FROM uploads WHERE ${range} AND initiated <= ? ORDER BY initiated LIMIT ?`, ...bindings, cutoff, limit)
-    .toArray()
-    .map((r) => r.upload_id);
-}
-
-export function oldestUpload(sql: SqlStorage): number | null {
-  return sql.exec<{ initiated: number }>("SELECT initiated FROM uploads ORDER BY initiated LIMIT 1").toArray()[0]?.initiated ?? null;
-}
-
-/** Every upload id. */
-function allUploadIds(sql: SqlStorage): string[] {
-  return sql
-    .exec<{ upload_id: string }>("SELECT upload_id FROM uploads")
-    .toArray()
-    .map((r) => r.upload_id);
-}
-
-/** One page of ListMultipartUploads: uploads in (key, upload id) order, keys rolled up by delimiter. */
+/** One page of ListMultipartUploads: uploads in (key, upload id) order, keys rolled up by delimiter (key-order.ts rollUp). */
 export function listUploads(sql: SqlStorage, q: ListUploadsQuery, maxPage: number): ListUploadsPage {
   const limit = Math.min(Math.max(Math.trunc(q.maxUploads) || 0, 0), maxPage);
-  const empty: ListUploadsPage = { uploads: [], commonPrefixes: [], isTruncated: false, nextKeyMarker: null, nextUploadIdMarker: null };
-  if (limit === 0) return empty;
+  if (limit === 0) return { uploads: [], commonPrefixes: [], isTruncated: false, nextKeyMarker: null, nextUploadIdMarker: null };
   const end = q.prefix === "" ? null : prefixEnd(q.prefix);
-  type Entry = { kind: "upload"; upload: UploadInfo } | { kind: "prefix"; prefix: string };
-  const entries: Entry[] = [];
-  // Read lazily from just after the markers; a key that rolls up into a common prefix ends that
-  // read, and the next one seeks past every key under that prefix.
-  let lower: Cursor | null =
-    q.keyMarker !== null && compareKeys(q.keyMarker, q.prefix) >= 0
-      ? { key: q.keyMarker, afterId: q.uploadIdMarker, inclusive: false }
-      : { key: q.prefix, afterId: null, inclusive: true };
-  while (lower !== null && entries.length <= limit) {
-    const want = limit + 1 - entries.length;
-    const rows = scanUploads(sql, lower, end, want);
-    let next: Cursor | null = null;
-    for (const row of rows) {
-      const common = commonPrefixOf(row.key, q.prefix, q.delimiter);
-      if (common === null) {
-        entries.push({ kind: "upload", upload: toUpload(row) });
-        next = rows.length === want ? { key: row.key, afterId: row.upload_id, inclusive: false } : null;
-        continue;
-      }
-      if (q.keyMarker === null || compareKeys(common, q.keyMarker) > 0) entries.push({ kind: "prefix", prefix: common });
-      const past = prefixEnd(common);
-      next = past === null ? null : { key: past, afterId: null, inclusive: true };
-      break;
-    }
-    lower = next;
-  }
-  const page = entries.slice(0, limit);
-  const isTruncated = entries.length > limit;
-  const lastEntry = page[page.length - 1];
-  return {
-    uploads: page.flatMap((e) => (e.kind === "upload" ? [summary(e.upload)] : [])),
-    commonPrefixes: page.flatMap((e) => (e.kind === "prefix" ? [e.prefix] : [])),
-    isTruncated,
-    nextKeyMarker: isTruncated && lastEntry ? (lastEntry.kind === "upload" ? lastEntry.upload.key : lastEntry.prefix) : null,
-    nextUploadIdMarker: isTruncated && lastEntry?.kind === "upload" ? lastEntry.upload.uploadId : null,
-  };
+  // Read from just after the markers: the rest of key-marker's uploads after upload-id-marker, then later keys.
+  const lower = startOf(q.prefix, q.keyMarker);
+  const start = { ...lower, afterId: lower.inclusive ? null : q.uploadIdMarker };
+  const rolled = rollUp(q, q.keyMarker, start, limit + 1, (from, want) => scanUploads(sql, from, end, want));
+  const { items, commonPrefixes, isTruncated, nextMarker: nextKeyMarker, lastItem } = pageOf(rolled, limit);
+  return { uploads: items.map((r) => summary(toUpload(r))), commonPrefixes, isTruncated, nextKeyMarker, nextUploadIdMarker: lastItem?.upload_id ?? null };
 }
 
 /** Uploads from `lower` on, in (key, upload id) order, below `end`. */
 function scanUploads(sql: SqlStorage, lower: Cursor, end: string | null, limit: number): UploadRow[] {
-  const bindings: (string | number)[] = [];
-  let where: string;
-  if (lower.afterId !== null) {
-    where = "(key > ? OR (key = ? AND upload_id > ?))";
-    bindings.push(lower.key, lower.key, lower.afterId);
-  } else {
-    where = lower.inclusive ? "key >= ?" : "key > ?";
-    bindings.push(lower.key);
-  }
-  if (end !== null) {
-    where += " AND key < ?";
-    bindings.push(end);
-  }
-  bindings.push(limit);
-  return sql.exec<UploadRow>(`SELECT upload_id, key, initiated, info FROM uploads WHERE ${where} ORDER BY key, upload_id LIMIT ?`, ...bindings).toArray();
+  const afterId = lower.afterId ?? null;
+  const from = afterId !== null ? "(key > ? OR (key = ? AND upload_id > ?))" : lower.inclusive ? "key >= ?" : "key > ?";
+  const bindings = [...(afterId !== null ? [lower.key, lower.key, afterId] : [lower.key]), ...(end === null ? [] : [end])];
+  const below = end === null ? "" : " AND key < ?";
+  return sql
+    .exec<UploadRow>(`SELECT upload_id, key, initiated, info FROM uploads WHERE ${from}${below} ORDER BY key, upload_id LIMIT ?`, ...bindings, limit)
+    .toArray();
 }
 
 function toUpload(row: UploadRow): UploadInfo {

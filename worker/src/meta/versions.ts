@@ -7,7 +7,7 @@
 // the highest. The null version (version id NULL: written while the bucket was unversioned or
 // suspended) is at most one per key.
 import { equalBytes } from "../shared/bytes";
-import { commonPrefixOf, compareKeys, prefixEnd } from "./key-order";
+import { commonPrefixOf, compareKeys, type Entry, keyRange, type Lower, pageOf, prefixEnd, rollUp, startOf } from "./key-order";
 import type { ObjectLock } from "./object-lock";
 import type { ListVersionsPage, ListVersionsQuery, ObjectRecord, VersionSummary, VersioningStatus } from "./types";
 
@@ -125,7 +125,7 @@ export function putVersion(sql: SqlStorage, record: ObjectRecord): VersionChange
   const current = currentObject(sql, record.key);
   if (status === null) {
     writeObject(sql, { ...record, versionId: null }, 0);
-    return { freed: current ? [withoutSeq(current)] : [] };
+    return { freed: current ? [recordOf(current)] : [] };
   }
   const versionId = status === "Enabled" ? newVersionId() : null;
   const freed = makeRoom(sql, record.key, current, versionId === null);
@@ -142,7 +142,7 @@ export function deleteCurrent(sql: SqlStorage, key: string, now: number): Versio
   const current = currentObject(sql, key);
   if (status === null) {
     if (current) sql.exec("DELETE FROM objects WHERE key = ?", key);
-    return { freed: current ? [withoutSeq(current)] : [], marker: false };
+    return { freed: current ? [recordOf(current)] : [], marker: false };
   }
   const versionId = status === "Enabled" ? newVersionId() : null;
   const freed = makeRoom(sql, key, current, versionId === null);
@@ -173,38 +173,22 @@ export function replaceVersion(sql: SqlStorage, expected: Uint8Array, record: Ob
   if (!found || found.marker) return "missing";
   if (!equalBytes(found.manifest, expected)) return "changed";
   const table = currentObject(sql, record.key)?.seq === found.seq ? "objects" : "versions";
-  sql.exec(
-    `UPDATE ${table} SET size = ?, etag = ?, last_modified = ?, manifest = ? WHERE key = ? AND seq = ?`,
-    record.size,
-    record.etag,
-    record.lastModified,
-    toArrayBuffer(record.manifest),
-    record.key,
-    found.seq,
-  );
+  const update = `UPDATE ${table} SET size = ?, etag = ?, last_modified = ?, manifest = ? WHERE key = ? AND seq = ?`;
+  sql.exec(update, record.size, record.etag, record.lastModified, toArrayBuffer(record.manifest), record.key, found.seq);
   return "replaced";
-}
-
-/** Whether the key has any version besides its current object (noncurrent or a marker). */
-export function hasOtherVersions(sql: SqlStorage): boolean {
-  return sql.exec("SELECT 1 FROM versions LIMIT 1").toArray().length > 0;
 }
 
 /** No objects and no other versions (delete markers included): S3's condition to drop a bucket. */
 export function bucketEmpty(sql: SqlStorage): boolean {
-  return sql.exec("SELECT 1 FROM objects LIMIT 1").toArray().length === 0 && !hasOtherVersions(sql);
+  return sql.exec("SELECT 1 FROM objects LIMIT 1").toArray().length === 0 && sql.exec("SELECT 1 FROM versions LIMIT 1").toArray().length === 0;
 }
 
 /** Keys that have any version, after `after` (or from it, `inclusive`), in order, at most `limit`. */
 export function keysAfter(sql: SqlStorage, after: string, inclusive: boolean, limit: number): string[] {
   const op = inclusive ? ">=" : ">";
+  const query = `SELECT key FROM objects WHERE key ${op} ? UNION SELECT key FROM versions WHERE key ${op} ? ORDER BY key LIMIT ?`;
   return sql
-    .exec<{ key: string }>(
-      `SELECT key FROM objects WHERE key ${op} ? UNION SELECT key FROM versions WHERE key ${op} ? ORDER BY key LIMIT ?`,
-      after,
-      after,
-      limit,
-    )
+    .exec<{ key: string }>(query, after, after, limit)
     .toArray()
     .map((r) => r.key);
 }
@@ -222,65 +206,36 @@ export function versionManifests(
   after: { key: string; seq: number } | null,
   limit: number,
 ): { manifests: Uint8Array[]; next: { key: string; seq: number } | null } {
-  const rows = sql
-    .exec<{ key: string; seq: number; manifest: ArrayBuffer }>(
-      `SELECT key, seq, manifest FROM versions WHERE marker = 0 AND (key > ? OR (key = ? AND seq < ?)) ORDER BY key, seq DESC LIMIT ?`,
-      after?.key ?? "",
-      after?.key ?? "",
-      after?.seq ?? Number.MAX_SAFE_INTEGER,
-      limit,
-    )
-    .toArray();
+  const { key, seq } = after ?? { key: "", seq: Number.MAX_SAFE_INTEGER };
+  const query = "SELECT key, seq, manifest FROM versions WHERE marker = 0 AND (key > ? OR (key = ? AND seq < ?)) ORDER BY key, seq DESC LIMIT ?";
+  const rows = sql.exec<{ key: string; seq: number; manifest: ArrayBuffer }>(query, key, key, seq, limit).toArray();
   const last = rows[rows.length - 1];
   return { manifests: rows.map((r) => new Uint8Array(r.manifest)), next: rows.length === limit && last ? { key: last.key, seq: last.seq } : null };
 }
 
 /**
- * One page of ListObjectVersions: every version of every key in (key, newest first) order, the
- * current object from `objects` merged with the rest from `versions`, keys rolled up into common
- * prefixes as in ListObjects. One entry more than `maxKeys` is read to tell whether it goes on.
+ * One page of ListObjectVersions, q.maxKeys entries (`maxPage` if it asks for more): every version
+ * of every key in (key, newest first) order, the current object from `objects` merged with the rest
+ * from `versions`, keys rolled up into common prefixes as in ListObjects (key-order.ts rollUp). One
+ * entry more than the page is read to tell whether it goes on.
  */
-/** One page of ListObjectVersions: q.maxKeys entries, or `maxPage` if it asks for more. */
 export function listVersions(sql: SqlStorage, q: ListVersionsQuery, maxPage: number): ListVersionsPage {
   const maxKeys = Math.min(Math.max(Math.trunc(q.maxKeys) || 0, 0), maxPage);
   if (maxKeys === 0) return { versions: [], commonPrefixes: [], isTruncated: false, nextKeyMarker: null, nextVersionIdMarker: null };
-  const entries: ({ kind: "version"; v: VersionSummary } | { kind: "prefix"; prefix: string })[] = [];
+  const entries: Entry<VersionSummary>[] = [];
   const limit = maxKeys + 1;
   const end = q.prefix === "" ? null : prefixEnd(q.prefix);
   // The rest of key-marker's versions first (those older than version-id-marker), then later keys.
-  let from: { key: string; inclusive: boolean } | null = { key: q.prefix, inclusive: true };
-  if (q.keyMarker !== null && compareKeys(q.keyMarker, q.prefix) >= 0) {
-    from = { key: q.keyMarker, inclusive: false };
-    const marker = q.versionIdMarker === undefined ? null : findVersion(sql, q.keyMarker, q.versionIdMarker);
-    if (marker && commonPrefixOf(q.keyMarker, q.prefix, q.delimiter) === null) {
-      for (const v of keyVersions(sql, q.keyMarker, marker.seq, limit)) entries.push({ kind: "version", v });
+  const start = startOf(q.prefix, q.keyMarker);
+  if (!start.inclusive && q.versionIdMarker !== undefined) {
+    const marker = findVersion(sql, start.key, q.versionIdMarker);
+    if (marker && commonPrefixOf(start.key, q.prefix, q.delimiter) === null) {
+      for (const item of keyVersions(sql, start.key, marker.seq, limit)) entries.push({ kind: "item", item });
     }
   }
-  while (from !== null && entries.length < limit) {
-    let next: { key: string; inclusive: boolean } | null = null;
-    for (const v of mergedVersions(sql, from, end, limit - entries.length)) {
-      const common = commonPrefixOf(v.key, q.prefix, q.delimiter);
-      if (common === null) {
-        entries.push({ kind: "version", v });
-        continue;
-      }
-      if (q.keyMarker === null || compareKeys(common, q.keyMarker) > 0) entries.push({ kind: "prefix", prefix: common });
-      const past = prefixEnd(common);
-      next = past === null ? null : { key: past, inclusive: true };
-      break;
-    }
-    from = next;
-  }
-  const page = entries.slice(0, maxKeys);
-  const last = page[page.length - 1];
-  const isTruncated = entries.length > maxKeys;
-  return {
-    versions: page.flatMap((e) => (e.kind === "version" ? [e.v] : [])),
-    commonPrefixes: page.flatMap((e) => (e.kind === "prefix" ? [e.prefix] : [])),
-    isTruncated,
-    nextKeyMarker: isTruncated && last ? (last.kind === "version" ? last.v.key : last.prefix) : null,
-    nextVersionIdMarker: isTruncated && last?.kind === "version" ? (last.v.versionId ?? "null") : null,
-  };
+  const rolled = rollUp(q, q.keyMarker, start, limit, (from, want) => mergedVersions(sql, from, end, want), entries);
+  const { items: versions, commonPrefixes, isTruncated, nextMarker: nextKeyMarker, lastItem: last } = pageOf(rolled, maxKeys);
+  return { versions, commonPrefixes, isTruncated, nextKeyMarker, nextVersionIdMarker: last && (last.versionId ?? "null") };
 }
 
 /** `key`'s versions older than `belowSeq`, newest first. */
@@ -301,11 +256,10 @@ function keyVersions(sql: SqlStorage, key: string, belowSeq: number, limit: numb
  * order, at most `limit`: the two tables' ordered range queries merged. The first version of
  * each key is its latest.
  */
-function* mergedVersions(sql: SqlStorage, from: { key: string; inclusive: boolean }, end: string | null, limit: number): Generator<VersionSummary> {
-  const where = `key ${from.inclusive ? ">=" : ">"} ?${end === null ? "" : " AND key < ?"}`;
-  const bindings = end === null ? [from.key, limit] : [from.key, end, limit];
-  const current = sql.exec<ObjectRow>(`SELECT ${OBJECT_COLUMNS} FROM objects WHERE ${where} ORDER BY key LIMIT ?`, ...bindings).toArray();
-  const others = sql.exec<VersionRow>(`SELECT ${VERSION_COLUMNS} FROM versions WHERE ${where} ORDER BY key, seq DESC LIMIT ?`, ...bindings).toArray();
+function* mergedVersions(sql: SqlStorage, from: Lower, end: string | null, limit: number): Generator<VersionSummary> {
+  const { where, bindings } = keyRange(from, end);
+  const current = sql.exec<ObjectRow>(`SELECT ${OBJECT_COLUMNS} FROM objects WHERE ${where} ORDER BY key LIMIT ?`, ...bindings, limit).toArray();
+  const others = sql.exec<VersionRow>(`SELECT ${VERSION_COLUMNS} FROM versions WHERE ${where} ORDER BY key, seq DESC LIMIT ?`, ...bindings, limit).toArray();
   let i = 0;
   let j = 0;
   let lastKey: string | null = null;
@@ -331,7 +285,7 @@ function makeRoom(sql: SqlStorage, key: string, current: (ObjectRecord & { seq: 
   const freed: ObjectRecord[] = [];
   if (current) {
     sql.exec("DELETE FROM objects WHERE key = ?", key);
-    if (nullVersion && current.versionId === null) freed.push(withoutSeq(current));
+    if (nullVersion && current.versionId === null) freed.push(recordOf(current));
     else insertVersion(sql, { ...current, marker: false });
   }
   if (nullVersion) {
@@ -354,20 +308,11 @@ function promoteNewest(sql: SqlStorage, key: string): void {
   writeObject(sql, recordOf(newest), newest.seq);
 }
 
-function writeObject(sql: SqlStorage, record: ObjectRecord, seq: number): void {
-  sql.exec(
-    `INSERT INTO objects (key, size, etag, last_modified, manifest, version_id, seq, lock) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+function writeObject(sql: SqlStorage, { key, size, etag, lastModified, manifest, versionId, lock }: ObjectRecord, seq: number): void {
+  const upsert = `INSERT INTO objects (key, size, etag, last_modified, manifest, version_id, seq, lock) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (key) DO UPDATE SET size = excluded.size, etag = excluded.etag, last_modified = excluded.last_modified,
-       manifest = excluded.manifest, version_id = excluded.version_id, seq = excluded.seq, lock = excluded.lock`,
-    record.key,
-    record.size,
-    record.etag,
-    record.lastModified,
-    toArrayBuffer(record.manifest),
-    record.versionId,
-    seq,
-    lockColumn(record.lock),
-  );
+       manifest = excluded.manifest, version_id = excluded.version_id, seq = excluded.seq, lock = excluded.lock`;
+  sql.exec(upsert, key, size, etag, lastModified, toArrayBuffer(manifest), versionId, seq, lockColumn(lock));
 }
 
 /** The `lock` column: JSON, or NULL for none. */
@@ -381,19 +326,11 @@ export function setLock(sql: SqlStorage, key: string, seq: number, lock: ObjectL
   sql.exec(`UPDATE ${table} SET lock = ? WHERE key = ? AND seq = ?`, lockColumn(lock), key, seq);
 }
 
+/** Stores `v` among the key's other versions (a delete marker: no size, ETag, manifest or lock). */
 function insertVersion(sql: SqlStorage, v: StoredVersion): void {
-  sql.exec(
-    `INSERT INTO versions (key, seq, version_id, marker, size, etag, last_modified, manifest, lock) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    v.key,
-    v.seq,
-    v.versionId,
-    v.marker ? 1 : 0,
-    v.marker ? 0 : v.size,
-    v.marker ? "" : v.etag,
-    v.lastModified,
-    v.marker ? null : toArrayBuffer(v.manifest),
-    v.marker ? null : lockColumn(v.lock),
-  );
+  const insert = "INSERT INTO versions (key, seq, version_id, marker, size, etag, last_modified, manifest, lock) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+  if (v.marker) sql.exec(insert, v.key, v.seq, v.versionId, 1, 0, "", v.lastModified, null, null);
+  else sql.exec(insert, v.key, v.seq, v.versionId, 0, v.size, v.etag, v.lastModified, toArrayBuffer(v.manifest), lockColumn(v.lock));
 }
 
 function objectOf(row: ObjectRow): ObjectRecord {
@@ -414,13 +351,8 @@ function versionOf(row: VersionRow): StoredVersion {
   return { ...objectOf({ ...row, manifest: row.manifest as ArrayBuffer }), marker: false, seq: row.seq };
 }
 
-function withoutSeq(current: ObjectRecord & { seq: number }): ObjectRecord {
-  const { seq: _, ...record } = current;
-  return record;
-}
-
-function recordOf(v: StoredVersion & { marker: false }): ObjectRecord {
-  const { marker: _, seq: __, ...record } = v;
+/** A stored object's record, without its place among its key's versions. */
+export function recordOf({ marker: _, seq: __, ...record }: ObjectRecord & { seq: number; marker?: false }): ObjectRecord {
   return record;
 }
 
