@@ -87,7 +87,7 @@ describe("range math", () => {
 /** Seals `plain` and returns the header and all stored bytes. */
 async function seal(plain: Uint8Array, encryption: Encryption = PASS, segmentBytes = 100) {
   const sealer = await Sealer.create(core, encryption, new Blob([plain as Uint8Array<ArrayBuffer>]), segmentBytes);
-  // Read in uneven pieces, as parts of the browser path would be: segments straddle them.
+  // Read in uneven pieces, as parts of the direct path would be: segments straddle them.
   const stored = new Uint8Array(sealer.storedSize);
   for (let at = 0; at < stored.length; at += 77) stored.set(await sealer.read(at, Math.min(at + 77, stored.length)), at);
   expect(stored).toEqual(await sealer.read(0, sealer.storedSize));

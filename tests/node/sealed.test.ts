@@ -1,6 +1,6 @@
 // Client-side encryption end to end (issue #43; client/src/sealed.ts, docs/storage-format.md
 // "Client-side encryption"): @shardgate/client in Node seals objects before they leave it, over
-// `npm start`'s gateway and disk nodes, by the browser path and by PutObject. The data directory
+// `npm start`'s gateway and disk nodes, by the direct path and by PutObject. The data directory
 // (node files and the metadata SQLite) and the gateway's log hold neither the plaintext nor the data
 // key; downloads whole and ranged are byte-exact and fetch only the segments they need; a wrong
 // passphrase and every kind of tampering the operator could do through S3 are refused.
@@ -49,7 +49,7 @@ function filesUnder(dir: string): string[] {
 }
 
 describe("sealed objects over npm start's gateway and disk nodes", () => {
-  // Browser-path parts of one block (1 MiB), so a few MiB make several parts and segments straddle them.
+  // Direct-path parts of one block (1 MiB), so a few MiB make several parts and segments straddle them.
   const g = new Gateway({ runtime: "workerd", vars: { SHARDGATE_DIRECT_PART_BYTES: String(1024 * 1024) } });
   const aws = new AwsClient({ ...CREDENTIALS, service: "s3", region: "us-east-1" });
   /** Response bytes of every request the client makes that is not to the gateway's S3 API (shard files), and the S3 GETs' Range headers. */
@@ -87,7 +87,7 @@ describe("sealed objects over npm start's gateway and disk nodes", () => {
   const big = marked(3 * 1024 * 1024 + 12_345, 43);
   const passphrase: Encryption = { passphrase: "correct horse battery staple" }; // the default Argon2id cost
 
-  it("a sealed upload by the browser path leaves neither plaintext nor data key in any node file, the SQLite metadata or the log", async () => {
+  it("a sealed upload by the direct path leaves neither plaintext nor data key in any node file, the SQLite metadata or the log", async () => {
     const up = await client.upload("sealed", "big.bin", big, { encryption: passphrase, contentType: "application/x-secret", metadata: { note: "kept" } });
     expect(up.mode).toBe("direct");
     // What an S3 client sees: the ciphertext, its length, and the marker metadata.
@@ -180,7 +180,7 @@ describe("sealed objects over npm start's gateway and disk nodes", () => {
     expect(traffic.ranges).toEqual([`bytes=0-${3000 + 16 - 1}`]);
   }, 60_000);
 
-  it("an exact multiple of the segment size by the browser path, and with a key file", async () => {
+  it("an exact multiple of the segment size by the direct path, and with a key file", async () => {
     const data = marked(3 * SEGMENT_BYTES, 11);
     const keyFile: Encryption = { key: randomBytes(32, 12) };
     expect((await client.upload("sealed", "exact.bin", data, { encryption: keyFile })).mode).toBe("direct");
@@ -215,7 +215,7 @@ describe("sealed objects over npm start's gateway and disk nodes", () => {
       cipher = new Uint8Array(await got.arrayBuffer());
     }, 60_000);
 
-    /** Stores `bytes` with sealed header `value` as sealed/`key` through S3 (the browser path for these sizes is not needed: PutObject). */
+    /** Stores `bytes` with sealed header `value` as sealed/`key` through S3 (the direct path for these sizes is not needed: PutObject). */
     const store = async (key: string, bytes: Uint8Array, value = header) => {
       const res = await s3(`/sealed/${key}`, { method: "PUT", body: bytes as Uint8Array<ArrayBuffer>, headers: { "x-amz-meta-shardgate-sealed": value } });
       expect(res.status).toBe(200);

@@ -363,7 +363,7 @@ export const websiteHosts = perEnv((env): ReadonlyMap<string, string> => {
 
 /**
  * The origins of SHARDGATE_CONSOLE_ORIGIN (comma-separated, each exactly `scheme://host[:port]`;
- * api/common/console-origin.ts). `*` or anything that is not one origin fails loudly: a wildcard
+ * api/http/console-origin.ts). `*` or anything that is not one origin fails loudly: a wildcard
  * would let any page use the console's CORS answers.
  */
 export const consoleOrigins = perEnv((env): readonly string[] =>
