@@ -230,7 +230,8 @@ class MemoryFirst implements Store {
     try {
       const body = await this.next.match(key, 0, length, length);
       if (!(body instanceof ReadableStream)) return body;
-      const bytes = new Uint8Array(await new Response(body).arrayBuffer());
+      const entry = new Response(body);
+      const bytes = new Uint8Array(await entry.arrayBuffer());
       if (bytes.length !== length) return null;
       this.keep(key, bytes);
       return bytes;
