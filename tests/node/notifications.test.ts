@@ -152,9 +152,16 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const child of running) if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) process.kill(-child.pid, "SIGTERM");
+  const exited: Promise<unknown>[] = [];
+  for (const child of running)
+    if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
+      exited.push(new Promise((resolve) => child.once("exit", resolve)));
+      process.kill(-child.pid, "SIGTERM");
+    }
   await receiver?.close();
-  rmSync(scratch, { recursive: true, force: true });
+  // The gateway writes into its data directory until it has exited: removed after that (10 s at most).
+  await Promise.race([Promise.all(exited), new Promise((resolve) => setTimeout(resolve, 10_000))]);
+  rmSync(scratch, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
 });
 
 async function configure(bucket: string, events: string[] = ["s3:ObjectCreated:*", "s3:ObjectRemoved:*"]): Promise<void> {
