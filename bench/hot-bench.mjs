@@ -8,7 +8,9 @@
 // one at a time. Both are timed (p50, p99), and the gateway's CPU (its processes' utime + stime;
 // a miss's until its fills have had FILL_SETTLE_MS) and the node bytes it read
 // (shardgate_node_bytes_read_total) are counted over them; the pass-through Worker GETs the same
-// sizes as often in the same run for its CPU. Every body is checked (length, and the
+// sizes as often in the same run for its CPU, and so does the pass-through whose GETs first look
+// their key up in a Durable Object ("lookup": the least a GET that must find the current version
+// can cost, the floor for a hit). Every body is checked (length, and the
 // x-shardgate-cache header says hit or miss as expected), each object's first hit by its sha256.
 import { createHash } from "node:crypto";
 import { S3Client } from "./lib/s3-client.mjs";
@@ -31,7 +33,7 @@ const FILL_SETTLE_MS = 3000;
 export async function hotBench({ log = (l) => console.error(l), pin = null } = {}) {
   const running = [];
   try {
-    for (const id of ["hot", "passthrough"])
+    for (const id of ["hot", "passthrough", "lookup"])
       running.push(
         await startTarget(
           TARGETS.find((t) => t.id === id),
@@ -39,30 +41,34 @@ export async function hotBench({ log = (l) => console.error(l), pin = null } = {
           { pin },
         ),
       );
-    const [hot, pass] = running;
+    const [hot, pass, look] = running;
     const gateway = new S3Client({ endpoint: hot.endpoint, ...hot.credentials });
     const passClient = new S3Client({ endpoint: pass.endpoint, ...pass.credentials });
-    for (const c of [gateway, passClient]) await c.request("PUT", `/${BUCKET}`);
+    const lookClient = new S3Client({ endpoint: look.endpoint, ...look.credentials });
+    for (const c of [gateway, passClient, lookClient]) await c.request("PUT", `/${BUCKET}`);
     const rows = [];
     for (const { label, size, count, hits: repeat } of SIZES) {
       const keys = Array.from({ length: count }, (_, i) => `${size}/${i}`);
       const data = seeded(size, label);
       log(`bench: hot reads: writing ${count} × ${label.slice(4)}`);
-      for (const key of keys) for (const c of [gateway, passClient]) await expectStatus(c.request("PUT", `/${BUCKET}/${key}`, { body: data }), 200, key);
+      for (const key of keys)
+        for (const c of [gateway, passClient, lookClient]) await expectStatus(c.request("PUT", `/${BUCKET}/${key}`, { body: data }), 200, key);
       const miss = await timed(hot, gateway, keys, size, "miss", FILL_SETTLE_MS);
       // The fills run after each response: wait until every object answers as a hit.
       for (const key of keys) await untilHit(gateway, key, data);
       const again = Array.from({ length: repeat }, () => keys).flat();
       const hits = await timed(hot, gateway, again, size, "hit");
       const passthrough = await timed(pass, passClient, again, size, null);
+      const lookup = await timed(look, lookClient, again, size, null);
       hits.cpuMsPerOp4 = (await timed(hot, gateway, again, size, "hit", 0, CPU_IN_FLIGHT)).cpuMsPerOp;
       passthrough.cpuMsPerOp4 = (await timed(pass, passClient, again, size, null, 0, CPU_IN_FLIGHT)).cpuMsPerOp;
-      rows.push({ label, size, miss, hit: hits, passthrough });
+      lookup.cpuMsPerOp4 = (await timed(look, lookClient, again, size, null, 0, CPU_IN_FLIGHT)).cpuMsPerOp;
+      rows.push({ label, size, miss, hit: hits, passthrough, lookup });
       log(
         `bench: hot ${label}: miss p50 ${miss.p50.toFixed(1)} ms, hit p50 ${hits.p50.toFixed(1)} ms; CPU/GET hit ${hits.cpuMsPerOp.toFixed(2)} ms, pass-through ${passthrough.cpuMsPerOp.toFixed(2)} ms`,
       );
     }
-    for (const c of [gateway, passClient]) c.close();
+    for (const c of [gateway, passClient, lookClient]) c.close();
     return rows;
   } finally {
     await Promise.all(running.map((t) => t.stop()));
@@ -136,12 +142,13 @@ export function hotTable(rows) {
   const lines = [
     `Hot reads: the block cache on, every node ${HOT_NODE_DELAY_MS} ms away; one GET at a time, and hits ${CPU_IN_FLIGHT} at once (CPU per GET: the server's processes)`,
     "",
-    `| case | miss p50 / p99 | hit p50 / p99 | hit p50 ÷ miss p50 | node MiB per GET, miss / hit | CPU per GET, miss / hit / pass-through | hit × pass-through | the same, ${CPU_IN_FLIGHT} at once |`,
-    "|---|---|---|---|---|---|---|---|",
+    `| case | miss p50 / p99 | hit p50 / p99 | hit p50 ÷ miss p50 | node MiB per GET, miss / hit | CPU per GET, miss / hit / pass-through / + lookup | hit × pass-through | ${CPU_IN_FLIGHT} at once: hit / pass-through / + lookup | hit × pass-through, ${CPU_IN_FLIGHT} at once | + lookup × pass-through, ${CPU_IN_FLIGHT} at once |`,
+    "|---|---|---|---|---|---|---|---|---|---|",
   ];
-  for (const { label, miss, hit, passthrough } of rows) {
+  for (const { label, miss, hit, passthrough, lookup } of rows) {
+    const x = (a, b) => `${(a / b).toFixed(2)}×`;
     lines.push(
-      `| ${label} | ${f(miss.p50)} / ${f(miss.p99)} ms | ${f(hit.p50)} / ${f(hit.p99)} ms | ${(hit.p50 / miss.p50).toFixed(2)} | ${f(miss.nodeBytesPerGet / MiB, 2)} / ${f(hit.nodeBytesPerGet / MiB, 2)} | ${f(miss.cpuMsPerOp, 2)} / ${f(hit.cpuMsPerOp, 2)} / ${f(passthrough.cpuMsPerOp, 2)} ms | ${(hit.cpuMsPerOp / passthrough.cpuMsPerOp).toFixed(2)}× | ${f(hit.cpuMsPerOp4, 2)} / ${f(passthrough.cpuMsPerOp4, 2)} ms: ${(hit.cpuMsPerOp4 / passthrough.cpuMsPerOp4).toFixed(2)}× |`,
+      `| ${label} | ${f(miss.p50)} / ${f(miss.p99)} ms | ${f(hit.p50)} / ${f(hit.p99)} ms | ${(hit.p50 / miss.p50).toFixed(2)} | ${f(miss.nodeBytesPerGet / MiB, 2)} / ${f(hit.nodeBytesPerGet / MiB, 2)} | ${f(miss.cpuMsPerOp, 2)} / ${f(hit.cpuMsPerOp, 2)} / ${f(passthrough.cpuMsPerOp, 2)} / ${f(lookup.cpuMsPerOp, 2)} ms | ${x(hit.cpuMsPerOp, passthrough.cpuMsPerOp)} | ${f(hit.cpuMsPerOp4, 2)} / ${f(passthrough.cpuMsPerOp4, 2)} / ${f(lookup.cpuMsPerOp4, 2)} ms | ${x(hit.cpuMsPerOp4, passthrough.cpuMsPerOp4)} | ${x(lookup.cpuMsPerOp4, passthrough.cpuMsPerOp4)} |`,
     );
   }
   return lines.join("\n");

@@ -23,7 +23,19 @@ export class S3Client {
    * @param {string} method @param {string} path (with a query, already encoded)
    * @param {{ body?: Buffer, headers?: Record<string, string>, keep?: boolean }} [opts]
    */
-  request(method, path, { body, headers = {}, keep = false } = {}) {
+  request(method, path, opts = {}) {
+    // A kept-alive socket the server closed while idle fails the next request written on it
+    // (EPIPE, ECONNRESET; Node's req.reusedSocket): the idle sockets are dropped and the request
+    // is sent once more, on a new one. The body is a Buffer, so it can be sent again.
+    return this.once(method, path, opts).catch((e) => {
+      if (!e.reusedSocket || (e.code !== "EPIPE" && e.code !== "ECONNRESET")) throw e;
+      this.agent.destroy();
+      this.agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+      return this.once(method, path, opts);
+    });
+  }
+
+  once(method, path, { body, headers = {}, keep = false } = {}) {
     const started = performance.now();
     const [pathname, query = ""] = path.split("?");
     const signed = { ...this.sign(method, pathname, canonicalQuery(query)), ...headers, "content-length": String(body?.length ?? 0) };
@@ -49,7 +61,7 @@ export class S3Client {
         );
         res.on("error", reject);
       });
-      req.on("error", reject);
+      req.on("error", (e) => reject(Object.assign(e, { reusedSocket: req.reusedSocket })));
       // A server that never answers (wrangler dev reloading mid-request does that) fails the
       // request instead of stalling the run.
       req.setTimeout(60_000, () => req.destroy(new Error(`${method} ${path}: no response for 60 s`)));

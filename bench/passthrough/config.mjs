@@ -6,9 +6,21 @@ import { fileURLToPath } from "node:url";
 
 const worker = fileURLToPath(new URL("worker.js", import.meta.url));
 
-/** Writes the config and returns its path. `shards`: the floor's GET (worker.js) over that many ranged requests. */
-export function writePassthroughConfig(dir, address, compatibilityDate, shards = null) {
+/**
+ * Writes the config and returns its path. `shards`: the floor's GET (worker.js) over that many
+ * ranged requests; `lookup`: every GET looks its key up in a Durable Object first (worker.js META).
+ */
+export function writePassthroughConfig(dir, address, compatibilityDate, shards = null, lookup = false) {
   mkdirSync(join(dir, "files"), { recursive: true });
+  if (lookup) mkdirSync(join(dir, "meta"), { recursive: true });
+  const meta = lookup
+    ? {
+        binding: ', (name = "META", durableObjectNamespace = "Meta")',
+        worker:
+          ', durableObjectNamespaces = [(className = "Meta", uniqueKey = "pass-through-meta", enableSql = true)], durableObjectStorage = (localDisk = "meta")',
+        service: `\n    (name = "meta", disk = (path = ${JSON.stringify(join(dir, "meta"))}, writable = true)),`,
+      }
+    : { binding: "", worker: "", service: "" };
   copyFileSync(worker, join(dir, "worker.js")); // embeds are relative to the config
   const path = join(dir, "workerd.capnp");
   writeFileSync(
@@ -16,8 +28,8 @@ export function writePassthroughConfig(dir, address, compatibilityDate, shards =
     `using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
   services = [
-    (name = "main", worker = (modules = [(name = "worker.js", esModule = embed "worker.js")], compatibilityDate = ${JSON.stringify(compatibilityDate)}, bindings = [(name = "FILES", service = "files")${shards ? `, (name = "SHARDS", text = "${shards}")` : ""}])),
-    (name = "files", disk = (path = ${JSON.stringify(join(dir, "files"))}, writable = true)),
+    (name = "main", worker = (modules = [(name = "worker.js", esModule = embed "worker.js")], compatibilityDate = ${JSON.stringify(compatibilityDate)}, bindings = [(name = "FILES", service = "files")${shards ? `, (name = "SHARDS", text = "${shards}")` : ""}${meta.binding}]${meta.worker})),
+    (name = "files", disk = (path = ${JSON.stringify(join(dir, "files"))}, writable = true)),${meta.service}
   ],
   sockets = [(name = "http", address = ${JSON.stringify(address)}, http = (), service = "main")],
 );

@@ -26,7 +26,7 @@ let evictions = 0;
 /** The directory read at the first request (null until then). */
 let loading = null;
 /** The largest entry taken (worker/src/storage/block-cache.ts SEGMENT_BYTES), and room for the serialized headers. */
-const MAX_ENTRY_BYTES = 4 * 1024 * 1024;
+const MAX_ENTRY_BYTES = 16 * 1024 * 1024;
 const MAX_HEADER_BYTES = 64 * 1024;
 
 export default {

@@ -12,7 +12,7 @@ import { s3, s3ok } from "./signed";
 
 const MiB = 1 << 20;
 const bucket = "block-cache";
-const SEGMENT = 4 * MiB; // storage/block-cache.ts SEGMENT_BYTES
+const SEGMENT = 16 * MiB; // storage/block-cache.ts SEGMENT_BYTES
 const entry = (storageId: string, index: number) => `https://block-cache.shardgate.invalid/${storageId}/s${SEGMENT}/${index}`;
 
 beforeAll(async () => {
@@ -48,8 +48,8 @@ async function filled(storageId: string, size: number): Promise<void> {
 describe("the block cache", () => {
   for (const [what, size, range] of [
     ["a whole 1 MiB object", MiB, undefined],
-    ["a whole object of three segments", 9 * MiB + 17, undefined],
-    ["a range across two segments", 9 * MiB + 17, "bytes=3000000-6000000"],
+    ["a whole object of two segments", SEGMENT + 17, undefined],
+    ["a range across two segments", SEGMENT + 17, `bytes=${SEGMENT - 2_500_000}-${SEGMENT + 10}`],
     ["a 128 KiB range of a 1 MiB object", MiB, "bytes=500000-631071"],
   ] as const) {
     it(`serves ${what} again from the cache: no node read, the same bytes`, async () => {
@@ -91,17 +91,17 @@ describe("the block cache", () => {
   });
 
   it("fills a range's partly read segments only when the range is read again, and never what a client did not take", async () => {
-    const data = randomBytes(32 * MiB, 13);
+    const data = randomBytes(2 * SEGMENT, 13);
     await put("eighths", data);
-    // One eighth of each of eight segments, each read once: nothing is filled, nothing read twice.
+    // One eighth of each of two segments, each read once: nothing is filled, nothing read twice.
     const before = await nodeBytes();
     const fillsBefore = await fills();
-    for (let i = 0; i < 8; i++) {
+    for (let i = 0; i < 2; i++) {
       const at = i * SEGMENT + 1000;
       expectSameBytes((await get(`/${bucket}/eighths`, `bytes=${at}-${at + SEGMENT / 8 - 1}`)).bytes, data.subarray(at, at + SEGMENT / 8));
     }
     await new Promise((r) => setTimeout(r, 500));
-    expect((await nodeBytes()) - before).toBeLessThan(8 * (SEGMENT / 8) * 1.1);
+    expect((await nodeBytes()) - before).toBeLessThan(2 * (SEGMENT / 8) * 1.1);
     expect(await fills()).toBe(fillsBefore);
     // The same range again: now its segment is filled, and a third read is a hit.
     const range = `bytes=1000-${1000 + SEGMENT / 8 - 1}`;
@@ -118,7 +118,7 @@ describe("the block cache", () => {
   });
 
   it("refills only the segments that went missing", async () => {
-    const data = randomBytes(3 * SEGMENT, 14);
+    const data = randomBytes(2 * SEGMENT, 14);
     const { storageId } = await put("refill", data);
     await get(`/${bucket}/refill`);
     await filled(storageId, data.length);

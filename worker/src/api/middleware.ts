@@ -256,12 +256,14 @@ export const authenticate: Middleware = async (x, next) => {
   const sts = operationOf(endpoint).sts ? await readStsRequest(request) : null;
   const now = Date.now();
   // A client that keeps failing is answered SlowDown before any lookup (auth/throttle.ts).
-  x.auth = await throttled(clientOf(request, config.clientIpHeader), () =>
-    sts
-      ? verifySigV4(sts.request, secretOf, { region: config.region, now, services: STS_SIGNING_SERVICES, payloadHash: sts.payloadHash })
-      : v2
-        ? authenticateV2(request, secretOf, { now, virtualHostSuffix: config.virtualHostSuffix })
-        : verifySigV4(request, secretOf, { region: config.region, now }),
+  x.auth = await throttled(
+    () => clientOf(request, config.clientIpHeader),
+    () =>
+      sts
+        ? verifySigV4(sts.request, secretOf, { region: config.region, now, services: STS_SIGNING_SERVICES, payloadHash: sts.payloadHash })
+        : v2
+          ? authenticateV2(request, secretOf, { now, virtualHostSuffix: config.virtualHostSuffix })
+          : verifySigV4(request, secretOf, { region: config.region, now }),
   );
   return next();
 };

@@ -125,8 +125,13 @@ export function awsEncode(bytes: Uint8Array, keepSlash: boolean): string {
   return out;
 }
 
+/** A path of unreserved characters and slashes only: the same once decoded and encoded again. */
+const UNRESERVED_PATH = /^[A-Za-z0-9\-._~/]*$/;
+
 /** The canonical URI of a URL path (as `new URL().pathname` gives it). */
 export function canonicalUri(pathname: string): string {
+  // Nothing to decode or encode (the common case): the path is its own canonical form.
+  if (UNRESERVED_PATH.test(pathname)) return pathname === "" ? "/" : pathname;
   const encoded = awsEncode(percentDecode(pathname, false), true);
   return encoded === "" ? "/" : encoded;
 }

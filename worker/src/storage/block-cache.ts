@@ -16,16 +16,21 @@
 import type { ManifestPart } from "../shared/core-api";
 import { metrics } from "../observability/metrics";
 
-/** Bytes of a part's stored bytes per cache entry (a part smaller than that is one entry). */
-export const SEGMENT_BYTES = 4 * 1024 * 1024;
+/**
+ * Bytes of a part's stored bytes per cache entry (a part smaller than that is one entry). Each entry
+ * a read touches is a cache operation and, past the first, a pipe into the answer: a 64 MiB hit in
+ * 4 MiB entries cost 1.45× the pass-through's CPU, in 16 MiB entries 1.31× (docs/benchmarks.md
+ * "Hot reads").
+ */
+export const SEGMENT_BYTES = 16 * 1024 * 1024;
 /** In every key: entries of another segment size (or format) are never read as this one's. */
 const SEGMENT_KEY = `s${SEGMENT_BYTES}`;
 /** How long an edge entry lives (s): long enough to serve, short enough that a deleted object's entries go. */
 const MAX_AGE_S = 7 * 24 * 3600;
 /** Segments one read looks up at most (256 MiB), over all its parts: each lookup is a cache operation, and a longer read goes to the nodes. */
-export const LOOKUP_SEGMENTS_PER_READ = 64;
-/** Segments one request fills at most, over all its parts; a read of more fills the first ones and leaves the rest to later reads. */
-export const FILL_SEGMENTS_PER_REQUEST = 16;
+export const LOOKUP_SEGMENTS_PER_READ = 16;
+/** Segments one request fills at most (64 MiB), over all its parts; a read of more fills the first ones and leaves the rest to later reads. */
+export const FILL_SEGMENTS_PER_REQUEST = 4;
 /** A segment is filled only when the read served at least 1/FILL_SHARE of it (reserveFills). */
 const FILL_SHARE = 8;
 /** Bytes the fills of one isolate hold at once at most; a fill past it waits for a later read. */
