@@ -30,7 +30,7 @@ beforeAll(() => {
 
 afterAll(() => {
   for (const child of running) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-  rmSync(scratch, { recursive: true, force: true });
+  rmSync(scratch, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 }); // a gateway just sent SIGTERM may still be writing there
 });
 
 /** Starts the binary in `home` and waits for its health check and its banner. */

@@ -81,7 +81,7 @@ afterAll(async () => {
   evilServer?.close();
   await versity?.stop();
   for (const child of running) if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) process.kill(-child.pid, "SIGTERM");
-  rmSync(scratch, { recursive: true, force: true });
+  rmSync(scratch, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 }); // a gateway just sent SIGTERM may still be writing there
 });
 
 /** A URL presigned with the root key (as a page that knows the secret would sign it). */

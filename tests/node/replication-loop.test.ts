@@ -52,7 +52,7 @@ beforeAll(async () => {
 
 afterAll(() => {
   for (const child of running) if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) process.kill(-child.pid, "SIGTERM");
-  rmSync(scratch, { recursive: true, force: true });
+  rmSync(scratch, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 }); // a gateway just sent SIGTERM may still be writing there
 });
 
 /** HEAD's x-amz-replication-status of `key` at `side`, once it is not PENDING (or null: no such object yet). */

@@ -87,7 +87,7 @@ afterAll(async () => {
   for (const child of running) if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) process.kill(-child.pid, "SIGTERM");
   remote?.stop();
   for (const proxy of [flaky, hostile]) proxy?.server.close();
-  rmSync(scratch, { recursive: true, force: true });
+  rmSync(scratch, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 }); // a gateway just sent SIGTERM may still be writing there
 });
 
 /** Makes `bucket`, versioned, replicating every key (and delete markers) to `arn`. */

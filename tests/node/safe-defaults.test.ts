@@ -28,7 +28,7 @@ const running: ChildProcess[] = [];
 
 afterAll(() => {
   for (const child of running) if (child.pid !== undefined && child.exitCode === null) process.kill(-child.pid, "SIGTERM");
-  rmSync(scratch, { recursive: true, force: true });
+  rmSync(scratch, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 }); // a gateway just sent SIGTERM may still be writing there
 });
 
 /** serve.mjs run to its end (a refusal exits at once): status and output. */
