@@ -23,11 +23,12 @@ const sealedFormat = () => import("./pkg/sealed.mjs");
 let coreLoading = null;
 
 /**
- * What client/src/sealed.ts needs of the core (Core.argon2id) for `encryption`: the WASM core's,
- * loaded once, for a passphrase; nothing for a key file (so key files work where the core's file is
- * not at hand: the one-file binary, which bundles this code without it).
+ * What client/src/sealed.ts needs of the core (Core.argon2id) for `encryption`: for a passphrase,
+ * the WASM core from `ctx.coreDir` (core/pkg, which bin/shardgate.mjs names), loaded once; for a key
+ * file nothing. The one-file binary bundles this code without the core's files (no `coreDir`): key
+ * files work there, a passphrase is refused with one line.
  */
-function coreFor(encryption) {
+function coreFor(ctx, encryption) {
   if ("key" in encryption)
     return {
       argon2id: () => {
@@ -35,13 +36,15 @@ function coreFor(encryption) {
       },
     };
   coreLoading ??= (async () => {
-    const bindings = await import("../../core/pkg/shardgate_core.js");
+    let bindings;
     let wasm;
     try {
-      wasm = readFileSync(new URL("../../core/pkg/shardgate_core_bg.wasm", import.meta.url));
+      if (!ctx.coreDir) throw new Error("no core here");
+      bindings = await import(new URL("shardgate_core.js", ctx.coreDir).href);
+      wasm = readFileSync(new URL("shardgate_core_bg.wasm", ctx.coreDir));
     } catch {
       throw new RequestError(
-        "a passphrase needs the WASM core's file (core/pkg/shardgate_core_bg.wasm), which is not beside this CLI: run `npx shardgate` from the repository, or use a key file.",
+        "a passphrase needs the WASM core's files (core/pkg), which are not beside this CLI: run `npx shardgate` from the repository, or use a key file.",
       );
     }
     bindings.initSync({ module: wasm });
@@ -199,7 +202,7 @@ async function get(ctx) {
       throw new RequestError("InvalidRange: The requested range is not satisfiable", { code: "InvalidRange", status: 416 });
     let dataKey;
     try {
-      dataKey = await sealed.dataKeyOf(await coreFor(encryption), header, encryption);
+      dataKey = await sealed.dataKeyOf(await coreFor(ctx, encryption), header, encryption);
     } catch (e) {
       throw asRequestError(e);
     }
@@ -234,7 +237,7 @@ async function put(ctx) {
     const encryption = await encryptionOf(ctx, `${bucket}/${key}`, { confirm: true });
     if (!encryption) throw new UsageError(`--encrypt needs a passphrase or key: --passphrase-file FILE, --key-file FILE or ${PASSPHRASE_VAR}.`);
     const sealed = await sealedFormat();
-    const sealer = await sealed.Sealer.create(await coreFor(encryption), encryption, await openAsBlob(file));
+    const sealer = await sealed.Sealer.create(await coreFor(ctx, encryption), encryption, await openAsBlob(file));
     headers[SEALED] = sealer.metadata;
     length = sealer.storedSize;
     let at = 0;

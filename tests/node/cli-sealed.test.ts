@@ -297,6 +297,29 @@ describe("shardgate get and put with sealed objects", () => {
     expect(existsSync(at("x"))).toBe(false);
   }, 120_000);
 
+  it("--version-id: after a rewrap the earlier version still opens with the old passphrase, the current one with the new", async () => {
+    writeFileSync(at("plain.bin"), plain);
+    expect((await s3("/history", { method: "PUT" })).status).toBe(200);
+    const versioning = "<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>";
+    expect((await s3("/history?versioning", { method: "PUT", body: versioning })).status).toBe(200);
+    const v1 = JSON.parse((await ok(["put", "plain.bin", "history/doc.bin", "--encrypt", "--passphrase-file", "pass", "--json"])).stdout).versionId;
+    expect(v1).toBeTruthy();
+    writeFileSync(at("new-pass"), "the new passphrase\n");
+    const v2 = (
+      await client.rewrap("history", "doc.bin", { passphrase: PASSPHRASE }, { passphrase: "the new passphrase", kdf: { memoryKiB: 256, passes: 1, lanes: 1 } })
+    ).versionId;
+    expect(v2).not.toBe(v1);
+    const old = await ok(["get", "history/doc.bin", "-", "--version-id", v1, "--range", "0-999", "--passphrase-file", "pass"]);
+    expect(old.stdoutBytes.equals(plain.subarray(0, 1000))).toBe(true);
+    const current = await ok(["get", "history/doc.bin", "-", "--range", "0-999", "--passphrase-file", "new-pass"]);
+    expect(current.stdoutBytes.equals(plain.subarray(0, 1000))).toBe(true);
+    expect(oneLineError(await cli(["get", "history/doc.bin", "-", "--passphrase-file", "pass"]), 1)).toContain("WrongPassphrase");
+    expect(oneLineError(await cli(["get", "history/doc.bin", "-", "--version-id", v1, "--passphrase-file", "new-pass"]), 1)).toContain("WrongPassphrase");
+    expect(oneLineError(await cli(["get", "history/doc.bin", "-", "--version-id", "no-such-version", "--passphrase-file", "pass"]), 1)).toMatch(
+      /NoSuchVersion|InvalidArgument/,
+    );
+  }, 120_000);
+
   it("runs on the system's Node 20 too (no TypeScript, no build step): seals and opens", async () => {
     const system = ["/usr/bin/node", "/bin/node"].find((p) => existsSync(p));
     if (!system) return; // no system Node on this machine: the test's own Node ran everything above
