@@ -76,16 +76,16 @@ export class Client {
   }
 
   /**
-   * A request whose body (a ReadableStream of `length` bytes, sent UNSIGNED-PAYLOAD) or answer
+   * A request whose body (a ReadableStream of `length` bytes, sent UNSIGNED-PAYLOAD or as
+   * `payloadHash` says) or answer
    * may be any size: objects. `timeoutMs` bounds the time without a byte either way, not the
    * whole transfer; `key` is an object's key after `segments`. Resolves with { status, headers,
    * body: ReadableStream, failure(error) → RequestError } for a 2xx answer; throws RequestError (the
    * S3 error) for anything else.
    */
-  async stream(method, segments, { key = null, query = {}, headers = {}, body, length } = {}) {
+  async stream(method, segments, { key = null, query = {}, headers = {}, body, length, payloadHash = body ? "UNSIGNED-PAYLOAD" : undefined } = {}) {
     const url = this.url(segments, query, key);
     const allHeaders = { ...headers, ...(body ? { "content-length": String(length) } : {}) };
-    const payloadHash = body ? "UNSIGNED-PAYLOAD" : undefined;
     const sent = this.credentials ? sign({ method, url, headers: allHeaders, payloadHash, credentials: this.credentials, region: this.region }) : allHeaders;
     const what = `${method} ${url.pathname}`;
     const stop = new AbortController();

@@ -4,6 +4,7 @@
 // and the WASM core's Argon2id: the gateway gets only ciphertext, never the passphrase or the key.
 import { open, rename, rm } from "node:fs/promises";
 import { createReadStream, openAsBlob, readFileSync, statSync } from "node:fs";
+import { createHash } from "node:crypto";
 import { once } from "node:events";
 import { Readable } from "node:stream";
 import { clean, RequestError, UsageError } from "./errors.mjs";
@@ -219,6 +220,56 @@ async function get(ctx) {
   ctx.print(answer, () => `${clean(bucket, 63)}/${clean(key, 200)} → ${clean(file, 200)}: ${part} (${bytes(written)})${sealedNote}`);
 }
 
+/** Every aws-chunked chunk of an upload but the last is this long, so that the body's length is known before it is sent. */
+const CHUNK_BYTES = 1024 * 1024;
+
+/**
+ * `body` (a stream of `length` bytes) as an aws-chunked body with its SHA-256 in the trailer
+ * (STREAMING-UNSIGNED-PAYLOAD-TRAILER, as the AWS CLI sends): the gateway checks what it received
+ * against it (BadDigest otherwise) and keeps it as the object's checksum, which is also the proof of
+ * integrity object lock's retention asks for. A file that changes while it is sent fails the upload.
+ */
+function withChecksum(body, length) {
+  const trailer = (digest) => `0\r\nx-amz-checksum-sha256:${digest}\r\n\r\n`;
+  const framed = (n) => n.toString(16).length + 4 + n;
+  const encoded =
+    Math.floor(length / CHUNK_BYTES) * framed(CHUNK_BYTES) + (length % CHUNK_BYTES ? framed(length % CHUNK_BYTES) : 0) + trailer("=".repeat(44)).length;
+  const hash = createHash("sha256");
+  const reader = body.getReader();
+  /** What the source gave that is not sent yet: pieces, `held` bytes in all. */
+  let pieces = [];
+  let held = 0;
+  let ended = false;
+  const chunked = new ReadableStream(
+    {
+      async pull(controller) {
+        while (!ended && held < CHUNK_BYTES) {
+          const { done, value } = await reader.read();
+          if (done) ended = true;
+          else {
+            pieces.push(value);
+            held += value.length;
+          }
+        }
+        if (held === 0) {
+          controller.enqueue(Buffer.from(trailer(hash.digest("base64"))));
+          return controller.close();
+        }
+        const all = Buffer.concat(pieces, held);
+        const chunk = all.subarray(0, CHUNK_BYTES);
+        pieces = chunk.length < all.length ? [all.subarray(chunk.length)] : [];
+        held = all.length - chunk.length;
+        hash.update(chunk);
+        controller.enqueue(Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from("\r\n")]));
+      },
+      cancel: (reason) => reader.cancel(reason),
+    },
+    { highWaterMark: 0 },
+  );
+  const headers = { "content-encoding": "aws-chunked", "x-amz-decoded-content-length": String(length), "x-amz-trailer": "x-amz-checksum-sha256" };
+  return { body: chunked, length: encoded, headers, payloadHash: "STREAMING-UNSIGNED-PAYLOAD-TRAILER" };
+}
+
 /** `shardgate put FILE OBJECT`: one PutObject of the file, sealed here first with --encrypt. */
 async function put(ctx) {
   const { bucket, key } = objectOf(ctx.args.OBJECT);
@@ -260,7 +311,8 @@ async function put(ctx) {
   }
   if (length > MAX_PUT_BYTES)
     throw new UsageError(`${clean(file, 100)} is ${bytes(length)}${ctx.flags.encrypt ? " sealed" : ""}: one PutObject takes at most 5 GiB.`);
-  const res = await ctx.client().stream("PUT", [bucket], { key, headers, body, length });
+  const sent = withChecksum(body, length);
+  const res = await ctx.client().stream("PUT", [bucket], { key, ...sent, headers: { ...headers, ...sent.headers } });
   await res.body.cancel().catch(() => {});
   const etag = (res.headers.get("etag") ?? "").replace(/"/g, "");
   const versionId = res.headers.get("x-amz-version-id");

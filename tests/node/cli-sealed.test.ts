@@ -95,6 +95,7 @@ afterAll(async () => {
 describe("shardgate get and put with sealed objects", () => {
   // 5 segments and a bit: ranges cross segment boundaries.
   const plain = marked(5 * SEGMENT_BYTES + 4321, 11);
+  beforeAll(() => writeFileSync(at("plain.bin"), plain));
 
   it("bin/lib/pkg/sealed.mjs is the build of client/src/sealed.ts (the format has one source)", async () => {
     const res = await run(process.execPath, [join(ROOT, "scripts/build-cli-sealed.mjs"), "--check"], { env: process.env });
@@ -102,7 +103,6 @@ describe("shardgate get and put with sealed objects", () => {
   });
 
   it("put --encrypt sends only ciphertext and the marker; S3 clients get exactly that; get decrypts it byte for byte", async () => {
-    writeFileSync(at("plain.bin"), plain);
     const put = JSON.parse((await ok(["put", "plain.bin", "vault/docs/plain.bin", "--encrypt", "--passphrase-file", "pass", "--json"])).stdout);
     expect(put).toMatchObject({ bucket: "vault", key: "docs/plain.bin", size: plain.length, stored: storedSize(plain.length, SEGMENT_BYTES), sealed: true });
 
@@ -298,7 +298,6 @@ describe("shardgate get and put with sealed objects", () => {
   }, 120_000);
 
   it("--version-id: after a rewrap the earlier version still opens with the old passphrase, the current one with the new", async () => {
-    writeFileSync(at("plain.bin"), plain);
     expect((await s3("/history", { method: "PUT" })).status).toBe(200);
     const versioning = "<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>";
     expect((await s3("/history?versioning", { method: "PUT", body: versioning })).status).toBe(200);
@@ -318,6 +317,57 @@ describe("shardgate get and put with sealed objects", () => {
     expect(oneLineError(await cli(["get", "history/doc.bin", "-", "--version-id", "no-such-version", "--passphrase-file", "pass"]), 1)).toMatch(
       /NoSuchVersion|InvalidArgument/,
     );
+  }, 120_000);
+
+  it("put sends a SHA-256 of what it stores in an aws-chunked trailer: kept as the checksum, and the proof object lock's retention asks for", async () => {
+    expect((await s3("/locked", { method: "PUT", headers: { "x-amz-bucket-object-lock-enabled": "true" } })).status).toBe(200);
+    const config =
+      "<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule><DefaultRetention><Mode>GOVERNANCE</Mode><Days>1</Days></DefaultRetention></Rule></ObjectLockConfiguration>";
+    expect((await s3("/locked?object-lock", { method: "PUT", body: config })).status).toBe(200);
+    // A PutObject without a checksum is refused there.
+    expect((await s3("/locked/no-proof", { method: "PUT", body: "x" })).status).toBe(400);
+    for (const [key, sealed] of [
+      ["plain.bin", false],
+      ["sealed.bin", true],
+    ] as const) {
+      await ok(["put", "plain.bin", `locked/${key}`, ...(sealed ? ["--encrypt", "--passphrase-file", "pass"] : [])]);
+      const head = await s3(`/locked/${key}`, { method: "HEAD", headers: { "x-amz-checksum-mode": "ENABLED" } });
+      expect(head.headers.get("x-amz-object-lock-mode")).toBe("GOVERNANCE");
+      expect(head.headers.get("content-encoding")).toBeNull();
+      const stored = Buffer.from(await (await s3(`/locked/${key}`)).arrayBuffer());
+      expect(stored.length).toBe(sealed ? storedSize(plain.length, SEGMENT_BYTES) : plain.length);
+      expect(head.headers.get("x-amz-checksum-sha256")).toBe(createHash("sha256").update(stored).digest("base64"));
+    }
+    const got = await ok(["get", "locked/sealed.bin", "-", "--passphrase-file", "pass"]);
+    expect(sha256(got.stdoutBytes)).toBe(sha256(plain));
+  }, 120_000);
+
+  it("a body altered on the way is refused by the gateway (BadDigest against the trailer), one line, exit 1, nothing stored", async () => {
+    // A proxy to the gateway that flips one byte of every PUT's body (the Host header, and so the signature, kept as sent).
+    const target = new URL(gateway.base);
+    const proxy = http.createServer((req, res) => {
+      const out = http.request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
+      let seen = 0;
+      req.on("data", (piece: Buffer) => {
+        if (req.method === "PUT" && seen <= 200 && seen + piece.length > 200) piece[200 - seen] ^= 1;
+        seen += piece.length;
+        out.write(piece);
+      });
+      req.on("end", () => out.end());
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const base = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    try {
+      const res = await cli(["put", "plain.bin", "vault/altered.bin", "--encrypt", "--passphrase-file", "pass"], { endpoint: base });
+      expect(oneLineError(res, 1)).toContain("BadDigest");
+      expect((await s3("/vault/altered.bin", { method: "HEAD" })).status).toBe(404);
+    } finally {
+      proxy.closeAllConnections();
+      await new Promise((resolve) => proxy.close(resolve));
+    }
   }, 120_000);
 
   it("runs on the system's Node 20 too (no TypeScript, no build step): seals and opens", async () => {
