@@ -899,6 +899,6 @@ export const GLOBAL_FLAGS = {
     "DIR",
   ),
   json: boolean("Machine output: the gateway's JSON answer (or a stable shape for S3 answers)."),
-  timeout: integer("Give up on an answer after this many seconds (default 30).", "S", 1),
+  timeout: integer("Give up on an answer after this many seconds (default 30; get and put: after this long without a byte).", "S", 1),
   help: boolean("Help for the command."),
 };

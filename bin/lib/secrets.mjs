@@ -37,31 +37,40 @@ function readSmallFile(path, flag, max) {
   return readFileSync(path);
 }
 
-/** Reads a line from the terminal without echoing it (the terminal in raw mode); Ctrl-C or Ctrl-D cancels. */
-function prompt(question) {
+/**
+ * Asks `questions` on the terminal in turn and reads a line for each, not echoed: the terminal is in
+ * raw mode from before the first question shows to after the last answer, so nothing typed ahead is
+ * echoed either. Ctrl-C or Ctrl-D cancels.
+ */
+function ask(questions) {
   const { stdin, stderr } = process;
-  stderr.write(question);
   stdin.setRawMode(true);
   stdin.resume();
+  stderr.write(questions[0]);
+  const answers = [];
   let typed = [];
   return new Promise((resolve, reject) => {
     const done = () => {
       stdin.off("data", onData);
       stdin.setRawMode(false);
       stdin.pause();
-      stderr.write("\n");
     };
     const onData = (buffer) => {
       for (const ch of buffer.toString("utf8")) {
         if (ch === "\r" || ch === "\n") {
+          answers.push(typed.join(""));
+          typed = [];
+          stderr.write("\n");
+          if (answers.length === questions.length) {
+            done();
+            return resolve(answers);
+          }
+          stderr.write(questions[answers.length]);
+        } else if (ch === "\u0003" || ch === "\u0004") {
           done();
-          return resolve(typed.join(""));
-        }
-        if (ch === "\u0003" || ch === "\u0004") {
-          done();
+          stderr.write("\n");
           return reject(new UsageError("no passphrase given (cancelled)."));
-        }
-        if (ch === "\u007f" || ch === "\b") typed = typed.slice(0, -1);
+        } else if (ch === "\u007f" || ch === "\b") typed = typed.slice(0, -1);
         else typed.push(ch);
       }
     };
@@ -91,8 +100,9 @@ export async function encryptionOf(ctx, what, { confirm = false } = {}) {
   else if (passphraseFile !== undefined) passphrase = withoutNewline(readSmallFile(passphraseFile, "passphrase-file", MAX_SECRET_BYTES).toString("utf8"));
   else if (ctx.env[PASSPHRASE_VAR]) passphrase = ctx.env[PASSPHRASE_VAR];
   else if (process.stdin.isTTY && process.stderr.isTTY) {
-    passphrase = await prompt(`Passphrase for ${clean(what, 100)}: `);
-    if (confirm && (await prompt("The same passphrase again: ")) !== passphrase) throw new UsageError("the two passphrases differ: nothing was done.");
+    const answers = await ask([`Passphrase for ${clean(what, 100)}: `, ...(confirm ? ["The same passphrase again: "] : [])]);
+    passphrase = answers[0];
+    if (answers.some((a) => a !== passphrase)) throw new UsageError("the two passphrases differ: nothing was done.");
   } else return null;
   if (passphrase === "") throw new UsageError("the passphrase is empty.");
   return { passphrase };

@@ -188,6 +188,34 @@ describe("shardgate get and put with sealed objects", () => {
     expect(oneLineError(await cli(["get", "vault/docs/plain.bin", "x", "--passphrase-file", "empty-pass"]), 2)).toContain("empty");
   }, 120_000);
 
+  it("at a terminal the passphrase is asked for and not echoed (twice for put --encrypt, which stops when the two differ)", async () => {
+    /** The CLI on a pseudo-terminal (tests/python/pty_run.py), `answers` typed at its prompts. */
+    const atTerminal = (args: string[], answers: string[]) => {
+      const env = clientEnv({ HOME: dir, ...ROOT_KEYS, ANSWERS: answers.join("\n") });
+      delete env.SHARDGATE_PASSPHRASE;
+      const argv = [join(ROOT, "tests/python/pty_run.py"), process.execPath, BIN, "--endpoint", gateway.base, ...args];
+      return run(pythonTool("python"), argv, { env, cwd: dir, timeoutMs: 60_000 });
+    };
+    const differ = await atTerminal(["put", "plain.bin", "vault/tty-put.bin", "--encrypt"], ["one passphrase", "another one"]);
+    expect(differ.code, differ.stdout).toBe(2);
+    expect(differ.stdout).toContain("the two passphrases differ: nothing was done");
+    expect(differ.stdout).not.toContain("one passphrase");
+    expect((await s3("/vault/tty-put.bin", { method: "HEAD" })).status).toBe(404);
+    const same = await atTerminal(["put", "plain.bin", "vault/tty-put.bin", "--encrypt"], [PASSPHRASE, PASSPHRASE]);
+    expect(same.code, same.stdout).toBe(0);
+    expect(same.stdout).toContain("Passphrase for vault/tty-put.bin: ");
+    expect(same.stdout).not.toContain(PASSPHRASE);
+    const got = await atTerminal(["get", "vault/tty-put.bin", "tty.bin"], [PASSPHRASE]);
+    expect(got.code, got.stdout).toBe(0);
+    expect(got.stdout).not.toContain(PASSPHRASE);
+    expect(sha256(readFileSync(at("tty.bin")))).toBe(sha256(plain));
+    // Ctrl-C at the prompt: nothing asked of the gateway beyond the HEAD, nothing written.
+    const cancelled = await atTerminal(["get", "vault/tty-put.bin", "cancelled.bin"], ["\u0003"]);
+    expect(cancelled.code, cancelled.stdout).toBe(2);
+    expect(cancelled.stdout).toContain("no passphrase given (cancelled)");
+    noOutput("cancelled.bin");
+  }, 120_000);
+
   it("a wrong passphrase or key file is refused with one clear line, exit 1, and no output file", async () => {
     const wrong = oneLineError(await cli(["get", "vault/docs/plain.bin", "wrong.bin", "--passphrase-file", "wrong-pass"]), 1);
     expect(wrong).toBe("shardgate: WrongPassphrase: wrong passphrase or key file: the object's data key does not open");
