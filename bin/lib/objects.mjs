@@ -94,14 +94,15 @@ async function writeOut(stream, file, failure, isPrivate) {
       try {
         next = await reader.read();
       } catch (e) {
-        throw e?.exitCode ? e : e?.name === "WrongPassphrase" || e?.name === "CorruptObject" ? asRequestError(e) : failure(e);
+        const named = asRequestError(e);
+        throw named !== e || e?.exitCode ? named : failure(e);
       }
       if (next.done) return;
       try {
         await write(next.value);
       } catch (e) {
         await reader.cancel(e).catch(() => {});
-        throw new UsageError(`cannot write ${clean(file, 100)}: ${clean(e?.message ?? String(e), 100)}.`);
+        throw new RequestError(`cannot write ${clean(file, 100)}: ${clean(e?.message ?? String(e), 100)}.`);
       }
       written += next.value.length;
     }
@@ -128,7 +129,7 @@ async function writeOut(stream, file, failure, isPrivate) {
   } catch (e) {
     await handle?.close().catch(() => {});
     await rm(partial, { force: true });
-    throw e?.exitCode ? e : new UsageError(`cannot write ${clean(file, 100)}: ${clean(e?.message ?? String(e), 100)}.`);
+    throw e?.exitCode ? e : new RequestError(`cannot write ${clean(file, 100)}: ${clean(e?.message ?? String(e), 100)}.`);
   }
 }
 
@@ -199,8 +200,8 @@ async function get(ctx) {
     size = header.size;
     const start = wanted?.start ?? 0;
     const end = Math.min(wanted?.end ?? size, size);
-    if (wanted && start >= size && start > 0)
-      throw new RequestError("InvalidRange: The requested range is not satisfiable", { code: "InvalidRange", status: 416 });
+    // As S3 answers a range of a plain object: one starting at or past the end (any, of an empty object) is not satisfiable.
+    if (wanted && start >= size) throw new RequestError("InvalidRange: The requested range is not satisfiable", { code: "InvalidRange", status: 416 });
     let dataKey;
     try {
       dataKey = await sealed.dataKeyOf(await coreFor(ctx, encryption), header, encryption);

@@ -252,6 +252,7 @@ describe("shardgate get and put with sealed objects", () => {
     await ok(["put", "empty.bin", "vault/empty.bin", "--encrypt", "--key-file", "key"]);
     await ok(["get", "vault/empty.bin", "empty.out", "--key-file", "key"]);
     expect(readFileSync(at("empty.out")).length).toBe(0);
+    expect(oneLineError(await cli(["get", "vault/empty.bin", "-", "--range", "0-0", "--key-file", "key"]), 1)).toContain("InvalidRange");
   }, 120_000);
 
   it("the CLI opens what @shardgate/client sealed by the direct path, whole and ranged", async () => {
