@@ -268,6 +268,16 @@ describe("sealed objects through heal, scrub, replication, versions, lifecycle, 
     // Until its retention ends, the old passphrase still opens the locked version: re-wrapping does not revoke it.
     expect(sha256(await opened(client, "locked", "l.bin", OLD, { versionId: v1 }))).toBe(sha256(data));
     expect((await s3(`/locked/l.bin?versionId=${v1}`, { method: "DELETE" })).status).toBe(403);
+    // Sealed uploads into the bucket now that it has a default retention, by the direct path and by PutObject.
+    for (const [key, n] of [
+      ["big.bin", MIB + 5],
+      ["small.bin", 1000],
+    ] as const) {
+      const bytes = randomBytes(n, 28);
+      const up = await client.upload("locked", key, bytes, { encryption: OLD });
+      expect((await s3ok(`/locked/${key}?versionId=${up.versionId}`, { method: "HEAD" })).headers.get("x-amz-object-lock-mode")).toBe("COMPLIANCE");
+      expect(sha256(await opened(client, "locked", key, OLD))).toBe(sha256(bytes));
+    }
   }, 120_000);
 
   it("quotas count the stored ciphertext, every version of it, and refuse a sealed upload past them", async () => {
