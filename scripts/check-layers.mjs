@@ -99,7 +99,8 @@ const SHARES = {
     // The gateway makes the root key's file that the CLI reads: one module says where and how.
     ["bin/lib/local-key.mjs", "the root key's file"],
   ],
-  // The CLI (`npx shardgate`) talks to a gateway over HTTP only: it imports nothing of the others.
+  // The CLI (`npx shardgate`) talks to a gateway over HTTP only: it imports nothing of the others
+  // (bin/lib/pkg/sealed.mjs is its build of client/src/sealed.ts; core/pkg/ is open to every package).
   bin: [],
 };
 

@@ -150,8 +150,11 @@ async function write(stream, text) {
   await new Promise((resolve) => stream.write(text, () => resolve()));
 }
 
-/** Runs the CLI on argv (without node and the script); resolves with the exit status. */
-export async function main(argv, env = process.env) {
+/**
+ * Runs the CLI on argv (without node and the script); resolves with the exit status. `coreDir`: the
+ * URL of core/pkg/ (the WASM core, for sealed objects' passphrases), which bin/shardgate.mjs names.
+ */
+export async function main(argv, env = process.env, { coreDir = null } = {}) {
   let json = argv.includes("--json");
   try {
     const { words: all, flags } = split(argv, VALUED, KNOWN);
@@ -205,6 +208,7 @@ export async function main(argv, env = process.env) {
       args,
       flags: values,
       env,
+      coreDir,
       client() {
         if (client) return client;
         const endpoint = values.endpoint ?? (env.SHARDGATE_ENDPOINT || readLocalEndpoint(localDataDir(values["data-dir"])) || DEFAULT_ENDPOINT);

@@ -37,10 +37,7 @@ export class Client {
    * RequestError for anything else.
    */
   async request(method, segments, { query = {}, body, headers = {}, anonymous = false, accept = [] } = {}) {
-    for (const s of segments) if (s === "" || s === "." || s === "..") throw new UsageError(`"${clean(s, 40)}" is not a valid name here.`);
-    const path = `${this.basePath}/${segments.map(uriEncode).join("/")}`;
-    const search = canonicalQuery(query);
-    const url = new URL(`${this.origin}${path}${search ? `?${search}` : ""}`);
+    const url = this.url(segments, query);
     const payload = body === undefined ? undefined : Buffer.from(body);
     const allHeaders = { ...headers };
     if (payload !== undefined && method === "PUT") allHeaders["content-md5"] = createHash("md5").update(payload).digest("base64");
@@ -65,6 +62,63 @@ export class Client {
     }
     if ((res.status >= 200 && res.status < 300) || accept.includes(res.status)) return { status: res.status, headers: res.headers, body: bytes };
     throw s3Error(res, bytes);
+  }
+
+  /** The URL of `segments` (each encoded here), then an object's `key` (its "/" kept), and `query`. */
+  url(segments, query = {}, key = null) {
+    for (const s of segments) if (s === "" || s === "." || s === "..") throw new UsageError(`"${clean(s, 40)}" is not a valid name here.`);
+    // A URL resolves "." and ".." segments away: such a key cannot be named by one (S3 clients escape them otherwise).
+    if (key?.split("/").some((s) => s === "." || s === ".."))
+      throw new UsageError(`the key "${clean(key, 60)}" has a "." or ".." segment, which a URL cannot carry: use an S3 client for it.`);
+    const path = [...segments.map(uriEncode), ...(key === null ? [] : key.split("/").map(uriEncode))].join("/");
+    const search = canonicalQuery(query);
+    return new URL(`${this.origin}${this.basePath}/${path}${search ? `?${search}` : ""}`);
+  }
+
+  /**
+   * A request whose body (a ReadableStream of `length` bytes, sent UNSIGNED-PAYLOAD or as
+   * `payloadHash` says) or answer
+   * may be any size: objects. `timeoutMs` bounds the time without a byte either way, not the
+   * whole transfer; `key` is an object's key after `segments`. Resolves with { status, headers,
+   * body: ReadableStream, failure(error) → RequestError } for a 2xx answer; throws RequestError (the
+   * S3 error) for anything else.
+   */
+  async stream(method, segments, { key = null, query = {}, headers = {}, body, length, payloadHash = body ? "UNSIGNED-PAYLOAD" : undefined } = {}) {
+    const url = this.url(segments, query, key);
+    const allHeaders = { ...headers, ...(body ? { "content-length": String(length) } : {}) };
+    const sent = this.credentials ? sign({ method, url, headers: allHeaders, payloadHash, credentials: this.credentials, region: this.region }) : allHeaders;
+    const what = `${method} ${url.pathname}`;
+    const stop = new AbortController();
+    let timer;
+    const idle = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => stop.abort(new RequestError(`${what}: nothing sent or received for ${this.timeoutMs / 1000} s (--timeout).`)), this.timeoutMs);
+      timer.unref(); // a body left unread (an error) does not keep the CLI waiting
+    };
+    /** What went wrong, as one line: the idle timeout, or the network's error. */
+    const failure = (e) => (stop.signal.reason instanceof RequestError ? stop.signal.reason : e instanceof RequestError ? e : this.networkError(e, what));
+    const ticking = (stream) =>
+      stream.pipeThrough(new TransformStream({ transform: (chunk, c) => (idle(), c.enqueue(chunk)), flush: () => clearTimeout(timer) }));
+    idle();
+    let res;
+    try {
+      res = await fetch(url, { method, headers: sent, body: body && ticking(body), duplex: "half", redirect: "manual", signal: stop.signal });
+    } catch (e) {
+      clearTimeout(timer);
+      throw failure(e);
+    }
+    if (res.status < 200 || res.status >= 300) {
+      let bytes;
+      try {
+        bytes = await this.readBounded(res);
+      } finally {
+        clearTimeout(timer);
+      }
+      throw s3Error(res, bytes);
+    }
+    const out = res.body ? ticking(res.body) : new Blob([]).stream();
+    if (!res.body) clearTimeout(timer);
+    return { status: res.status, headers: res.headers, body: out, failure };
   }
 
   /** The answer's body, refusing one larger than maxBodyBytes (read stops there). */

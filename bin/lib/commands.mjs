@@ -3,7 +3,9 @@
 import { readFileSync, statSync } from "node:fs";
 import { clean, RequestError, UsageError } from "./errors.mjs";
 import { parseJson, xmlElements, xmlText } from "./client.mjs";
+import { objectCommands } from "./objects.mjs";
 import { bytes, cell, fields, inline, report, table, time } from "./output.mjs";
+import { readStdin } from "./secrets.mjs";
 
 /** The largest policy file read (S3's limit is 20 KiB; the gateway says so itself). */
 const MAX_POLICY_FILE_BYTES = 1024 * 1024;
@@ -194,18 +196,6 @@ async function walk(ctx, first, step, say) {
     batches++;
   }
   return ctx.flags.all ? { ...total, batches } : total;
-}
-
-/** Reads stdin to its end (a secret piped in), without its last line break. */
-async function readStdin() {
-  const chunks = [];
-  for await (const chunk of process.stdin) {
-    chunks.push(chunk);
-    if (chunks.reduce((n, c) => n + c.length, 0) > 64 * 1024) throw new UsageError("stdin holds more than 64 KiB: not a secret key.");
-  }
-  return Buffer.concat(chunks)
-    .toString("utf8")
-    .replace(/\r?\n$/, "");
 }
 
 /** A node's credential: the flag, else stdin (--secret-access-key-stdin), else the environment variable. */
@@ -659,6 +649,7 @@ export const COMMANDS = [
     example: "shardgate status",
     run: status,
   },
+  ...objectCommands,
   {
     words: ["key", "list"],
     summary: "Access keys, their settings and grants (no secrets); --bucket: the keys with rights on a bucket.",
@@ -908,6 +899,6 @@ export const GLOBAL_FLAGS = {
     "DIR",
   ),
   json: boolean("Machine output: the gateway's JSON answer (or a stable shape for S3 answers)."),
-  timeout: integer("Give up on an answer after this many seconds (default 30).", "S", 1),
+  timeout: integer("Give up on an answer after this many seconds (default 30; get and put: after this long without a byte).", "S", 1),
   help: boolean("Help for the command."),
 };

@@ -1,5 +1,6 @@
 // AWS Signature Version 4 for the CLI's requests (service "s3"), with node:crypto only: the body
-// is hashed (x-amz-content-sha256), and host, x-amz-*, content-md5 and content-type are signed.
+// is hashed (x-amz-content-sha256; a streamed upload's is UNSIGNED-PAYLOAD), and host, x-amz-*,
+// content-md5 and content-type are signed.
 import { createHash, createHmac } from "node:crypto";
 
 const sha256Hex = (data) => createHash("sha256").update(data).digest("hex");
@@ -21,17 +22,18 @@ export function canonicalQuery(params) {
 }
 
 /**
- * The headers that sign a request: `headers` plus x-amz-date, x-amz-content-sha256, the session
- * token if any, and authorization. `url` is a URL whose pathname is already encoded (the canonical
- * URI as sent) and whose search is canonicalQuery's.
+ * The headers that sign a request: `headers` plus x-amz-date, x-amz-content-sha256 (the body's
+ * hash, or `payloadHash` as given: UNSIGNED-PAYLOAD for a streamed body), the session token if any,
+ * and authorization. `url` is a URL whose pathname is already encoded (the canonical URI as sent)
+ * and whose search is canonicalQuery's.
  */
-export function sign({ method, url, headers = {}, body, credentials, region, now = new Date() }) {
+export function sign({ method, url, headers = {}, body, payloadHash, credentials, region, now = new Date() }) {
   const amzDate = now.toISOString().replace(/[-:]|\.\d{3}/g, "");
   const day = amzDate.slice(0, 8);
   const all = { ...Object.fromEntries(Object.entries(headers).map(([n, v]) => [n.toLowerCase(), String(v)])) };
   all.host = url.host;
   all["x-amz-date"] = amzDate;
-  all["x-amz-content-sha256"] = sha256Hex(body ?? "");
+  all["x-amz-content-sha256"] = payloadHash ?? sha256Hex(body ?? "");
   if (credentials.sessionToken) all["x-amz-security-token"] = credentials.sessionToken;
   const signed = Object.keys(all)
     .filter((n) => n === "host" || n.startsWith("x-amz-") || n === "content-md5" || n === "content-type")

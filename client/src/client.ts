@@ -2,6 +2,7 @@
 // WASM core the gateway runs (docs/direct-path.md). Signed S3-style requests ask the gateway for
 // a session or a read plan and commit the result; shard files go straight to where the plan says.
 import { AwsClient } from "aws4fetch";
+import { toBase64 } from "../../worker/src/shared/bytes";
 import type { Core } from "../../worker/src/shared/core-api";
 import type {
   DirectCommit,
@@ -493,6 +494,8 @@ export class ShardgateClient {
     if (options.contentType !== undefined) headers["content-type"] = options.contentType;
     for (const [name, value] of Object.entries(options.metadata ?? {})) headers[`x-amz-meta-${name}`] = value;
     const body = await source.read(0, source.size);
+    // Its SHA-256: the gateway checks the body against it, and object lock's default retention asks for such a proof.
+    headers["x-amz-checksum-sha256"] = toBase64(new Uint8Array(await crypto.subtle.digest("SHA-256", body)));
     const res = await this.signed(path, { method: "PUT", headers, body, signal: options.signal });
     await expectOk(res, options.signal);
     const version = res.headers.get("x-amz-version-id");
