@@ -40,6 +40,12 @@ const BATCH = 16;
 /** How an object is sealed and opened: a passphrase (Argon2id, `kdf` its cost on upload), or a 32-byte key file. */
 export type Encryption = { passphrase: string; kdf?: Argon2Params } | { key: Uint8Array };
 
+/**
+ * What opens a sealed object for reading: its passphrase or key file, or its raw 32-byte data key
+ * itself (what a share link carries in its fragment: it opens this one object and nothing else).
+ */
+export type Opening = Encryption | { dataKey: Uint8Array };
+
 /** The passphrase or key file does not open the object's data key. */
 export class WrongPassphraseError extends Error {
   constructor(message = "wrong passphrase or key file: the object's data key does not open") {
@@ -454,9 +460,13 @@ export function openingStream(
   );
 }
 
-/** The data key of a sealed object as a WebCrypto key. */
-export async function dataKeyOf(core: Core, header: SealedHeader, encryption: Encryption): Promise<CryptoKey> {
-  const raw = await openDataKey(core, header, encryption);
+/** The data key of a sealed object as a WebCrypto key (a raw data key is taken as it is: only its segments' tags tell whether it is the right one). */
+export async function dataKeyOf(core: Core, header: SealedHeader, opening: Opening): Promise<CryptoKey> {
+  if ("dataKey" in opening) {
+    if (opening.dataKey.length !== KEY_BYTES) throw new RangeError(`a data key is ${KEY_BYTES} bytes, got ${opening.dataKey.length}`);
+    return aesKey(opening.dataKey);
+  }
+  const raw = await openDataKey(core, header, opening);
   try {
     return await aesKey(raw);
   } finally {
