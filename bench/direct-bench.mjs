@@ -192,7 +192,7 @@ export function directTable(rows) {
 }
 
 const CHROMIUM = "/usr/bin/chromium";
-const BROWSER_SIZE = 128 * MiB;
+const BROWSER_SIZE = 64 * MiB;
 const PASSPHRASE = "bench passphrase, not a secret";
 
 /** Plain and sealed uploads and downloads through the console in Chromium, ROUNDS alternating rounds. */

@@ -390,14 +390,24 @@ export function openingStream(
   let skip = range.skip;
   let left = length;
   let carry: Uint8Array | null = null;
-  /** Exactly `n` more stored bytes, or null when the stream ends first. */
+  /** Exactly `n` more stored bytes, or null when the stream ends first (a view, not a copy, when one piece holds them). */
   const take = async (n: number): Promise<Uint8Array | null> => {
+    if (!carry?.length) {
+      const { done, value } = await reader.read();
+      if (done) return null;
+      carry = value;
+    }
+    if (carry.length >= n) {
+      const out = carry.subarray(0, n);
+      carry = carry.subarray(n);
+      return out;
+    }
     const out = new Uint8Array(n);
     let filled = 0;
     while (filled < n) {
-      let piece = carry;
+      let piece: Uint8Array | null = carry;
       carry = null;
-      if (!piece) {
+      if (!piece?.length) {
         const { done, value } = await reader.read();
         if (done) return null;
         piece = value;
@@ -409,8 +419,8 @@ export function openingStream(
     }
     return out;
   };
-  /** The next batch of segments, authenticated, trimmed to the range. */
-  const openBatch = async (): Promise<Uint8Array> => {
+  /** The next batch of segments' stored bytes, read in order, and their decryption started (`plain`, not awaited here). */
+  const readBatch = async (): Promise<{ plain: Promise<Uint8Array> }> => {
     const indices = Array.from({ length: Math.min(BATCH, range.last + 1 - next) }, (_, i) => next + i);
     const stored: Uint8Array[] = [];
     for (const index of indices) {
@@ -419,7 +429,7 @@ export function openingStream(
       stored.push(bytes);
     }
     next += indices.length;
-    const opened = await Promise.all(
+    const opened = Promise.all(
       indices.map((index, i) =>
         crypto.subtle
           .decrypt({ name: "AES-GCM", iv: nonce(index), additionalData: segmentAad(header, index) }, key, stored[i] as Uint8Array<ArrayBuffer>)
@@ -427,25 +437,33 @@ export function openingStream(
             throw new CorruptObjectError(`segment ${index} fails authentication: tampered, reordered, truncated or from another object`);
           }),
       ),
-    );
-    const plain = concat(...opened.map((p) => new Uint8Array(p)));
-    const out = plain.subarray(skip, skip + left);
-    skip = 0;
-    left -= out.length;
-    return out;
+    ).then((plain) => concat(...plain.map((p) => new Uint8Array(p))));
+    opened.catch(() => {}); // awaited in turn (below); a later batch may fail before an earlier is taken
+    return { plain: opened };
   };
+  /**
+   * Batches being decrypted, in order: the next batch's stored bytes are read (and the source,
+   * the direct path's decoding, pulled) while the one before is decrypted.
+   */
+  const opening: { plain: Promise<Uint8Array> }[] = [];
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
         try {
           // Batches until one yields bytes (a pull must enqueue or close, or the reader waits forever).
           for (;;) {
-            if (next > range.last) {
+            while (opening.length < 2 && next <= range.last) opening.push(await readBatch());
+            const batch = opening.shift();
+            if (!batch) {
               const { done } = carry?.length ? { done: false } : await reader.read();
               if (!done) throw new CorruptObjectError("the stored object is longer than its header says");
               return controller.close();
             }
-            const out = await openBatch();
+            // Authenticated whole before any of its bytes is passed on, then trimmed to the range.
+            const plain = await batch.plain;
+            const out = plain.subarray(skip, skip + left);
+            skip = 0;
+            left -= out.length;
             if (out.length > 0) return controller.enqueue(out);
           }
         } catch (e) {
