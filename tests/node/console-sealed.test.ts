@@ -7,7 +7,7 @@
 // whole download and a share link opened in a fresh browser are byte-exact; the share link's key
 // never reaches any server and leaves the address bar; tampered ciphertext is refused in words.
 import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, rmSync, mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AwsClient } from "aws4fetch";
@@ -18,6 +18,7 @@ import { decodeHeader, openDataKey, SEGMENT_BYTES, storedSize } from "../../clie
 import * as bindings from "../../core/pkg/shardgate_core.js";
 import { Core } from "../../worker/src/shared/core-api";
 import { CREDENTIALS, Gateway } from "./gateway";
+import { SCREENSHOTS } from "./tools";
 
 const CHROMIUM = "/usr/bin/chromium";
 const BUCKET = "sealed-console";
@@ -66,6 +67,7 @@ describe.skipIf(!existsSync(CHROMIUM))("client-side encryption in the console, i
   beforeAll(async () => {
     writeFileSync(file, plain);
     writeFileSync(smallFile, small);
+    mkdirSync(SCREENSHOTS, { recursive: true });
     await g.start();
     expect((await aws.fetch(`${g.base}/${BUCKET}`, { method: "PUT" })).status).toBe(200);
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking"] });
@@ -116,6 +118,7 @@ describe.skipIf(!existsSync(CHROMIUM))("client-side encryption in the console, i
 
     await page.getByLabel("Confirm passphrase").fill(PASSPHRASE);
     await page.getByLabel("Upload files").setInputFiles(file);
+    await page.screenshot({ path: join(SCREENSHOTS, "sealed-upload.png") });
     expect(await waitDone("secret.txt")).toMatch(/coded in this browser into \d+ shard files .*encrypted in this browser/);
 
     const { bytes, header, dataKey } = await stored("secret.txt");
@@ -154,6 +157,7 @@ describe.skipIf(!existsSync(CHROMIUM))("client-side encryption in the console, i
     await dialog.locator("pre.text").waitFor({ timeout: 30_000 });
     expect(await dialog.locator("pre.text").textContent()).toBe(plain.subarray(0, 256 * 1024).toString());
     expect(await dialog.textContent()).toContain("Showing the first 256 KiB");
+    await page.screenshot({ path: join(SCREENSHOTS, "sealed-object.png") });
     const previewGets = shardGets() - before;
     expect(previewGets).toBeGreaterThan(0);
 

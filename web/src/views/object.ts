@@ -291,6 +291,9 @@ function renderUnlock(app: App, el: HTMLElement, bucket: string, key: string, he
       sealed.dataKey = await unlockSealed(sealed.header, passphrase.value);
       passphrase.value = "";
       status.textContent = "";
+      // What Download said while the object was locked no longer holds.
+      const note = document.getElementById("download-status");
+      if (note) note.textContent = "Unlocked: Download decrypts it in this browser.";
       await renderSealedPreview(app, el, bucket, key, head, sealed);
     } catch (err) {
       status.textContent = messageOf(err);
