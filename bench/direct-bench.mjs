@@ -294,6 +294,11 @@ export function sealedBrowserTable(r) {
   ];
   for (const op of ["upload", "download"]) lines.push(`| ${op} | ${fmt(r[op].plain)} | ${fmt(r[op].sealed)} | ${(r[op].sealed / r[op].plain).toFixed(2)}× |`);
   lines.push(`\nUnlocking a sealed object (Argon2id, 64 MiB, t = 3, in a Web Worker): ${r.unlockSeconds.toFixed(2)} s (median), before its download.`);
+  lines.push(
+    `Seconds per run: ${Object.entries(r.runs)
+      .map(([op, xs]) => `${op} ${xs.map((x) => x.toFixed(2)).join(" / ")}`)
+      .join("; ")}.`,
+  );
   return lines.join("\n");
 }
 
