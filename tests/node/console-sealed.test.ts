@@ -290,6 +290,25 @@ describe.skipIf(!existsSync(CHROMIUM))("client-side encryption in the console, i
     await dialog.getByRole("link", { name: "Download" }).click();
     await expect.poll(() => dialog.locator("#download-status").textContent(), { timeout: 30_000 }).toContain("cannot be decrypted");
     await dialog.getByRole("button", { name: "Close" }).click();
+  }, 60_000);
+
+  it("a share link opened in a console already signed in opens the same way, and ends that session", async () => {
+    await page.getByRole("button", { name: "secret.txt", exact: true }).click();
+    const dialog = page.getByRole("dialog", { name: "secret.txt" });
+    await dialog.getByLabel("Passphrase").fill(PASSPHRASE);
+    await dialog.getByRole("button", { name: "Unlock" }).click();
+    await dialog.locator("pre.text").waitFor({ timeout: 30_000 });
+    await dialog.getByRole("button", { name: "Share" }).click();
+    const link = await dialog.getByLabel("Share link").inputValue();
+    await dialog.getByRole("button", { name: "Close" }).click();
+    // Same document, another fragment: a hashchange, not a load.
+    const saved = page.waitForEvent("download", { timeout: 60_000 });
+    await page.evaluate(`location.hash = ${JSON.stringify(`#${link.split("#")[1]}`)}`);
+    const path = join(work, "shared-here.txt");
+    await (await saved).saveAs(path);
+    expect(sha256(readFileSync(path))).toBe(sha256(plain));
+    expect(page.url()).toBe(`${g.consoleBase}/`);
+    expect(await page.getByRole("button", { name: "Sign in to the console" }).count()).toBe(1);
     expect(pageErrors).toEqual([]);
   }, 60_000);
 });
