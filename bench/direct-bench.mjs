@@ -10,9 +10,16 @@
 // throughput, the CPU time of the gateway's workerd processes (/proc/PID/stat utime + stime), and
 // the bytes the gateway handled: from and to clients, from and to nodes (its own metrics; workerd's
 // socket traffic does not show in /proc/PID/io).
+//
+// On its own it also measures client-side encryption in the console (docs/console.md, issue #43):
+// in Chromium (/usr/bin/chromium, headless), the same file uploaded and downloaded through the
+// console's direct path plain and sealed with a passphrase, rounds alternating the two, on
+// `npm start`'s disk nodes: MiB/s from the click to the upload's "Done" and to the download's
+// save, and sealed / plain. A sealed upload's time includes its one Argon2id (64 MiB, t = 3); a
+// sealed download's is after the object was unlocked, whose Argon2id is reported on its own.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -184,7 +191,125 @@ export function directTable(rows) {
   return lines.join("\n");
 }
 
+const CHROMIUM = "/usr/bin/chromium";
+const BROWSER_SIZE = 64 * MiB;
+const PASSPHRASE = "bench passphrase, not a secret";
+
+/** Plain and sealed uploads and downloads through the console in Chromium, ROUNDS alternating rounds. */
+export async function sealedBrowserBench({ log }) {
+  if (!existsSync(CHROMIUM)) return null;
+  const { chromium } = await import("playwright-core");
+  const dir = mkdtempSync(join(os.tmpdir(), "shardgate-sealed-bench-"));
+  const files = { plain: join(dir, "plain.bin"), sealed: join(dir, "sealed.bin") };
+  const body = randomBytes(BROWSER_SIZE);
+  for (const f of Object.values(files)) writeFileSync(f, body);
+  const gateway = await startTarget(
+    TARGETS.find((t) => t.id === "workerd"),
+    log,
+  );
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+  });
+  try {
+    const s3 = new S3Client({ endpoint: gateway.endpoint, ...SHARDGATE_KEY });
+    await ok(s3, "PUT", "/sealed-bench");
+    s3.close();
+    // npm start serves the console on the gateway's port + 1.
+    const consoleBase = gateway.endpoint.replace(/:(\d+)$/, (_, p) => `:${Number(p) + 1}`);
+    const page = await (await browser.newContext({ acceptDownloads: true })).newPage();
+    await page.goto(`${consoleBase}/`);
+    await page.getByLabel("Access key").fill(SHARDGATE_KEY.accessKeyId);
+    await page.getByLabel("Secret key").fill(SHARDGATE_KEY.secretAccessKey);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("link", { name: "sealed-bench" }).click();
+    await page.getByLabel("Encrypt with a passphrase").check();
+    await page.getByLabel("Passphrase", { exact: true }).fill(PASSPHRASE);
+    await page.getByLabel("Confirm passphrase").fill(PASSPHRASE);
+    const runs = { plainPut: [], sealedPut: [], plainGet: [], sealedGet: [], unlock: [] };
+    const upload = async (kind) => {
+      const clear = page.getByRole("button", { name: "Clear finished" });
+      if (await clear.isVisible()) await clear.click();
+      await page.getByLabel("Encrypt with a passphrase").setChecked(kind === "sealed");
+      const row = page.locator("li.upload", { has: page.getByLabel(`Progress of ${kind}.bin`, { exact: true }) });
+      const started = performance.now();
+      await page.getByLabel("Upload files").setInputFiles(files[kind]);
+      for (;;) {
+        const text = (await row.textContent().catch(() => "")) ?? "";
+        if (text.includes("Done")) break;
+        if (text.includes("Failed")) throw new Error(`bench:direct: the ${kind} upload failed: ${text}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      runs[`${kind}Put`].push((performance.now() - started) / 1000);
+    };
+    const download = async (kind) => {
+      await page.getByRole("button", { name: "Refresh" }).click();
+      await page.getByRole("button", { name: `${kind}.bin`, exact: true }).click();
+      const dialog = page.getByRole("dialog", { name: `${kind}.bin` });
+      if (kind === "sealed") {
+        await dialog.getByLabel("Passphrase").fill(PASSPHRASE);
+        const started = performance.now();
+        await dialog.getByRole("button", { name: "Unlock" }).click();
+        await dialog.locator(".no-preview").waitFor({ timeout: 60_000 });
+        runs.unlock.push((performance.now() - started) / 1000);
+      }
+      const saved = page.waitForEvent("download", { timeout: 300_000 });
+      const started = performance.now();
+      await dialog.getByRole("link", { name: "Download" }).click();
+      const got = await saved;
+      runs[`${kind}Get`].push((performance.now() - started) / 1000);
+      const path = join(dir, `got-${kind}.bin`);
+      await got.saveAs(path);
+      if (!readFileSync(path).equals(body)) throw new Error(`bench:direct: the ${kind} download differs`);
+      rmSync(path);
+      await dialog.getByRole("button", { name: "Close" }).click();
+    };
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = round % 2 === 0 ? ["plain", "sealed"] : ["sealed", "plain"];
+      for (const kind of order) await upload(kind);
+      for (const kind of order) await download(kind);
+      log(`bench:direct: Chromium, plain and sealed: round ${round + 1}/${ROUNDS}`);
+    }
+    const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    const mibPerS = (xs) => BROWSER_SIZE / MiB / median(xs);
+    return {
+      mib: BROWSER_SIZE / MiB,
+      upload: { plain: mibPerS(runs.plainPut), sealed: mibPerS(runs.sealedPut) },
+      download: { plain: mibPerS(runs.plainGet), sealed: mibPerS(runs.sealedGet) },
+      unlockSeconds: median(runs.unlock),
+      runs,
+    };
+  } finally {
+    await browser.close();
+    await gateway.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export function sealedBrowserTable(r) {
+  const lines = [
+    `| ${r.mib} MiB through the console in Chromium (direct path, disk nodes) | plain MiB/s | sealed MiB/s | sealed / plain |`,
+    "|---|---|---|---|",
+  ];
+  for (const op of ["upload", "download"]) lines.push(`| ${op} | ${fmt(r[op].plain)} | ${fmt(r[op].sealed)} | ${(r[op].sealed / r[op].plain).toFixed(2)}× |`);
+  lines.push(`\nUnlocking a sealed object (Argon2id, 64 MiB, t = 3, in a Web Worker): ${r.unlockSeconds.toFixed(2)} s (median), before its download.`);
+  lines.push(
+    `Seconds per run: ${Object.entries(r.runs)
+      .map(([op, xs]) => `${op} ${xs.map((x) => x.toFixed(2)).join(" / ")}`)
+      .join("; ")}.`,
+  );
+  return lines.join("\n");
+}
+
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const rows = await directBench({ log: (l) => console.error(l) });
-  console.log(process.argv.includes("--json") ? JSON.stringify(rows, null, 2) : directTable(rows));
+  const log = (l) => console.error(l);
+  const json = process.argv.includes("--json");
+  const rows = process.argv.includes("--browser-only") ? [] : await directBench({ log });
+  const sealed = await sealedBrowserBench({ log });
+  if (json) console.log(JSON.stringify({ rows, sealed }, null, 2));
+  else {
+    if (rows.length) console.log(directTable(rows));
+    console.log(sealed ? `\n${sealedBrowserTable(sealed)}` : "\n(no Chromium at /usr/bin/chromium: the console's sealed uploads were not measured)");
+  }
 }

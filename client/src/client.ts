@@ -21,6 +21,7 @@ import {
   dataKeyOf,
   decodeHeader,
   type Encryption,
+  type Opening,
   openingStream,
   rewrapHeader,
   SEALED_METADATA,
@@ -109,8 +110,11 @@ export interface DownloadOptions extends CallOptions {
   versionId?: string;
   /** Bytes [start, end) of the object only (`end` defaults to its size), as Blob.slice counts them. */
   range?: { start: number; end?: number };
-  /** Open a sealed object (uploaded with `encryption`): sizes and the range count its plaintext. */
-  encryption?: Encryption;
+  /**
+   * Open a sealed object (uploaded with `encryption`), with its passphrase or key file or its raw
+   * data key: sizes and the range count its plaintext.
+   */
+  encryption?: Opening;
 }
 
 export interface Download {
@@ -362,7 +366,7 @@ export class ShardgateClient {
    * when `encryption` does not open it; CorruptObjectError when it is not sealed, or its stored
    * bytes are not what was sealed.
    */
-  private async downloadSealed(bucket: string, key: string, encryption: Encryption, options: DownloadOptions): Promise<Download> {
+  private async downloadSealed(bucket: string, key: string, encryption: Opening, options: DownloadOptions): Promise<Download> {
     const { signal, range: wanted } = options;
     const loaded = this.core();
     const head = await this.sealedHead(bucket, key, options.versionId, signal);

@@ -18,10 +18,18 @@ export {
   CorruptObjectError,
   DEFAULT_KDF,
   type Encryption,
+  type Opening,
   SEALED_METADATA,
   type SealedHeader,
   decodeHeader as decodeSealedHeader,
   WrongPassphraseError,
+  // For apps that move a sealed object's bytes themselves (the console's classic path and share
+  // links): sealing a Blob, opening the data key, and decrypting stored bytes.
+  Sealer,
+  openDataKey as openSealedDataKey,
+  cipherRange as sealedCipherRange,
+  openingStream as openSealedStream,
+  storedSize as sealedStoredSize,
 } from "./sealed";
 export type { Argon2Params } from "../../worker/src/shared/core-api";
 export type { DirectReadPlan, DirectUploadSession } from "../../worker/src/shared/direct-protocol";

@@ -40,6 +40,12 @@ const BATCH = 16;
 /** How an object is sealed and opened: a passphrase (Argon2id, `kdf` its cost on upload), or a 32-byte key file. */
 export type Encryption = { passphrase: string; kdf?: Argon2Params } | { key: Uint8Array };
 
+/**
+ * What opens a sealed object for reading: its passphrase or key file, or its raw 32-byte data key
+ * itself (what a share link carries in its fragment: it opens this one object and nothing else).
+ */
+export type Opening = Encryption | { dataKey: Uint8Array };
+
 /** The passphrase or key file does not open the object's data key. */
 export class WrongPassphraseError extends Error {
   constructor(message = "wrong passphrase or key file: the object's data key does not open") {
@@ -384,14 +390,24 @@ export function openingStream(
   let skip = range.skip;
   let left = length;
   let carry: Uint8Array | null = null;
-  /** Exactly `n` more stored bytes, or null when the stream ends first. */
+  /** Exactly `n` more stored bytes, or null when the stream ends first (a view, not a copy, when one piece holds them). */
   const take = async (n: number): Promise<Uint8Array | null> => {
+    if (!carry?.length) {
+      const { done, value } = await reader.read();
+      if (done) return null;
+      carry = value;
+    }
+    if (carry.length >= n) {
+      const out = carry.subarray(0, n);
+      carry = carry.subarray(n);
+      return out;
+    }
     const out = new Uint8Array(n);
     let filled = 0;
     while (filled < n) {
-      let piece = carry;
+      let piece: Uint8Array | null = carry;
       carry = null;
-      if (!piece) {
+      if (!piece?.length) {
         const { done, value } = await reader.read();
         if (done) return null;
         piece = value;
@@ -403,8 +419,8 @@ export function openingStream(
     }
     return out;
   };
-  /** The next batch of segments, authenticated, trimmed to the range. */
-  const openBatch = async (): Promise<Uint8Array> => {
+  /** The next batch of segments' stored bytes, read in order, and their decryption started (`plain`, not awaited here). */
+  const readBatch = async (): Promise<{ plain: Promise<Uint8Array> }> => {
     const indices = Array.from({ length: Math.min(BATCH, range.last + 1 - next) }, (_, i) => next + i);
     const stored: Uint8Array[] = [];
     for (const index of indices) {
@@ -413,7 +429,7 @@ export function openingStream(
       stored.push(bytes);
     }
     next += indices.length;
-    const opened = await Promise.all(
+    const opened = Promise.all(
       indices.map((index, i) =>
         crypto.subtle
           .decrypt({ name: "AES-GCM", iv: nonce(index), additionalData: segmentAad(header, index) }, key, stored[i] as Uint8Array<ArrayBuffer>)
@@ -421,25 +437,33 @@ export function openingStream(
             throw new CorruptObjectError(`segment ${index} fails authentication: tampered, reordered, truncated or from another object`);
           }),
       ),
-    );
-    const plain = concat(...opened.map((p) => new Uint8Array(p)));
-    const out = plain.subarray(skip, skip + left);
-    skip = 0;
-    left -= out.length;
-    return out;
+    ).then((plain) => concat(...plain.map((p) => new Uint8Array(p))));
+    opened.catch(() => {}); // awaited in turn (below); a later batch may fail before an earlier is taken
+    return { plain: opened };
   };
+  /**
+   * Batches being decrypted, in order: the next batch's stored bytes are read (and the source,
+   * the direct path's decoding, pulled) while the one before is decrypted.
+   */
+  const opening: { plain: Promise<Uint8Array> }[] = [];
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
         try {
           // Batches until one yields bytes (a pull must enqueue or close, or the reader waits forever).
           for (;;) {
-            if (next > range.last) {
+            while (opening.length < 2 && next <= range.last) opening.push(await readBatch());
+            const batch = opening.shift();
+            if (!batch) {
               const { done } = carry?.length ? { done: false } : await reader.read();
               if (!done) throw new CorruptObjectError("the stored object is longer than its header says");
               return controller.close();
             }
-            const out = await openBatch();
+            // Authenticated whole before any of its bytes is passed on, then trimmed to the range.
+            const plain = await batch.plain;
+            const out = plain.subarray(skip, skip + left);
+            skip = 0;
+            left -= out.length;
             if (out.length > 0) return controller.enqueue(out);
           }
         } catch (e) {
@@ -454,9 +478,13 @@ export function openingStream(
   );
 }
 
-/** The data key of a sealed object as a WebCrypto key. */
-export async function dataKeyOf(core: Core, header: SealedHeader, encryption: Encryption): Promise<CryptoKey> {
-  const raw = await openDataKey(core, header, encryption);
+/** The data key of a sealed object as a WebCrypto key (a raw data key is taken as it is: only its segments' tags tell whether it is the right one). */
+export async function dataKeyOf(core: Core, header: SealedHeader, opening: Opening): Promise<CryptoKey> {
+  if ("dataKey" in opening) {
+    if (opening.dataKey.length !== KEY_BYTES) throw new RangeError(`a data key is ${KEY_BYTES} bytes, got ${opening.dataKey.length}`);
+    return aesKey(opening.dataKey);
+  }
+  const raw = await openDataKey(core, header, opening);
   try {
     return await aesKey(raw);
   } finally {

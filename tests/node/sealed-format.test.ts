@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import {
   CorruptObjectError,
   type Encryption,
+  type Opening,
   type SealedHeader,
   Sealer,
   TAG_BYTES,
@@ -95,7 +96,7 @@ async function seal(plain: Uint8Array, encryption: Encryption = PASS, segmentByt
 }
 
 /** Opens plaintext [start, end) from the stored bytes given (fed in small pieces). */
-async function open(header: SealedHeader, stored: Uint8Array, start = 0, end = header.size, encryption: Encryption = PASS): Promise<Uint8Array> {
+async function open(header: SealedHeader, stored: Uint8Array, start = 0, end = header.size, encryption: Opening = PASS): Promise<Uint8Array> {
   const range = cipherRange(start, end, header.size, header.segmentBytes);
   const slice = stored.slice(range.start, range.end);
   const pieces = new ReadableStream<Uint8Array>({
@@ -153,6 +154,17 @@ describe("sealing and opening", () => {
     // A composed and a decomposed "é" are one passphrase (NFC).
     const accented = await seal(plain, { passphrase: "caf\u00e9", kdf: FAST });
     expect(await open(accented.header, accented.stored, 0, 10, { passphrase: "cafe\u0301" })).toEqual(plain.slice(0, 10));
+  });
+
+  it("the raw data key (a share link's) opens its object whole and in ranges; another key, or a short one, opens nothing", async () => {
+    const { header, stored } = await seal(plain);
+    const dataKey = await openDataKey(core, header, PASS);
+    expect(await open(header, stored, 0, header.size, { dataKey })).toEqual(plain);
+    expect(await open(header, stored, 150, 260, { dataKey })).toEqual(plain.slice(150, 260));
+    // The raw key opens without the passphrase's KDF, and only this object: another's key is CorruptObject (no key check exists).
+    const other = await seal(plain);
+    await expect(open(header, stored, 0, 10, { dataKey: await openDataKey(core, other.header, PASS) })).rejects.toBeInstanceOf(CorruptObjectError);
+    await expect(dataKeyOf(core, header, { dataKey: dataKey.subarray(0, 31) })).rejects.toBeInstanceOf(RangeError);
   });
 
   const corrupt = (header: SealedHeader, stored: Uint8Array, start?: number, end?: number) =>

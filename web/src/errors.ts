@@ -91,6 +91,10 @@ export function messageOf(e: unknown): string {
   if (e instanceof S3Error) return e.message;
   if (e instanceof DOMException && e.name === "AbortError") return "Cancelled.";
   if (e instanceof TypeError) return "The gateway could not be reached. Check the connection and try again.";
+  // Client-side encryption's refusals (client/src/sealed.ts), by name: they may come from a worker.
+  if (e instanceof Error && e.name === "WrongPassphrase") return "Wrong passphrase: it does not open this object's key. Nothing was decrypted.";
+  if (e instanceof Error && e.name === "CorruptObject")
+    return `This object cannot be decrypted: its stored bytes or its header are not what was encrypted (tampered, truncated, or the wrong key). No byte of it is shown. (${e.message})`;
   if (e instanceof Error) return e.message;
   return String(e);
 }

@@ -9,7 +9,8 @@ import "./style.css";
 import { gatewayEndpoint } from "./config";
 import { messageOf } from "./errors";
 import { S3Client, type Session } from "./s3";
-import { h, mount, perFrame, toast } from "./ui";
+import { h, humanSize, mount, perFrame, saveBlob, toast } from "./ui";
+import { openSealedUrl, type SharedObject, takeSharedObject } from "./sealing";
 import { type App, routeOf } from "./app";
 import { Uploads } from "./upload";
 import { renderBuckets } from "./views/buckets";
@@ -125,6 +126,52 @@ async function render(): Promise<void> {
   else await renderBuckets(app);
 }
 
+/**
+ * A share link of a sealed object (sealing.ts): downloaded through its presigned URL and decrypted
+ * in this page with the key from the link's fragment, then saved; no sign-in needed. The key is
+ * zeroed once used, and the address no longer holds it (takeSharedObject replaced it).
+ */
+function renderShared(shared: SharedObject | { error: string }): void {
+  // Opened over a signed-in console: that session ends here (its views would draw into nothing).
+  for (const t of timers) clearTimeout(t);
+  timers = [];
+  app = null;
+  const status = h("p", { id: "shared-status", role: "status" });
+  const save = h("div", { class: "row" });
+  const back = h("button", { type: "button", onclick: () => renderSignIn(root, endpoint, signedIn) }, "Sign in to the console");
+  mount(
+    root,
+    h(
+      "main",
+      { class: "signin-page shared", id: "main" },
+      h("h1", null, "A shared encrypted file"),
+      h("p", { class: "mono" }, "name" in shared ? shared.name : ""),
+      status,
+      save,
+      h("p", { class: "muted small" }, "It is decrypted in this browser with the key the link carries: the gateway never receives that key."),
+      back,
+    ),
+  );
+  if ("error" in shared) {
+    status.textContent = shared.error;
+    status.className = "error";
+    return;
+  }
+  status.textContent = "Downloading and decrypting in this browser…";
+  openSealedUrl(shared.url, shared.dataKey, "")
+    .then((blob) => {
+      status.textContent = `Decrypted in this browser: ${humanSize(blob.size)} (${blob.size.toLocaleString()} bytes).`;
+      const url = URL.createObjectURL(blob);
+      mount(save, h("a", { class: "button primary", href: url, download: shared.name, id: "shared-save" }, `Save ${shared.name}`));
+      saveBlob(blob, shared.name);
+    })
+    .catch((err: unknown) => {
+      status.textContent = messageOf(err);
+      status.className = "error";
+    })
+    .finally(() => shared.dataKey.fill(0));
+}
+
 async function start(): Promise<void> {
   try {
     endpoint = await gatewayEndpoint();
@@ -132,8 +179,15 @@ async function start(): Promise<void> {
     mount(root, h("main", { class: "signin-page" }, h("p", { class: "error", role: "alert" }, messageOf(err))));
     return;
   }
-  renderSignIn(root, endpoint, signedIn);
+  const shared = takeSharedObject(endpoint);
+  if (shared) renderShared(shared);
+  else renderSignIn(root, endpoint, signedIn);
 }
 
-window.addEventListener("hashchange", () => void render());
+window.addEventListener("hashchange", () => {
+  // A share link pasted into a console already open: it is opened the same way (and taken out of the address).
+  const shared = endpoint ? takeSharedObject(endpoint) : null;
+  if (shared) renderShared(shared);
+  else void render();
+});
 void start();

@@ -184,3 +184,13 @@ export function icon(name: keyof typeof ICON_PATHS | string, cls = "icon"): SVGS
   svg.appendChild(path);
   return svg;
 }
+
+/** Saves `blob` as a file named `name` (a download the browser asks about or stores). */
+export function saveBlob(blob: Blob, name: string): void {
+  const url = URL.createObjectURL(blob);
+  const save = h("a", { href: url, download: name, hidden: true });
+  document.body.append(save);
+  save.click();
+  save.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}

@@ -4,11 +4,12 @@
 // core in a Web Worker). A multipart upload or a direct-path session is remembered in localStorage
 // (with the file's name, size and modification time), so after a page reload picking the same file
 // again resumes it: only the missing parts, or shard files, are sent.
-import type { DirectUploadSession, UploadProgress } from "../../client/src/index";
+import type { DirectUploadSession, Encryption, UploadProgress } from "../../client/src/index";
 import { checksumBlob } from "./checksums";
-import { browserCoding, directUpload } from "./direct";
+import { browserCoding, directUpload, sealFile } from "./direct";
 import { errorFromText, messageOf, S3Error } from "./errors";
 import { objectPath, type Part, type S3Client } from "./s3";
+import { SEALED_METADATA } from "./sealing";
 
 export const MULTIPART_THRESHOLD = 8 * 1024 * 1024;
 export const MIN_PART_SIZE = 8 * 1024 * 1024;
@@ -44,6 +45,12 @@ export interface UploadItem {
   started: number;
   /** Coded in this browser: its shard files, by node. Null on the classic path. */
   direct: DirectProgress | null;
+  /** Sealed in this browser (client-side encryption): only ciphertext leaves it. */
+  readonly encrypted: boolean;
+  /** The passphrase it is sealed with, held in this page's memory until the upload ends (a retry needs it). */
+  encryption: Encryption | null;
+  /** On the classic path: the ciphertext (sealed in a worker) and its header, sent as one PutObject. */
+  sealed: { blob: Blob; header: string } | null;
 }
 
 export interface DirectProgress {
@@ -207,9 +214,11 @@ export class Uploads {
     private readonly onFileDone: (item: UploadItem) => void,
   ) {}
 
-  /** Queues files; `relativePath` (folder uploads) is kept under `prefix`. */
-  add(bucket: string, prefix: string, files: { file: File; path: string }[]): void {
+  /** Queues files; `relativePath` (folder uploads) is kept under `prefix`. With `encryption`, each is sealed here first. */
+  add(bucket: string, prefix: string, files: { file: File; path: string }[], encryption: Encryption | null = null): void {
     for (const { file, path } of files) {
+      // A sealed file goes up whole (the direct path's session, or one PutObject of its ciphertext): no multipart resume.
+      const multipart = !encryption && file.size > MULTIPART_THRESHOLD;
       const item: UploadItem = {
         id: this.nextId++,
         file,
@@ -219,14 +228,17 @@ export class Uploads {
         state: "queued",
         loaded: 0,
         error: null,
-        multipart: file.size > MULTIPART_THRESHOLD,
-        partsTotal: file.size > MULTIPART_THRESHOLD ? Math.ceil(file.size / partSizeFor(file.size)) : 1,
+        multipart,
+        partsTotal: multipart ? Math.ceil(file.size / partSizeFor(file.size)) : 1,
         partsDone: 0,
         partsResumed: 0,
         failedParts: [],
         speed: 0,
         started: 0,
         direct: null,
+        encrypted: encryption !== null,
+        encryption,
+        sealed: null,
       };
       this.items.push(item);
       void this.run(item);
@@ -260,6 +272,8 @@ export class Uploads {
     const wasFailed = item.state === "failed";
     item.state = "cancelled";
     item.error = null;
+    item.encryption = null;
+    item.sealed = null;
     this.abortDirect(item);
     if (item.multipart) {
       const record = this.recall(item);
@@ -305,14 +319,19 @@ export class Uploads {
       item.state = "uploading";
       item.started ||= performance.now();
       this.onChange();
-      const direct = browserCoding() && item.size > DIRECT_MIN_BYTES && item.size <= DIRECT_MAX_BYTES && (await this.direct(item, abort.signal));
-      if (direct || abort.signal.aborted) {
-        // done, or cancelled
-      } else if (item.multipart) await this.multipart(item, abort.signal);
-      else await this.single(item, abort.signal);
+      if (item.encryption) await this.sealedUpload(item, item.encryption, abort.signal);
+      else {
+        const direct = browserCoding() && item.size > DIRECT_MIN_BYTES && item.size <= DIRECT_MAX_BYTES && (await this.direct(item, abort.signal));
+        if (direct || abort.signal.aborted) {
+          // done, or cancelled
+        } else if (item.multipart) await this.multipart(item, abort.signal);
+        else await this.single(item, abort.signal);
+      }
       if (abort.signal.aborted) return;
       item.loaded = item.size;
       item.state = "done";
+      item.encryption = null;
+      item.sealed = null;
       this.progress(item);
       this.onFileDone(item);
     } catch (e) {
@@ -326,12 +345,31 @@ export class Uploads {
     }
   }
 
-  /** The direct path; false when the gateway declines it (the classic path then runs). */
-  private async direct(item: UploadItem, signal: AbortSignal): Promise<boolean> {
+  /**
+   * A sealed upload (client-side encryption, client/src/sealed.ts): by the direct path where this
+   * browser codes (the worker seals, codes and sends; where the gateway declines, it puts the
+   * ciphertext itself), else sealed whole in a worker and sent as one PutObject. The passphrase
+   * reaches only the worker; the gateway gets ciphertext and the header.
+   */
+  private async sealedUpload(item: UploadItem, encryption: Encryption, signal: AbortSignal): Promise<void> {
+    if (item.size > DIRECT_MAX_BYTES) throw new Error("An encrypted file can be at most 5 GiB.");
+    if (browserCoding()) {
+      await this.direct(item, signal, encryption);
+      return;
+    }
+    if (!("passphrase" in encryption)) throw new Error("The console encrypts with a passphrase only.");
+    item.sealed ??= await sealFile(item.file, encryption.passphrase, signal);
+    if (!signal.aborted) await this.single(item, signal);
+  }
+
+  /** The direct path; false when the gateway declines it (the classic path then runs). A sealed upload is never declined. */
+  private async direct(item: UploadItem, signal: AbortSignal, encryption: Encryption | null = null): Promise<boolean> {
     const key = storageKey(DIRECT_PREFIX, item.bucket, item.key, item.file);
-    const saved = loadJson<DirectUploadSession>(key);
+    // A sealed upload starts afresh (a new data key): a kept session is only there for Cancel to abort.
+    const saved = encryption ? null : loadJson<DirectUploadSession>(key);
     const result = await directUpload(this.s3.origin, this.s3.credentials, item.bucket, item.key, item.file, {
       session: saved,
+      encryption,
       signal,
       onSession: (session) => saveJson(key, session),
       onProgress: (progress) => {
@@ -360,11 +398,14 @@ export class Uploads {
     void this.s3.request("POST", objectPath(item.bucket, item.key), { query: { "shardgate-abort": "" }, body }).catch(() => undefined);
   }
 
+  /** One PutObject of the file, or of its ciphertext and header when it was sealed here. */
   private async single(item: UploadItem, signal: AbortSignal): Promise<void> {
-    const checksum = await checksumBlob(item.file, ALGORITHM);
+    const body = item.sealed?.blob ?? item.file;
+    const checksum = await checksumBlob(body, ALGORITHM);
     const headers: Record<string, string> = {
       "content-type": item.file.type || "application/octet-stream",
       [`x-amz-checksum-${ALGORITHM.toLowerCase()}`]: checksum,
+      ...(item.sealed ? { [`x-amz-meta-${SEALED_METADATA}`]: item.sealed.header } : {}),
     };
     await this.withRetries(item, signal, async () => {
       const release = await this.slots.take();
@@ -374,7 +415,7 @@ export class Uploads {
           objectPath(item.bucket, item.key),
           {},
           headers,
-          item.file,
+          body,
           (n) => {
             item.loaded = n;
             this.progress(item);

@@ -8,6 +8,8 @@ import type { ListPage, ObjectEntry } from "../s3";
 import { confirmDialog, h, humanDate, humanSize, icon, mount, toast } from "../ui";
 import { browserCoding, setBrowserCoding } from "../direct";
 import { filesFromDrop } from "../upload";
+import { sealedHeaderOf } from "../sealing";
+import type { Encryption } from "../../../client/src/index";
 import { openObject } from "./object";
 import { permissionsPanel } from "./permissions";
 import { protectionPanel } from "./protection";
@@ -42,7 +44,23 @@ interface ListingView {
   status: HTMLElement;
   pager: HTMLElement;
   deleteButton: HTMLButtonElement;
+  /** "Encrypt with a passphrase": the switch, its two fields and what it says of them. */
+  sealing: SealingFields;
+  /** The "sealed" marks of the objects on screen, by key: shown once a HEAD says so. */
+  marks: Map<string, HTMLElement>;
 }
+
+interface SealingFields {
+  on: HTMLInputElement;
+  passphrase: HTMLInputElement;
+  confirm: HTMLInputElement;
+  problem: HTMLElement;
+}
+
+/** Whether an object (bucket, key and ETag) is sealed, as its HEAD said: a listing HEADs each object once. */
+const sealedCache = new Map<string, boolean>();
+/** HEADs of a listing at once, to mark sealed objects (ListObjectsV2 carries no user metadata). */
+const PROBES_AT_ONCE = 4;
 
 let state: ListingState | null = null;
 let reload: (() => Promise<void>) | null = null;
@@ -69,6 +87,8 @@ export async function renderBrowser(app: App, bucket: string, prefix: string): P
     status: h("p", { class: "muted small", id: "list-status" }),
     pager: h("div", { class: "pager" }),
     deleteButton: h("button", { type: "button", class: "danger", disabled: true, onclick: () => void deleteSelected(view) }, "Delete selected"),
+    sealing: sealingFields(),
+    marks: new Map(),
   };
   // The listing first (what the page is for), the bucket's settings after it.
   mount(
@@ -129,7 +149,7 @@ function breadcrumbs(bucket: string, prefix: string): HTMLElement {
 
 /** The objects card: toolbar, the listing, and its foot (status, pager, page size); files dropped on it are uploaded here. */
 function objectsCard(view: ListingView): HTMLElement {
-  const { app, st } = view;
+  const { st } = view;
   const hint = h("span", null, uploadHint());
   const card = h(
     "section",
@@ -145,8 +165,65 @@ function objectsCard(view: ListingView): HTMLElement {
       h("div", { class: "field inline" }, h("label", { for: "page-size" }, "Per page"), pageSizeSelect(view)),
     ),
   );
-  acceptDrops(card, (files) => app.uploads.add(st.bucket, st.prefix, files));
+  acceptDrops(card, (files) => upload(view, files));
   return card;
+}
+
+/** Queues `files` for upload here, sealed with the passphrase when "Encrypt with a passphrase" is on (and both fields agree). */
+function upload(view: ListingView, files: { file: File; path: string }[]): void {
+  const encryption = encryptionChosen(view.sealing);
+  if (encryption === "invalid") return;
+  view.app.uploads.add(view.st.bucket, view.st.prefix, files, encryption);
+}
+
+/** The passphrase to seal uploads with, null when encryption is off, "invalid" (said beside the fields) when the fields do not agree. */
+function encryptionChosen(f: SealingFields): Encryption | null | "invalid" {
+  f.problem.textContent = "";
+  if (!f.on.checked) return null;
+  const problem = !f.passphrase.value
+    ? "Type a passphrase to encrypt with, or turn encryption off."
+    : f.passphrase.value !== f.confirm.value
+      ? "The two passphrases differ: type the same one twice."
+      : "";
+  if (problem) {
+    f.problem.textContent = `Nothing was uploaded. ${problem}`;
+    (f.passphrase.value ? f.confirm : f.passphrase).focus();
+    return "invalid";
+  }
+  return { passphrase: f.passphrase.value };
+}
+
+/** "Encrypt with a passphrase": a switch that shows a passphrase field and its confirmation. */
+function sealingFields(): SealingFields {
+  const on = h("input", { type: "checkbox", id: "encrypt-uploads" });
+  const passphrase = h("input", { type: "password", id: "upload-passphrase", autocomplete: "new-password", spellcheck: false });
+  const confirm = h("input", { type: "password", id: "upload-passphrase-confirm", autocomplete: "new-password", spellcheck: false });
+  const problem = h("p", { class: "error small", role: "alert" });
+  return { on, passphrase, confirm, problem };
+}
+
+/** The switch and, while it is on, the fields and what zero-knowledge means here. */
+function sealingPanel(f: SealingFields): HTMLElement {
+  const fields = h(
+    "div",
+    { class: "sealing-fields", hidden: !f.on.checked },
+    h("div", { class: "field" }, h("label", { for: "upload-passphrase", class: "small" }, "Passphrase"), f.passphrase),
+    h("div", { class: "field" }, h("label", { for: "upload-passphrase-confirm", class: "small" }, "Confirm passphrase"), f.confirm),
+    h(
+      "p",
+      { class: "muted small" },
+      "Files are encrypted in this browser before they leave it; the gateway and the storage nodes get only ciphertext. " +
+        "The passphrase is never sent, and cannot be recovered: without it the files cannot be read. " +
+        "Names, sizes and times stay visible to the gateway.",
+    ),
+    f.problem,
+  );
+  f.on.addEventListener("change", () => {
+    fields.hidden = !f.on.checked;
+    f.problem.textContent = "";
+    if (f.on.checked) f.passphrase.focus();
+  });
+  return h("div", { class: "sealing" }, h("label", { class: "check", for: "encrypt-uploads" }, f.on, "Encrypt with a passphrase"), fields);
 }
 
 /** Filter, upload buttons, the direct-path switch (which rewrites `hint`), delete and refresh. */
@@ -158,11 +235,12 @@ function toolbar(view: ListingView, hint: HTMLElement): HTMLElement {
     h(
       "div",
       { class: "buttons" },
-      uploadPickers(view.app, view.st.bucket, view.st.prefix),
+      uploadPickers(view),
       browserCodingSwitch(hint),
       view.deleteButton,
       h("button", { type: "button", onclick: () => void load(view), "aria-label": "Refresh" }, icon("refresh")),
     ),
+    sealingPanel(view.sealing),
   );
 }
 
@@ -188,7 +266,7 @@ function filterInput(view: ListingView): HTMLInputElement {
 }
 
 /** "Upload files" and "Upload folder": labels styled as buttons, each for its hidden file input. */
-function uploadPickers(app: App, bucket: string, prefix: string): HTMLElement[] {
+function uploadPickers(view: ListingView): HTMLElement[] {
   const pick = h("input", { id: "upload-files", type: "file", multiple: true, class: "file-input", "aria-label": "Upload files" });
   const pickFolder = h("input", {
     id: "upload-folder",
@@ -201,7 +279,7 @@ function uploadPickers(app: App, bucket: string, prefix: string): HTMLElement[] 
   const onPicked = (input: HTMLInputElement) => {
     const files = Array.from(input.files ?? []).map((file) => ({ file, path: file.webkitRelativePath || file.name }));
     input.value = "";
-    if (files.length) app.uploads.add(bucket, prefix, files);
+    if (files.length) upload(view, files);
   };
   pick.addEventListener("change", () => onPicked(pick));
   pickFolder.addEventListener("change", () => onPicked(pickFolder));
@@ -317,7 +395,9 @@ function draw(view: ListingView): void {
       ),
     );
   } else {
+    view.marks.clear();
     mount(view.list, objectTable(view, folders, objects));
+    void markSealed(view, objects);
   }
   const n = folders.length + objects.length;
   view.status.textContent = `Page ${st.page + 1}: ${folders.length} folder${folders.length === 1 ? "" : "s"}, ${objects.length} object${objects.length === 1 ? "" : "s"}${n ? " (sorting applies to this page)" : ""}`;
@@ -430,14 +510,50 @@ function objectRow(view: ListingView, o: ObjectEntry): HTMLElement {
     icon(iconFor(o.key)),
     baseName(o.key, st.prefix) || "(empty name)",
   );
+  const mark = h(
+    "span",
+    {
+      class: "badge sealed",
+      title: "Encrypted in a browser with a passphrase: the gateway holds only ciphertext",
+      hidden: !sealedCache.get(sealedId(st.bucket, o)),
+    },
+    "Encrypted",
+  );
+  view.marks.set(o.key, mark);
   return h(
     "tr",
     { class: st.selected.has(o.key) ? "selected" : "" },
     h("td", { class: "check" }, select),
-    h("td", null, open),
+    h("td", null, open, " ", mark),
     h("td", { class: "num", title: `${o.size} bytes` }, humanSize(o.size)),
     h("td", { class: "hide-narrow" }, humanDate(o.lastModified)),
   );
+}
+
+function sealedId(bucket: string, o: ObjectEntry): string {
+  return JSON.stringify([bucket, o.key, o.etag]);
+}
+
+/**
+ * Marks the sealed objects of a page (x-amz-meta-shardgate-sealed): each object not seen before is
+ * HEADed, PROBES_AT_ONCE at a time, and remembered by its ETag; a listing left meanwhile stops.
+ */
+async function markSealed(view: ListingView, objects: ObjectEntry[]): Promise<void> {
+  const { app, st } = view;
+  const queue = objects.filter((o) => !sealedCache.has(sealedId(st.bucket, o)));
+  const probe = async () => {
+    for (let o = queue.shift(); o && isCurrent(st); o = queue.shift()) {
+      const sealed = await app.s3.headObject(st.bucket, o.key).then(
+        (head) => sealedHeaderOf(head.metadata) !== null,
+        () => null,
+      );
+      if (sealed === null) continue;
+      sealedCache.set(sealedId(st.bucket, o), sealed);
+      const mark = view.marks.get(o.key);
+      if (mark) mark.hidden = !sealed;
+    }
+  };
+  await Promise.all(Array.from({ length: PROBES_AT_ONCE }, probe));
 }
 
 /** Back to the first page (the filter or the page size changed). */

@@ -1,11 +1,12 @@
 // One object: preview, download, share link, details (HEAD with checksums), user metadata (edited by
 // copying the object onto itself) and its erasure layout (GET /_shardgate/admin/object).
-import { browserCoding, directDownload } from "../direct";
+import { browserCoding, directDownload, unlockSealed } from "../direct";
 import { messageOf } from "../errors";
 import { markdownToHtml } from "../markdown";
 import type { App } from "../app";
 import { objectPath, type ObjectHead } from "../s3";
-import { confirmDialog, h, humanDate, humanSize, icon, mount, openDialog, toast } from "../ui";
+import { confirmDialog, h, humanDate, humanSize, icon, mount, openDialog, saveBlob, toast } from "../ui";
+import { openSealedUrl, plainSizeOf, SEALED_METADATA, sealedHeaderOf, shareLink as sealedShareLink } from "../sealing";
 import { renderObjectLock } from "./protection";
 import { renderVersions } from "./versions";
 
@@ -74,6 +75,17 @@ export function kindOf(contentType: string): "image" | "video" | "audio" | "pdf"
   return null;
 }
 
+/**
+ * A sealed object's dialog (client-side encryption): its header once the HEAD says it is sealed,
+ * and its data key once the passphrase opened it. The key stays in this page's memory while the
+ * dialog is open (zeroed when it closes) and leaves the page only in a share link the user makes.
+ */
+interface SealedState {
+  header: string | null;
+  dataKey: Uint8Array | null;
+  contentType: string;
+}
+
 /** The regions of an object's dialog that fill in as their requests answer. */
 interface ObjectRegions {
   preview: HTMLElement;
@@ -94,12 +106,17 @@ export function openObject(app: App, bucket: string, key: string, changed: () =>
     versions: h("div", { class: "versions-list" }, h("p", { class: "muted small" }, "Loading the versions…")),
     objectLock: h("div", { class: "object-lock" }),
   };
-  const actions = objectActions(app, bucket, key, name, () => {
+  const sealed: SealedState = { header: null, dataKey: null, contentType: "" };
+  const actions = objectActions(app, bucket, key, name, sealed, () => {
     dialog.close();
     changed();
   });
-  const { dialog } = openDialog(name, objectBody(regions, actions), { wide: true });
-  void renderFromHead(app, regions, bucket, key, changed);
+  const { dialog, closed } = openDialog(name, objectBody(regions, actions), { wide: true });
+  void closed.then(() => {
+    sealed.dataKey?.fill(0);
+    sealed.dataKey = null;
+  });
+  void renderFromHead(app, regions, bucket, key, sealed, changed);
   void renderLayout(app, regions.layout, bucket, key);
   void renderVersions(app, regions.versions, bucket, key, changed);
 }
@@ -124,26 +141,40 @@ function objectBody(r: ObjectRegions, actions: HTMLElement): HTMLElement {
 }
 
 /** Download, Delete (then `deleted`) and Share. */
-function objectActions(app: App, bucket: string, key: string, name: string, deleted: () => void): HTMLElement {
+function objectActions(app: App, bucket: string, key: string, name: string, sealed: SealedState, deleted: () => void): HTMLElement {
   return h(
     "section",
     { "aria-label": "Actions", class: "object-actions" },
-    h("div", { class: "row" }, downloadLink(app, bucket, key, name), deleteObjectButton(app, bucket, key, name, deleted)),
-    shareControls(app, bucket, key),
+    h("div", { class: "row" }, downloadLink(app, bucket, key, name, sealed), deleteObjectButton(app, bucket, key, name, deleted)),
+    shareControls(app, bucket, key, name, sealed),
   );
 }
 
-/** A presigned download link, or with the direct path on: fetched shard by shard and decoded here (a Web Worker), then saved. */
-function downloadLink(app: App, bucket: string, key: string, name: string): HTMLElement[] {
+/**
+ * A presigned download link, or with the direct path on: fetched shard by shard and decoded here (a
+ * Web Worker), then saved. A sealed object is always decrypted here, once its passphrase is given.
+ */
+function downloadLink(app: App, bucket: string, key: string, name: string, sealed: SealedState): HTMLElement[] {
   const download = h("a", { class: "button", href: "#", download: name }, "Download");
   const downloadNote = h("p", { class: "small muted", id: "download-status", "aria-live": "polite" });
   void app.s3
     .presign(bucket, key, 3600, { "response-content-disposition": `attachment; filename="${name.replace(/["\\]/g, "_")}"` })
     .then((u) => (download.href = u));
   download.addEventListener("click", (e) => {
-    if (!browserCoding() || download.getAttribute("aria-busy") === "true") return;
+    if (download.getAttribute("aria-busy") === "true") return;
+    if (sealed.header !== null) {
+      e.preventDefault();
+      if (!sealed.dataKey) {
+        downloadNote.textContent = "This object is encrypted: type its passphrase (beside the preview) first.";
+        document.getElementById("sealed-passphrase")?.focus();
+        return;
+      }
+      void downloadHere(app, bucket, key, name, download, downloadNote, sealed);
+      return;
+    }
+    if (!browserCoding()) return;
     e.preventDefault();
-    void downloadHere(app, bucket, key, name, download, downloadNote);
+    void downloadHere(app, bucket, key, name, download, downloadNote, null);
   });
   return [download, downloadNote];
 }
@@ -164,8 +195,12 @@ function deleteObjectButton(app: App, bucket: string, key: string, name: string,
   return h("button", { type: "button", class: "danger", onclick: remove }, "Delete");
 }
 
-/** A share link for a chosen time (copied to the clipboard if the browser lets us). */
-function shareControls(app: App, bucket: string, key: string): HTMLElement[] {
+/**
+ * A share link for a chosen time (copied to the clipboard if the browser lets us). For a sealed
+ * object, a link to this console whose fragment holds the presigned URL and the object's data key:
+ * the console it opens in downloads and decrypts the object itself.
+ */
+function shareControls(app: App, bucket: string, key: string, name: string, sealed: SealedState): HTMLElement[] {
   const expiry = h(
     "select",
     { id: "share-expiry" },
@@ -177,16 +212,25 @@ function shareControls(app: App, bucket: string, key: string): HTMLElement[] {
     try {
       // Never past the session: the link's signature needs the session's token.
       const seconds = Math.min(Number(expiry.value), app.s3.secondsLeft() ?? Number(expiry.value));
-      const url = await app.s3.presign(bucket, key, seconds);
+      if (sealed.header !== null && !sealed.dataKey) {
+        shareNote.textContent = "This object is encrypted: type its passphrase (beside the preview) first; the link then carries its key.";
+        document.getElementById("sealed-passphrase")?.focus();
+        return;
+      }
+      const presigned = await app.s3.presign(bucket, key, seconds);
+      const url = sealed.dataKey ? sealedShareLink({ url: presigned, dataKey: sealed.dataKey, name }) : presigned;
       shareLink.value = url;
       shareLink.hidden = false;
       shareLink.select();
       const label = EXPIRIES.find(([, s]) => s === seconds)?.[0] ?? `${Math.floor(seconds / 60)} minutes (when this session ends)`;
+      const who = sealed.dataKey
+        ? `Anyone with it can download and decrypt this object in the console for ${label}: the link carries its key (after the “#”, which browsers never send), never your passphrase.`
+        : `Anyone with it can download this object for ${label}.`;
       try {
         await navigator.clipboard.writeText(url);
-        shareNote.textContent = `Link copied to the clipboard. Anyone with it can download this object for ${label}.`;
+        shareNote.textContent = `Link copied to the clipboard. ${who}`;
       } catch {
-        shareNote.textContent = `Copy the link above. Anyone with it can download this object for ${label}.`;
+        shareNote.textContent = `Copy the link above. ${who}`;
       }
     } catch (err) {
       shareNote.textContent = messageOf(err);
@@ -205,8 +249,8 @@ function shareControls(app: App, bucket: string, key: string): HTMLElement[] {
   ];
 }
 
-/** HEADs the object, then fills in its details, metadata, object lock and preview. */
-async function renderFromHead(app: App, r: ObjectRegions, bucket: string, key: string, changed: () => void): Promise<void> {
+/** HEADs the object, then fills in its details, metadata, object lock and preview (a sealed one's once it is unlocked). */
+async function renderFromHead(app: App, r: ObjectRegions, bucket: string, key: string, sealed: SealedState, changed: () => void): Promise<void> {
   let head: ObjectHead;
   try {
     head = await app.s3.headObject(bucket, key);
@@ -215,10 +259,119 @@ async function renderFromHead(app: App, r: ObjectRegions, bucket: string, key: s
     mount(r.preview, h("p", { class: "muted" }, "No preview."));
     return;
   }
-  renderDetails(r.details, bucket, key, head);
+  sealed.header = sealedHeaderOf(head.metadata);
+  sealed.contentType = head.contentType;
+  renderDetails(r.details, bucket, key, head, sealed.header);
   renderMetadata(app, r.meta, bucket, key, head, changed);
   void renderObjectLock(app, r.objectLock, bucket, key, head.headers);
-  await renderPreview(app, r.preview, bucket, key, head);
+  if (sealed.header !== null) renderUnlock(app, r.preview, bucket, key, head, sealed);
+  else await renderPreview(app, r.preview, bucket, key, head);
+}
+
+/** A sealed object's preview region: its passphrase asked for (opened in a worker), then its preview decrypted here. */
+function renderUnlock(app: App, el: HTMLElement, bucket: string, key: string, head: ObjectHead, sealed: SealedState): void {
+  const passphrase = h("input", { type: "password", id: "sealed-passphrase", autocomplete: "off", spellcheck: false });
+  const status = h("p", { class: "small", role: "status", id: "sealed-status" });
+  const unlock = h("button", { type: "submit", class: "primary" }, "Unlock");
+  const form = h(
+    "form",
+    { class: "sealed-unlock" },
+    icon("file", "big"),
+    h("p", null, "This object is encrypted: the gateway holds only ciphertext. Its passphrase opens it here, in this browser."),
+    h("div", { class: "field" }, h("label", { for: "sealed-passphrase" }, "Passphrase"), passphrase),
+    unlock,
+    status,
+  );
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    if (!sealed.header || !passphrase.value) return;
+    unlock.disabled = true;
+    status.textContent = "Opening the key (Argon2id, in a worker)…";
+    try {
+      sealed.dataKey = await unlockSealed(sealed.header, passphrase.value);
+      passphrase.value = "";
+      status.textContent = "";
+      // What Download said while the object was locked no longer holds.
+      const note = document.getElementById("download-status");
+      if (note) note.textContent = "Unlocked: Download decrypts it in this browser.";
+      await renderSealedPreview(app, el, bucket, key, head, sealed);
+    } catch (err) {
+      status.textContent = messageOf(err);
+      status.className = "small error";
+      passphrase.select();
+    } finally {
+      unlock.disabled = false;
+    }
+  });
+  mount(el, form);
+}
+
+/** Images up to this size are decrypted whole for their preview. */
+const PREVIEW_IMAGE_BYTES = 32 * 1024 * 1024;
+
+/** A sealed object's preview, decrypted here: text from a ranged read of its start, an image whole. */
+async function renderSealedPreview(app: App, el: HTMLElement, bucket: string, key: string, head: ObjectHead, sealed: SealedState): Promise<void> {
+  const kind = kindOf(head.contentType);
+  const name = key.split("/").pop() || key;
+  const size = plainSizeOf(sealed.header ?? "");
+  const note = h("p", { class: "small muted", id: "sealed-note" }, "Decrypted in this browser.");
+  try {
+    if (kind === "text" || kind === "json" || kind === "markdown") {
+      const blob = await readSealed(app, bucket, key, sealed, { start: 0, end: Math.min(size, PREVIEW_TEXT_BYTES) });
+      const text = new TextDecoder().decode(await blob.arrayBuffer());
+      const more = size > PREVIEW_TEXT_BYTES ? h("p", { class: "small muted" }, `Showing the first ${humanSize(PREVIEW_TEXT_BYTES)}.`) : null;
+      if (kind === "markdown") {
+        const div = h("div", { class: "markdown" });
+        div.innerHTML = markdownToHtml(text);
+        mount(el, div, more, note);
+      } else mount(el, h("pre", { class: "text", tabindex: "0", "aria-label": `Text of ${name}` }, text), more, note);
+      return;
+    }
+    if (kind === "image" && size <= PREVIEW_IMAGE_BYTES) {
+      const url = URL.createObjectURL(await readSealed(app, bucket, key, sealed));
+      mount(el, h("img", { src: url, alt: `Preview of ${name}` }), note);
+      return;
+    }
+    mount(el, h("div", { class: "no-preview" }, icon("file", "big"), h("p", { class: "muted" }, "Unlocked: Download decrypts it in this browser.")));
+  } catch (err) {
+    mount(el, h("p", { class: "error", role: "alert" }, messageOf(err)));
+  }
+}
+
+/**
+ * A sealed object's plaintext (a range of it), decrypted here with its data key: by the direct path
+ * in a worker where this browser codes, else through a presigned URL (the classic path).
+ */
+async function readSealed(
+  app: App,
+  bucket: string,
+  key: string,
+  sealed: SealedState,
+  range?: { start: number; end: number },
+  onProgress?: (bytes: number, size: number, around: number) => void,
+): Promise<Blob> {
+  if (!sealed.dataKey) throw new Error("The object is locked: type its passphrase first.");
+  if (!browserCoding()) return openSealedUrl(await app.s3.presign(bucket, key, 3600), sealed.dataKey, sealed.contentType, range);
+  const got = await directDownload(app.s3.origin, app.s3.credentials, bucket, key, (bytes, size, around) => onProgress?.(bytes, size, around.length), {
+    opening: { dataKey: sealed.dataKey },
+    ...(range ? { range } : {}),
+  });
+  return got.blob;
+}
+
+const SEALED_TEXT =
+  "Client-side (zero-knowledge): encrypted in a browser or by @shardgate/client with AES-256-GCM under a key only its passphrase opens; the gateway and the nodes hold ciphertext";
+
+/** An object's size; a sealed object's in plaintext, with what it stores. */
+function sizeText(head: ObjectHead, sealedHeader: string | null): string {
+  const stored = `${humanSize(head.size)} (${head.size.toLocaleString()} bytes)`;
+  if (sealedHeader === null) return stored;
+  try {
+    const size = plainSizeOf(sealedHeader);
+    return `${humanSize(size)} (${size.toLocaleString()} bytes), stored as ${head.size.toLocaleString()} bytes of ciphertext`;
+  } catch {
+    return `${stored} of ciphertext (its encryption header is invalid)`;
+  }
 }
 
 /** How an object is encrypted at rest, from its HEAD. */
@@ -241,7 +394,7 @@ function replicationRow(headers: Headers): HTMLElement[] {
   return [h("dt", null, "Replication"), h("dd", { id: "object-replication" }, words[status] ?? status)];
 }
 
-function renderDetails(el: HTMLElement, bucket: string, key: string, head: ObjectHead): void {
+function renderDetails(el: HTMLElement, bucket: string, key: string, head: ObjectHead, sealedHeader: string | null): void {
   const checksumRows = Object.entries(head.checksums).filter(([k]) => k !== "TYPE");
   mount(
     el,
@@ -251,7 +404,7 @@ function renderDetails(el: HTMLElement, bucket: string, key: string, head: Objec
       h("dt", null, "Name"),
       h("dd", { class: "mono" }, `${bucket}/${key}`),
       h("dt", null, "Size"),
-      h("dd", null, `${humanSize(head.size)} (${head.size.toLocaleString()} bytes)`),
+      h("dd", null, sizeText(head, sealedHeader)),
       h("dt", null, "ETag"),
       h("dd", { class: "mono" }, head.etag),
       h("dt", null, "Content type"),
@@ -259,7 +412,7 @@ function renderDetails(el: HTMLElement, bucket: string, key: string, head: Objec
       h("dt", null, "Last modified"),
       h("dd", null, humanDate(head.lastModified)),
       h("dt", null, "Encryption"),
-      h("dd", { id: "object-encryption" }, encryptionText(head.headers)),
+      h("dd", { id: "object-encryption" }, sealedHeader !== null ? SEALED_TEXT : encryptionText(head.headers)),
       replicationRow(head.headers),
       h("dt", null, "Checksums"),
       h(
@@ -288,7 +441,9 @@ function renderMetadata(app: App, el: HTMLElement, bucket: string, key: string, 
     );
     rows.appendChild(row);
   };
-  for (const [k, v] of Object.entries(head.metadata)) addRow(k, v);
+  // A sealed object's header is shown in its details, not here: removing it would lose the object.
+  const kept = Object.fromEntries(Object.entries(head.metadata).filter(([k]) => k === SEALED_METADATA));
+  for (const [k, v] of Object.entries(head.metadata)) if (!(k in kept)) addRow(k, v);
   const note = h("p", { class: "small", role: "status" }, rows.children.length ? "" : "No user metadata (x-amz-meta-*) yet.");
   mount(
     el,
@@ -316,7 +471,7 @@ function renderMetadata(app: App, el: HTMLElement, bucket: string, key: string, 
             }
             note.textContent = "Saving…";
             try {
-              await app.s3.replaceMetadata(bucket, key, head, metadata);
+              await app.s3.replaceMetadata(bucket, key, head, { ...metadata, ...kept });
               note.textContent = "Metadata saved (the object was copied onto itself; no bytes moved).";
               changed();
             } catch (err) {
@@ -458,11 +613,38 @@ export async function renderLayout(app: App, el: HTMLElement, bucket: string, ke
   );
 }
 
-/** Downloads through the direct path and saves the file; on failure, the classic link is there to click. */
-async function downloadHere(app: App, bucket: string, key: string, name: string, link: HTMLAnchorElement, note: HTMLElement): Promise<void> {
+/**
+ * Downloads through the direct path and saves the file; on failure, the classic link is there to
+ * click. A sealed object is decrypted here (by the direct path or through a presigned URL).
+ */
+async function downloadHere(
+  app: App,
+  bucket: string,
+  key: string,
+  name: string,
+  link: HTMLAnchorElement,
+  note: HTMLElement,
+  sealed: SealedState | null,
+): Promise<void> {
   link.setAttribute("aria-busy", "true");
   const started = performance.now();
   const around = (n: number) => (n ? ` · ${n} shard file${n === 1 ? "" : "s"} read around` : "");
+  if (sealed) {
+    try {
+      note.textContent = "Downloading and decrypting in this browser…";
+      const blob = await readSealed(app, bucket, key, sealed, undefined, (bytes, size, n) => {
+        note.textContent = `Decrypting in this browser: ${Math.floor((bytes / Math.max(1, size)) * 100)}% · ${humanSize(bytes)} of ${humanSize(size)}${around(n)}`;
+      });
+      const seconds = (performance.now() - started) / 1000;
+      note.textContent = `Decrypted in this browser: ${humanSize(blob.size)} in ${seconds.toFixed(1)} s.`;
+      saveBlob(blob, name);
+    } catch (err) {
+      note.textContent = messageOf(err);
+    } finally {
+      link.removeAttribute("aria-busy");
+    }
+    return;
+  }
   try {
     const got = await directDownload(app.s3.origin, app.s3.credentials, bucket, key, (bytes, size, readAround) => {
       const speed = bytes / Math.max(0.001, (performance.now() - started) / 1000);
@@ -473,12 +655,7 @@ async function downloadHere(app: App, bucket: string, key: string, name: string,
       got.mode === "direct"
         ? `Decoded in this browser: ${humanSize(got.blob.size)} in ${seconds.toFixed(1)} s (${humanSize(got.blob.size / Math.max(0.001, seconds))}/s)${around(got.readAround.length)}.`
         : `Downloaded through the gateway: ${humanSize(got.blob.size)}.`;
-    const url = URL.createObjectURL(got.blob);
-    const save = h("a", { href: url, download: name, hidden: true });
-    document.body.append(save);
-    save.click();
-    save.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+    saveBlob(got.blob, name);
   } catch (err) {
     note.textContent = `${messageOf(err)} Turn off “Code in this browser” to download through the gateway.`;
   } finally {

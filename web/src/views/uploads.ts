@@ -159,8 +159,12 @@ function updateRow(row: Row, item: UploadItem): void {
   row.retry.hidden = item.state !== "failed";
 }
 
-/** What a row says of an upload's pieces in flight: shard files (coded here) or parts. */
+/** What a row says of an upload's pieces in flight: shard files (coded here) or parts; and whether it is encrypted here. */
 function partsText(item: UploadItem): string {
+  return `${item.encrypted ? " · encrypted in this browser" : ""}${piecesText(item)}`;
+}
+
+function piecesText(item: UploadItem): string {
   const d = item.direct;
   if (d) {
     const extra = [d.shardsResumed ? `${d.shardsResumed} resumed` : "", d.shardsFailed ? `${d.shardsFailed} failed` : ""].filter(Boolean).join(", ");
@@ -171,6 +175,10 @@ function partsText(item: UploadItem): string {
 
 /** What a finished upload's row says after its size. */
 function doneText(item: UploadItem): string {
+  return `${storedText(item)}${item.encrypted ? " · encrypted in this browser" : ""}`;
+}
+
+function storedText(item: UploadItem): string {
   const d = item.direct;
   if (d)
     return ` coded in this browser into ${d.shardsTotal} shard files on ${Object.keys(d.nodes).length} nodes${d.shardsResumed ? ` (${d.shardsResumed} resumed)` : ""}`;
