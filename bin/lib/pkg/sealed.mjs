@@ -280,12 +280,22 @@ function openingStream(cipher, key, header, range, length) {
   let left = length;
   let carry = null;
   const take = async (n) => {
+    if (!carry?.length) {
+      const { done, value } = await reader.read();
+      if (done) return null;
+      carry = value;
+    }
+    if (carry.length >= n) {
+      const out2 = carry.subarray(0, n);
+      carry = carry.subarray(n);
+      return out2;
+    }
     const out = new Uint8Array(n);
     let filled = 0;
     while (filled < n) {
       let piece = carry;
       carry = null;
-      if (!piece) {
+      if (!piece?.length) {
         const { done, value } = await reader.read();
         if (done) return null;
         piece = value;
@@ -297,7 +307,7 @@ function openingStream(cipher, key, header, range, length) {
     }
     return out;
   };
-  const openBatch = async () => {
+  const readBatch = async () => {
     const indices = Array.from({ length: Math.min(BATCH, range.last + 1 - next) }, (_, i) => next + i);
     const stored = [];
     for (const index of indices) {
@@ -306,30 +316,34 @@ function openingStream(cipher, key, header, range, length) {
       stored.push(bytes);
     }
     next += indices.length;
-    const opened = await Promise.all(
+    const opened = Promise.all(
       indices.map(
         (index, i) => crypto.subtle.decrypt({ name: "AES-GCM", iv: nonce(index), additionalData: segmentAad(header, index) }, key, stored[i]).catch(() => {
           throw new CorruptObjectError(`segment ${index} fails authentication: tampered, reordered, truncated or from another object`);
         })
       )
-    );
-    const plain = concat(...opened.map((p) => new Uint8Array(p)));
-    const out = plain.subarray(skip, skip + left);
-    skip = 0;
-    left -= out.length;
-    return out;
+    ).then((plain) => concat(...plain.map((p) => new Uint8Array(p))));
+    opened.catch(() => {
+    });
+    return { plain: opened };
   };
+  const opening = [];
   return new ReadableStream(
     {
       async pull(controller) {
         try {
           for (; ; ) {
-            if (next > range.last) {
+            while (opening.length < 2 && next <= range.last) opening.push(await readBatch());
+            const batch = opening.shift();
+            if (!batch) {
               const { done } = carry?.length ? { done: false } : await reader.read();
               if (!done) throw new CorruptObjectError("the stored object is longer than its header says");
               return controller.close();
             }
-            const out = await openBatch();
+            const plain = await batch.plain;
+            const out = plain.subarray(skip, skip + left);
+            skip = 0;
+            left -= out.length;
             if (out.length > 0) return controller.enqueue(out);
           }
         } catch (e) {
@@ -343,8 +357,12 @@ function openingStream(cipher, key, header, range, length) {
     { highWaterMark: 0 }
   );
 }
-async function dataKeyOf(core, header, encryption) {
-  const raw = await openDataKey(core, header, encryption);
+async function dataKeyOf(core, header, opening) {
+  if ("dataKey" in opening) {
+    if (opening.dataKey.length !== KEY_BYTES) throw new RangeError(`a data key is ${KEY_BYTES} bytes, got ${opening.dataKey.length}`);
+    return aesKey(opening.dataKey);
+  }
+  const raw = await openDataKey(core, header, opening);
   try {
     return await aesKey(raw);
   } finally {
