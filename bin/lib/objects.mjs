@@ -162,14 +162,15 @@ async function get(ctx) {
   const versionId = ctx.flags["version-id"] ?? head.headers.get("x-amz-version-id") ?? undefined;
   const at = { key, query: versionId === undefined ? {} : { versionId }, headers: etag ? { "if-match": etag } : {} };
   const value = head.headers.get(SEALED);
-  const secretFlag = ctx.flags["key-file"] !== undefined || ctx.flags["passphrase-file"] !== undefined;
+  // A secret given in any way (SHARDGATE_PASSPHRASE too) says a sealed object is expected.
+  const secretGiven = ctx.flags["key-file"] !== undefined || ctx.flags["passphrase-file"] !== undefined || !!ctx.env[PASSPHRASE_VAR];
   let body;
   let got;
   let range = null;
   let size;
   if (value === null) {
     // A passphrase was meant for a sealed object: a plain one in its place is not opened as if it were.
-    if (secretFlag)
+    if (secretGiven)
       throw new RequestError(`CorruptObject: ${bucket}/${clean(key, 100)} carries no ${SEALED} header: it was not sealed.`, { code: "CorruptObject" });
     size = Number(head.headers.get("content-length"));
     if (wanted) at.headers.range = `bytes=${wanted.start}-${wanted.end === undefined ? "" : wanted.end - 1}`;

@@ -304,6 +304,21 @@ describe("shardgate get and put with sealed objects", () => {
     expect(oneLineError(await cli(["put", "plain.bin", "vault/x", "--passphrase-file", "pass"]), 2)).toContain("only with --encrypt");
   }, 180_000);
 
+  it("a gateway that strips the header cannot pass plain bytes off as the plaintext when SHARDGATE_PASSPHRASE gives the passphrase", async () => {
+    // What a hostile gateway (or anyone with S3 access) answers in a sealed object's place: bytes of its choosing, no header.
+    const forged = Buffer.from("bytes the gateway chose, not what was sealed");
+    expect((await s3("/vault/stripped.bin", { method: "PUT", body: forged })).status).toBe(200);
+    const env = { SHARDGATE_PASSPHRASE: PASSPHRASE };
+    expect(oneLineError(await cli(["get", "vault/stripped.bin", "stripped.out"], { env }), 1)).toContain("it was not sealed");
+    noOutput("stripped.out");
+    const toStdout = await cli(["get", "vault/stripped.bin", "-", "--range", "0-9"], { env });
+    expect(oneLineError(toStdout, 1)).toContain("it was not sealed");
+    expect(toStdout.stdoutBytes.length).toBe(0);
+    // Without a passphrase from anywhere it is a plain object, downloaded as it is.
+    await ok(["get", "vault/stripped.bin", "stripped.out"]);
+    expect(readFileSync(at("stripped.out")).equals(forged)).toBe(true);
+  }, 120_000);
+
   it("plain objects: put and get (whole, ranged), and the errors of a missing object, bucket or file and of a wrong secret key", async () => {
     const data = marked(200_000, 9);
     writeFileSync(at("p2.bin"), data);
