@@ -6,6 +6,7 @@
 // and no output file; the passphrase is never an argument; S3 clients (the AWS CLI, a plain signed
 // GET) get the ciphertext and the marker metadata.
 import { createHash } from "node:crypto";
+import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -438,6 +439,47 @@ describe("shardgate get and put with sealed objects", () => {
       const stalled = await cli(["get", "vault/stall.bin", "stall.out", "--passphrase-file", "pass", "--timeout", "2"], { endpoint: base });
       expect(oneLineError(stalled, 1)).toMatch(/nothing sent or received for 2 s \(--timeout\)/);
       noOutput("stall.out");
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }, 120_000);
+
+  it("a download stopped by a signal (Ctrl-C, kill) leaves no partial file of decrypted plaintext behind", async () => {
+    // 40 segments: the first batches are authenticated and written to the partial file before the gateway stalls.
+    const big = marked(40 * SEGMENT_BYTES, 9);
+    const encryption: Encryption = { passphrase: PASSPHRASE, kdf: { memoryKiB: 256, passes: 1, lanes: 1 } };
+    await client.upload("vault", "interrupted.bin", big, { encryption });
+    const stored = Buffer.from(await (await s3("/vault/interrupted.bin")).arrayBuffer());
+    const real = await s3("/vault/interrupted.bin", { method: "HEAD" });
+    const server = http.createServer((req, res) => {
+      res.writeHead(req.method === "HEAD" ? 200 : 206, {
+        "content-length": String(stored.length),
+        "x-amz-meta-shardgate-sealed": real.headers.get("x-amz-meta-shardgate-sealed") ?? "",
+        etag: '"e"',
+      });
+      if (req.method === "HEAD") res.end();
+      else res.write(stored.subarray(0, stored.length / 2)); // then nothing
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      for (const signal of ["SIGINT", "SIGTERM"] as const) {
+        const env = clientEnv({ HOME: dir, ...ROOT_KEYS });
+        delete env.SHARDGATE_ENDPOINT;
+        delete env.SHARDGATE_PASSPHRASE;
+        const argv = [BIN, "--endpoint", base, "get", "vault/interrupted.bin", "interrupted.out", "--passphrase-file", "pass", "--timeout", "60"];
+        const child = spawn(process.execPath, argv, { env, cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
+        const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
+        const partial = () => readdirSync(dir).filter((f) => f.startsWith("interrupted.out.shardgate-"));
+        // Until plaintext is in the partial file (the CLI then waits on the stalled gateway).
+        for (let i = 0; i < 600 && !partial().some((f) => statSync(at(f)).size > 0); i++) await new Promise((r) => setTimeout(r, 50));
+        expect(partial().map((f) => statSync(at(f)).size)).toEqual([expect.any(Number)]);
+        expect(statSync(at(partial()[0])).size).toBeGreaterThan(0);
+        child.kill(signal);
+        expect(await exited).toBe(signal === "SIGINT" ? 130 : 143);
+        noOutput("interrupted.out");
+      }
     } finally {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
