@@ -319,8 +319,9 @@ async function put(ctx) {
       { highWaterMark: 0 },
     );
   } else {
-    if (ctx.flags["key-file"] !== undefined || ctx.flags["passphrase-file"] !== undefined)
-      throw new UsageError("--passphrase-file and --key-file seal an upload only with --encrypt.");
+    // A secret given (SHARDGATE_PASSPHRASE too) means sealing was meant: a forgotten --encrypt must not send the plaintext.
+    if (ctx.flags["key-file"] !== undefined || ctx.flags["passphrase-file"] !== undefined || ctx.env[PASSPHRASE_VAR])
+      throw new UsageError(`--passphrase-file, --key-file and ${PASSPHRASE_VAR} seal an upload only with --encrypt.`);
     length = stat.size;
     body = Readable.toWeb(createReadStream(file));
   }

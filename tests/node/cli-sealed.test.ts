@@ -320,6 +320,12 @@ describe("shardgate get and put with sealed objects", () => {
     expect(readFileSync(at("stripped.out")).equals(forged)).toBe(true);
   }, 120_000);
 
+  it("put with SHARDGATE_PASSPHRASE but without --encrypt sends nothing: the plaintext is not uploaded by a forgotten flag", async () => {
+    const res = await cli(["put", "plain.bin", "vault/forgot-encrypt.bin"], { env: { SHARDGATE_PASSPHRASE: PASSPHRASE } });
+    expect(oneLineError(res, 2)).toContain("only with --encrypt");
+    expect((await s3("/vault/forgot-encrypt.bin", { method: "HEAD" })).status).toBe(404);
+  }, 60_000);
+
   it("plain objects: put and get (whole, ranged), and the errors of a missing object, bucket or file and of a wrong secret key", async () => {
     const data = marked(200_000, 9);
     writeFileSync(at("p2.bin"), data);
