@@ -210,6 +210,12 @@ describe("shardgate get and put with sealed objects", () => {
     expect(got.code, got.stdout).toBe(0);
     expect(got.stdout).not.toContain(PASSPHRASE);
     expect(sha256(readFileSync(at("tty.bin")))).toBe(sha256(plain));
+    // --passphrase-file - with a terminal as standard input: asked for without echo too, not read as echoed lines up to Ctrl-D.
+    const dash = await atTerminal(["get", "vault/tty-put.bin", "tty-dash.bin", "--passphrase-file", "-"], [PASSPHRASE]);
+    expect(dash.code, dash.stdout).toBe(0);
+    expect(dash.stdout).toContain("Passphrase for vault/tty-put.bin: ");
+    expect(dash.stdout).not.toContain(PASSPHRASE);
+    expect(sha256(readFileSync(at("tty-dash.bin")))).toBe(sha256(plain));
     // Ctrl-C at the prompt: nothing asked of the gateway beyond the HEAD, nothing written.
     const cancelled = await atTerminal(["get", "vault/tty-put.bin", "cancelled.bin"], ["\u0003"]);
     expect(cancelled.code, cancelled.stdout).toBe(2);
