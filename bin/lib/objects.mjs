@@ -3,9 +3,10 @@
 // here, with the format's one source (bin/lib/pkg/sealed.mjs, the build of client/src/sealed.ts)
 // and the WASM core's Argon2id: the gateway gets only ciphertext, never the passphrase or the key.
 import { open, rename, rm } from "node:fs/promises";
-import { createReadStream, openAsBlob, readFileSync, statSync } from "node:fs";
+import { createReadStream, openAsBlob, readFileSync, rmSync, statSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { once } from "node:events";
+import { constants } from "node:os";
 import { Readable } from "node:stream";
 import { clean, RequestError, UsageError } from "./errors.mjs";
 import { bytes } from "./output.mjs";
@@ -17,6 +18,9 @@ const SEALED = "x-amz-meta-shardgate-sealed";
 const MAX_PUT_BYTES = 5 * 1024 ** 3;
 /** Stored bytes sealed per piece of a sealed upload's body: 16 segments. */
 const SEAL_PIECE_BYTES = 16 * 64 * 1024;
+
+/** Signals that end the CLI (Ctrl-C, kill, a closed terminal): a partial download is removed first. */
+const ENDING_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"];
 
 /** The format (loaded only when a sealed object is met). */
 const sealedFormat = () => import("./pkg/sealed.mjs");
@@ -120,6 +124,13 @@ async function writeOut(stream, file, failure, isPrivate) {
   } catch (e) {
     throw new UsageError(`cannot write ${clean(file, 100)}: ${clean(e.message, 100)}.`);
   }
+  // A signal would end the process with the partial file (a sealed object's decrypted plaintext)
+  // left behind: it is removed first, then the CLI exits as the signal would have ended it.
+  const onSignal = (signal) => {
+    rmSync(partial, { force: true });
+    process.exit(128 + constants.signals[signal]);
+  };
+  for (const signal of ENDING_SIGNALS) process.on(signal, onSignal);
   try {
     await each((chunk) => handle.write(chunk));
     await handle.close();
@@ -130,6 +141,8 @@ async function writeOut(stream, file, failure, isPrivate) {
     await handle?.close().catch(() => {});
     await rm(partial, { force: true });
     throw e?.exitCode ? e : new RequestError(`cannot write ${clean(file, 100)}: ${clean(e?.message ?? String(e), 100)}.`);
+  } finally {
+    for (const signal of ENDING_SIGNALS) process.off(signal, onSignal);
   }
 }
 
@@ -162,14 +175,15 @@ async function get(ctx) {
   const versionId = ctx.flags["version-id"] ?? head.headers.get("x-amz-version-id") ?? undefined;
   const at = { key, query: versionId === undefined ? {} : { versionId }, headers: etag ? { "if-match": etag } : {} };
   const value = head.headers.get(SEALED);
-  const secretFlag = ctx.flags["key-file"] !== undefined || ctx.flags["passphrase-file"] !== undefined;
+  // A secret given in any way (SHARDGATE_PASSPHRASE too) says a sealed object is expected.
+  const secretGiven = ctx.flags["key-file"] !== undefined || ctx.flags["passphrase-file"] !== undefined || !!ctx.env[PASSPHRASE_VAR];
   let body;
   let got;
   let range = null;
   let size;
   if (value === null) {
     // A passphrase was meant for a sealed object: a plain one in its place is not opened as if it were.
-    if (secretFlag)
+    if (secretGiven)
       throw new RequestError(`CorruptObject: ${bucket}/${clean(key, 100)} carries no ${SEALED} header: it was not sealed.`, { code: "CorruptObject" });
     size = Number(head.headers.get("content-length"));
     if (wanted) at.headers.range = `bytes=${wanted.start}-${wanted.end === undefined ? "" : wanted.end - 1}`;
@@ -305,8 +319,9 @@ async function put(ctx) {
       { highWaterMark: 0 },
     );
   } else {
-    if (ctx.flags["key-file"] !== undefined || ctx.flags["passphrase-file"] !== undefined)
-      throw new UsageError("--passphrase-file and --key-file seal an upload only with --encrypt.");
+    // A secret given (SHARDGATE_PASSPHRASE too) means sealing was meant: a forgotten --encrypt must not send the plaintext.
+    if (ctx.flags["key-file"] !== undefined || ctx.flags["passphrase-file"] !== undefined || ctx.env[PASSPHRASE_VAR])
+      throw new UsageError(`--passphrase-file, --key-file and ${PASSPHRASE_VAR} seal an upload only with --encrypt.`);
     length = stat.size;
     body = Readable.toWeb(createReadStream(file));
   }

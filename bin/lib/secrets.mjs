@@ -81,8 +81,9 @@ function ask(questions) {
 /**
  * How a sealed object is opened or sealed (client/src/sealed.ts's Encryption), from the flags:
  * `--key-file FILE` (its 32 bytes), `--passphrase-file FILE` (`-`: standard input; its text without
- * the last line break), else $SHARDGATE_PASSPHRASE, else a prompt when a terminal is there (twice for
- * `confirm`: a new passphrase). Null when none can be had. `what` names the object in the prompt.
+ * the last line break, or the prompt when it is a terminal), else $SHARDGATE_PASSPHRASE, else a
+ * prompt when a terminal is there (twice for `confirm`: a new passphrase). Null when none can be
+ * had. `what` names the object in the prompt.
  */
 export async function encryptionOf(ctx, what, { confirm = false } = {}) {
   const { "key-file": keyFile, "passphrase-file": passphraseFile } = ctx.flags;
@@ -96,10 +97,13 @@ export async function encryptionOf(ctx, what, { confirm = false } = {}) {
     return { key: new Uint8Array(key) };
   }
   let passphrase;
-  if (passphraseFile === "-") passphrase = await readStdin();
-  else if (passphraseFile !== undefined) passphrase = withoutNewline(readSmallFile(passphraseFile, "passphrase-file", MAX_SECRET_BYTES).toString("utf8"));
-  else if (ctx.env[PASSPHRASE_VAR]) passphrase = ctx.env[PASSPHRASE_VAR];
-  else if (process.stdin.isTTY && process.stderr.isTTY) {
+  const terminal = process.stdin.isTTY && process.stderr.isTTY;
+  // `-` with a terminal as standard input is asked for below: read as lines, what is typed would be echoed.
+  if (passphraseFile === "-" && !terminal) passphrase = await readStdin();
+  else if (passphraseFile !== undefined && passphraseFile !== "-")
+    passphrase = withoutNewline(readSmallFile(passphraseFile, "passphrase-file", MAX_SECRET_BYTES).toString("utf8"));
+  else if (passphraseFile === undefined && ctx.env[PASSPHRASE_VAR]) passphrase = ctx.env[PASSPHRASE_VAR];
+  else if (terminal) {
     const answers = await ask([`Passphrase for ${clean(what, 100)}: `, ...(confirm ? ["The same passphrase again: "] : [])]);
     passphrase = answers[0];
     if (answers.some((a) => a !== passphrase)) throw new UsageError("the two passphrases differ: nothing was done.");

@@ -155,7 +155,8 @@ export function encodeHeader(h: SealedHeader): string {
 /** Parses a header value; anything malformed, of another version or out of bounds is a CorruptObjectError. */
 export function decodeHeader(value: string): SealedHeader {
   const bad = (why: string) => new CorruptObjectError(`the shardgate-sealed header is invalid: ${why}`);
-  if (value.length > 2048 || !/^[A-Za-z0-9_-]*$/.test(value)) throw bad("not base64url");
+  // 4k + 1 characters encode no whole byte: no base64 has that length (atob would throw its own error).
+  if (value.length > 2048 || value.length % 4 === 1 || !/^[A-Za-z0-9_-]*$/.test(value)) throw bad("not base64url");
   const bytes = fromBase64(value.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (value.length % 4)) % 4));
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let at = 0;

@@ -6,6 +6,7 @@
 // and no output file; the passphrase is never an argument; S3 clients (the AWS CLI, a plain signed
 // GET) get the ciphertext and the marker metadata.
 import { createHash } from "node:crypto";
+import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -209,6 +210,12 @@ describe("shardgate get and put with sealed objects", () => {
     expect(got.code, got.stdout).toBe(0);
     expect(got.stdout).not.toContain(PASSPHRASE);
     expect(sha256(readFileSync(at("tty.bin")))).toBe(sha256(plain));
+    // --passphrase-file - with a terminal as standard input: asked for without echo too, not read as echoed lines up to Ctrl-D.
+    const dash = await atTerminal(["get", "vault/tty-put.bin", "tty-dash.bin", "--passphrase-file", "-"], [PASSPHRASE]);
+    expect(dash.code, dash.stdout).toBe(0);
+    expect(dash.stdout).toContain("Passphrase for vault/tty-put.bin: ");
+    expect(dash.stdout).not.toContain(PASSPHRASE);
+    expect(sha256(readFileSync(at("tty-dash.bin")))).toBe(sha256(plain));
     // Ctrl-C at the prompt: nothing asked of the gateway beyond the HEAD, nothing written.
     const cancelled = await atTerminal(["get", "vault/tty-put.bin", "cancelled.bin"], ["\u0003"]);
     expect(cancelled.code, cancelled.stdout).toBe(2);
@@ -303,6 +310,27 @@ describe("shardgate get and put with sealed objects", () => {
     expect(sha256(readFileSync(at("p.bin")))).toBe(sha256(plain));
     expect(oneLineError(await cli(["put", "plain.bin", "vault/x", "--passphrase-file", "pass"]), 2)).toContain("only with --encrypt");
   }, 180_000);
+
+  it("a gateway that strips the header cannot pass plain bytes off as the plaintext when SHARDGATE_PASSPHRASE gives the passphrase", async () => {
+    // What a hostile gateway (or anyone with S3 access) answers in a sealed object's place: bytes of its choosing, no header.
+    const forged = Buffer.from("bytes the gateway chose, not what was sealed");
+    expect((await s3("/vault/stripped.bin", { method: "PUT", body: forged })).status).toBe(200);
+    const env = { SHARDGATE_PASSPHRASE: PASSPHRASE };
+    expect(oneLineError(await cli(["get", "vault/stripped.bin", "stripped.out"], { env }), 1)).toContain("it was not sealed");
+    noOutput("stripped.out");
+    const toStdout = await cli(["get", "vault/stripped.bin", "-", "--range", "0-9"], { env });
+    expect(oneLineError(toStdout, 1)).toContain("it was not sealed");
+    expect(toStdout.stdoutBytes.length).toBe(0);
+    // Without a passphrase from anywhere it is a plain object, downloaded as it is.
+    await ok(["get", "vault/stripped.bin", "stripped.out"]);
+    expect(readFileSync(at("stripped.out")).equals(forged)).toBe(true);
+  }, 120_000);
+
+  it("put with SHARDGATE_PASSPHRASE but without --encrypt sends nothing: the plaintext is not uploaded by a forgotten flag", async () => {
+    const res = await cli(["put", "plain.bin", "vault/forgot-encrypt.bin"], { env: { SHARDGATE_PASSPHRASE: PASSPHRASE } });
+    expect(oneLineError(res, 2)).toContain("only with --encrypt");
+    expect((await s3("/vault/forgot-encrypt.bin", { method: "HEAD" })).status).toBe(404);
+  }, 60_000);
 
   it("plain objects: put and get (whole, ranged), and the errors of a missing object, bucket or file and of a wrong secret key", async () => {
     const data = marked(200_000, 9);
@@ -423,6 +451,47 @@ describe("shardgate get and put with sealed objects", () => {
       const stalled = await cli(["get", "vault/stall.bin", "stall.out", "--passphrase-file", "pass", "--timeout", "2"], { endpoint: base });
       expect(oneLineError(stalled, 1)).toMatch(/nothing sent or received for 2 s \(--timeout\)/);
       noOutput("stall.out");
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }, 120_000);
+
+  it("a download stopped by a signal (Ctrl-C, kill) leaves no partial file of decrypted plaintext behind", async () => {
+    // 40 segments: the first batches are authenticated and written to the partial file before the gateway stalls.
+    const big = marked(40 * SEGMENT_BYTES, 9);
+    const encryption: Encryption = { passphrase: PASSPHRASE, kdf: { memoryKiB: 256, passes: 1, lanes: 1 } };
+    await client.upload("vault", "interrupted.bin", big, { encryption });
+    const stored = Buffer.from(await (await s3("/vault/interrupted.bin")).arrayBuffer());
+    const real = await s3("/vault/interrupted.bin", { method: "HEAD" });
+    const server = http.createServer((req, res) => {
+      res.writeHead(req.method === "HEAD" ? 200 : 206, {
+        "content-length": String(stored.length),
+        "x-amz-meta-shardgate-sealed": real.headers.get("x-amz-meta-shardgate-sealed") ?? "",
+        etag: '"e"',
+      });
+      if (req.method === "HEAD") res.end();
+      else res.write(stored.subarray(0, stored.length / 2)); // then nothing
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      for (const signal of ["SIGINT", "SIGTERM"] as const) {
+        const env = clientEnv({ HOME: dir, ...ROOT_KEYS });
+        delete env.SHARDGATE_ENDPOINT;
+        delete env.SHARDGATE_PASSPHRASE;
+        const argv = [BIN, "--endpoint", base, "get", "vault/interrupted.bin", "interrupted.out", "--passphrase-file", "pass", "--timeout", "60"];
+        const child = spawn(process.execPath, argv, { env, cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
+        const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
+        const partial = () => readdirSync(dir).filter((f) => f.startsWith("interrupted.out.shardgate-"));
+        // Until plaintext is in the partial file (the CLI then waits on the stalled gateway).
+        for (let i = 0; i < 600 && !partial().some((f) => statSync(at(f)).size > 0); i++) await new Promise((r) => setTimeout(r, 50));
+        expect(partial().map((f) => statSync(at(f)).size)).toEqual([expect.any(Number)]);
+        expect(statSync(at(partial()[0])).size).toBeGreaterThan(0);
+        child.kill(signal);
+        expect(await exited).toBe(signal === "SIGINT" ? 130 : 143);
+        noOutput("interrupted.out");
+      }
     } finally {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));

@@ -249,6 +249,10 @@ describe("the header", () => {
     bad("A".repeat(3000));
     bad(sealer.metadata.slice(0, 40));
     bad(`${sealer.metadata}AAAA`);
+    // A length no base64 has (4k + 1 characters) is the format's error too, not the decoder's.
+    bad("A");
+    bad(`${sealer.metadata.slice(0, 41)}`);
+    bad(`${sealer.metadata}A`);
     bad(encodeHeader({ ...good, version: 2 }));
     bad(encodeHeader({ ...good, segmentBytes: 0 }));
     bad(encodeHeader({ ...good, segmentBytes: 64 * 1024 * 1024 }));

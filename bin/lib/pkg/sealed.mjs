@@ -90,7 +90,7 @@ function encodeHeader(h) {
 }
 function decodeHeader(value) {
   const bad = (why) => new CorruptObjectError(`the shardgate-sealed header is invalid: ${why}`);
-  if (value.length > 2048 || !/^[A-Za-z0-9_-]*$/.test(value)) throw bad("not base64url");
+  if (value.length > 2048 || value.length % 4 === 1 || !/^[A-Za-z0-9_-]*$/.test(value)) throw bad("not base64url");
   const bytes = fromBase64(value.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - value.length % 4) % 4));
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let at = 0;
