@@ -250,8 +250,3 @@ export function ruleTarget(rule: RoutingRule, key: string, url: URL, base = ""):
     r.replaceKeyWith !== undefined ? r.replaceKeyWith : r.replaceKeyPrefixWith !== undefined ? r.replaceKeyPrefixWith + key.slice(prefix.length) : key;
   return { location: `${proto}://${host}${r.hostName === undefined ? base : ""}${keyPath(next)}`, status: r.httpRedirectCode ?? 301 };
 }
-
-/** A stored document, as parsed when it was stored. */
-export function storedWebsite(text: string): WebsiteConfig {
-  return JSON.parse(text) as WebsiteConfig;
-}

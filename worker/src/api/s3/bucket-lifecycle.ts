@@ -3,30 +3,20 @@
 // about storage classes (transitions) are refused by name: there is one storage class.
 import { DAY_MS, type LifecycleFilter, type LifecycleRule } from "../../meta/lifecycle-rules";
 import { S3Error } from "../../s3-error";
-import { bucketIndex, type RequestContext, type BucketAt } from "../http/context";
 import { MAX_BUCKET_TAGS, validateTags } from "../format/tags";
-import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
+import { element, S3_XMLNS, XML_DECLARATION } from "../format/xml";
 import { childrenNamed, childText, malformedXml, readXml, type XmlElement } from "../format/xml-parse";
+import { settingOperations } from "../http/setting-operations";
 
 const MAX_RULES = 1000;
 const MAX_ID_CHARS = 255;
 
-export async function getBucketLifecycle(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
-  const stored = await bucketIndex(ctx, bucket).setting("lifecycle");
-  if (stored === null) throw new S3Error("NoSuchLifecycleConfiguration", "The lifecycle configuration does not exist");
-  return xmlResponse(renderLifecycle(JSON.parse(stored) as LifecycleRule[]));
-}
-
-export async function putBucketLifecycle(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
-  const rules = parseLifecycle(await readXml(ctx.auth.body));
-  await bucketIndex(ctx, bucket).setSetting("lifecycle", JSON.stringify(rules));
-  return new Response(null, { status: 200 });
-}
-
-export async function deleteBucketLifecycle(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
-  await bucketIndex(ctx, bucket).setSetting("lifecycle", null);
-  return new Response(null, { status: 204 });
-}
+export const bucketLifecycle = settingOperations<LifecycleRule[]>({
+  name: "lifecycle",
+  read: async (body) => parseLifecycle(await readXml(body)),
+  render: renderLifecycle,
+  missing: ["NoSuchLifecycleConfiguration", "The lifecycle configuration does not exist"],
+});
 
 function invalid(message: string): S3Error {
   return new S3Error("InvalidArgument", message);
