@@ -8,6 +8,7 @@
 // previous figure.
 import type { Env } from "../config";
 import { bucketIndex, bucketRegistry, orNullWithoutBucket } from "../meta/stubs";
+import { mapBounded } from "../shared/bounded";
 
 /** How long a count answers scrapes (ms). */
 const REFRESH_MS = 60_000;
@@ -34,11 +35,7 @@ function keptTotal<T extends object>(name: string, zero: () => T, add: (total: T
     try {
       const names = (await bucketRegistry(env).list()).slice(0, MAX_BUCKETS).map((b) => b.name);
       const total = zero();
-      let next = 0;
-      const worker = async () => {
-        for (let i = next++; i < names.length; i = next++) await add(total, bucketIndex(env, names[i] as string));
-      };
-      await Promise.all(Array.from({ length: Math.min(AT_ONCE, names.length) }, worker));
+      await mapBounded(names, AT_ONCE, (name) => add(total, bucketIndex(env, name)));
       kept = { ...total, at: now };
     } catch (e) {
       console.error(JSON.stringify({ [name]: String(e) }));

@@ -8,6 +8,7 @@
 // answer names is counts and kinds of problems, never a node's endpoint or an error's text.
 import type { Env, GatewayConfig } from "../config";
 import { bucketRegistry } from "../meta/stubs";
+import { mapBounded } from "../shared/bounded";
 import type { StorageNode } from "../shared/nodes";
 
 /** How long a check's result answers every request (ms). */
@@ -97,14 +98,8 @@ async function check(env: Env, config: GatewayConfig, at: number): Promise<Readi
 }
 
 /** Every node probed, PROBES_AT_ONCE at a time, in configuration order. */
-async function probeNodes(nodes: readonly StorageNode[]): Promise<NodeProbe[]> {
-  const out: NodeProbe[] = nodes.map((n) => ({ id: n.id, up: false }));
-  let next = 0;
-  const worker = async () => {
-    for (let i = next++; i < nodes.length; i = next++) out[i].up = await answers(() => nodes[i].head(PROBE_KEY));
-  };
-  await Promise.all(Array.from({ length: Math.min(PROBES_AT_ONCE, nodes.length) }, worker));
-  return out;
+function probeNodes(nodes: readonly StorageNode[]): Promise<NodeProbe[]> {
+  return mapBounded(nodes, PROBES_AT_ONCE, async (n) => ({ id: n.id, up: await answers(() => n.head(PROBE_KEY)) }));
 }
 
 /** Whether `call` answers (anything, null included) within PROBE_TIMEOUT_MS. */

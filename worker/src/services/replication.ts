@@ -46,7 +46,7 @@ import { MAX_PART_NUMBER, MAX_PUT_BYTES, MIN_PART_BYTES } from "../s3-limits";
 import { S3Remote } from "../storage/s3-remote";
 import { newCipher, objectEtag, objectKeyOf, writeObjectPart, encryptionOf } from "./encryption";
 import { commitObject, type NewObject, type ObjectContext, openRange, partOf, partOffsets, type PartSpan, removeFreed } from "./objects";
-import { mapBounded } from "./webhook-delivery";
+import { mapBounded } from "../shared/bounded";
 
 const BATCH = 16;
 const CONCURRENCY = 4;
