@@ -2,7 +2,7 @@
 // it, stored as JSON (the bucket's `website` setting), written back as S3's XML, and what the
 // website endpoint (api/website-endpoint.ts) decides with it: the routing rule that matches a request, where
 // a redirect goes. Pure functions, no I/O.
-import { S3Error } from "../../s3-error";
+import { invalidArgument } from "../../s3-error";
 import { element, S3_XMLNS, XML_DECLARATION } from "./xml";
 import { childrenNamed, childText, malformedXml, type XmlElement } from "./xml-parse";
 
@@ -35,8 +35,6 @@ export const MAX_WEBSITE_BYTES = 128 * 1024;
 /** Keys, prefixes and replacements: S3's key length. */
 const MAX_KEY_BYTES = 1024;
 
-const invalid = (message: string) => new S3Error("InvalidArgument", message);
-
 /** One optional child element's text, MalformedXML when repeated. */
 function single(el: XmlElement, name: string): string | undefined {
   const found = childrenNamed(el, name);
@@ -52,10 +50,10 @@ function singleElement(el: XmlElement, name: string): XmlElement | undefined {
 
 /** A key, prefix or replacement: at most 1 KiB, no control characters (they would reach a Location header). */
 function keyText(value: string, what: string): string {
-  if (new TextEncoder().encode(value).length > MAX_KEY_BYTES) throw invalid(`The ${what} is too long.`);
+  if (new TextEncoder().encode(value).length > MAX_KEY_BYTES) throw invalidArgument(`The ${what} is too long.`);
   for (let i = 0; i < value.length; i++) {
     const c = value.charCodeAt(i);
-    if (c < 0x20 || c === 0x7f) throw invalid(`The ${what} is not well formed`);
+    if (c < 0x20 || c === 0x7f) throw invalidArgument(`The ${what} is not well formed`);
   }
   return value;
 }
@@ -64,7 +62,7 @@ function keyText(value: string, what: string): string {
 function hostName(value: string | undefined): string {
   const host = (value ?? "").trim();
   if (host === "") throw malformedXml();
-  if (!/^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})(?::[0-9]{1,5})?$/.test(host)) throw invalid(`The HostName ${host.slice(0, 64)} is not valid.`);
+  if (!/^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})(?::[0-9]{1,5})?$/.test(host)) throw invalidArgument(`The HostName ${host.slice(0, 64)} is not valid.`);
   return host;
 }
 
@@ -72,13 +70,13 @@ function protocol(value: string | undefined): WebProtocol | undefined {
   if (value === undefined) return undefined;
   const p = value.trim();
   if (p === "http" || p === "https") return p;
-  throw invalid("Invalid protocol, protocol can be http or https. If not defined the protocol will be selected automatically.");
+  throw invalidArgument("Invalid protocol, protocol can be http or https. If not defined the protocol will be selected automatically.");
 }
 
 function statusCode(value: string, ok: (n: number) => boolean, message: (v: string) => string): number {
   const v = value.trim();
   const n = /^[0-9]{3}$/.test(v) ? Number(v) : Number.NaN;
-  if (!ok(n)) throw invalid(message(v.slice(0, 16)));
+  if (!ok(n)) throw invalidArgument(message(v.slice(0, 16)));
   return n;
 }
 
@@ -99,7 +97,7 @@ function parseCondition(el: XmlElement): RoutingRule["condition"] {
   const prefix = single(el, "KeyPrefixEquals");
   const code = single(el, "HttpErrorCodeReturnedEquals");
   if (prefix === undefined && code === undefined)
-    throw invalid("Condition cannot be empty. To redirect all requests without a condition, the condition element shouldn't be present.");
+    throw invalidArgument("Condition cannot be empty. To redirect all requests without a condition, the condition element shouldn't be present.");
   return {
     ...(prefix !== undefined ? { keyPrefixEquals: keyText(prefix, "KeyPrefixEquals") } : {}),
     ...(code !== undefined ? { httpErrorCodeReturnedEquals: errorCode(code) } : {}),
@@ -113,8 +111,8 @@ function parseRedirect(el: XmlElement): WebsiteRedirect {
   const key = single(el, "ReplaceKeyWith");
   const code = single(el, "HttpRedirectCode");
   if (host === undefined && proto === undefined && prefix === undefined && key === undefined && code === undefined)
-    throw invalid("Redirect must contain at least one of the following: HostName, Protocol, ReplaceKeyPrefixWith, ReplaceKeyWith, HttpRedirectCode.");
-  if (prefix !== undefined && key !== undefined) throw invalid("You can only define ReplaceKeyPrefix or ReplaceKey but not both.");
+    throw invalidArgument("Redirect must contain at least one of the following: HostName, Protocol, ReplaceKeyPrefixWith, ReplaceKeyWith, HttpRedirectCode.");
+  if (prefix !== undefined && key !== undefined) throw invalidArgument("You can only define ReplaceKeyPrefix or ReplaceKey but not both.");
   return {
     ...(proto !== undefined ? { protocol: proto } : {}),
     ...(host !== undefined ? { hostName: hostName(host) } : {}),
@@ -142,7 +140,7 @@ function parseRule(el: XmlElement): RoutingRule {
   const redirect = singleElement(el, "Redirect");
   if (redirect === undefined) throw malformedXml();
   const rule: RoutingRule = { ...(condition ? { condition: parseCondition(condition) } : {}), redirect: parseRedirect(redirect) };
-  if (loops(rule)) throw invalid("The routing rule redirects requests to a key it matches again (a redirect loop).");
+  if (loops(rule)) throw invalidArgument("The routing rule redirects requests to a key it matches again (a redirect loop).");
   return rule;
 }
 
@@ -151,7 +149,7 @@ function parseRules(doc: XmlElement): RoutingRule[] {
   if (container === undefined) return [];
   const rules = childrenNamed(container, "RoutingRule");
   if (rules.length === 0) throw malformedXml();
-  if (rules.length > MAX_ROUTING_RULES) throw invalid(`The number of routing rules must not exceed ${MAX_ROUTING_RULES}.`);
+  if (rules.length > MAX_ROUTING_RULES) throw invalidArgument(`The number of routing rules must not exceed ${MAX_ROUTING_RULES}.`);
   return rules.map(parseRule);
 }
 
@@ -163,17 +161,17 @@ export function parseWebsiteXml(doc: XmlElement): WebsiteConfig {
   const error = singleElement(doc, "ErrorDocument");
   const routing = singleElement(doc, "RoutingRules");
   if (all !== undefined) {
-    if (index || error || routing) throw invalid("RedirectAllRequestsTo cannot be provided in conjunction with other Routing/Website configurations.");
+    if (index || error || routing) throw invalidArgument("RedirectAllRequestsTo cannot be provided in conjunction with other Routing/Website configurations.");
     const proto = protocol(single(all, "Protocol"));
     return { redirectAll: { hostName: hostName(single(all, "HostName")), ...(proto ? { protocol: proto } : {}) }, routingRules: [] };
   }
-  if (index === undefined) throw invalid("A value for IndexDocument Suffix must be provided if RedirectAllRequestsTo is empty");
+  if (index === undefined) throw invalidArgument("A value for IndexDocument Suffix must be provided if RedirectAllRequestsTo is empty");
   const suffix = single(index, "Suffix");
-  if (suffix === undefined || suffix === "" || suffix.includes("/")) throw invalid("The IndexDocument Suffix is not well formed");
+  if (suffix === undefined || suffix === "" || suffix.includes("/")) throw invalidArgument("The IndexDocument Suffix is not well formed");
   const config: WebsiteConfig = { indexSuffix: keyText(suffix, "IndexDocument Suffix"), routingRules: parseRules(doc) };
   if (error !== undefined) {
     const key = single(error, "Key");
-    if (key === undefined || key === "") throw invalid("The ErrorDocument Key is not well formed");
+    if (key === undefined || key === "") throw invalidArgument("The ErrorDocument Key is not well formed");
     config.errorKey = keyText(key, "ErrorDocument Key");
   }
   return config;

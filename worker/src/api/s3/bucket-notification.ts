@@ -10,7 +10,7 @@
 import { CONFIGURABLE_EVENTS, type NotificationRule, type RuleKind, rulesOverlap, targetOfArn } from "../../meta/notification-rules";
 import { notificationTargets } from "../../services/notification-delivery";
 import { QUEUE_ARN_PREFIX, WEBHOOK_ARN_PREFIX } from "../../shared/arns";
-import { S3Error } from "../../s3-error";
+import { invalidArgument } from "../../s3-error";
 import { bucketIndex, type BucketAt, type RequestContext } from "../http/context";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
 import { childrenNamed, malformedXml, readXml, type XmlElement } from "../format/xml-parse";
@@ -37,10 +37,6 @@ export async function putBucketNotification(ctx: RequestContext, { bucket }: Buc
 
 export async function getBucketNotification(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   return xmlResponse(renderNotification(await bucketIndex(ctx, bucket).notificationConfiguration()));
-}
-
-function invalidArgument(message: string): S3Error {
-  return new S3Error("InvalidArgument", message);
 }
 
 /** The document's configurations, each checked; S3's error for the first thing wrong. */
