@@ -2,6 +2,7 @@
 // (wrangler.toml [vars]; secrets in production). Invalid configuration fails loudly at the first
 // request rather than storing data with a geometry nobody meant.
 /// <reference path="./env.d.ts" />
+import { errorText } from "./errors";
 import { MIN_MASTER_KEY_LENGTH } from "./auth/secret-box";
 import { checkVars, KINDS, parseReplicationTargets, parseWebhooks, type ReplicationTarget, shown, type WebhookTarget } from "./config-vars";
 import { metrics } from "./observability/metrics";
@@ -109,7 +110,7 @@ function parseConfig(env: Env): GatewayConfig {
     try {
       return f();
     } catch (e) {
-      problems.push((e instanceof Error ? e.message : String(e)).replace(/^configuration: /, ""));
+      problems.push(errorText(e).replace(/^configuration: /, ""));
       return undefined;
     }
   };
@@ -299,7 +300,7 @@ async function addedDriver(source: OverlaySource, base: GatewayConfig, id: strin
     return driver;
   } catch (e) {
     // Left out (its shard files read as missing) rather than failing every request: logged.
-    console.error(JSON.stringify({ nodeOverlay: { node: id, error: `added node not usable: ${e instanceof Error ? e.message : String(e)}` } }));
+    console.error(JSON.stringify({ nodeOverlay: { node: id, error: `added node not usable: ${errorText(e)}` } }));
     return null;
   }
 }

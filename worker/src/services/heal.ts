@@ -9,6 +9,7 @@
 //   - over a bucket or a prefix of it: `POST /_shardgate/admin/heal?bucket=B`, in bounded batches
 //     that resume from the key they stopped at, so a failed object never restarts the walk;
 //   - from the scrub's walk (services/scrub.ts), which also rebalances.
+import { errorText } from "../errors";
 import { mapBounded } from "../shared/bounded";
 import { equalBytes } from "../shared/bytes";
 import type { Env, GatewayConfig } from "../config";
@@ -170,10 +171,6 @@ async function recordMoves(ctx: HealContext, bucket: string, object: ObjectRecor
 function count(result: HealResult): void {
   metrics.add("shardgate_heal_shards_total", result.rebuilt.length, { result: "rebuilt" });
   metrics.add("shardgate_heal_shards_total", result.failed.length, { result: "failed" });
-}
-
-function errorText(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
 }
 
 /**

@@ -35,6 +35,7 @@
 // begun within the run's budget waits for the next run, so a run lasts at most about one attempt;
 // an object the remote cannot take in 10 minutes (5 GiB below ~9 MB/s) ends FAILED after its
 // retries.
+import { errorText } from "../errors";
 import type { ReplicationTarget } from "../config-vars";
 import type { Manifest } from "../shared/core-api";
 import { bucketIndex } from "../meta/stubs";
@@ -319,7 +320,7 @@ async function abortOrNote(source: ReplicationSource, s3: S3Remote, bucket: stri
   try {
     error = await s3.abortUpload(bucket, upload.key, upload.uploadId, abortTimeout(policy));
   } catch (e) {
-    error = e instanceof Error ? e.message : String(e);
+    error = errorText(e);
   }
   if (error === null) source.replication.uploadEnded(upload);
   else if (source.replication.uploadAbortFailed(upload, Date.now(), policy)) metrics.add("shardgate_replication_uploads_abandoned_total", 1);
