@@ -4,7 +4,7 @@
 // a redirect goes. Pure functions, no I/O.
 import { invalidArgument } from "../../s3-error";
 import { element, S3_XMLNS, XML_DECLARATION } from "./xml";
-import { childrenNamed, childText, malformedXml, type XmlElement } from "./xml-parse";
+import { childrenNamed, malformedXml, onlyChild, type XmlElement } from "./xml-parse";
 
 export type WebProtocol = "http" | "https";
 
@@ -36,17 +36,7 @@ export const MAX_WEBSITE_BYTES = 128 * 1024;
 const MAX_KEY_BYTES = 1024;
 
 /** One optional child element's text, MalformedXML when repeated. */
-function single(el: XmlElement, name: string): string | undefined {
-  const found = childrenNamed(el, name);
-  if (found.length > 1) throw malformedXml();
-  return found.length === 1 ? childText(el, name) : undefined;
-}
-
-function singleElement(el: XmlElement, name: string): XmlElement | undefined {
-  const found = childrenNamed(el, name);
-  if (found.length > 1) throw malformedXml();
-  return found[0];
-}
+const single = (el: XmlElement, name: string) => onlyChild(el, name)?.text;
 
 /** A key, prefix or replacement: at most 1 KiB, no control characters (they would reach a Location header). */
 function keyText(value: string, what: string): string {
@@ -136,8 +126,8 @@ export function loops(rule: RoutingRule): boolean {
 }
 
 function parseRule(el: XmlElement): RoutingRule {
-  const condition = singleElement(el, "Condition");
-  const redirect = singleElement(el, "Redirect");
+  const condition = onlyChild(el, "Condition");
+  const redirect = onlyChild(el, "Redirect");
   if (redirect === undefined) throw malformedXml();
   const rule: RoutingRule = { ...(condition ? { condition: parseCondition(condition) } : {}), redirect: parseRedirect(redirect) };
   if (loops(rule)) throw invalidArgument("The routing rule redirects requests to a key it matches again (a redirect loop).");
@@ -145,7 +135,7 @@ function parseRule(el: XmlElement): RoutingRule {
 }
 
 function parseRules(doc: XmlElement): RoutingRule[] {
-  const container = singleElement(doc, "RoutingRules");
+  const container = onlyChild(doc, "RoutingRules");
   if (container === undefined) return [];
   const rules = childrenNamed(container, "RoutingRule");
   if (rules.length === 0) throw malformedXml();
@@ -156,10 +146,10 @@ function parseRules(doc: XmlElement): RoutingRule[] {
 /** A WebsiteConfiguration document, checked as S3 checks it (MalformedXML, InvalidArgument). */
 export function parseWebsiteXml(doc: XmlElement): WebsiteConfig {
   if (doc.name !== "WebsiteConfiguration") throw malformedXml();
-  const all = singleElement(doc, "RedirectAllRequestsTo");
-  const index = singleElement(doc, "IndexDocument");
-  const error = singleElement(doc, "ErrorDocument");
-  const routing = singleElement(doc, "RoutingRules");
+  const all = onlyChild(doc, "RedirectAllRequestsTo");
+  const index = onlyChild(doc, "IndexDocument");
+  const error = onlyChild(doc, "ErrorDocument");
+  const routing = onlyChild(doc, "RoutingRules");
   if (all !== undefined) {
     if (index || error || routing) throw invalidArgument("RedirectAllRequestsTo cannot be provided in conjunction with other Routing/Website configurations.");
     const proto = protocol(single(all, "Protocol"));

@@ -5,7 +5,7 @@ import { DAY_MS, type LifecycleFilter, type LifecycleRule } from "../../meta/lif
 import { S3Error, invalidArgument } from "../../s3-error";
 import { MAX_BUCKET_TAGS, validateTags } from "../format/tags";
 import { element, S3_XMLNS, XML_DECLARATION } from "../format/xml";
-import { childrenNamed, childText, malformedXml, readXml, type XmlElement } from "../format/xml-parse";
+import { childrenNamed, childText, malformedXml, onlyChild, readXml, type XmlElement } from "../format/xml-parse";
 import { settingOperations } from "../http/setting-operations";
 
 const MAX_RULES = 1000;
@@ -17,13 +17,6 @@ export const bucketLifecycle = settingOperations<LifecycleRule[]>({
   render: renderLifecycle,
   missing: ["NoSuchLifecycleConfiguration", "The lifecycle configuration does not exist"],
 });
-
-/** The one child named `name` (undefined when absent; MalformedXML when repeated). */
-function single(el: XmlElement, name: string): XmlElement | undefined {
-  const found = childrenNamed(el, name);
-  if (found.length > 1) throw malformedXml();
-  return found[0];
-}
 
 /** A positive whole number of days (or versions, bytes): S3 names the field it refuses. */
 function positive(el: XmlElement, name: string, what: string, min = 1): number | undefined {
@@ -55,7 +48,7 @@ export function parseLifecycle(doc: XmlElement): LifecycleRule[] {
  */
 function refuseTransitions(el: XmlElement): void {
   for (const name of ["Transition", "NoncurrentVersionTransition"]) {
-    const transition = single(el, name);
+    const transition = onlyChild(el, name);
     if (!transition) continue;
     const date = childText(transition, "Date")?.trim();
     if (date !== undefined) parseMidnight(date);
@@ -71,12 +64,12 @@ function parseRule(el: XmlElement): LifecycleRule {
   const status = childText(el, "Status")?.trim();
   if (status !== "Enabled" && status !== "Disabled") throw malformedXml();
   const legacy = childText(el, "Prefix");
-  const filterEl = single(el, "Filter");
+  const filterEl = onlyChild(el, "Filter");
   if (legacy !== undefined && filterEl) throw malformedXml();
   const filter = filterEl ? parseFilter(filterEl) : { prefix: legacy ?? "", tags: [] };
   const rule: LifecycleRule = { id, enabled: status === "Enabled", filter, ...(legacy !== undefined ? { legacyPrefix: true } : {}) };
 
-  const exp = single(el, "Expiration");
+  const exp = onlyChild(el, "Expiration");
   if (exp) {
     const days = positive(exp, "Days", "Expiration action");
     const dateText = childText(exp, "Date")?.trim();
@@ -92,7 +85,7 @@ function parseRule(el: XmlElement): LifecycleRule {
       ...(marker === "true" ? { expiredObjectDeleteMarker: true } : {}),
     };
   }
-  const nc = single(el, "NoncurrentVersionExpiration");
+  const nc = onlyChild(el, "NoncurrentVersionExpiration");
   if (nc) {
     const days = positive(nc, "NoncurrentDays", "NoncurrentVersionExpiration action");
     if (days === undefined) throw malformedXml();
@@ -100,7 +93,7 @@ function parseRule(el: XmlElement): LifecycleRule {
     if (newer !== undefined && newer > 100) throw invalidArgument("'NewerNoncurrentVersions' must be at most 100");
     rule.noncurrentExpiration = { days, ...(newer !== undefined ? { newerVersions: newer } : {}) };
   }
-  const abort = single(el, "AbortIncompleteMultipartUpload");
+  const abort = onlyChild(el, "AbortIncompleteMultipartUpload");
   if (abort) {
     const days = positive(abort, "DaysAfterInitiation", "AbortIncompleteMultipartUpload action");
     if (days === undefined) throw malformedXml();
@@ -117,7 +110,7 @@ function parseRule(el: XmlElement): LifecycleRule {
 
 /** A <Filter>: one of Prefix, Tag, ObjectSizeGreaterThan, ObjectSizeLessThan, or an <And> of them. */
 function parseFilter(el: XmlElement): LifecycleFilter {
-  const and = single(el, "And");
+  const and = onlyChild(el, "And");
   if (and && el.children.length > 1) throw malformedXml();
   if (!and && el.children.length > 1) throw malformedXml();
   const from = and ?? el;
@@ -131,7 +124,7 @@ function parseFilter(el: XmlElement): LifecycleFilter {
   } catch {
     throw invalidArgument("Duplicate or invalid Tag in the lifecycle rule's filter");
   }
-  const filter: LifecycleFilter = { prefix: single(from, "Prefix")?.text ?? "", tags };
+  const filter: LifecycleFilter = { prefix: onlyChild(from, "Prefix")?.text ?? "", tags };
   const gt = positive(from, "ObjectSizeGreaterThan", "a lifecycle filter", 0);
   const lt = positive(from, "ObjectSizeLessThan", "a lifecycle filter");
   if (gt !== undefined) filter.sizeGreaterThan = gt;
