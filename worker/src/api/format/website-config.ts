@@ -63,25 +63,16 @@ function protocol(value: string | undefined): WebProtocol | undefined {
   throw invalidArgument("Invalid protocol, protocol can be http or https. If not defined the protocol will be selected automatically.");
 }
 
-function statusCode(value: string, ok: (n: number) => boolean, message: (v: string) => string): number {
+/** A status code in [min, max), else S3's refusal naming what the code is for and which are `valid`. */
+function statusCode(value: string, min: number, max: number, what: string, valid: string): number {
   const v = value.trim();
   const n = /^[0-9]{3}$/.test(v) ? Number(v) : Number.NaN;
-  if (!ok(n)) throw invalidArgument(message(v.slice(0, 16)));
+  if (!(n >= min && n < max)) throw invalidArgument(`The provided HTTP ${what} code (${v.slice(0, 16)}) is not valid. Valid codes are ${valid}.`);
   return n;
 }
 
-const redirectCode = (v: string) =>
-  statusCode(
-    v,
-    (n) => n > 300 && n < 400,
-    (s) => `The provided HTTP redirect code (${s}) is not valid. Valid codes are 3XX except 300.`,
-  );
-const errorCode = (v: string) =>
-  statusCode(
-    v,
-    (n) => n >= 400 && n < 600,
-    (s) => `The provided HTTP error code (${s}) is not valid. Valid codes are 4XX or 5XX.`,
-  );
+const redirectCode = (v: string) => statusCode(v, 301, 400, "redirect", "3XX except 300");
+const errorCode = (v: string) => statusCode(v, 400, 600, "error", "4XX or 5XX");
 
 function parseCondition(el: XmlElement): RoutingRule["condition"] {
   const prefix = single(el, "KeyPrefixEquals");
