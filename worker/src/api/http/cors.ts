@@ -4,6 +4,7 @@
 import { S3Error } from "../../s3-error";
 import { cachedSetting } from "../../services/bucket-settings";
 import type { RequestContext } from "./context";
+import { headerList } from "../format/object-headers";
 
 export interface CorsRule {
   id?: string;
@@ -69,14 +70,7 @@ export function preflight(rules: readonly CorsRule[], request: Request): Respons
   if (origin === null || method === null) {
     throw new S3Error("BadRequest", "Insufficient information. Origin request header needed.");
   }
-  const asked = [
-    ...new Set(
-      (request.headers.get("access-control-request-headers") ?? "")
-        .split(",")
-        .map((h) => h.trim().toLowerCase())
-        .filter(Boolean),
-    ),
-  ];
+  const asked = [...new Set(headerList(request.headers.get("access-control-request-headers")).map((h) => h.toLowerCase()))];
   const rule = asked.length > MAX_ASKED_HEADERS ? null : matchRule(rules, origin, method, asked);
   if (!rule)
     throw new S3Error(
