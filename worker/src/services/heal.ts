@@ -155,13 +155,8 @@ async function recordMoves(ctx: HealContext, bucket: string, object: ObjectRecor
     for (const [shard, node] of moves.get(part.layout.storageId) ?? []) {
       const stale = outcome === "replaced" ? part.layout.placement[shard] : node;
       const file = shardKey(part.layout.storageId, shard);
-      if (current.has(`${stale} ${file}`)) continue;
-      removals.push(
-        nodes
-          .get(stale)
-          ?.delete([file])
-          .catch(() => {}) ?? Promise.resolve(),
-      );
+      const holder = nodes.get(stale);
+      if (holder && !current.has(`${stale} ${file}`)) removals.push(holder.delete([file]).catch(() => {}));
     }
   }
   await Promise.all(removals);
