@@ -39,9 +39,7 @@ export async function verifyCodedParts(ctx: DirectContext, parts: ShardedPart[])
   }
   for (const [part, { hash, writer }] of md5s) {
     await writer.close();
-    if (hex(new Uint8Array(await hash.digest)) !== parts[part].etag) {
-      throw new S3Error("BadDigest", `The MD5 of part ${part + 1} is not the one sent.`);
-    }
+    if (hex(new Uint8Array(await hash.digest)) !== parts[part].etag) throw new S3Error("BadDigest", `The MD5 of part ${part + 1} is not the one sent.`);
   }
   return missed;
 }

@@ -286,9 +286,7 @@ async function checkObject(run: ScrubRun, target: ScrubTarget, parts: ManifestPa
   // Misplaced shard files move while the run's move budget lasts (rebalancing's rate limit).
   const rebalance = misplaced > 0 && run.counters.bytesRebuilt < settings.moveMiB * MIB;
   let placed = parts;
-  if ((known.size > 0 || rebalance) && settings.heal) {
-    placed = (await heal(run, target, finding, known, rebalance)) ?? parts;
-  }
+  if ((known.size > 0 || rebalance) && settings.heal) placed = (await heal(run, target, finding, known, rebalance)) ?? parts;
   for (const part of placed) if (isSharded(part)) addUsage(run.state.usage, part.layout.placement, shardFileBytes(core, part));
   if ((finding.parts.length > 0 || finding.moved > 0) && run.findings.length < MAX_FINDINGS) run.findings.push(finding);
 }

@@ -12,9 +12,7 @@ const ATTRIBUTES = ["ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSi
 export async function getObjectAttributes(ctx: RequestContext, { bucket, key, versionId }: ObjectAt): Promise<Response> {
   const headers = ctx.request.headers;
   const wanted = new Set(headerList(headers.get("x-amz-object-attributes")));
-  if (wanted.size === 0 || [...wanted].some((a) => !ATTRIBUTES.includes(a))) {
-    throw new S3Error("InvalidArgument", "Invalid attribute name specified.");
-  }
+  if (wanted.size === 0 || [...wanted].some((a) => !ATTRIBUTES.includes(a))) throw new S3Error("InvalidArgument", "Invalid attribute name specified.");
   const maxParts = Math.min(Number(headers.get("x-amz-max-parts") ?? 1000) || 1000, 1000);
   const marker = Number(headers.get("x-amz-part-number-marker") ?? 0) || 0;
 
