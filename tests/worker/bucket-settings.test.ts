@@ -1,4 +1,4 @@
-// Bucket tagging (api/s3/bucket-tagging.ts) and ACLs answered as a single-owner service does
+// Bucket tagging (api/s3/bucket-settings.ts) and ACLs answered as a single-owner service does
 // (api/s3/acl.ts, api/format/acls.ts): the owner always has FULL_CONTROL, ACLs that say exactly that are
 // accepted, anything granting access to someone else is refused by name.
 import { describe, expect, it } from "vitest";

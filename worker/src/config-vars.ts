@@ -99,14 +99,6 @@ export const KINDS: Record<string, { expected: string; ok: (v: string) => boolea
   },
 };
 
-/** SHARDGATE_QUEUES: the binding names it lists (unset or empty: none). */
-export function queueBindingNames(raw: string | undefined): string[] {
-  return (raw ?? "")
-    .split(",")
-    .map((n) => n.trim())
-    .filter((n) => n !== "");
-}
-
 /** A webhook target of event notifications: where events are POSTed, and the secret that signs them. */
 export interface WebhookTarget {
   url: string;

@@ -2,8 +2,9 @@
 // (wrangler.toml [vars]; secrets in production). Invalid configuration fails loudly at the first
 // request rather than storing data with a geometry nobody meant.
 /// <reference path="./env.d.ts" />
+import { errorText } from "./errors";
 import { MIN_MASTER_KEY_LENGTH } from "./auth/secret-box";
-import { checkVars, KINDS, parseReplicationTargets, parseWebhooks, queueBindingNames, type ReplicationTarget, shown, type WebhookTarget } from "./config-vars";
+import { checkVars, KINDS, parseReplicationTargets, parseWebhooks, type ReplicationTarget, shown, type WebhookTarget } from "./config-vars";
 import { metrics } from "./observability/metrics";
 import { configureBlockCache } from "./storage/block-cache";
 import { nodeHealth, GuardedNode } from "./shared/node-health";
@@ -89,14 +90,10 @@ function perEnv<T>(parse: (env: Env) => T): (env: Env) => T {
   };
 }
 
-function int(env: Env, name: keyof Env, fallback?: number): number {
+/** A count or milliseconds the schema (checkVars) has checked; `fallback` when unset or empty (a required one is set). */
+function int(env: Env, name: keyof Env, fallback = 0): number {
   const raw = env[name];
-  if ((raw === undefined || raw === "") && fallback !== undefined) return fallback;
-  const n = Number(raw);
-  if (typeof raw !== "string" || !Number.isSafeInteger(n) || n <= 0) {
-    throw new Error(`configuration: ${String(name)} must be a positive integer, got ${shown(raw)}`);
-  }
-  return n;
+  return typeof raw === "string" && raw !== "" ? Number(raw) : fallback;
 }
 
 /**
@@ -113,7 +110,7 @@ function parseConfig(env: Env): GatewayConfig {
     try {
       return f();
     } catch (e) {
-      problems.push((e instanceof Error ? e.message : String(e)).replace(/^configuration: /, ""));
+      problems.push(errorText(e).replace(/^configuration: /, ""));
       return undefined;
     }
   };
@@ -127,13 +124,10 @@ function configError(problems: string[]): Error {
 }
 
 function buildConfig(env: Env, attempt: <T>(f: () => T) => T | undefined): GatewayConfig {
-  const ids = (env.SHARDGATE_NODES ?? "")
-    .split(",")
-    .map((s) => s.trim())
-    .filter(Boolean);
+  const ids = listOf(env.SHARDGATE_NODES);
   const s3Nodes = attempt(() => parseS3Nodes(env)) ?? new Map<string, S3NodeSpec>();
   const nodeStallMs = int(env, "SHARDGATE_NODE_STALL_MS", 30_000);
-  const diskNodes = idList(env.SHARDGATE_DISK_NODES);
+  const diskNodes = new Set(listOf(env.SHARDGATE_DISK_NODES));
   const delays = attempt(() => parseDelays(env.SHARDGATE_NODE_DELAY_MS, ids)) ?? new Map<string, number>();
   const nodes = ids.flatMap((id) => {
     const origin = attempt(() => originNode(env, id, s3Nodes, diskNodes, nodeStallMs));
@@ -142,7 +136,7 @@ function buildConfig(env: Env, attempt: <T>(f: () => T) => T | undefined): Gatew
     return [new GuardedNode(new CountedNode(delay ? new DelayedNode(origin, delay) : origin, metrics), nodeHealth(id))];
   });
   if (new Set(ids).size !== ids.length) attempt(() => fail("SHARDGATE_NODES names a node twice"));
-  const draining = idList(env.SHARDGATE_DRAINING_NODES);
+  const draining = new Set(listOf(env.SHARDGATE_DRAINING_NODES));
   for (const id of draining) if (!ids.includes(id)) attempt(() => fail(`draining node ${id} is not in SHARDGATE_NODES`));
   const dataShards = int(env, "SHARDGATE_DATA_SHARDS");
   const parityShards = int(env, "SHARDGATE_PARITY_SHARDS");
@@ -155,7 +149,7 @@ function buildConfig(env: Env, attempt: <T>(f: () => T) => T | undefined): Gatew
     attempt(() => fail(`SHARDGATE_WRITE_QUORUM must be between k and k + m (${dataShards} and ${dataShards + parityShards}), got ${writeQuorum}`));
   }
   attempt(() => jobIntervalMs(env));
-  attempt(() => configureBlockCache(parseSwitch(env.SHARDGATE_BLOCK_CACHE, "SHARDGATE_BLOCK_CACHE", false)));
+  attempt(() => configureBlockCache(onOff(env.SHARDGATE_BLOCK_CACHE, false)));
   attempt(() => orphanSweepMs(env));
   const blockBytes = int(env, "SHARDGATE_BLOCK_BYTES");
   return {
@@ -176,8 +170,8 @@ function buildConfig(env: Env, attempt: <T>(f: () => T) => T | undefined): Gatew
         ? { accessKeyId: env.SHARDGATE_ACCESS_KEY_ID, secretAccessKey: env.SHARDGATE_SECRET_ACCESS_KEY }
         : undefined, // passed in by scripts/serve.mjs (configured, or made at its first start), never built in
     virtualHostSuffix: virtualHostSuffixOf(env),
-    sigV2: parseSwitch(env.SHARDGATE_SIGV2, "SHARDGATE_SIGV2", true),
-    cacheHeader: parseSwitch(env.SHARDGATE_CACHE_HEADER, "SHARDGATE_CACHE_HEADER", false),
+    sigV2: onOff(env.SHARDGATE_SIGV2, true),
+    cacheHeader: onOff(env.SHARDGATE_CACHE_HEADER, false),
     direct: {
       // Whole blocks: every part but the last codes the same way.
       partBytes: Math.ceil(int(env, "SHARDGATE_DIRECT_PART_BYTES", 16 * 1024 * 1024) / blockBytes) * blockBytes,
@@ -190,7 +184,7 @@ function buildConfig(env: Env, attempt: <T>(f: () => T) => T | undefined): Gatew
     clientIpHeader: env.SHARDGATE_CLIENT_IP_HEADER,
     // The schema (checkVars) has refused a value these parse to null.
     webhooks: parseWebhooks(env.SHARDGATE_WEBHOOKS) ?? {},
-    queues: queueBindingNames(env.SHARDGATE_QUEUES),
+    queues: listOf(env.SHARDGATE_QUEUES),
     notify: {
       firstMs: int(env, "SHARDGATE_NOTIFY_RETRY_MS", 1000),
       maxMs: int(env, "SHARDGATE_NOTIFY_RETRY_MAX_MS", 3_600_000),
@@ -306,7 +300,7 @@ async function addedDriver(source: OverlaySource, base: GatewayConfig, id: strin
     return driver;
   } catch (e) {
     // Left out (its shard files read as missing) rather than failing every request: logged.
-    console.error(JSON.stringify({ nodeOverlay: { node: id, error: `added node not usable: ${e instanceof Error ? e.message : String(e)}` } }));
+    console.error(JSON.stringify({ nodeOverlay: { node: id, error: `added node not usable: ${errorText(e)}` } }));
     return null;
   }
 }
@@ -367,28 +361,22 @@ export const websiteHosts = perEnv((env): ReadonlyMap<string, string> => {
  * would let any page use the console's CORS answers.
  */
 export const consoleOrigins = perEnv((env): readonly string[] =>
-  (env.SHARDGATE_CONSOLE_ORIGIN ?? "")
-    .split(",")
-    .map((o) => o.trim())
-    .filter((o) => o !== "")
-    .map((o) => {
-      let url: URL | null = null;
-      try {
-        url = new URL(o);
-      } catch {
-        // answered below
-      }
-      if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || url.origin !== o.replace(/\/$/, "").toLowerCase())
-        fail(`SHARDGATE_CONSOLE_ORIGIN must list origins (scheme://host[:port]), got ${JSON.stringify(o)}`);
-      return url.origin;
-    }),
+  listOf(env.SHARDGATE_CONSOLE_ORIGIN).map((o) => {
+    let url: URL | null = null;
+    try {
+      url = new URL(o);
+    } catch {
+      // answered below
+    }
+    if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || url.origin !== o.replace(/\/$/, "").toLowerCase())
+      fail(`SHARDGATE_CONSOLE_ORIGIN must list origins (scheme://host[:port]), got ${JSON.stringify(o)}`);
+    return url.origin;
+  }),
 );
 
-function parseSwitch(raw: string | undefined, name: string, fallback: boolean): boolean {
-  if (raw === undefined || raw === "") return fallback;
-  if (raw === "on") return true;
-  if (raw === "off") return false;
-  throw new Error(`configuration: ${name} must be on or off, got ${raw}`);
+/** "on" or "off" (the schema has refused anything else); `fallback` when unset or empty. */
+function onOff(raw: string | undefined, fallback: boolean): boolean {
+  return raw ? raw === "on" : fallback;
 }
 
 function originNode(env: Env, id: string, s3Nodes: Map<string, S3NodeSpec>, diskNodes: Set<string>, stallMs: number): StorageNode {
@@ -405,17 +393,11 @@ function originNode(env: Env, id: string, s3Nodes: Map<string, S3NodeSpec>, disk
 }
 
 function parseS3Nodes(env: Env): Map<string, S3NodeSpec> {
-  if (!env.SHARDGATE_S3_NODES) return new Map();
-  let raw: unknown;
-  try {
-    raw = JSON.parse(env.SHARDGATE_S3_NODES);
-  } catch {
-    throw new Error("configuration: SHARDGATE_S3_NODES is not valid JSON");
-  }
-  if (typeof raw !== "object" || raw === null) throw new Error("configuration: SHARDGATE_S3_NODES must be a JSON object");
+  // The schema (checkVars) has refused a value that is no JSON object.
+  const raw = JSON.parse(env.SHARDGATE_S3_NODES || "{}") as Record<string, Record<string, unknown>>;
   const vars = env as unknown as Record<string, unknown>;
   const nodes = new Map<string, S3NodeSpec>();
-  for (const [id, value] of Object.entries(raw as Record<string, Record<string, unknown>>)) {
+  for (const [id, value] of Object.entries(raw)) {
     const secret = (name: string) => vars[`SHARDGATE_S3_NODE_${id.toUpperCase().replace(/-/g, "_")}_${name}`];
     const field = (name: string, fallback?: unknown) => {
       const v = value?.[name] ?? fallback;
@@ -435,16 +417,9 @@ function parseS3Nodes(env: Env): Map<string, S3NodeSpec> {
 }
 
 function parseDelays(raw: string | undefined, ids: readonly string[]): Map<string, number> {
-  if (!raw) return new Map();
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    throw new Error("configuration: SHARDGATE_NODE_DELAY_MS is not valid JSON");
-  }
-  if (typeof parsed !== "object" || parsed === null) throw new Error('configuration: SHARDGATE_NODE_DELAY_MS must be a JSON object {"node": ms}');
   const delays = new Map<string, number>();
-  for (const [id, ms] of Object.entries(parsed)) {
+  // The schema (checkVars) has refused a value that is no JSON object.
+  for (const [id, ms] of Object.entries(JSON.parse(raw || "{}") as Record<string, unknown>)) {
     if (!ids.includes(id)) throw new Error(`configuration: SHARDGATE_NODE_DELAY_MS names ${id}, which is not in SHARDGATE_NODES`);
     if (typeof ms !== "number" || !Number.isSafeInteger(ms) || ms < 0)
       throw new Error(`configuration: SHARDGATE_NODE_DELAY_MS for ${id} must be whole milliseconds`);
@@ -453,13 +428,12 @@ function parseDelays(raw: string | undefined, ids: readonly string[]): Map<strin
   return delays;
 }
 
-function idList(csv: string | undefined): Set<string> {
-  return new Set(
-    (csv ?? "")
-      .split(",")
-      .map((s) => s.trim())
-      .filter(Boolean),
-  );
+/** A comma-separated variable's items, trimmed (unset or empty: none). */
+function listOf(csv: string | undefined): string[] {
+  return (csv ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
 }
 
 function isR2Bucket(v: unknown): v is R2Bucket {

@@ -9,6 +9,7 @@
 //     nothing of the S3 API answers there.
 // `npm start` and `npm run dev` serve the console on a listener of its own instead
 // (scripts/workerd/console-assets.js), with the same headers.
+import { errorText } from "./errors";
 import { consoleOrigins, consoleSettings, type Env } from "./config";
 
 /** Where the console used to be served on the gateway: now a redirect to its origin. */
@@ -65,7 +66,7 @@ async function serveConsole(req: Request, env: Env, assets: Fetcher): Promise<Re
     try {
       settings = consoleSettings(env);
     } catch (e) {
-      return new Response(`${e instanceof Error ? e.message : String(e)}\n`, { status: 503, headers: { "content-type": "text/plain; charset=utf-8" } });
+      return new Response(`${errorText(e)}\n`, { status: 503, headers: { "content-type": "text/plain; charset=utf-8" } });
     }
     return new Response(JSON.stringify(settings), {
       headers: { "content-type": "application/json", "cache-control": "no-store", "x-content-type-options": "nosniff" },

@@ -32,3 +32,8 @@ export function textResponse(text: string | null, init: ResponseInit): Response 
   if (bytes) response.headers.set("Content-Length", String(bytes.length));
   return response;
 }
+
+/** What a caught value says: an Error's message, anything else as text. */
+export function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}

@@ -110,3 +110,8 @@ export function noSuchKey(headers?: Record<string, string>): S3Error {
 export function preconditionFailed(): S3Error {
   return new S3Error("PreconditionFailed", "At least one of the pre-conditions you specified did not hold.");
 }
+
+/** A request parameter, header or document field S3 refuses (400 InvalidArgument). */
+export function invalidArgument(message: string): S3Error {
+  return new S3Error("InvalidArgument", message);
+}

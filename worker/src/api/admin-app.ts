@@ -4,7 +4,7 @@
 // RequestContext first, then hands it to this app as its env.
 import { Hono } from "hono";
 import { validator } from "hono/validator";
-import { S3Error } from "../s3-error";
+import { S3Error, invalidArgument } from "../s3-error";
 import type { RequestContext } from "./http/context";
 import { adminDrain, adminNodes, adminObject } from "./admin/nodes";
 import { adminAddNode, adminRemoveNode, adminSetNodeState } from "./admin/node-changes";
@@ -34,8 +34,6 @@ function query<S extends Record<string, Param<unknown>>>(spec: S) {
 
 // --- parameter kinds ---------------------------------------------------------------------------
 
-const invalid = (message: string) => new S3Error("InvalidArgument", message);
-
 /** The raw value, null when absent. */
 const raw: Param<string | null> = (v) => v;
 /** The value, `fallback` when absent. */
@@ -49,7 +47,7 @@ const optional: Param<string | null> = (v) => (v === null || v === "" ? null : v
 const required =
   (message: string): Param<string> =>
   (v) => {
-    if (!v) throw invalid(message);
+    if (!v) throw invalidArgument(message);
     return v;
   };
 /** A batch size: `fallback` when absent or not a number, clamped into 1..max. */
@@ -63,7 +61,7 @@ const whole =
   (v) => {
     if (v === null) return fallback;
     const n = Number(v);
-    if (v === "" || !Number.isSafeInteger(n) || n < min) throw invalid(`${name} must be a whole number, ${min} or more.`);
+    if (v === "" || !Number.isSafeInteger(n) || n < min) throw invalidArgument(`${name} must be a whole number, ${min} or more.`);
     return Math.min(n, max);
   };
 /** One of `values`, null when absent. */
@@ -71,7 +69,7 @@ const oneOf =
   <V extends string>(message: string, values: readonly V[]): Param<V | null> =>
   (v) => {
     if (v === null) return null;
-    if (!(values as readonly string[]).includes(v)) throw invalid(message);
+    if (!(values as readonly string[]).includes(v)) throw invalidArgument(message);
     return v as V;
   };
 
@@ -81,7 +79,7 @@ const instant =
   (v) => {
     if (v === null) return Date.now();
     const ms = Date.parse(v);
-    if (Number.isNaN(ms)) throw invalid(`${name} must be an ISO 8601 time.`);
+    if (Number.isNaN(ms)) throw invalidArgument(`${name} must be an ISO 8601 time.`);
     return ms;
   };
 

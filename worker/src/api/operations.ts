@@ -24,14 +24,13 @@ import { getMetrics } from "./admin/metrics";
 import { getBucketAcl, getBucketOwnershipControls, getObjectAcl, putBucketAcl, putBucketOwnershipControls, putObjectAcl } from "./s3/acl";
 import { getObjectAttributes } from "./s3/attributes";
 import { createBucket, deleteBucket, getBucketLocation, headBucket } from "./s3/bucket";
-import { deleteBucketCors, getBucketCors, preflightCors, putBucketCors } from "./s3/bucket-cors";
-import { deleteBucketEncryption, getBucketEncryption, putBucketEncryption } from "./s3/bucket-encryption";
-import { deleteBucketLifecycle, getBucketLifecycle, putBucketLifecycle } from "./s3/bucket-lifecycle";
+import { bucketCors, preflightCors } from "./s3/bucket-cors";
+import { bucketLifecycle } from "./s3/bucket-lifecycle";
 import { getBucketNotification, putBucketNotification } from "./s3/bucket-notification";
 import { deleteBucketReplication, getBucketReplication, putBucketReplication } from "./s3/bucket-replication";
 import { deleteBucketPolicy, getBucketPolicy, getBucketPolicyStatus, putBucketPolicy } from "./s3/bucket-policy";
-import { deleteBucketTagging, getBucketTagging, putBucketTagging } from "./s3/bucket-tagging";
-import { deleteBucketWebsite, getBucketWebsite, putBucketWebsite } from "./s3/bucket-website";
+import { bucketEncryption, bucketTagging } from "./s3/bucket-settings";
+import { bucketWebsite } from "./s3/bucket-website";
 import { copyObject } from "./s3/copy";
 import { deleteObject, deleteObjects } from "./s3/delete";
 import { abortDirectUpload, completeDirectUpload, createDirectUpload, getReadPlan, transferShard } from "./s3/direct";
@@ -213,29 +212,29 @@ export const OPERATIONS = {
   PreflightCors: onBucketOf(["bucket", "object", "shard"])({ method: "OPTIONS", anyQuery: true }, anyKey, preflightCors, "none"),
 
   // A bucket's settings.
-  GetBucketCors: bucket({ method: "GET", sub: "cors" }, read("s3:GetBucketCORS"), getBucketCors),
-  PutBucketCors: bucket({ method: "PUT", sub: "cors" }, owner("s3:PutBucketCORS"), putBucketCors),
-  DeleteBucketCors: bucket({ method: "DELETE", sub: "cors" }, owner("s3:PutBucketCORS"), deleteBucketCors),
-  GetBucketTagging: bucket({ method: "GET", sub: "tagging" }, read("s3:GetBucketTagging"), getBucketTagging),
-  PutBucketTagging: bucket({ method: "PUT", sub: "tagging" }, owner("s3:PutBucketTagging"), putBucketTagging),
-  DeleteBucketTagging: bucket({ method: "DELETE", sub: "tagging" }, owner("s3:PutBucketTagging"), deleteBucketTagging),
-  GetBucketLifecycleConfiguration: bucket({ method: "GET", sub: "lifecycle" }, read("s3:GetLifecycleConfiguration"), getBucketLifecycle),
-  PutBucketLifecycleConfiguration: bucket({ method: "PUT", sub: "lifecycle" }, owner("s3:PutLifecycleConfiguration"), putBucketLifecycle),
-  DeleteBucketLifecycle: bucket({ method: "DELETE", sub: "lifecycle" }, owner("s3:PutLifecycleConfiguration"), deleteBucketLifecycle),
+  GetBucketCors: bucket({ method: "GET", sub: "cors" }, read("s3:GetBucketCORS"), bucketCors.get),
+  PutBucketCors: bucket({ method: "PUT", sub: "cors" }, owner("s3:PutBucketCORS"), bucketCors.put),
+  DeleteBucketCors: bucket({ method: "DELETE", sub: "cors" }, owner("s3:PutBucketCORS"), bucketCors.delete),
+  GetBucketTagging: bucket({ method: "GET", sub: "tagging" }, read("s3:GetBucketTagging"), bucketTagging.get),
+  PutBucketTagging: bucket({ method: "PUT", sub: "tagging" }, owner("s3:PutBucketTagging"), bucketTagging.put),
+  DeleteBucketTagging: bucket({ method: "DELETE", sub: "tagging" }, owner("s3:PutBucketTagging"), bucketTagging.delete),
+  GetBucketLifecycleConfiguration: bucket({ method: "GET", sub: "lifecycle" }, read("s3:GetLifecycleConfiguration"), bucketLifecycle.get),
+  PutBucketLifecycleConfiguration: bucket({ method: "PUT", sub: "lifecycle" }, owner("s3:PutLifecycleConfiguration"), bucketLifecycle.put),
+  DeleteBucketLifecycle: bucket({ method: "DELETE", sub: "lifecycle" }, owner("s3:PutLifecycleConfiguration"), bucketLifecycle.delete),
   GetObjectLockConfiguration: bucket({ method: "GET", sub: "object-lock" }, read("s3:GetBucketObjectLockConfiguration"), getObjectLockConfiguration),
   PutObjectLockConfiguration: bucket({ method: "PUT", sub: "object-lock" }, owner("s3:PutBucketObjectLockConfiguration"), putObjectLockConfiguration),
-  GetBucketEncryption: bucket({ method: "GET", sub: "encryption" }, read("s3:GetEncryptionConfiguration"), getBucketEncryption),
-  PutBucketEncryption: bucket({ method: "PUT", sub: "encryption" }, owner("s3:PutEncryptionConfiguration"), putBucketEncryption),
-  DeleteBucketEncryption: bucket({ method: "DELETE", sub: "encryption" }, owner("s3:PutEncryptionConfiguration"), deleteBucketEncryption),
+  GetBucketEncryption: bucket({ method: "GET", sub: "encryption" }, read("s3:GetEncryptionConfiguration"), bucketEncryption.get),
+  PutBucketEncryption: bucket({ method: "PUT", sub: "encryption" }, owner("s3:PutEncryptionConfiguration"), bucketEncryption.put),
+  DeleteBucketEncryption: bucket({ method: "DELETE", sub: "encryption" }, owner("s3:PutEncryptionConfiguration"), bucketEncryption.delete),
   GetBucketNotificationConfiguration: bucket({ method: "GET", sub: "notification" }, owner("s3:GetBucketNotification"), getBucketNotification),
   PutBucketNotificationConfiguration: bucket({ method: "PUT", sub: "notification" }, owner("s3:PutBucketNotification"), putBucketNotification),
   GetBucketReplication: bucket({ method: "GET", sub: "replication" }, owner("s3:GetReplicationConfiguration"), getBucketReplication),
   // Replication writes into other buckets for good, with the gateway's authority: the root key's to set (api/s3/bucket-replication.ts).
   PutBucketReplication: bucket({ method: "PUT", sub: "replication" }, root, putBucketReplication),
   DeleteBucketReplication: bucket({ method: "DELETE", sub: "replication" }, root, deleteBucketReplication),
-  GetBucketWebsite: bucket({ method: "GET", sub: "website" }, owner("s3:GetBucketWebsite"), getBucketWebsite),
-  PutBucketWebsite: bucket({ method: "PUT", sub: "website" }, owner("s3:PutBucketWebsite"), putBucketWebsite),
-  DeleteBucketWebsite: bucket({ method: "DELETE", sub: "website" }, owner("s3:DeleteBucketWebsite"), deleteBucketWebsite),
+  GetBucketWebsite: bucket({ method: "GET", sub: "website" }, owner("s3:GetBucketWebsite"), bucketWebsite.get),
+  PutBucketWebsite: bucket({ method: "PUT", sub: "website" }, owner("s3:PutBucketWebsite"), bucketWebsite.put),
+  DeleteBucketWebsite: bucket({ method: "DELETE", sub: "website" }, owner("s3:DeleteBucketWebsite"), bucketWebsite.delete),
   GetBucketPolicy: bucket({ method: "GET", sub: "policy" }, owner("s3:GetBucketPolicy"), getBucketPolicy),
   PutBucketPolicy: bucket({ method: "PUT", sub: "policy" }, owner("s3:PutBucketPolicy"), putBucketPolicy),
   DeleteBucketPolicy: bucket({ method: "DELETE", sub: "policy" }, owner("s3:DeleteBucketPolicy"), deleteBucketPolicy),

@@ -214,9 +214,7 @@ function parseResources(raw: unknown, bucket: string): Wildcard[] {
   if (raw === undefined) throw malformed("Missing required field Resource");
   const resources = asList(raw);
   if (resources.length === 0) throw malformed("Missing required field Resource");
-  if (resources.length > POLICY_LIMITS.resourcesPerStatement) {
-    throw malformed(`A statement may name at most ${POLICY_LIMITS.resourcesPerStatement} resources`);
-  }
+  if (resources.length > POLICY_LIMITS.resourcesPerStatement) throw malformed(`A statement may name at most ${POLICY_LIMITS.resourcesPerStatement} resources`);
   return resources.map((r) => {
     if (typeof r !== "string" || !r.startsWith("arn:aws:s3:::")) throw malformed("Policy has invalid resource");
     const path = r.slice("arn:aws:s3:::".length);

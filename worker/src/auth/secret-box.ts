@@ -54,14 +54,13 @@ export function openSecret(master: string, keyId: string, sealed: string): Promi
   return open(master, "access key secrets v1", keyId, sealed);
 }
 
+/** AES-GCM with `nonce`, bound to `context` (associated data). */
+const gcm = (nonce: Uint8Array, context: string) => ({ name: "AES-GCM", iv: nonce, additionalData: encoder.encode(context) });
+
 /** Seals `plain` under the key of `purpose`, bound to `context` (associated data): "v1." base64(nonce ‖ ciphertext ‖ tag). */
 export async function seal(master: string, purpose: SealPurpose, context: string, plain: string): Promise<string> {
   const nonce = crypto.getRandomValues(new Uint8Array(NONCE_BYTES));
-  const sealed = await crypto.subtle.encrypt(
-    { name: "AES-GCM", iv: nonce, additionalData: encoder.encode(context) },
-    await boxKey(master, purpose),
-    encoder.encode(plain),
-  );
+  const sealed = await crypto.subtle.encrypt(gcm(nonce, context), await boxKey(master, purpose), encoder.encode(plain));
   const out = new Uint8Array(NONCE_BYTES + sealed.byteLength);
   out.set(nonce);
   out.set(new Uint8Array(sealed), NONCE_BYTES);
@@ -72,10 +71,6 @@ export async function seal(master: string, purpose: SealPurpose, context: string
 export async function open(master: string, purpose: SealPurpose, context: string, sealed: string): Promise<string> {
   if (!sealed.startsWith(VERSION)) throw new Error("unknown sealed secret format");
   const bytes = fromBase64(sealed.slice(VERSION.length));
-  const plain = await crypto.subtle.decrypt(
-    { name: "AES-GCM", iv: bytes.subarray(0, NONCE_BYTES), additionalData: encoder.encode(context) },
-    await boxKey(master, purpose),
-    bytes.subarray(NONCE_BYTES),
-  );
+  const plain = await crypto.subtle.decrypt(gcm(bytes.subarray(0, NONCE_BYTES), context), await boxKey(master, purpose), bytes.subarray(NONCE_BYTES));
   return decoder.decode(plain);
 }

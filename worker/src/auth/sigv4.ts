@@ -492,9 +492,7 @@ function checkHeadersSigned(req: SignedRequest, headers: Headers): void {
     if (((name.startsWith("x-amz-") && name !== "x-amz-content-sha256") || name.startsWith(GATEWAY_HEADER_PREFIX)) && !signed.has(name)) unsigned.push(name);
   }
   if (req.dateHeader === "date" && !signed.has("date")) unsigned.push("date");
-  if (unsigned.length > 0) {
-    throw accessDenied(`There were headers present in the request which were not signed (HeadersNotSigned: ${unsigned.join(", ")})`);
-  }
+  if (unsigned.length > 0) throw accessDenied(`There were headers present in the request which were not signed (HeadersNotSigned: ${unsigned.join(", ")})`);
 }
 
 /** The canonical request (its rules are at the top of this file). */

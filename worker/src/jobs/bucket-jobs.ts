@@ -4,6 +4,7 @@
 // replication (services/replication.ts). Each bucket's index is then the only deliverer of its
 // outbox, so a row is never sent twice at once and the order per key holds. worker/src/index.ts
 // exports this class under the binding's name.
+import { errorText } from "../errors";
 import { freshGatewayConfig, loadConfig } from "../config";
 import { core } from "../core";
 import { BucketIndex } from "../meta/bucket-index";
@@ -32,7 +33,7 @@ export class BucketIndexWithDelivery extends BucketIndex {
       return run.delivered + run.failed > 0;
     } catch (e) {
       this.outbox.forget();
-      console.error(JSON.stringify({ notifications: { bucket: name, error: e instanceof Error ? e.message : String(e) } }));
+      console.error(JSON.stringify({ notifications: { bucket: name, error: errorText(e) } }));
       return false;
     }
   }
@@ -55,7 +56,7 @@ export class BucketIndexWithDelivery extends BucketIndex {
     } catch (e) {
       this.outbox.forget();
       this.replication.forget();
-      console.error(JSON.stringify({ replication: { bucket: name, error: e instanceof Error ? e.message : String(e) } }));
+      console.error(JSON.stringify({ replication: { bucket: name, error: errorText(e) } }));
       return false;
     }
   }

@@ -2,6 +2,7 @@
 // alarms work the same on Cloudflare, on plain workerd and under miniflare, where Cron Triggers
 // exist only on Cloudflare. One object (named "main") keeps one alarm; the Worker arms it once per
 // isolate, and every run sets the next one before it starts, so a crash mid-run never stops it.
+import { errorText } from "../errors";
 import { DurableObject } from "cloudflare:workers";
 import { type Env, freshGatewayConfig, type GatewayConfig, jobIntervalMs, orphanGraceMs, orphanSweepMs } from "../config";
 import { core } from "../core";
@@ -49,7 +50,7 @@ export async function runJobs(env: Env): Promise<void> {
   try {
     config = await freshGatewayConfig(env, overlaySource(env)); // services receive the configuration (with the node overlay), they never load it
   } catch (e) {
-    console.error(JSON.stringify({ jobs: { error: e instanceof Error ? e.message : String(e) } }));
+    console.error(JSON.stringify({ jobs: { error: errorText(e) } }));
     return;
   }
   await scheduledHeal(env, config);
@@ -64,7 +65,7 @@ async function logged(name: string, job: () => Promise<unknown>): Promise<void> 
   try {
     console.log(JSON.stringify({ [name]: await job() }));
   } catch (e) {
-    console.error(JSON.stringify({ [name]: { error: e instanceof Error ? e.message : String(e) } }));
+    console.error(JSON.stringify({ [name]: { error: errorText(e) } }));
   }
 }
 

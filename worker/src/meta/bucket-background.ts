@@ -3,6 +3,7 @@
 // the alarm, event notifications and replication, and what background jobs call: the heal queue,
 // lifecycle steps and garbage. BucketIndex extends it with the calls requests make; the runtime
 // runs jobs/bucket-jobs.ts's subclass, which delivers the outbox.
+import { errorText } from "../errors";
 import { DurableObject } from "cloudflare:workers";
 import { metrics } from "../observability/metrics";
 import { equalBytes } from "../shared/bytes";
@@ -158,7 +159,7 @@ export abstract class BucketBackground extends DurableObject {
     } catch (e) {
       this.outbox.forget();
       this.replication.forget();
-      console.error(JSON.stringify({ replicationWalk: { error: e instanceof Error ? e.message : String(e) } }));
+      console.error(JSON.stringify({ replicationWalk: { error: errorText(e) } }));
       // A step that fails (rolled back) is tried again after a second, doubling to a minute.
       this.walkFailedMs = Math.min(WALK_WAIT_MAX_MS, this.walkFailedMs === 0 ? 1000 : this.walkFailedMs * 2);
       return { state: "waiting", waitMs: this.walkFailedMs };

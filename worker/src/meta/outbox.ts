@@ -14,18 +14,21 @@
 // which events are written; a bucket without one writes no row and reads nothing per write.
 import { type EventName, matchingRules, type NotificationRule, targetOfArn } from "./notification-rules";
 
-export const OUTBOX_SCHEMA: readonly string[] = [
-  "CREATE TABLE notification_config (id INTEGER PRIMARY KEY CHECK (id = 1), rules TEXT NOT NULL)",
-  `CREATE TABLE outbox (
-     seq INTEGER PRIMARY KEY AUTOINCREMENT,
-     target TEXT NOT NULL,
+/** The columns of an event, in the outbox and in its dead letters. */
+const EVENT_COLUMNS = `target TEXT NOT NULL,
      config_id TEXT NOT NULL,
      event TEXT NOT NULL,
      key TEXT NOT NULL,
      version_id TEXT,
      size INTEGER,
      etag TEXT,
-     time INTEGER NOT NULL,
+     time INTEGER NOT NULL`;
+
+export const OUTBOX_SCHEMA: readonly string[] = [
+  "CREATE TABLE notification_config (id INTEGER PRIMARY KEY CHECK (id = 1), rules TEXT NOT NULL)",
+  `CREATE TABLE outbox (
+     seq INTEGER PRIMARY KEY AUTOINCREMENT,
+     ${EVENT_COLUMNS},
      attempts INTEGER NOT NULL DEFAULT 0,
      next_at INTEGER NOT NULL,
      last_error TEXT
@@ -34,14 +37,7 @@ export const OUTBOX_SCHEMA: readonly string[] = [
   "CREATE INDEX outbox_by_due ON outbox (next_at, seq)",
   `CREATE TABLE outbox_dead (
      seq INTEGER PRIMARY KEY,
-     target TEXT NOT NULL,
-     config_id TEXT NOT NULL,
-     event TEXT NOT NULL,
-     key TEXT NOT NULL,
-     version_id TEXT,
-     size INTEGER,
-     etag TEXT,
-     time INTEGER NOT NULL,
+     ${EVENT_COLUMNS},
      attempts INTEGER NOT NULL,
      last_error TEXT,
      failed_at INTEGER NOT NULL
@@ -99,36 +95,9 @@ export interface RetryPolicy {
   timeoutMs: number;
 }
 
-type Row = {
-  seq: number;
-  target: string;
-  config_id: string;
-  event: string;
-  key: string;
-  version_id: string | null;
-  size: number | null;
-  etag: string | null;
-  time: number;
-  attempts: number;
-  last_error: string | null;
-};
-const COLUMNS = "seq, target, config_id, event, key, version_id, size, etag, time, attempts, last_error";
-
-function rowOf(r: Row): OutboxRow {
-  return {
-    seq: r.seq,
-    target: r.target,
-    configId: r.config_id,
-    event: r.event as EventName,
-    key: r.key,
-    versionId: r.version_id,
-    size: r.size,
-    etag: r.etag,
-    time: r.time,
-    attempts: r.attempts,
-    lastError: r.last_error,
-  };
-}
+/** A row as SQL answers it, under OutboxRow's names (a mapped type: the one kind `exec` takes). */
+type Row = Pick<OutboxRow, keyof OutboxRow>;
+const COLUMNS = "seq, target, config_id AS configId, event, key, version_id AS versionId, size, etag, time, attempts, last_error AS lastError";
 
 /** The outbox of one bucket's index, with what its one instance remembers (the rules, the row count). */
 export class Outbox {
@@ -223,7 +192,7 @@ export class Outbox {
       const earlier = this.sql
         .exec<{ at: number | null }>("SELECT MAX(next_at) AS at FROM outbox WHERE target = ? AND key = ? AND seq < ?", r.target, r.key, r.seq)
         .one().at;
-      if (earlier === null) out.push(rowOf(r));
+      if (earlier === null) out.push(r);
       // Behind an earlier row that waits for its retry: it waits as long (no alarm for a row that cannot go).
       else if (earlier > now) this.sql.exec("UPDATE outbox SET next_at = ? WHERE seq = ?", earlier, r.seq);
     }
@@ -323,7 +292,7 @@ export class Outbox {
 
   /** The outbox's size, the dead letters (the oldest `limit`) and their number, events dropped at the cap. */
   status(limit: number): { pending: number; dead: OutboxRow[]; deadCount: number; dropped: number; nextDue: number | null } {
-    const dead = this.sql.exec<Row>(`SELECT ${COLUMNS} FROM outbox_dead ORDER BY seq LIMIT ?`, limit).toArray().map(rowOf);
+    const dead = this.sql.exec<Row>(`SELECT ${COLUMNS} FROM outbox_dead ORDER BY seq LIMIT ?`, limit).toArray();
     const deadCount = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbox_dead").one().n;
     const dropped = this.sql.exec<{ d: number }>("SELECT dropped AS d FROM outbox_stats WHERE id = 1").toArray()[0]?.d ?? 0;
     return { pending: this.count(), dead, deadCount, dropped, nextDue: this.nextDue() };

@@ -9,6 +9,7 @@
 // A write never changes a committed object: its file goes live on the node only with its last
 // bytes, and those are sent only under a lease of the bucket's index, which a commit's seal waits
 // for and which is refused once the session is sealed (its commit began), committed or aborted.
+import { errorText } from "../errors";
 import { type TicketBase, openTicket, signTicket } from "../auth/ticket";
 import { type DirectGeometry, SHARD_PATH } from "../shared/direct-protocol";
 import { SHARD_WRITE_LEASE_MS } from "../meta/direct-sessions";
@@ -171,7 +172,7 @@ export async function putShard(ctx: DirectContext, file: TicketedShard, body: Re
     if (e instanceof S3Error) throw e;
     if (e instanceof CodedShardRefused) throw new S3Error("BadDigest", e.message);
     settled = !(e instanceof CodedShardLate);
-    throw new S3Error("ServiceUnavailable", `Storage node ${file.node.id} did not store the shard file: ${e instanceof Error ? e.message : String(e)}`);
+    throw new S3Error("ServiceUnavailable", `Storage node ${file.node.id} did not store the shard file: ${errorText(e)}`);
   } finally {
     verifier.free();
     geometry.free();

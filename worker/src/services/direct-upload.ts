@@ -9,6 +9,7 @@
 // caps on the sessions a key and a bucket hold open. A commit turns the reservation into the
 // object's bytes; an abort or a refused commit ends the session and removes its shard files at once;
 // a session that expires uncommitted leaves its parts to the garbage job.
+import { errorText } from "../errors";
 import { digestOf, type TicketBase, openTicket, signTicket } from "../auth/ticket";
 import type { GatewayConfig } from "../config";
 import type { DirectAbort, DirectCommit, DirectGeometry, DirectPartPlace, DirectUploadSession } from "../shared/direct-protocol";
@@ -172,7 +173,7 @@ async function endRefused(ctx: DirectContext, bucket: string, ticket: UploadTick
   try {
     if ((await bucketIndex(ctx.env, bucket).claimOnce(onceOf(ticket))) === "claimed") ctx.waitUntil(removeParts(ctx.config.nodes, parts));
   } catch (e) {
-    console.error(JSON.stringify({ directCommitRefused: { session: ticket.session, error: e instanceof Error ? e.message : String(e) } }));
+    console.error(JSON.stringify({ directCommitRefused: { session: ticket.session, error: errorText(e) } }));
   }
 }
 

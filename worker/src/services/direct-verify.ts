@@ -10,6 +10,7 @@
 //   3. a part whose blocks were all sampled has its MD5 (the ETag the client claimed) checked too.
 // Chunks checked when a shard file came through the gateway (storage/coded-shard.ts) were checked
 // whole; what was not sampled of files sent elsewhere is checked by scrub and by every read.
+import { mapBounded } from "../shared/bounded";
 import { hex } from "../shared/bytes";
 import { S3Error } from "../s3-error";
 import { type ShardedPart, shardFileBytes } from "../storage/layout";
@@ -38,9 +39,7 @@ export async function verifyCodedParts(ctx: DirectContext, parts: ShardedPart[])
   }
   for (const [part, { hash, writer }] of md5s) {
     await writer.close();
-    if (hex(new Uint8Array(await hash.digest)) !== parts[part].etag) {
-      throw new S3Error("BadDigest", `The MD5 of part ${part + 1} is not the one sent.`);
-    }
+    if (hex(new Uint8Array(await hash.digest)) !== parts[part].etag) throw new S3Error("BadDigest", `The MD5 of part ${part + 1} is not the one sent.`);
   }
   return missed;
 }
@@ -49,22 +48,12 @@ export async function verifyCodedParts(ctx: DirectContext, parts: ShardedPart[])
 async function checkLengths(ctx: DirectContext, parts: ShardedPart[]): Promise<number[][]> {
   const nodes = nodesById(ctx.config.nodes);
   const files = parts.flatMap((part, p) => part.layout.placement.map((node, shard) => ({ p, shard, node })));
-  const found: (number | null)[] = new Array(files.length).fill(null);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < files.length) {
-      const i = next++;
-      const { p, shard, node } = files[i];
-      const stored = nodes.get(node);
-      if (!stored) throw new S3Error("ServiceUnavailable", `Storage node ${node} is no longer configured.`);
-      try {
-        found[i] = await stored.head(shardKey(parts[p].layout.storageId, shard));
-      } catch {
-        found[i] = null; // a node down now: the file counts as missing (healed later) if the quorum allows
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(HEADS_IN_FLIGHT, files.length) }, worker));
+  const found = await mapBounded(files, HEADS_IN_FLIGHT, async ({ p, shard, node }) => {
+    const stored = nodes.get(node);
+    if (!stored) throw new S3Error("ServiceUnavailable", `Storage node ${node} is no longer configured.`);
+    // A node down now: the file counts as missing (healed later) if the quorum allows.
+    return stored.head(shardKey(parts[p].layout.storageId, shard)).catch(() => null);
+  });
   const missed: number[][] = parts.map(() => []);
   const lengths = parts.map((part) => shardFileBytes(ctx.core, part));
   files.forEach(({ p, shard }, i) => {

@@ -5,8 +5,7 @@ import { requireMasterKey } from "../auth/secret-box";
 import { hex } from "../shared/bytes";
 import type { GatewayConfig } from "../config";
 import type { Core, Encryption } from "../shared/core-api";
-import { bucketIndex } from "../meta/stubs";
-import { cachedSetting, setSetting } from "./bucket-settings";
+import { cachedSetting } from "./bucket-settings";
 import { S3Error } from "../s3-error";
 import { newPartSalt, newSseCKey, newSseS3Key, openSseCKey, openSseS3Key, partKey } from "../sse/object-keys";
 import { BATCH, encryptingStream, nonce, segmentBytesFor, storedSize, TAG_BYTES } from "../sse/segments";
@@ -26,16 +25,6 @@ export interface Cipher {
 /** Whether the bucket encrypts new objects by default (PutBucketEncryption; cached: bucket-settings.ts). */
 export async function encryptsByDefault(env: Env, bucket: string): Promise<boolean> {
   return (await cachedSetting(env, bucket, "encryption")) !== null;
-}
-
-/** Sets or (null) removes the bucket's default encryption. */
-export function setBucketEncryption(env: Env, bucket: string, algorithm: "AES256" | null): Promise<void> {
-  return setSetting(env, bucket, "encryption", algorithm === null ? null : JSON.stringify({ algorithm }));
-}
-
-/** The bucket's default encryption as stored (JSON), null when none. */
-export function bucketEncryption(env: Env, bucket: string): Promise<string | null> {
-  return bucketIndex(env, bucket).setting("encryption");
 }
 
 /** The cipher of a new version: the request's, else SSE-S3 when the bucket encrypts by default, else none. */

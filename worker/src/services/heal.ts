@@ -9,6 +9,8 @@
 //   - over a bucket or a prefix of it: `POST /_shardgate/admin/heal?bucket=B`, in bounded batches
 //     that resume from the key they stopped at, so a failed object never restarts the walk;
 //   - from the scrub's walk (services/scrub.ts), which also rebalances.
+import { errorText } from "../errors";
+import { mapBounded } from "../shared/bounded";
 import { equalBytes } from "../shared/bytes";
 import type { Env, GatewayConfig } from "../config";
 import { core } from "../core";
@@ -153,13 +155,8 @@ async function recordMoves(ctx: HealContext, bucket: string, object: ObjectRecor
     for (const [shard, node] of moves.get(part.layout.storageId) ?? []) {
       const stale = outcome === "replaced" ? part.layout.placement[shard] : node;
       const file = shardKey(part.layout.storageId, shard);
-      if (current.has(`${stale} ${file}`)) continue;
-      removals.push(
-        nodes
-          .get(stale)
-          ?.delete([file])
-          .catch(() => {}) ?? Promise.resolve(),
-      );
+      const holder = nodes.get(stale);
+      if (holder && !current.has(`${stale} ${file}`)) removals.push(holder.delete([file]).catch(() => {}));
     }
   }
   await Promise.all(removals);
@@ -169,10 +166,6 @@ async function recordMoves(ctx: HealContext, bucket: string, object: ObjectRecor
 function count(result: HealResult): void {
   metrics.add("shardgate_heal_shards_total", result.rebuilt.length, { result: "rebuilt" });
   metrics.add("shardgate_heal_shards_total", result.failed.length, { result: "failed" });
-}
-
-function errorText(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
 }
 
 /**
@@ -315,23 +308,18 @@ const HEAL_CONCURRENCY = 4;
 
 /** Heals `keys` of a bucket, HEAL_CONCURRENCY at a time, adding to `tally`. A fully checked and healed object leaves the heal queue. */
 export async function healEach(ctx: HealContext, bucket: string, keys: readonly string[], opts: HealOptions, tally: HealTally): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < keys.length) {
-      const key = keys[next++];
-      tally.objectsChecked += 1;
-      try {
-        const result = await healObject(ctx, bucket, key, opts);
-        tally.shardsRebuilt += result.rebuilt;
-        tally.shardsMoved += result.moved;
-        tally.shardsFailed += result.failed;
-        tally.bytesRebuilt += result.bytes;
-        if (result.failed > 0) tally.objectsFailed.push({ bucket, key, error: `${result.failed} shard files could not be rebuilt (no node took them)` });
-        else if (opts.check) await bucketIndex(ctx, bucket).healed(key, null);
-      } catch (e) {
-        tally.objectsFailed.push({ bucket, key, error: errorText(e) });
-      }
+  await mapBounded(keys, HEAL_CONCURRENCY, async (key) => {
+    tally.objectsChecked += 1;
+    try {
+      const result = await healObject(ctx, bucket, key, opts);
+      tally.shardsRebuilt += result.rebuilt;
+      tally.shardsMoved += result.moved;
+      tally.shardsFailed += result.failed;
+      tally.bytesRebuilt += result.bytes;
+      if (result.failed > 0) tally.objectsFailed.push({ bucket, key, error: `${result.failed} shard files could not be rebuilt (no node took them)` });
+      else if (opts.check) await bucketIndex(ctx, bucket).healed(key, null);
+    } catch (e) {
+      tally.objectsFailed.push({ bucket, key, error: errorText(e) });
     }
-  };
-  await Promise.all(Array.from({ length: Math.min(HEAL_CONCURRENCY, keys.length) }, worker));
+  });
 }

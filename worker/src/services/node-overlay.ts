@@ -4,6 +4,7 @@
 // (config.ts installOverlay): the isolate that made it sees it at once, the others within
 // OVERLAY_MAX_AGE_MS. A drain walk proves a node empty only when it begins after that
 // (DRAIN_SETTLE_MS): by then no isolate can still be placing new shard files on it.
+import { errorText } from "../errors";
 import type { Env, GatewayConfig, OverlaySource } from "../config";
 import { open, requireMasterKey, seal } from "../auth/secret-box";
 import type { NodeOverlay, NodeState, OverlayNode, StoredS3Spec } from "../meta/node-overlay";
@@ -84,7 +85,7 @@ async function probeS3Node(id: string, spec: S3NodeSpec, timeoutMs: number): Pro
     running.catch(() => {}); // when the timeout wins, the probe's own failure comes later and is not news
     await Promise.race([running, timeout]);
   } catch (e) {
-    const why = (e instanceof Error ? e.message : String(e)).replaceAll(spec.secretAccessKey, "…");
+    const why = errorText(e).replaceAll(spec.secretAccessKey, "…");
     throw new S3Error(
       "NodeProbeFailed",
       `Node ${id} failed its probe (${step} of a small object in bucket ${spec.bucket}): ${why.slice(0, 300)}. Nothing was added.`,

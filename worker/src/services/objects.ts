@@ -148,14 +148,8 @@ export async function commitObject(
     result = await bucketIndex(ctx.env, bucket).put(record, condition, missed ? UNDER_REPLICATED : null);
     if (!result.ok) throw writeRefused(result.reason);
   } catch (e) {
-    if (onRefused === "remove") {
-      ctx.waitUntil(
-        removeParts(
-          ctx.config.nodes,
-          written.map((w) => partOf(w, "", [])),
-        ),
-      );
-    }
+    const parts = written.map((w) => partOf(w, "", []));
+    if (onRefused === "remove") ctx.waitUntil(removeParts(ctx.config.nodes, parts));
     throw e;
   }
   removeFreed(ctx, result.freed, storageIds(manifest.parts));

@@ -8,6 +8,7 @@
 // previous figure.
 import type { Env } from "../config";
 import { bucketIndex, bucketRegistry, orNullWithoutBucket } from "../meta/stubs";
+import { keptResult, mapBounded } from "../shared/bounded";
 
 /** How long a count answers scrapes (ms). */
 const REFRESH_MS = 60_000;
@@ -16,36 +17,22 @@ const MAX_BUCKETS = 1000;
 /** Bucket indexes asked at once. */
 const AT_ONCE = 8;
 
-/** A total kept, and when its count started (ms since the epoch). */
-type Kept<T> = T & { at: number };
-
 /**
  * A total over the buckets, counted at most once per REFRESH_MS: `add` asks one bucket's index and
  * adds its share to `total`. Null until a count succeeds.
  */
 function keptTotal<T extends object>(name: string, zero: () => T, add: (total: T, index: ReturnType<typeof bucketIndex>) => Promise<void>) {
-  let kept: Kept<T> | null = null;
-  let countingSince = 0;
-  return async (env: Env): Promise<Kept<T> | null> => {
-    const now = Date.now();
-    if (kept && now - kept.at < REFRESH_MS) return kept;
-    if (countingSince !== 0 && now - countingSince < REFRESH_MS) return kept;
-    countingSince = now;
-    try {
-      const names = (await bucketRegistry(env).list()).slice(0, MAX_BUCKETS).map((b) => b.name);
-      const total = zero();
-      let next = 0;
-      const worker = async () => {
-        for (let i = next++; i < names.length; i = next++) await add(total, bucketIndex(env, names[i] as string));
-      };
-      await Promise.all(Array.from({ length: Math.min(AT_ONCE, names.length) }, worker));
-      kept = { ...total, at: now };
-    } catch (e) {
-      console.error(JSON.stringify({ [name]: String(e) }));
-    } finally {
-      if (countingSince === now) countingSince = 0;
-    }
-    return kept;
+  let env: Env;
+  const kept = keptResult(name, REFRESH_MS, REFRESH_MS, async (at) => {
+    const names = (await bucketRegistry(env).list()).slice(0, MAX_BUCKETS).map((b) => b.name);
+    const total = zero();
+    await mapBounded(names, AT_ONCE, (bucket) => add(total, bucketIndex(env, bucket)));
+    return { ...total, at };
+  });
+  // The count runs with the environment of the scrape that starts it (one per isolate).
+  return (scraping: Env) => {
+    env = scraping;
+    return kept.get();
   };
 }
 

@@ -8,6 +8,7 @@
 // answer names is counts and kinds of problems, never a node's endpoint or an error's text.
 import type { Env, GatewayConfig } from "../config";
 import { bucketRegistry } from "../meta/stubs";
+import { keptResult, mapBounded } from "../shared/bounded";
 import type { StorageNode } from "../shared/nodes";
 
 /** How long a check's result answers every request (ms). */
@@ -33,14 +34,8 @@ export interface Readiness {
   at: number;
 }
 
-interface CheckState {
-  last: Readiness | null;
-  /** When the check in progress started (0: none). */
-  checkingSince: number;
-}
-
 /** Per configuration (one per isolate in production; tests make several). */
-const states = new WeakMap<GatewayConfig, CheckState>();
+const states = new WeakMap<GatewayConfig, ReturnType<typeof keptResult<Readiness>>>();
 /** Checks started in this isolate (tests: polling must not multiply them). */
 let checks = 0;
 
@@ -49,41 +44,22 @@ export function readinessChecks(): number {
 }
 
 /**
- * The gateway's readiness, at most READY_CACHE_MS old. Never awaits a promise another request
- * made (the runtime cancels a request that waits on another's I/O as hung): a request that finds
- * a check in progress answers the previous result, or, before the first, polls on its own timer.
- * The check the request starts runs to its end under `waitUntil`, even if the request that
- * started it is cancelled (a client that disconnects cannot leave a stale result in place).
+ * The gateway's readiness, at most READY_CACHE_MS old (shared/bounded.ts keptResult: a client that
+ * disconnects cannot leave a stale result in place); before the first result, a request that finds
+ * a check in progress polls for it on its own timer.
  */
 export async function readiness(env: Env, config: GatewayConfig, waitUntil: (promise: Promise<unknown>) => void): Promise<Readiness> {
-  let state = states.get(config);
-  if (!state) {
-    state = { last: null, checkingSince: 0 };
-    states.set(config, state);
-  }
-  const fresh = () => state.last !== null && Date.now() - state.last.at < READY_CACHE_MS;
-  // A check still running after the longest it can take was abandoned (its request cancelled).
-  const checking = () => state.checkingSince !== 0 && Date.now() - state.checkingSince < 3 * PROBE_TIMEOUT_MS;
-  if (fresh()) return state.last as Readiness;
-  if (checking()) {
-    if (state.last) return state.last;
-    while (checking() && !state.last) await new Promise((r) => setTimeout(r, 50));
-    if (state.last) return state.last;
-  }
-  const at = Date.now();
-  state.checkingSince = at;
-  checks++;
-  const done = check(env, config, at)
-    .then((result) => {
-      // An older check that ends later (it waited on slower nodes) never replaces a newer result.
-      if (state.last === null || state.last.at <= result.at) state.last = result;
-      return result;
-    })
-    .finally(() => {
-      if (state.checkingSince === at) state.checkingSince = 0;
+  let kept = states.get(config);
+  if (!kept) {
+    // A check still running after the longest it can take was abandoned (its request cancelled).
+    kept = keptResult("readiness", READY_CACHE_MS, 3 * PROBE_TIMEOUT_MS, (at) => {
+      checks++;
+      return check(env, config, at);
     });
-  waitUntil(done.catch(() => {}));
-  return done;
+    states.set(config, kept);
+  }
+  while (kept.last() === null && kept.running()) await new Promise((r) => setTimeout(r, 50));
+  return (await kept.get(waitUntil)) as Readiness;
 }
 
 async function check(env: Env, config: GatewayConfig, at: number): Promise<Readiness> {
@@ -97,14 +73,8 @@ async function check(env: Env, config: GatewayConfig, at: number): Promise<Readi
 }
 
 /** Every node probed, PROBES_AT_ONCE at a time, in configuration order. */
-async function probeNodes(nodes: readonly StorageNode[]): Promise<NodeProbe[]> {
-  const out: NodeProbe[] = nodes.map((n) => ({ id: n.id, up: false }));
-  let next = 0;
-  const worker = async () => {
-    for (let i = next++; i < nodes.length; i = next++) out[i].up = await answers(() => nodes[i].head(PROBE_KEY));
-  };
-  await Promise.all(Array.from({ length: Math.min(PROBES_AT_ONCE, nodes.length) }, worker));
-  return out;
+function probeNodes(nodes: readonly StorageNode[]): Promise<NodeProbe[]> {
+  return mapBounded(nodes, PROBES_AT_ONCE, async (n) => ({ id: n.id, up: await answers(() => n.head(PROBE_KEY)) }));
 }
 
 /** Whether `call` answers (anything, null included) within PROBE_TIMEOUT_MS. */

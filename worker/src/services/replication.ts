@@ -35,6 +35,7 @@
 // begun within the run's budget waits for the next run, so a run lasts at most about one attempt;
 // an object the remote cannot take in 10 minutes (5 GiB below ~9 MB/s) ends FAILED after its
 // retries.
+import { errorText } from "../errors";
 import type { ReplicationTarget } from "../config-vars";
 import type { Manifest } from "../shared/core-api";
 import { bucketIndex } from "../meta/stubs";
@@ -46,7 +47,7 @@ import { MAX_PART_NUMBER, MAX_PUT_BYTES, MIN_PART_BYTES } from "../s3-limits";
 import { S3Remote } from "../storage/s3-remote";
 import { newCipher, objectEtag, objectKeyOf, writeObjectPart, encryptionOf } from "./encryption";
 import { commitObject, type NewObject, type ObjectContext, openRange, partOf, partOffsets, type PartSpan, removeFreed } from "./objects";
-import { mapBounded } from "./webhook-delivery";
+import { mapBounded } from "../shared/bounded";
 
 const BATCH = 16;
 const CONCURRENCY = 4;
@@ -319,7 +320,7 @@ async function abortOrNote(source: ReplicationSource, s3: S3Remote, bucket: stri
   try {
     error = await s3.abortUpload(bucket, upload.key, upload.uploadId, abortTimeout(policy));
   } catch (e) {
-    error = e instanceof Error ? e.message : String(e);
+    error = errorText(e);
   }
   if (error === null) source.replication.uploadEnded(upload);
   else if (source.replication.uploadAbortFailed(upload, Date.now(), policy)) metrics.add("shardgate_replication_uploads_abandoned_total", 1);

@@ -7,6 +7,7 @@
 // fails is recorded and passed; a run that dies while checking one (a CPU or wall-time limit) has
 // that object recorded as failed by the next run, which goes on after it. Nothing ever sends the
 // walk back to the start of a pass.
+import { errorText } from "../errors";
 import { bucketIndex, bucketRegistry, metricsStore, orNullWithoutBucket } from "../meta/stubs";
 import type { ListVersionsPage, ObjectRecord, VersionSummary } from "../meta/types";
 import { healObject } from "./heal";
@@ -88,7 +89,7 @@ export async function scrubStep(env: Env, config: GatewayConfig, settings: Scrub
       at: new Date().toISOString(),
       bucket: state.cursor?.bucket ?? "",
       key: state.cursor?.after ?? "",
-      error: `scrub step failed: ${e instanceof Error ? e.message : String(e)}`,
+      error: `scrub step failed: ${errorText(e)}`,
     });
     run.stoppedBy = "error";
   }
@@ -227,7 +228,7 @@ async function listPage(run: ScrubRun, index: BucketIndexStub, bucket: string): 
     );
     if (page) return page;
   } catch (e) {
-    recordError(state, { at: new Date().toISOString(), bucket, key: "", error: `listing failed: ${e instanceof Error ? e.message : String(e)}` });
+    recordError(state, { at: new Date().toISOString(), bucket, key: "", error: `listing failed: ${errorText(e)}` });
   }
   return { versions: [], commonPrefixes: [], isTruncated: false, nextKeyMarker: null, nextVersionIdMarker: null };
 }
@@ -256,7 +257,7 @@ async function visitVersion(run: ScrubRun, index: BucketIndexStub, bucket: strin
       await checkObject(run, { index, bucket, key, versionId, object }, parts);
     }
   } catch (e) {
-    run.fail(bucket, key, e instanceof Error ? e.message : String(e));
+    run.fail(bucket, key, errorText(e));
   }
   run.count({ objectsChecked: 1 });
   state.cursor = { bucket, after: key, afterVersion: versionId ?? "null" };
@@ -285,9 +286,7 @@ async function checkObject(run: ScrubRun, target: ScrubTarget, parts: ManifestPa
   // Misplaced shard files move while the run's move budget lasts (rebalancing's rate limit).
   const rebalance = misplaced > 0 && run.counters.bytesRebuilt < settings.moveMiB * MIB;
   let placed = parts;
-  if ((known.size > 0 || rebalance) && settings.heal) {
-    placed = (await heal(run, target, finding, known, rebalance)) ?? parts;
-  }
+  if ((known.size > 0 || rebalance) && settings.heal) placed = (await heal(run, target, finding, known, rebalance)) ?? parts;
   for (const part of placed) if (isSharded(part)) addUsage(run.state.usage, part.layout.placement, shardFileBytes(core, part));
   if ((finding.parts.length > 0 || finding.moved > 0) && run.findings.length < MAX_FINDINGS) run.findings.push(finding);
 }
@@ -348,7 +347,7 @@ async function heal(
       placed = core.decodeManifest((await target.index.head(target.key, target.versionId)).object?.manifest ?? target.object.manifest).parts;
   } catch (e) {
     finding.failed = [...known.values()].reduce((n, shards) => n + shards.length, 0);
-    finding.healError = e instanceof Error ? e.message : String(e);
+    finding.healError = errorText(e);
     recordError(run.state, { at: new Date().toISOString(), bucket: target.bucket, key: target.key, error: `heal failed: ${finding.healError}` });
   }
   run.count({ shardsRebuilt: finding.rebuilt, shardsMoved: finding.moved, shardsFailed: finding.failed });

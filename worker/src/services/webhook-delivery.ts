@@ -11,6 +11,7 @@ import type { WebhookTarget } from "../config-vars";
 import { hmacHex, importHmacKey } from "../auth/crypto";
 import { type OutboxRow, sequencer } from "../meta/outbox";
 import { WEBHOOK_TARGET } from "../meta/notification-rules";
+import { mapBounded } from "../shared/bounded";
 
 /** POSTs in flight at once. */
 const CONCURRENCY = 8;
@@ -83,15 +84,4 @@ async function post(bucket: string, region: string, timeoutMs: number, targets: 
 export function postWebhooks(bucket: string, config: GatewayConfig, rows: readonly OutboxRow[]): Promise<(string | null)[]> {
   const targets = webhookTargets(config.webhooks);
   return mapBounded(rows, CONCURRENCY, (row) => post(bucket, config.region, config.notify.timeoutMs, targets, row));
-}
-
-/** Runs `work` over `items` with at most `limit` at once; the results in order. */
-export async function mapBounded<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    for (let i = next++; i < items.length; i = next++) results[i] = await work(items[i] as T);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
 }

@@ -171,11 +171,11 @@ export class Core {
   }
 }
 
-/** Copies `bytes` into WASM memory at the pointer `reserve(len)` returns, slice by slice. */
-function copyIn(memory: CoreMemory, bytes: Uint8Array, reserve: (len: number) => number, use: (len: number) => void): void {
+/** Copies `bytes` into WASM memory at the pointer `inner.inputPtr(len)` returns, slice by slice, handing each to `use`. */
+function copyIn(memory: CoreMemory, bytes: Uint8Array, inner: { inputPtr(len: number): number }, use: (len: number) => void): void {
   for (let at = 0; at < bytes.length; at += INPUT_SLICE) {
     const slice = bytes.subarray(at, at + INPUT_SLICE);
-    const ptr = reserve(slice.length);
+    const ptr = inner.inputPtr(slice.length);
     new Uint8Array(memory.buffer, ptr, slice.length).set(slice);
     use(slice.length);
   }
@@ -226,14 +226,9 @@ export class RangeAssembler {
       if (!this.inner.commitPlaced()) throw new ChecksumMismatchError(shard, this.inner.failedChunk);
       return;
     }
-    copyIn(
-      this.memory,
-      bytes,
-      (len) => this.inner.inputPtr(len),
-      (len) => {
-        if (!this.inner.push(shard, len)) throw new ChecksumMismatchError(shard, this.inner.failedChunk);
-      },
-    );
+    copyIn(this.memory, bytes, this.inner, (len) => {
+      if (!this.inner.push(shard, len)) throw new ChecksumMismatchError(shard, this.inner.failedChunk);
+    });
   }
 
   /**
@@ -326,12 +321,7 @@ export class ShardVerifier {
 
   /** Feeds the file's next bytes, in order. */
   push(bytes: Uint8Array): void {
-    copyIn(
-      this.memory,
-      bytes,
-      (len) => this.inner.inputPtr(len),
-      (len) => this.inner.push(len),
-    );
+    copyIn(this.memory, bytes, this.inner, (len) => this.inner.push(len));
   }
 
   /** Whether a chunk pushed so far failed its checksum. */
@@ -362,12 +352,7 @@ export class StreamingChecksum {
   ) {}
 
   update(bytes: Uint8Array): void {
-    copyIn(
-      this.memory,
-      bytes,
-      (len) => this.inner.inputPtr(len),
-      (len) => this.inner.update(len),
-    );
+    copyIn(this.memory, bytes, this.inner, (len) => this.inner.update(len));
   }
 
   /** The big-endian digest (base64 it for the x-amz-checksum-* header). Ends the checksum. */

@@ -4,6 +4,7 @@
 // written. It goes back under the same key on the node the manifest names or, when that node is
 // gone, refusing or does not take it, on a replacement (the caller records the move in the
 // manifest). Memory is a block plus the sinks' queues, whatever the part's size.
+import { errorText } from "../errors";
 import type { GatewayConfig } from "../config";
 import { partGeometry, type Core } from "../shared/core-api";
 import { ExactReader } from "./exact-reader";
@@ -230,7 +231,7 @@ async function rebuildPass(
       await Promise.all(writes);
     }
   } catch (e) {
-    const abandoned = new WriteAbandoned(e instanceof Error ? e.message : String(e));
+    const abandoned = new WriteAbandoned(errorText(e));
     for (const sink of sinks.values()) sink.abort(abandoned);
     await body?.cancel().catch(() => {});
     throw e;

@@ -5,6 +5,7 @@
 // and named. Each bad chunk counts in `shardgate_checksum_failures_total`. The caller heals the
 // bad shard files (services/scrub.ts, with services/heal.ts's healObject: rebuilt from the survivors,
 // bit-identical to the ones first written).
+import { errorText } from "../errors";
 import type { GatewayConfig } from "../config";
 import { partGeometry, type Core } from "../shared/core-api";
 import { metrics } from "../observability/metrics";
@@ -111,7 +112,7 @@ async function verifyShardFile(
     try {
       body = await node.get(shardKey(storageId, shard), 0, length);
     } catch (e) {
-      return { chunks: 0, bytes: 0, problem: problem(e instanceof NodeUnavailableError ? "unavailable" : "error", { error: message(e) }) };
+      return { chunks: 0, bytes: 0, problem: problem(e instanceof NodeUnavailableError ? "unavailable" : "error", { error: errorText(e) }) };
     }
     if (!body) return { chunks: 0, bytes: 0, problem: problem("missing") };
     const reader = body.getReader();
@@ -131,15 +132,11 @@ async function verifyShardFile(
     const v = verifier.finish();
     const counted = { chunks: v.chunks, bytes: v.bytes };
     if (v.badChunks.length > 0)
-      return { ...counted, problem: problem("checksum", { badChunks: v.badChunks, ...(error === undefined ? {} : { error: message(error) }) }) };
-    if (error !== undefined) return { ...counted, problem: problem("error", { error: message(error) }) };
+      return { ...counted, problem: problem("checksum", { badChunks: v.badChunks, ...(error === undefined ? {} : { error: errorText(error) }) }) };
+    if (error !== undefined) return { ...counted, problem: problem("error", { error: errorText(error) }) };
     if (v.short) return { ...counted, problem: problem("short") };
     return { ...counted, problem: null };
   } finally {
     verifier.free();
   }
-}
-
-function message(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
 }

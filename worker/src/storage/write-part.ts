@@ -1,6 +1,7 @@
 // Writing one object part: the body streams through block by block, the WASM core encodes and
 // frames each block, and every shard file streams to its node with a known length. Memory is a
 // block buffer plus at most one block per shard in flight, whatever the part's size.
+import { errorText } from "../errors";
 import { giveBuffer, takeBuffer } from "../shared/buffer-pool";
 import { toBase64 } from "../shared/bytes";
 import type { GatewayConfig } from "../config";
@@ -104,7 +105,7 @@ async function writeSharded(
   } catch (e) {
     // Every upload is aborted with a WriteAbandoned, and what reached the nodes is removed: best
     // effort, and not awaited, since a stalled node must not hold the client's answer.
-    const abandoned = new WriteAbandoned(e instanceof Error ? e.message : String(e));
+    const abandoned = new WriteAbandoned(errorText(e));
     for (const sink of sinks) sink.abort(abandoned);
     void cleanup(placement, storageId, sinks).catch(() => {});
     throw e;

@@ -21,13 +21,8 @@ export async function adminHeal(
   // info() answers NoSuchBucket for a bucket that does not exist (whose listing is empty).
   const [, page] = await Promise.all([index.info(), index.list({ prefix, delimiter: null, after: q["start-after"], maxKeys: q["max-objects"] })]);
   const tally = emptyTally();
-  await healEach(
-    ctx,
-    bucket,
-    page.objects.map((o) => o.key),
-    { check: true, unreachable: "heal" },
-    tally,
-  );
+  const keys = page.objects.map((o) => o.key);
+  await healEach(ctx, bucket, keys, { check: true, unreachable: "heal" }, tally);
   // `next`: where the next batch starts (the `start-after` to send), or null when the walk is done.
   return json({ bucket, prefix, ...tally, next: page.isTruncated ? page.last : null });
 }

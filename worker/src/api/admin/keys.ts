@@ -9,20 +9,19 @@
 // is refused them before it arrives (api/operations.ts sessionsMay), as AWS refuses IAM calls to
 // GetSessionToken credentials. An hour's credentials cannot outlast themselves.
 import type { KeyChange } from "../../meta/key-store";
-import { S3Error } from "../../s3-error";
+import { invalidArgument } from "../../s3-error";
 import { bucketGrants, createKey, deleteKey, grantBucket, listKeys, updateKey } from "../../services/access-keys";
 import type { RequestContext } from "../http/context";
 import { json, jsonObjectBody } from "../http/json";
 
 const MAX_NAME_LENGTH = 128;
 
-const invalid = (message: string) => new S3Error("InvalidArgument", message);
-const noSuchKey = (id: string) => new S3Error("InvalidArgument", `There is no access key ${id}.`);
+const noSuchKey = (id: string) => invalidArgument(`There is no access key ${id}.`);
 
 function flag(body: Record<string, unknown>, name: string): boolean | undefined {
   const v = body[name];
   if (v === undefined) return undefined;
-  if (typeof v !== "boolean") throw invalid(`${name} must be true or false.`);
+  if (typeof v !== "boolean") throw invalidArgument(`${name} must be true or false.`);
   return v;
 }
 
@@ -30,7 +29,7 @@ function name(body: Record<string, unknown>, required: boolean): string | undefi
   const v = body.name;
   if (v === undefined && !required) return undefined;
   if (typeof v !== "string" || v.trim() === "" || v.length > MAX_NAME_LENGTH)
-    throw invalid(`name must be a non-empty string of at most ${MAX_NAME_LENGTH} characters.`);
+    throw invalidArgument(`name must be a non-empty string of at most ${MAX_NAME_LENGTH} characters.`);
   return v.trim();
 }
 

@@ -122,13 +122,8 @@ async function drainWalk(
   for (const [i, bucket] of buckets.entries()) {
     if (bucket !== fromBucket) after = null;
     const page = await bucketIndex(ctx, bucket).list({ prefix: "", delimiter: null, after, maxKeys: budget - tally.objectsChecked });
-    await healEach(
-      ctx,
-      bucket,
-      page.objects.map((o) => o.key),
-      { drain: nodeId },
-      tally,
-    );
+    const keys = page.objects.map((o) => o.key);
+    await healEach(ctx, bucket, keys, { drain: nodeId }, tally);
     if (page.isTruncated && page.last !== null) {
       next = { bucket, startAfter: page.last };
       break;

@@ -5,19 +5,19 @@
 // Writes that would take the bucket over it are refused with 403 QuotaExceeded in the commit's
 // transaction; what is stored already stays (a lower quota only stops growth).
 import type { Quota } from "../../meta/quota";
-import { S3Error } from "../../s3-error";
+import { invalidArgument } from "../../s3-error";
 import { checkBucketName } from "../format/bucket-name";
 import { bucketIndex, type RequestContext } from "../http/context";
 import { json, jsonObjectBody } from "../http/json";
 
-const invalid = (message: string) => new S3Error("InvalidArgument", message);
 const FIELDS = new Set(["maxBytes", "maxObjects"]);
 
 /** A limit: a whole number, 0 or more (up to 2^53 - 1), or null / absent for none. */
 function limit(body: Record<string, unknown>, name: keyof Quota): number | null {
   const value = body[name];
   if (value === undefined || value === null) return null;
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) throw invalid(`${name} must be a whole number, 0 or more, or null for no limit.`);
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0)
+    throw invalidArgument(`${name} must be a whole number, 0 or more, or null for no limit.`);
   return value;
 }
 
@@ -35,7 +35,7 @@ export async function adminSetQuota(ctx: RequestContext, bucket: string): Promis
   const index = indexOf(ctx, bucket);
   const body = await jsonObjectBody(ctx);
   const unknown = Object.keys(body).find((k) => !FIELDS.has(k));
-  if (unknown !== undefined) throw invalid(`Unknown field ${JSON.stringify(unknown.slice(0, 64))}: a quota has maxBytes and maxObjects.`);
+  if (unknown !== undefined) throw invalidArgument(`Unknown field ${JSON.stringify(unknown.slice(0, 64))}: a quota has maxBytes and maxObjects.`);
   return json({ bucket, ...(await index.setQuota({ maxBytes: limit(body, "maxBytes"), maxObjects: limit(body, "maxObjects") })) });
 }
 

@@ -3,6 +3,7 @@
 // No credentials needed (like /_shardgate/health): it names kinds of problems and counts, never a
 // node, an endpoint or an error's text, and its work is bounded and cached (services/readiness.ts).
 // An invalid configuration is missing too: the variables it names, not their values.
+import { errorText } from "../../errors";
 import { type Env, gatewayConfig, loadConfig } from "../../config";
 import { overlaySource } from "../../services/node-overlay";
 import { readiness } from "../../services/readiness";
@@ -43,7 +44,7 @@ let loggedAt = 0;
 
 /** An invalid configuration said by the variables it names (values may be secrets: never echoed). */
 function configurationProblem(e: unknown): string {
-  const message = e instanceof Error ? e.message : String(e);
+  const message = errorText(e);
   // Logged once a minute at most: a load balancer (or anyone) polling must not flood the log.
   const now = Date.now();
   if (now - loggedAt >= 60_000) {

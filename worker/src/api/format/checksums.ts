@@ -117,12 +117,8 @@ export class RequestChecksums {
     for (const p of this.pending) {
       const value = toBase64(await p.compute.digest());
       const expected = p.source === "header" ? p.expected : p.source === "trailer" ? (await trailers).get(headerName(p.algorithm)) : value;
-      if (expected === null) {
-        throw new S3Error("InvalidRequest", `The ${headerName(p.algorithm)} trailer was announced but not sent.`);
-      }
-      if (expected !== value) {
-        throw new S3Error("BadDigest", `The ${p.algorithm} you specified did not match the calculated checksum.`);
-      }
+      if (expected === null) throw new S3Error("InvalidRequest", `The ${headerName(p.algorithm)} trailer was announced but not sent.`);
+      if (expected !== value) throw new S3Error("BadDigest", `The ${p.algorithm} you specified did not match the calculated checksum.`);
       result.push({ algorithm: p.algorithm, kind: "FULL_OBJECT", value });
     }
     return result;
@@ -132,9 +128,7 @@ export class RequestChecksums {
 /** The checksum type an upload gets: as asked, else S3's default for the algorithm. */
 export function uploadChecksumType(algorithm: Algorithm | null, asked: string | null): ChecksumKind | null {
   const type = asked === null || asked === "" ? null : asked.toUpperCase();
-  if (type !== null && type !== "COMPOSITE" && type !== "FULL_OBJECT") {
-    throw new S3Error("InvalidRequest", `Value for x-amz-checksum-type header is invalid.`);
-  }
+  if (type !== null && type !== "COMPOSITE" && type !== "FULL_OBJECT") throw new S3Error("InvalidRequest", `Value for x-amz-checksum-type header is invalid.`);
   if (algorithm === null) {
     if (type !== null) throw new S3Error("InvalidRequest", "The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header.");
     return null;

@@ -1,6 +1,11 @@
 // Which request headers an object keeps, and how they come back on GET/HEAD.
 import { S3Error } from "../../s3-error";
 
+/** A comma-separated header's items, trimmed, empty ones left out (absent: none). */
+export function headerList(value: string | null): string[] {
+  return (value ?? "").split(",").flatMap((s) => (s.trim() === "" ? [] : [s.trim()]));
+}
+
 /** Where the website endpoint sends a request for the object (301), stored with it. */
 export const WEBSITE_REDIRECT = "x-amz-website-redirect-location";
 
@@ -37,10 +42,8 @@ export function storedHeaders(headers: Headers): [string, string][] {
     let value = headers.get(name);
     // aws-chunked is transfer framing, not the object's encoding.
     if (name === "content-encoding" && value) {
-      value = value
-        .split(",")
-        .map((s) => s.trim())
-        .filter((s) => s !== "" && s.toLowerCase() !== "aws-chunked")
+      value = headerList(value)
+        .filter((s) => s.toLowerCase() !== "aws-chunked")
         .join(", ");
     }
     if (value) out.push([name, value]);

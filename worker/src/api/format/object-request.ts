@@ -62,9 +62,7 @@ export async function verifyWritten(
   checksums: RequestChecksums,
 ): Promise<ObjectChecksum[]> {
   try {
-    if (contentMd5 && !equalBytes(contentMd5, written.md5)) {
-      throw new S3Error("BadDigest", "The Content-MD5 you specified did not match what we received.");
-    }
+    if (contentMd5 && !equalBytes(contentMd5, written.md5)) throw new S3Error("BadDigest", "The Content-MD5 you specified did not match what we received.");
     return await checksums.verify(ctx.auth.trailers);
   } catch (e) {
     ctx.waitUntil(removeParts(ctx.config.nodes, [partOf(written, "", [])]));
@@ -82,9 +80,7 @@ export function keyTooLong(key: string): boolean {
 }
 
 export function checkKey(key: string): void {
-  if (keyTooLong(key)) {
-    throw new S3Error("KeyTooLongError", "Your key is too long (the limit is 1024 bytes of UTF-8).");
-  }
+  if (keyTooLong(key)) throw new S3Error("KeyTooLongError", "Your key is too long (the limit is 1024 bytes of UTF-8).");
 }
 
 /**

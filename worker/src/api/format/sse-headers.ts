@@ -3,10 +3,9 @@
 // headers of SSE-C), the customer's key a read or a copy's source brings, and what answers carry.
 import { fromBase64, toBase64 } from "../../shared/bytes";
 import type { Encryption } from "../../shared/core-api";
-import { S3Error } from "../../s3-error";
+import { S3Error, invalidArgument } from "../../s3-error";
 import type { SseRequest } from "../../services/encryption";
 
-const invalid = (message: string) => new S3Error("InvalidArgument", message);
 const decoded = (text: string): Uint8Array | null => {
   try {
     return fromBase64(text);
@@ -23,13 +22,13 @@ export async function customerKey(headers: Headers, copySource = false): Promise
   const md5 = headers.get(`${prefix}key-md5`);
   if (algorithm === null && key === null && md5 === null) return null;
   if (algorithm === null || key === null || md5 === null) {
-    throw invalid("Requests specifying Server Side Encryption with Customer provided keys must provide the algorithm, the key and the key's MD5.");
+    throw invalidArgument("Requests specifying Server Side Encryption with Customer provided keys must provide the algorithm, the key and the key's MD5.");
   }
-  if (algorithm !== "AES256") throw invalid("The encryption algorithm specified is not valid: only AES256 is supported.");
+  if (algorithm !== "AES256") throw invalidArgument("The encryption algorithm specified is not valid: only AES256 is supported.");
   const bytes = decoded(key);
-  if (bytes?.length !== 32) throw invalid("The secret key was invalid for the specified algorithm: it must be 256 bits, base64.");
+  if (bytes?.length !== 32) throw invalidArgument("The secret key was invalid for the specified algorithm: it must be 256 bits, base64.");
   const digest = toBase64(new Uint8Array(await crypto.subtle.digest("MD5", bytes)));
-  if (digest !== md5) throw invalid("The calculated MD5 hash of the key did not match the hash that was provided.");
+  if (digest !== md5) throw invalidArgument("The calculated MD5 hash of the key did not match the hash that was provided.");
   return { key: bytes, keyMd5: md5 };
 }
 
@@ -42,14 +41,17 @@ export async function sseRequest(headers: Headers): Promise<(SseRequest & { keyM
   const kms = KMS_HEADERS.find((name) => headers.has(name));
   // S3's 400 for SSE-KMS's headers without it (rather than ignoring what the client asked for).
   if (kms !== undefined && !asked?.startsWith("aws:kms"))
-    throw invalid(`Server Side Encryption with AWS KMS managed key requires HTTP header x-amz-server-side-encryption : aws:kms (${kms} was sent without it).`);
+    throw invalidArgument(
+      `Server Side Encryption with AWS KMS managed key requires HTTP header x-amz-server-side-encryption : aws:kms (${kms} was sent without it).`,
+    );
   const customer = await customerKey(headers);
-  if (asked !== null && customer) throw invalid("Server Side Encryption with Customer provided keys cannot be combined with x-amz-server-side-encryption.");
+  if (asked !== null && customer)
+    throw invalidArgument("Server Side Encryption with Customer provided keys cannot be combined with x-amz-server-side-encryption.");
   if (customer) return { mode: "SSE-C", key: customer.key, keyMd5: customer.keyMd5 };
   if (asked === null) return null;
   if (asked === "AES256") return { mode: "SSE-S3" };
   if (asked.startsWith("aws:kms")) throw new S3Error("NotImplemented", "SSE-KMS is not supported: use AES256 (SSE-S3) or customer-provided keys (SSE-C).");
-  throw invalid(`The encryption method specified is not supported: ${asked}`);
+  throw invalidArgument(`The encryption method specified is not supported: ${asked}`);
 }
 
 /**
@@ -58,7 +60,7 @@ export async function sseRequest(headers: Headers): Promise<(SseRequest & { keyM
  */
 export function refuseWriteEncryptionHeaders(headers: Headers): void {
   for (const name of ["x-amz-server-side-encryption", "x-amz-server-side-encryption-aws-kms-key-id"])
-    if (headers.has(name)) throw invalid(`${name} header is not supported for this operation.`);
+    if (headers.has(name)) throw invalidArgument(`${name} header is not supported for this operation.`);
 }
 
 /** The headers an answer about an object encrypted with `encryption` carries (SSE-C: with the key's MD5 as sent). */

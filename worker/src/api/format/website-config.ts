@@ -2,9 +2,9 @@
 // it, stored as JSON (the bucket's `website` setting), written back as S3's XML, and what the
 // website endpoint (api/website-endpoint.ts) decides with it: the routing rule that matches a request, where
 // a redirect goes. Pure functions, no I/O.
-import { S3Error } from "../../s3-error";
+import { invalidArgument } from "../../s3-error";
 import { element, S3_XMLNS, XML_DECLARATION } from "./xml";
-import { childrenNamed, childText, malformedXml, type XmlElement } from "./xml-parse";
+import { childrenNamed, malformedXml, onlyChild, type XmlElement } from "./xml-parse";
 
 export type WebProtocol = "http" | "https";
 
@@ -35,27 +35,15 @@ export const MAX_WEBSITE_BYTES = 128 * 1024;
 /** Keys, prefixes and replacements: S3's key length. */
 const MAX_KEY_BYTES = 1024;
 
-const invalid = (message: string) => new S3Error("InvalidArgument", message);
-
 /** One optional child element's text, MalformedXML when repeated. */
-function single(el: XmlElement, name: string): string | undefined {
-  const found = childrenNamed(el, name);
-  if (found.length > 1) throw malformedXml();
-  return found.length === 1 ? childText(el, name) : undefined;
-}
-
-function singleElement(el: XmlElement, name: string): XmlElement | undefined {
-  const found = childrenNamed(el, name);
-  if (found.length > 1) throw malformedXml();
-  return found[0];
-}
+const single = (el: XmlElement, name: string) => onlyChild(el, name)?.text;
 
 /** A key, prefix or replacement: at most 1 KiB, no control characters (they would reach a Location header). */
 function keyText(value: string, what: string): string {
-  if (new TextEncoder().encode(value).length > MAX_KEY_BYTES) throw invalid(`The ${what} is too long.`);
+  if (new TextEncoder().encode(value).length > MAX_KEY_BYTES) throw invalidArgument(`The ${what} is too long.`);
   for (let i = 0; i < value.length; i++) {
     const c = value.charCodeAt(i);
-    if (c < 0x20 || c === 0x7f) throw invalid(`The ${what} is not well formed`);
+    if (c < 0x20 || c === 0x7f) throw invalidArgument(`The ${what} is not well formed`);
   }
   return value;
 }
@@ -64,7 +52,7 @@ function keyText(value: string, what: string): string {
 function hostName(value: string | undefined): string {
   const host = (value ?? "").trim();
   if (host === "") throw malformedXml();
-  if (!/^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})(?::[0-9]{1,5})?$/.test(host)) throw invalid(`The HostName ${host.slice(0, 64)} is not valid.`);
+  if (!/^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})(?::[0-9]{1,5})?$/.test(host)) throw invalidArgument(`The HostName ${host.slice(0, 64)} is not valid.`);
   return host;
 }
 
@@ -72,34 +60,25 @@ function protocol(value: string | undefined): WebProtocol | undefined {
   if (value === undefined) return undefined;
   const p = value.trim();
   if (p === "http" || p === "https") return p;
-  throw invalid("Invalid protocol, protocol can be http or https. If not defined the protocol will be selected automatically.");
+  throw invalidArgument("Invalid protocol, protocol can be http or https. If not defined the protocol will be selected automatically.");
 }
 
-function statusCode(value: string, ok: (n: number) => boolean, message: (v: string) => string): number {
+/** A status code in [min, max), else S3's refusal naming what the code is for and which are `valid`. */
+function statusCode(value: string, min: number, max: number, what: string, valid: string): number {
   const v = value.trim();
   const n = /^[0-9]{3}$/.test(v) ? Number(v) : Number.NaN;
-  if (!ok(n)) throw invalid(message(v.slice(0, 16)));
+  if (!(n >= min && n < max)) throw invalidArgument(`The provided HTTP ${what} code (${v.slice(0, 16)}) is not valid. Valid codes are ${valid}.`);
   return n;
 }
 
-const redirectCode = (v: string) =>
-  statusCode(
-    v,
-    (n) => n > 300 && n < 400,
-    (s) => `The provided HTTP redirect code (${s}) is not valid. Valid codes are 3XX except 300.`,
-  );
-const errorCode = (v: string) =>
-  statusCode(
-    v,
-    (n) => n >= 400 && n < 600,
-    (s) => `The provided HTTP error code (${s}) is not valid. Valid codes are 4XX or 5XX.`,
-  );
+const redirectCode = (v: string) => statusCode(v, 301, 400, "redirect", "3XX except 300");
+const errorCode = (v: string) => statusCode(v, 400, 600, "error", "4XX or 5XX");
 
 function parseCondition(el: XmlElement): RoutingRule["condition"] {
   const prefix = single(el, "KeyPrefixEquals");
   const code = single(el, "HttpErrorCodeReturnedEquals");
   if (prefix === undefined && code === undefined)
-    throw invalid("Condition cannot be empty. To redirect all requests without a condition, the condition element shouldn't be present.");
+    throw invalidArgument("Condition cannot be empty. To redirect all requests without a condition, the condition element shouldn't be present.");
   return {
     ...(prefix !== undefined ? { keyPrefixEquals: keyText(prefix, "KeyPrefixEquals") } : {}),
     ...(code !== undefined ? { httpErrorCodeReturnedEquals: errorCode(code) } : {}),
@@ -113,8 +92,8 @@ function parseRedirect(el: XmlElement): WebsiteRedirect {
   const key = single(el, "ReplaceKeyWith");
   const code = single(el, "HttpRedirectCode");
   if (host === undefined && proto === undefined && prefix === undefined && key === undefined && code === undefined)
-    throw invalid("Redirect must contain at least one of the following: HostName, Protocol, ReplaceKeyPrefixWith, ReplaceKeyWith, HttpRedirectCode.");
-  if (prefix !== undefined && key !== undefined) throw invalid("You can only define ReplaceKeyPrefix or ReplaceKey but not both.");
+    throw invalidArgument("Redirect must contain at least one of the following: HostName, Protocol, ReplaceKeyPrefixWith, ReplaceKeyWith, HttpRedirectCode.");
+  if (prefix !== undefined && key !== undefined) throw invalidArgument("You can only define ReplaceKeyPrefix or ReplaceKey but not both.");
   return {
     ...(proto !== undefined ? { protocol: proto } : {}),
     ...(host !== undefined ? { hostName: hostName(host) } : {}),
@@ -138,42 +117,42 @@ export function loops(rule: RoutingRule): boolean {
 }
 
 function parseRule(el: XmlElement): RoutingRule {
-  const condition = singleElement(el, "Condition");
-  const redirect = singleElement(el, "Redirect");
+  const condition = onlyChild(el, "Condition");
+  const redirect = onlyChild(el, "Redirect");
   if (redirect === undefined) throw malformedXml();
   const rule: RoutingRule = { ...(condition ? { condition: parseCondition(condition) } : {}), redirect: parseRedirect(redirect) };
-  if (loops(rule)) throw invalid("The routing rule redirects requests to a key it matches again (a redirect loop).");
+  if (loops(rule)) throw invalidArgument("The routing rule redirects requests to a key it matches again (a redirect loop).");
   return rule;
 }
 
 function parseRules(doc: XmlElement): RoutingRule[] {
-  const container = singleElement(doc, "RoutingRules");
+  const container = onlyChild(doc, "RoutingRules");
   if (container === undefined) return [];
   const rules = childrenNamed(container, "RoutingRule");
   if (rules.length === 0) throw malformedXml();
-  if (rules.length > MAX_ROUTING_RULES) throw invalid(`The number of routing rules must not exceed ${MAX_ROUTING_RULES}.`);
+  if (rules.length > MAX_ROUTING_RULES) throw invalidArgument(`The number of routing rules must not exceed ${MAX_ROUTING_RULES}.`);
   return rules.map(parseRule);
 }
 
 /** A WebsiteConfiguration document, checked as S3 checks it (MalformedXML, InvalidArgument). */
 export function parseWebsiteXml(doc: XmlElement): WebsiteConfig {
   if (doc.name !== "WebsiteConfiguration") throw malformedXml();
-  const all = singleElement(doc, "RedirectAllRequestsTo");
-  const index = singleElement(doc, "IndexDocument");
-  const error = singleElement(doc, "ErrorDocument");
-  const routing = singleElement(doc, "RoutingRules");
+  const all = onlyChild(doc, "RedirectAllRequestsTo");
+  const index = onlyChild(doc, "IndexDocument");
+  const error = onlyChild(doc, "ErrorDocument");
+  const routing = onlyChild(doc, "RoutingRules");
   if (all !== undefined) {
-    if (index || error || routing) throw invalid("RedirectAllRequestsTo cannot be provided in conjunction with other Routing/Website configurations.");
+    if (index || error || routing) throw invalidArgument("RedirectAllRequestsTo cannot be provided in conjunction with other Routing/Website configurations.");
     const proto = protocol(single(all, "Protocol"));
     return { redirectAll: { hostName: hostName(single(all, "HostName")), ...(proto ? { protocol: proto } : {}) }, routingRules: [] };
   }
-  if (index === undefined) throw invalid("A value for IndexDocument Suffix must be provided if RedirectAllRequestsTo is empty");
+  if (index === undefined) throw invalidArgument("A value for IndexDocument Suffix must be provided if RedirectAllRequestsTo is empty");
   const suffix = single(index, "Suffix");
-  if (suffix === undefined || suffix === "" || suffix.includes("/")) throw invalid("The IndexDocument Suffix is not well formed");
+  if (suffix === undefined || suffix === "" || suffix.includes("/")) throw invalidArgument("The IndexDocument Suffix is not well formed");
   const config: WebsiteConfig = { indexSuffix: keyText(suffix, "IndexDocument Suffix"), routingRules: parseRules(doc) };
   if (error !== undefined) {
     const key = single(error, "Key");
-    if (key === undefined || key === "") throw invalid("The ErrorDocument Key is not well formed");
+    if (key === undefined || key === "") throw invalidArgument("The ErrorDocument Key is not well formed");
     config.errorKey = keyText(key, "ErrorDocument Key");
   }
   return config;
@@ -249,9 +228,4 @@ export function ruleTarget(rule: RoutingRule, key: string, url: URL, base = ""):
   const next =
     r.replaceKeyWith !== undefined ? r.replaceKeyWith : r.replaceKeyPrefixWith !== undefined ? r.replaceKeyPrefixWith + key.slice(prefix.length) : key;
   return { location: `${proto}://${host}${r.hostName === undefined ? base : ""}${keyPath(next)}`, status: r.httpRedirectCode ?? 301 };
-}
-
-/** A stored document, as parsed when it was stored. */
-export function storedWebsite(text: string): WebsiteConfig {
-  return JSON.parse(text) as WebsiteConfig;
 }

@@ -63,6 +63,13 @@ export function childrenNamed(el: XmlElement, name: string): XmlElement[] {
   return el.children.filter((c) => c.name === name);
 }
 
+/** The one child named `name` (undefined when there is none; MalformedXML when repeated). */
+export function onlyChild(el: XmlElement, name: string): XmlElement | undefined {
+  const found = childrenNamed(el, name);
+  if (found.length > 1) throw malformedXml();
+  return found[0];
+}
+
 /** The text of the one child named `name`, or undefined when there is none. */
 export function childText(el: XmlElement, name: string): string | undefined {
   return el.children.find((c) => c.name === name)?.text;

@@ -6,6 +6,7 @@
 // what a bucket's rules allow (api/s3/bucket-cors.ts). No cookie or other ambient credential exists: every
 // request the console sends is signed.
 import { consoleOrigins, type Env } from "../../config";
+import { headerList } from "../format/object-headers";
 
 /** What the console reads from answers besides the CORS-safelisted headers (and "*": any, for requests without credentials). */
 const EXPOSED = [
@@ -52,10 +53,8 @@ export function consoleOriginOf(request: Request, env: Env): string | null {
 
 /** The answer to a preflight from the console: any method the API has, the headers it asks for. */
 export function consolePreflight(request: Request, origin: string): Response {
-  const asked = (request.headers.get("access-control-request-headers") ?? "")
-    .split(",")
-    .map((h) => h.trim().toLowerCase())
-    .filter((h) => h !== "")
+  const asked = headerList(request.headers.get("access-control-request-headers"))
+    .map((h) => h.toLowerCase())
     .slice(0, MAX_ASKED_HEADERS)
     .filter((h) => HEADER_NAME.test(h));
   const headers = new Headers({

@@ -4,6 +4,7 @@
 import { S3Error } from "../../s3-error";
 import { cachedSetting } from "../../services/bucket-settings";
 import type { RequestContext } from "./context";
+import { headerList } from "../format/object-headers";
 
 export interface CorsRule {
   id?: string;
@@ -66,17 +67,8 @@ export async function corsRules(ctx: Pick<RequestContext, "env">, bucket: string
 export function preflight(rules: readonly CorsRule[], request: Request): Response {
   const origin = request.headers.get("origin");
   const method = request.headers.get("access-control-request-method");
-  if (origin === null || method === null) {
-    throw new S3Error("BadRequest", "Insufficient information. Origin request header needed.");
-  }
-  const asked = [
-    ...new Set(
-      (request.headers.get("access-control-request-headers") ?? "")
-        .split(",")
-        .map((h) => h.trim().toLowerCase())
-        .filter(Boolean),
-    ),
-  ];
+  if (origin === null || method === null) throw new S3Error("BadRequest", "Insufficient information. Origin request header needed.");
+  const asked = [...new Set(headerList(request.headers.get("access-control-request-headers")).map((h) => h.toLowerCase()))];
   const rule = asked.length > MAX_ASKED_HEADERS ? null : matchRule(rules, origin, method, asked);
   if (!rule)
     throw new S3Error(

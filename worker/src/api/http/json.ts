@@ -1,5 +1,5 @@
 // The gateway's own endpoints (admin API) speak JSON: their answers, and the bodies they read.
-import { S3Error } from "../../s3-error";
+import { invalidArgument } from "../../s3-error";
 import type { RequestContext } from "./context";
 import { readBodyUpTo } from "./request-body";
 
@@ -23,19 +23,18 @@ function isJsonType(contentType: string | null): boolean {
  * a preflight: a form's text/plain body, or one without a type, that parses as JSON is refused.
  */
 export async function jsonObjectBody(ctx: RequestContext): Promise<Record<string, unknown>> {
-  const invalid = (message: string) => new S3Error("InvalidArgument", message);
   const bytes = ctx.auth.body
-    ? await readBodyUpTo(ctx.auth.body, MAX_JSON_BODY_BYTES, () => invalid(`The body is larger than ${MAX_JSON_BODY_BYTES} bytes.`))
+    ? await readBodyUpTo(ctx.auth.body, MAX_JSON_BODY_BYTES, () => invalidArgument(`The body is larger than ${MAX_JSON_BODY_BYTES} bytes.`))
     : null;
   if (bytes && bytes.length > 0 && !isJsonType(ctx.request.headers.get("content-type")))
-    throw invalid("The body must be sent as Content-Type: application/json.");
+    throw invalidArgument("The body must be sent as Content-Type: application/json.");
   const text = bytes ? new TextDecoder().decode(bytes) : "";
   let value: unknown;
   try {
     value = text === "" ? {} : JSON.parse(text);
   } catch {
-    throw invalid("The body is not JSON.");
+    throw invalidArgument("The body is not JSON.");
   }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw invalid("The body must be a JSON object.");
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw invalidArgument("The body must be a JSON object.");
   return value as Record<string, unknown>;
 }

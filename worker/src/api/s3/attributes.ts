@@ -2,6 +2,7 @@
 // storage class, size), from the manifest alone.
 import { S3Error } from "../../s3-error";
 import { checksumValue } from "../format/checksums";
+import { headerList } from "../format/object-headers";
 import type { RequestContext, ObjectAt } from "../http/context";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
 import { existingObject, partOffsets, versionHeader } from "../../services/objects";
@@ -10,15 +11,8 @@ const ATTRIBUTES = ["ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSi
 
 export async function getObjectAttributes(ctx: RequestContext, { bucket, key, versionId }: ObjectAt): Promise<Response> {
   const headers = ctx.request.headers;
-  const wanted = new Set(
-    (headers.get("x-amz-object-attributes") ?? "")
-      .split(",")
-      .map((s) => s.trim())
-      .filter(Boolean),
-  );
-  if (wanted.size === 0 || [...wanted].some((a) => !ATTRIBUTES.includes(a))) {
-    throw new S3Error("InvalidArgument", "Invalid attribute name specified.");
-  }
+  const wanted = new Set(headerList(headers.get("x-amz-object-attributes")));
+  if (wanted.size === 0 || [...wanted].some((a) => !ATTRIBUTES.includes(a))) throw new S3Error("InvalidArgument", "Invalid attribute name specified.");
   const maxParts = Math.min(Number(headers.get("x-amz-max-parts") ?? 1000) || 1000, 1000);
   const marker = Number(headers.get("x-amz-part-number-marker") ?? 0) || 0;
 

@@ -2,11 +2,11 @@
 // the bucket's index), and the preflight (OPTIONS, answered without credentials, as S3 does). What
 // the rules allow is decided in api/http/cors.ts, so browser apps on other origins can use a bucket.
 import { S3Error } from "../../s3-error";
-import { setSetting } from "../../services/bucket-settings";
-import { bucketIndex, type RequestContext, type BucketAt } from "../http/context";
+import type { RequestContext, BucketAt } from "../http/context";
 import { type CorsRule, corsRules, preflight } from "../http/cors";
-import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
+import { element, S3_XMLNS, XML_DECLARATION } from "../format/xml";
 import { childrenNamed, childText, malformedXml, readXml, type XmlElement } from "../format/xml-parse";
+import { settingOperations } from "../http/setting-operations";
 
 const METHODS = ["GET", "PUT", "POST", "DELETE", "HEAD"];
 /** S3's limits: 100 rules, 64 KB of configuration. They bound what every preflight compares. */
@@ -15,22 +15,12 @@ const MAX_CORS_BYTES = 64 * 1024;
 /** At most this many AllowedHeader patterns with a wildcard (other than "*" alone) in one configuration: every name a preflight asks for is compared with each (api/http/cors.ts). */
 const MAX_HEADER_PATTERNS = 50;
 
-export async function putBucketCors(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
-  const rules = parseCorsXml(await readXml(ctx.auth.body, MAX_CORS_BYTES));
-  await setSetting(ctx.env, bucket, "cors", JSON.stringify(rules));
-  return new Response(null, { status: 200 });
-}
-
-export async function getBucketCors(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
-  const stored = await bucketIndex(ctx, bucket).setting("cors");
-  if (stored === null) throw new S3Error("NoSuchCORSConfiguration", "The CORS configuration does not exist");
-  return xmlResponse(renderCors(JSON.parse(stored) as CorsRule[]));
-}
-
-export async function deleteBucketCors(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
-  await setSetting(ctx.env, bucket, "cors", null);
-  return new Response(null, { status: 204 });
-}
+export const bucketCors = settingOperations<CorsRule[]>({
+  name: "cors",
+  read: async (body) => parseCorsXml(await readXml(body, MAX_CORS_BYTES)),
+  render: renderCors,
+  missing: ["NoSuchCORSConfiguration", "The CORS configuration does not exist"],
+});
 
 function parseCorsXml(doc: XmlElement): CorsRule[] {
   if (doc.name !== "CORSConfiguration") throw malformedXml();

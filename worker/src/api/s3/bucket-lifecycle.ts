@@ -2,42 +2,21 @@
 // the rules meta/lifecycle-rules.ts applies. Checked by S3's rules before anything is stored; actions
 // about storage classes (transitions) are refused by name: there is one storage class.
 import { DAY_MS, type LifecycleFilter, type LifecycleRule } from "../../meta/lifecycle-rules";
-import { S3Error } from "../../s3-error";
-import { bucketIndex, type RequestContext, type BucketAt } from "../http/context";
+import { S3Error, invalidArgument } from "../../s3-error";
 import { MAX_BUCKET_TAGS, validateTags } from "../format/tags";
-import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
-import { childrenNamed, childText, malformedXml, readXml, type XmlElement } from "../format/xml-parse";
+import { element, S3_XMLNS, XML_DECLARATION } from "../format/xml";
+import { childrenNamed, childText, malformedXml, onlyChild, readXml, type XmlElement } from "../format/xml-parse";
+import { settingOperations } from "../http/setting-operations";
 
 const MAX_RULES = 1000;
 const MAX_ID_CHARS = 255;
 
-export async function getBucketLifecycle(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
-  const stored = await bucketIndex(ctx, bucket).setting("lifecycle");
-  if (stored === null) throw new S3Error("NoSuchLifecycleConfiguration", "The lifecycle configuration does not exist");
-  return xmlResponse(renderLifecycle(JSON.parse(stored) as LifecycleRule[]));
-}
-
-export async function putBucketLifecycle(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
-  const rules = parseLifecycle(await readXml(ctx.auth.body));
-  await bucketIndex(ctx, bucket).setSetting("lifecycle", JSON.stringify(rules));
-  return new Response(null, { status: 200 });
-}
-
-export async function deleteBucketLifecycle(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
-  await bucketIndex(ctx, bucket).setSetting("lifecycle", null);
-  return new Response(null, { status: 204 });
-}
-
-function invalid(message: string): S3Error {
-  return new S3Error("InvalidArgument", message);
-}
-
-/** The one child named `name` (undefined when absent; MalformedXML when repeated). */
-function single(el: XmlElement, name: string): XmlElement | undefined {
-  const found = childrenNamed(el, name);
-  if (found.length > 1) throw malformedXml();
-  return found[0];
-}
+export const bucketLifecycle = settingOperations<LifecycleRule[]>({
+  name: "lifecycle",
+  read: async (body) => parseLifecycle(await readXml(body)),
+  render: renderLifecycle,
+  missing: ["NoSuchLifecycleConfiguration", "The lifecycle configuration does not exist"],
+});
 
 /** A positive whole number of days (or versions, bytes): S3 names the field it refuses. */
 function positive(el: XmlElement, name: string, what: string, min = 1): number | undefined {
@@ -45,7 +24,7 @@ function positive(el: XmlElement, name: string, what: string, min = 1): number |
   if (text === undefined) return undefined;
   const n = Number(text);
   if (!/^\d+$/.test(text) || !Number.isSafeInteger(n) || n < min)
-    throw invalid(`'${name}' for ${what} must be ${min === 0 ? "a non-negative" : "a positive"} integer`);
+    throw invalidArgument(`'${name}' for ${what} must be ${min === 0 ? "a non-negative" : "a positive"} integer`);
   return n;
 }
 
@@ -53,10 +32,10 @@ export function parseLifecycle(doc: XmlElement): LifecycleRule[] {
   if (doc.name !== "LifecycleConfiguration") throw malformedXml();
   const rules = childrenNamed(doc, "Rule").map(parseRule);
   if (rules.length === 0) throw malformedXml();
-  if (rules.length > MAX_RULES) throw invalid(`Lifecycle configurations hold at most ${MAX_RULES} rules`);
+  if (rules.length > MAX_RULES) throw invalidArgument(`Lifecycle configurations hold at most ${MAX_RULES} rules`);
   const ids = new Set<string>();
   for (const rule of rules) {
-    if (ids.has(rule.id)) throw invalid("Rule ID must be unique. Found same ID for more than one rule");
+    if (ids.has(rule.id)) throw invalidArgument("Rule ID must be unique. Found same ID for more than one rule");
     ids.add(rule.id);
   }
   return rules;
@@ -69,7 +48,7 @@ export function parseLifecycle(doc: XmlElement): LifecycleRule[] {
  */
 function refuseTransitions(el: XmlElement): void {
   for (const name of ["Transition", "NoncurrentVersionTransition"]) {
-    const transition = single(el, name);
+    const transition = onlyChild(el, name);
     if (!transition) continue;
     const date = childText(transition, "Date")?.trim();
     if (date !== undefined) parseMidnight(date);
@@ -81,16 +60,16 @@ function refuseTransitions(el: XmlElement): void {
 function parseRule(el: XmlElement): LifecycleRule {
   refuseTransitions(el);
   const id = childText(el, "ID")?.trim() || crypto.randomUUID();
-  if ([...id].length > MAX_ID_CHARS) throw invalid("ID length should not exceed allowed limit of 255");
+  if ([...id].length > MAX_ID_CHARS) throw invalidArgument("ID length should not exceed allowed limit of 255");
   const status = childText(el, "Status")?.trim();
   if (status !== "Enabled" && status !== "Disabled") throw malformedXml();
   const legacy = childText(el, "Prefix");
-  const filterEl = single(el, "Filter");
+  const filterEl = onlyChild(el, "Filter");
   if (legacy !== undefined && filterEl) throw malformedXml();
   const filter = filterEl ? parseFilter(filterEl) : { prefix: legacy ?? "", tags: [] };
   const rule: LifecycleRule = { id, enabled: status === "Enabled", filter, ...(legacy !== undefined ? { legacyPrefix: true } : {}) };
 
-  const exp = single(el, "Expiration");
+  const exp = onlyChild(el, "Expiration");
   if (exp) {
     const days = positive(exp, "Days", "Expiration action");
     const dateText = childText(exp, "Date")?.trim();
@@ -98,7 +77,7 @@ function parseRule(el: XmlElement): LifecycleRule {
     const set = [days !== undefined, dateText !== undefined, marker !== undefined].filter(Boolean).length;
     if (set !== 1) throw malformedXml();
     if (marker !== undefined && marker !== "true" && marker !== "false") throw malformedXml();
-    if (marker === "true" && filter.tags.length > 0) throw invalid("ExpiredObjectDeleteMarker cannot be specified with Tags");
+    if (marker === "true" && filter.tags.length > 0) throw invalidArgument("ExpiredObjectDeleteMarker cannot be specified with Tags");
     const date = dateText === undefined ? undefined : parseMidnight(dateText);
     rule.expiration = {
       ...(days !== undefined ? { days } : {}),
@@ -106,15 +85,15 @@ function parseRule(el: XmlElement): LifecycleRule {
       ...(marker === "true" ? { expiredObjectDeleteMarker: true } : {}),
     };
   }
-  const nc = single(el, "NoncurrentVersionExpiration");
+  const nc = onlyChild(el, "NoncurrentVersionExpiration");
   if (nc) {
     const days = positive(nc, "NoncurrentDays", "NoncurrentVersionExpiration action");
     if (days === undefined) throw malformedXml();
     const newer = positive(nc, "NewerNoncurrentVersions", "NoncurrentVersionExpiration action");
-    if (newer !== undefined && newer > 100) throw invalid("'NewerNoncurrentVersions' must be at most 100");
+    if (newer !== undefined && newer > 100) throw invalidArgument("'NewerNoncurrentVersions' must be at most 100");
     rule.noncurrentExpiration = { days, ...(newer !== undefined ? { newerVersions: newer } : {}) };
   }
-  const abort = single(el, "AbortIncompleteMultipartUpload");
+  const abort = onlyChild(el, "AbortIncompleteMultipartUpload");
   if (abort) {
     const days = positive(abort, "DaysAfterInitiation", "AbortIncompleteMultipartUpload action");
     if (days === undefined) throw malformedXml();
@@ -131,7 +110,7 @@ function parseRule(el: XmlElement): LifecycleRule {
 
 /** A <Filter>: one of Prefix, Tag, ObjectSizeGreaterThan, ObjectSizeLessThan, or an <And> of them. */
 function parseFilter(el: XmlElement): LifecycleFilter {
-  const and = single(el, "And");
+  const and = onlyChild(el, "And");
   if (and && el.children.length > 1) throw malformedXml();
   if (!and && el.children.length > 1) throw malformedXml();
   const from = and ?? el;
@@ -143,14 +122,14 @@ function parseFilter(el: XmlElement): LifecycleFilter {
   try {
     validateTags(tags, MAX_BUCKET_TAGS);
   } catch {
-    throw invalid("Duplicate or invalid Tag in the lifecycle rule's filter");
+    throw invalidArgument("Duplicate or invalid Tag in the lifecycle rule's filter");
   }
-  const filter: LifecycleFilter = { prefix: single(from, "Prefix")?.text ?? "", tags };
+  const filter: LifecycleFilter = { prefix: onlyChild(from, "Prefix")?.text ?? "", tags };
   const gt = positive(from, "ObjectSizeGreaterThan", "a lifecycle filter", 0);
   const lt = positive(from, "ObjectSizeLessThan", "a lifecycle filter");
   if (gt !== undefined) filter.sizeGreaterThan = gt;
   if (lt !== undefined) filter.sizeLessThan = lt;
-  if (gt !== undefined && lt !== undefined && gt >= lt) throw invalid("ObjectSizeGreaterThan must be less than ObjectSizeLessThan");
+  if (gt !== undefined && lt !== undefined && gt >= lt) throw invalidArgument("ObjectSizeGreaterThan must be less than ObjectSizeLessThan");
   return filter;
 }
 
@@ -158,8 +137,8 @@ function parseFilter(el: XmlElement): LifecycleFilter {
 function parseMidnight(text: string): number {
   const ms = Date.parse(/^\d{4}-\d{2}-\d{2}$/.test(text) ? `${text}T00:00:00Z` : text);
   // ISO 8601 only: Date.parse also takes forms such as "Sep 27 2022".
-  if (Number.isNaN(ms) || !/^\d{4}-\d{2}-\d{2}(T|$)/.test(text)) throw invalid("'Date' must be a valid ISO 8601 date");
-  if (ms % DAY_MS !== 0) throw invalid("'Date' must be at midnight GMT");
+  if (Number.isNaN(ms) || !/^\d{4}-\d{2}-\d{2}(T|$)/.test(text)) throw invalidArgument("'Date' must be a valid ISO 8601 date");
+  if (ms % DAY_MS !== 0) throw invalidArgument("'Date' must be at midnight GMT");
   return ms;
 }
 

@@ -10,7 +10,7 @@
 import { CONFIGURABLE_EVENTS, type NotificationRule, type RuleKind, rulesOverlap, targetOfArn } from "../../meta/notification-rules";
 import { notificationTargets } from "../../services/notification-delivery";
 import { QUEUE_ARN_PREFIX, WEBHOOK_ARN_PREFIX } from "../../shared/arns";
-import { S3Error } from "../../s3-error";
+import { invalidArgument } from "../../s3-error";
 import { bucketIndex, type BucketAt, type RequestContext } from "../http/context";
 import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
 import { childrenNamed, malformedXml, readXml, type XmlElement } from "../format/xml-parse";
@@ -22,12 +22,8 @@ const MAX_DOCUMENT_BYTES = 64 * 1024;
 const MAX_FILTER_VALUE = 1024;
 const MAX_ID = 255;
 
-/** Each configuration element, and the element naming its target. */
-const KINDS: Record<string, { kind: RuleKind; target: string }> = {
-  QueueConfiguration: { kind: "Queue", target: "Queue" },
-  TopicConfiguration: { kind: "Topic", target: "Topic" },
-  CloudFunctionConfiguration: { kind: "CloudFunction", target: "CloudFunction" },
-};
+/** Each configuration element (`<kind>Configuration`), and its kind: also the name of the element naming its target. */
+const KINDS: Record<string, RuleKind> = { QueueConfiguration: "Queue", TopicConfiguration: "Topic", CloudFunctionConfiguration: "CloudFunction" };
 
 export async function putBucketNotification(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   const rules = parseNotificationXml(await readXml(ctx.auth.body, MAX_DOCUMENT_BYTES), notificationTargets(ctx.env, ctx.config));
@@ -37,10 +33,6 @@ export async function putBucketNotification(ctx: RequestContext, { bucket }: Buc
 
 export async function getBucketNotification(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   return xmlResponse(renderNotification(await bucketIndex(ctx, bucket).notificationConfiguration()));
-}
-
-function invalidArgument(message: string): S3Error {
-  return new S3Error("InvalidArgument", message);
 }
 
 /** The document's configurations, each checked; S3's error for the first thing wrong. */
@@ -55,7 +47,7 @@ export function parseNotificationXml(doc: XmlElement, targets: ReadonlySet<strin
     const kind = KINDS[child.name];
     if (!kind) throw malformedXml();
     if (rules.length >= MAX_CONFIGURATIONS) throw invalidArgument(`A notification configuration may hold at most ${MAX_CONFIGURATIONS} configurations.`);
-    rules.push(parseRule(child, kind.kind, kind.target, targets));
+    rules.push(parseRule(child, kind, targets));
   }
   const ids = new Set<string>();
   for (const [i, rule] of rules.entries()) {
@@ -68,15 +60,15 @@ export function parseNotificationXml(doc: XmlElement, targets: ReadonlySet<strin
   return rules;
 }
 
-/** One configuration element: Id, its target (`targetName`), Event+ and an optional Filter. */
-function parseRule(el: XmlElement, kind: RuleKind, targetName: string, targets: ReadonlySet<string>): NotificationRule {
+/** One configuration element: Id, its target (an element named `kind`), Event+ and an optional Filter. */
+function parseRule(el: XmlElement, kind: RuleKind, targets: ReadonlySet<string>): NotificationRule {
   let id: string | undefined;
   let arn: string | undefined;
   const events: string[] = [];
   let filter: { prefix?: string; suffix?: string } = {};
   for (const c of el.children) {
     if (c.name === "Id" && id === undefined && c.children.length === 0) id = c.text.trim();
-    else if (c.name === targetName && arn === undefined && c.children.length === 0) arn = c.text.trim();
+    else if (c.name === kind && arn === undefined && c.children.length === 0) arn = c.text.trim();
     else if (c.name === "Event" && c.children.length === 0) events.push(c.text.trim());
     else if (c.name === "Filter") filter = parseFilter(c);
     else throw malformedXml();

@@ -16,7 +16,7 @@
 import { type ReplicationRule, targetOfDestination } from "../../meta/replication-rules";
 import { LOCAL_ARN_PREFIX, REMOTE_ARN_PREFIX } from "../../shared/arns";
 import { NoSuchBucketError } from "../../meta/types";
-import { S3Error } from "../../s3-error";
+import { S3Error, invalidArgument } from "../../s3-error";
 import { bucketPolicy } from "../../services/bucket-policy";
 import { bucketIndex, type BucketAt, type RequestContext } from "../http/context";
 import { permitted } from "../http/permissions";
@@ -36,7 +36,6 @@ const MAX_DOCUMENT_BYTES = 512 * 1024;
 /** S3 elements of a rule this gateway does not do. */
 const NOT_IMPLEMENTED = new Set(["SourceSelectionCriteria", "ReplicationTime", "Metrics", "EncryptionConfiguration", "AccessControlTranslation", "Account"]);
 
-const invalidArgument = (message: string) => new S3Error("InvalidArgument", message);
 const notImplemented = (what: string) => new S3Error("NotImplemented", `${what} is not implemented in replication rules.`);
 
 export async function putBucketReplication(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {

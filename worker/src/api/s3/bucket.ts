@@ -18,9 +18,7 @@ export async function createBucket(ctx: RequestContext, { bucket }: BucketAt): P
   const created = Date.now();
   // The registry decides who created it; the bucket's own index then starts accepting objects.
   const added = await bucketRegistry(ctx).add(bucket, created);
-  if (added === "exists") {
-    throw new S3Error("BucketAlreadyOwnedByYou", "Your previous request to create the named bucket succeeded and you already own it.");
-  }
+  if (added === "exists") throw new S3Error("BucketAlreadyOwnedByYou", "Your previous request to create the named bucket succeeded and you already own it.");
   const objectLock = ctx.request.headers.get("x-amz-bucket-object-lock-enabled")?.trim().toLowerCase() === "true";
   await bucketIndex(ctx, bucket).init(bucket, created, objectLock);
   forgetSettings(bucket);

@@ -105,9 +105,7 @@ async function parseDeleteRequest(ctx: RequestContext): Promise<DeleteRequest> {
   const headers = ctx.request.headers;
   const contentMd5 = parseContentMd5(headers.get("content-md5"));
   const checksums = RequestChecksums.fromRequest(ctx.core, headers);
-  if (!contentMd5 && checksums.isEmpty) {
-    throw new S3Error("InvalidRequest", "Missing required header for this request: Content-MD5 or x-amz-checksum-*");
-  }
+  if (!contentMd5 && checksums.isEmpty) throw new S3Error("InvalidRequest", "Missing required header for this request: Content-MD5 or x-amz-checksum-*");
   const bytes = await readXmlBody(ctx.auth.body);
   if (contentMd5 && !equalBytes(contentMd5, new Uint8Array(await crypto.subtle.digest("MD5", bytes)))) {
     throw new S3Error("BadDigest", "The Content-MD5 you specified did not match what we received.");

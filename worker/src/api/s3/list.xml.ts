@@ -69,9 +69,7 @@ export function parseListObjectsParams(params: URLSearchParams): ListObjectsRequ
 function parseMaxKeys(value: string | null): number {
   if (value === null) return MAX_LIST_KEYS;
   const n = /^\d{1,10}$/.test(value) ? Number(value) : NaN;
-  if (!(n <= MAX_KEYS_LIMIT)) {
-    throw new S3Error("InvalidArgument", `Argument maxKeys must be an integer between 0 and ${MAX_KEYS_LIMIT}`);
-  }
+  if (!(n <= MAX_KEYS_LIMIT)) throw new S3Error("InvalidArgument", `Argument maxKeys must be an integer between 0 and ${MAX_KEYS_LIMIT}`);
   return Math.min(n, MAX_LIST_KEYS);
 }
 
@@ -151,9 +149,7 @@ function v2Header(bucket: string, req: ListObjectsRequest, page: ListPage, enc: 
   if (req.startAfter !== null) parts.push(element("StartAfter", enc(req.startAfter)));
   // Tokens are opaque and already URL-safe: never URL-encoded.
   if (req.continuationToken !== null) parts.push(element("ContinuationToken", req.continuationToken));
-  if (page.isTruncated && page.last !== null) {
-    parts.push(element("NextContinuationToken", encodeContinuationToken(page.last)));
-  }
+  if (page.isTruncated && page.last !== null) parts.push(element("NextContinuationToken", encodeContinuationToken(page.last)));
   const keyCount = page.objects.length + page.commonPrefixes.length;
   parts.push(element("KeyCount", keyCount), element("MaxKeys", req.query.maxKeys), tail(req, page, enc));
   return parts.join("");
@@ -162,9 +158,7 @@ function v2Header(bucket: string, req: ListObjectsRequest, page: ListPage, enc: 
 function v1Header(bucket: string, req: ListObjectsRequest, page: ListPage, enc: Encode): string {
   const parts = [element("Name", bucket), element("Prefix", enc(req.query.prefix)), element("Marker", enc(req.marker))];
   // Without a delimiter the client continues after the last Key itself, so S3 omits NextMarker.
-  if (req.query.delimiter !== null && page.isTruncated && page.last !== null) {
-    parts.push(element("NextMarker", enc(page.last)));
-  }
+  if (req.query.delimiter !== null && page.isTruncated && page.last !== null) parts.push(element("NextMarker", enc(page.last)));
   parts.push(element("MaxKeys", req.query.maxKeys), tail(req, page, enc));
   return parts.join("");
 }
@@ -195,9 +189,7 @@ export interface ListVersionsRequest {
 export function parseListVersionsParams(params: URLSearchParams): ListVersionsRequest {
   const keyMarker = params.get("key-marker") ?? "";
   const versionIdMarker = params.get("version-id-marker") ?? "";
-  if (versionIdMarker !== "" && keyMarker === "") {
-    throw new S3Error("InvalidArgument", "A version-id marker cannot be specified without a key marker.");
-  }
+  if (versionIdMarker !== "" && keyMarker === "") throw new S3Error("InvalidArgument", "A version-id marker cannot be specified without a key marker.");
   // Versions of key-marker older than version-id-marker come first, then later keys.
   return {
     query: {

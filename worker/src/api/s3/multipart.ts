@@ -246,13 +246,8 @@ export async function completeMultipartUpload(ctx: RequestContext, { bucket, key
   };
   const record = { key, versionId: null, size, etag, lastModified, manifest: ctx.core.encodeManifest(manifest), ...(upload.lock ? { lock: upload.lock } : {}) };
   const missed = used.some((p) => (p.missedShards?.length ?? 0) > 0);
-  const result = await index.completeUpload(
-    uploadId,
-    record,
-    used.map((p) => ({ partNumber: p.partNumber, version: p.version })),
-    condition,
-    missed ? UNDER_REPLICATED : null,
-  );
+  const usedParts = used.map((p) => ({ partNumber: p.partNumber, version: p.version }));
+  const result = await index.completeUpload(uploadId, record, usedParts, condition, missed ? UNDER_REPLICATED : null);
   if (!result.ok) {
     if (result.reason === "NoSuchUpload") throw noSuchUpload();
     if (result.reason === "InvalidPart") throw invalidPart();
@@ -301,13 +296,8 @@ async function objectChecksums(ctx: RequestContext, upload: UploadInfo, used: Pa
 export async function abortMultipartUpload(ctx: RequestContext, { bucket, key }: ObjectAt, { uploadId }: UploadParams): Promise<Response> {
   const parts = await bucketIndex(ctx, bucket).abortUpload(uploadId, key);
   if (parts === null) throw noSuchUpload();
-  if (parts.length > 0)
-    ctx.waitUntil(
-      removeParts(
-        ctx.config.nodes,
-        parts.map((p) => p.part),
-      ),
-    );
+  const stored = parts.map((p) => p.part);
+  if (stored.length > 0) ctx.waitUntil(removeParts(ctx.config.nodes, stored));
   return new Response(null, { status: 204 });
 }
 

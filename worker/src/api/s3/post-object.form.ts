@@ -193,9 +193,7 @@ function upload(
         const seam = new Uint8Array(carry.length + Math.min(piece.length, delimiter.length - 1));
         seam.set(carry);
         seam.set(piece.subarray(0, seam.length - carry.length), carry.length);
-        if (indexOf(piece, delimiter) >= 0 || indexOf(seam, delimiter) >= 0) {
-          return controller.error(malformed("the file must be the last field of the form"));
-        }
+        if (indexOf(piece, delimiter) >= 0 || indexOf(seam, delimiter) >= 0) return controller.error(malformed("the file must be the last field of the form"));
         carry = piece.slice(Math.max(0, piece.length - (delimiter.length - 1)));
         left -= piece.length;
         controller.enqueue(piece);

@@ -1,0 +1,53 @@
+// Work kept within bounds: how much runs at once (mapBounded), and how often a result is computed
+// (keptResult).
+
+/** Runs `work` over `items` with at most `limit` at once; the results in order. */
+export async function mapBounded<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < items.length; i = next++) results[i] = await work(items[i] as T);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
+/**
+ * A result computed at most once per `freshMs`, never awaited by a request that did not start it
+ * (the runtime cancels a request that waits on another's I/O as hung): a caller that finds the last
+ * result fresh, or a computation in progress, gets the last result (null before the first). The
+ * computation a caller starts (`compute(at)`, `at` when it started) runs to its end under
+ * `waitUntil` when given, even if that caller is cancelled; one still running after `abandonMs`
+ * was abandoned (its request cancelled), and the next caller starts another. An older computation
+ * that ends later never replaces a newer result; a failed one is logged under `name` and answers
+ * the last result.
+ */
+export function keptResult<T extends { at: number }>(name: string, freshMs: number, abandonMs: number, compute: (at: number) => Promise<T>) {
+  let last: T | null = null;
+  let since = 0;
+  const running = () => since !== 0 && Date.now() - since < abandonMs;
+  return {
+    last: () => last,
+    running,
+    async get(waitUntil?: (promise: Promise<unknown>) => void): Promise<T | null> {
+      const at = Date.now();
+      if ((last && at - last.at < freshMs) || running()) return last;
+      since = at;
+      const done = compute(at)
+        .then((result) => {
+          if (last === null || last.at <= result.at) last = result;
+          return result;
+        })
+        .finally(() => {
+          if (since === at) since = 0;
+        });
+      waitUntil?.(done.catch(() => {}));
+      try {
+        return await done;
+      } catch (e) {
+        console.error(JSON.stringify({ [name]: String(e) }));
+        return last;
+      }
+    },
+  };
+}
