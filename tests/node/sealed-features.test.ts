@@ -119,9 +119,11 @@ describe("sealed objects through heal, scrub, replication, versions, lifecycle, 
     const k = plan.parts[0].placement.length;
     expect(files.length).toBe(plan.parts.length * k); // every shard file of every part, on disk
     const originals = new Map(files.map((f) => [f, readFileSync(f)]));
-    // One shard file of the first part gone, one of the second rotten (a byte flipped in its middle).
-    const gone = filesOfId(files, plan.parts[0].storageId)[0];
-    const rotten = filesOfId(files, plan.parts[1].storageId)[0];
+    // A shard file of the first part gone, one of the second rotten (a byte flipped in its middle).
+    // Both data shards (shard 0), which a download must read: a parity shard it would never meet.
+    const dataShard = (storageId: string) => filesOfId(files, storageId).find((f) => basename(f).endsWith(".0")) as string;
+    const gone = dataShard(plan.parts[0].storageId);
+    const rotten = dataShard(plan.parts[1].storageId);
     rmSync(gone);
     const bad = Buffer.from(originals.get(rotten) as Buffer);
     bad[bad.length >> 1] ^= 0x40;
