@@ -115,18 +115,8 @@ export function parseReplicationXml(doc: XmlElement, remotes: ReadonlySet<string
   return rules;
 }
 
-type RuleFields = {
-  id?: string;
-  priority?: number;
-  status?: string;
-  prefix?: string;
-  filtered: boolean;
-  tags?: [string, string][];
-  and?: boolean;
-  deleteMarkers?: boolean;
-  existing?: boolean;
-  destination?: string;
-};
+/** A Rule's children as read so far: the rule's own fields (each absent until read), its Status, and whether a Filter came. */
+type RuleFields = Partial<Omit<ReplicationRule, "enabled" | "target" | "since">> & { status?: string; filtered: boolean };
 
 /** One Rule element, and whether its priority orders it (the newer form, with a Filter). */
 function parseRule(el: XmlElement, remotes: ReadonlySet<string>, index: number): { rule: ReplicationRule; ordered: boolean } {
