@@ -193,14 +193,15 @@ class CoreHandle<T extends { free(): void }> {
   }
 }
 
-export class ReadPlan {
+export class ReadPlan extends CoreHandle<Bindings.ReadPlan> {
   readonly fetches: readonly ShardFetch[];
 
   constructor(
     private readonly wasm: CoreBindings,
-    private readonly memory: CoreMemory,
-    readonly inner: Bindings.ReadPlan,
+    memory: CoreMemory,
+    inner: Bindings.ReadPlan,
   ) {
+    super(memory, inner);
     const flat = inner.fetches();
     const fetches: ShardFetch[] = [];
     for (let i = 0; i < flat.length; i += 3) fetches.push({ shard: flat[i], start: flat[i + 1], end: flat[i + 2] });
@@ -214,10 +215,6 @@ export class ReadPlan {
 
   assembler(): RangeAssembler {
     return new RangeAssembler(this.memory, new this.wasm.Assembler(this.inner));
-  }
-
-  free(): void {
-    this.inner.free();
   }
 }
 
