@@ -138,14 +138,8 @@ async function replaceInPlace(
   const object: NewObject = { key: record.key, size: manifest.size, etag: manifest.etag, checksums: manifest.checksums, parts: manifest.parts, ...fields };
   const lastModified = Date.now();
   const next: Manifest = { ...manifest, ...fields, lastModifiedMs: lastModified };
-  const result = await bucketIndex(ctx, bucket).replace(record.manifest, {
-    key: record.key,
-    versionId: record.versionId,
-    size: record.size,
-    etag: record.etag,
-    lastModified,
-    manifest: ctx.core.encodeManifest(next),
-  });
+  // The record read, with the new manifest (replace() writes its size, ETag, time and manifest).
+  const result = await bucketIndex(ctx, bucket).replace(record.manifest, { ...record, lastModified, manifest: ctx.core.encodeManifest(next) });
   if (result === "missing") throw noSuchKey();
   if (result === "changed") throw new S3Error("OperationAborted", "A conflicting operation is currently in progress against this resource. Please try again.");
   return { object, lastModified };
