@@ -18,6 +18,7 @@ import { existingObject } from "../services/objects";
 import { overlaySource } from "../services/node-overlay";
 import { checkBucketName } from "./format/bucket-name";
 import type { RequestContext } from "./http/context";
+import { decodePath } from "./http/router";
 import { toS3Error } from "./http/error-map";
 import { WEBSITE_REDIRECT } from "./format/object-headers";
 import { permitted } from "./http/permissions";
@@ -41,14 +42,6 @@ export interface Site {
 
 /** The path form's pages: scripts and forms run, in an opaque origin of their own. */
 const PATH_FORM_CSP = "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads";
-
-function decodePath(path: string): string {
-  try {
-    return decodeURIComponent(path);
-  } catch {
-    return path;
-  }
-}
 
 /** The site a request is for, or null: an S3 request (a console origin is never a site). Cheap for S3 requests: no decoding. */
 export function websiteOf(url: URL, env: Env): Site | null {

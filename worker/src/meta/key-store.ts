@@ -17,15 +17,7 @@ const SCHEMA: readonly (readonly string[])[] = [
   ["ALTER TABLE keys ADD COLUMN sessions_not_before INTEGER NOT NULL DEFAULT 0"],
 ];
 
-type KeyRow = {
-  id: string;
-  name: string;
-  created: number;
-  sealed_secret: string;
-  enabled: number;
-  create_bucket: number;
-  sessions_not_before: number;
-};
+type KeyRow = { id: string; name: string; created: number; sealed_secret: string; enabled: number; create_bucket: number; sessions_not_before: number };
 type GrantRow = { key_id: string; bucket: string; read: number; write: number; owner: number };
 
 /** What a key's settings may change to (absent: unchanged). */

@@ -48,20 +48,12 @@ export type StoredVersion =
   | (ObjectRecord & { marker: false; seq: number })
   | { key: string; versionId: string | null; marker: true; seq: number; lastModified: number };
 
-type ObjectRow = {
-  key: string;
-  size: number;
-  etag: string;
-  last_modified: number;
-  manifest: ArrayBuffer;
-  version_id: string | null;
-  seq: number;
-  lock: string | null;
-};
+/** A row read with OBJECT_COLUMNS (or VERSION_COLUMNS): named as the record names its fields. */
+type ObjectRow = Omit<ObjectRecord, "manifest" | "lock"> & { manifest: ArrayBuffer; seq: number; lock: string | null };
 type VersionRow = Omit<ObjectRow, "manifest"> & { marker: number; manifest: ArrayBuffer | null };
 
-const OBJECT_COLUMNS = "key, size, etag, last_modified, manifest, version_id, seq, lock";
-const VERSION_COLUMNS = "key, size, etag, last_modified, manifest, version_id, seq, marker, lock";
+const OBJECT_COLUMNS = "key, version_id AS versionId, size, etag, last_modified AS lastModified, manifest, seq, lock";
+const VERSION_COLUMNS = `${OBJECT_COLUMNS}, marker`;
 
 export function versioning(sql: SqlStorage): VersioningStatus {
   return sql.exec<{ versioning: VersioningStatus }>("SELECT versioning FROM bucket WHERE id = 1").toArray()[0]?.versioning ?? null;
@@ -333,21 +325,14 @@ function insertVersion(sql: SqlStorage, v: StoredVersion): void {
   else sql.exec(insert, v.key, v.seq, v.versionId, 0, v.size, v.etag, v.lastModified, toArrayBuffer(v.manifest), lockColumn(v.lock));
 }
 
-function objectOf(row: ObjectRow): ObjectRecord {
-  const record: ObjectRecord = {
-    key: row.key,
-    versionId: row.version_id,
-    size: row.size,
-    etag: row.etag,
-    lastModified: row.last_modified,
-    manifest: new Uint8Array(row.manifest),
-  };
-  if (row.lock !== null) record.lock = JSON.parse(row.lock) as ObjectLock;
+function objectOf({ manifest, lock, seq: _, ...fields }: ObjectRow): ObjectRecord {
+  const record: ObjectRecord = { ...fields, manifest: new Uint8Array(manifest) };
+  if (lock !== null) record.lock = JSON.parse(lock) as ObjectLock;
   return record;
 }
 
-function versionOf(row: VersionRow): StoredVersion {
-  if (row.marker) return { key: row.key, versionId: row.version_id, marker: true, seq: row.seq, lastModified: row.last_modified };
+function versionOf({ marker, ...row }: VersionRow): StoredVersion {
+  if (marker) return { key: row.key, versionId: row.versionId, marker: true, seq: row.seq, lastModified: row.lastModified };
   return { ...objectOf({ ...row, manifest: row.manifest as ArrayBuffer }), marker: false, seq: row.seq };
 }
 

@@ -178,7 +178,7 @@ async function replicateVersion(
   const objectKey = manifest.encryption ? await objectKeyOf(ctx.config.masterKey, manifest.encryption, null) : null;
   if (remote) {
     const spans = multipartSpans(manifest);
-    if (spans) return replicateMultipart(ctx, source, remote, { target, key: record.key }, bucket, manifest, spans, objectKey, policy);
+    if (spans) return replicateMultipart({ ctx, bucket, manifest, spans, objectKey }, source, remote, { target, key: record.key }, policy);
     if (manifest.size > MAX_PUT_BYTES) {
       return {
         ok: false,
@@ -232,16 +232,13 @@ function abortTimeout(policy: RetryPolicy): AbortSignal {
  * (noted in the index until it is).
  */
 async function replicateMultipart(
-  ctx: ObjectContext,
+  version: PartsToSend,
   source: ReplicationSource,
   remote: ReplicationTarget,
   at: { target: string; key: string },
-  bucket: string,
-  manifest: Manifest,
-  spans: readonly PartSpan[],
-  objectKey: Uint8Array | null,
   policy: RetryPolicy,
 ): Promise<Outcome> {
+  const { bucket, manifest } = version;
   if (source.replication.uploadsLeftCount() >= MAX_LEFT_UPLOADS)
     return { ok: false, error: `${MAX_LEFT_UPLOADS} multipart uploads at remotes wait for their abort: none begins until fewer do`, final: false };
   const s3 = new S3Remote(remote);
@@ -254,7 +251,7 @@ async function replicateMultipart(
   source.replication.uploadBegun(upload, Date.now());
   let error: string;
   try {
-    error = await sendParts(ctx, s3, bucket, upload, manifest, spans, objectKey, (bytes) => within(sendTimeout(policy, bytes)));
+    error = await sendParts(version, s3, upload, (bytes) => within(sendTimeout(policy, bytes)));
   } catch (e) {
     error = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
   }
@@ -267,17 +264,18 @@ async function replicateMultipart(
   return { ok: false, error, final: false };
 }
 
+/** A version sent in parts: where it is read from (its object key, when encrypted), its parts, the bucket it goes to. */
+interface PartsToSend {
+  ctx: ObjectContext;
+  bucket: string;
+  manifest: Manifest;
+  spans: readonly PartSpan[];
+  objectKey: Uint8Array | null;
+}
+
 /** The parts one at a time, then the complete; "" when the remote holds the object with the source's ETag, else why not. */
-async function sendParts(
-  ctx: ObjectContext,
-  s3: S3Remote,
-  bucket: string,
-  upload: RemoteUpload,
-  manifest: Manifest,
-  spans: readonly PartSpan[],
-  objectKey: Uint8Array | null,
-  timeout: (bytes: number) => AbortSignal,
-): Promise<string> {
+async function sendParts(version: PartsToSend, s3: S3Remote, upload: RemoteUpload, timeout: (bytes: number) => AbortSignal): Promise<string> {
+  const { ctx, bucket, manifest, spans, objectKey } = version;
   const etags: string[] = [];
   let everyPartChecked = true;
   for (const span of spans) {

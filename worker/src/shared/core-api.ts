@@ -181,14 +181,27 @@ function copyIn(memory: CoreMemory, bytes: Uint8Array, inner: { inputPtr(len: nu
   }
 }
 
-export class ReadPlan {
+/** A core object behind its wasm-bindgen handle, which free() releases; its bytes cross through `memory`. */
+class CoreHandle<T extends { free(): void }> {
+  constructor(
+    protected readonly memory: CoreMemory,
+    protected readonly inner: T,
+  ) {}
+
+  free(): void {
+    this.inner.free();
+  }
+}
+
+export class ReadPlan extends CoreHandle<Bindings.ReadPlan> {
   readonly fetches: readonly ShardFetch[];
 
   constructor(
     private readonly wasm: CoreBindings,
-    private readonly memory: CoreMemory,
-    readonly inner: Bindings.ReadPlan,
+    memory: CoreMemory,
+    inner: Bindings.ReadPlan,
   ) {
+    super(memory, inner);
     const flat = inner.fetches();
     const fetches: ShardFetch[] = [];
     for (let i = 0; i < flat.length; i += 3) fetches.push({ shard: flat[i], start: flat[i + 1], end: flat[i + 2] });
@@ -203,19 +216,10 @@ export class ReadPlan {
   assembler(): RangeAssembler {
     return new RangeAssembler(this.memory, new this.wasm.Assembler(this.inner));
   }
-
-  free(): void {
-    this.inner.free();
-  }
 }
 
 /** Feeds fetched shard bytes in, gets the requested object bytes out, in order, incrementally. */
-export class RangeAssembler {
-  constructor(
-    private readonly memory: CoreMemory,
-    private readonly inner: Bindings.Assembler,
-  ) {}
-
+export class RangeAssembler extends CoreHandle<Bindings.Assembler> {
   /** The next bytes of `shard`'s fetch, in order. Throws ChecksumMismatchError on bitrot. */
   push(shard: number, bytes: Uint8Array): void {
     // Whole chunks (what byte streams deliver) are copied once, in one piece, straight where the
@@ -257,18 +261,9 @@ export class RangeAssembler {
   get done(): boolean {
     return this.inner.done;
   }
-
-  free(): void {
-    this.inner.free();
-  }
 }
 
-export class PartEncoder {
-  constructor(
-    private readonly memory: CoreMemory,
-    private readonly inner: Bindings.PartEncoder,
-  ) {}
-
+export class PartEncoder extends CoreHandle<Bindings.PartEncoder> {
   /** Bytes the next `encode` call must be given; 0 once every block is encoded. */
   get nextBlockLength(): number {
     return this.inner.nextBlockLen;
@@ -287,10 +282,6 @@ export class PartEncoder {
       emit(shard, new Uint8Array(this.memory.buffer, this.inner.outputPtr(shard), this.inner.outputLen(shard)));
     }
   }
-
-  free(): void {
-    this.inner.free();
-  }
 }
 
 /** What a ShardVerifier found in one shard file. */
@@ -308,12 +299,7 @@ export interface ShardVerification {
 }
 
 /** Checks a whole shard file, fed in pieces of any size, against its chunk checksums. */
-export class ShardVerifier {
-  constructor(
-    private readonly memory: CoreMemory,
-    private readonly inner: Bindings.ShardVerifier,
-  ) {}
-
+export class ShardVerifier extends CoreHandle<Bindings.ShardVerifier> {
   /** The file's expected length, checksums included. */
   get fileBytes(): number {
     return this.inner.fileBytes;
@@ -339,18 +325,9 @@ export class ShardVerifier {
       excess: this.inner.excess,
     };
   }
-
-  free(): void {
-    this.inner.free();
-  }
 }
 
-export class StreamingChecksum {
-  constructor(
-    private readonly memory: CoreMemory,
-    private readonly inner: Bindings.Checksum,
-  ) {}
-
+export class StreamingChecksum extends CoreHandle<Bindings.Checksum> {
   update(bytes: Uint8Array): void {
     copyIn(this.memory, bytes, this.inner, (len) => this.inner.update(len));
   }

@@ -5,6 +5,7 @@
 // a multipart upload: create, parts (each with its Content-MD5 when known), complete (an answer of
 // 200 that carries an <Error>, as S3 may send, is a failure) and abort.
 import { AwsClient } from "aws4fetch";
+import { xmlEscape } from "../errors";
 
 export interface S3RemoteSpec {
   endpoint: string;
@@ -84,7 +85,7 @@ export class S3Remote {
     headers: Record<string, string>,
     signal: AbortSignal,
   ): Promise<{ etag: string } | { error: string }> {
-    const parts = etags.map((etag, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${escapeXml(etag)}</ETag></Part>`).join("");
+    const parts = etags.map((etag, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${xmlEscape(etag)}</ETag></Part>`).join("");
     const body = new TextEncoder().encode(`<CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${parts}</CompleteMultipartUpload>`);
     const query = `uploadId=${encodeURIComponent(uploadId)}`;
     const res = await this.request(bucket, key, "POST", { ...headers, "content-type": "application/xml" }, query, { signal, body });
@@ -222,10 +223,6 @@ function elementText(xml: string, name: string): string | null {
     .slice(start + name.length + 2, end)
     .trim()
     .replace(/&(lt|gt|quot|apos|amp|#34|#x22);/g, (_, e: string) => entities[e] ?? '"');
-}
-
-function escapeXml(text: string): string {
-  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 
 /** An MD5 in hex as Content-MD5 wants it (base64 of its 16 bytes). */

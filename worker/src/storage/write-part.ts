@@ -41,7 +41,7 @@ export async function writePart(
   const reader = new ExactReader(body, source === "request");
   try {
     if (size <= config.inlineBytes) return await writeInline(reader, size, observe);
-    return await writeSharded(config, core, reader, size, observe, hashMd5);
+    return await writeSharded({ config, core, reader, size, observe, hashMd5 });
   } catch (e) {
     // A client's body is read to its end before the error goes out; a copy's source is closed.
     if (source === "copy") await reader.cancel();
@@ -58,22 +58,25 @@ async function writeInline(reader: ExactReader, size: number, observe: ByteObser
   return { size, md5, layout: { type: "inline", data: toBase64(bytes) }, missedShards: [] };
 }
 
-/** `hashMd5` false: no MD5 of the bytes (an encrypted part's ETag is its plaintext's); `md5` is then empty. */
-async function writeSharded(
-  config: GatewayConfig,
-  core: Core,
-  reader: ExactReader,
-  size: number,
-  observe: ByteObserver,
-  hashMd5: boolean,
-): Promise<WrittenPart> {
+/** A part written as shard files. `hashMd5` false: no MD5 of the bytes (an encrypted part's ETag is its plaintext's); `md5` is then empty. */
+interface ShardedWrite {
+  config: GatewayConfig;
+  core: Core;
+  reader: ExactReader;
+  size: number;
+  observe: ByteObserver;
+  hashMd5: boolean;
+}
+
+async function writeSharded(w: ShardedWrite): Promise<WrittenPart> {
+  const { config, core, reader, size, observe, hashMd5 } = w;
   const { dataShards: k, parityShards: m } = config;
   const geometry = core.geometry({ size, blockBytes: config.blockBytes, dataShards: k, parityShards: m, chunkBytes: config.chunkBytes });
   const storageId = newStorageId();
   const placement = await placeShards(preferAvailable(config.writableNodes, k + m), storageId, k + m);
   if (geometry.blockCount === 1) {
     try {
-      const { md5, missedShards } = await writeOneBlock(config, core, reader, size, observe, hashMd5, geometry, storageId, placement);
+      const { md5, missedShards } = await writeOneBlock(w, geometry, storageId, placement);
       return { size, md5, layout: shardedLayout(config, storageId, placement), missedShards };
     } finally {
       geometry.free();
@@ -146,12 +149,7 @@ function shardedLayout(config: GatewayConfig, storageId: string, placement: read
  * encoder is freed.
  */
 async function writeOneBlock(
-  config: GatewayConfig,
-  core: Core,
-  reader: ExactReader,
-  size: number,
-  observe: ByteObserver,
-  hashMd5: boolean,
+  { config, core, reader, size, observe, hashMd5 }: ShardedWrite,
   geometry: ReturnType<Core["geometry"]>,
   storageId: string,
   placement: readonly StorageNode[],

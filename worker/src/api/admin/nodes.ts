@@ -11,7 +11,7 @@ import { shardHealth } from "../../storage/rebuild-part";
 import { isSharded, shardFileBytes } from "../../storage/layout";
 import { GuardedNode, nodeHealth } from "../../shared/node-health";
 import { bucketIndex, bucketRegistry, type RequestContext } from "../http/context";
-import { emptyTally, healEach } from "../../services/heal";
+import { emptyTally, type HealTally, healEach } from "../../services/heal";
 import { freshGatewayConfig } from "../../config";
 import { drainSettleWait, nodeFacts, noSuchNode, overlaySource, recordDrainBatch } from "../../services/node-overlay";
 import { partsOnNode } from "../../services/orphans";
@@ -68,6 +68,10 @@ export async function adminObject(ctx: RequestContext, { bucket, key }: { bucket
   return json({ bucket, key, size: object.size, etag: object.etag, lastModified: object.lastModified, parts });
 }
 
+/** Where a drain call begins (its query), and where the next one goes on. */
+type DrainQuery = { bucket: string; "start-after": string | null; "max-objects": number };
+type DrainNext = { bucket: string; startAfter: string };
+
 /**
  * `POST /_shardgate/admin/nodes/{id}/drain[?bucket=B&start-after=K][&max-objects=N]`: rebuilds
  * every shard file the node holds onto other nodes and points the manifests at them, up to N
@@ -82,11 +86,7 @@ export async function adminObject(ctx: RequestContext, { bucket, key }: { bucket
  * uploads in progress, garbage not yet collected: `partsLeft`), and with none the node is recorded
  * drained (`drained`), which is what removing an added node needs.
  */
-export async function adminDrain(
-  ctx: RequestContext,
-  nodeId: string,
-  q: { bucket: string; "start-after": string | null; "max-objects": number },
-): Promise<Response> {
+export async function adminDrain(ctx: RequestContext, nodeId: string, q: DrainQuery): Promise<Response> {
   const config = await freshGatewayConfig(ctx.env, overlaySource(ctx.env));
   if (!config.nodes.some((n) => n.id === nodeId)) throw noSuchNode(nodeId);
   // Otherwise new writes would keep landing on the node while it is emptied.
@@ -108,16 +108,12 @@ export async function adminDrain(
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function drainWalk(
-  ctx: RequestContext,
-  nodeId: string,
-  q: { bucket: string; "start-after": string | null; "max-objects": number },
-): Promise<{ tally: ReturnType<typeof emptyTally>; next: { bucket: string; startAfter: string } | null }> {
+async function drainWalk(ctx: RequestContext, nodeId: string, q: DrainQuery): Promise<{ tally: HealTally; next: DrainNext | null }> {
   const budget = q["max-objects"];
   const fromBucket = q.bucket;
   let after = q["start-after"];
   const tally = emptyTally();
-  let next: { bucket: string; startAfter: string } | null = null;
+  let next: DrainNext | null = null;
   const buckets = (await bucketRegistry(ctx).list()).map((b) => b.name).filter((name) => name >= fromBucket);
   for (const [i, bucket] of buckets.entries()) {
     if (bucket !== fromBucket) after = null;

@@ -10,7 +10,7 @@
 // which would enable ACLs, is refused NotImplemented.
 import { S3Error } from "../../s3-error";
 import { owner, type RequestContext } from "../http/context";
-import { element, S3_XMLNS, XML_DECLARATION } from "./xml";
+import { element, xmlDocument } from "./xml";
 import { childrenNamed, childText, malformedXml, parseXmlBytes, type XmlElement } from "./xml-parse";
 
 const OWNER_ONLY = new Set(["private", "bucket-owner-full-control"]);
@@ -78,7 +78,7 @@ export function checkObjectOwnershipHeader(headers: Headers): void {
 
 /** GetBucketOwnershipControls' answer. */
 export function ownershipControlsXml(): string {
-  return `${XML_DECLARATION}<OwnershipControls xmlns="${S3_XMLNS}"><Rule>${element("ObjectOwnership", OBJECT_OWNERSHIP)}</Rule></OwnershipControls>`;
+  return xmlDocument("OwnershipControls", `<Rule>${element("ObjectOwnership", OBJECT_OWNERSHIP)}</Rule>`);
 }
 
 /** A PutBucketOwnershipControls body: exactly one Rule with one ObjectOwnership, which must be OBJECT_OWNERSHIP. */
@@ -97,8 +97,6 @@ export function ownerAclXml(ctx: RequestContext): string {
   const { id, displayName } = owner(ctx);
   const who = element("ID", id) + element("DisplayName", displayName);
   const grantee = `<Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="CanonicalUser">${who}</Grantee>`;
-  return (
-    `${XML_DECLARATION}<AccessControlPolicy xmlns="${S3_XMLNS}"><Owner>${who}</Owner>` +
-    `<AccessControlList><Grant>${grantee}${element("Permission", "FULL_CONTROL")}</Grant></AccessControlList></AccessControlPolicy>`
-  );
+  const grant = `<Grant>${grantee}${element("Permission", "FULL_CONTROL")}</Grant>`;
+  return xmlDocument("AccessControlPolicy", `<Owner>${who}</Owner><AccessControlList>${grant}</AccessControlList>`);
 }

@@ -1,6 +1,6 @@
 // Object tags: S3's rules for them, the x-amz-tagging header and the <Tagging> document.
 import { S3Error } from "../../s3-error";
-import { element, S3_XMLNS, XML_DECLARATION } from "./xml";
+import { element, xmlDocument } from "./xml";
 import { childrenNamed, childText, malformedXml, readXml } from "./xml-parse";
 
 export type Tags = [string, string][];
@@ -59,5 +59,5 @@ export async function parseTaggingXml(body: ReadableStream<Uint8Array> | null, m
 export function renderTagging(tags: Tags): string {
   const sorted = [...tags].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   const items = sorted.map(([k, v]) => `<Tag>${element("Key", k)}${element("Value", v)}</Tag>`).join("");
-  return `${XML_DECLARATION}<Tagging xmlns="${S3_XMLNS}"><TagSet>${items}</TagSet></Tagging>`;
+  return xmlDocument("Tagging", `<TagSet>${items}</TagSet>`);
 }

@@ -3,7 +3,7 @@
 // website endpoint (api/website-endpoint.ts) decides with it: the routing rule that matches a request, where
 // a redirect goes. Pure functions, no I/O.
 import { invalidArgument } from "../../s3-error";
-import { element, S3_XMLNS, XML_DECLARATION } from "./xml";
+import { element, xmlDocument } from "./xml";
 import { childrenNamed, malformedXml, onlyChild, type XmlElement } from "./xml-parse";
 
 export type WebProtocol = "http" | "https";
@@ -190,7 +190,7 @@ export function renderWebsiteXml(config: WebsiteConfig): string {
     if (config.errorKey !== undefined) body += `<ErrorDocument>${element("Key", config.errorKey)}</ErrorDocument>`;
     if (config.routingRules.length > 0) body += `<RoutingRules>${config.routingRules.map(renderRule).join("")}</RoutingRules>`;
   }
-  return `${XML_DECLARATION}<WebsiteConfiguration xmlns="${S3_XMLNS}">${body}</WebsiteConfiguration>`;
+  return xmlDocument("WebsiteConfiguration", body);
 }
 
 /**

@@ -1,8 +1,13 @@
 // XML the way S3 writes it: the pieces every response renderer shares.
 import { textResponse, xmlEscape } from "../../errors";
 
-export const S3_XMLNS = "http://s3.amazonaws.com/doc/2006-03-01/";
-export const XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n';
+const S3_XMLNS = "http://s3.amazonaws.com/doc/2006-03-01/";
+const XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n';
+
+/** A whole S3 document: the declaration, then `<root xmlns="S3's namespace">body</root>`. */
+export function xmlDocument(root: string, body: string): string {
+  return `${XML_DECLARATION}<${root} xmlns="${S3_XMLNS}">${body}</${root}>`;
+}
 
 /** A response carrying a whole XML document (declaration included). */
 export function xmlResponse(document: string, status = 200, headers: HeadersInit = {}): Response {

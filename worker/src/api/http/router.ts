@@ -73,7 +73,8 @@ export function resolveTarget(url: URL, virtualHostSuffix: string): Target {
   return { bucket: rest.slice(0, slash), key: key === "" ? null : key };
 }
 
-function decodePath(pathname: string): string {
+/** A path with its %-escapes decoded; as it came when they do not decode (a lone "%", bad UTF-8). */
+export function decodePath(pathname: string): string {
   try {
     return decodeURIComponent(pathname);
   } catch {

@@ -4,7 +4,7 @@ import { S3Error } from "../../s3-error";
 import { checksumValue } from "../format/checksums";
 import { headerList } from "../format/object-headers";
 import type { RequestContext, ObjectAt } from "../http/context";
-import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
+import { element, xmlResponse, xmlDocument } from "../format/xml";
 import { existingObject, partOffsets, versionHeader } from "../../services/objects";
 
 const ATTRIBUTES = ["ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSize"];
@@ -50,7 +50,7 @@ export async function getObjectAttributes(ctx: RequestContext, { bucket, key, ve
   }
   if (wanted.has("StorageClass")) body += element("StorageClass", "STANDARD");
   if (wanted.has("ObjectSize")) body += element("ObjectSize", manifest.size);
-  return xmlResponse(`${XML_DECLARATION}<GetObjectAttributesResponse xmlns="${S3_XMLNS}">${body}</GetObjectAttributesResponse>`, 200, {
+  return xmlResponse(xmlDocument("GetObjectAttributesResponse", body), 200, {
     "Last-Modified": new Date(manifest.lastModifiedMs).toUTCString(),
     ...versionHeader(found),
   });

@@ -4,7 +4,7 @@
 import { S3Error } from "../../s3-error";
 import type { RequestContext, BucketAt } from "../http/context";
 import { type CorsRule, corsRules, preflight } from "../http/cors";
-import { element, S3_XMLNS, XML_DECLARATION } from "../format/xml";
+import { element, xmlDocument } from "../format/xml";
 import { childrenNamed, childText, malformedXml, readXml, type XmlElement } from "../format/xml-parse";
 import { settingOperations } from "../http/setting-operations";
 
@@ -74,7 +74,7 @@ function renderCors(rules: CorsRule[]): string {
       );
     })
     .join("");
-  return `${XML_DECLARATION}<CORSConfiguration xmlns="${S3_XMLNS}">${body}</CORSConfiguration>`;
+  return xmlDocument("CORSConfiguration", body);
 }
 
 /** A CORS preflight (OPTIONS): answered by the bucket's rules, without credentials. */

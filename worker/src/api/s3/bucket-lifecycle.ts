@@ -4,7 +4,7 @@
 import { DAY_MS, type LifecycleFilter, type LifecycleRule } from "../../meta/lifecycle-rules";
 import { S3Error, invalidArgument } from "../../s3-error";
 import { MAX_BUCKET_TAGS, validateTags } from "../format/tags";
-import { element, S3_XMLNS, XML_DECLARATION } from "../format/xml";
+import { element, xmlDocument } from "../format/xml";
 import { childrenNamed, childText, malformedXml, onlyChild, readXml, type XmlElement } from "../format/xml-parse";
 import { settingOperations } from "../http/setting-operations";
 
@@ -143,7 +143,7 @@ function parseMidnight(text: string): number {
 }
 
 export function renderLifecycle(rules: readonly LifecycleRule[]): string {
-  return `${XML_DECLARATION}<LifecycleConfiguration xmlns="${S3_XMLNS}">${rules.map(renderRule).join("")}</LifecycleConfiguration>`;
+  return xmlDocument("LifecycleConfiguration", rules.map(renderRule).join(""));
 }
 
 function renderRule(rule: LifecycleRule): string {

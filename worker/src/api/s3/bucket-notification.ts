@@ -12,7 +12,7 @@ import { notificationTargets } from "../../services/notification-delivery";
 import { QUEUE_ARN_PREFIX, WEBHOOK_ARN_PREFIX } from "../../shared/arns";
 import { invalidArgument } from "../../s3-error";
 import { bucketIndex, type BucketAt, type RequestContext } from "../http/context";
-import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
+import { element, xmlResponse, xmlDocument } from "../format/xml";
 import { childrenNamed, malformedXml, readXml, type XmlElement } from "../format/xml-parse";
 
 /** The most configurations one document holds, and its size. */
@@ -119,5 +119,5 @@ function renderNotification(rules: readonly NotificationRule[]): string {
       return `<${tag}>${element("Id", r.id)}${element(r.kind, r.arn)}${r.events.map((e) => element("Event", e)).join("")}${filter}</${tag}>`;
     })
     .join("");
-  return `${XML_DECLARATION}<NotificationConfiguration xmlns="${S3_XMLNS}">${body}</NotificationConfiguration>`;
+  return xmlDocument("NotificationConfiguration", body);
 }

@@ -5,7 +5,7 @@ import { S3Error } from "../../s3-error";
 import { setBucketPolicy, storedPolicy } from "../../services/bucket-policy";
 import type { RequestContext, BucketAt } from "../http/context";
 import { readBodyUpTo } from "../http/request-body";
-import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
+import { element, xmlResponse, xmlDocument } from "../format/xml";
 
 const policyTooLarge = () => new S3Error("PolicyTooLarge", `Policy exceeds the maximum allowed document size (${MAX_POLICY_BYTES} bytes).`);
 
@@ -35,5 +35,5 @@ export async function deleteBucketPolicy(ctx: RequestContext, { bucket }: Bucket
 export async function getBucketPolicyStatus(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   const policy = parsePolicy(await policyText(ctx, bucket), bucket);
   const status = element("IsPublic", String(isPublic(policy)));
-  return xmlResponse(`${XML_DECLARATION}<PolicyStatus xmlns="${S3_XMLNS}">${status}</PolicyStatus>`);
+  return xmlResponse(xmlDocument("PolicyStatus", status));
 }

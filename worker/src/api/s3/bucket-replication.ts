@@ -21,7 +21,7 @@ import { bucketPolicy } from "../../services/bucket-policy";
 import { bucketIndex, type BucketAt, type RequestContext } from "../http/context";
 import { permitted } from "../http/permissions";
 import { validateTags } from "../format/tags";
-import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
+import { element, xmlResponse, xmlDocument } from "../format/xml";
 import { malformedXml, readXml, type XmlElement } from "../format/xml-parse";
 
 /** S3's bounds: 1000 rules, an ID of at most 255 characters, a prefix of at most 1024. */
@@ -115,18 +115,8 @@ export function parseReplicationXml(doc: XmlElement, remotes: ReadonlySet<string
   return rules;
 }
 
-type RuleFields = {
-  id?: string;
-  priority?: number;
-  status?: string;
-  prefix?: string;
-  filtered: boolean;
-  tags?: [string, string][];
-  and?: boolean;
-  deleteMarkers?: boolean;
-  existing?: boolean;
-  destination?: string;
-};
+/** A Rule's children as read so far: the rule's own fields (each absent until read), its Status, and whether a Filter came. */
+type RuleFields = Partial<Omit<ReplicationRule, "enabled" | "target" | "since">> & { status?: string; filtered: boolean };
 
 /** One Rule element, and whether its priority orders it (the newer form, with a Filter). */
 function parseRule(el: XmlElement, remotes: ReadonlySet<string>, index: number): { rule: ReplicationRule; ordered: boolean } {
@@ -280,5 +270,5 @@ function renderReplication(rules: readonly ReplicationRule[]): string {
       return `<Rule>${element("ID", r.id)}${element("Priority", String(r.priority))}${element("Status", r.enabled ? "Enabled" : "Disabled")}${renderFilter(r)}${marker}${existing}<Destination>${element("Bucket", r.destination)}</Destination></Rule>`;
     })
     .join("");
-  return `${XML_DECLARATION}<ReplicationConfiguration xmlns="${S3_XMLNS}"><Role></Role>${body}</ReplicationConfiguration>`;
+  return xmlDocument("ReplicationConfiguration", `<Role></Role>${body}`);
 }

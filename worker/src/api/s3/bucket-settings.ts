@@ -3,7 +3,7 @@
 import { S3Error } from "../../s3-error";
 import { settingOperations } from "../http/setting-operations";
 import { MAX_BUCKET_TAGS, parseTaggingXml, renderTagging, type Tags } from "../format/tags";
-import { S3_XMLNS, XML_DECLARATION } from "../format/xml";
+import { xmlDocument } from "../format/xml";
 import { childrenNamed, childText, malformedXml, readXml } from "../format/xml-parse";
 
 /** Get/Put/DeleteBucketTagging: a bucket's tags. An empty tag set is no tag set (a Get then answers NoSuchTagSet). */
@@ -23,6 +23,8 @@ export const bucketTagging = settingOperations<Tags>({
  * applied to every new object that does not ask for SSE-C itself (services/encryption.ts); SSE-KMS
  * is refused by name.
  */
+const SSE_S3_RULE =
+  "<Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault><BucketKeyEnabled>false</BucketKeyEnabled></Rule>";
 export const bucketEncryption = settingOperations<{ algorithm: "AES256" }>({
   name: "encryption",
   read: async (body) => {
@@ -36,7 +38,6 @@ export const bucketEncryption = settingOperations<{ algorithm: "AES256" }>({
     if (algorithm !== "AES256") throw malformedXml();
     return { algorithm };
   },
-  render: () =>
-    `${XML_DECLARATION}<ServerSideEncryptionConfiguration xmlns="${S3_XMLNS}"><Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault><BucketKeyEnabled>false</BucketKeyEnabled></Rule></ServerSideEncryptionConfiguration>`,
+  render: () => xmlDocument("ServerSideEncryptionConfiguration", SSE_S3_RULE),
   missing: ["ServerSideEncryptionConfigurationNotFoundError", "The server side encryption configuration was not found"],
 });

@@ -4,7 +4,7 @@ import { checkBucketName } from "../format/bucket-name";
 import { checkAclHeaders, checkObjectOwnershipHeader } from "../format/acls";
 import { owner, bucketIndex, bucketRegistry, type RequestContext, type BucketAt } from "../http/context";
 import { readBodyUpTo } from "../http/request-body";
-import { S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
+import { xmlResponse, xmlDocument } from "../format/xml";
 import { childText, malformedXml, parseXmlBytes } from "../format/xml-parse";
 import { drainBucketGarbage } from "../../services/garbage";
 import { dropBucketGrants, grantBucket } from "../../services/access-keys";
@@ -67,5 +67,5 @@ export async function getBucketLocation(ctx: RequestContext, { bucket }: BucketA
   await bucketIndex(ctx, bucket).info(); // NoSuchBucket unless it exists
   // S3 answers an empty constraint for us-east-1.
   const region = ctx.config.region === "us-east-1" ? "" : ctx.config.region;
-  return xmlResponse(`${XML_DECLARATION}<LocationConstraint xmlns="${S3_XMLNS}">${region}</LocationConstraint>`);
+  return xmlResponse(xmlDocument("LocationConstraint", region));
 }

@@ -10,7 +10,7 @@ import { customerKey, sseHeaders, sseRequest } from "../format/sse-headers";
 import { checksumElements, parseAlgorithm, RequestChecksums, type Algorithm } from "../format/checksums";
 import { owner, bucketIndex, type RequestContext, type ObjectAt } from "../http/context";
 import { storedHeaders, userMetadata } from "../format/object-headers";
-import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
+import { element, s3Date, xmlResponse, xmlDocument } from "../format/xml";
 import { writeCondition } from "../format/conditions";
 import { checkAclHeaders } from "../format/acls";
 import { openRange, commitObject, partOf, refuseEarly, writeRefused, writtenHeaders, type NewObject } from "../../services/objects";
@@ -78,7 +78,7 @@ export async function copyObject(ctx: RequestContext, { bucket, key }: ObjectAt)
   }
   const { object, lastModified } = result;
   const body = `<ETag>"${object.etag}"</ETag>${element("LastModified", s3Date(lastModified))}${checksumElements(object.checksums, object.parts.length)}`;
-  return xmlResponse(`${XML_DECLARATION}<CopyObjectResult xmlns="${S3_XMLNS}">${body}</CopyObjectResult>`, 200, {
+  return xmlResponse(xmlDocument("CopyObjectResult", body), 200, {
     ...sourceHeaders,
     ...writtenHeaders(result),
     ...sseHeaders(cipher?.encryption, sse?.keyMd5),
@@ -138,14 +138,8 @@ async function replaceInPlace(
   const object: NewObject = { key: record.key, size: manifest.size, etag: manifest.etag, checksums: manifest.checksums, parts: manifest.parts, ...fields };
   const lastModified = Date.now();
   const next: Manifest = { ...manifest, ...fields, lastModifiedMs: lastModified };
-  const result = await bucketIndex(ctx, bucket).replace(record.manifest, {
-    key: record.key,
-    versionId: record.versionId,
-    size: record.size,
-    etag: record.etag,
-    lastModified,
-    manifest: ctx.core.encodeManifest(next),
-  });
+  // The record read, with the new manifest (replace() writes its size, ETag, time and manifest).
+  const result = await bucketIndex(ctx, bucket).replace(record.manifest, { ...record, lastModified, manifest: ctx.core.encodeManifest(next) });
   if (result === "missing") throw noSuchKey();
   if (result === "changed") throw new S3Error("OperationAborted", "A conflicting operation is currently in progress against this resource. Please try again.");
   return { object, lastModified };

@@ -10,7 +10,7 @@ import { removeFreed } from "../../services/objects";
 import { RequestChecksums } from "../format/checksums";
 import { bucketIndex, type RequestContext, type BucketAt, type ObjectAt } from "../http/context";
 import { equalBytes } from "../../shared/bytes";
-import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
+import { element, xmlResponse, xmlDocument } from "../format/xml";
 import { childrenNamed, childText, malformedXml, parseXmlBytes, readXmlBody } from "../format/xml-parse";
 import { checkKey, keyTooLong, parseContentMd5, replicaRequest } from "../format/object-request";
 import { bypassGovernance } from "../format/object-lock-headers";
@@ -77,7 +77,7 @@ export async function deleteObjects(ctx: RequestContext, { bucket }: BucketAt): 
       return `<Error>${element("Key", item.key)}${item.versionId === undefined ? "" : element("VersionId", item.versionId ?? "null")}${element("Code", item.error.code)}${element("Message", item.error.message)}</Error>`;
     return request.quiet ? "" : deletedXml(item, outcomeOf.get(item) ?? null);
   });
-  return xmlResponse(`${XML_DECLARATION}<DeleteResult xmlns="${S3_XMLNS}">${results.join("")}</DeleteResult>`);
+  return xmlResponse(xmlDocument("DeleteResult", results.join("")));
 }
 
 /** One <Deleted>: the version asked for, and the delete marker it was or that took its place. */

@@ -4,7 +4,7 @@
 import type { BucketInfo, ListPage, ListQuery, ListVersionsPage, ListVersionsQuery, ObjectSummary, VersionSummary } from "../../meta/types";
 import { S3Error } from "../../s3-error";
 import { parseVersionId } from "../format/object-request";
-import { element, s3Date, S3_XMLNS, XML_DECLARATION } from "../format/xml";
+import { element, s3Date, xmlDocument } from "../format/xml";
 
 /** The bucket owner as S3 shows it; DisplayName is left out when not given. */
 export interface Owner {
@@ -132,7 +132,7 @@ export function renderListObjects(bucket: string, req: ListObjectsRequest, page:
   const showOwner = req.version === 1 || req.fetchOwner;
   const contents = page.objects.map((o) => contentsXml(o, enc, showOwner ? owner : null)).join("");
   const prefixes = page.commonPrefixes.map((p) => `<CommonPrefixes>${element("Prefix", enc(p))}</CommonPrefixes>`).join("");
-  return `${XML_DECLARATION}<ListBucketResult xmlns="${S3_XMLNS}">${head}${contents}${prefixes}</ListBucketResult>`;
+  return xmlDocument("ListBucketResult", `${head}${contents}${prefixes}`);
 }
 
 type Encode = (s: string) => string;
@@ -225,7 +225,7 @@ export function renderListVersions(bucket: string, req: ListVersionsRequest, pag
   parts.push(element("IsTruncated", page.isTruncated));
   const versions = page.versions.map((v) => versionXml(v, enc, owner)).join("");
   const prefixes = page.commonPrefixes.map((p) => `<CommonPrefixes>${element("Prefix", enc(p))}</CommonPrefixes>`).join("");
-  return `${XML_DECLARATION}<ListVersionsResult xmlns="${S3_XMLNS}">${parts.join("")}${versions}${prefixes}</ListVersionsResult>`;
+  return xmlDocument("ListVersionsResult", `${parts.join("")}${versions}${prefixes}`);
 }
 
 function versionXml(v: VersionSummary, enc: Encode, owner: Owner): string {
@@ -241,5 +241,5 @@ function versionXml(v: VersionSummary, enc: Encode, owner: Owner): string {
 /** The buckets in the order given (the registry lists them sorted by name). */
 export function renderListBuckets(buckets: readonly BucketInfo[], owner: Owner): string {
   const items = buckets.map((b) => `<Bucket>${element("Name", b.name)}${element("CreationDate", s3Date(b.created))}</Bucket>`).join("");
-  return `${XML_DECLARATION}<ListAllMyBucketsResult xmlns="${S3_XMLNS}">${ownerXml(owner)}<Buckets>${items}</Buckets></ListAllMyBucketsResult>`;
+  return xmlDocument("ListAllMyBucketsResult", `${ownerXml(owner)}<Buckets>${items}</Buckets>`);
 }

@@ -24,7 +24,7 @@ import { checkAclHeaders } from "../format/acls";
 import { owner, bucketIndex, type RequestContext, type BucketAt, type ObjectAt } from "../http/context";
 import { parseCopySource, readCopySource } from "../format/copy-source";
 import { storedHeaders, userMetadata } from "../format/object-headers";
-import { element, s3Date, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
+import { element, s3Date, xmlResponse, xmlDocument } from "../format/xml";
 import { childrenNamed, childText, malformedXml, readXml } from "../format/xml-parse";
 import { multipartEtag, openRange, partOf, UNDER_REPLICATED, writeRefused, writtenHeaders } from "../../services/objects";
 import { lockFromHeaders } from "../format/object-lock-headers";
@@ -71,7 +71,7 @@ export async function createMultipartUpload(ctx: RequestContext, { bucket, key }
     response.set("x-amz-checksum-type", checksumType);
   }
   const body = `${element("Bucket", bucket)}${element("Key", key)}${element("UploadId", upload.uploadId)}`;
-  return xmlResponse(`${XML_DECLARATION}<InitiateMultipartUploadResult xmlns="${S3_XMLNS}">${body}</InitiateMultipartUploadResult>`, 200, response);
+  return xmlResponse(xmlDocument("InitiateMultipartUploadResult", body), 200, response);
 }
 
 /** The upload a part belongs to (one metadata call: its checksum settings decide how the part is checked). */
@@ -112,7 +112,7 @@ export async function uploadPartCopy(ctx: RequestContext, { bucket, key }: Objec
   const verified = await checksums.verify(Promise.resolve(new Headers()));
   const record = await commitPart(ctx, bucket, upload, partNumber, part, end - start, objectEtag(cipher, part), verified);
   const result = `<ETag>"${record.etag}"</ETag>${element("LastModified", s3Date(record.lastModified))}${checksumElements(verified, 1, false)}`;
-  return xmlResponse(`${XML_DECLARATION}<CopyPartResult xmlns="${S3_XMLNS}">${result}</CopyPartResult>`);
+  return xmlResponse(xmlDocument("CopyPartResult", result));
 }
 
 /** `x-amz-copy-source-range: bytes=first-last` (both required, inside the source); none: all of it. */
@@ -259,7 +259,7 @@ export async function completeMultipartUpload(ctx: RequestContext, { bucket, key
 
   const location = `${ctx.url.origin}/${encodeURIComponent(bucket)}/${key.split("/").map(encodeURIComponent).join("/")}`;
   const body = `${element("Location", location)}${element("Bucket", bucket)}${element("Key", key)}<ETag>"${etag}"</ETag>${checksumElements(checksums, used.length)}`;
-  return xmlResponse(`${XML_DECLARATION}<CompleteMultipartUploadResult xmlns="${S3_XMLNS}">${body}</CompleteMultipartUploadResult>`, 200, {
+  return xmlResponse(xmlDocument("CompleteMultipartUploadResult", body), 200, {
     ...checksumHeaders(checksums, used.length),
     ...writtenHeaders(result),
   });
@@ -349,7 +349,7 @@ export async function listParts(ctx: RequestContext, { bucket, key }: ObjectAt, 
     element("IsTruncated", truncated) +
     uploadChecksumElements(upload) +
     items;
-  return xmlResponse(`${XML_DECLARATION}<ListPartsResult xmlns="${S3_XMLNS}">${body}</ListPartsResult>`);
+  return xmlResponse(xmlDocument("ListPartsResult", body));
 }
 
 export async function listMultipartUploads(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
@@ -386,5 +386,5 @@ export async function listMultipartUploads(ctx: RequestContext, { bucket }: Buck
     (encodeUrl ? element("EncodingType", "url") : "") +
     uploads +
     prefixes;
-  return xmlResponse(`${XML_DECLARATION}<ListMultipartUploadsResult xmlns="${S3_XMLNS}">${body}</ListMultipartUploadsResult>`);
+  return xmlResponse(xmlDocument("ListMultipartUploadsResult", body));
 }

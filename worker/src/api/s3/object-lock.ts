@@ -7,7 +7,7 @@ import { noSuchKey, S3Error } from "../../s3-error";
 import { existingObject } from "../../services/objects";
 import { bucketIndex, type RequestContext, type BucketAt, type ObjectAt } from "../http/context";
 import { bypassGovernance, parseMode, parseRetainUntil } from "../format/object-lock-headers";
-import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
+import { element, xmlResponse, xmlDocument } from "../format/xml";
 import { childrenNamed, childText, malformedXml, readXml } from "../format/xml-parse";
 
 function missingLockConfiguration(): S3Error {
@@ -21,9 +21,7 @@ export async function getObjectLockConfiguration(ctx: RequestContext, { bucket }
   const rule = d
     ? `<Rule><DefaultRetention>${element("Mode", d.mode)}${d.days !== undefined ? element("Days", d.days) : element("Years", d.years ?? 0)}</DefaultRetention></Rule>`
     : "";
-  return xmlResponse(
-    `${XML_DECLARATION}<ObjectLockConfiguration xmlns="${S3_XMLNS}">${element("ObjectLockEnabled", "Enabled")}${rule}</ObjectLockConfiguration>`,
-  );
+  return xmlResponse(xmlDocument("ObjectLockConfiguration", `${element("ObjectLockEnabled", "Enabled")}${rule}`));
 }
 
 export async function putObjectLockConfiguration(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
@@ -63,15 +61,13 @@ function noLockOnObject(): S3Error {
 export async function getObjectRetention(ctx: RequestContext, object: ObjectAt): Promise<Response> {
   const lock = await lockOf(ctx, object);
   if (lock.mode === undefined || lock.until === undefined) throw noLockOnObject();
-  return xmlResponse(
-    `${XML_DECLARATION}<Retention xmlns="${S3_XMLNS}">${element("Mode", lock.mode)}${element("RetainUntilDate", new Date(lock.until).toISOString())}</Retention>`,
-  );
+  return xmlResponse(xmlDocument("Retention", `${element("Mode", lock.mode)}${element("RetainUntilDate", new Date(lock.until).toISOString())}`));
 }
 
 export async function getObjectLegalHold(ctx: RequestContext, object: ObjectAt): Promise<Response> {
   const lock = await lockOf(ctx, object);
   if (lock.legalHold === undefined) throw noLockOnObject();
-  return xmlResponse(`${XML_DECLARATION}<LegalHold xmlns="${S3_XMLNS}">${element("Status", lock.legalHold ? "ON" : "OFF")}</LegalHold>`);
+  return xmlResponse(xmlDocument("LegalHold", element("Status", lock.legalHold ? "ON" : "OFF")));
 }
 
 export async function putObjectRetention(ctx: RequestContext, object: ObjectAt): Promise<Response> {

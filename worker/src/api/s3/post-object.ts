@@ -19,7 +19,7 @@ import { storedHeaders, userMetadata } from "../format/object-headers";
 import { checkKey } from "../format/object-request";
 import { sseHeaders, sseRequest } from "../format/sse-headers";
 import { authorize, WRITE_OBJECT } from "../http/permissions";
-import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
+import { element, xmlResponse, xmlDocument } from "../format/xml";
 
 /** Form fields that become the object's headers, as a PUT's request headers would. */
 const HEADER_FIELDS = ["content-type", "cache-control", "content-disposition", "content-encoding", "expires", "x-amz-acl"];
@@ -90,8 +90,8 @@ async function store(ctx: RequestContext, bucket: string, form: FormUpload): Pro
     return new Response(null, { status: 303, headers: { ...answer, Location: to.toString() } });
   }
   if (status === 201) {
-    const xml = `${XML_DECLARATION}<PostResponse xmlns="${S3_XMLNS}">${element("Location", location)}${element("Bucket", bucket)}${element("Key", key)}${element("ETag", `"${etag}"`)}</PostResponse>`;
-    const res = xmlResponse(xml, 201);
+    const fields = `${element("Location", location)}${element("Bucket", bucket)}${element("Key", key)}${element("ETag", `"${etag}"`)}`;
+    const res = xmlResponse(xmlDocument("PostResponse", fields), 201);
     for (const [name, value] of Object.entries(answer)) res.headers.set(name, value);
     return res;
   }

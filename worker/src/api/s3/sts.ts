@@ -89,16 +89,9 @@ function durationOf(value: string | null): number {
   const n = /^\d{1,9}$/.test(value) ? Number(value) : Number.NaN;
   if (!Number.isSafeInteger(n))
     throw new S3Error("ValidationError", `Value '${value}' at 'durationSeconds' failed to satisfy constraint: Member must be a number.`);
-  if (n < MIN_SESSION_SECONDS)
-    throw new S3Error(
-      "ValidationError",
-      `1 validation error detected: Value '${n}' at 'durationSeconds' failed to satisfy constraint: Member must have value greater than or equal to ${MIN_SESSION_SECONDS}`,
-    );
-  if (n > MAX_SESSION_SECONDS)
-    throw new S3Error(
-      "ValidationError",
-      `1 validation error detected: Value '${n}' at 'durationSeconds' failed to satisfy constraint: Member must have value less than or equal to ${MAX_SESSION_SECONDS}`,
-    );
+  const constraint = `1 validation error detected: Value '${n}' at 'durationSeconds' failed to satisfy constraint: Member must have value`;
+  if (n < MIN_SESSION_SECONDS) throw new S3Error("ValidationError", `${constraint} greater than or equal to ${MIN_SESSION_SECONDS}`);
+  if (n > MAX_SESSION_SECONDS) throw new S3Error("ValidationError", `${constraint} less than or equal to ${MAX_SESSION_SECONDS}`);
   return n;
 }
 

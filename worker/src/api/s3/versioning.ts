@@ -3,14 +3,14 @@
 // writes and deletes is in meta/versions.ts.
 import { S3Error } from "../../s3-error";
 import { bucketIndex, type RequestContext, type BucketAt } from "../http/context";
-import { element, S3_XMLNS, XML_DECLARATION, xmlResponse } from "../format/xml";
+import { element, xmlResponse, xmlDocument } from "../format/xml";
 import { childText, malformedXml, readXml } from "../format/xml-parse";
 
 export async function getBucketVersioning(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   const status = await bucketIndex(ctx, bucket).versioning();
   // A bucket that never had versioning answers an empty configuration.
   const body = status === null ? "" : element("Status", status);
-  return xmlResponse(`${XML_DECLARATION}<VersioningConfiguration xmlns="${S3_XMLNS}">${body}</VersioningConfiguration>`);
+  return xmlResponse(xmlDocument("VersioningConfiguration", body));
 }
 
 export async function putBucketVersioning(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
