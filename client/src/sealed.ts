@@ -443,22 +443,27 @@ export function openingStream(
     return { plain: opened };
   };
   /**
-   * Batches being decrypted, in order: the next batch's stored bytes are read (and the source,
-   * the direct path's decoding, pulled) while the one before is decrypted.
+   * The next batch, being read while the one before is decrypted and passed on (its stored bytes,
+   * and the source, the direct path's decoding, pulled meanwhile): never awaited before the bytes
+   * of the one before have gone out, so a source that stalls holds back only what it has not sent.
    */
-  const opening: { plain: Promise<Uint8Array> }[] = [];
+  let ahead: Promise<{ plain: Promise<Uint8Array> }> | null = null;
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
         try {
           // Batches until one yields bytes (a pull must enqueue or close, or the reader waits forever).
           for (;;) {
-            while (opening.length < 2 && next <= range.last) opening.push(await readBatch());
-            const batch = opening.shift();
+            const batch = ahead ? await ahead : next <= range.last ? await readBatch() : null;
+            ahead = null;
             if (!batch) {
               const { done } = carry?.length ? { done: false } : await reader.read();
               if (!done) throw new CorruptObjectError("the stored object is longer than its header says");
               return controller.close();
+            }
+            if (next <= range.last) {
+              ahead = readBatch();
+              ahead.catch(() => {}); // awaited at the next pull; a cancel may come first
             }
             // Authenticated whole before any of its bytes is passed on, then trimmed to the range.
             const plain = await batch.plain;

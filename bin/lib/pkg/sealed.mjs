@@ -327,18 +327,23 @@ function openingStream(cipher, key, header, range, length) {
     });
     return { plain: opened };
   };
-  const opening = [];
+  let ahead = null;
   return new ReadableStream(
     {
       async pull(controller) {
         try {
           for (; ; ) {
-            while (opening.length < 2 && next <= range.last) opening.push(await readBatch());
-            const batch = opening.shift();
+            const batch = ahead ? await ahead : next <= range.last ? await readBatch() : null;
+            ahead = null;
             if (!batch) {
               const { done } = carry?.length ? { done: false } : await reader.read();
               if (!done) throw new CorruptObjectError("the stored object is longer than its header says");
               return controller.close();
+            }
+            if (next <= range.last) {
+              ahead = readBatch();
+              ahead.catch(() => {
+              });
             }
             const plain = await batch.plain;
             const out = plain.subarray(skip, skip + left);
