@@ -20,7 +20,7 @@ import * as bindings from "../../core/pkg/shardgate_core.js";
 import { Core } from "../../worker/src/shared/core-api";
 import { randomBytes } from "../shared/core-suite";
 import { CREDENTIALS, Gateway } from "./gateway";
-import { clientEnv, pythonTool, ROOT, run, type RunResult } from "./tools";
+import { clientEnv, oneLineError, pythonTool, ROOT, run, type RunResult } from "./tools";
 
 const BIN = join(ROOT, "bin/shardgate.mjs");
 const memory = bindings.initSync({ module: readFileSync(new URL("../../core/pkg/shardgate_core_bg.wasm", import.meta.url)) }).memory;
@@ -61,16 +61,6 @@ async function ok(args: string[], opts: Parameters<typeof cli>[1] = {}): Promise
   const res = await cli(args, opts);
   if (res.code !== 0) throw new Error(`shardgate ${args.join(" ")} exited with ${res.code}\n--- stdout\n${res.stdout}\n--- stderr\n${res.stderr}`);
   return res;
-}
-
-/** The run failed with `code`, one line on stderr (no stack trace), which is returned. */
-function oneLineError(res: RunResult, code: number): string {
-  expect(res.code, `stdout: ${res.stdout}\nstderr: ${res.stderr}`).toBe(code);
-  const lines = res.stderr.trimEnd().split("\n");
-  expect(lines, res.stderr).toHaveLength(1);
-  expect(lines[0]).toMatch(/^shardgate: /);
-  expect(res.stderr).not.toMatch(/\n\s+at /);
-  return lines[0];
 }
 
 /** No file of the temp folder is `name` or a partial download of it. */

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { AwsClient } from "aws4fetch";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CREDENTIALS, freePort, Gateway } from "./gateway";
-import { clientEnv, ROOT, run, type RunResult } from "./tools";
+import { clientEnv, oneLineError, ROOT, run, type RunResult } from "./tools";
 import { VersityNode } from "./versity-node";
 
 const BIN = join(ROOT, "bin/shardgate.mjs");
@@ -50,16 +50,6 @@ async function ok(args: string[], opts: Parameters<typeof cli>[1] = {}): Promise
 /** `cli … --json`, parsed. */
 async function okJson<T = Record<string, unknown>>(args: string[], opts: Parameters<typeof cli>[1] = {}): Promise<T> {
   return JSON.parse(await ok([...args, "--json"], opts)) as T;
-}
-
-/** The run failed with `code` and said so on exactly one line of stderr (no stack trace), which is returned. */
-function oneLineError(res: RunResult, code: number): string {
-  expect(res.code, `stdout: ${res.stdout}\nstderr: ${res.stderr}`).toBe(code);
-  const lines = res.stderr.trimEnd().split("\n");
-  expect(lines, res.stderr).toHaveLength(1);
-  expect(lines[0]).toMatch(/^shardgate: /);
-  expect(res.stderr).not.toMatch(/\n\s+at /);
-  return lines[0];
 }
 
 interface Key {

@@ -6,6 +6,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { expect } from "vitest";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 /**
@@ -73,6 +74,16 @@ export function run(cmd: string, args: string[], opts: { env: NodeJS.ProcessEnv;
     });
     child.stdin.end(opts.input ?? "");
   });
+}
+
+/** A `shardgate` run that failed with `code` and said so on exactly one line of stderr (no stack trace): that line. */
+export function oneLineError(res: RunResult, code: number): string {
+  expect(res.code, `stdout: ${res.stdout}\nstderr: ${res.stderr}`).toBe(code);
+  const lines = res.stderr.trimEnd().split("\n");
+  expect(lines, res.stderr).toHaveLength(1);
+  expect(lines[0]).toMatch(/^shardgate: /);
+  expect(res.stderr).not.toMatch(/\n\s+at /);
+  return lines[0] as string;
 }
 
 /** `run`, and fail with the program's output unless it exited 0. */
