@@ -4,7 +4,7 @@
 /// <reference path="./env.d.ts" />
 import { errorText } from "./errors";
 import { MIN_MASTER_KEY_LENGTH } from "./auth/secret-box";
-import { checkVars, KINDS, parseReplicationTargets, parseWebhooks, type ReplicationTarget, shown, type WebhookTarget } from "./config-vars";
+import { checkVars, KINDS, parseReplicationTargets, parseWebhooks, type ReplicationTarget, shown, VAR_KINDS, type WebhookTarget } from "./config-vars";
 import { metrics } from "./observability/metrics";
 import { configureBlockCache } from "./storage/block-cache";
 import { nodeHealth, GuardedNode } from "./shared/node-health";
@@ -90,10 +90,9 @@ function perEnv<T>(parse: (env: Env) => T): (env: Env) => T {
   };
 }
 
-/** A count or milliseconds the schema (checkVars) has checked; `fallback` when unset or empty (a required one is set). */
-function int(env: Env, name: keyof Env, fallback = 0): number {
-  const raw = env[name];
-  return typeof raw === "string" && raw !== "" ? Number(raw) : fallback;
+/** A count or milliseconds, checked by its kind (checkedVar); `fallback` when unset or empty (a required one is set). */
+function int<N extends keyof typeof VAR_KINDS>(env: { [K in N]?: string }, name: N, fallback = 0): number {
+  return Number(checkedVar(env, name, String(fallback)));
 }
 
 /**
@@ -324,11 +323,18 @@ function fail(message: string): never {
   throw new Error(`configuration: ${message}`);
 }
 
+/** Variable `name` checked by its kind in the schema (config-vars.ts), also where loadConfig has not run (the scheduler); `fallback` when unset or empty. */
+function checkedVar<N extends keyof typeof VAR_KINDS>(env: { [K in N]?: string }, name: N, fallback: string): string {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const kind = KINDS[VAR_KINDS[name]];
+  if (kind && !kind.ok(raw)) fail(`${name}: expected ${kind.expected}, got ${shown(raw)}`);
+  return raw;
+}
+
 /** The region the gateway signs and answers in (SHARDGATE_REGION, default us-east-1): also what the console signs with. */
 export function regionOf(env: Pick<Env, "SHARDGATE_REGION">): string {
-  const region = env.SHARDGATE_REGION || "us-east-1";
-  if (!KINDS.region?.ok(region)) fail(`SHARDGATE_REGION: expected ${KINDS.region?.expected}, got ${shown(region)}`);
-  return region;
+  return checkedVar(env, "SHARDGATE_REGION", "us-east-1");
 }
 
 /** The host suffix of virtual-hosted style requests (SHARDGATE_VIRTUAL_HOST_SUFFIX, default localhost): read before the configuration by website hosts. */
@@ -444,34 +450,12 @@ function isFetcher(v: unknown): v is Fetcher {
   return typeof v === "object" && v !== null && "fetch" in v && typeof v.fetch === "function";
 }
 
-const DAY_MS = 24 * 3600 * 1000;
-
-/** Default time between background job runs (SHARDGATE_JOB_INTERVAL_MS overrides it). */
-const DEFAULT_JOB_INTERVAL_MS = 15 * 60_000;
-
 /** SHARDGATE_JOB_INTERVAL_MS: time between background job runs (default 15 minutes); a bad value throws. */
-export function jobIntervalMs(env: Env): number {
-  return positiveMs(env.SHARDGATE_JOB_INTERVAL_MS, "SHARDGATE_JOB_INTERVAL_MS", DEFAULT_JOB_INTERVAL_MS, false);
-}
-
+export const jobIntervalMs = (env: Env): number => int(env, "SHARDGATE_JOB_INTERVAL_MS", 15 * 60_000);
 /** SHARDGATE_ORPHAN_GRACE_MS: files younger than this are never swept (default a day). */
-export function orphanGraceMs(env: Env): number {
-  return positiveMs(env.SHARDGATE_ORPHAN_GRACE_MS, "SHARDGATE_ORPHAN_GRACE_MS", DAY_MS, true);
-}
-
+export const orphanGraceMs = (env: Env): number => int(env, "SHARDGATE_ORPHAN_GRACE_MS", 24 * 3600_000);
 /** SHARDGATE_ORPHAN_SWEEP_MS: time between the background jobs' orphan sweeps (default a day). */
-export function orphanSweepMs(env: Env): number {
-  return positiveMs(env.SHARDGATE_ORPHAN_SWEEP_MS, "SHARDGATE_ORPHAN_SWEEP_MS", DAY_MS, false);
-}
-
-/** Milliseconds from a variable: its default when unset or empty, an error when not a whole number (never the default in silence). */
-function positiveMs(raw: string | undefined, name: string, fallback: number, zeroOk: boolean): number {
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!/^[0-9]{1,15}$/.test(raw) || !Number.isSafeInteger(n) || (zeroOk ? n < 0 : n <= 0))
-    fail(`${name}: expected ${zeroOk ? "an integer of milliseconds, 0 or more" : "a positive integer of milliseconds"}, got ${shown(raw)}`);
-  return n;
-}
+export const orphanSweepMs = (env: Env): number => int(env, "SHARDGATE_ORPHAN_SWEEP_MS", 24 * 3600_000);
 
 // --- the host names the gateway answers to ------------------------------------------------------
 // A gateway on loopback is reachable by every web page the machine's browser opens: a page of
