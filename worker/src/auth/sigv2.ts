@@ -89,12 +89,7 @@ export async function authenticateV2(request: Request, secretOf: v4.SecretLookup
   if (/^\/[^/]+$/.test(url.pathname)) spellings.push(`${url.pathname}/`);
   for (const path of new Set(spellings)) {
     const toSign = `${head}\n${amz}${canonicalResource(url, path, opts.virtualHostSuffix)}`;
-    if (constantTimeEqual(await postPolicySignatureV2(secret, toSign), signature)) {
-      const length = request.headers.get("content-length");
-      const contentLength = length === null ? null : Number(length);
-      const body = request.body === null || contentLength === 0 ? null : request.body;
-      return { accessKeyId, body, contentLength, trailers: Promise.resolve(new Headers()) };
-    }
+    if (constantTimeEqual(await postPolicySignatureV2(secret, toSign), signature)) return { ...v4.anonymousRequest(request), accessKeyId };
   }
   throw v4.signatureMismatch();
 }

@@ -73,7 +73,7 @@ export const signatureMismatch = () =>
   new S3Error("SignatureDoesNotMatch", "The request signature we calculated does not match the signature you provided. Check your key and signing method.");
 export const invalidAccessKey = () => new S3Error("InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
 export const timeTooSkewed = () => new S3Error("RequestTimeTooSkewed", "The difference between the request time and the current time is too large.");
-const unsupportedMechanism = () =>
+export const unsupportedMechanism = () =>
   new S3Error("InvalidRequest", "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256.");
 
 // ---------------------------------------------------------------------------------------------
@@ -425,7 +425,7 @@ export function hasCredentials(request: Request, url: URL): boolean {
   return q.has("X-Amz-Algorithm") || q.has("X-Amz-Credential") || q.has("X-Amz-Signature") || q.has("AWSAccessKeyId") || q.has("Signature");
 }
 
-/** An anonymous request's payload, as is (only a bucket policy can let such a request write). */
+/** The payload as it is, of an anonymous request (only a bucket policy can let it write) or one whose signature does not cover it (SigV2). */
 export function anonymousRequest(request: Request): Authenticated {
   const contentLength = parseLength(request.headers.get("content-length"), "Content-Length");
   const body = request.body === null || contentLength === 0 ? null : request.body;

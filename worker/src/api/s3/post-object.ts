@@ -4,7 +4,7 @@
 // the file is stored; the file then streams into the same write path as a PutObject.
 import { checkPostLength, checkPostPolicy, parsePostPolicy, type PostPolicy } from "../../auth/post-policy";
 import { postPolicySignatureV2 } from "../../auth/sigv2";
-import { postPolicySignatureV4 } from "../../auth/sigv4";
+import { invalidAccessKey, postPolicySignatureV4, signatureMismatch, unsupportedMechanism } from "../../auth/sigv4";
 import { constantTimeEqual } from "../../auth/crypto";
 import { S3Error } from "../../s3-error";
 import { type Principal, signerOf } from "../../services/access-keys";
@@ -80,13 +80,7 @@ async function store(ctx: RequestContext, bucket: string, form: FormUpload): Pro
   const answer = { ETag: `"${etag}"`, Location: location, ...writtenHeaders(committed), ...sseHeaders(cipher?.encryption, sse?.keyMd5) };
   if (redirect !== null) {
     const to = new URL(redirect);
-    for (const [name, value] of [
-      ["bucket", bucket],
-      ["key", key],
-      ["etag", `"${etag}"`],
-    ]) {
-      to.searchParams.set(name, value as string);
-    }
+    for (const [name, value] of Object.entries({ bucket, key, etag: `"${etag}"` })) to.searchParams.set(name, value);
     return new Response(null, { status: 303, headers: { ...answer, Location: to.toString() } });
   }
   if (status === 201) {
@@ -131,8 +125,8 @@ async function signer(
   const root = ctx.config.credentials as { accessKeyId: string; secretAccessKey: string };
   const [keyId, sign] = byV4 ? v4(ctx, fields, keyField) : [keyField, (secret: string) => v2(ctx, secret, text)];
   const key = await signerOf(ctx.env, ctx.config.masterKey, root, keyId);
-  if (!key) throw new S3Error("InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
-  if (!constantTimeEqual(await sign(key.secret, text), given)) throw mismatch();
+  if (!key) throw invalidAccessKey();
+  if (!constantTimeEqual(await sign(key.secret, text), given)) throw signatureMismatch();
   return { principal: key.principal, policy };
 }
 
@@ -151,9 +145,6 @@ function v4(ctx: RequestContext, fields: ReadonlyMap<string, string>, credential
 
 /** A Signature Version 2 form (AWSAccessKeyId, signature), unless V2 is turned off. */
 function v2(ctx: RequestContext, secret: string, policy: string): Promise<string> {
-  if (!ctx.config.sigV2) throw new S3Error("InvalidRequest", "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256.");
+  if (!ctx.config.sigV2) throw unsupportedMechanism();
   return postPolicySignatureV2(secret, policy);
 }
-
-const mismatch = () =>
-  new S3Error("SignatureDoesNotMatch", "The request signature we calculated does not match the signature you provided. Check your key and signing method.");
