@@ -107,7 +107,7 @@ async function answer(x: Exchange, site: Site): Promise<Response> {
   } catch {
     throw noSuchBucket();
   }
-  const ctx = websiteContext(x, await gatewayConfig(x.env, overlaySource(x.env), (p) => x.exec.waitUntil(p)), true);
+  const ctx = websiteContext(x, await gatewayConfig(x.env, overlaySource(x.env), (p) => x.exec.waitUntil(p)));
   const website = await websiteConfig(ctx, site.bucket);
   if (website === null) {
     if (!(await bucketRegistry(x.env).get(site.bucket))) throw noSuchBucket();
@@ -132,28 +132,29 @@ function targetOf(rule: Parameters<typeof ruleTarget>[0], site: Site, url: URL):
 /** Request headers a website GET passes on to the GET handler: ranges and conditions, nothing else (no SSE-C, no checksum mode, no query). */
 const PASSED_HEADERS = ["range", "if-match", "if-none-match", "if-modified-since", "if-unmodified-since"];
 
-/** The context the GET handler reads with: anonymous, the request stripped to `PASSED_HEADERS` (none when `conditional` is false). */
-function websiteContext(x: Exchange, config: RequestContext["config"], conditional: boolean): RequestContext {
+/** The context the GET handler reads with: anonymous, the request stripped to `PASSED_HEADERS`. */
+function websiteContext(x: Exchange, config: RequestContext["config"]): RequestContext {
   const headers = new Headers();
-  if (conditional) {
-    for (const name of PASSED_HEADERS) {
-      const value = x.request.headers.get(name);
-      if (value !== null) headers.set(name, value);
-    }
+  for (const name of PASSED_HEADERS) {
+    const value = x.request.headers.get(name);
+    if (value !== null) headers.set(name, value);
   }
-  const request = new Request(`${x.url.origin}${x.url.pathname}`, { method: x.request.method, headers });
   return {
-    request,
-    url: new URL(request.url),
+    ...plainRequest(`${x.url.origin}${x.url.pathname}`, x.request.method, headers),
     env: x.env,
     config,
     core,
-    auth: anonymousRequest(request),
     principal: { kind: "anonymous" },
     credentialsExpire: null,
     requestId: x.requestId,
     waitUntil: (p) => x.exec.waitUntil(p),
   };
+}
+
+/** An anonymous request for `url` with `headers` only, as the GET handler reads it. */
+function plainRequest(url: string, method: string, headers?: Headers): Pick<RequestContext, "request" | "url" | "auth"> {
+  const request = new Request(url, { method, headers });
+  return { request, url: new URL(request.url), auth: anonymousRequest(request) };
 }
 
 /** Whether anyone may read `key` by the bucket's policy (its Allow of s3:GetObject to "*", no Deny). */
@@ -197,18 +198,13 @@ async function isFolder(ctx: RequestContext, bucket: string, indexKey: string): 
 /** The error document's content with the error's status, or null when it cannot be read either. */
 async function errorDocument(ctx: RequestContext, bucket: string, key: string, status: number): Promise<Response | null> {
   if (!(await readable(ctx, bucket, key))) return null;
-  const plain = { ...ctx, ...withoutConditions(ctx) };
+  const plain = { ...ctx, ...plainRequest(ctx.url.toString(), ctx.request.method) };
   try {
     const response = await getObject(plain, { bucket, key, versionId: undefined }, null, ctx.request.method === "HEAD");
     return new Response(response.body, { status, headers: response.headers });
   } catch {
     return null;
   }
-}
-
-function withoutConditions(ctx: RequestContext): Pick<RequestContext, "request" | "url" | "auth"> {
-  const request = new Request(ctx.url.toString(), { method: ctx.request.method });
-  return { request, url: new URL(request.url), auth: anonymousRequest(request) };
 }
 
 const STATUS_TEXT: Record<number, string> = {
