@@ -6,9 +6,7 @@
 
 /**
  * What each Worker variable holds: the schema every SHARDGATE_* variable is checked against
- * (checkVars). A variable of this prefix that is not named here is an error naming the nearest
- * one. `npm start` checks shardgate.json's "vars" against this same table before workerd starts
- * (scripts/lib/shardgate-config.mjs imports this module: plain TypeScript Node runs as it is).
+ * (checkVars). A variable of this prefix that is not named here is an error naming the nearest one.
  */
 export const VAR_KINDS = {
   SHARDGATE_NODES: "ids",
@@ -69,17 +67,16 @@ export const REQUIRED_VARS: readonly string[] = [
 ];
 
 const digits = (v: string) => /^[0-9]{1,15}$/.test(v);
+/** A comma-separated list whose items (trimmed) each match `item` or are empty. */
+const listOf = (item: RegExp) => (v: string) => v.split(",").every((x) => item.test(x.trim()) || x.trim() === "");
 
 /** What a value of each kind must be (for the messages), and the check. */
 export const KINDS: Record<string, { expected: string; ok: (v: string) => boolean }> = {
   count: { expected: "a positive integer", ok: (v) => digits(v) && Number(v) > 0 },
   ms: { expected: "a positive integer of milliseconds", ok: (v) => digits(v) && Number(v) > 0 },
   ms0: { expected: "an integer of milliseconds, 0 or more", ok: digits },
-  ids: { expected: "comma-separated node ids", ok: (v) => v.split(",").every((id) => /^\s*[A-Za-z0-9_-]{1,64}\s*$/.test(id) || id.trim() === "") },
-  bindingNames: {
-    expected: "comma-separated binding names",
-    ok: (v) => v.split(",").every((n) => /^\s*[A-Za-z_][A-Za-z0-9_]{0,63}\s*$/.test(n) || n.trim() === ""),
-  },
+  ids: { expected: "comma-separated node ids", ok: listOf(/^[A-Za-z0-9_-]{1,64}$/) },
+  bindingNames: { expected: "comma-separated binding names", ok: listOf(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/) },
   json: { expected: "a JSON object", ok: (v) => isJsonObject(v) },
   text: { expected: "a non-empty string", ok: (v) => v.length > 0 },
   region: { expected: 'a region name such as "us-east-1"', ok: (v) => /^[a-z0-9][a-z0-9-]{0,62}$/.test(v) },
@@ -89,7 +86,7 @@ export const KINDS: Record<string, { expected: string; ok: (v: string) => boolea
   host: { expected: "a host name", ok: (v) => /^[A-Za-z0-9.-]{1,253}$/.test(v) },
   hosts: {
     expected: "comma-separated host names (*.example.com for every name under one)",
-    ok: (v) => v.split(",").every((h) => /^\s*(\*\.)?(\[[0-9A-Fa-f:.]{2,45}\]|[A-Za-z0-9.-]{1,253})\s*$/.test(h) || h.trim() === ""),
+    ok: listOf(/^(\*\.)?(\[[0-9A-Fa-f:.]{2,45}\]|[A-Za-z0-9.-]{1,253})$/),
   },
   scrubMode: { expected: '"deep" or "shallow"', ok: (v) => v === "deep" || v === "shallow" },
   webhooks: { expected: 'a JSON object {"<name>": {"url": "http(s)://…", "secret": "…"}}', ok: (v) => parseWebhooks(v) !== null },
