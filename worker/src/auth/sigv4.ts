@@ -235,28 +235,22 @@ function formatAmzDate(t: number): string {
 
 type PayloadMode = { kind: "unsigned" } | { kind: "sha256"; hash: string } | { kind: "chunked"; signed: boolean; trailer: boolean };
 
+/** The x-amz-content-sha256 values that name a payload mode (null: SigV4a's, not implemented), in the order S3's error lists them. */
+const PAYLOAD_MODES = new Map<string, PayloadMode | null>([
+  ["UNSIGNED-PAYLOAD", { kind: "unsigned" }],
+  ["STREAMING-UNSIGNED-PAYLOAD-TRAILER", { kind: "chunked", signed: false, trailer: true }],
+  ["STREAMING-AWS4-HMAC-SHA256-PAYLOAD", { kind: "chunked", signed: true, trailer: false }],
+  ["STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER", { kind: "chunked", signed: true, trailer: true }],
+  ["STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD", null],
+  ["STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD-TRAILER", null],
+]);
+
 function payloadMode(value: string): PayloadMode {
-  switch (value) {
-    case "UNSIGNED-PAYLOAD":
-      return { kind: "unsigned" };
-    case "STREAMING-AWS4-HMAC-SHA256-PAYLOAD":
-      return { kind: "chunked", signed: true, trailer: false };
-    case "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER":
-      return { kind: "chunked", signed: true, trailer: true };
-    case "STREAMING-UNSIGNED-PAYLOAD-TRAILER":
-      return { kind: "chunked", signed: false, trailer: true };
-    case "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD":
-    case "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD-TRAILER":
-      throw new S3Error("NotImplemented", `x-amz-content-sha256 ${value} (SigV4a) is not implemented.`);
-  }
+  const mode = PAYLOAD_MODES.get(value);
+  if (mode === null) throw new S3Error("NotImplemented", `x-amz-content-sha256 ${value} (SigV4a) is not implemented.`);
+  if (mode) return mode;
   if (/^[0-9a-fA-F]{64}$/.test(value)) return { kind: "sha256", hash: value.toLowerCase() };
-  throw new S3Error(
-    "InvalidArgument",
-    "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-UNSIGNED-PAYLOAD-TRAILER, " +
-      "STREAMING-AWS4-HMAC-SHA256-PAYLOAD, STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER, " +
-      "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD, STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD-TRAILER " +
-      "or a valid sha256 value.",
-  );
+  throw new S3Error("InvalidArgument", `x-amz-content-sha256 must be ${[...PAYLOAD_MODES.keys()].join(", ")} or a valid sha256 value.`);
 }
 
 // ---------------------------------------------------------------------------------------------
