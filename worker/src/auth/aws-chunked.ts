@@ -116,15 +116,11 @@ export class AwsChunkedParser {
     while (pos < len) {
       switch (this.state) {
         case State.ChunkHeader: {
-          const nl = piece.indexOf(0x0a, pos);
-          const end = nl < 0 ? len : nl;
-          this.appendLine(piece.subarray(pos, end), MAX_HEADER_LINE_BYTES, () => malformed("chunk header line too long"));
-          pos = end;
-          if (nl < 0) break;
-          pos++;
-          const line = this.takeLine();
-          if (!line.endsWith("\r")) throw malformed("chunk header not terminated by CRLF");
-          await this.startChunk(line.slice(0, -1));
+          const read = this.readLine(piece, pos, MAX_HEADER_LINE_BYTES, () => malformed("chunk header line too long"));
+          pos = read.pos;
+          if (read.line === null) break;
+          if (!read.line.endsWith("\r")) throw malformed("chunk header not terminated by CRLF");
+          await this.startChunk(read.line.slice(0, -1));
           break;
         }
         case State.Data: {
@@ -152,15 +148,11 @@ export class AwsChunkedParser {
           this.state = State.ChunkHeader;
           break;
         case State.Trailer: {
-          const nl = piece.indexOf(0x0a, pos);
-          const end = nl < 0 ? len : nl;
-          this.appendLine(piece.subarray(pos, end), MAX_TRAILER_BYTES - this.trailerBytes, () => malformedTrailer("the trailing headers are too large"));
-          pos = end;
-          if (nl < 0) break;
-          pos++;
-          let line = this.takeLine();
-          this.trailerBytes += line.length + 1;
-          if (line.endsWith("\r")) line = line.slice(0, -1);
+          const read = this.readLine(piece, pos, MAX_TRAILER_BYTES - this.trailerBytes, () => malformedTrailer("the trailing headers are too large"));
+          pos = read.pos;
+          if (read.line === null) break;
+          this.trailerBytes += read.line.length + 1;
+          const line = read.line.endsWith("\r") ? read.line.slice(0, -1) : read.line;
           if (line === "") await this.finish();
           else this.addTrailer(line);
           break;
@@ -184,23 +176,28 @@ export class AwsChunkedParser {
     this.hash = null;
   }
 
-  private appendLine(bytes: Uint8Array, max: number, tooLong: () => S3Error): void {
-    if (bytes.length === 0) return;
-    if (this.lineBytes + bytes.length > max) throw tooLong();
-    // Copy: the piece's buffer belongs to the stream and the line may span several pieces.
-    this.lineParts.push(bytes.slice());
-    this.lineBytes += bytes.length;
-  }
-
-  /** The assembled line as a byte string (one char per byte; framing is ASCII). */
-  private takeLine(): string {
-    let s = "";
+  /**
+   * Adds the bytes of `piece` from `pos` to its next LF to the line being assembled (at most `max`
+   * bytes, else `tooLong`). Returns the position after them, and the whole line (a byte string, one
+   * char per byte: framing is ASCII) once its LF has come.
+   */
+  private readLine(piece: Uint8Array, pos: number, max: number, tooLong: () => S3Error): { pos: number; line: string | null } {
+    const nl = piece.indexOf(0x0a, pos);
+    const end = nl < 0 ? piece.length : nl;
+    if (end > pos) {
+      if (this.lineBytes + end - pos > max) throw tooLong();
+      // Copy: the piece's buffer belongs to the stream and the line may span several pieces.
+      this.lineParts.push(piece.slice(pos, end));
+      this.lineBytes += end - pos;
+    }
+    if (nl < 0) return { pos: end, line: null };
+    let line = "";
     for (const part of this.lineParts) {
-      for (let i = 0; i < part.length; i += 8192) s += String.fromCharCode(...part.subarray(i, i + 8192));
+      for (let i = 0; i < part.length; i += 8192) line += String.fromCharCode(...part.subarray(i, i + 8192));
     }
     this.lineParts = [];
     this.lineBytes = 0;
-    return s;
+    return { pos: nl + 1, line };
   }
 
   private async startChunk(header: string): Promise<void> {
