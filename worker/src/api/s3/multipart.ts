@@ -37,9 +37,8 @@ import { parseTaggingHeader } from "../format/tags";
 export const MIN_PART_BYTES = 5 * 1024 * 1024;
 const MAX_LIST = 1000;
 
-function noSuchUpload(): S3Error {
-  return new S3Error("NoSuchUpload", "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.");
-}
+const noSuchUpload = () =>
+  new S3Error("NoSuchUpload", "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.");
 
 export async function createMultipartUpload(ctx: RequestContext, { bucket, key }: ObjectAt): Promise<Response> {
   const headers = ctx.request.headers;
@@ -307,10 +306,10 @@ function listLimit(value: string | null, name: string): number {
   return Math.min(Number(value), MAX_LIST);
 }
 
-/** An upload's Initiator and Owner elements: the key that signs the request. */
-function initiatorAndOwner(ctx: RequestContext): string {
+/** An upload's Initiator, Owner (the key that signs the request) and StorageClass elements. */
+function uploadOwner(ctx: RequestContext): string {
   const id = element("ID", ctx.auth.accessKeyId) + element("DisplayName", ctx.auth.accessKeyId);
-  return `<Initiator>${id}</Initiator><Owner>${id}</Owner>`;
+  return `<Initiator>${id}</Initiator><Owner>${id}</Owner>${element("StorageClass", "STANDARD")}`;
 }
 
 function uploadChecksumElements(upload: Pick<UploadInfo, "checksumAlgorithm" | "checksumType">): string {
@@ -327,28 +326,15 @@ export async function listParts(ctx: RequestContext, { bucket, key }: ObjectAt, 
   const { upload, parts } = await bucketIndex(ctx, bucket).listParts(uploadId, key, marker, maxParts + 1);
   if (!upload) throw noSuchUpload();
   const page = parts.slice(0, maxParts);
-  const truncated = parts.length > maxParts;
-  const items = page
-    .map(
-      (p) =>
-        `<Part>${element("PartNumber", p.partNumber)}${element("LastModified", s3Date(p.lastModified))}<ETag>"${p.etag}"</ETag>${element("Size", p.size)}` +
-        (p.checksum ? `<Checksum${p.checksum.algorithm}>${p.checksum.value}</Checksum${p.checksum.algorithm}>` : "") +
-        `</Part>`,
-    )
-    .join("");
+  const items = page.map((p) => {
+    const fields = `${element("PartNumber", p.partNumber)}${element("LastModified", s3Date(p.lastModified))}<ETag>"${p.etag}"</ETag>${element("Size", p.size)}`;
+    const checksum = p.checksum ? `<Checksum${p.checksum.algorithm}>${p.checksum.value}</Checksum${p.checksum.algorithm}>` : "";
+    return `<Part>${fields}${checksum}</Part>`;
+  });
   const next = page.length > 0 ? page[page.length - 1].partNumber : marker;
-  const body =
-    element("Bucket", bucket) +
-    element("Key", key) +
-    element("UploadId", uploadId) +
-    initiatorAndOwner(ctx) +
-    element("StorageClass", "STANDARD") +
-    element("PartNumberMarker", marker) +
-    element("NextPartNumberMarker", next) +
-    element("MaxParts", maxParts) +
-    element("IsTruncated", truncated) +
-    uploadChecksumElements(upload) +
-    items;
+  const head = `${element("Bucket", bucket)}${element("Key", key)}${element("UploadId", uploadId)}${uploadOwner(ctx)}`;
+  const position = `${element("PartNumberMarker", marker)}${element("NextPartNumberMarker", next)}${element("MaxParts", maxParts)}`;
+  const body = `${head}${position}${element("IsTruncated", parts.length > maxParts)}${uploadChecksumElements(upload)}${items.join("")}`;
   return xmlResponse(xmlDocument("ListPartsResult", body));
 }
 
@@ -365,26 +351,16 @@ export async function listMultipartUploads(ctx: RequestContext, { bucket }: Buck
   };
   const page = await bucketIndex(ctx, bucket).listUploads(query);
   const enc = (s: string) => (encodeUrl ? encodeURIComponent(s).replace(/%2F/g, "/") : s);
-  const uploads = page.uploads
-    .map(
-      (u) =>
-        `<Upload>${element("Key", enc(u.key))}${element("UploadId", u.uploadId)}${initiatorAndOwner(ctx)}${element("StorageClass", "STANDARD")}` +
-        `${element("Initiated", s3Date(u.initiated))}${uploadChecksumElements(u)}</Upload>`,
-    )
-    .join("");
+  // An element only when its value is set.
+  const optional = (name: string, value: string | null) => (value === null ? "" : element(name, value));
+  const uploads = page.uploads.map((u) => {
+    const fields = `${element("Key", enc(u.key))}${element("UploadId", u.uploadId)}${uploadOwner(ctx)}${element("Initiated", s3Date(u.initiated))}`;
+    return `<Upload>${fields}${uploadChecksumElements(u)}</Upload>`;
+  });
   const prefixes = page.commonPrefixes.map((p) => `<CommonPrefixes>${element("Prefix", enc(p))}</CommonPrefixes>`).join("");
-  const body =
-    element("Bucket", bucket) +
-    element("KeyMarker", enc(query.keyMarker ?? "")) +
-    element("UploadIdMarker", query.uploadIdMarker ?? "") +
-    (page.nextKeyMarker !== null ? element("NextKeyMarker", enc(page.nextKeyMarker)) : "") +
-    (page.nextUploadIdMarker !== null ? element("NextUploadIdMarker", page.nextUploadIdMarker) : "") +
-    element("Prefix", enc(query.prefix)) +
-    (query.delimiter !== null ? element("Delimiter", enc(query.delimiter)) : "") +
-    element("MaxUploads", query.maxUploads) +
-    element("IsTruncated", page.isTruncated) +
-    (encodeUrl ? element("EncodingType", "url") : "") +
-    uploads +
-    prefixes;
-  return xmlResponse(xmlDocument("ListMultipartUploadsResult", body));
+  const markers = `${element("KeyMarker", enc(query.keyMarker ?? ""))}${element("UploadIdMarker", query.uploadIdMarker ?? "")}`;
+  const next = `${optional("NextKeyMarker", page.nextKeyMarker === null ? null : enc(page.nextKeyMarker))}${optional("NextUploadIdMarker", page.nextUploadIdMarker)}`;
+  const scope = `${element("Prefix", enc(query.prefix))}${optional("Delimiter", query.delimiter === null ? null : enc(query.delimiter))}`;
+  const tail = `${element("MaxUploads", query.maxUploads)}${element("IsTruncated", page.isTruncated)}${encodeUrl ? element("EncodingType", "url") : ""}`;
+  return xmlResponse(xmlDocument("ListMultipartUploadsResult", `${element("Bucket", bucket)}${markers}${next}${scope}${tail}${uploads.join("")}${prefixes}`));
 }
