@@ -33,11 +33,7 @@ export function parseLifecycle(doc: XmlElement): LifecycleRule[] {
   const rules = childrenNamed(doc, "Rule").map(parseRule);
   if (rules.length === 0) throw malformedXml();
   if (rules.length > MAX_RULES) throw invalidArgument(`Lifecycle configurations hold at most ${MAX_RULES} rules`);
-  const ids = new Set<string>();
-  for (const rule of rules) {
-    if (ids.has(rule.id)) throw invalidArgument("Rule ID must be unique. Found same ID for more than one rule");
-    ids.add(rule.id);
-  }
+  if (new Set(rules.map((r) => r.id)).size !== rules.length) throw invalidArgument("Rule ID must be unique. Found same ID for more than one rule");
   return rules;
 }
 
@@ -110,10 +106,8 @@ function parseRule(el: XmlElement): LifecycleRule {
 
 /** A <Filter>: one of Prefix, Tag, ObjectSizeGreaterThan, ObjectSizeLessThan, or an <And> of them. */
 function parseFilter(el: XmlElement): LifecycleFilter {
-  const and = onlyChild(el, "And");
-  if (and && el.children.length > 1) throw malformedXml();
-  if (!and && el.children.length > 1) throw malformedXml();
-  const from = and ?? el;
+  if (el.children.length > 1) throw malformedXml();
+  const from = onlyChild(el, "And") ?? el;
   const tags = childrenNamed(from, "Tag").map((t): [string, string] => {
     const key = childText(t, "Key");
     if (key === undefined) throw malformedXml();

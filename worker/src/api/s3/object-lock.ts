@@ -10,9 +10,7 @@ import { bypassGovernance, parseMode, parseRetainUntil } from "../format/object-
 import { element, xmlResponse, xmlDocument } from "../format/xml";
 import { childrenNamed, childText, malformedXml, readXml } from "../format/xml-parse";
 
-function missingLockConfiguration(): S3Error {
-  return new S3Error("InvalidRequest", "Bucket is missing Object Lock Configuration");
-}
+const missingLockConfiguration = () => new S3Error("InvalidRequest", "Bucket is missing Object Lock Configuration");
 
 export async function getObjectLockConfiguration(ctx: RequestContext, { bucket }: BucketAt): Promise<Response> {
   const config = await bucketIndex(ctx, bucket).objectLock();
@@ -54,9 +52,7 @@ async function lockOf(ctx: RequestContext, { bucket, key, versionId }: ObjectAt)
   return found.object.lock ?? {};
 }
 
-function noLockOnObject(): S3Error {
-  return new S3Error("NoSuchObjectLockConfiguration", "The specified object does not have a ObjectLock configuration");
-}
+const noLockOnObject = () => new S3Error("NoSuchObjectLockConfiguration", "The specified object does not have a ObjectLock configuration");
 
 export async function getObjectRetention(ctx: RequestContext, object: ObjectAt): Promise<Response> {
   const lock = await lockOf(ctx, object);
