@@ -134,11 +134,7 @@ const PASSED_HEADERS = ["range", "if-match", "if-none-match", "if-modified-since
 
 /** The context the GET handler reads with: anonymous, the request stripped to `PASSED_HEADERS`. */
 function websiteContext(x: Exchange, config: RequestContext["config"]): RequestContext {
-  const headers = new Headers();
-  for (const name of PASSED_HEADERS) {
-    const value = x.request.headers.get(name);
-    if (value !== null) headers.set(name, value);
-  }
+  const headers = new Headers([...x.request.headers].filter(([name]) => PASSED_HEADERS.includes(name)));
   return {
     ...plainRequest(`${x.url.origin}${x.url.pathname}`, x.request.method, headers),
     env: x.env,

@@ -21,7 +21,7 @@ import { sseHeaders, sseRequest } from "../format/sse-headers";
 import { authorize, WRITE_OBJECT } from "../http/permissions";
 import { element, xmlResponse, xmlDocument } from "../format/xml";
 
-/** Form fields that become the object's headers, as a PUT's request headers would. */
+/** Form fields that become the object's headers (and every x-amz-meta-* field), as a PUT's request headers would. */
 const HEADER_FIELDS = ["content-type", "cache-control", "content-disposition", "content-encoding", "expires", "x-amz-acl"];
 
 const MAX_OBJECT_BYTES = 5 * 1024 ** 3;
@@ -51,15 +51,12 @@ async function store(ctx: RequestContext, bucket: string, form: FormUpload): Pro
   if (form.size > MAX_OBJECT_BYTES) throw new S3Error("EntityTooLarge", "Your proposed upload exceeds the maximum allowed size");
   checkPostLength(policy, form.size);
 
-  const headers = new Headers();
-  for (const name of HEADER_FIELDS) {
-    const value = fields.get(name);
-    if (value !== undefined) headers.set(name, value);
-  }
+  const headers = new Headers([...fields].filter(([name]) => HEADER_FIELDS.includes(name) || name.startsWith("x-amz-meta-")));
   if (!headers.has("content-type") && form.fileType) headers.set("content-type", form.fileType);
-  for (const [name, value] of fields) if (name.startsWith("x-amz-meta-")) headers.set(name, value);
   checkAclHeaders(headers, owner(ctx).id);
-  const status = successStatus(fields);
+  // success_action_status: 200, 201 or 204 (the default, also for any other value, as S3 does).
+  const asked = fields.get("success_action_status");
+  const status = asked === "200" ? 200 : asked === "201" ? 201 : 204;
   const redirect = fields.get("success_action_redirect") ?? fields.get("redirect") ?? null;
 
   // Encryption fields (x-amz-server-side-encryption, …-customer-*) as a PUT's headers, else the bucket's default.
@@ -90,12 +87,6 @@ async function store(ctx: RequestContext, bucket: string, form: FormUpload): Pro
     return res;
   }
   return new Response(null, { status, headers: answer });
-}
-
-/** success_action_status: 200, 201 or 204 (the default, also for any other value, as S3 does). */
-function successStatus(fields: ReadonlyMap<string, string>): 200 | 201 | 204 {
-  const v = fields.get("success_action_status");
-  return v === "200" ? 200 : v === "201" ? 201 : 204;
 }
 
 /**
