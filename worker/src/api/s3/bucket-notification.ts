@@ -49,13 +49,11 @@ export function parseNotificationXml(doc: XmlElement, targets: ReadonlySet<strin
     if (rules.length >= MAX_CONFIGURATIONS) throw invalidArgument(`A notification configuration may hold at most ${MAX_CONFIGURATIONS} configurations.`);
     rules.push(parseRule(child, kind, targets));
   }
-  const ids = new Set<string>();
   for (const [i, rule] of rules.entries()) {
-    if (ids.has(rule.id)) throw invalidArgument("Configuration Id must be unique within the notification configuration.");
-    ids.add(rule.id);
-    for (const other of rules.slice(0, i)) {
-      if (rulesOverlap(rule, other)) throw invalidArgument("Configurations overlap. Configurations on the same bucket cannot share a common event type.");
-    }
+    const earlier = rules.slice(0, i);
+    if (earlier.some((other) => other.id === rule.id)) throw invalidArgument("Configuration Id must be unique within the notification configuration.");
+    if (earlier.some((other) => rulesOverlap(rule, other)))
+      throw invalidArgument("Configurations overlap. Configurations on the same bucket cannot share a common event type.");
   }
   return rules;
 }
