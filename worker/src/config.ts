@@ -426,9 +426,8 @@ function parseDelays(raw: string | undefined, ids: readonly string[]): Map<strin
   const delays = new Map<string, number>();
   // The schema (checkVars) has refused a value that is no JSON object.
   for (const [id, ms] of Object.entries(JSON.parse(raw || "{}") as Record<string, unknown>)) {
-    if (!ids.includes(id)) throw new Error(`configuration: SHARDGATE_NODE_DELAY_MS names ${id}, which is not in SHARDGATE_NODES`);
-    if (typeof ms !== "number" || !Number.isSafeInteger(ms) || ms < 0)
-      throw new Error(`configuration: SHARDGATE_NODE_DELAY_MS for ${id} must be whole milliseconds`);
+    if (!ids.includes(id)) fail(`SHARDGATE_NODE_DELAY_MS names ${id}, which is not in SHARDGATE_NODES`);
+    if (typeof ms !== "number" || !Number.isSafeInteger(ms) || ms < 0) fail(`SHARDGATE_NODE_DELAY_MS for ${id} must be whole milliseconds`);
     delays.set(id, ms);
   }
   return delays;
