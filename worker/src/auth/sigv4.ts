@@ -131,9 +131,8 @@ const UNRESERVED_PATH = /^[A-Za-z0-9\-._~/]*$/;
 /** The canonical URI of a URL path (as `new URL().pathname` gives it). */
 export function canonicalUri(pathname: string): string {
   // Nothing to decode or encode (the common case): the path is its own canonical form.
-  if (UNRESERVED_PATH.test(pathname)) return pathname === "" ? "/" : pathname;
-  const encoded = awsEncode(percentDecode(pathname, false), true);
-  return encoded === "" ? "/" : encoded;
+  const encoded = UNRESERVED_PATH.test(pathname) ? pathname : awsEncode(percentDecode(pathname, false), true);
+  return encoded || "/";
 }
 
 interface QueryParam {
@@ -148,7 +147,6 @@ interface QueryParam {
 function parseQuery(search: string): QueryParam[] {
   const raw = search.startsWith("?") ? search.slice(1) : search;
   const params: QueryParam[] = [];
-  if (raw === "") return params;
   for (const part of raw.split("&")) {
     if (part === "") continue;
     const eq = part.indexOf("=");
@@ -525,11 +523,8 @@ function payloadOf(request: Request, accessKeyId: string, mode: PayloadMode, see
     case "unsigned":
       return { accessKeyId, body: noBody ? null : source, contentLength, trailers: NO_TRAILERS() };
     case "sha256":
-      if (noBody) {
-        if (!constantTimeEqual(mode.hash, EMPTY_SHA256)) throw contentShaMismatch();
-        return { accessKeyId, body: null, contentLength, trailers: NO_TRAILERS() };
-      }
-      return { accessKeyId, body: verifySha256(source!, mode.hash), contentLength, trailers: NO_TRAILERS() };
+      if (noBody && !constantTimeEqual(mode.hash, EMPTY_SHA256)) throw contentShaMismatch();
+      return { accessKeyId, body: noBody ? null : verifySha256(source!, mode.hash), contentLength, trailers: NO_TRAILERS() };
     case "chunked": {
       if (noBody) throw new S3Error("IncompleteBody", "The request body terminated unexpectedly before the end of the aws-chunked payload.");
       // Decoded (its chunk signatures checked, when signed) as it streams.
