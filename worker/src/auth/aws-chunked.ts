@@ -269,12 +269,8 @@ export class AwsChunkedParser {
     if (declaredLength !== null && this.decoded !== declaredLength) throw incomplete();
     if (this.opts.trailer) {
       const declared = new Set(this.opts.declaredTrailers ?? []);
-      for (const [name] of this.trailers) {
-        if (!declared.has(name)) throw malformedTrailer(`trailing header ${name} was not announced in x-amz-trailer`);
-      }
-      for (const name of declared) {
-        if (!this.trailerNames.has(name)) throw malformedTrailer(`announced trailing header ${name} is missing`);
-      }
+      for (const [name] of this.trailers) if (!declared.has(name)) throw malformedTrailer(`trailing header ${name} was not announced in x-amz-trailer`);
+      for (const name of declared) if (!this.trailerNames.has(name)) throw malformedTrailer(`announced trailing header ${name} is missing`);
       if (this.opts.signing) {
         if (this.trailerSignature === null) throw malformedTrailer("x-amz-trailer-signature is missing");
         const canonical = [...this.trailers]

@@ -46,11 +46,8 @@ export function isSigV2(request: Request, url: URL): boolean {
 /** The request's payload, once its V2 signature checks out. */
 export async function authenticateV2(request: Request, secretOf: v4.SecretLookup, opts: V2Options): Promise<v4.Authenticated> {
   const url = new URL(request.url);
-  for (const [name] of request.headers) {
-    if (name.startsWith(v4.GATEWAY_HEADER_PREFIX)) {
-      throw new S3Error("InvalidRequest", `Signature Version 2 does not sign ${name}: sign requests with it with AWS4-HMAC-SHA256.`);
-    }
-  }
+  const gatewayHeader = [...request.headers.keys()].find((name) => name.startsWith(v4.GATEWAY_HEADER_PREFIX));
+  if (gatewayHeader) throw new S3Error("InvalidRequest", `Signature Version 2 does not sign ${gatewayHeader}: sign requests with it with AWS4-HMAC-SHA256.`);
   const authorization = request.headers.get("authorization");
   let accessKeyId: string;
   let signature: string;
