@@ -134,7 +134,7 @@ function parseRule(el: XmlElement, remotes: ReadonlySet<string>, index: number):
       "Delete marker replication is not supported if any Tag filter is specified. Please refer to S3 Developer Guide for more information.",
     );
   const target = targetOfDestination(f.destination);
-  if (target === null || (target.remote !== null && !remotes.has(target.remote)) || !validBucketName(target.bucket)) {
+  if (target === null || (target.remote !== null && !remotes.has(target.remote)) || !BUCKET_NAME.test(target.bucket)) {
     throw invalidArgument(
       `Invalid Destination bucket: ${f.destination.slice(0, 200)} (a destination is ${LOCAL_ARN_PREFIX}BUCKET on this gateway, or ${REMOTE_ARN_PREFIX}TARGET/BUCKET for a target the operator configured)`,
     );
@@ -248,9 +248,7 @@ function parseDestination(el: XmlElement): string {
 }
 
 /** S3's bucket names: 3-63 of a-z 0-9 . - (a target's bucket is checked as strictly). */
-function validBucketName(name: string): boolean {
-  return /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(name);
-}
+const BUCKET_NAME = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
 
 /** A rule's Filter as it came: a Prefix, one Tag, or an And (its Prefix kept when it makes the two conditions). */
 function renderFilter(r: ReplicationRule): string {
