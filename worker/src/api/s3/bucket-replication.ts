@@ -200,18 +200,11 @@ function parseFilter(el: XmlElement): { prefix: string; tags: [string, string][]
   return { prefix: prefix ?? "", tags: checkedTags(tags), and: true };
 }
 
-/** <Tag><Key>k</Key><Value>v</Value></Tag>, both once and both required. */
+/** <Tag><Key>k</Key><Value>v</Value></Tag>: those two leaves and nothing else. */
 function parseTag(el: XmlElement): [string, string] {
-  let key: string | undefined;
-  let value: string | undefined;
-  for (const c of el.children) {
-    if (c.children.length > 0) throw malformedXml();
-    if (c.name === "Key" && key === undefined) key = c.text;
-    else if (c.name === "Value" && value === undefined) value = c.text;
-    else throw malformedXml();
-  }
-  if (key === undefined || value === undefined) throw malformedXml();
-  return [key, value];
+  const [key, value] = ["Key", "Value"].map((name) => el.children.find((c) => c.name === name));
+  if (el.children.length !== 2 || !key || !value || key.children.length + value.children.length > 0) throw malformedXml();
+  return [key.text, value.text];
 }
 
 function checkedTags(tags: [string, string][]): [string, string][] {
