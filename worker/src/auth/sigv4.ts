@@ -479,10 +479,8 @@ function checkScope(req: SignedRequest, opts: AuthOptions): void {
  */
 function checkHeadersSigned(req: SignedRequest, headers: Headers): void {
   const signed = new Set(req.signedHeaders);
-  const unsigned: string[] = [];
-  for (const [name] of headers) {
-    if (((name.startsWith("x-amz-") && name !== "x-amz-content-sha256") || name.startsWith(GATEWAY_HEADER_PREFIX)) && !signed.has(name)) unsigned.push(name);
-  }
+  const mustSign = (name: string) => (name.startsWith("x-amz-") && name !== "x-amz-content-sha256") || name.startsWith(GATEWAY_HEADER_PREFIX);
+  const unsigned = [...headers.keys()].filter((name) => mustSign(name) && !signed.has(name));
   if (req.dateHeader === "date" && !signed.has("date")) unsigned.push("date");
   if (unsigned.length > 0) throw accessDenied(`There were headers present in the request which were not signed (HeadersNotSigned: ${unsigned.join(", ")})`);
 }
