@@ -278,6 +278,11 @@ export function defineCoreSuite(runtime: string, getCore: () => Core): void {
       const bytes = core.encodeManifest(manifest);
       expect([...bytes.subarray(0, 4)]).toEqual([0x53, 0x47, 0x4d, 1]); // "SGM", version 1
       expect(core.decodeManifest(bytes)).toEqual(manifest);
+      // The same row decoded again (a copy of it) is the same manifest, parsed once and frozen.
+      const again = core.decodeManifest(bytes.slice());
+      expect(again).toBe(core.decodeManifest(bytes));
+      expect(Object.isFrozen(again.parts[1].layout)).toBe(true);
+      expect(() => (again.tags as [string, string][]).push(["k", "v"])).toThrow(TypeError);
 
       const corrupted = bytes.slice();
       corrupted[20] ^= 1;

@@ -63,10 +63,25 @@ export interface Argon2Params {
   lanes: number;
 }
 
+/** Manifests decodeManifest keeps, and the largest row it keeps one of. */
+const MEMO_ENTRIES = 256;
+const MEMO_ROW_BYTES = 16 * 1024;
+
+/** `value` and everything in it made read-only: a shared manifest cannot be changed by one of its users. */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}
+
 /** Largest slice copied into WASM memory per call: bounds the input buffer's size. */
 const INPUT_SLICE = 256 * 1024;
 
 export class Core {
+  private readonly decoded = new Map<string, Manifest>();
+
   constructor(
     private readonly wasm: CoreBindings,
     private readonly memory: CoreMemory,
@@ -149,10 +164,25 @@ export class Core {
     this.wasm.erasureCrossCheck(dataShards, parityShards, pieceBytes, seed, Uint32Array.from(lost), windowStart, windowEnd, engines[0], engines[1]);
   }
 
-  /** Parses a binary manifest row. Throws on a corrupted or unknown row. */
+  /**
+   * Parses a binary manifest row. Throws on a corrupted or unknown row. The manifest is frozen and
+   * shared by the callers that decode the same row while it is among the last MEMO_ENTRIES rows
+   * decoded: a hot object's GETs parse it once (docs/benchmarks.md "Hot reads").
+   */
   decodeManifest(bytes: Uint8Array): Manifest {
+    // The row's bytes as a string, one character per byte, are the key: equal keys are equal rows.
+    const key = bytes.length <= MEMO_ROW_BYTES ? String.fromCharCode(...bytes) : null;
+    const known = key === null ? undefined : this.decoded.get(key);
+    if (key !== null && known) {
+      this.decoded.delete(key); // and set again: last in use order
+      this.decoded.set(key, known);
+      return known;
+    }
     // The core wrote this JSON from its typed manifest, so it has exactly the Manifest shape.
-    const manifest: Manifest = JSON.parse(this.wasm.decodeManifest(bytes));
+    const manifest: Manifest = deepFreeze(JSON.parse(this.wasm.decodeManifest(bytes)));
+    if (key === null) return manifest;
+    this.decoded.set(key, manifest);
+    if (this.decoded.size > MEMO_ENTRIES) this.decoded.delete(this.decoded.keys().next().value as string);
     return manifest;
   }
 
