@@ -10,8 +10,11 @@ import { drainGarbage } from "../services/garbage";
 import { runLifecycle } from "../services/lifecycle";
 import { overlaySource } from "../services/node-overlay";
 import { sweepOrphans } from "../services/orphans";
-import { scheduledHeal } from "../services/heal";
+import { healQueues } from "../services/heal";
 import { scheduledScrub } from "../services/scrub";
+
+/** Queued objects one run heals at most, before its scrub step. */
+const HEAL_PER_RUN = 200;
 
 /** Garbage entries (parts whose shard files go) deleted per run. */
 const GARBAGE_PER_RUN = 1000;
@@ -53,7 +56,7 @@ export async function runJobs(env: Env): Promise<void> {
     console.error(JSON.stringify({ jobs: { error: errorText(e) } }));
     return;
   }
-  await scheduledHeal(env, config);
+  await logged("healQueue", () => healQueues({ env, config, core }, HEAL_PER_RUN));
   // The buckets' lifecycle rules as of now (services/lifecycle.ts), then the shard files metadata gave up (services/garbage.ts).
   await logged("lifecycle", () => runLifecycle(env, { now: Date.now(), budgetMs: LIFECYCLE_BUDGET_MS }));
   await logged("garbage", () => drainGarbage(env, config, GARBAGE_PER_RUN));

@@ -121,7 +121,7 @@ export function committable(sql: SqlStorage, once: { id: string; until: number; 
 export function committing(sql: SqlStorage, once: { id: string; until: number } | undefined, now: number): (() => void) | undefined {
   if (!once) return undefined;
   return () => {
-    spend(sql, once, now);
+    record(sql, "spent", once, now);
     end(sql, once.id);
   };
 }
@@ -141,24 +141,13 @@ export function spent(sql: SqlStorage, id: string, now: number): boolean {
   return sql.exec("SELECT 1 FROM spent WHERE id = ? AND until >= ?", id, now).toArray().length > 0;
 }
 
-/** Records a write that may happen once. */
-export function spend(sql: SqlStorage, once: { id: string; until: number }, now: number): void {
-  sql.exec("DELETE FROM spent WHERE until < ?", now);
-  sql.exec("INSERT INTO spent (id, until) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET until = excluded.until", once.id, once.until);
-}
-
-/** Records that session `once.id`'s commit has begun. */
-export function seal(sql: SqlStorage, once: { id: string; until: number }, now: number): void {
-  sql.exec("DELETE FROM sealed WHERE until < ?", now);
-  sql.exec("INSERT INTO sealed (id, until) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET until = excluded.until", once.id, once.until);
-}
-
-/** A new lease for a shard write of session `id`, held until `until`: its id. */
-export function lease(sql: SqlStorage, id: string, until: number, now: number): string {
-  sql.exec("DELETE FROM shard_writes WHERE until < ?", now);
-  const lease = crypto.randomUUID();
-  sql.exec("INSERT INTO shard_writes (session, lease, until) VALUES (?, ?, ?)", id, lease, until);
-  return lease;
+/**
+ * Records `once` in `table` until its ticket expires (forgetting the rows expired): spent, a write
+ * that may happen once has happened; sealed, the session's commit has begun.
+ */
+function record(sql: SqlStorage, table: "spent" | "sealed", once: { id: string; until: number }, now: number): void {
+  sql.exec(`DELETE FROM ${table} WHERE until < ?`, now);
+  sql.exec(`INSERT INTO ${table} (id, until) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET until = excluded.until`, once.id, once.until);
 }
 
 /** Ends a shard write's lease (its file is stored, or never will be). */
@@ -183,7 +172,7 @@ export function claim(sql: SqlStorage, once: { id: string; until: number }, now:
   // never claimed, and its expiry (expire) alone gives up what it did not commit.
   if (now > once.until || spent(sql, once.id, now)) return "spent";
   if (writing(sql, once.id, now)) return "writing";
-  spend(sql, once, now);
+  record(sql, "spent", once, now);
   end(sql, once.id);
   return "claimed";
 }
@@ -199,7 +188,7 @@ export function sealForCommit(sql: SqlStorage, once: { id: string; until: number
   if (spent(sql, once.id, now)) return "spent";
   if (locked) return "locked";
   if (writing(sql, once.id, now)) return "writing";
-  seal(sql, once, now);
+  record(sql, "sealed", once, now);
   return "sealed";
 }
 
@@ -210,5 +199,8 @@ export function sealForCommit(sql: SqlStorage, once: { id: string; until: number
  */
 export function beginWrite(sql: SqlStorage, id: string, until: number, now: number): string | null {
   if (now > until || spent(sql, id, now) || sealed(sql, id, now)) return null;
-  return lease(sql, id, now + SHARD_WRITE_LEASE_MS, now);
+  sql.exec("DELETE FROM shard_writes WHERE until < ?", now);
+  const lease = crypto.randomUUID();
+  sql.exec("INSERT INTO shard_writes (session, lease, until) VALUES (?, ?, ?)", id, lease, now + SHARD_WRITE_LEASE_MS);
+  return lease;
 }

@@ -7,6 +7,7 @@
 // which calls the object.
 import { type DurableObject, WorkerEntrypoint } from "cloudflare:workers";
 import type { Env } from "../config";
+import { fromBase64, toBase64 } from "../shared/bytes";
 import type { BucketIndex } from "./bucket-index";
 import type { KeyStore } from "./key-store";
 import type { MetricsStore } from "./metrics-store";
@@ -182,7 +183,7 @@ export function encode(value: unknown): string {
   return JSON.stringify(value, function (this: unknown, key: string, v: unknown) {
     // The replacer sees a value after its toJSON; bytes have none, so they arrive as themselves.
     const raw = (this as Record<string, unknown>)[key];
-    if (raw instanceof Uint8Array) return `${TAG}b${bytesToBase64(raw)}`;
+    if (raw instanceof Uint8Array) return `${TAG}b${toBase64(raw)}`;
     // Anything else that is not plain JSON (a Map, a Date, a stream) would arrive as something
     // else: refused, so that a call carrying one fails where it is made.
     if (raw !== null && typeof raw === "object" && !Array.isArray(raw) && !isPlain(raw))
@@ -205,7 +206,7 @@ export function decode(text: string): unknown {
       holes = true;
       return undefined;
     }
-    if (tag === "b") return base64ToBytes(v.slice(2));
+    if (tag === "b") return fromBase64(v.slice(2));
     throw new Error("MetaGate: malformed value");
   });
   return holes ? dense(value) : value;
@@ -223,17 +224,4 @@ function dense(value: unknown): unknown {
 function isPlain(value: object): boolean {
   const proto = Object.getPrototypeOf(value);
   return proto === Object.prototype || proto === null;
-}
-
-function bytesToBase64(bytes: Uint8Array): string {
-  let binary = "";
-  for (let at = 0; at < bytes.length; at += 0x8000) binary += String.fromCharCode(...bytes.subarray(at, at + 0x8000));
-  return btoa(binary);
-}
-
-function base64ToBytes(text: string): Uint8Array {
-  const binary = atob(text);
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-  return bytes;
 }

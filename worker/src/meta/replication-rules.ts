@@ -288,12 +288,9 @@ export class Replication {
     const rules = this.configuration();
     const marker = e.event === "ObjectRemoved:DeleteMarkerCreated";
     if (rules.length === 0 || e.versionId === null || (!marker && !e.event.startsWith("ObjectCreated:"))) return { queued: 0, dropped: 0 };
-    let queued = 0;
-    let dropped = 0;
-    for (const rule of rulesFor(rules, e.key, marker, () => (manifest ? tagsOfManifest(manifest) : []))) {
-      if (outbox.enqueue(rule.target, rule.id, e, cap)) queued++;
-      else dropped++;
-    }
+    const taken = rulesFor(rules, e.key, marker, () => (manifest ? tagsOfManifest(manifest) : []));
+    const queued = taken.filter((rule) => outbox.enqueue(rule.target, rule.id, e, cap)).length;
+    const dropped = taken.length - queued;
     if (!marker && queued + dropped > 0) this.setStatus(e.key, e.versionId, dropped > 0 ? "FAILED" : "PENDING", dropped > 0 ? "the outbox was full" : null);
     return { queued, dropped };
   }

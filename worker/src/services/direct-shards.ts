@@ -16,6 +16,7 @@ import { SHARD_WRITE_LEASE_MS } from "../meta/direct-sessions";
 import { bucketIndex } from "../meta/stubs";
 import { S3Error } from "../s3-error";
 import { CodedShardLate, CodedShardRefused, storeCodedShard } from "../storage/coded-shard";
+import { shardFileBytes } from "../storage/layout";
 import { nodesById, shardKey, type StorageNode } from "../shared/nodes";
 import type { DirectContext } from "./direct-context";
 
@@ -126,12 +127,8 @@ export async function ticketedShard(ctx: DirectContext, bucket: string, token: s
     throw new S3Error("AccessDenied", "The shard ticket is not valid for this request, or it has expired.");
   const node = nodesById(ctx.config.nodes).get(ticket.node);
   if (!node) throw new S3Error("ServiceUnavailable", `Storage node ${ticket.node} is no longer configured.`);
-  const geometry = ctx.core.geometry({ size: ticket.size, ...ticket.geometry });
-  try {
-    return { node, key: shardKey(ticket.storageId, ticket.shard), fileBytes: geometry.shardFileBytes, ticket };
-  } finally {
-    geometry.free();
-  }
+  const fileBytes = shardFileBytes(ctx.core, { size: ticket.size, layout: ticket.geometry });
+  return { node, key: shardKey(ticket.storageId, ticket.shard), fileBytes, ticket };
 }
 
 /**

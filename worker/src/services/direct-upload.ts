@@ -16,7 +16,7 @@ import type { DirectAbort, DirectCommit, DirectGeometry, DirectPartPlace, Direct
 import { bucketIndex, bucketRegistry } from "../meta/stubs";
 import type { QuotaRefusal, WriteCondition } from "../meta/types";
 import { noSuchBucket, S3Error } from "../s3-error";
-import type { ShardedPart } from "../storage/layout";
+import { type ShardedPart, shardFileBytes } from "../storage/layout";
 import { removeParts } from "../storage/remove";
 import { newStorageId, preferAvailable } from "../storage/write-part";
 import { placeShards } from "../storage/placement";
@@ -106,7 +106,7 @@ export async function openUploadSession(ctx: DirectContext, bucket: string, key:
       const urls = await Promise.all(
         placement.map((node, shard) => shardUrl(ctx, { bucket, key, session, layout, size: partSize, shard, node, write: true, expires }, now, presigned)),
       );
-      return { size: partSize, storageId, placement, shardFileBytes: shardFileBytesOf(ctx, partSize, geometry), urls };
+      return { size: partSize, storageId, placement, shardFileBytes: shardFileBytes(ctx.core, { size: partSize, layout: geometry }), urls };
     }),
   );
   const upload = await signTicket(ctx.rootSecret, ticket);
@@ -254,13 +254,4 @@ function manifestParts(ticket: UploadTicket, places: DirectPartPlace[], md5s: st
 
 function placeOf(p: DirectPartPlace): DirectPartPlace {
   return { storageId: String(p.storageId), placement: Array.from(p.placement, String) };
-}
-
-function shardFileBytesOf(ctx: DirectContext, size: number, geometry: DirectGeometry): number {
-  const g = ctx.core.geometry({ size, ...geometry });
-  try {
-    return g.shardFileBytes;
-  } finally {
-    g.free();
-  }
 }

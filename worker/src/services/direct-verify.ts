@@ -120,15 +120,12 @@ async function readRange(ctx: DirectContext, part: ShardedPart, start: number, e
     // Patient reads: the files this check names, waited for (a busy node is not read around).
     const setup = { nodes: ctx.config.nodes, readStallMs: ctx.config.readStallMs, hedge: false };
     const source = await openPartSource(setup, ctx.core, part, start, end, events, avoid);
+    const copy = (piece: Uint8Array) => {
+      out.set(piece, at);
+      return { bytes: piece.length };
+    };
     try {
-      for (;;) {
-        const got = await source.next((piece) => {
-          out.set(piece, at);
-          return { bytes: piece.length };
-        });
-        if (!got) break;
-        at += got.bytes;
-      }
+      for (let got = await source.next(copy); got; got = await source.next(copy)) at += got.bytes;
     } finally {
       source.close();
     }

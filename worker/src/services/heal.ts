@@ -13,7 +13,6 @@ import { errorText } from "../errors";
 import { mapBounded } from "../shared/bounded";
 import { equalBytes } from "../shared/bytes";
 import type { Env, GatewayConfig } from "../config";
-import { core } from "../core";
 import type { Core, Manifest, ManifestPart } from "../shared/core-api";
 import { bucketIndex as indexOf, orNullWithoutBucket, bucketRegistry as registryOf } from "../meta/stubs";
 import type { HealQueueEntry, ObjectRecord } from "../meta/types";
@@ -274,18 +273,6 @@ export async function healQueueStatus(ctx: HealContext, shown = 50): Promise<{ p
     objects.push(...queue.entries.map((e) => ({ ...e, bucket: name })));
   }
   return { pending, objects };
-}
-
-/** Queued objects the Cron Trigger heals per run, before its scrub step. */
-const CRON_HEAL_OBJECTS = 200;
-
-/** The Cron Trigger's first job: work through the heal queues (bounded), logged as one JSON line. Never throws. */
-export async function scheduledHeal(env: Env, config: GatewayConfig): Promise<void> {
-  try {
-    console.log(JSON.stringify({ healQueue: await healQueues({ env, config, core }, CRON_HEAL_OBJECTS) }));
-  } catch (e) {
-    console.error(JSON.stringify({ healQueue: { error: errorText(e) } }));
-  }
 }
 
 /** What a batch of heals did: the walk's and the drain's reports. */

@@ -10,7 +10,9 @@ import { open, requireMasterKey, seal } from "../auth/secret-box";
 import type { NodeOverlay, NodeState, OverlayNode, StoredS3Spec } from "../meta/node-overlay";
 import { bucketRegistry } from "../meta/stubs";
 import { S3Error } from "../s3-error";
+import { withinStall } from "../shared/bounded";
 import type { Core } from "../shared/core-api";
+import { nodeText } from "../shared/nodes";
 import { S3Node, type S3NodeSpec } from "../storage/s3-node";
 import { partsOnNode } from "./orphans";
 
@@ -65,52 +67,30 @@ const PROBE_TIMEOUT_MS = 10_000;
 async function probeS3Node(id: string, spec: S3NodeSpec, timeoutMs: number): Promise<void> {
   const node = new S3Node(id, spec, timeoutMs);
   const key = `shardgate-probe/${crypto.randomUUID()}`;
-  const body = new TextEncoder().encode(`shardgate probe of node ${id}`);
+  const text = `shardgate probe of node ${id}`;
+  const body = new TextEncoder().encode(text);
   let step = "PUT";
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-  });
   const run = async () => {
     await node.put(key, body);
     step = "GET";
     const stream = await node.get(key, 0, body.length);
-    const back = stream ? await readSmall(stream, body.length) : null;
-    if (!back || back.length !== body.length || !back.every((b, i) => b === body[i])) throw new Error("the object written did not read back the same");
+    // One byte more than was written is read at most: enough to tell a longer answer.
+    const back = stream ? await nodeText(new Response(stream), body.length + 1) : null;
+    if (back?.text !== text) throw new Error("the object written did not read back the same");
     step = "DELETE";
     await node.delete([key]);
   };
   try {
     const running = run();
     running.catch(() => {}); // when the timeout wins, the probe's own failure comes later and is not news
-    await Promise.race([running, timeout]);
+    await withinStall(running, timeoutMs, () => new Error(`no answer within ${timeoutMs} ms`));
   } catch (e) {
     const why = errorText(e).replaceAll(spec.secretAccessKey, "…");
     throw new S3Error(
       "NodeProbeFailed",
       `Node ${id} failed its probe (${step} of a small object in bucket ${spec.bucket}): ${why.slice(0, 300)}. Nothing was added.`,
     );
-  } finally {
-    if (timer !== undefined) clearTimeout(timer);
   }
-}
-
-/** A small stream's bytes, at most `max` + one piece of them. */
-async function readSmall(stream: ReadableStream<Uint8Array>, max: number): Promise<Uint8Array> {
-  const pieces: Uint8Array[] = [];
-  let length = 0;
-  for await (const piece of stream) {
-    pieces.push(piece);
-    length += piece.length;
-    if (length > max) break;
-  }
-  const out = new Uint8Array(length);
-  let at = 0;
-  for (const piece of pieces) {
-    out.set(piece, at);
-    at += piece.length;
-  }
-  return out;
 }
 
 /** Marks a node draining or active again, refusing what would leave fewer than k + m writable nodes. */

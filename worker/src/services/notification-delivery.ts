@@ -16,6 +16,7 @@ import type { GatewayConfig } from "../config";
 import { NOTIFICATION_TARGETS, QUEUE_TARGET, WEBHOOK_TARGET } from "../meta/notification-rules";
 import type { Outbox, OutboxRow } from "../meta/outbox";
 import { metrics } from "../observability/metrics";
+import { withinStall } from "../shared/bounded";
 import { eventDocument, postWebhooks, webhookTargets } from "./webhook-delivery";
 
 /** Rows of each kind one batch takes (an event with a key of 1,024 bytes is at most ~4.6 KB). */
@@ -55,18 +56,8 @@ class TimeoutError extends Error {
   override name = "TimeoutError";
 }
 
-/** `work`, or a TimeoutError once `ms` have passed (the timer cleared either way). */
-async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new TimeoutError(`no answer in ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([work, timeout]);
-  } finally {
-    if (timer !== undefined) clearTimeout(timer);
-  }
-}
+/** `work`, or a TimeoutError once `ms` have passed. */
+const withTimeout = (work: Promise<unknown>, ms: number) => withinStall(work, ms, () => new TimeoutError(`no answer in ${ms} ms`));
 
 const why = (e: unknown) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
 

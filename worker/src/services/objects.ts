@@ -196,7 +196,8 @@ export async function openRangeSource(
   objectKey: Uint8Array | null = null,
   cache: CacheUse | null = null,
 ): Promise<RangeSource> {
-  const ranges = covering(partOffsets(manifest), start, end).map(({ part, offset, size, index }) => ({
+  const covering = partOffsets(manifest).filter(({ offset, size }) => offset < end && offset + size > start);
+  const ranges = covering.map(({ part, offset, size, index }) => ({
     part,
     index,
     start: Math.max(start, offset) - offset,
@@ -236,10 +237,6 @@ export async function openRangeSource(
 /** openRangeSource as a stream (a copy's source, an UploadPartCopy's). */
 export async function openRange(...args: Parameters<typeof openRangeSource>): Promise<ReadableStream<Uint8Array>> {
   return sourceStream(await openRangeSource(...args));
-}
-
-function covering(all: PartSpan[], start: number, end: number) {
-  return all.filter(({ offset, size }) => offset < end && offset + size > start);
 }
 
 /** A part, its index, and where its bytes sit in the object (its plaintext, when encrypted). */

@@ -8,7 +8,7 @@
 // answer names is counts and kinds of problems, never a node's endpoint or an error's text.
 import type { Env, GatewayConfig } from "../config";
 import { bucketRegistry } from "../meta/stubs";
-import { keptResult, mapBounded } from "../shared/bounded";
+import { keptResult, mapBounded, withinStall } from "../shared/bounded";
 import type { StorageNode } from "../shared/nodes";
 
 /** How long a check's result answers every request (ms). */
@@ -79,15 +79,10 @@ function probeNodes(nodes: readonly StorageNode[]): Promise<NodeProbe[]> {
 
 /** Whether `call` answers (anything, null included) within PROBE_TIMEOUT_MS. */
 async function answers(call: () => Promise<unknown>): Promise<boolean> {
-  let timer: ReturnType<typeof setTimeout> | null = null;
-  const timeout = new Promise<false>((r) => {
-    timer = setTimeout(() => r(false), PROBE_TIMEOUT_MS);
-  });
   try {
-    return await Promise.race([call().then(() => true), timeout]);
+    const answered = call().then(() => true);
+    return (await withinStall(answered, PROBE_TIMEOUT_MS)) === true;
   } catch {
     return false;
-  } finally {
-    if (timer !== null) clearTimeout(timer);
   }
 }

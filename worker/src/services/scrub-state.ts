@@ -148,6 +148,7 @@ export function addUsage(usage: NodeUsage, placement: readonly string[], fileByt
   }
 }
 
-export function recordError(state: ScrubState, error: ScrubError): void {
-  state.lastErrors = [error, ...state.lastErrors].slice(0, MAX_ERRORS);
+/** Records an error about `key` of `bucket` (either "" when it is about neither), dated now, among the latest. */
+export function recordError(state: ScrubState, bucket: string, key: string, error: string): void {
+  state.lastErrors = [{ at: new Date().toISOString(), bucket, key, error }, ...state.lastErrors].slice(0, MAX_ERRORS);
 }

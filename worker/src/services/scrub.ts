@@ -84,13 +84,8 @@ export async function scrubStep(env: Env, config: GatewayConfig, settings: Scrub
     await walk(run);
   } catch (e) {
     // Not an object's failure (those are recorded and passed): save what was done, free the lease.
-    const { state } = run;
-    recordError(state, {
-      at: new Date().toISOString(),
-      bucket: state.cursor?.bucket ?? "",
-      key: state.cursor?.after ?? "",
-      error: `scrub step failed: ${errorText(e)}`,
-    });
+    const { cursor } = run.state;
+    recordError(run.state, cursor?.bucket ?? "", cursor?.after ?? "", `scrub step failed: ${errorText(e)}`);
     run.stoppedBy = "error";
   }
   return { ok: true, run: await finishRun(run, trigger), state: run.state };
@@ -128,7 +123,7 @@ class ScrubRun {
   /** Records an object whose check failed; the walk goes on after it. */
   fail(bucket: string, key: string, error: string): void {
     this.count({ objectsFailed: 1 });
-    recordError(this.state, { at: new Date().toISOString(), bucket, key, error });
+    recordError(this.state, bucket, key, error);
   }
 
   /** Saves the state and extends the lease (`release`: frees it); sets leaseLost if another run holds it. */
@@ -176,24 +171,14 @@ function resumePass(run: ScrubRun): void {
 async function walk(run: ScrubRun): Promise<void> {
   const { state } = run;
   const buckets = (await run.reg.list()).map((b) => b.name);
+  let from = (b: string) => b >= (state.cursor as NonNullable<ScrubState["cursor"]>).bucket;
   while (run.stoppedBy === null) {
-    const cursor = state.cursor as NonNullable<ScrubState["cursor"]>;
-    const bucket = buckets.find((b) => b >= cursor.bucket);
-    if (bucket === undefined) {
-      run.stoppedBy = "pass-complete";
-      break;
-    }
-    if (bucket !== cursor.bucket) state.cursor = { bucket, after: null };
-    const more = await walkPage(run, bucket);
-    if (run.stoppedBy !== null) break;
-    if (!more) {
-      // This bucket is done: on to the next one by name (or the end of the pass).
-      const next = buckets.find((b) => b > bucket);
-      if (next === undefined) {
-        run.stoppedBy = "pass-complete";
-        break;
-      }
-      state.cursor = { bucket: next, after: null };
+    const bucket = buckets.find(from);
+    if (bucket === undefined) run.stoppedBy = "pass-complete";
+    else {
+      if (bucket !== state.cursor?.bucket) state.cursor = { bucket, after: null };
+      // A bucket done: on to the next one by name (or the end of the pass).
+      if (!(await walkPage(run, bucket))) from = (b) => b > bucket;
     }
   }
 }
@@ -228,7 +213,7 @@ async function listPage(run: ScrubRun, index: BucketIndexStub, bucket: string): 
     );
     if (page) return page;
   } catch (e) {
-    recordError(state, { at: new Date().toISOString(), bucket, key: "", error: `listing failed: ${errorText(e)}` });
+    recordError(state, bucket, "", `listing failed: ${errorText(e)}`);
   }
   return { versions: [], commonPrefixes: [], isTruncated: false, nextKeyMarker: null, nextVersionIdMarker: null };
 }
@@ -306,19 +291,12 @@ async function checkParts(
     if (!isSharded(part)) continue;
     misplaced += (await misplacedShards(config, part)).length;
     const r = await scrubPart(config, core, part, settings.mode);
-    run.count({
-      partsChecked: 1,
-      filesChecked: r.files,
-      chunksChecked: r.chunks,
-      bytesVerified: r.bytes,
-      badChunks: r.badChunks,
-      badShards: r.problems.filter((p) => p.fault !== "unavailable").length,
-    });
-    if (r.problems.length === 0) continue;
-    finding.parts.push({ part: i + 1, problems: r.problems });
     // A node whose breaker is open likely still has its files: queue them, like a read does.
     const now = r.problems.filter((p) => p.fault !== "unavailable").map((p) => p.shard);
     const later = r.problems.filter((p) => p.fault === "unavailable").map((p) => p.shard);
+    run.count({ partsChecked: 1, filesChecked: r.files, chunksChecked: r.chunks, bytesVerified: r.bytes, badChunks: r.badChunks, badShards: now.length });
+    if (r.problems.length === 0) continue;
+    finding.parts.push({ part: i + 1, problems: r.problems });
     if (now.length > 0) known.set(part.layout.storageId, now);
     if (later.length > 0) unavailable[part.layout.storageId] = later;
   }
@@ -348,7 +326,7 @@ async function heal(
   } catch (e) {
     finding.failed = [...known.values()].reduce((n, shards) => n + shards.length, 0);
     finding.healError = errorText(e);
-    recordError(run.state, { at: new Date().toISOString(), bucket: target.bucket, key: target.key, error: `heal failed: ${finding.healError}` });
+    recordError(run.state, target.bucket, target.key, `heal failed: ${finding.healError}`);
   }
   run.count({ shardsRebuilt: finding.rebuilt, shardsMoved: finding.moved, shardsFailed: finding.failed });
   return placed;

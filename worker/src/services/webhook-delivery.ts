@@ -26,11 +26,6 @@ export function eventKey(key: string): string {
   return encodeURIComponent(key).replaceAll("%20", "+").replaceAll("%2F", "/");
 }
 
-/** S3's event message (Records[] with this one event) for `row` of bucket `bucket`, as JSON. */
-export function eventMessage(bucket: string, region: string, row: OutboxRow): string {
-  return JSON.stringify(eventDocument(bucket, region, row));
-}
-
 /** S3's event message (Records[] with this one event) for `row` of bucket `bucket`. */
 export function eventDocument(bucket: string, region: string, row: OutboxRow): { Records: unknown[] } {
   const object: Record<string, string | number> = { key: eventKey(row.key) };
@@ -55,21 +50,18 @@ export function eventDocument(bucket: string, region: string, row: OutboxRow): {
   return { Records: [record] };
 }
 
-/** The headers that sign `body` with `secret` at `timestamp` (seconds). */
-export async function signatureHeaders(secret: string, timestamp: number, body: string): Promise<Record<string, string>> {
-  const signature = await hmacHex(await importHmacKey(secret), `${timestamp}.${body}`);
-  return { "X-Shardgate-Timestamp": String(timestamp), "X-Shardgate-Signature": `v1=${signature}` };
-}
-
-/** POSTs one row; null when delivered, else why not. */
+/** POSTs one row, signed as this file's first comment says; null when delivered, else why not. */
 async function post(bucket: string, region: string, timeoutMs: number, targets: Map<string, WebhookTarget>, row: OutboxRow): Promise<string | null> {
   const target = targets.get(row.target);
   if (!target) return `no target ${row.target} is configured`;
-  const body = eventMessage(bucket, region, row);
+  const body = JSON.stringify(eventDocument(bucket, region, row));
+  const timestamp = Math.floor(Date.now() / 1000);
+  const signature = await hmacHex(await importHmacKey(target.secret), `${timestamp}.${body}`);
   const headers = {
     "Content-Type": "application/json",
     "X-Shardgate-Event-Id": `${bucket}/${sequencer(row.seq)}`,
-    ...(await signatureHeaders(target.secret, Math.floor(Date.now() / 1000), body)),
+    "X-Shardgate-Timestamp": String(timestamp),
+    "X-Shardgate-Signature": `v1=${signature}`,
   };
   try {
     const response = await fetch(target.url, { method: "POST", headers, body, redirect: "manual", signal: AbortSignal.timeout(timeoutMs) });

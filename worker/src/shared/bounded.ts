@@ -1,5 +1,5 @@
-// Work kept within bounds: how much runs at once (mapBounded), and how often a result is computed
-// (keptResult).
+// Work kept within bounds: how much runs at once (mapBounded), how long a step is waited for
+// (withinStall), and how often a result is computed (keptResult).
 
 /** Runs `work` over `items` with at most `limit` at once; the results in order. */
 export async function mapBounded<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
@@ -10,6 +10,19 @@ export async function mapBounded<T, R>(items: readonly T[], limit: number, work:
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   return results;
+}
+
+/** Waits for `step`, at most `stallMs` (one timer): then resolves with undefined or, given `late`, rejects with its error. */
+export async function withinStall<T>(step: Promise<T>, stallMs: number, late?: () => Error): Promise<T | undefined> {
+  let timer!: ReturnType<typeof setTimeout>; // set by the executor, which runs at once
+  const stalled = new Promise<undefined>((resolve, reject) => {
+    timer = setTimeout(() => (late ? reject(late()) : resolve(undefined)), stallMs);
+  });
+  try {
+    return await Promise.race([step, stalled]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**

@@ -19,6 +19,7 @@ import {
   type ShardFetch,
   partGeometry,
 } from "./core-api";
+import { withinStall } from "./bounded";
 import { PieceReader } from "./piece-reader";
 import { NodesUnavailableError } from "./storage-errors";
 import { GuardedNode, NodeUnavailableError } from "./node-health";
@@ -263,14 +264,8 @@ class ShardedRangeReader implements RangeSource {
     );
     if (!(node instanceof GuardedNode) || this.config.hedge === false) return request;
     const health = node.health;
-    const delay = health.hedgeAfterMs();
-    let timer!: ReturnType<typeof setTimeout>; // set by the executor, which runs at once
-    const late = new Promise<"late">((resolve) => {
-      timer = setTimeout(() => resolve("late"), delay);
-    });
-    const first = await Promise.race([request, late]);
-    clearTimeout(timer);
-    if (first !== "late") return first;
+    const first = await withinStall(request, health.hedgeAfterMs());
+    if (first !== undefined) return first;
     if (room.left <= 0) return request; // no parity to spare: wait for it after all
     room.left -= 1;
     health.markSlow();

@@ -7,7 +7,7 @@ import { writeBorrowed } from "../shared/bytes";
 import type { ShardVerifier } from "../shared/core-api";
 import { BODY_PIECE_BYTES, PieceReader } from "../shared/piece-reader";
 import type { StorageNode } from "../shared/nodes";
-import { withinStall } from "./shard-sink";
+import { withinStall } from "../shared/bounded";
 
 /** The shard file was refused: what is wrong with it (the client's error, not the node's). */
 export class CodedShardRefused extends Error {}

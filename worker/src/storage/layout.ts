@@ -8,8 +8,8 @@ export function isSharded(part: ManifestPart): part is ShardedPart {
   return part.layout.type === "sharded";
 }
 
-/** The exact length of each of the part's shard files (framed chunks included). */
-export function shardFileBytes(core: Core, part: ShardedPart): number {
+/** The exact length of each of a part's shard files (framed chunks included), from its size and geometry. */
+export function shardFileBytes(core: Core, part: { size: number; layout: Parameters<typeof partGeometry>[1] }): number {
   const geometry = core.geometry(partGeometry(part.size, part.layout));
   const bytes = geometry.shardFileBytes;
   geometry.free();

@@ -6,6 +6,7 @@
 // 200 that carries an <Error>, as S3 may send, is a failure) and abort.
 import { AwsClient } from "aws4fetch";
 import { xmlEscape } from "../errors";
+import { nodeText } from "../shared/nodes";
 
 export interface S3RemoteSpec {
   endpoint: string;
@@ -42,7 +43,7 @@ export class S3Remote {
   async createUpload(bucket: string, key: string, headers: Record<string, string>, signal: AbortSignal): Promise<{ uploadId: string } | { error: string }> {
     const res = await this.request(bucket, key, "POST", headers, "uploads", { signal });
     if (res.status !== 200) return { error: await failure(res) };
-    const xml = await readText(res, ANSWER_BYTES);
+    const xml = (await nodeText(res, ANSWER_BYTES)).text;
     const uploadId = elementText(xml, "UploadId");
     if (hasError(xml) || !uploadId) return { error: `HTTP 200 without an upload id${errorCode(xml)}` };
     // Kept in the bucket's index until the upload ends: a sane id only (S3's are ~100 characters).
@@ -92,7 +93,7 @@ export class S3Remote {
     if (res.status !== 200) return { error: await failure(res) };
     // S3 answers 200 at once and keeps the connection alive with whitespace while it assembles the
     // object; a failure then comes as an <Error> document in that 200's body.
-    const xml = await readText(res, ANSWER_BYTES);
+    const xml = (await nodeText(res, ANSWER_BYTES)).text;
     if (hasError(xml)) return { error: `HTTP 200 with an error${errorCode(xml)}` };
     const etag = xml.includes("<CompleteMultipartUploadResult") ? elementText(xml, "ETag") : null;
     return etag ? { etag: etag.replace(/^"|"$/g, "") } : { error: "HTTP 200 without a CompleteMultipartUploadResult and its ETag" };
@@ -177,7 +178,7 @@ async function outcome(res: Response, ok: readonly number[]): Promise<string | n
 
 /** The status and the error code of an answer's body (read at most 4 KiB). */
 async function failure(res: Response): Promise<string> {
-  return `HTTP ${res.status}${errorCode(await readText(res, 4096))}`;
+  return `HTTP ${res.status}${errorCode((await nodeText(res, 4096)).text)}`;
 }
 
 /** Whether an answer's document is (or holds) an S3 <Error>, with or without attributes. */
@@ -190,20 +191,6 @@ const MAX_UPLOAD_ID = 1024;
 
 /** The most of a create's or complete's answer that is read (their documents are small). */
 const ANSWER_BYTES = 64 * 1024;
-
-/** The body of `res` as text, at most about `limit` bytes of it (the rest is not read). */
-async function readText(res: Response, limit: number): Promise<string> {
-  const reader = res.body?.getReader();
-  const decoder = new TextDecoder();
-  let text = "";
-  while (reader && text.length < limit) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    text += decoder.decode(value, { stream: true });
-  }
-  await reader?.cancel();
-  return text;
-}
 
 /** " CODE" of an S3 error document's <Code> (at most 100 characters), or "". */
 function errorCode(xml: string): string {

@@ -1,6 +1,7 @@
 // One shard file's upload to its node, written block by block (PUT and heal share it). A node
 // that fails, or stalls for longer than `stallMs` without taking the next block or finishing,
 // marks the sink failed instead of throwing or hanging: the writer decides what a quorum is.
+import { withinStall } from "../shared/bounded";
 import { writeBorrowed } from "../shared/bytes";
 import type { StorageNode } from "../shared/nodes";
 
@@ -114,18 +115,5 @@ export class ShardSink {
     await this.last.promise;
     await this.writer.close();
     return this.done;
-  }
-}
-
-/** Waits for `step`, at most `stallMs` (one timer): then resolves with undefined or, given `late`, rejects with its error. */
-export async function withinStall<T>(step: Promise<T>, stallMs: number, late?: () => Error): Promise<T | undefined> {
-  let timer = 0;
-  const stalled = new Promise<undefined>((resolve, reject) => {
-    timer = setTimeout(() => (late ? reject(late()) : resolve(undefined)), stallMs);
-  });
-  try {
-    return await Promise.race([step, stalled]);
-  } finally {
-    clearTimeout(timer);
   }
 }

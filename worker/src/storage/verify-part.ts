@@ -13,7 +13,7 @@ import { missingShards } from "./rebuild-part";
 import type { ShardedPart } from "./layout";
 import { GuardedNode, NodeUnavailableError } from "../shared/node-health";
 import { nodesById, shardKey, type StorageNode } from "../shared/nodes";
-import { withinStall } from "./shard-sink";
+import { withinStall } from "../shared/bounded";
 
 export type ScrubMode = "deep" | "shallow";
 

@@ -12,7 +12,8 @@ import { shardKey, type StorageNode } from "../shared/nodes";
 import { placeShards } from "./placement";
 import { ExactReader } from "./exact-reader";
 import { GuardedNode } from "../shared/node-health";
-import { ShardSink, withinStall } from "./shard-sink";
+import { ShardSink } from "./shard-sink";
+import { withinStall } from "../shared/bounded";
 
 export interface WrittenPart {
   size: number;
