@@ -32,10 +32,15 @@ export const TARGETS = [
   // Only when --targets names it: the pass-through whose whole GETs move their bytes as an
   // erasure-coded read through JS and WASM must (bench/passthrough/worker.js, SHARDS): the floor.
   { id: "floor", label: "floor: 4 ranges via WASM (workerd)", optional: true, start: (dir, port, pin) => passthrough(dir, port, pin, 4) },
-  // Only when named (bench/hot-bench.mjs): the pass-through whose GETs first look their key up in a
-  // Durable Object (bench/passthrough/worker.js META), the least a GET that must find the current
-  // version before it serves can cost on this runtime.
-  { id: "lookup", label: "pass-through + one metadata lookup (workerd)", optional: true, start: (dir, port, pin) => passthrough(dir, port, pin, null, true) },
+  // Only when named (bench/hot-bench.mjs): the pass-through whose GETs first check their signature
+  // and look their key up in a Durable Object (bench/passthrough/worker.js META), the least a GET
+  // that must authenticate and find the current version before it serves can cost on this runtime.
+  {
+    id: "lookup",
+    label: "pass-through + signature + one metadata lookup (workerd)",
+    optional: true,
+    start: (dir, port, pin) => passthrough(dir, port, pin, null, SHARDGATE_KEY.secretAccessKey),
+  },
   { id: "minio", label: "MinIO 4+2", start: minio },
   // Only when named (bench/hot-bench.mjs): the block cache on, every node 20 ms away.
   {
@@ -137,10 +142,12 @@ function hotConfig(dir) {
 const { unstable_readConfig } = await import("wrangler");
 const compatibilityDate = unstable_readConfig({ config: join(root, "wrangler.toml") }, { hideWarnings: true }).compatibility_date;
 
-function passthrough(dir, port, pin, shards = null, lookup = false) {
-  const config = writePassthroughConfig(dir, `127.0.0.1:${port}`, compatibilityDate, shards, lookup);
-  const child = detached(dir, pin, join(root, "node_modules/workerd/bin/workerd"), ["serve", config, ...(lookup ? ["--experimental"] : [])]);
-  return { child, credentials: SHARDGATE_KEY, ready: async (endpoint) => (await fetch(`${endpoint}/none/none`)).status === 404, readers: () => [child.pid] };
+function passthrough(dir, port, pin, shards = null, lookupSecret = null) {
+  const config = writePassthroughConfig(dir, `127.0.0.1:${port}`, compatibilityDate, shards, lookupSecret);
+  const child = detached(dir, pin, join(root, "node_modules/workerd/bin/workerd"), ["serve", config, ...(lookupSecret ? ["--experimental"] : [])]);
+  // Ready once the Worker answers: 404 (no such file), or 403 (unsigned) with lookupSecret.
+  const ready = async (endpoint) => [403, 404].includes((await fetch(`${endpoint}/none/none`)).status);
+  return { child, credentials: SHARDGATE_KEY, ready, readers: () => [child.pid] };
 }
 
 function minio(dir, port, pin) {

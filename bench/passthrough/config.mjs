@@ -8,14 +8,15 @@ const worker = fileURLToPath(new URL("worker.js", import.meta.url));
 
 /**
  * Writes the config and returns its path. `shards`: the floor's GET (worker.js) over that many
- * ranged requests; `lookup`: every GET looks its key up in a Durable Object first (worker.js META).
+ * ranged requests; `lookupSecret`: every GET checks its SigV4 signature with this secret and looks its
+ * key up in a Durable Object first (worker.js META).
  */
-export function writePassthroughConfig(dir, address, compatibilityDate, shards = null, lookup = false) {
+export function writePassthroughConfig(dir, address, compatibilityDate, shards = null, lookupSecret = null) {
   mkdirSync(join(dir, "files"), { recursive: true });
-  if (lookup) mkdirSync(join(dir, "meta"), { recursive: true });
-  const meta = lookup
+  if (lookupSecret) mkdirSync(join(dir, "meta"), { recursive: true });
+  const meta = lookupSecret
     ? {
-        binding: ', (name = "META", durableObjectNamespace = "Meta")',
+        binding: `, (name = "META", durableObjectNamespace = "Meta"), (name = "SECRET", text = ${JSON.stringify(lookupSecret)})`,
         worker:
           ', durableObjectNamespaces = [(className = "Meta", uniqueKey = "pass-through-meta", enableSql = true)], durableObjectStorage = (localDisk = "meta")',
         service: `\n    (name = "meta", disk = (path = ${JSON.stringify(join(dir, "meta"))}, writable = true)),`,

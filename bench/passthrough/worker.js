@@ -10,8 +10,9 @@
 // the stretches in turn (as a 1 MiB block's pieces are). No checksum, no authentication, no
 // metadata: the least an erasure-coded GET through JS and WASM can cost on this runtime.
 //
-// With the binding META (the bench's "lookup" target), every GET and HEAD first asks a Durable
-// Object (SQLite-backed, one per bucket) for the key's record, as a gateway must look up the
+// With the binding META (the bench's "lookup" target), every GET and HEAD first checks its SigV4
+// signature (header-signed, with the secret SECRET names) and asks a Durable Object (SQLite-backed,
+// one per bucket) for the key's record, as a gateway must authenticate a request and look up the
 // current version before it may serve any byte; a PUT writes the record. Nothing else changes: a
 // hit of the block cache cannot cost less than this (bench/hot-bench.mjs).
 import { DurableObject } from "cloudflare:workers";
@@ -64,6 +65,7 @@ export default {
       return new Response(null, { status: res.ok ? 200 : 500 });
     }
     if ((request.method === "GET" || request.method === "HEAD") && env.META && path.split("/").length > 2) {
+      if (!(await signedBy(request, url, env.SECRET))) return new Response(null, { status: 403 });
       const { index, key } = record(env, path);
       if ((await index.head(key)) === null) return new Response(null, { status: 404 });
     }
@@ -79,6 +81,41 @@ export default {
     return new Response(null, { status: 405 });
   },
 };
+
+const encoder = new TextEncoder();
+const hex = (bytes) => Array.from(new Uint8Array(bytes), (b) => b.toString(16).padStart(2, "0")).join("");
+const importHmac = (raw) => crypto.subtle.importKey("raw", raw, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+const hmac = async (key, text) => crypto.subtle.sign("HMAC", key, encoder.encode(text));
+/** Signing keys by scope, ready to sign with (as a gateway keeps them: four HMACs saved per request). */
+const signingKeys = new Map();
+
+/**
+ * Whether the request's SigV4 Authorization header is signed with `secret`: its canonical request
+ * (path as sent, no query, the signed headers, the payload hash header) hashed, then one HMAC.
+ */
+async function signedBy(request, url, secret) {
+  const auth = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/([^,]+), SignedHeaders=([^,]+), Signature=([0-9a-f]{64})$/.exec(
+    request.headers.get("authorization") ?? "",
+  );
+  if (!auth) return false;
+  const [, , scope, signedHeaders, signature] = auth;
+  const headers = signedHeaders
+    .split(";")
+    .map((n) => `${n}:${(request.headers.get(n) ?? "").trim()}\n`)
+    .join("");
+  const canonical = [request.method, url.pathname, url.search.slice(1), headers, signedHeaders, request.headers.get("x-amz-content-sha256")].join("\n");
+  const toSign = ["AWS4-HMAC-SHA256", request.headers.get("x-amz-date"), scope, hex(await crypto.subtle.digest("SHA-256", encoder.encode(canonical)))].join(
+    "\n",
+  );
+  let key = signingKeys.get(scope);
+  if (!key) {
+    let raw = encoder.encode(`AWS4${secret}`);
+    for (const part of scope.split("/")) raw = await hmac(await importHmac(raw), part);
+    key = await importHmac(raw);
+    signingKeys.set(scope, key);
+  }
+  return hex(await hmac(key, toSign)) === signature;
+}
 
 /** The floor's GET (see above): `shards` ranged requests, through WASM memory, out in runs. */
 async function spread(env, file, first, shards, ctx) {
