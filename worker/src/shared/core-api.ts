@@ -63,8 +63,12 @@ export interface Argon2Params {
   lanes: number;
 }
 
-/** Manifests decodeManifest keeps, and the largest row it keeps one of. */
+/**
+ * Manifests decodeManifest keeps, the rows' bytes they come from in all (a manifest in memory can
+ * take ~16 times its row: 256 KiB of rows, ~4 MiB), and the largest row it keeps one of.
+ */
 const MEMO_ENTRIES = 256;
+const MEMO_BYTES = 256 * 1024;
 const MEMO_ROW_BYTES = 16 * 1024;
 
 /** `value` and everything in it made read-only: a shared manifest cannot be changed by one of its users. */
@@ -81,6 +85,7 @@ const INPUT_SLICE = 256 * 1024;
 
 export class Core {
   private readonly decoded = new Map<string, Manifest>();
+  private decodedBytes = 0;
 
   constructor(
     private readonly wasm: CoreBindings,
@@ -166,8 +171,8 @@ export class Core {
 
   /**
    * Parses a binary manifest row. Throws on a corrupted or unknown row. The manifest is frozen and
-   * shared by the callers that decode the same row while it is among the last MEMO_ENTRIES rows
-   * decoded: a hot object's GETs parse it once (docs/benchmarks.md "Hot reads").
+   * shared by the callers that decode the same row while it is among the last rows decoded
+   * (MEMO_ENTRIES, MEMO_BYTES): a hot object's GETs parse it once (docs/benchmarks.md "Hot reads").
    */
   decodeManifest(bytes: Uint8Array): Manifest {
     // The row's bytes as a string, one character per byte, are the key: equal keys are equal rows.
@@ -182,7 +187,12 @@ export class Core {
     const manifest: Manifest = deepFreeze(JSON.parse(this.wasm.decodeManifest(bytes)));
     if (key === null) return manifest;
     this.decoded.set(key, manifest);
-    if (this.decoded.size > MEMO_ENTRIES) this.decoded.delete(this.decoded.keys().next().value as string);
+    this.decodedBytes += key.length;
+    for (const oldest of this.decoded.keys()) {
+      if (this.decoded.size <= MEMO_ENTRIES && this.decodedBytes <= MEMO_BYTES) break;
+      this.decoded.delete(oldest);
+      this.decodedBytes -= oldest.length;
+    }
     return manifest;
   }
 
