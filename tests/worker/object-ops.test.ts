@@ -22,6 +22,37 @@ async function md5Base64(bytes: Uint8Array): Promise<string> {
   return btoa(String.fromCharCode(...new Uint8Array(await crypto.subtle.digest("MD5", bytes))));
 }
 
+describe("user metadata", () => {
+  // S3 takes 2 KB of it: the bytes of every name (without x-amz-meta-) and value.
+  const meta = (bytes: number) => ({ "x-amz-meta-a": "v".repeat(bytes - 1) });
+
+  it("takes 2 KB of names and values, and refuses one byte more on PUT, multipart and copy, storing nothing", async () => {
+    await s3ok(`/${bucket}/meta/full`, { method: "PUT", body: "x", headers: meta(2048) });
+    expect((await s3ok(`/${bucket}/meta/full`, { method: "HEAD" })).headers.get("x-amz-meta-a")).toHaveLength(2047);
+    const refused = [
+      await s3(`/${bucket}/meta/over`, { method: "PUT", body: "x", headers: meta(2049) }),
+      await s3(`/${bucket}/meta/over?uploads`, { method: "POST", headers: meta(2049) }),
+      await s3(`/${bucket}/meta/over`, {
+        method: "PUT",
+        headers: { "x-amz-copy-source": `/${bucket}/meta/full`, "x-amz-metadata-directive": "REPLACE", ...meta(2049) },
+      }),
+      // Split over many headers, the same sum.
+      await s3(`/${bucket}/meta/over`, {
+        method: "PUT",
+        body: "x",
+        headers: Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`x-amz-meta-k${i}`, "v".repeat(186)])),
+      }),
+    ];
+    for (const res of refused) {
+      expect(res.status).toBe(400);
+      expect(errorCode(await res.text())).toBe("MetadataTooLarge");
+    }
+    expect((await s3(`/${bucket}/meta/over`, { method: "HEAD" })).status).toBe(404);
+    const uploads = await (await s3ok(`/${bucket}?uploads&prefix=meta/`)).text();
+    expect(uploads).not.toContain("<Upload>");
+  });
+});
+
 describe("CopyObject", () => {
   const data = randomBytes(3 * MIB + 17, 1);
 

@@ -38,6 +38,7 @@ export const S3_ERRORS = {
   MalformedTrailerError: 400,
   MalformedXML: 400,
   MaxPostPreDataLengthExceeded: 400,
+  MetadataTooLarge: 400,
   MethodNotAllowed: 405,
   MissingContentLength: 411,
   NoSuchBucket: 404,

@@ -52,13 +52,21 @@ export function storedHeaders(headers: Headers): [string, string][] {
   return out;
 }
 
+/** The request's x-amz-meta-* pairs (names without the prefix); 400 MetadataTooLarge past S3's 2 KB. */
 export function userMetadata(headers: Headers): [string, string][] {
   const out: [string, string][] = [];
+  let bytes = 0;
   headers.forEach((value, name) => {
-    if (name.startsWith("x-amz-meta-")) out.push([name.slice("x-amz-meta-".length), value]);
+    if (!name.startsWith("x-amz-meta-")) return;
+    out.push([name.slice("x-amz-meta-".length), value]);
+    bytes += name.length - "x-amz-meta-".length + value.length; // header values are byte strings: one character per byte
   });
+  if (bytes > MAX_USER_METADATA_BYTES) throw new S3Error("MetadataTooLarge", "Your metadata headers exceed the maximum allowed metadata size.");
   return out;
 }
+
+/** User-defined metadata S3 takes at most: the bytes of every name (without x-amz-meta-) and value. */
+const MAX_USER_METADATA_BYTES = 2048;
 
 /** `response-*` query parameters override these response headers on GET. */
 export const RESPONSE_OVERRIDES: Record<string, string> = {
