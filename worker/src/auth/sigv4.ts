@@ -13,6 +13,7 @@
 //   whitespace collapsed to one space; `host` falls back to the URL's host.
 // - PayloadHash: the x-amz-content-sha256 value; UNSIGNED-PAYLOAD for presigned URLs without it.
 
+import { Lru } from "../shared/bounded";
 import { BODY_PIECE_BYTES, PieceReader } from "../shared/piece-reader";
 import { S3Error } from "../s3-error";
 import { decodeAwsChunked, type ChunkSigning } from "./aws-chunked";
@@ -175,26 +176,19 @@ export function canonicalHeaderValue(value: string): string {
 // ---------------------------------------------------------------------------------------------
 // Signing key (cached per secret, date and region: saves four HMACs per request)
 
-const SIGNING_KEY_CACHE_SIZE = 64;
 // Values, never promises: a promise one request created and another awaits makes workerd cancel
 // the second request as hung. Two requests deriving the same key at once both do the work.
-const signingKeyCache = new Map<string, CryptoKey>();
+const signingKeyCache = new Lru<string, CryptoKey>({ entries: 64 });
 
 async function signingKey(secret: string, date: string, region: string, service = SERVICE): Promise<CryptoKey> {
   const id = `${date}\n${region}\n${service}\n${secret}`;
   let key = signingKeyCache.get(id);
-  if (key) {
-    // Most recently used last, so the oldest is evicted first.
-    signingKeyCache.delete(id);
-    signingKeyCache.set(id, key);
-    return key;
-  }
+  if (key) return key;
   const kDate = await hmac(await importHmacKey("AWS4" + secret), date);
   const kRegion = await hmac(await importHmacKey(kDate), region);
   const kService = await hmac(await importHmacKey(kRegion), service);
   key = await importHmacKey(await hmac(await importHmacKey(kService), TERMINAL));
   signingKeyCache.set(id, key);
-  while (signingKeyCache.size > SIGNING_KEY_CACHE_SIZE) signingKeyCache.delete(signingKeyCache.keys().next().value!);
   return key;
 }
 

@@ -18,14 +18,13 @@
 // IPv6 addresses count by their /64, which one host usually holds whole.
 import { metrics } from "../observability/metrics";
 import { S3Error } from "../s3-error";
+import { Lru } from "../shared/bounded";
 
 /** Failed authentications a client may have within FAILURE_WINDOW_MS. */
 export const MAX_FAILURES = 20;
 export const FAILURE_WINDOW_MS = 10_000;
 /** How long a client that failed more than that is answered SlowDown. */
 export const SLOWDOWN_MS = 10_000;
-/** Clients remembered (the least recently failing forgotten first). */
-const MAX_CLIENTS = 10_000;
 
 interface Tally {
   windowStart: number;
@@ -33,7 +32,8 @@ interface Tally {
   blockedUntil: number;
 }
 
-const tallies = new Map<string, Tally>();
+/** Clients remembered, 10,000 at most: the least recently failing forgotten first. */
+const tallies = new Lru<string, Tally>({ entries: 10_000 });
 
 /** The client a request comes from, when it can be told (see above), else null. */
 export function clientOf(request: Request, trustedHeader?: string): string | null {
@@ -99,7 +99,7 @@ function ipv6Prefix(address: string): string {
  */
 export async function throttled<T>(clientOf: () => string | null, authenticate: () => Promise<T>): Promise<T> {
   let client = tallies.size === 0 ? undefined : clientOf();
-  const blockedUntil = client ? (tallies.get(client)?.blockedUntil ?? 0) : 0;
+  const blockedUntil = client ? (tallies.peek(client)?.blockedUntil ?? 0) : 0;
   const start = Date.now();
   if (blockedUntil > start) {
     metrics.add("shardgate_auth_rejected_total", 1, { reason: "SlowDown" });
@@ -115,13 +115,11 @@ export async function throttled<T>(clientOf: () => string | null, authenticate: 
     client ??= clientOf();
     if (client === null) throw error;
     const now = Date.now();
-    let tally = tallies.get(client);
+    let tally = tallies.peek(client);
     if (!tally || now - tally.windowStart > FAILURE_WINDOW_MS) tally = { windowStart: now, failures: 0, blockedUntil: tally?.blockedUntil ?? 0 };
     tally.failures++;
     if (tally.failures > MAX_FAILURES) tally.blockedUntil = now + SLOWDOWN_MS;
-    tallies.delete(client);
     tallies.set(client, tally);
-    while (tallies.size > MAX_CLIENTS) tallies.delete(tallies.keys().next().value as string);
     throw error;
   }
 }

@@ -11,10 +11,10 @@ import { keyStore } from "../meta/stubs";
 import type { BucketGrant, KeyRecord } from "../meta/types";
 import { metrics } from "../observability/metrics";
 import { S3Error } from "../s3-error";
+import { Lru } from "../shared/bounded";
 
 /** How long an isolate trusts what it looked up about a key (ms). */
 export const KEY_CACHE_MS = 5_000;
-const KEY_CACHE_ENTRIES = 1_000;
 
 /** Who signed a request: the root key (from the environment), a key of the key store, or nobody. */
 export type Principal =
@@ -100,13 +100,12 @@ export async function signerOf(
 }
 
 /** What this isolate looked up, by key id, and when (values, never promises: a promise one request created and another awaits can make workerd cancel the second as hung). */
-const resolved = new Map<string, { at: number; key: ResolvedKey }>();
+const resolved = new Lru<string, { at: number; key: ResolvedKey }>({ entries: 1_000 });
 /**
  * Ids the key store answered null for (no such key, disabled, secret not opening), and when: kept
  * apart from `resolved`, so that made-up ids, however many, never evict a real key's entry.
  */
-const unknownIds = new Map<string, number>();
-const UNKNOWN_ENTRIES = 10_000;
+const unknownIds = new Lru<string, number>({ entries: 10_000 });
 
 /**
  * Lookups of ids this isolate holds no answer for, as a token bucket: a flood of made-up ids costs
@@ -127,8 +126,9 @@ function forget(id: string): void {
  * from the lookup budget, so a flood of made-up ids cannot lock out a key that a change touched.
  */
 function markStale(id: string): void {
-  const known = resolved.get(id);
-  if (known) resolved.set(id, { at: Number.NEGATIVE_INFINITY, key: known.key });
+  // Changed in place: the entry keeps its age, and dropBucketGrants's walk over the keys sees it once.
+  const known = resolved.peek(id);
+  if (known) known.at = Number.NEGATIVE_INFINITY;
   unknownIds.delete(id);
 }
 
@@ -140,9 +140,9 @@ function markStale(id: string): void {
  */
 export async function resolveKey(env: Env, master: string | null, id: string, now = Date.now()): Promise<ResolvedKey | null> {
   if (!KEY_ID.test(id)) return null;
-  const known = resolved.get(id);
+  const known = resolved.peek(id);
   if (known && now - known.at < KEY_CACHE_MS) return known.key;
-  const missed = unknownIds.get(id);
+  const missed = unknownIds.peek(id);
   if (missed !== undefined && now - missed < KEY_CACHE_MS) return null;
   // A key this isolate knew refreshes freely; any other id spends from the budget.
   const budgeted = !known;
@@ -152,10 +152,8 @@ export async function resolveKey(env: Env, master: string | null, id: string, no
   if (key) {
     if (budgeted) lookupBudget.tokens = Math.min(UNKNOWN_LOOKUP_BURST, lookupBudget.tokens + 1);
     resolved.set(id, { at: now, key });
-    while (resolved.size > KEY_CACHE_ENTRIES) resolved.delete(resolved.keys().next().value as string);
   } else {
     unknownIds.set(id, now);
-    while (unknownIds.size > UNKNOWN_ENTRIES) unknownIds.delete(unknownIds.keys().next().value as string);
   }
   return key;
 }

@@ -8,23 +8,21 @@
 import type { Env } from "../config";
 import type { BucketSetting } from "../meta/bucket-settings";
 import { bucketIndex, bucketRegistry, orNullWithoutBucket } from "../meta/stubs";
+import { Lru } from "../shared/bounded";
 
 /** How long an isolate trusts a setting it read (ms): a change reaches other isolates within it. */
 export const SETTINGS_CACHE_MS = 5_000;
-const SETTINGS_CACHE_ENTRIES = 2_000;
 
-const known = new Map<string, { at: number; value: string | null }>();
+const known = new Lru<string, { at: number; value: string | null }>({ entries: 2_000 });
 const keyOf = (bucket: string, name: BucketSetting) => `${name}\u0000${bucket}`;
 
 /** A setting as stored (JSON text), or null when the bucket has none or does not exist. */
 export async function cachedSetting(env: Env, bucket: string, name: BucketSetting, now = Date.now()): Promise<string | null> {
   const id = keyOf(bucket, name);
-  const hit = known.get(id);
+  const hit = known.peek(id);
   if (hit && now - hit.at < SETTINGS_CACHE_MS) return hit.value;
   const value = (await bucketRegistry(env).get(bucket)) ? await orNullWithoutBucket(bucketIndex(env, bucket).setting(name)) : null;
-  known.delete(id);
   known.set(id, { at: now, value });
-  while (known.size > SETTINGS_CACHE_ENTRIES) known.delete(known.keys().next().value as string);
   return value;
 }
 

@@ -1,5 +1,5 @@
 // Work kept within bounds: how much runs at once (mapBounded), how long a step is waited for
-// (withinStall), and how often a result is computed (keptResult).
+// (withinStall), how often a result is computed (keptResult), and how much is remembered (Lru).
 
 /** Runs `work` over `items` with at most `limit` at once; the results in order. */
 export async function mapBounded<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
@@ -63,4 +63,50 @@ export function keptResult<T extends { at: number }>(name: string, freshMs: numb
       }
     },
   };
+}
+
+/**
+ * A Map of at most `limit.entries` entries whose sizes (given to `set`, 1 by default) add up to at
+ * most `limit.size`: `set` makes its entry the newest, then drops the oldest until both hold. `get`
+ * makes the entry it finds the newest too; `peek` does not, for caches that age entries by when
+ * they were set. A Map keeps its entries in insertion order: every operation is O(1) (amortized).
+ */
+export class Lru<K, V> {
+  private readonly map = new Map<K, { value: V; size: number }>();
+  private total = 0;
+
+  constructor(private readonly limit: { entries?: number; size?: number }) {}
+
+  get size(): number {
+    return this.map.size;
+  }
+
+  get(key: K): V | undefined {
+    const entry = this.map.get(key);
+    if (entry && this.map.delete(key)) this.map.set(key, entry); // set again: the newest
+    return entry?.value;
+  }
+
+  peek(key: K): V | undefined {
+    return this.map.get(key)?.value;
+  }
+
+  set(key: K, value: V, size = 1): void {
+    this.delete(key);
+    this.map.set(key, { value, size });
+    this.total += size;
+    for (const oldest of this.map.keys()) {
+      if (this.map.size <= (this.limit.entries ?? Infinity) && this.total <= (this.limit.size ?? Infinity)) break;
+      this.delete(oldest);
+    }
+  }
+
+  delete(key: K): boolean {
+    this.total -= this.map.get(key)?.size ?? 0;
+    return this.map.delete(key);
+  }
+
+  keys(): IterableIterator<K> {
+    return this.map.keys();
+  }
 }

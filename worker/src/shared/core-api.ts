@@ -7,6 +7,7 @@
 // Views are made right after the call that sizes them, since a memory.grow detaches old views.
 import type * as Bindings from "../../../core/pkg/shardgate_core.js";
 import type { Manifest, ShardedLayout } from "./core-types";
+import { Lru } from "./bounded";
 
 export type CoreBindings = typeof Bindings;
 
@@ -84,8 +85,7 @@ function deepFreeze<T>(value: T): T {
 const INPUT_SLICE = 256 * 1024;
 
 export class Core {
-  private readonly decoded = new Map<string, Manifest>();
-  private decodedBytes = 0;
+  private readonly decoded = new Lru<string, Manifest>({ entries: MEMO_ENTRIES, size: MEMO_BYTES });
 
   constructor(
     private readonly wasm: CoreBindings,
@@ -178,21 +178,10 @@ export class Core {
     // The row's bytes as a string, one character per byte, are the key: equal keys are equal rows.
     const key = bytes.length <= MEMO_ROW_BYTES ? String.fromCharCode(...bytes) : null;
     const known = key === null ? undefined : this.decoded.get(key);
-    if (key !== null && known) {
-      this.decoded.delete(key); // and set again: last in use order
-      this.decoded.set(key, known);
-      return known;
-    }
+    if (known) return known;
     // The core wrote this JSON from its typed manifest, so it has exactly the Manifest shape.
     const manifest: Manifest = deepFreeze(JSON.parse(this.wasm.decodeManifest(bytes)));
-    if (key === null) return manifest;
-    this.decoded.set(key, manifest);
-    this.decodedBytes += key.length;
-    for (const oldest of this.decoded.keys()) {
-      if (this.decoded.size <= MEMO_ENTRIES && this.decodedBytes <= MEMO_BYTES) break;
-      this.decoded.delete(oldest);
-      this.decodedBytes -= oldest.length;
-    }
+    if (key !== null) this.decoded.set(key, manifest, key.length);
     return manifest;
   }
 

@@ -14,6 +14,7 @@
 // (scripts/workerd/block-cache.js, through workerd's cacheApiOutbound); in tests miniflare's.
 // Entries expire after MAX_AGE_S.
 import type { ManifestPart } from "../shared/core-api";
+import { Lru } from "../shared/bounded";
 import { metrics } from "../observability/metrics";
 
 /**
@@ -155,15 +156,13 @@ export async function fillSegment(span: SegmentSpan, bytes: Uint8Array | null): 
   }
 }
 
-/** Segments read in part once (keys, in insertion order): a second such read fills the segment. */
-const seenOnce = new Set<string>();
-const SEEN_KEYS = 4096;
+/** Segments read in part once (the 4096 most recent, in insertion order): a second such read fills the segment. */
+const seenOnce = new Lru<string, true>({ entries: 4096 });
 
 /** Whether a partial read of `key` happened before in this isolate (and remembers this one if not). */
 function seenBefore(key: string): boolean {
   if (seenOnce.delete(key)) return true;
-  seenOnce.add(key);
-  if (seenOnce.size > SEEN_KEYS) seenOnce.delete(seenOnce.values().next().value as string);
+  seenOnce.set(key, true);
   return false;
 }
 
@@ -213,23 +212,17 @@ const PROMOTING_BYTES = 8 * 1024 * 1024;
 /**
  * Small entries in this isolate's memory in front of the Cache API: a hit on them costs no cache
  * operation (about half of a 1 MiB hit's CPU otherwise: docs/benchmarks.md "Hot reads"). Filled
- * by puts and by whole-entry hits of the Cache API; a Map in use order.
+ * by puts and by whole-entry hits of the Cache API; the least recently hit out first.
  */
 class MemoryFirst implements Store {
-  private readonly entries = new Map<string, Uint8Array>();
-  private bytes = 0;
+  private readonly entries = new Lru<string, Uint8Array>({ size: MEMORY_BYTES });
   /** Bytes of entries being read from the Cache API into memory at once (at most PROMOTING_BYTES). */
   private promoting = 0;
 
   constructor(private readonly next: Store) {}
 
   async match(key: string, from: number, to: number, length: number): Promise<Cached | null> {
-    const held = this.entries.get(key);
-    if (held && held.length === length) {
-      this.entries.delete(key);
-      this.entries.set(key, held);
-      return held.subarray(from, to);
-    }
+    if (this.entries.peek(key)?.length === length) return (this.entries.get(key) as Uint8Array).subarray(from, to);
     if (length > MEMORY_ENTRY_BYTES || from !== 0 || to !== length || this.promoting + length > PROMOTING_BYTES) return this.next.match(key, from, to, length);
     this.promoting += length;
     try {
@@ -238,7 +231,7 @@ class MemoryFirst implements Store {
       const entry = new Response(body);
       const bytes = new Uint8Array(await entry.arrayBuffer());
       if (bytes.length !== length) return null;
-      this.keep(key, bytes);
+      this.entries.set(key, bytes, length);
       return bytes;
     } finally {
       this.promoting -= length;
@@ -246,29 +239,12 @@ class MemoryFirst implements Store {
   }
 
   put(key: string, bytes: Uint8Array): Promise<void> {
-    if (bytes.length <= MEMORY_ENTRY_BYTES) this.keep(key, bytes);
+    if (bytes.length <= MEMORY_ENTRY_BYTES) this.entries.set(key, bytes, bytes.length);
     return this.next.put(key, bytes);
   }
 
   delete(key: string): Promise<void> {
-    this.drop(key);
-    return this.next.delete(key);
-  }
-
-  private keep(key: string, bytes: Uint8Array): void {
-    this.drop(key);
-    this.entries.set(key, bytes);
-    this.bytes += bytes.length;
-    for (const [oldest] of this.entries) {
-      if (this.bytes <= MEMORY_BYTES) break;
-      this.drop(oldest);
-    }
-  }
-
-  private drop(key: string): void {
-    const held = this.entries.get(key);
-    if (!held) return;
     this.entries.delete(key);
-    this.bytes -= held.length;
+    return this.next.delete(key);
   }
 }
