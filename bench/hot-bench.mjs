@@ -5,13 +5,16 @@
 // HOT_NODE_DELAY_MS slow (SHARDGATE_NODE_DELAY_MS: the project's delayed nodes, standing in for
 // nodes in another region). For each size, a few objects are written; the first GET of each is a
 // miss (the cache has never seen it), then, once the fills are in, the same GETs again are hits,
-// one at a time. Both are timed (p50, p99), and the gateway's CPU (its processes' utime + stime;
-// a miss's until its fills have had FILL_SETTLE_MS) and the node bytes it read
-// (shardgate_node_bytes_read_total) are counted over them; the pass-through Worker GETs the same
-// sizes as often in the same run for its CPU, and so does the pass-through whose GETs first check
-// their SigV4 signature and look their key up in a Durable Object ("floor": the least a GET that
-// must authenticate and find the current version can cost, the floor for a hit). Every body is checked (length, and the
-// x-shardgate-cache header says hit or miss as expected), each object's first hit by its sha256.
+// one at a time. Both are timed (p50, p99); the misses' CPU (the gateway's processes' utime +
+// stime, until their fills have had FILL_SETTLE_MS) and the node bytes read
+// (shardgate_node_bytes_read_total) are counted over them. The hits' CPU, one at a time and
+// CPU_IN_FLIGHT at once, is measured in CPU_ROUNDS rounds taken in turn with two bare Workers
+// given the same GETs: the pass-through, and the pass-through whose GETs first check their SigV4
+// signature and look their key up in a Durable Object, and join objects larger than a cache entry
+// from ranges of an entry's size as a hit joins its entries ("floor": the least a GET that must
+// authenticate, find the current version and serve those entries can cost, the floor for a hit).
+// Every body is checked (length, and the x-shardgate-cache header says hit or miss as expected),
+// each object's first hit by its sha256.
 import { createHash } from "node:crypto";
 import { S3Client } from "./lib/s3-client.mjs";
 import { cpuMs, HOT_NODE_DELAY_MS, seeded, startTarget, TARGETS } from "./lib/targets.mjs";
@@ -26,7 +29,7 @@ const SIZES = [
   { label: "GET 1 MiB", size: MiB, count: 16, hits: 40 },
   { label: "GET 64 MiB", size: 64 * MiB, count: 4, hits: 8 },
 ];
-/** Rounds of the CPU measure with CPU_IN_FLIGHT at once, taken in turn (medians). */
+/** Rounds of the CPU measures (one at a time, CPU_IN_FLIGHT at once), the targets in turn (medians). */
 const CPU_ROUNDS = 5;
 const median = (values) => values.toSorted((a, b) => a - b)[Math.floor(values.length / 2)];
 /** How long the fills a miss starts may take (they run after its response): counted in its CPU. */
@@ -63,17 +66,19 @@ export async function hotBench({ log = (l) => console.error(l), pin = null } = {
       const hits = await timed(hot, gateway, again, size, "hit");
       const passthrough = await timed(pass, passClient, again, size, null);
       const lookup = await timed(look, lookClient, again, size, null);
-      // CPU with CPU_IN_FLIGHT at once: the three in turn, CPU_ROUNDS times, each its median (a
-      // moment the machine is busy then weighs on every target alike, not on one).
-      const rounds = { hits: [], passthrough: [], lookup: [] };
-      for (let round = 0; round < CPU_ROUNDS; round++) {
-        rounds.hits.push((await timed(hot, gateway, again, size, "hit", 0, CPU_IN_FLIGHT)).cpuMsPerOp);
-        rounds.passthrough.push((await timed(pass, passClient, again, size, null, 0, CPU_IN_FLIGHT)).cpuMsPerOp);
-        rounds.lookup.push((await timed(look, lookClient, again, size, null, 0, CPU_IN_FLIGHT)).cpuMsPerOp);
-      }
-      hits.cpuMsPerOp4 = median(rounds.hits);
-      passthrough.cpuMsPerOp4 = median(rounds.passthrough);
-      lookup.cpuMsPerOp4 = median(rounds.lookup);
+      // CPU one at a time and CPU_IN_FLIGHT at once: the three in turn, CPU_ROUNDS times, each its
+      // median (a moment the machine is busy then weighs on every target alike, not on one).
+      const measured = [
+        [hits, hot, gateway, "hit"],
+        [passthrough, pass, passClient, null],
+        [lookup, look, lookClient, null],
+      ].map(([row, target, client, expect]) => ({ row, target, client, expect, one: [], many: [] }));
+      for (let round = 0; round < CPU_ROUNDS; round++)
+        for (const m of measured) {
+          m.one.push((await timed(m.target, m.client, again, size, m.expect)).cpuMsPerOp);
+          m.many.push((await timed(m.target, m.client, again, size, m.expect, 0, CPU_IN_FLIGHT)).cpuMsPerOp);
+        }
+      for (const m of measured) Object.assign(m.row, { cpuMsPerOp: median(m.one), cpuMsPerOp4: median(m.many) });
       rows.push({ label, size, miss, hit: hits, passthrough, lookup });
       log(
         `bench: hot ${label}: miss p50 ${miss.p50.toFixed(1)} ms, hit p50 ${hits.p50.toFixed(1)} ms; CPU/GET hit ${hits.cpuMsPerOp.toFixed(2)} ms, pass-through ${passthrough.cpuMsPerOp.toFixed(2)} ms`,
@@ -153,13 +158,13 @@ export function hotTable(rows) {
   const lines = [
     `Hot reads: the block cache on, every node ${HOT_NODE_DELAY_MS} ms away; one GET at a time, and hits ${CPU_IN_FLIGHT} at once (CPU per GET: the server's processes)`,
     "",
-    `| case | miss p50 / p99 | hit p50 / p99 | hit p50 ÷ miss p50 | node MiB per GET, miss / hit | CPU per GET, miss / hit / pass-through / floor | hit × pass-through | ${CPU_IN_FLIGHT} at once: hit / pass-through / floor | hit × pass-through, ${CPU_IN_FLIGHT} at once | floor × pass-through, ${CPU_IN_FLIGHT} at once |`,
-    "|---|---|---|---|---|---|---|---|---|---|",
+    `| case | miss p50 / p99 | hit p50 / p99 | hit p50 ÷ miss p50 | node MiB per GET, miss / hit | CPU per GET, miss / hit / pass-through / floor | hit × pass-through | ${CPU_IN_FLIGHT} at once: hit / pass-through / floor | hit × pass-through, ${CPU_IN_FLIGHT} at once | floor × pass-through, ${CPU_IN_FLIGHT} at once | hit × floor, one / ${CPU_IN_FLIGHT} at once |`,
+    "|---|---|---|---|---|---|---|---|---|---|---|",
   ];
   for (const { label, miss, hit, passthrough, lookup } of rows) {
     const x = (a, b) => `${(a / b).toFixed(2)}×`;
     lines.push(
-      `| ${label} | ${f(miss.p50)} / ${f(miss.p99)} ms | ${f(hit.p50)} / ${f(hit.p99)} ms | ${(hit.p50 / miss.p50).toFixed(2)} | ${f(miss.nodeBytesPerGet / MiB, 2)} / ${f(hit.nodeBytesPerGet / MiB, 2)} | ${f(miss.cpuMsPerOp, 2)} / ${f(hit.cpuMsPerOp, 2)} / ${f(passthrough.cpuMsPerOp, 2)} / ${f(lookup.cpuMsPerOp, 2)} ms | ${x(hit.cpuMsPerOp, passthrough.cpuMsPerOp)} | ${f(hit.cpuMsPerOp4, 2)} / ${f(passthrough.cpuMsPerOp4, 2)} / ${f(lookup.cpuMsPerOp4, 2)} ms | ${x(hit.cpuMsPerOp4, passthrough.cpuMsPerOp4)} | ${x(lookup.cpuMsPerOp4, passthrough.cpuMsPerOp4)} |`,
+      `| ${label} | ${f(miss.p50)} / ${f(miss.p99)} ms | ${f(hit.p50)} / ${f(hit.p99)} ms | ${(hit.p50 / miss.p50).toFixed(2)} | ${f(miss.nodeBytesPerGet / MiB, 2)} / ${f(hit.nodeBytesPerGet / MiB, 2)} | ${f(miss.cpuMsPerOp, 2)} / ${f(hit.cpuMsPerOp, 2)} / ${f(passthrough.cpuMsPerOp, 2)} / ${f(lookup.cpuMsPerOp, 2)} ms | ${x(hit.cpuMsPerOp, passthrough.cpuMsPerOp)} | ${f(hit.cpuMsPerOp4, 2)} / ${f(passthrough.cpuMsPerOp4, 2)} / ${f(lookup.cpuMsPerOp4, 2)} ms | ${x(hit.cpuMsPerOp4, passthrough.cpuMsPerOp4)} | ${x(lookup.cpuMsPerOp4, passthrough.cpuMsPerOp4)} | ${x(hit.cpuMsPerOp, lookup.cpuMsPerOp)} / ${x(hit.cpuMsPerOp4, lookup.cpuMsPerOp4)} |`,
     );
   }
   return lines.join("\n");
