@@ -7,6 +7,7 @@
 // bound below and at most `le`, only the buckets that got any), its sum and count; rendering
 // makes the buckets cumulative. Gauges (GAUGES) are not stored: the scrape reads them when it
 // renders (node health, the heal queues, the build).
+import { Lru } from "../shared/bounded";
 
 /** Every counter the gateway exports: name → help text. */
 export const COUNTERS = {
@@ -113,8 +114,6 @@ export interface MetricsSink {
 }
 
 const FLUSH_DELAY_MS = 1000;
-/** Distinct series keys remembered (labels include node ids and statuses: a few hundred). */
-const MAX_CACHED_KEYS = 4096;
 
 /** One series' identity: `name{label="value",...}` with labels sorted, values escaped. */
 export function seriesKey(name: string, labels: Labels = {}): string {
@@ -137,8 +136,9 @@ export class Metrics {
   private sentAt = 0;
 
   /** Series keys by name and label values as the caller passed them: a request adds several
-   *  counts, and sorting and escaping labels for each showed up in profiles. Bounded. */
-  private readonly keys = new Map<string, string>();
+   *  counts, and sorting and escaping labels for each showed up in profiles. 4096 at most (labels
+   *  include node ids and statuses: a few hundred), the oldest out first. */
+  private readonly keys = new Lru<string, string>({ entries: 4096 });
 
   /** The duration histogram's pending observations, by operation (allocated once per operation). */
   private readonly durations = new Map<string, DurationCounts>();
@@ -195,10 +195,9 @@ export class Metrics {
   private labelledKey(name: CounterName, labels: Labels): string {
     let id = name as string;
     for (const k in labels) id += `\u0000${k}\u0000${labels[k]}`;
-    let key = this.keys.get(id);
+    let key = this.keys.peek(id);
     if (key === undefined) {
       key = seriesKey(name, labels);
-      if (this.keys.size >= MAX_CACHED_KEYS) this.keys.clear();
       this.keys.set(id, key);
     }
     return key;

@@ -4,11 +4,11 @@
 import { type BucketPolicy, POLICY_ACTIONS, parsePolicy } from "../auth/policy";
 import type { Env } from "../config";
 import { bucketIndex } from "../meta/stubs";
+import { Lru } from "../shared/bounded";
 import { cachedSetting, setSetting } from "./bucket-settings";
 
-/** Parsed policies by their text (the same text parses to the same policy). */
-const parsed = new Map<string, BucketPolicy | null>();
-const PARSED_ENTRIES = 1_000;
+/** Parsed policies by their text (the same text parses to the same policy), the 1,000 used last. */
+const parsed = new Lru<string, BucketPolicy | null>({ entries: 1_000 });
 
 /** The bucket's policy, parsed; null when it has none (or there is no such bucket). */
 export async function bucketPolicy(env: Env, bucket: string): Promise<BucketPolicy | null> {
@@ -25,7 +25,6 @@ export async function bucketPolicy(env: Env, bucket: string): Promise<BucketPoli
       console.error(JSON.stringify({ bucket, error: `stored policy no longer parses, denying all but policy changes: ${String(e)}` }));
       policy = denyAllButPolicyChanges(bucket);
     }
-    if (parsed.size >= PARSED_ENTRIES) parsed.clear();
     parsed.set(key, policy);
   }
   return policy;
