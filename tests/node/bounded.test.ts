@@ -1,6 +1,7 @@
 // shared/bounded.ts's Lru, the one bounded map behind the Worker's caches (decoded manifests,
-// signing keys, resolved access keys, bucket settings, auth failure tallies, the block cache's
-// memory): what it keeps and what it drops first.
+// signing keys, access keys resolved and unknown, bucket settings, parsed bucket policies, auth
+// failure tallies, metrics' series keys, the block cache's memory and the segments it saw read in
+// part): what it keeps and what it drops first.
 import { describe, expect, it } from "vitest";
 import { Lru } from "../../worker/src/shared/bounded";
 
@@ -35,8 +36,8 @@ describe("Lru", () => {
     expect(lru.size).toBe(3);
   });
 
-  it("keeps sizes within `size`, dropping the oldest until the new entry fits", () => {
-    const lru = new Lru<string, string>({ size: 10 });
+  it("keeps weights within `weight`, dropping the oldest until the new entry fits", () => {
+    const lru = new Lru<string, string>({ weight: 10 });
     lru.set("a", "", 4);
     lru.set("b", "", 4);
     lru.set("c", "", 2);
@@ -45,15 +46,21 @@ describe("Lru", () => {
     expect(keysOf(lru)).toEqual(["c", "d"]);
     lru.set("e", "", 3); // 10
     expect(keysOf(lru)).toEqual(["c", "d", "e"]);
-    // An entry larger than the whole budget is not kept, and drops everything before it.
+    // An entry heavier than the whole budget is not kept, and drops nothing else; one that
+    // replaces a key it holds leaves that key out.
     lru.set("huge", "", 11);
-    expect(keysOf(lru)).toEqual([]);
-    lru.set("f", "", 10);
-    expect(keysOf(lru)).toEqual(["f"]);
+    expect(keysOf(lru)).toEqual(["c", "d", "e"]);
+    lru.set("d", "", 11);
+    expect(keysOf(lru)).toEqual(["c", "e"]);
+    lru.set("f", "", 5); // 10
+    expect(keysOf(lru)).toEqual(["c", "e", "f"]);
+    // A weight that is not a finite number ≥ 0 is refused: it would break the sum for good.
+    for (const bad of [Number.NaN, -1, Number.POSITIVE_INFINITY]) expect(() => lru.set("g", "", bad)).toThrow(RangeError);
+    expect(keysOf(lru)).toEqual(["c", "e", "f"]);
   });
 
-  it("replacing a key counts its new size, not both", () => {
-    const lru = new Lru<string, string>({ size: 10 });
+  it("replacing a key counts its new weight, not both", () => {
+    const lru = new Lru<string, string>({ weight: 10 });
     lru.set("a", "big", 8);
     lru.set("b", "", 2);
     lru.set("a", "small", 1); // 3 in all now, not 11
@@ -65,8 +72,8 @@ describe("Lru", () => {
     expect(lru.peek("a")).toBe("bigger");
   });
 
-  it("delete frees its entry's count and size, and says whether it held the key", () => {
-    const lru = new Lru<string, number>({ entries: 2, size: 10 });
+  it("delete frees its entry's count and weight, and says whether it held the key", () => {
+    const lru = new Lru<string, number>({ entries: 2, weight: 10 });
     lru.set("a", 1, 6);
     lru.set("b", 2, 4);
     expect(lru.delete("a")).toBe(true);
@@ -77,5 +84,19 @@ describe("Lru", () => {
     expect(lru.get("a")).toBeUndefined();
     lru.set("d", 4, 1); // 3 entries: the oldest (b) goes
     expect(keysOf(lru)).toEqual(["c", "d"]);
+  });
+
+  it("keys() is a snapshot: walking it while getting or setting ends", () => {
+    const lru = new Lru<string, number>({ entries: 3 });
+    lru.set("a", 1);
+    lru.set("b", 2);
+    const seen: string[] = [];
+    for (const key of lru.keys()) {
+      seen.push(key);
+      lru.get(key);
+      lru.set(`${key}2`, 0);
+    }
+    expect(seen).toEqual(["a", "b"]);
+    expect(keysOf(lru)).toEqual(["a2", "b", "b2"]);
   });
 });

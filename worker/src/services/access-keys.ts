@@ -126,7 +126,7 @@ function forget(id: string): void {
  * from the lookup budget, so a flood of made-up ids cannot lock out a key that a change touched.
  */
 function markStale(id: string): void {
-  // Changed in place: the entry keeps its age, and dropBucketGrants's walk over the keys sees it once.
+  // Changed in place (its `at` only: the next lookup fetches it again), keeping its place in the eviction order.
   const known = resolved.peek(id);
   if (known) known.at = Number.NEGATIVE_INFINITY;
   unknownIds.delete(id);

@@ -7,8 +7,8 @@ import { bucketIndex } from "../meta/stubs";
 import { Lru } from "../shared/bounded";
 import { cachedSetting, setSetting } from "./bucket-settings";
 
-/** Parsed policies by their text (the same text parses to the same policy), the 1,000 used last. */
-const parsed = new Lru<string, BucketPolicy | null>({ entries: 1_000 });
+/** Parsed policies by their text (the same text parses to the same policy): the 1,000 used last, 8 Mi characters of text at most. */
+const parsed = new Lru<string, BucketPolicy | null>({ entries: 1_000, weight: 8 * 1024 * 1024 });
 
 /** The bucket's policy, parsed; null when it has none (or there is no such bucket). */
 export async function bucketPolicy(env: Env, bucket: string): Promise<BucketPolicy | null> {
@@ -25,7 +25,7 @@ export async function bucketPolicy(env: Env, bucket: string): Promise<BucketPoli
       console.error(JSON.stringify({ bucket, error: `stored policy no longer parses, denying all but policy changes: ${String(e)}` }));
       policy = denyAllButPolicyChanges(bucket);
     }
-    parsed.set(key, policy);
+    parsed.set(key, policy, key.length);
   }
   return policy;
 }

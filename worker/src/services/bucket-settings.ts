@@ -13,7 +13,8 @@ import { Lru } from "../shared/bounded";
 /** How long an isolate trusts a setting it read (ms): a change reaches other isolates within it. */
 export const SETTINGS_CACHE_MS = 5_000;
 
-const known = new Lru<string, { at: number; value: string | null }>({ entries: 2_000 });
+/** Settings read, 2,000 at most and 8 Mi characters of their text (policies take up to 20 KB each). */
+const known = new Lru<string, { at: number; value: string | null }>({ entries: 2_000, weight: 8 * 1024 * 1024 });
 const keyOf = (bucket: string, name: BucketSetting) => `${name}\u0000${bucket}`;
 
 /** A setting as stored (JSON text), or null when the bucket has none or does not exist. */
@@ -22,7 +23,7 @@ export async function cachedSetting(env: Env, bucket: string, name: BucketSettin
   const hit = known.peek(id);
   if (hit && now - hit.at < SETTINGS_CACHE_MS) return hit.value;
   const value = (await bucketRegistry(env).get(bucket)) ? await orNullWithoutBucket(bucketIndex(env, bucket).setting(name)) : null;
-  known.set(id, { at: now, value });
+  known.set(id, { at: now, value }, id.length + (value?.length ?? 0));
   return value;
 }
 
@@ -37,5 +38,5 @@ export async function setSetting(env: Env, bucket: string, name: BucketSetting, 
 
 /** Forgets what this isolate knows of a bucket's settings (it was deleted or created again). */
 export function forgetSettings(bucket: string): void {
-  for (const id of [...known.keys()]) if (id.endsWith(`\u0000${bucket}`)) known.delete(id);
+  for (const id of known.keys()) if (id.endsWith(`\u0000${bucket}`)) known.delete(id);
 }

@@ -66,16 +66,16 @@ export function keptResult<T extends { at: number }>(name: string, freshMs: numb
 }
 
 /**
- * A Map of at most `limit.entries` entries whose sizes (given to `set`, 1 by default) add up to at
- * most `limit.size`: `set` makes its entry the newest, then drops the oldest until both hold. `get`
- * makes the entry it finds the newest too; `peek` does not, for caches that age entries by when
- * they were set. A Map keeps its entries in insertion order: every operation is O(1) (amortized).
+ * A Map of at most `limit.entries` entries whose weights (given to `set`, 1 by default) add up to at
+ * most `limit.weight`: `set` makes its entry the newest, then drops the oldest until both hold (an
+ * entry heavier than the whole budget is not kept). `get` makes the entry it finds the newest too;
+ * `peek` does not. A Map keeps its entries in insertion order: every operation is O(1) (amortized).
  */
 export class Lru<K, V> {
-  private readonly map = new Map<K, { value: V; size: number }>();
+  private readonly map = new Map<K, { value: V; weight: number }>();
   private total = 0;
 
-  constructor(private readonly limit: { entries?: number; size?: number }) {}
+  constructor(private readonly limit: { entries: number; weight?: number } | { entries?: number; weight: number }) {}
 
   get size(): number {
     return this.map.size;
@@ -91,22 +91,25 @@ export class Lru<K, V> {
     return this.map.get(key)?.value;
   }
 
-  set(key: K, value: V, size = 1): void {
+  set(key: K, value: V, weight = 1): void {
+    if (!(weight >= 0 && weight < Infinity)) throw new RangeError(`an entry's weight must be a finite number ≥ 0, got ${weight}`);
     this.delete(key);
-    this.map.set(key, { value, size });
-    this.total += size;
+    if (weight > (this.limit.weight ?? Infinity)) return;
+    this.map.set(key, { value, weight });
+    this.total += weight;
     for (const oldest of this.map.keys()) {
-      if (this.map.size <= (this.limit.entries ?? Infinity) && this.total <= (this.limit.size ?? Infinity)) break;
+      if (this.map.size <= (this.limit.entries ?? Infinity) && this.total <= (this.limit.weight ?? Infinity)) break;
       this.delete(oldest);
     }
   }
 
   delete(key: K): boolean {
-    this.total -= this.map.get(key)?.size ?? 0;
+    this.total -= this.map.get(key)?.weight ?? 0;
     return this.map.delete(key);
   }
 
-  keys(): IterableIterator<K> {
-    return this.map.keys();
+  /** The keys, oldest first, as they are now (changing the map while walking them is safe). */
+  keys(): K[] {
+    return [...this.map.keys()];
   }
 }

@@ -85,7 +85,7 @@ function deepFreeze<T>(value: T): T {
 const INPUT_SLICE = 256 * 1024;
 
 export class Core {
-  private readonly decoded = new Lru<string, Manifest>({ entries: MEMO_ENTRIES, size: MEMO_BYTES });
+  private readonly decoded = new Lru<string, Manifest>({ entries: MEMO_ENTRIES, weight: MEMO_BYTES });
 
   constructor(
     private readonly wasm: CoreBindings,

@@ -212,17 +212,18 @@ const PROMOTING_BYTES = 8 * 1024 * 1024;
 /**
  * Small entries in this isolate's memory in front of the Cache API: a hit on them costs no cache
  * operation (about half of a 1 MiB hit's CPU otherwise: docs/benchmarks.md "Hot reads"). Filled
- * by puts and by whole-entry hits of the Cache API; the least recently hit out first.
+ * by puts and by whole-entry hits of the Cache API; the least recently put or hit out first.
  */
 class MemoryFirst implements Store {
-  private readonly entries = new Lru<string, Uint8Array>({ size: MEMORY_BYTES });
+  private readonly entries = new Lru<string, Uint8Array>({ entries: 8192, weight: MEMORY_BYTES });
   /** Bytes of entries being read from the Cache API into memory at once (at most PROMOTING_BYTES). */
   private promoting = 0;
 
   constructor(private readonly next: Store) {}
 
   async match(key: string, from: number, to: number, length: number): Promise<Cached | null> {
-    if (this.entries.peek(key)?.length === length) return (this.entries.get(key) as Uint8Array).subarray(from, to);
+    const held = this.entries.get(key);
+    if (held?.length === length) return held.subarray(from, to);
     if (length > MEMORY_ENTRY_BYTES || from !== 0 || to !== length || this.promoting + length > PROMOTING_BYTES) return this.next.match(key, from, to, length);
     this.promoting += length;
     try {
