@@ -15,6 +15,7 @@
 // authenticate, find the current version and serve those entries can cost, the floor for a hit).
 // Every body is checked (length, and the x-shardgate-cache header says hit or miss as expected),
 // each object's first hit by its sha256.
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { S3Client } from "./lib/s3-client.mjs";
 import { cpuMs, HOT_NODE_DELAY_MS, seeded, startTarget, TARGETS } from "./lib/targets.mjs";
@@ -62,6 +63,9 @@ export async function hotBench({ log = (l) => console.error(l), pin = null } = {
       const miss = await timed(hot, gateway, keys, size, "miss", FILL_SETTLE_MS);
       // The fills run after each response: wait until every object answers as a hit.
       for (const key of keys) await untilHit(gateway, key, data);
+      // What the run wrote goes to the disk first: its writeback stalled the first hits' reads by
+      // up to 300 ms (their CPU unchanged).
+      execFileSync("sync");
       const again = Array.from({ length: repeat }, () => keys).flat();
       const hits = await timed(hot, gateway, again, size, "hit");
       const passthrough = await timed(pass, passClient, again, size, null);
